@@ -1,0 +1,38 @@
+// Rng: a small, seeded, counter-based random generator (SplitMix64 over a counter).
+// Deterministic across platforms and compilers: the same seed gives the same stream,
+// unlike std::uniform_*_distribution whose algorithms are implementation-defined.
+// Not thread-safe; give each thread its own Rng (e.g. Rng(seed).Fork(thread_id)).
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::core {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : seed_(seed) {}
+
+  // Next 64 random bits.
+  uint64_t NextU64() { return Mix(seed_ + (++counter_) * 0x9E3779B97F4A7C15ULL); }
+  // Uniform double in [0, 1).
+  double Uniform() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
+  // Uniform double in [lo, hi).
+  double Uniform(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
+  // Uniform integer in [0, n), n > 0 (Lemire-free modulo; bias < 2^-40 for n < 2^24).
+  uint64_t Below(uint64_t n) { return NextU64() % n; }
+  // Standard normal by Box-Muller.
+  double Normal();
+  // An independent stream derived from this seed and `stream`.
+  Rng Fork(uint64_t stream) const { return Rng(Mix(seed_ ^ Mix(stream + 0x1234567ULL))); }
+
+ private:
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t seed_;
+  uint64_t counter_ = 0;
+};
+
+}  // namespace tessera::core
