@@ -1,0 +1,192 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/softmax_tiles.h"
+
+namespace tessera::kernels {
+namespace {
+
+using core::InvalidArgument;
+using core::Status;
+using internal::Dot;
+using internal::ExpMinusRowTile;
+using internal::OnlineSoftmaxTile;
+using internal::ScaleRowsTile;
+using internal::SoftmaxGradTile;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int64_t kMaxBlock = 1 << 14;
+
+Status ValidateTiling(const AttentionTiling& tiling) {
+  for (auto [name, value] : {std::pair{"block_q", tiling.block_q}, {"block_k", tiling.block_k}}) {
+    if (value < 1 || value > kMaxBlock) {
+      return InvalidArgument(std::string("attention.tiling.") + name + ": got " +
+                             std::to_string(value) + ", must be in [1, " +
+                             std::to_string(kMaxBlock) + "]");
+    }
+  }
+  return Status::Ok();
+}
+
+// Views of one (sequence, head): base pointers of its first token and the token stride.
+struct HeadView {
+  int64_t lq, lk;  // tokens
+  int64_t ld;      // H * D floats between consecutive tokens
+  int64_t q_off;   // element offset of [first query token, h, 0] in q-side tensors
+  int64_t k_off;   // element offset of [first key token, h, 0] in k-side tensors
+};
+
+HeadView MakeView(const AttentionShape& shape, int64_t seq, int64_t h) {
+  const int64_t ld = shape.num_heads * shape.head_dim;
+  return {shape.seqlen_q(seq), shape.seqlen_k(seq), ld,
+          shape.cu_seqlens_q[seq] * ld + h * shape.head_dim,
+          shape.cu_seqlens_k[seq] * ld + h * shape.head_dim};
+}
+
+}  // namespace
+
+Status AttentionForward(const AttentionShape& shape, const float* q, const float* k, const float* v,
+                        float* o, float* lse, const AttentionTiling& tiling) {
+  RETURN_IF_ERROR(ValidateAttentionShape(shape));
+  RETURN_IF_ERROR(ValidateTiling(tiling));
+  const int64_t h_count = shape.num_heads, d = shape.head_dim;
+  const int64_t q_elems = shape.total_q() * h_count * d, k_elems = shape.total_k() * h_count * d;
+  RETURN_IF_ERROR(CheckTensorPointer("q", q, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("k", k, k_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("v", v, k_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("o", o, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("lse", lse, shape.total_q() * h_count));
+
+  const int64_t bq = tiling.block_q, bk = tiling.block_k;
+  const float scale = shape.EffectiveScale();
+  std::vector<float> s_tile(bq * bk), o_acc(bq * d), row_max(bq), row_sum(bq), row_corr(bq);
+
+  for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+    for (int64_t h = 0; h < h_count; ++h) {
+      const HeadView hv = MakeView(shape, seq, h);
+      const int64_t ld = hv.ld;
+      const float* qh = q + hv.q_off;
+      const float* kh = k + hv.k_off;
+      const float* vh = v + hv.k_off;
+      float* oh = o + hv.q_off;
+      float* lse_h = lse + shape.cu_seqlens_q[seq] * h_count + h;  // stride h_count
+      for (int64_t i0 = 0; i0 < hv.lq; i0 += bq) {
+        const int64_t rows = std::min(bq, hv.lq - i0);
+        std::fill_n(row_max.begin(), rows, kNegInf);
+        std::fill_n(row_sum.begin(), rows, 0.0f);
+        for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
+          const int64_t cols = std::min(bk, hv.lk - j0);
+          // S = scale * Q_i K_j^T : (rows, cols).
+          GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, qh + i0 * ld, ld,
+                        kh + j0 * ld, ld, 0.0f, s_tile.data(), bk);
+          OnlineSoftmaxTile(s_tile.data(), rows, cols, bk, row_max.data(), row_sum.data(),
+                            row_corr.data());
+          if (j0 > 0) ScaleRowsTile(o_acc.data(), rows, d, d, row_corr.data());
+          // O_acc (+)= P V_j : (rows, d).
+          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, 1.0f, s_tile.data(), bk,
+                        vh + j0 * ld, ld, j0 == 0 ? 0.0f : 1.0f, o_acc.data(), d);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          float* o_row = oh + (i0 + r) * ld;
+          if (hv.lk == 0) {
+            std::fill_n(o_row, d, 0.0f);
+            lse_h[(i0 + r) * h_count] = kNegInf;
+            continue;
+          }
+          const float inv = 1.0f / row_sum[r];
+          const float* acc_row = o_acc.data() + r * d;
+          for (int64_t x = 0; x < d; ++x) o_row[x] = acc_row[x] * inv;
+          lse_h[(i0 + r) * h_count] = row_max[r] + std::log(row_sum[r]);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status AttentionBackward(const AttentionShape& shape, const float* q, const float* k,
+                         const float* v, const float* o, const float* d_o, const float* lse,
+                         float* dq, float* dk, float* dv, const AttentionBackwardOptions& options) {
+  RETURN_IF_ERROR(ValidateAttentionShape(shape));
+  RETURN_IF_ERROR(ValidateTiling(options.tiling));
+  const int64_t h_count = shape.num_heads, d = shape.head_dim;
+  const int64_t q_elems = shape.total_q() * h_count * d, k_elems = shape.total_k() * h_count * d;
+  RETURN_IF_ERROR(CheckTensorPointer("q", q, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("k", k, k_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("v", v, k_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("o", o, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("d_o", d_o, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("lse", lse, shape.total_q() * h_count));
+  RETURN_IF_ERROR(CheckTensorPointer("dq", dq, q_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("dk", dk, k_elems));
+  RETURN_IF_ERROR(CheckTensorPointer("dv", dv, k_elems));
+
+  if (!options.accumulate_dq) std::fill_n(dq, q_elems, 0.0f);
+  if (!options.accumulate_dkv) {
+    std::fill_n(dk, k_elems, 0.0f);
+    std::fill_n(dv, k_elems, 0.0f);
+  }
+
+  const int64_t bq = options.tiling.block_q, bk = options.tiling.block_k;
+  const float scale = shape.EffectiveScale();
+  int64_t max_lq = 0;
+  for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+    max_lq = std::max(max_lq, shape.seqlen_q(seq));
+  }
+  std::vector<float> p_tile(bq * bk), dp_tile(bq * bk), lse_h(max_lq), delta_h(max_lq);
+
+  for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+    for (int64_t h = 0; h < h_count; ++h) {
+      const HeadView hv = MakeView(shape, seq, h);
+      if (hv.lq == 0 || hv.lk == 0) continue;  // no score entries: gradients stay as set above
+      const int64_t ld = hv.ld;
+      const float* qh = q + hv.q_off;
+      const float* kh = k + hv.k_off;
+      const float* vh = v + hv.k_off;
+      const float* doh = d_o + hv.q_off;
+      float* dqh = dq + hv.q_off;
+      float* dkh = dk + hv.k_off;
+      float* dvh = dv + hv.k_off;
+      // Contiguous per-row LSE and Delta = rowsum(dO * O) for this (sequence, head).
+      for (int64_t i = 0; i < hv.lq; ++i) {
+        lse_h[i] = lse[(shape.cu_seqlens_q[seq] + i) * h_count + h];
+        delta_h[i] = Dot(doh + i * ld, o + hv.q_off + i * ld, d);
+      }
+      for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
+        const int64_t cols = std::min(bk, hv.lk - j0);
+        const float* k_j = kh + j0 * ld;
+        const float* v_j = vh + j0 * ld;
+        for (int64_t i0 = 0; i0 < hv.lq; i0 += bq) {
+          const int64_t rows = std::min(bq, hv.lq - i0);
+          const float* q_i = qh + i0 * ld;
+          const float* do_i = doh + i0 * ld;
+          // P = exp(scale * Q_i K_j^T - lse) : (rows, cols).
+          GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, q_i, ld, k_j, ld,
+                        0.0f, p_tile.data(), bk);
+          ExpMinusRowTile(p_tile.data(), rows, cols, bk, lse_h.data() + i0);
+          // dV_j += P^T dO_i : (cols, d).
+          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, 1.0f, p_tile.data(), bk,
+                        do_i, ld, 1.0f, dvh + j0 * ld, ld);
+          // dP = dO_i V_j^T, then dS = P * (dP - Delta) in place : (rows, cols).
+          GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, 1.0f, do_i, ld, v_j, ld,
+                        0.0f, dp_tile.data(), bk);
+          SoftmaxGradTile(p_tile.data(), dp_tile.data(), rows, cols, bk, delta_h.data() + i0);
+          // dQ_i += scale * dS K_j : (rows, d);  dK_j += scale * dS^T Q_i : (cols, d).
+          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, scale, dp_tile.data(), bk,
+                        k_j, ld, 1.0f, dqh + i0 * ld, ld);
+          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, scale, dp_tile.data(), bk,
+                        q_i, ld, 1.0f, dkh + j0 * ld, ld);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::kernels
