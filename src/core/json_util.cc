@@ -109,8 +109,7 @@ StatusOr<double> GetFraction(const Json& obj, const std::string& path, const std
   return d;
 }
 
-StatusOr<int64_t> GetPositiveInt(const Json& obj, const std::string& path,
-                                 const std::string& key) {
+StatusOr<int64_t> GetPositiveInt(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(int64_t v, GetInt(obj, path, key));
   if (v <= 0) {
     return InvalidArgument(JoinPath(path, key) + ": got " + std::to_string(v) + ", must be >= 1");
@@ -127,8 +126,7 @@ StatusOr<int64_t> GetNonNegativeInt(const Json& obj, const std::string& path,
   return v;
 }
 
-StatusOr<std::string> GetString(const Json& obj, const std::string& path,
-                                const std::string& key) {
+StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_string()) {
     return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() + ", must be a string");

@@ -6,9 +6,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 
@@ -28,7 +27,8 @@ Status WriteJsonFile(const std::string& path, const Json& j);
 StatusOr<const Json*> Member(const Json& obj, const std::string& path, const std::string& key);
 
 // Typed getters for a required member. Each checks type and range.
-StatusOr<double> GetPositiveDouble(const Json& obj, const std::string& path, const std::string& key);
+StatusOr<double> GetPositiveDouble(const Json& obj, const std::string& path,
+                                   const std::string& key);
 StatusOr<double> GetNonNegativeDouble(const Json& obj, const std::string& path,
                                       const std::string& key);
 // A double in (0, 1].

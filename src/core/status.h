@@ -21,8 +21,8 @@ enum class StatusCode {
   kNotFound,         // a named preset, file or key does not exist
   kInfeasible,       // a plan or model has no feasible solution (e.g. out of memory)
   kFailedPrecondition,
-  kInternal,         // a library we call failed unexpectedly
-  kUnavailable,      // a peer or resource went away (e.g. an MPI rank died)
+  kInternal,     // a library we call failed unexpectedly
+  kUnavailable,  // a peer or resource went away (e.g. an MPI rank died)
   kDeadlineExceeded,
 };
 
@@ -47,7 +47,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Infeasible(std::string m) { return {StatusCode::kInfeasible, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
@@ -98,10 +100,10 @@ class [[nodiscard]] StatusOr {
 #define TESSERA_CONCAT(a, b) TESSERA_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::tessera::core::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                         \
+#define RETURN_IF_ERROR(expr)             \
+  do {                                    \
+    ::tessera::core::Status _st = (expr); \
+    if (!_st.ok()) return _st;            \
   } while (0)
 
 // ASSIGN_OR_RETURN(lhs, expr): evaluates a StatusOr; on error returns its Status,

@@ -3,8 +3,8 @@
 namespace tessera::core {
 
 void TraceWriter::NameTrack(int tid, const std::string& name) {
-  events_.push_back(
-      Json{{"ph", "M"}, {"pid", 0}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+  events_.push_back(Json{
+      {"ph", "M"}, {"pid", 0}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
 }
 
 void TraceWriter::Span(int tid, const std::string& name, const std::string& category,

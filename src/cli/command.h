@@ -1,0 +1,19 @@
+// Shared pieces of the tessera command line: each system registers its subcommands on
+// the root CLI11 app; a subcommand's action returns a Status that main() turns into an
+// exit code: 0 OK, 1 user error (one line on stderr), 2 internal error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "core/status.h"
+
+namespace tessera::cli {
+
+// The action the parsed subcommand asked for; main() runs it after parsing.
+using Action = std::function<core::Status()>;
+
+// Adds `tessera zellige ...`; stores the chosen action in *action.
+void AddZelligeCommands(CLI::App& root, Action* action);
+
+}  // namespace tessera::cli

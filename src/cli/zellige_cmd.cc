@@ -1,0 +1,265 @@
+// `tessera zellige ...`: token calculus, modeled placement comparison, plan simulation.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/command.h"
+#include "core/json_util.h"
+#include "core/table.h"
+#include "core/trace.h"
+#include "hw/cluster.h"
+#include "zellige/evaluate.h"
+#include "zellige/tokens.h"
+
+namespace tessera::cli {
+
+using core::Json;
+using core::Status;
+using core::StatusOr;
+using namespace tessera::zellige;  // NOLINT
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct TokensArgs {
+  std::string kind = "video";
+  std::string res = "1080p";
+  double seconds = 15;
+  int fps = 16;
+};
+
+Status RunTokens(const TokensArgs& a) {
+  if (a.kind != "image" && a.kind != "video") {
+    return core::InvalidArgument("--kind: got '" + a.kind + "', must be image or video");
+  }
+  ASSIGN_OR_RETURN(Resolution r, ParseResolution(a.res));
+  MediaKind kind = a.kind == "video" ? MediaKind::kVideo : MediaKind::kImage;
+  ASSIGN_OR_RETURN(int64_t tokens, CountTokens(kind, r, a.seconds, a.fps));
+  std::printf("%lld\n", static_cast<long long>(tokens));
+  return Status::Ok();
+}
+
+struct PlanArgs {
+  std::string cluster = "a800x16";
+  std::string model = "wan2.1-1.3b";
+  std::string workload = "v50";
+  std::string load = "high";
+  double video_seconds = 15;
+  uint64_t seed = 1;
+  std::string planner = "all";
+  std::vector<std::string> options;  // key=value
+  std::string json_path, trace_path, save_plan, batch_out;
+};
+
+// A named mixture or a batch JSON file.
+StatusOr<Batch> LoadBatch(const PlanArgs& a, int num_ranks) {
+  auto mix = ParseMixture(a.workload);
+  if (!mix.ok()) {
+    if (!std::filesystem::exists(a.workload)) return mix.status();
+    ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(a.workload));
+    return BatchFromJson(j, a.workload);
+  }
+  WorkloadSpec spec;
+  spec.video_percent = *mix;
+  ASSIGN_OR_RETURN(spec.tokens_per_gpu, ParseLoad(a.load));
+  spec.video_seconds = a.video_seconds;
+  spec.num_ranks = num_ranks;
+  spec.seed = a.seed;
+  return GenerateBatch(spec);
+}
+
+StatusOr<PlannerOptions> ParseOptions(const std::vector<std::string>& kvs) {
+  PlannerOptions o;
+  for (const auto& kv : kvs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return core::InvalidArgument("--option: got '" + kv + "', must be key=value");
+    }
+    o[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return o;
+}
+
+Status RunPlan(const PlanArgs& a) {
+  ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
+  ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
+  ASSIGN_OR_RETURN(Batch batch, LoadBatch(a, cluster.num_ranks()));
+  ASSIGN_OR_RETURN(PlannerOptions options, ParseOptions(a.options));
+  CostModel cost(cluster, model);
+  RETURN_IF_ERROR(CheckBatchFits(batch, cost));
+  std::vector<const PlannerEntry*> entries;
+  if (a.planner == "all") {
+    for (const auto& e : PlannerRegistry()) entries.push_back(&e);
+  } else {
+    ASSIGN_OR_RETURN(const PlannerEntry* e, FindPlanner(a.planner));
+    entries.push_back(e);
+  }
+  if (!a.save_plan.empty() && entries.size() != 1) {
+    return core::InvalidArgument("--save-plan: needs a single --planner, got '" + a.planner + "'");
+  }
+  if (!a.trace_path.empty() && entries.size() != 1) {
+    return core::InvalidArgument("--trace: needs a single --planner, got '" + a.planner + "'");
+  }
+  std::printf(
+      "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
+      "video share %.1f%%\n",
+      cluster.name.c_str(), cluster.num_ranks(), cluster.provenance.c_str(), model.name.c_str(),
+      batch.name.c_str(), batch.sequences.size(), batch.total_tokens() / 1e6,
+      100 * batch.video_token_share());
+  std::vector<PlannerRun> runs;
+  std::vector<std::string> failures;
+  for (const auto* e : entries) {
+    auto run = RunPlanner(*e, batch, cost, options);
+    if (!run.ok()) {
+      if (run.status().code() == core::StatusCode::kInternal) return run.status();
+      if (entries.size() == 1) return run.status();
+      failures.push_back(run.status().message());
+      continue;
+    }
+    runs.push_back(std::move(run).value());
+  }
+  double usp_makespan = 0;
+  for (const auto& r : runs)
+    if (r.planner == "usp") usp_makespan = r.sim.makespan_s;
+  core::Table t({"planner", "makespan s", "vs usp", "max/mean", "attn comm GB", "peak mem GiB",
+                 "splits", "feasible", "solve ms"});
+  Json results = Json::array();
+  for (const auto& r : runs) {
+    t.AddRow({r.planner, core::Fixed(r.sim.makespan_s, 2),
+              usp_makespan > 0 ? core::Fixed(usp_makespan / r.sim.makespan_s, 2) + "x" : "-",
+              core::Fixed(r.sim.max_over_mean, 3), core::Fixed(r.sim.attn_comm_bytes / 1e9, 1),
+              core::Fixed(r.sim.peak_mem_bytes / kGiB, 1), std::to_string(r.sim.split_sequences),
+              r.sim.feasible ? "yes" : "OOM", core::Fixed(r.solve_ms, 2)});
+    Json jr = {{"planner", r.planner},
+               {"feasible", r.sim.feasible},
+               {"makespan_s", r.sim.makespan_s},
+               {"max_over_mean", r.sim.max_over_mean},
+               {"attn_comm_bytes", r.sim.attn_comm_bytes},
+               {"peak_mem_bytes", r.sim.peak_mem_bytes},
+               {"split_sequences", r.sim.split_sequences},
+               {"solve_ms", r.solve_ms}};
+    if (!r.sim.feasible) jr["infeasible_reason"] = r.sim.infeasible_reason;
+    results.push_back(jr);
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf("(modeled: cost model over %s; makespan of one training step)\n",
+              cluster.provenance.c_str());
+  for (const auto& r : runs)
+    if (!r.sim.feasible)
+      std::printf("%s: %s\n", r.planner.c_str(), r.sim.infeasible_reason.c_str());
+  for (const auto& f : failures) std::printf("failed: %s\n", f.c_str());
+  if (!a.json_path.empty()) {
+    Json out = {{"results", results},
+                {"cluster", hw::ToJson(cluster)},
+                {"model", ToJson(model)},
+                {"batch", ToJson(batch)},
+                {"label", "modeled"}};
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
+  }
+  if (!a.save_plan.empty() && !runs.empty()) {
+    RETURN_IF_ERROR(core::WriteJsonFile(a.save_plan, ToJson(runs[0].plan, batch)));
+  }
+  if (!a.batch_out.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.batch_out, ToJson(batch)));
+  if (!a.trace_path.empty() && !runs.empty()) {
+    core::TraceWriter trace;
+    ASSIGN_OR_RETURN(SimResult sim, Simulate(runs[0].plan, batch, cost, &trace));
+    (void)sim;
+    RETURN_IF_ERROR(trace.Write(a.trace_path));
+  }
+  return Status::Ok();
+}
+
+struct SimulateArgs {
+  std::string cluster = "a800x16";
+  std::string model = "wan2.1-1.3b";
+  std::string batch_path, plan_path, json_path, trace_path;
+};
+
+Status RunSimulate(const SimulateArgs& a) {
+  ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
+  ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
+  ASSIGN_OR_RETURN(Json bj, core::ReadJsonFile(a.batch_path));
+  ASSIGN_OR_RETURN(Batch batch, BatchFromJson(bj, a.batch_path));
+  ASSIGN_OR_RETURN(Json pj, core::ReadJsonFile(a.plan_path));
+  ASSIGN_OR_RETURN(Plan plan, PlanFromJson(pj, a.plan_path));
+  CostModel cost(cluster, model);
+  core::TraceWriter trace;
+  auto sim = Simulate(plan, batch, cost, a.trace_path.empty() ? nullptr : &trace);
+  if (!sim.ok()) return sim.status().WithPrefix(a.plan_path);
+  const SimResult& r = *sim;
+  core::Table t({"rank", "busy s", "finish s", "mem GiB"});
+  for (int i = 0; i < cluster.num_ranks(); ++i) {
+    t.AddRow({std::to_string(i), core::Fixed(r.busy_s[i], 3), core::Fixed(r.finish_s[i], 3),
+              core::Fixed(r.mem_bytes[i] / kGiB, 2)});
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf(
+      "makespan %.3f s, max/mean %.3f, attn comm %.2f GB, peak mem %.2f GiB, %s (modeled)\n",
+      r.makespan_s, r.max_over_mean, r.attn_comm_bytes / 1e9, r.peak_mem_bytes / kGiB,
+      r.feasible ? "feasible" : r.infeasible_reason.c_str());
+  if (!a.trace_path.empty()) RETURN_IF_ERROR(trace.Write(a.trace_path));
+  if (!a.json_path.empty()) {
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, Json{{"makespan_s", r.makespan_s},
+                                                          {"feasible", r.feasible},
+                                                          {"busy_s", r.busy_s},
+                                                          {"finish_s", r.finish_s},
+                                                          {"mem_bytes", r.mem_bytes},
+                                                          {"max_over_mean", r.max_over_mean},
+                                                          {"attn_comm_bytes", r.attn_comm_bytes},
+                                                          {"label", "modeled"}}));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddZelligeCommands(CLI::App& root, Action* action) {
+  CLI::App* z = root.add_subcommand(
+      "zellige", "Zellige: moldable sequence placement for mixed image/video DiT training");
+  z->require_subcommand(1);
+
+  auto tok = std::make_shared<TokensArgs>();
+  CLI::App* t = z->add_subcommand("tokens", "Count the DiT tokens of an image or a video");
+  t->add_option("--kind", tok->kind, "image or video")->capture_default_str();
+  t->add_option("--res", tok->res, "resolution: 1080p, 720p, ... or WIDTHxHEIGHT")
+      ->capture_default_str();
+  t->add_option("--seconds", tok->seconds, "video length in seconds")->capture_default_str();
+  t->add_option("--fps", tok->fps, "frames per second")->capture_default_str();
+  t->callback([action, tok] { *action = [tok] { return RunTokens(*tok); }; });
+
+  auto pa = std::make_shared<PlanArgs>();
+  CLI::App* p = z->add_subcommand(
+      "plan", "Plan one global batch with each planner and compare the modeled step");
+  p->add_option("--cluster", pa->cluster,
+                "preset (a800x8, a800x16, a6000x32, h100x64) or JSON file")
+      ->capture_default_str();
+  p->add_option("--model", pa->model, "DiT preset or JSON file")->capture_default_str();
+  p->add_option("--workload", pa->workload, "mixture v35..v60 (video token share) or batch JSON")
+      ->capture_default_str();
+  p->add_option("--load", pa->load, "tokens per GPU: high (350K), low (125K) or a number")
+      ->capture_default_str();
+  p->add_option("--video-seconds", pa->video_seconds, "video length: 5, 10 or 15")
+      ->capture_default_str();
+  p->add_option("--seed", pa->seed, "workload seed")->capture_default_str();
+  p->add_option("--planner", pa->planner, "a registered planner or all")->capture_default_str();
+  p->add_option("--option", pa->options, "planner option key=value, e.g. knapformer.bags=g8n2");
+  p->add_option("--json", pa->json_path, "write results JSON here");
+  p->add_option("--trace", pa->trace_path,
+                "write a Chrome/Perfetto trace of the step (one planner)");
+  p->add_option("--save-plan", pa->save_plan, "write the plan JSON (one planner)");
+  p->add_option("--save-batch", pa->batch_out, "write the batch JSON");
+  p->callback([action, pa] { *action = [pa] { return RunPlan(*pa); }; });
+
+  auto sa = std::make_shared<SimulateArgs>();
+  CLI::App* s = z->add_subcommand("simulate", "Simulate a plan file on a batch file");
+  s->add_option("--cluster", sa->cluster, "preset or JSON file")->capture_default_str();
+  s->add_option("--model", sa->model, "DiT preset or JSON file")->capture_default_str();
+  s->add_option("--batch", sa->batch_path, "batch JSON")->required();
+  s->add_option("--plan", sa->plan_path, "plan JSON")->required();
+  s->add_option("--json", sa->json_path, "write results JSON here");
+  s->add_option("--trace", sa->trace_path, "write a Chrome/Perfetto trace");
+  s->callback([action, sa] { *action = [sa] { return RunSimulate(*sa); }; });
+}
+
+}  // namespace tessera::cli

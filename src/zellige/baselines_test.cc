@@ -1,0 +1,172 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/rng.h"
+#include "zellige/evaluate.h"
+#include "zellige/karmarkar_karp.h"
+#include "zellige/knapformer_planner.h"
+#include "zellige/planner.h"
+#include "zellige/test_fixtures.h"
+
+namespace tessera::zellige {
+namespace {
+
+Batch RandomBatch(core::Rng& rng, int n_ranks, int max_seqs) {
+  Batch b;
+  b.name = "random";
+  int n = 1 + static_cast<int>(rng.Below(max_seqs));
+  for (int i = 0; i < n; ++i) {
+    Sequence s;
+    s.id = i;
+    // Log-uniform in [max(100, N), 500000].
+    s.tokens = static_cast<int64_t>(std::exp(rng.Uniform(std::log(100.0), std::log(500000.0))));
+    s.tokens = std::max<int64_t>(s.tokens, n_ranks);
+    b.sequences.push_back(s);
+  }
+  return b;
+}
+
+int LargestGroup(const std::string& planner, int n) {
+  if (planner == "usp") return n;
+  if (planner == "knapformer") {
+    int g = 0;
+    auto bags = ParseBagSpec(DefaultBagSpec(n), n);
+    for (const auto& bag : *bags) g = std::max(g, bag.size);
+    return g;
+  }
+  return 1;  // dp, adaptiveload
+}
+
+// Theorem 1 (zellige.md): with no communication cost and no memory limit, a disjoint-group
+// placement has max(1, (N/g_max) phi) <= Gamma <= N/g_max, Gamma = N T / W, phi = w_max / W.
+TEST(BaselinesTest, TheoremOneBoundsHoldForDisjointGroupBaselines) {
+  core::Rng rng(2026);
+  int checked = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng.Below(2));
+    const int per_node = 1 << (1 + rng.Below(3));  // 2, 4, 8
+    const int n = nodes * per_node;
+    CostModel cm(testing::TinyCluster(nodes, per_node), *DitModelPreset("wan2.1-1.3b"),
+                 {.ideal = true});
+    Batch batch = RandomBatch(rng, n, 40);
+    std::vector<double> w = WholeTimes(batch, cm);
+    const double W = std::accumulate(w.begin(), w.end(), 0.0);
+    const double phi = *std::max_element(w.begin(), w.end()) / W;
+    for (const auto& e : PlannerRegistry()) {
+      if (!e.disjoint_groups) continue;
+      auto run = RunPlanner(e, batch, cm, {});
+      ASSERT_TRUE(run.ok()) << e.name << ": " << run.status().ToString();
+      const double gamma = n * run->sim.makespan_s / W;
+      const int g_max = LargestGroup(e.name, n);
+      const double lower = std::max(1.0, static_cast<double>(n) / g_max * phi);
+      const double upper = static_cast<double>(n) / g_max;
+      EXPECT_GE(gamma, lower * (1 - 1e-9)) << e.name << " trial " << trial;
+      EXPECT_LE(gamma, upper * (1 + 1e-9)) << e.name << " trial " << trial << " N=" << n;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4000);
+}
+
+TEST(BaselinesTest, UspIsPerfectlyBalancedWithoutCommunication) {
+  CostModel cm(testing::TinyCluster(2, 4), *DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  core::Rng rng(5);
+  Batch b = RandomBatch(rng, 8, 20);
+  auto run = RunPlanner(**FindPlanner("usp"), b, cm, {});
+  ASSERT_TRUE(run.ok());
+  EXPECT_NEAR(run->sim.max_over_mean, 1.0, 1e-12);
+  // 12 heads: Ulysses degree 4 (divides 12 and the 4 ranks per node), ring 2 across nodes.
+  EXPECT_EQ(run->plan.placements[0].config, (ParallelConfig{1, 4, 2}));
+}
+
+TEST(BaselinesTest, KnapFormerGreedyWorkedByHand) {
+  // Bags g2n1+g1n2 over 4 ranks: bag 0 = ranks {0,1}, bag 1 = {2}, bag 2 = {3}.
+  auto bags = ParseBagSpec("g2n1+g1n2", 4);
+  ASSERT_TRUE(bags.ok());
+  ASSERT_EQ(bags->size(), 3u);
+  EXPECT_EQ((*bags)[1].first_rank, 2);
+  // W = 16, capacity per rank 4: bag capacities 8, 4, 4.
+  // 8 -> only bag 0 can hold it (occ 1); 4 -> bags 1, 2 at occ 0: bag 1 (occ 1);
+  // 2 -> bag 2 (occ 0.5); 2 -> bag 2 (occ 1).
+  EXPECT_EQ(KnapFormerAssign({8, 4, 2, 2}, {1000, 1000, 1000, 1000}, *bags),
+            (std::vector<int>{0, 1, 2, 2}));
+  // Input order does not matter: the greedy sorts by workload.
+  EXPECT_EQ(KnapFormerAssign({2, 8, 2, 4}, {1000, 1000, 1000, 1000}, *bags),
+            (std::vector<int>{2, 0, 2, 1}));
+  // A sequence heavier than every bag's capacity goes to the largest bags.
+  EXPECT_EQ(KnapFormerAssign({20, 1, 1}, {1000, 1000, 1000}, *bags), (std::vector<int>{0, 1, 2}));
+  // Bag size <= L: four unit workloads (capacities 2, 1, 1): bags 0, 1, 2 in turn; the
+  // fourth would go to bag 0 (occupancy 0.5) but has 1 token, so bag 1 (ties: first).
+  EXPECT_EQ(KnapFormerAssign({1, 1, 1, 1}, {1000, 1000, 1000, 1000}, *bags),
+            (std::vector<int>{0, 1, 2, 0}));
+  EXPECT_EQ(KnapFormerAssign({1, 1, 1, 1}, {1000, 1000, 1000, 1}, *bags),
+            (std::vector<int>{0, 1, 2, 1}));
+}
+
+TEST(BaselinesTest, BagSpecs) {
+  EXPECT_EQ(DefaultBagSpec(16), "g8n1+g4n1+g2n1+g1n2");
+  EXPECT_EQ(DefaultBagSpec(8), "g4n1+g2n1+g1n2");
+  EXPECT_TRUE(ParseBagSpec(DefaultBagSpec(64), 64).ok());
+  EXPECT_FALSE(ParseBagSpec("g8n1", 16).ok());
+  EXPECT_FALSE(ParseBagSpec("g8n3", 16).ok());
+  EXPECT_FALSE(ParseBagSpec("x8n2", 16).ok());
+  EXPECT_FALSE(ParseBagSpec("", 16).ok());
+  EXPECT_FALSE(ParseBagSpec("g0n2", 16).ok());
+}
+
+TEST(BaselinesTest, KarmarkarKarpIsNearOptimalOnSmallInstances) {
+  core::Rng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + static_cast<int>(rng.Below(8));
+    const int ways = 2 + static_cast<int>(rng.Below(2));
+    std::vector<double> w(n);
+    for (auto& x : w) x = rng.Uniform(1, 100);
+    std::vector<int> part = KarmarkarKarp(w, ways);
+    std::vector<double> sums(ways, 0);
+    for (int i = 0; i < n; ++i) {
+      ASSERT_GE(part[i], 0);
+      ASSERT_LT(part[i], ways);
+      sums[part[i]] += w[i];
+    }
+    double kk = *std::max_element(sums.begin(), sums.end());
+    // Brute force optimum.
+    double best = 1e300;
+    std::vector<int> a(n, 0);
+    while (true) {
+      std::vector<double> s(ways, 0);
+      for (int i = 0; i < n; ++i) s[a[i]] += w[i];
+      best = std::min(best, *std::max_element(s.begin(), s.end()));
+      int i = 0;
+      while (i < n && ++a[i] == ways) a[i++] = 0;
+      if (i == n) break;
+    }
+    EXPECT_GE(kk, best - 1e-9);
+    // KK's max part is within 4/3 of optimal plus the largest item on these sizes.
+    EXPECT_LE(kk, best * 4.0 / 3.0 + 1e-9) << "trial " << trial;
+  }
+}
+
+TEST(BaselinesTest, EveryPlannerPlacesEverySequenceOnAPreset) {
+  for (const char* cluster : {"a800x8", "a800x16", "a6000x32"}) {
+    CostModel cm(*hw::ClusterPreset(cluster), *DitModelPreset("wan2.1-1.3b"));
+    for (int mix : {35, 50, 60}) {
+      auto batch = GenerateBatch({mix, 175000, 15, cm.cluster().num_ranks(), 3});
+      ASSERT_TRUE(batch.ok());
+      for (const auto& e : PlannerRegistry()) {
+        auto run = RunPlanner(e, *batch, cm, {});
+        ASSERT_TRUE(run.ok()) << e.name << " " << cluster << ": " << run.status().ToString();
+        EXPECT_EQ(run->plan.placements.size(), batch->sequences.size());
+        EXPECT_GT(run->sim.makespan_s, 0);
+        if (std::string(e.name) == "dynamic-cp") {
+          EXPECT_TRUE(run->sim.feasible) << cluster;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::zellige

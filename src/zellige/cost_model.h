@@ -1,0 +1,80 @@
+// CostModel: modeled time, communication and memory of one sequence's training step
+// (forward + backward with activation checkpointing) under a parallel config on a rank
+// set of a cluster. Every formula is documented in docs/zellige.md ("Cost model").
+//
+// Per participating rank r of a sequence of L tokens under theta = (q,h,k), lambda = qhk,
+// with L_r = L / lambda local tokens, d = hidden, F = ffn, T = text tokens, b = bytes/elem:
+//   linear FLOPs/layer (fwd)  = L_r * (12 d^2 + 4 d F + 4 T d) + 4 T d^2 (text K/V, replicated)
+//   attention FLOPs/layer     = 4 L^2 d / lambda
+//   train = fwd + recompute (1x fwd) + backward (2x linear, 2.5x attention)
+//   communication (alpha-beta over the links the rank set spans), per layer and pass:
+//     Ulysses (h>1): all-to-all of Q,K,V in and O out, (h-1)/h * L_r * 4 d b bytes
+//     all-gather (q>1): (q-1) chunks of (L/(qk)) * (2d/h) * b bytes, ring all-gather
+//     ring (k>1): k-1 steps of (L/k) * (2d/h) * b bytes, overlapped with attention
+//   memory = activations (checkpointed layer inputs + one live layer) + resident K/V
+//            + communication buffers (see MemoryBytes).
+// Times are seconds, sizes bytes. Immutable after construction; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hw/cluster.h"
+#include "zellige/dit_model.h"
+#include "zellige/parallel_config.h"
+
+namespace tessera::zellige {
+
+struct CostModelOptions {
+  // Theorem-1 setting: no communication, no replicated work, unlimited memory, so a
+  // sequence split over g ranks costs exactly 1/g of its whole time on each.
+  bool ideal = false;
+};
+
+struct SeqCost {
+  double fwd_s = 0;       // forward pass, all layers, per participating rank
+  double bwd_s = 0;       // recompute + backward, all layers, per participating rank
+  double compute_s = 0;   // compute part of fwd_s + bwd_s
+  double comm_s = 0;      // exposed (not overlapped) communication part of fwd_s + bwd_s
+  double comm_bytes = 0;  // attention communication sent by each participating rank
+  double mem_bytes = 0;   // memory charged to each participating rank
+  double time_s() const { return fwd_s + bwd_s; }
+};
+
+class CostModel {
+ public:
+  CostModel(hw::Cluster cluster, DitModel model, CostModelOptions options = {});
+
+  // Cost of `tokens` under `config` on `ranks` (|ranks| == config.degree(), distinct
+  // ranks of the cluster; the caller validates). Symmetric: every member gets this.
+  SeqCost Cost(int64_t tokens, const ParallelConfig& config, const std::vector<int>& ranks) const;
+  // Time of the whole sequence on one rank.
+  double WholeTime(int64_t tokens) const;
+  // Per-rank memory of one sequence's share (activations, K/V, buffers).
+  double MemoryBytes(int64_t tokens, const ParallelConfig& config) const;
+  // Memory every rank holds regardless of placement: bf16 weights (replicated), gradients
+  // and AdamW state sharded over all ranks (ZeRO), 1 GiB workspace.
+  double BaseMemoryBytes() const;
+  // usable_memory_bytes - BaseMemoryBytes(); +infinity in the ideal setting.
+  double MemoryCapacityBytes() const;
+
+  // Forward FLOPs per layer of `tokens` on one rank (whole), split into linear and attention.
+  double LinearFlopsPerLayer(double local_tokens) const;
+  double AttentionFlopsPerLayer(double tokens, int degree) const;
+
+  const hw::Cluster& cluster() const { return cluster_; }
+  const DitModel& model() const { return model_; }
+  const CostModelOptions& options() const { return options_; }
+
+ private:
+  // Time of a collective step moving `intra_bytes` over the intra-node link and
+  // `inter_bytes` over the inter-node link in parallel, plus the slowest latency.
+  double StepTime(double intra_bytes, double inter_bytes, bool crosses_nodes) const;
+
+  hw::Cluster cluster_;
+  DitModel model_;
+  CostModelOptions options_;
+  double flops_per_s_;
+};
+
+}  // namespace tessera::zellige

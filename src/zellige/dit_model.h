@@ -1,0 +1,40 @@
+// DitModel: the shape of a Diffusion Transformer as the cost model and the engine see it.
+// Sizes are element counts; bytes_per_elem is the training dtype width (2 for bf16).
+// Preset "wan2.1-1.3b": hidden 1536, 12 heads (head dim 128), 30 layers, FFN 8960,
+// 512 text tokens for cross-attention. Plain value; thread-safe to read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+
+namespace tessera::zellige {
+
+struct DitModel {
+  std::string name;
+  int hidden = 0;
+  int heads = 0;
+  int layers = 0;
+  int ffn = 0;
+  int text_tokens = 0;
+  int bytes_per_elem = 2;
+
+  int head_dim() const { return hidden / heads; }
+  // K and V of one token, all heads: 2 * hidden * bytes_per_elem.
+  double kv_bytes_per_token() const { return 2.0 * hidden * bytes_per_elem; }
+  // Parameters of the transformer blocks: self-attn 4d^2, cross-attn 4d^2, FFN 2dF
+  // (wan2.1-1.3b: 1.39e9).
+  double params() const;
+};
+
+core::Status Validate(const DitModel& m);
+core::Json ToJson(const DitModel& m);
+core::StatusOr<DitModel> DitModelFromJson(const core::Json& j, const std::string& source);
+std::vector<std::string> DitModelPresetNames();
+core::StatusOr<DitModel> DitModelPreset(const std::string& name);
+// A preset name, or else a path to a model JSON file.
+core::StatusOr<DitModel> LoadDitModel(const std::string& name_or_path);
+
+}  // namespace tessera::zellige

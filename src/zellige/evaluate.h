@@ -1,0 +1,28 @@
+// Evaluation helpers shared by the CLI and the benchmarks: check that a batch can be
+// placed at all, run a planner (timing it) and simulate its plan.
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "zellige/planner.h"
+#include "zellige/simulator.h"
+
+namespace tessera::zellige {
+
+struct PlannerRun {
+  std::string planner;
+  Plan plan;
+  SimResult sim;
+  double solve_ms = 0;  // wall-clock of MakePlan, in this process
+};
+
+// InvalidArgument naming the first sequence that cannot fit one rank's memory capacity
+// under any legal config on all N ranks (the most it can be split).
+core::Status CheckBatchFits(const Batch& batch, const CostModel& cost);
+// Runs the planner and simulates its plan; a planner failure is returned as its Status.
+core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const Batch& batch,
+                                      const CostModel& cost, const PlannerOptions& options);
+
+}  // namespace tessera::zellige

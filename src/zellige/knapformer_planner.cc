@@ -1,0 +1,161 @@
+#include "zellige/knapformer_planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <set>
+
+#include "zellige/planner.h"
+
+namespace tessera::zellige {
+
+core::StatusOr<std::vector<Bag>> ParseBagSpec(const std::string& spec, int num_ranks) {
+  std::vector<Bag> bags;
+  int next = 0;
+  size_t pos = 0;
+  auto bad = [&](const std::string& why) {
+    return core::InvalidArgument("knapformer.bags: got '" + spec + "', " + why +
+                                 " (format g{G}n{N}+..., e.g. g8n1+g4n1+g2n1+g1n2)");
+  };
+  if (spec.empty()) return bad("must not be empty");
+  while (pos < spec.size()) {
+    size_t end = spec.find('+', pos);
+    if (end == std::string::npos) end = spec.size();
+    std::string part = spec.substr(pos, end - pos);
+    int g = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(part.c_str(), "g%dn%d%c", &g, &n, &tail) != 2 || g < 1 || n < 1) {
+      return bad("part '" + part + "' is not g{G}n{N} with G, N >= 1");
+    }
+    if (static_cast<long>(g) * n > num_ranks - next)
+      return bad("covers more than " + std::to_string(num_ranks) + " ranks");
+    for (int i = 0; i < n; ++i) {
+      bags.push_back({next, g});
+      next += g;
+    }
+    pos = end + 1;
+  }
+  if (next != num_ranks) {
+    return bad("covers " + std::to_string(next) + " ranks, must cover exactly " +
+               std::to_string(num_ranks));
+  }
+  return bags;
+}
+
+std::string DefaultBagSpec(int num_ranks) {
+  if (num_ranks == 1) return "g1n1";
+  std::string spec;
+  int left = num_ranks;
+  for (int g = num_ranks / 2; g >= 2 && left > 0; g /= 2) {
+    if (g > left) continue;
+    if (!spec.empty()) spec += '+';
+    spec += 'g';
+    spec += std::to_string(g);
+    spec += "n1";
+    left -= g;
+  }
+  if (left > 0) {
+    if (!spec.empty()) spec += '+';
+    spec += "g1n";
+    spec += std::to_string(left);
+  }
+  return spec;
+}
+
+double FitKnapFormerGamma(const CostModel& cost, const std::vector<int64_t>& lengths) {
+  // Weighted least squares for t(L) ~ a L + b L^2 with weights 1/t^2 (relative error).
+  double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
+  std::set<int64_t> distinct(lengths.begin(), lengths.end());
+  for (int64_t L : {464L, 3600L, 8160L, 98820L, 497760L}) distinct.insert(L);
+  for (int64_t L : distinct) {
+    double t = cost.WholeTime(L);
+    double w = 1.0 / (t * t);
+    double x1 = static_cast<double>(L), x2 = x1 * x1;
+    s11 += w * x1 * x1;
+    s12 += w * x1 * x2;
+    s22 += w * x2 * x2;
+    r1 += w * x1 * t;
+    r2 += w * x2 * t;
+  }
+  double det = s11 * s22 - s12 * s12;
+  double a = (r1 * s22 - r2 * s12) / det;
+  double b = (s11 * r2 - s12 * r1) / det;
+  if (a <= 0 || b <= 0) return 1.0;
+  const double d = cost.model().hidden;
+  // a L : b L^2 == 24 L d^2 : gamma 4 L^2 d  =>  gamma = (b / a) * 24 d^2 / (4 d).
+  return (b / a) * 6.0 * d;
+}
+
+std::vector<int> KnapFormerAssign(const std::vector<double>& workload,
+                                  const std::vector<int64_t>& lengths,
+                                  const std::vector<Bag>& bags) {
+  const size_t n = workload.size();
+  int total_ranks = 0, largest = 0;
+  for (const auto& b : bags) {
+    total_ranks += b.size;
+    largest = std::max(largest, b.size);
+  }
+  const double per_rank = std::accumulate(workload.begin(), workload.end(), 0.0) / total_ranks;
+  std::vector<double> occupancy(bags.size(), 0.0);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return workload[a] > workload[b]; });
+  std::vector<int> out(n, -1);
+  for (int s : order) {
+    std::vector<int> cand;
+    for (size_t b = 0; b < bags.size(); ++b) {
+      if (per_rank * bags[b].size >= workload[s] && bags[b].size <= lengths[s]) cand.push_back(b);
+    }
+    if (cand.empty()) {
+      for (size_t b = 0; b < bags.size(); ++b)
+        if (bags[b].size == largest) cand.push_back(b);
+    }
+    int best = cand[0];
+    for (int b : cand)
+      if (occupancy[b] < occupancy[best]) best = b;
+    occupancy[best] += workload[s] / (per_rank * bags[best].size);
+    out[s] = best;
+  }
+  return out;
+}
+
+namespace {
+
+class KnapFormerPlanner : public Planner {
+ public:
+  core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
+    const int n = pb.cost.cluster().num_ranks();
+    auto it = pb.options.find("knapformer.bags");
+    const std::string spec = it != pb.options.end() ? it->second : DefaultBagSpec(n);
+    ASSIGN_OR_RETURN(std::vector<Bag> bags, ParseBagSpec(spec, n));
+    std::vector<int64_t> lengths;
+    for (const auto& s : pb.batch.sequences) lengths.push_back(s.tokens);
+    const double gamma = FitKnapFormerGamma(pb.cost, lengths);
+    const double d = pb.cost.model().hidden;
+    std::vector<double> w;
+    for (int64_t L : lengths) {
+      double l = static_cast<double>(L);
+      w.push_back(24 * l * d * d + gamma * 4 * l * l * d);
+    }
+    std::vector<int> bag_of = KnapFormerAssign(w, lengths, bags);
+    Plan plan{"knapformer", n, {}};
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      const Bag& b = bags[bag_of[s]];
+      int g = b.size;
+      while (g > lengths[s]) g /= 2;  // only when every bag is longer than the sequence
+      Placement p;
+      p.seq = static_cast<int>(s);
+      p.config = UlyssesRingConfig(g, pb.cost.model().heads);
+      p.ranks = RankBlock{b.first_rank, g}.Ranks();
+      plan.placements.push_back(std::move(p));
+    }
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> NewKnapFormerPlanner() { return std::make_unique<KnapFormerPlanner>(); }
+
+}  // namespace tessera::zellige

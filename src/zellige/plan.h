@@ -1,0 +1,43 @@
+// Plan: where and how every sequence of a batch runs in one training step.
+// Each Placement gives a sequence (by its index in the batch) a parallel config and an
+// ordered rank set (|ranks| == config.degree()). The vector order is the placement order.
+// Issue order on every rank: descending split degree, then placement order, so all
+// participants of a collective reach it in the same order (no deadlock).
+// JSON: {"planner": NAME, "num_ranks": N, "placements": [{"seq": i, "tokens": L,
+//        "q": 1, "h": 1, "k": 1, "ranks": [..]}, ...]}. Plain value; thread-safe to read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "zellige/parallel_config.h"
+#include "zellige/workload.h"
+
+namespace tessera::zellige {
+
+struct Placement {
+  int seq = 0;  // index into Batch::sequences
+  ParallelConfig config;
+  std::vector<int> ranks;
+};
+
+struct Plan {
+  std::string planner;
+  int num_ranks = 0;
+  std::vector<Placement> placements;
+};
+
+// Checks that every sequence of `batch` is placed exactly once, ranks are distinct and in
+// [0, num_ranks), |ranks| = q*h*k, h divides `heads`, and each rank gets >= 1 token.
+core::Status ValidatePlan(const Plan& plan, const Batch& batch, int heads);
+// Indices into plan.placements in issue order (descending degree, then placement order).
+std::vector<int> IssueOrder(const Plan& plan);
+// Number of placements with degree > 1.
+int SplitCount(const Plan& plan);
+
+core::Json ToJson(const Plan& plan, const Batch& batch);
+core::StatusOr<Plan> PlanFromJson(const core::Json& j, const std::string& source);
+
+}  // namespace tessera::zellige

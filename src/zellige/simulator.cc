@@ -1,0 +1,105 @@
+#include "zellige/simulator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tessera::zellige {
+
+core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const CostModel& cost,
+                                   core::TraceWriter* trace) {
+  const int n = cost.cluster().num_ranks();
+  if (plan.num_ranks != n) {
+    return core::InvalidArgument("plan.num_ranks: got " + std::to_string(plan.num_ranks) +
+                                 ", must equal the cluster's " + std::to_string(n) + " ranks");
+  }
+  RETURN_IF_ERROR(ValidatePlan(plan, batch, cost.model().heads));
+
+  const size_t np = plan.placements.size();
+  std::vector<SeqCost> costs(np);
+  for (size_t p = 0; p < np; ++p) {
+    const Placement& pl = plan.placements[p];
+    costs[p] = cost.Cost(batch.sequences[pl.seq].tokens, pl.config, pl.ranks);
+  }
+
+  SimResult r;
+  r.busy_s.assign(n, 0);
+  r.finish_s.assign(n, 0);
+  r.mem_bytes.assign(n, cost.BaseMemoryBytes());
+  for (size_t p = 0; p < np; ++p) {
+    for (int rank : plan.placements[p].ranks) r.mem_bytes[rank] += costs[p].mem_bytes;
+    r.attn_comm_bytes += costs[p].comm_bytes * plan.placements[p].ranks.size();
+  }
+  r.split_sequences = SplitCount(plan);
+
+  if (trace) {
+    for (int i = 0; i < n; ++i) trace->NameTrack(i, "rank " + std::to_string(i));
+  }
+  const std::vector<int> order = IssueOrder(plan);
+  const int layers = cost.model().layers;
+  std::vector<double>& t = r.finish_s;
+  std::vector<double> whole_start(n), whole_dur(n);
+  std::vector<int> whole_count(n);
+  for (int phase = 0; phase < 2 * layers; ++phase) {
+    const bool fwd = phase < layers;
+    const int layer = fwd ? phase : 2 * layers - 1 - phase;
+    std::fill(whole_count.begin(), whole_count.end(), 0);
+    std::fill(whole_dur.begin(), whole_dur.end(), 0.0);
+    for (int p : order) {
+      const Placement& pl = plan.placements[p];
+      const double dur = (fwd ? costs[p].fwd_s : costs[p].bwd_s) / layers;
+      double start = 0;
+      for (int rank : pl.ranks) start = std::max(start, t[rank]);
+      for (int rank : pl.ranks) {
+        t[rank] = start + dur;
+        r.busy_s[rank] += dur;
+      }
+      if (!trace) continue;
+      if (pl.config.whole()) {
+        int rank = pl.ranks[0];
+        if (whole_count[rank]++ == 0) whole_start[rank] = start;
+        whole_dur[rank] += dur;
+      } else {
+        const std::string name = "seq " + std::to_string(pl.seq) + " " + pl.config.ToString() +
+                                 (fwd ? " fwd L" : " bwd L") + std::to_string(layer);
+        for (int rank : pl.ranks) {
+          trace->Span(rank, name, "split", start, dur,
+                      {{"tokens", batch.sequences[pl.seq].tokens}, {"degree", pl.config.degree()}});
+        }
+      }
+    }
+    if (trace) {
+      for (int rank = 0; rank < n; ++rank) {
+        if (whole_count[rank] == 0) continue;
+        trace->Span(rank,
+                    std::to_string(whole_count[rank]) + " whole seqs" +
+                        (fwd ? " fwd L" : " bwd L") + std::to_string(layer),
+                    "whole", whole_start[rank], whole_dur[rank], {{"count", whole_count[rank]}});
+      }
+    }
+  }
+  double sum = 0, mx = 0;
+  for (int i = 0; i < n; ++i) {
+    r.makespan_s = std::max(r.makespan_s, t[i]);
+    sum += r.busy_s[i];
+    mx = std::max(mx, r.busy_s[i]);
+  }
+  r.max_over_mean = sum > 0 ? mx / (sum / n) : 1.0;
+  const double usable = cost.cluster().usable_memory_bytes();
+  int worst = 0;
+  for (int i = 0; i < n; ++i) {
+    if (r.mem_bytes[i] > r.mem_bytes[worst]) worst = i;
+  }
+  r.peak_mem_bytes = r.mem_bytes[worst];
+  if (!cost.options().ideal && r.peak_mem_bytes > usable) {
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "OOM on rank %d: needs %.1f GiB, %.1f GiB over its usable %.1f GiB", worst,
+                  r.peak_mem_bytes / kGiB, (r.peak_mem_bytes - usable) / kGiB, usable / kGiB);
+    r.feasible = false;
+    r.infeasible_reason = buf;
+  }
+  return r;
+}
+
+}  // namespace tessera::zellige

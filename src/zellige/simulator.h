@@ -1,0 +1,45 @@
+// Simulator: runs a Plan through the CostModel as one synchronous training step and
+// reports what each rank does.
+//
+// The step is simulated layer by layer, forward then backward (the engine's order): in
+// each layer every rank runs its placements in issue order (descending split degree, then
+// placement order). A split sequence is a collective: it starts only when all of its
+// ranks have reached it, so a rank may wait. Whole sequences never wait.
+// Reports the makespan, per-rank busy time (excluding waits), max/mean busy time,
+// attention communication bytes summed over ranks, and per-rank peak memory (base +
+// the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a
+// rank's usable memory is infeasible (OOM): the result names the rank and the bytes over.
+// Stateless; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/trace.h"
+#include "zellige/cost_model.h"
+#include "zellige/plan.h"
+#include "zellige/workload.h"
+
+namespace tessera::zellige {
+
+struct SimResult {
+  bool feasible = true;
+  std::string infeasible_reason;  // e.g. "OOM on rank 3: needs 81.2 GiB, 4.1 GiB over 77.1 GiB"
+  double makespan_s = 0;
+  std::vector<double> busy_s;     // per rank
+  std::vector<double> finish_s;   // per rank
+  std::vector<double> mem_bytes;  // per rank peak (includes the base memory)
+  double max_over_mean = 0;       // of busy_s
+  double attn_comm_bytes = 0;     // summed over ranks and layers
+  double peak_mem_bytes = 0;      // max over ranks
+  int split_sequences = 0;
+};
+
+// Validates the plan against the batch and the model's heads, then simulates. When
+// `trace` is non-null, writes one track per rank (whole sequences of a rank in one layer
+// are merged into one span, as the engine runs them as one call).
+core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const CostModel& cost,
+                                   core::TraceWriter* trace = nullptr);
+
+}  // namespace tessera::zellige

@@ -1,0 +1,107 @@
+#include "zellige/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "zellige/test_fixtures.h"
+
+namespace tessera::zellige {
+namespace {
+
+using testing::TinyCluster;
+using testing::TinyModel;
+
+Batch MakeBatch(std::vector<int64_t> tokens) {
+  Batch b;
+  b.name.assign(1, 't');
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Sequence s;
+    s.id = static_cast<int>(i);
+    s.tokens = tokens[i];
+    b.sequences.push_back(s);
+  }
+  return b;
+}
+
+TEST(SimulatorTest, WholeSequencesAddUp) {
+  CostModel cm(TinyCluster(1, 2), TinyModel(2));
+  Batch b = MakeBatch({100, 200, 300});
+  Plan p{"hand", 2, {{0, {}, {0}}, {1, {}, {0}}, {2, {}, {1}}}};
+  auto r = Simulate(p, b, cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  double t0 = cm.WholeTime(100) + cm.WholeTime(200), t1 = cm.WholeTime(300);
+  EXPECT_NEAR(r->busy_s[0], t0, 1e-12);
+  EXPECT_NEAR(r->busy_s[1], t1, 1e-12);
+  EXPECT_NEAR(r->makespan_s, std::max(t0, t1), 1e-12);
+  EXPECT_NEAR(r->max_over_mean, std::max(t0, t1) / ((t0 + t1) / 2), 1e-12);
+  EXPECT_EQ(r->split_sequences, 0);
+  EXPECT_TRUE(r->feasible);
+}
+
+TEST(SimulatorTest, CollectiveWaitsForAllParticipants) {
+  // One layer. Sequence A (1,2,1) over {0,1}; B whole on rank 0 (short); C whole on rank 1
+  // (long). Issue order: A first in each pass. Forward: A [0, Af]; B then C.
+  // Backward: A starts when both ranks are done: Af + max(Bf, Cf); rank 0 waits Cf - Bf.
+  CostModel cm(TinyCluster(1, 2), TinyModel(1));
+  Batch b = MakeBatch({400, 100, 300});
+  // C listed before B in placement order; issue order sorts A (degree 2) first anyway.
+  Plan p{"hand", 2, {{2, {}, {1}}, {1, {}, {0}}, {0, {1, 2, 1}, {0, 1}}}};
+  auto r = Simulate(p, b, cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  SeqCost A = cm.Cost(400, {1, 2, 1}, {0, 1});
+  SeqCost B = cm.Cost(100, {}, {0});
+  SeqCost C = cm.Cost(300, {}, {1});
+  double bwd_start = A.fwd_s + std::max(B.fwd_s, C.fwd_s);
+  EXPECT_NEAR(r->finish_s[0], bwd_start + A.bwd_s + B.bwd_s, 1e-12);
+  EXPECT_NEAR(r->finish_s[1], bwd_start + A.bwd_s + C.bwd_s, 1e-12);
+  EXPECT_NEAR(r->busy_s[0], A.time_s() + B.time_s(), 1e-12);
+  // Rank 0 waited (C.fwd > B.fwd), so it finished later than its busy time.
+  EXPECT_GT(r->finish_s[0], r->busy_s[0] + 1e-9);
+  EXPECT_NEAR(r->makespan_s, std::max(r->finish_s[0], r->finish_s[1]), 1e-15);
+  EXPECT_DOUBLE_EQ(r->attn_comm_bytes, 2 * A.comm_bytes);
+  EXPECT_EQ(r->split_sequences, 1);
+}
+
+TEST(SimulatorTest, OomNamesRankAndBytes) {
+  hw::Cluster c = TinyCluster(1, 2);
+  // Base memory (1 GiB workspace + ~0.5 MB of weights and optimizer state) plus 1 MB:
+  // a 2000-token sequence (~3.3 MB) does not fit, a 10-token one does.
+  c.device.memory_bytes = 1024.0 * 1024 * 1024 + 1e6;
+  CostModel cm(c, TinyModel(1));
+  Batch b = MakeBatch({2000, 10});
+  Plan p{"hand", 2, {{0, {}, {1}}, {1, {}, {0}}}};
+  auto r = Simulate(p, b, cm);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->feasible);
+  EXPECT_NE(r->infeasible_reason.find("OOM on rank 1"), std::string::npos) << r->infeasible_reason;
+  EXPECT_NE(r->infeasible_reason.find("over"), std::string::npos);
+}
+
+TEST(SimulatorTest, InvalidPlansAreRejected) {
+  CostModel cm(TinyCluster(1, 4), TinyModel(1));
+  Batch b = MakeBatch({100, 100});
+  auto msg = [&](Plan p) { return Simulate(p, b, cm).status().message(); };
+  EXPECT_EQ(msg({"x", 4, {{0, {}, {0}}}}), "sequence 1 is not placed");
+  EXPECT_EQ(msg({"x", 4, {{0, {}, {0}}, {0, {}, {1}}, {1, {}, {2}}}}),
+            "placements[1].seq: sequence 0 is placed more than once");
+  EXPECT_NE(
+      msg({"x", 4, {{0, {1, 3, 1}, {0, 1, 2}}, {1, {}, {3}}}}).find("must divide the head count"),
+      std::string::npos);
+  EXPECT_NE(msg({"x", 4, {{0, {1, 2, 1}, {0, 0}}, {1, {}, {3}}}}).find("appears twice"),
+            std::string::npos);
+  EXPECT_NE(msg({"x", 4, {{0, {}, {7}}, {1, {}, {3}}}}).find("must be in [0, 4)"),
+            std::string::npos);
+  EXPECT_NE(msg({"x", 8, {{0, {}, {0}}, {1, {}, {3}}}}).find("num_ranks"), std::string::npos);
+}
+
+TEST(SimulatorTest, TraceHasOneTrackPerRank) {
+  CostModel cm(TinyCluster(1, 2), TinyModel(2));
+  Batch b = MakeBatch({400, 100, 300});
+  Plan p{"hand", 2, {{0, {1, 1, 2}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
+  core::TraceWriter t;
+  ASSERT_TRUE(Simulate(p, b, cm, &t).ok());
+  // 2 track names + per pass (4 = 2 layers x fwd/bwd): 2 split spans + 2 whole spans.
+  EXPECT_EQ(t.size(), 2u + 4u * 4u);
+}
+
+}  // namespace
+}  // namespace tessera::zellige

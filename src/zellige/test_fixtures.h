@@ -1,0 +1,26 @@
+// Small clusters and models for tests: numbers chosen so that costs can be worked by hand.
+#pragma once
+
+#include "hw/cluster.h"
+#include "zellige/dit_model.h"
+
+namespace tessera::zellige::testing {
+
+// `nodes` x `per_node` ranks; 1 GFLOP/s at efficiency 1; intra 1 GB/s, inter 0.1 GB/s,
+// no latency; 4 GiB memory, all usable.
+inline hw::Cluster TinyCluster(int nodes, int per_node) {
+  hw::Cluster c;
+  c.name = "tiny";
+  c.provenance = "test";
+  c.device = {"toy", 1e9, 1e9, 4.0 * 1024 * 1024 * 1024, 1.0, 1.0};
+  c.nodes = nodes;
+  c.ranks_per_node = per_node;
+  c.intra = {"intra", 1e9, 0};
+  c.inter = {"inter", 1e8, 0};
+  return c;
+}
+
+// d = 64, 4 heads, 1 layer, FFN 128, no text tokens, 2 bytes per element.
+inline DitModel TinyModel(int layers = 1) { return DitModel{"tiny", 64, 4, layers, 128, 0, 2}; }
+
+}  // namespace tessera::zellige::testing

@@ -1,0 +1,226 @@
+#include "zellige/workload.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/rng.h"
+
+namespace tessera::zellige {
+
+using core::Json;
+using core::Status;
+using core::StatusOr;
+
+std::string Sequence::Bucket() const {
+  if (res.empty()) return "tokens-" + std::to_string(tokens);
+  if (kind == MediaKind::kImage) return "image-" + res;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%gs", seconds);
+  return "video-" + res + "-" + buf;
+}
+
+int64_t Batch::total_tokens() const {
+  int64_t t = 0;
+  for (const auto& s : sequences) t += s.tokens;
+  return t;
+}
+
+double Batch::video_token_share() const {
+  int64_t v = 0;
+  for (const auto& s : sequences)
+    if (s.kind == MediaKind::kVideo) v += s.tokens;
+  int64_t t = total_tokens();
+  return t > 0 ? static_cast<double>(v) / t : 0.0;
+}
+
+StatusOr<int> ParseMixture(const std::string& name) {
+  auto bad = core::InvalidArgument("workload: got '" + name +
+                                   "', must be a mixture v0..v100 (e.g. v35, v50) or a JSON file");
+  if (name.size() < 2 || name.size() > 4 || (name[0] != 'v' && name[0] != 'V')) return bad;
+  if (name.find_first_not_of("0123456789", 1) != std::string::npos) return bad;
+  int p = std::atoi(name.c_str() + 1);
+  if (p < 0 || p > 100) return bad;
+  return p;
+}
+
+StatusOr<int64_t> ParseLoad(const std::string& load) {
+  if (load == "high") return int64_t{350000};
+  if (load == "low") return int64_t{125000};
+  if (!load.empty() && load.size() < 12 &&
+      load.find_first_not_of("0123456789") == std::string::npos) {
+    int64_t v = std::atoll(load.c_str());
+    if (v > 0) return v;
+  }
+  return core::InvalidArgument(
+      "load: got '" + load + "', must be high (350K tokens/GPU), low (125K) or a positive integer");
+}
+
+Status Validate(const WorkloadSpec& s) {
+  if (s.video_percent < 0 || s.video_percent > 100) {
+    return core::InvalidArgument("video_percent: got " + std::to_string(s.video_percent) +
+                                 ", must be in [0, 100]");
+  }
+  if (s.tokens_per_gpu <= 0 || s.tokens_per_gpu > int64_t{1} << 34) {
+    return core::InvalidArgument("tokens_per_gpu: got " + std::to_string(s.tokens_per_gpu) +
+                                 ", must be in [1, 2^34]");
+  }
+  if (!(s.video_seconds > 0 && s.video_seconds <= 600)) {
+    return core::InvalidArgument("video_seconds: got " + std::to_string(s.video_seconds) +
+                                 ", must be in (0, 600]");
+  }
+  if (s.num_ranks < 1) {
+    return core::InvalidArgument("num_ranks: got " + std::to_string(s.num_ranks) +
+                                 ", must be >= 1");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+struct BucketDef {
+  MediaKind kind;
+  const char* res;
+};
+
+constexpr BucketDef kImageBuckets[] = {{MediaKind::kImage, "256p"},
+                                       {MediaKind::kImage, "360p"},
+                                       {MediaKind::kImage, "480p"},
+                                       {MediaKind::kImage, "720p"},
+                                       {MediaKind::kImage, "1080p"}};
+constexpr BucketDef kVideoBuckets[] = {
+    {MediaKind::kVideo, "480p"}, {MediaKind::kVideo, "720p"}, {MediaKind::kVideo, "1080p"}};
+
+Sequence MakeSeq(const BucketDef& b, double seconds) {
+  Sequence s;
+  s.kind = b.kind;
+  s.res = b.res;
+  s.seconds = b.kind == MediaKind::kVideo ? seconds : 0;
+  s.tokens = *CountTokens(b.kind, *ParseResolution(b.res), s.seconds);
+  return s;
+}
+
+// Draws sequences from `buckets` until `budget` tokens are used: each draw is uniform over
+// the buckets no larger than 1.25x the remaining budget (the smallest bucket if none).
+void Fill(const std::vector<Sequence>& buckets, int64_t budget, core::Rng& rng,
+          std::vector<Sequence>& out) {
+  int64_t smallest = buckets.front().tokens;
+  for (const auto& b : buckets) smallest = std::min(smallest, b.tokens);
+  int64_t remaining = budget;
+  while (remaining * 2 >= smallest) {
+    std::vector<const Sequence*> cand;
+    for (const auto& b : buckets)
+      if (b.tokens * 4 <= remaining * 5) cand.push_back(&b);
+    if (cand.empty()) {
+      for (const auto& b : buckets)
+        if (b.tokens == smallest) cand.push_back(&b);
+    }
+    const Sequence& pick = *cand[rng.Below(cand.size())];
+    out.push_back(pick);
+    remaining -= pick.tokens;
+  }
+}
+
+}  // namespace
+
+StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec) {
+  RETURN_IF_ERROR(Validate(spec));
+  core::Rng rng(spec.seed);
+  const int64_t budget = spec.tokens_per_gpu * spec.num_ranks;
+  const int64_t video_budget =
+      static_cast<int64_t>(std::llround(budget * spec.video_percent / 100.0));
+  std::vector<Sequence> videos, images, out;
+  for (const auto& b : kVideoBuckets) videos.push_back(MakeSeq(b, spec.video_seconds));
+  for (const auto& b : kImageBuckets) images.push_back(MakeSeq(b, 0));
+  if (video_budget > 0) Fill(videos, video_budget, rng, out);
+  int64_t used = 0;
+  for (const auto& s : out) used += s.tokens;
+  if (budget - used > 0) Fill(images, budget - used, rng, out);
+  Batch batch;
+  char name[96];
+  std::snprintf(name, sizeof(name), "v%d-%lldtok-%gs-seed%llu", spec.video_percent,
+                static_cast<long long>(spec.tokens_per_gpu), spec.video_seconds,
+                static_cast<unsigned long long>(spec.seed));
+  batch.name = name;
+  for (size_t i = 0; i < out.size(); ++i) out[i].id = static_cast<int>(i);
+  batch.sequences = std::move(out);
+  return batch;
+}
+
+Json ToJson(const Batch& b) {
+  Json seqs = Json::array();
+  for (const auto& s : b.sequences) {
+    Json j = {{"id", s.id}, {"tokens", s.tokens}};
+    if (!s.res.empty()) {
+      j["kind"] = s.kind == MediaKind::kVideo ? "video" : "image";
+      j["res"] = s.res;
+      if (s.kind == MediaKind::kVideo) j["seconds"] = s.seconds;
+    }
+    seqs.push_back(j);
+  }
+  return {{"name", b.name}, {"sequences", seqs}};
+}
+
+StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
+  auto parse = [&]() -> StatusOr<Batch> {
+    Batch b;
+    b.name = j.is_object() && j.contains("name") && j["name"].is_string()
+                 ? j["name"].get<std::string>()
+                 : "batch";
+    ASSIGN_OR_RETURN(const Json* seqs, core::Member(j, "", "sequences"));
+    if (!seqs->is_array() || seqs->empty()) {
+      return core::InvalidArgument("sequences: must be a non-empty array");
+    }
+    for (size_t i = 0; i < seqs->size(); ++i) {
+      const Json& e = (*seqs)[i];
+      const std::string path = "sequences[" + std::to_string(i) + "]";
+      Sequence s;
+      s.id = static_cast<int>(i);
+      if (e.is_object() && e.contains("kind")) {
+        ASSIGN_OR_RETURN(std::string kind, core::GetString(e, path, "kind"));
+        if (kind != "image" && kind != "video") {
+          return core::InvalidArgument(path + ".kind: got '" + kind + "', must be image or video");
+        }
+        s.kind = kind == "video" ? MediaKind::kVideo : MediaKind::kImage;
+      }
+      if (e.is_object() && e.contains("res")) {
+        if (!e.contains("kind"))
+          return core::InvalidArgument(path + ".kind: missing required field");
+        ASSIGN_OR_RETURN(s.res, core::GetString(e, path, "res"));
+        auto r = ParseResolution(s.res);
+        if (!r.ok()) return r.status().WithPrefix(path);
+        int fps = 16;
+        if (e.contains("fps")) {
+          ASSIGN_OR_RETURN(int64_t f, core::GetPositiveInt(e, path, "fps"));
+          fps = static_cast<int>(std::min<int64_t>(f, 100000));
+        }
+        if (s.kind == MediaKind::kVideo) {
+          ASSIGN_OR_RETURN(s.seconds, core::GetPositiveDouble(e, path, "seconds"));
+        }
+        auto t = CountTokens(s.kind, *r, s.seconds, fps);
+        if (!t.ok()) return t.status().WithPrefix(path);
+        s.tokens = *t;
+        if (e.contains("tokens")) {
+          ASSIGN_OR_RETURN(int64_t given, core::GetPositiveInt(e, path, "tokens"));
+          if (given != s.tokens) {
+            return core::InvalidArgument(path + ".tokens: got " + std::to_string(given) +
+                                         ", but kind/res/seconds give " + std::to_string(s.tokens));
+          }
+        }
+      } else {
+        // Given by token count alone; kind defaults to image.
+        ASSIGN_OR_RETURN(s.tokens, core::GetPositiveInt(e, path, "tokens"));
+        if (s.tokens > (int64_t{1} << 32)) {
+          return core::InvalidArgument(path + ".tokens: got " + std::to_string(s.tokens) +
+                                       ", must be <= 2^32");
+        }
+      }
+      b.sequences.push_back(s);
+    }
+    return b;
+  };
+  auto r = parse();
+  if (!r.ok()) return r.status().WithPrefix(source);
+  return r;
+}
+
+}  // namespace tessera::zellige

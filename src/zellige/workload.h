@@ -1,0 +1,58 @@
+// Workloads: a global batch of image and video sequences for one training step.
+//
+// A Sequence is one sample: its kind, resolution label, clip length and token count.
+// The generator draws a batch for a mixture "vNN" (NN% of the batch's tokens come from
+// videos) at a load of `tokens_per_gpu` tokens per rank, over the buckets of zellige.md:
+// images at 256p/360p/480p/720p/1080p, videos at 480p/720p/1080p of `video_seconds`.
+// It is deterministic in its seed. Batches read and write a JSON format a user can write
+// by hand (see BatchFromJson). Plain values; thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "zellige/tokens.h"
+
+namespace tessera::zellige {
+
+struct Sequence {
+  int id = 0;
+  MediaKind kind = MediaKind::kImage;
+  std::string res;     // "1080p", "1280x720" or "" when given only by token count
+  double seconds = 0;  // clip length; 0 for images
+  int64_t tokens = 0;
+  // Bucket label used to group identical sequences, e.g. "video-1080p-15s", "image-720p".
+  std::string Bucket() const;
+};
+
+struct Batch {
+  std::string name;  // e.g. "v50-high-15s-seed1"
+  std::vector<Sequence> sequences;
+  int64_t total_tokens() const;
+  double video_token_share() const;
+};
+
+struct WorkloadSpec {
+  int video_percent = 50;  // share of tokens from video, 0..100 (mixture vNN)
+  int64_t tokens_per_gpu = 350000;
+  double video_seconds = 15;
+  int num_ranks = 16;
+  uint64_t seed = 1;
+};
+
+// Parses "v35".."v60" (any vNN with 0 <= NN <= 100) into a percentage.
+core::StatusOr<int> ParseMixture(const std::string& name);
+// Tokens per GPU of a load name: "high" = 350K, "low" = 125K, or a positive integer.
+core::StatusOr<int64_t> ParseLoad(const std::string& load);
+core::Status Validate(const WorkloadSpec& spec);
+core::StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec);
+
+core::Json ToJson(const Batch& b);
+// Accepts {"name": "...", "sequences": [ {"tokens": 12345, "kind": "video" (optional)} |
+//   {"kind": "image"|"video", "res": "720p", "seconds": 15 (videos), "fps": 16 (optional)} ]}.
+core::StatusOr<Batch> BatchFromJson(const core::Json& j, const std::string& source);
+
+}  // namespace tessera::zellige
