@@ -1,14 +1,19 @@
 // attention_bench: single-threaded SGEMM vs tiled attention forward/backward, side by side.
 //
 // 1. Validates the tiled kernels against the reference on small varlen problems (exit 1 on a
-//    mismatch). 2. Measures SGEMM GFLOP/s on a square and two attention-like shapes; the best
-//    is "peak". 3. Measures attention forward and backward GFLOP/s at --len tokens (one
-//    sequence, --heads heads) for D = 128 and 64 and prints them as % of peak.
+//    mismatch). 2. Measures SGEMM GFLOP/s on a square and two attention-like shapes for each
+//    compiled-in GEMM backend (OpenBLAS, oneDNN); the best is the machine's SGEMM "peak".
+//    3. Measures attention forward and backward GFLOP/s at --len tokens (one sequence,
+//    --heads heads) for D = 128 and 64 on each backend and prints them as % of that peak.
+//    --sweep adds a tile-size sweep on the default backend.
 // FLOP convention: forward 4 * Lq * Lk * D per head, backward 10 * Lq * Lk * D (see
 // attention.h). Each figure is the median over --repeats timed runs after one warm-up run.
 // BLAS is set to one thread (one core per MPI rank); the process runs on the calling thread.
 //
 // Usage: bench_attention [--repeats N] [--heads H] [--len L] [--sweep]
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,19 +46,42 @@ std::vector<float> Random(core::Rng& rng, int64_t n) {
   return out;
 }
 
-// Median wall time in seconds of `repeats` calls of fn after one warm-up call.
-double MedianSeconds(int repeats, const std::function<void()>& fn) {
+// Median wall-clock and process-CPU seconds over `repeats` calls of fn after one warm-up call.
+// CPU time excludes time this process waits while other jobs use the 2 shared cores.
+struct Seconds {
+  double wall, cpu;
+};
+
+double CpuNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Seconds MedianSeconds(int repeats, const std::function<void()>& fn) {
   fn();
-  std::vector<double> times;
+  std::vector<double> wall, cpu;
   for (int i = 0; i < repeats; ++i) {
+    const double c0 = CpuNow();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(CpuNow() - c0);
   }
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  return n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  return {Median(wall), Median(cpu)};
 }
+
+// GFLOP/s for `flops` from wall and CPU seconds.
+struct Rate {
+  double wall, cpu;
+};
+Rate ToRate(double flops, Seconds s) { return {flops / s.wall * 1e-9, flops / s.cpu * 1e-9}; }
 
 double MaxRelErr(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0.0, ref = 0.0;
@@ -108,24 +136,24 @@ struct GemmShape {
   Transpose tb;
 };
 
-double GemmGflops(const Args& args, const GemmShape& s) {
+Rate GemmRate(const Args& args, const GemmShape& s) {
   core::Rng rng(1);
   const std::vector<float> a = Random(rng, s.m * s.k), b = Random(rng, s.k * s.n);
   std::vector<float> c(s.m * s.n);
   const int64_t ldb = s.tb == Transpose::kNo ? s.n : s.k;
-  const double sec = MedianSeconds(args.repeats, [&] {
+  const Seconds sec = MedianSeconds(args.repeats, [&] {
     Check(Gemm(Transpose::kNo, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), ldb, 0.0f,
                c.data(), s.n),
           "gemm");
   });
-  return 2.0 * s.m * s.n * s.k / sec * 1e-9;
+  return ToRate(2.0 * s.m * s.n * s.k, sec);
 }
 
-struct AttentionTimes {
-  double fwd_gflops, bwd_gflops;
+struct AttentionRates {
+  Rate fwd{0.0, 0.0}, bwd{0.0, 0.0};
 };
 
-AttentionTimes TimeAttention(const Args& args, int64_t d, const AttentionTiling& fwd_tiling,
+AttentionRates TimeAttention(const Args& args, int64_t d, const AttentionTiling& fwd_tiling,
                              const AttentionBackwardOptions& bwd_options, bool run_fwd = true,
                              bool run_bwd = true) {
   const int64_t h = args.heads, l = args.len;
@@ -138,50 +166,64 @@ AttentionTimes TimeAttention(const Args& args, int64_t d, const AttentionTiling&
   std::vector<float> o(n), lse(l * h), dq(n), dk(n), dv(n);
   Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(), lse.data()), "forward");
   const double flops = static_cast<double>(l) * l * d * h;
-  AttentionTimes out{0.0, 0.0};
+  AttentionRates out;
   if (run_fwd) {
-    const double sec = MedianSeconds(args.repeats, [&] {
-      Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(), lse.data(), fwd_tiling),
-            "forward");
-    });
-    out.fwd_gflops = 4.0 * flops / sec * 1e-9;
+    out.fwd = ToRate(4.0 * flops, MedianSeconds(args.repeats, [&] {
+                       Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(),
+                                              lse.data(), fwd_tiling),
+                             "forward");
+                     }));
   }
   if (run_bwd) {
-    const double sec = MedianSeconds(args.repeats, [&] {
-      Check(AttentionBackward(shape, q.data(), k.data(), v.data(), o.data(), d_o.data(), lse.data(),
-                              dq.data(), dk.data(), dv.data(), bwd_options),
-            "backward");
-    });
-    out.bwd_gflops = 10.0 * flops / sec * 1e-9;
+    out.bwd =
+        ToRate(10.0 * flops, MedianSeconds(args.repeats, [&] {
+                 Check(AttentionBackward(shape, q.data(), k.data(), v.data(), o.data(), d_o.data(),
+                                         lse.data(), dq.data(), dk.data(), dv.data(), bwd_options),
+                       "backward");
+               }));
   }
   return out;
 }
 
 std::string Pct(double part, double whole) { return core::Fixed(100.0 * part / whole, 1) + "%"; }
 
-void Sweep(const Args& args, double peak) {
-  core::Table fwd({"D", "block_q", "block_k", "fwd GFLOP/s", "% peak"});
-  core::Table bwd({"D", "block_q", "block_k", "bwd GFLOP/s", "% peak"});
+// Tile sweep on the current backend, in CPU-time GFLOP/s (steadier on a shared machine).
+void Sweep(const Args& args, double peak_cpu) {
+  core::Table fwd({"D", "block_q", "block_k", "fwd GFLOP/s (cpu)", "% best SGEMM"});
+  core::Table bwd({"D", "block_q", "block_k", "bwd GFLOP/s (cpu)", "% best SGEMM"});
   for (int64_t d : {128, 64}) {
     for (int64_t bq : {64, 128, 256}) {
       for (int64_t bk : {256, 512, 1024}) {
-        const AttentionTimes t = TimeAttention(args, d, {bq, bk}, {}, true, false);
+        const AttentionRates t = TimeAttention(args, d, {bq, bk}, {}, true, false);
         fwd.AddRow({std::to_string(d), std::to_string(bq), std::to_string(bk),
-                    core::Fixed(t.fwd_gflops, 1), Pct(t.fwd_gflops, peak)});
+                    core::Fixed(t.fwd.cpu, 1), Pct(t.fwd.cpu, peak_cpu)});
       }
     }
     for (int64_t bq : {128, 256, 512}) {
       for (int64_t bk : {128, 256, 512}) {
         AttentionBackwardOptions opts;
         opts.tiling = {bq, bk};
-        const AttentionTimes t = TimeAttention(args, d, {}, opts, false, true);
+        const AttentionRates t = TimeAttention(args, d, {}, opts, false, true);
         bwd.AddRow({std::to_string(d), std::to_string(bq), std::to_string(bk),
-                    core::Fixed(t.bwd_gflops, 1), Pct(t.bwd_gflops, peak)});
+                    core::Fixed(t.bwd.cpu, 1), Pct(t.bwd.cpu, peak_cpu)});
       }
     }
   }
-  std::printf("\nTile sweep (forward)\n%s\nTile sweep (backward)\n%s", fwd.Render().c_str(),
-              bwd.Render().c_str());
+  std::printf("\nTile sweep, backend %s (forward)\n%s\nTile sweep (backward)\n%s",
+              GemmBackendName(CurrentGemmBackend()), fwd.Render().c_str(), bwd.Render().c_str());
+}
+
+std::string LoadAverage() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "?";
+  char buf[64] = {0};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string out(buf, n);
+  // First three fields: 1, 5 and 15 minute load averages.
+  size_t pos = 0;
+  for (int i = 0; i < 3 && pos != std::string::npos; ++i) pos = out.find(' ', pos + 1);
+  return out.substr(0, pos);
 }
 
 int Main(int argc, char** argv) {
@@ -204,33 +246,67 @@ int Main(int argc, char** argv) {
   }
   Check(SetBlasNumThreads(1), "SetBlasNumThreads");
   std::printf(
-      "attention_bench (measured on this machine): BLAS %s, %d BLAS thread(s), median of "
-      "%d repeats\n",
-      BlasDescription().c_str(), BlasNumThreads(), args.repeats);
+      "attention_bench, measured on this machine (%ld online CPUs, load average %s at "
+      "start: other jobs may share the cores, see the cpu-time columns)\n"
+      "BLAS: %s; %d BLAS thread(s); median of %d repeats\n",
+      sysconf(_SC_NPROCESSORS_ONLN), LoadAverage().c_str(), BlasDescription().c_str(),
+      BlasNumThreads(), args.repeats);
   if (!Validate(128) || !Validate(64)) return 1;
 
+  const GemmBackend default_backend = CurrentGemmBackend();
+  std::vector<GemmBackend> backends;
+  for (GemmBackend b : {GemmBackend::kOpenBlas, GemmBackend::kOneDnn}) {
+    if (GemmBackendAvailable(b)) backends.push_back(b);
+  }
   const GemmShape shapes[] = {
       {"sgemm 2048x2048x2048 NN", 2048, 2048, 2048, Transpose::kNo},
       {"sgemm 4096x4096x128 NT (QK^T-like)", 4096, 4096, 128, Transpose::kYes},
       {"sgemm 4096x128x4096 NN (PV-like)", 4096, 128, 4096, Transpose::kNo}};
-  std::vector<double> gemm_gflops;
-  for (const GemmShape& s : shapes) gemm_gflops.push_back(GemmGflops(args, s));
-  const double peak = *std::max_element(gemm_gflops.begin(), gemm_gflops.end());
-
-  core::Table table({"kernel", "GFLOP/s", "% of best SGEMM"});
-  for (size_t i = 0; i < gemm_gflops.size(); ++i) {
-    table.AddRow({shapes[i].name, core::Fixed(gemm_gflops[i], 1), Pct(gemm_gflops[i], peak)});
+  struct Row {
+    std::string kernel;
+    GemmBackend backend;
+    Rate rate;
+  };
+  std::vector<Row> rows;
+  Rate best{0.0, 0.0};
+  std::vector<Rate> backend_best(2, Rate{0.0, 0.0});
+  for (GemmBackend b : backends) {
+    Check(SetGemmBackend(b), "SetGemmBackend");
+    for (const GemmShape& s : shapes) {
+      const Rate r = GemmRate(args, s);
+      rows.push_back({s.name, b, r});
+      Rate& bb = backend_best[static_cast<int>(b)];
+      bb = {std::max(bb.wall, r.wall), std::max(bb.cpu, r.cpu)};
+      best = {std::max(best.wall, r.wall), std::max(best.cpu, r.cpu)};
+    }
   }
-  for (int64_t d : {128, 64}) {
-    const AttentionTimes t = TimeAttention(args, d, {}, {});
-    const std::string tag = "L=" + std::to_string(args.len) + " H=" + std::to_string(args.heads) +
-                            " D=" + std::to_string(d);
-    table.AddRow({"attention fwd " + tag, core::Fixed(t.fwd_gflops, 1), Pct(t.fwd_gflops, peak)});
-    table.AddRow({"attention bwd " + tag, core::Fixed(t.bwd_gflops, 1), Pct(t.bwd_gflops, peak)});
+  for (GemmBackend b : backends) {
+    Check(SetGemmBackend(b), "SetGemmBackend");
+    for (int64_t d : {128, 64}) {
+      const AttentionRates t = TimeAttention(args, d, {}, {});
+      const std::string tag = "L=" + std::to_string(args.len) + " H=" + std::to_string(args.heads) +
+                              " D=" + std::to_string(d);
+      rows.push_back({"attention fwd " + tag, b, t.fwd});
+      rows.push_back({"attention bwd " + tag, b, t.bwd});
+    }
+  }
+  Check(SetGemmBackend(default_backend), "SetGemmBackend");
+
+  core::Table table(
+      {"kernel", "backend", "GFLOP/s", "% best SGEMM", "% own SGEMM", "cpu GFLOP/s", "cpu % best"});
+  for (const Row& r : rows) {
+    const Rate& own = backend_best[static_cast<int>(r.backend)];
+    table.AddRow({r.kernel, GemmBackendName(r.backend), core::Fixed(r.rate.wall, 1),
+                  Pct(r.rate.wall, best.wall), Pct(r.rate.wall, own.wall),
+                  core::Fixed(r.rate.cpu, 1), Pct(r.rate.cpu, best.cpu)});
   }
   std::printf("\n%s", table.Render().c_str());
-  std::printf("FLOPs: fwd 4*Lq*Lk*D per head, bwd 10*Lq*Lk*D per head; single-threaded.\n");
-  if (args.sweep) Sweep(args, peak);
+  std::printf(
+      "GFLOP/s from the median wall time (cpu: median process CPU time). %% best SGEMM: of the\n"
+      "best SGEMM above over all backends; %% own SGEMM: of the same backend's best. FLOPs: fwd\n"
+      "4*Lq*Lk*D per head, bwd 10*Lq*Lk*D per head. Single-threaded. Default backend: %s.\n",
+      GemmBackendName(default_backend));
+  if (args.sweep) Sweep(args, best.cpu);
   return 0;
 }
 

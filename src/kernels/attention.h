@@ -46,7 +46,7 @@ struct AttentionTiling {
 struct AttentionBackwardOptions {
   bool accumulate_dq = false;   // dq += gradient (else dq = gradient)
   bool accumulate_dkv = false;  // dk += ..., dv += ... (else written)
-  AttentionTiling tiling = {.block_q = 256, .block_k = 256};
+  AttentionTiling tiling = {.block_q = 128, .block_k = 512};
 };
 
 // Fills o (Tq_total, H, D) and lse (Tq_total, H).
