@@ -101,12 +101,6 @@ Status RunPlan(const PlanArgs& a) {
   if (!a.trace_path.empty() && entries.size() != 1) {
     return core::InvalidArgument("--trace: needs a single --planner, got '" + a.planner + "'");
   }
-  std::printf(
-      "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
-      "video share %.1f%%\n",
-      cluster.name.c_str(), cluster.num_ranks(), cluster.provenance.c_str(), model.name.c_str(),
-      batch.name.c_str(), batch.sequences.size(), batch.total_tokens() / 1e6,
-      100 * batch.video_token_share());
   std::vector<PlannerRun> runs;
   std::vector<std::string> failures;
   for (const auto* e : entries) {
@@ -119,6 +113,12 @@ Status RunPlan(const PlanArgs& a) {
     }
     runs.push_back(std::move(run).value());
   }
+  std::printf(
+      "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
+      "video share %.1f%%\n",
+      cluster.name.c_str(), cluster.num_ranks(), cluster.provenance.c_str(), model.name.c_str(),
+      batch.name.c_str(), batch.sequences.size(), batch.total_tokens() / 1e6,
+      100 * batch.video_token_share());
   double usp_makespan = 0;
   for (const auto& r : runs)
     if (r.planner == "usp") usp_makespan = r.sim.makespan_s;

@@ -1,0 +1,151 @@
+// End-to-end tests of the tessera binary: bad input exits 1 with one line naming the
+// field, the value and what is allowed; good input writes the promised files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/json_util.h"
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result RunTessera(const std::string& args) {
+  std::string cmd = std::string(TESSERA_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string Write(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+int Lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+void ExpectUserError(const std::string& args, const std::string& needle) {
+  Result r = RunTessera(args);
+  EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+  EXPECT_EQ(Lines(r.out), 1) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+}
+
+TEST(CliTest, HelpWorks) {
+  Result r = RunTessera("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("zellige"), std::string::npos);
+  r = RunTessera("zellige --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("plan"), std::string::npos);
+  EXPECT_NE(r.out.find("tokens"), std::string::npos);
+}
+
+TEST(CliTest, TokensCommand) {
+  Result r = RunTessera("zellige tokens --kind video --res 1080p --seconds 15");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "497760\n");
+  EXPECT_EQ(RunTessera("zellige tokens --kind image --res 720p").out, "3600\n");
+  ExpectUserError("zellige tokens --kind audio", "--kind: got 'audio'");
+  ExpectUserError("zellige tokens --res 10x", "res: got '10x'");
+  ExpectUserError("zellige tokens --seconds -1", "seconds: got -1");
+}
+
+TEST(CliTest, BadPresetsAndOptions) {
+  ExpectUserError("zellige plan --cluster b200x8", "cluster: got 'b200x8', must be one of");
+  ExpectUserError("zellige plan --workload v200", "workload: got 'v200'");
+  ExpectUserError("zellige plan --load 0", "load: got '0'");
+  ExpectUserError("zellige plan --load -3", "load: got '-3'");
+  ExpectUserError("zellige plan --planner fastest", "planner: got 'fastest'");
+  ExpectUserError("zellige plan --video-seconds 0", "video_seconds: got 0");
+  ExpectUserError("zellige plan --planner knapformer --option knapformer.bags=g3n1",
+                  "knapformer.bags: got 'g3n1'");
+  ExpectUserError("zellige plan --model nothing", "model: got 'nothing'");
+  EXPECT_EQ(RunTessera("zellige plan --no-such-flag").code, 1);
+}
+
+TEST(CliTest, MalformedAndTruncatedFiles) {
+  std::string trunc = Write("trunc.json", "{\"name\": \"c\", \"device\": {\"name\": \"x\"");
+  ExpectUserError("zellige plan --cluster " + trunc, "malformed JSON");
+  std::string batch_trunc = Write("batch_trunc.json", "{\"sequences\": [{\"tokens\": 5},");
+  ExpectUserError("zellige plan --workload " + batch_trunc, "malformed JSON");
+  std::string neg = Write("neg.json", R"({"sequences": [{"tokens": -5}]})");
+  ExpectUserError("zellige plan --workload " + neg, "sequences[0].tokens: got -5, must be >= 1");
+  std::string cl = Write("cl.json", R"({"name": "c", "device": {"name": "d", "peak_flops": 1e14,
+    "mem_bw_bytes_per_s": 1e12, "memory_bytes": 0, "memory_usable_fraction": 0.9,
+    "compute_efficiency": 0.5}, "nodes": 1, "ranks_per_node": 8,
+    "intra": {"name": "nv", "bw_bytes_per_s": 1e11, "latency_s": 1e-5},
+    "inter": {"name": "ib", "bw_bytes_per_s": 1e10, "latency_s": 1e-5}})");
+  ExpectUserError("zellige plan --cluster " + cl, "device.memory_bytes: got 0, must be > 0");
+  std::string model = Write("model.json", R"({"name": "m", "hidden": 1000, "heads": 12,
+    "layers": 2, "ffn": 4000, "text_tokens": 0, "bytes_per_elem": 2})");
+  ExpectUserError("zellige plan --model " + model, "heads: got 12, must divide hidden (1000)");
+  std::string plan = Write("plan.json", R"({"planner": "x", "num_ranks": 16, "placements": [)");
+  std::string batch = Write("batch.json", R"({"sequences": [{"tokens": 5000}]})");
+  ExpectUserError("zellige simulate --batch " + batch + " --plan " + plan, "malformed JSON");
+  std::string plan2 = Write("plan2.json",
+                            R"({"planner": "x", "num_ranks": 16, "placements": [{"seq": 0,
+    "q": 1, "h": 5, "k": 1, "ranks": [0, 1, 2, 3, 4]}]})");
+  ExpectUserError("zellige simulate --batch " + batch + " --plan " + plan2,
+                  "must divide the head count 12");
+  ExpectUserError("zellige plan --workload /nonexistent.json", "workload: got '/nonexistent.json'");
+}
+
+TEST(CliTest, BatchThatFitsNoRankIsRejected) {
+  // 20M tokens cannot fit 8 A800s' memory however it is split.
+  std::string huge = Write("huge.json", R"({"sequences": [{"tokens": 20000000}]})");
+  ExpectUserError("zellige plan --cluster a800x8 --workload " + huge,
+                  "sequences[0]: 20000000 tokens need");
+}
+
+TEST(CliTest, PlanWritesJsonTraceAndPlan) {
+  std::string json = ::testing::TempDir() + "/out.json";
+  Result r = RunTessera("zellige plan --cluster a800x8 --workload v40 --load low --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("usp"), std::string::npos);
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  ASSERT_EQ((*j)["results"].size(), 5u);
+  for (const auto& e : (*j)["results"]) {
+    for (const char* k : {"planner", "feasible", "makespan_s", "max_over_mean", "attn_comm_bytes",
+                          "peak_mem_bytes", "solve_ms"}) {
+      EXPECT_TRUE(e.contains(k)) << k;
+    }
+  }
+  EXPECT_TRUE((*j).contains("cluster"));
+  EXPECT_TRUE((*j).contains("batch"));
+
+  std::string trace = ::testing::TempDir() + "/trace.json";
+  std::string plan = ::testing::TempDir() + "/plan.json";
+  std::string batch = ::testing::TempDir() + "/batch.json";
+  r = RunTessera(
+      "zellige plan --cluster a800x8 --workload v40 --load low --planner knapformer --trace " +
+      trace + " --save-plan " + plan + " --save-batch " + batch);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto t = tessera::core::ReadJsonFile(trace);
+  ASSERT_TRUE(t.ok());
+  EXPECT_GT((*t)["traceEvents"].size(), 8u);
+  // The saved plan simulates to the same makespan through `simulate`.
+  r = RunTessera("zellige simulate --cluster a800x8 --batch " + batch + " --plan " + plan);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("makespan"), std::string::npos);
+}
+
+}  // namespace
