@@ -143,7 +143,7 @@ Status RunPlan(const PlanArgs& a) {
     results.push_back(jr);
   }
   std::printf("%s", t.Render().c_str());
-  std::printf("(modeled: cost model over %s; makespan of one training step)\n",
+  std::printf("(modeled: analytic cost model on a cluster profile %s; one training step)\n",
               cluster.provenance.c_str());
   for (const auto& r : runs)
     if (!r.sim.feasible)
