@@ -141,12 +141,17 @@ Rate GemmRate(const Args& args, const GemmShape& s) {
   const std::vector<float> a = Random(rng, s.m * s.k), b = Random(rng, s.k * s.n);
   std::vector<float> c(s.m * s.n);
   const int64_t ldb = s.tb == Transpose::kNo ? s.n : s.k;
+  // Small shapes repeat inside one timed sample so that each sample is ~4 GFLOP.
+  const double flops = 2.0 * s.m * s.n * s.k;
+  const int inner = std::max(1, static_cast<int>(4e9 / flops));
   const Seconds sec = MedianSeconds(args.repeats, [&] {
-    Check(Gemm(Transpose::kNo, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), ldb, 0.0f,
-               c.data(), s.n),
-          "gemm");
+    for (int i = 0; i < inner; ++i) {
+      Check(Gemm(Transpose::kNo, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), ldb, 0.0f,
+                 c.data(), s.n),
+            "gemm");
+    }
   });
-  return ToRate(2.0 * s.m * s.n * s.k, sec);
+  return ToRate(flops * inner, sec);
 }
 
 struct AttentionRates {
@@ -259,7 +264,9 @@ int Main(int argc, char** argv) {
     if (GemmBackendAvailable(b)) backends.push_back(b);
   }
   const GemmShape shapes[] = {
+      {"sgemm 1024x1024x1024 NN", 1024, 1024, 1024, Transpose::kNo},
       {"sgemm 2048x2048x2048 NN", 2048, 2048, 2048, Transpose::kNo},
+      {"sgemm 128x512x128 NT (one S tile)", 128, 512, 128, Transpose::kYes},
       {"sgemm 4096x4096x128 NT (QK^T-like)", 4096, 4096, 128, Transpose::kYes},
       {"sgemm 4096x128x4096 NN (PV-like)", 4096, 128, 4096, Transpose::kNo}};
   struct Row {
