@@ -1,0 +1,576 @@
+#include "comm/fake_communicator.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace tessera::comm {
+namespace internal {
+
+// One posted send or receive. Fields are guarded by FakeHub::mu.
+struct P2pOp {
+  bool is_send = false;
+  uint64_t context = 0;
+  int src = 0;  // communicator ranks
+  int dst = 0;
+  int tag = 0;
+  int peer_world = 0;  // world rank of the other side
+  const float* send_data = nullptr;
+  float* recv_data = nullptr;
+  int64_t count = 0;  // send: message length; recv: buffer capacity
+  bool done = false;
+  Status status;
+};
+
+enum class CollKind {
+  kAllToAllV,
+  kAllGatherV,
+  kAllGather,
+  kAllReduceF32,
+  kAllReduceF64,
+  kBroadcast,
+  kBarrier
+};
+
+const char* CollName(CollKind kind) {
+  switch (kind) {
+    case CollKind::kAllToAllV:
+      return "AllToAllV";
+    case CollKind::kAllGatherV:
+      return "AllGatherV";
+    case CollKind::kAllGather:
+      return "AllGather";
+    case CollKind::kAllReduceF32:
+      return "AllReduceSum(float)";
+    case CollKind::kAllReduceF64:
+      return "AllReduceSum(double)";
+    case CollKind::kBroadcast:
+      return "Broadcast";
+    case CollKind::kBarrier:
+      return "Barrier";
+  }
+  return "?";
+}
+
+// What one rank passed to a collective; the pointers stay valid while the rank is inside it.
+struct CollArgs {
+  CollKind kind = CollKind::kBarrier;
+  const void* send = nullptr;
+  int64_t send_elems = 0;
+  void* recv = nullptr;
+  int64_t recv_elems = 0;
+  std::span<const int64_t> send_counts, send_displs, recv_counts, recv_displs;
+  int root = 0;
+};
+
+struct CollSlot {
+  explicit CollSlot(int n) : args(n), present(n, false) {}
+  std::vector<CollArgs> args;
+  std::vector<bool> present;
+  int arrived = 0;
+  int finished = 0;
+  int departed = 0;
+  Status abandoned;  // set when a member gave up before everybody arrived
+};
+
+struct SubRendezvous {
+  uint64_t context = 0;
+  std::vector<bool> present;
+  int arrived = 0;
+  Status abandoned;
+};
+
+class FakeHub {
+ public:
+  explicit FakeHub(int n) : exited(n, false) {}
+
+  // Waits on cv until pred() holds or timeout_s passes; false on timeout.
+  template <typename Pred>
+  bool WaitFor(std::unique_lock<std::mutex>& lock, double timeout_s, Pred pred) {
+    if (std::isinf(timeout_s)) {
+      cv.wait(lock, pred);
+      return true;
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(timeout_s));
+    return cv.wait_until(lock, deadline, pred);
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<bool> exited;  // by world rank
+  std::deque<std::shared_ptr<P2pOp>> sends;
+  std::deque<std::shared_ptr<P2pOp>> recvs;
+  std::map<std::pair<uint64_t, uint64_t>, CollSlot> slots;  // (context, sequence)
+  std::map<std::pair<uint64_t, std::vector<int>>, SubRendezvous> subs;
+  uint64_t next_context = 1;  // 0 is the world
+};
+
+}  // namespace internal
+
+namespace {
+
+using internal::CollArgs;
+using internal::CollKind;
+using internal::CollSlot;
+using internal::FakeHub;
+using internal::P2pOp;
+
+// Completes a matched pair (called with the hub lock held).
+void Match(P2pOp& send, P2pOp& recv) {
+  if (send.count > recv.count) {
+    recv.status = core::InvalidArgument(fmt::format(
+        "IRecv from rank {} tag {}: message of {} elements does not fit the buffer of {} "
+        "elements",
+        recv.src, recv.tag, send.count, recv.count));
+  } else if (send.count > 0) {
+    std::memcpy(recv.recv_data, send.send_data, static_cast<size_t>(send.count) * sizeof(float));
+  }
+  send.done = true;
+  recv.done = true;
+}
+
+class FakeRequest final : public RequestImpl {
+ public:
+  FakeRequest(std::shared_ptr<FakeHub> hub, std::shared_ptr<P2pOp> op)
+      : hub_(std::move(hub)), op_(std::move(op)) {}
+
+  StatusOr<bool> Test() override {
+    std::lock_guard<std::mutex> lock(hub_->mu);
+    if (op_->done) {
+      if (!op_->status.ok()) return op_->status;
+      return true;
+    }
+    if (hub_->exited[op_->peer_world]) return PeerGone();
+    return false;
+  }
+
+  Status Wait(double timeout_s) override {
+    std::unique_lock<std::mutex> lock(hub_->mu);
+    const bool ready =
+        hub_->WaitFor(lock, timeout_s, [&] { return op_->done || hub_->exited[op_->peer_world]; });
+    if (op_->done) return op_->status;
+    if (!ready) {
+      return core::DeadlineExceeded(
+          fmt::format("{}: not complete after {} s", Describe(), timeout_s));
+    }
+    return PeerGone();
+  }
+
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(hub_->mu);
+    if (op_->done) return;
+    auto& queue = op_->is_send ? hub_->sends : hub_->recvs;
+    queue.erase(std::remove(queue.begin(), queue.end(), op_), queue.end());
+    op_->done = true;
+    op_->status = core::FailedPrecondition(Describe() + ": cancelled");
+  }
+
+ private:
+  std::string Describe() const {
+    return op_->is_send ? fmt::format("ISend to rank {} tag {}", op_->dst, op_->tag)
+                        : fmt::format("IRecv from rank {} tag {}", op_->src, op_->tag);
+  }
+  Status PeerGone() const {
+    return core::Unavailable(fmt::format("{}: rank {} (world rank {}) has exited", Describe(),
+                                         op_->is_send ? op_->dst : op_->src, op_->peer_world));
+  }
+
+  std::shared_ptr<FakeHub> hub_;
+  std::shared_ptr<P2pOp> op_;
+};
+
+class FakeCommunicator final : public Communicator {
+ public:
+  FakeCommunicator(std::shared_ptr<FakeHub> hub, uint64_t context, int rank,
+                   std::vector<int> world_ranks)
+      : Communicator(rank, std::move(world_ranks)), hub_(std::move(hub)), context_(context) {}
+
+  [[noreturn]] void Abort(const Status& status) override {
+    std::cerr << fmt::format("tessera fake communicator: world rank {} aborts: {}\n", world_rank(),
+                             status.ToString());
+    std::abort();
+  }
+
+ protected:
+  Status DoAllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
+                     std::span<const int64_t> send_displs, std::span<float> recv,
+                     std::span<const int64_t> recv_counts,
+                     std::span<const int64_t> recv_displs) override {
+    CollArgs mine{CollKind::kAllToAllV,
+                  send.data(),
+                  static_cast<int64_t>(send.size()),
+                  recv.data(),
+                  static_cast<int64_t>(recv.size()),
+                  send_counts,
+                  send_displs,
+                  recv_counts,
+                  recv_displs,
+                  0};
+    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      for (int i = 0; i < size(); ++i) {
+        for (int j = 0; j < size(); ++j) {
+          if (all[j].recv_counts[i] != all[i].send_counts[j]) {
+            return core::InvalidArgument(
+                fmt::format("AllToAllV: rank {} sends {} elements to rank {}, which expects {}", i,
+                            all[i].send_counts[j], j, all[j].recv_counts[i]));
+          }
+        }
+      }
+      for (int i = 0; i < size(); ++i) {
+        const auto* src = static_cast<const float*>(all[i].send) + all[i].send_displs[rank()];
+        std::copy_n(src, recv_counts[i], recv.data() + recv_displs[i]);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Status DoAllGatherV(std::span<const float> send, std::span<float> recv,
+                      std::span<const int64_t> recv_counts,
+                      std::span<const int64_t> recv_displs) override {
+    CollArgs mine{CollKind::kAllGatherV,
+                  send.data(),
+                  static_cast<int64_t>(send.size()),
+                  recv.data(),
+                  static_cast<int64_t>(recv.size()),
+                  {},
+                  {},
+                  recv_counts,
+                  recv_displs,
+                  0};
+    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      for (int i = 0; i < size(); ++i) {
+        for (int j = 0; j < size(); ++j) {
+          if (all[i].recv_counts[j] != all[j].send_elems) {
+            return core::InvalidArgument(
+                fmt::format("AllGatherV: rank {} contributes {} elements, rank {} expects {}", j,
+                            all[j].send_elems, i, all[i].recv_counts[j]));
+          }
+        }
+      }
+      for (int j = 0; j < size(); ++j) {
+        std::copy_n(static_cast<const float*>(all[j].send), all[j].send_elems,
+                    recv.data() + recv_displs[j]);
+      }
+      return Status::Ok();
+    });
+  }
+
+  Status DoAllGather(std::span<const float> send, std::span<float> recv) override {
+    CollArgs mine{CollKind::kAllGather,
+                  send.data(),
+                  static_cast<int64_t>(send.size()),
+                  recv.data(),
+                  static_cast<int64_t>(recv.size()),
+                  {},
+                  {},
+                  {},
+                  {},
+                  0};
+    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      RETURN_IF_ERROR(SameSendSize("AllGather", all));
+      for (int j = 0; j < size(); ++j) {
+        std::copy_n(static_cast<const float*>(all[j].send), all[j].send_elems,
+                    recv.data() + j * send.size());
+      }
+      return Status::Ok();
+    });
+  }
+
+  Status DoAllReduceSum(std::span<float> data) override {
+    return AllReduce<float>(CollKind::kAllReduceF32, data);
+  }
+  Status DoAllReduceSum(std::span<double> data) override {
+    return AllReduce<double>(CollKind::kAllReduceF64, data);
+  }
+
+  Status DoBroadcast(std::span<float> data, int root) override {
+    CollArgs mine{CollKind::kBroadcast,
+                  data.data(),
+                  static_cast<int64_t>(data.size()),
+                  nullptr,
+                  0,
+                  {},
+                  {},
+                  {},
+                  {},
+                  root};
+    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      RETURN_IF_ERROR(SameSendSize("Broadcast", all));
+      for (int i = 0; i < size(); ++i) {
+        if (all[i].root != root) {
+          return core::InvalidArgument(
+              fmt::format("Broadcast: rank {} uses root {}, rank {} uses root {}", rank(), root, i,
+                          all[i].root));
+        }
+      }
+      if (rank() != root) {
+        std::copy_n(static_cast<const float*>(all[root].send), data.size(), data.data());
+      }
+      return Status::Ok();
+    });
+  }
+
+  Status DoBarrier() override {
+    return Collective(CollArgs{}, [](const std::vector<CollArgs>&) { return Status::Ok(); });
+  }
+
+  StatusOr<std::unique_ptr<RequestImpl>> DoISend(std::span<const float> data, int dst,
+                                                 int tag) override {
+    auto op = std::make_shared<P2pOp>();
+    op->is_send = true;
+    op->context = context_;
+    op->src = rank();
+    op->dst = dst;
+    op->tag = tag;
+    op->peer_world = world_ranks()[dst];
+    op->send_data = data.data();
+    op->count = static_cast<int64_t>(data.size());
+    {
+      std::lock_guard<std::mutex> lock(hub_->mu);
+      auto it = std::find_if(hub_->recvs.begin(), hub_->recvs.end(), [&](const auto& r) {
+        return r->context == context_ && r->dst == dst && r->src == rank() && r->tag == tag;
+      });
+      if (it != hub_->recvs.end()) {
+        Match(*op, **it);
+        hub_->recvs.erase(it);
+        hub_->cv.notify_all();
+      } else {
+        hub_->sends.push_back(op);
+      }
+    }
+    return std::unique_ptr<RequestImpl>(std::make_unique<FakeRequest>(hub_, std::move(op)));
+  }
+
+  StatusOr<std::unique_ptr<RequestImpl>> DoIRecv(std::span<float> data, int src, int tag) override {
+    auto op = std::make_shared<P2pOp>();
+    op->context = context_;
+    op->src = src;
+    op->dst = rank();
+    op->tag = tag;
+    op->peer_world = world_ranks()[src];
+    op->recv_data = data.data();
+    op->count = static_cast<int64_t>(data.size());
+    {
+      std::lock_guard<std::mutex> lock(hub_->mu);
+      auto it = std::find_if(hub_->sends.begin(), hub_->sends.end(), [&](const auto& s) {
+        return s->context == context_ && s->dst == rank() && s->src == src && s->tag == tag;
+      });
+      if (it != hub_->sends.end()) {
+        Match(**it, *op);
+        hub_->sends.erase(it);
+        hub_->cv.notify_all();
+      } else {
+        hub_->recvs.push_back(op);
+      }
+    }
+    return std::unique_ptr<RequestImpl>(std::make_unique<FakeRequest>(hub_, std::move(op)));
+  }
+
+  StatusOr<std::unique_ptr<Communicator>> DoSub(const std::vector<int>& ranks) override {
+    const int n = static_cast<int>(ranks.size());
+    const int my_index =
+        static_cast<int>(std::find(ranks.begin(), ranks.end(), rank()) - ranks.begin());
+    std::vector<int> world;
+    for (int r : ranks) world.push_back(world_ranks()[r]);
+
+    std::unique_lock<std::mutex> lock(hub_->mu);
+    internal::SubRendezvous& rv = hub_->subs[{context_, ranks}];
+    if (rv.context == 0) {
+      rv.context = hub_->next_context++;
+      rv.present.assign(n, false);
+    }
+    auto given_up = [&] {
+      return core::Unavailable(fmt::format("Sub([{}]): another member gave up on it: {}",
+                                           fmt::join(ranks, ", "), rv.abandoned.ToString()));
+    };
+    if (!rv.abandoned.ok()) return given_up();
+    rv.present[my_index] = true;
+    ++rv.arrived;
+    hub_->cv.notify_all();
+    int gone = -1;
+    const bool ready = hub_->WaitFor(lock, op_timeout_s(), [&] {
+      if (rv.arrived == n || !rv.abandoned.ok()) return true;
+      for (int i = 0; i < n; ++i) {
+        if (!rv.present[i] && hub_->exited[world[i]]) gone = i;
+      }
+      return gone >= 0;
+    });
+    if (rv.arrived != n) {
+      Status s;
+      if (!rv.abandoned.ok()) {
+        s = given_up();
+      } else if (!ready) {
+        s = core::DeadlineExceeded(fmt::format("Sub([{}]): not all members arrived within {} s",
+                                               fmt::join(ranks, ", "), op_timeout_s()));
+      } else {
+        s = core::Unavailable(fmt::format("Sub([{}]): member rank {} has exited",
+                                          fmt::join(ranks, ", "), ranks[gone]));
+      }
+      if (rv.abandoned.ok()) rv.abandoned = s;
+      rv.present[my_index] = false;
+      --rv.arrived;
+      hub_->cv.notify_all();
+      return s;
+    }
+    return std::unique_ptr<Communicator>(
+        std::make_unique<FakeCommunicator>(hub_, rv.context, my_index, std::move(world)));
+  }
+
+ private:
+  template <typename T>
+  Status AllReduce(CollKind kind, std::span<T> data) {
+    CollArgs mine{kind, data.data(), static_cast<int64_t>(data.size()), nullptr, 0, {}, {}, {}, {},
+                  0};
+    std::vector<T> sum(data.size(), T(0));
+    Status s = Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      RETURN_IF_ERROR(SameSendSize("AllReduceSum", all));
+      for (int i = 0; i < size(); ++i) {
+        const T* src = static_cast<const T*>(all[i].send);
+        for (size_t k = 0; k < data.size(); ++k) sum[k] += src[k];
+      }
+      return Status::Ok();
+    });
+    // Written only after every rank has finished reading the inputs (in place).
+    if (s.ok()) std::copy(sum.begin(), sum.end(), data.begin());
+    return s;
+  }
+
+  Status SameSendSize(const char* what, const std::vector<CollArgs>& all) const {
+    for (int i = 0; i < size(); ++i) {
+      if (all[i].send_elems != all[0].send_elems) {
+        return core::InvalidArgument(fmt::format(
+            "{}: rank 0 passes {} elements, rank {} passes {}; all ranks must pass the same "
+            "length",
+            what, all[0].send_elems, i, all[i].send_elems));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Rendezvous of all ranks: waits for everybody (phase 1), runs `work` on every rank with
+  // every rank's arguments (reading other ranks' inputs, writing only its own outputs),
+  // then waits until everybody has finished `work` (phase 2) so no input is released early.
+  Status Collective(const CollArgs& mine,
+                    const std::function<Status(const std::vector<CollArgs>&)>& work) {
+    const int n = size();
+    const std::pair<uint64_t, uint64_t> key{context_, next_sequence_++};
+    std::unique_lock<std::mutex> lock(hub_->mu);
+    CollSlot& slot = hub_->slots.try_emplace(key, n).first->second;
+    const char* what = CollName(mine.kind);
+    auto given_up = [&] {
+      return core::Unavailable(fmt::format("{} (rank {} of {}): another rank gave up on it: {}",
+                                           what, rank(), n, slot.abandoned.ToString()));
+    };
+    if (!slot.abandoned.ok()) return given_up();
+    slot.args[rank()] = mine;
+    slot.present[rank()] = true;
+    ++slot.arrived;
+    hub_->cv.notify_all();
+    int gone = -1;
+    const bool ready = hub_->WaitFor(lock, op_timeout_s(), [&] {
+      if (slot.arrived == n || !slot.abandoned.ok()) return true;
+      for (int i = 0; i < n; ++i) {
+        if (!slot.present[i] && hub_->exited[world_ranks()[i]]) gone = i;
+      }
+      return gone >= 0;
+    });
+    if (slot.arrived != n) {
+      Status s;
+      if (!slot.abandoned.ok()) {
+        s = given_up();
+      } else if (!ready) {
+        std::vector<int> missing;
+        for (int i = 0; i < n; ++i) {
+          if (!slot.present[i]) missing.push_back(i);
+        }
+        s = core::DeadlineExceeded(
+            fmt::format("{} (rank {} of {}): ranks [{}] did not join "
+                        "within {} s",
+                        what, rank(), n, fmt::join(missing, ", "), op_timeout_s()));
+      } else {
+        s = core::Unavailable(
+            fmt::format("{}: rank {} (world rank {}) has exited", what, gone, world_ranks()[gone]));
+      }
+      if (slot.abandoned.ok()) slot.abandoned = s;  // kept, so late arrivals fail too
+      slot.present[rank()] = false;
+      --slot.arrived;
+      hub_->cv.notify_all();
+      return s;
+    }
+    lock.unlock();
+
+    Status status;
+    for (int i = 0; i < n && status.ok(); ++i) {
+      if (slot.args[i].kind != mine.kind) {
+        status =
+            core::InvalidArgument(fmt::format("collective mismatch: rank {} called {}, "
+                                              "rank {} called {}",
+                                              rank(), what, i, CollName(slot.args[i].kind)));
+      }
+    }
+    if (status.ok()) status = work(slot.args);
+
+    lock.lock();
+    ++slot.finished;
+    hub_->cv.notify_all();
+    hub_->cv.wait(lock, [&] { return slot.finished == n; });
+    if (++slot.departed == n) hub_->slots.erase(key);
+    return status;
+  }
+
+  std::shared_ptr<FakeHub> hub_;
+  uint64_t context_;
+  uint64_t next_sequence_ = 0;
+};
+
+}  // namespace
+
+FakeWorld::FakeWorld(int size) : size_(size) {
+  CHECK(size >= 1) << "FakeWorld size must be >= 1, got " << size;
+  hub_ = std::make_shared<FakeHub>(size);
+}
+
+std::unique_ptr<Communicator> FakeWorld::Rank(int rank) {
+  CHECK(rank >= 0 && rank < size_) << "rank " << rank << " outside [0, " << size_ << ")";
+  std::vector<int> world(size_);
+  for (int i = 0; i < size_; ++i) world[i] = i;
+  return std::make_unique<FakeCommunicator>(hub_, /*context=*/0, rank, std::move(world));
+}
+
+void FakeWorld::MarkExited(int rank) {
+  CHECK(rank >= 0 && rank < size_);
+  std::lock_guard<std::mutex> lock(hub_->mu);
+  hub_->exited[rank] = true;
+  hub_->cv.notify_all();
+}
+
+void RunFakeRanks(int n, const std::function<void(Communicator&)>& fn) {
+  FakeWorld world(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&world, &fn, r] {
+      {
+        std::unique_ptr<Communicator> comm = world.Rank(r);
+        fn(*comm);
+      }
+      world.MarkExited(r);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace tessera::comm
