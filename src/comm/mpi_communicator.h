@@ -9,7 +9,9 @@
 // request cannot be cancelled; it is kept and drained for at most 1 s at destruction).
 // Point-to-point uses MPI_Isend / MPI_Irecv; Request::Wait polls MPI_Test against the
 // deadline when a timeout is set, MPI_Wait otherwise. Counts and displacements must fit in
-// an int (MPI-3 interfaces); larger ones return InvalidArgument. Sub() cannot time out.
+// an int (MPI-3 interfaces); larger ones return InvalidArgument. Sub() cannot time out; its
+// MPI_Comm_create_group traffic runs on the parent with a tag above kMaxTag derived from the
+// rank set, so it never matches user point-to-point messages.
 //
 // Thread-safety: as Communicator (one thread at a time). Must be destroyed before
 // MPI_Finalize (MpiEnvironment does this for the world and, through it, every sub).

@@ -52,7 +52,7 @@ core::Status MpiWaitUntil(MPI_Request* request, std::chrono::steady_clock::time_
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(nap);
-      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+      nap = std::min(nap * 2, std::chrono::microseconds(200));
     }
   }
 }

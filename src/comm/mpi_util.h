@@ -27,7 +27,8 @@ std::string MpiErrorString(int mpi_error);
 
 // Waits for *request until it completes (OK, or its error) or until `deadline` (then
 // DeadlineExceeded; the request stays pending). Polls MPI_Test, yielding between polls at
-// first and then sleeping up to 1 ms, so an oversubscribed rank does not steal a core.
+// first and then sleeping up to 200 us (so a wait may overshoot completion by that much),
+// so that an oversubscribed rank does not steal a core from the peer it waits for.
 core::Status MpiWaitUntil(MPI_Request* request, std::chrono::steady_clock::time_point deadline,
                           const std::string& what);
 // The same with a timeout in seconds (kNoTimeout: MPI_Wait).
