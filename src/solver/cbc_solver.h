@@ -1,9 +1,9 @@
 // Solve(model, options): solves a MilpModel with COIN-OR CBC (branch and cut over Clp).
 //
 // Every call builds a fresh CBC model from the MilpModel, so a caller can solve, add a
-// constraint (e.g. objective <= (1 + eps) * T*) and solve again; building costs well under
-// a millisecond for models of a few hundred variables. All CBC objects are owned by the call
-// (RAII); nothing persists between calls.
+// constraint (e.g. objective <= (1 + eps) * T*) and solve again; building is cheap (a whole
+// Solve of a 1-variable LP takes ~0.05 ms). All CBC objects are owned by the call (RAII);
+// nothing persists between calls except the malloc tuning below.
 //
 // Outcomes: the model's verdict is a SolveStatus in the result (infeasible is a value, not an
 // error). The returned Status is not OK only for bad input (InvalidArgument naming the
@@ -40,11 +40,11 @@ enum class SolveStatus {
 const char* SolveStatusName(SolveStatus status);
 
 // How CBC searches. All are exact given time; they differ in speed. Measured here on random
-// 10-group x 30-option x 16-rank makespan assignments (301 variables, 26 rows) with a 0.1 s
-// limit: kCbcNoCuts ended ~5% above the best known makespan, kPlainBranchAndBound ~11% (and
-// often had no solution at 0.05 s), kCbcDefaults ~19% (it spends the time in root cut
-// generation). Cuts pay off on knapsack-like models (50-item knapsack to optimality: 87 ms
-// with cuts vs 480 ms without).
+// 10-group x 30-option x 16-rank makespan assignments (301 variables, 26 rows), 0.05-0.3 s
+// limits: kCbcNoCuts found the best incumbents at every limit; kCbcDefaults stayed ~20% above
+// the best known (it spends the time in root cut generation); kPlainBranchAndBound often had
+// no solution yet at 0.05-0.1 s. Cuts pay off on knapsack-like models (50-item knapsack to
+// optimality: ~90 ms with cuts, ~480 ms without).
 enum class CbcAlgorithm {
   // CBC's stand-alone driver (what `cbc model.lp -solve` runs) without cut generators:
   // integer preprocessing, primal heuristics (feasibility pump, diving, RINS, ...), strong
@@ -94,8 +94,8 @@ struct SolveResult {
   // Proven lower bound on the optimum (offset included); <= objective_value. -inf when
   // unknown (e.g. unbounded); +inf when infeasible.
   double best_bound = -kInfinity;
-  // (objective_value - best_bound) / max(|objective_value|, 1e-9), >= 0; 0 when optimal
-  // with no gap tolerance; +inf without values.
+  // (objective_value - best_bound) / max(|objective_value|, 1e-9), >= 0; ~0 when optimal
+  // with the default gaps; +inf without values.
   double relative_gap = kInfinity;
   // One value per variable, integer variables rounded to exact integers; empty when none.
   std::vector<double> values;
@@ -115,7 +115,7 @@ struct SolveResult {
 // whole process, once (later calls do nothing; a no-op on other C libraries). Clp allocates
 // and frees ~100-300 KiB factorization arrays on every LP solve; with glibc's defaults each
 // free hands the memory back to the OS and the next solve page-faults it in again. Measured
-// on this machine: a 10-item knapsack took 17 ms per Solve before and 2.2 ms after
+// on a loaded 2-core VM: a 10-item knapsack took 17 ms per Solve before and 2.2 ms after
 // (kCbcNoCuts; 0.55 ms with kPlainBranchAndBound). The price: up to 64 MiB of freed heap stays
 // mapped, and blocks of 128 KiB - 8 MiB come from the heap instead of mmap. Solve() calls it
 // on first use; call it at start-up to make the choice explicit.

@@ -312,6 +312,23 @@ TEST_P(solver_Cbc, ResolveWithAddedConstraintIsLexicographic) {
   }
 }
 
+TEST_P(solver_Cbc, RelativeGapStopsWithAProvenGap) {
+  // Min-max models have weak LP bounds, so an exact proof takes long; a loose gap does not.
+  core::Rng rng(13);
+  for (int instance = 0; instance < 3; ++instance) {
+    const Makespan p = RandomMakespan(rng, 6, 10, 8, 6);
+    const MakespanModel mm = BuildMakespan(p);
+    SolveOptions o = Options();
+    o.relative_gap = 0.5;
+    o.time_limit_s = 60;  // a safety net only
+    auto r = Solve(mm.model, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, SolveStatus::kOptimal) << SolveStatusName(r->status);
+    EXPECT_LE(r->relative_gap, 0.5 + 1e-9);
+    ExpectConsistent(mm.model, *r);
+  }
+}
+
 TEST_P(solver_Cbc, InfeasibleModelsAreAStatusNotAnError) {
   // LP-infeasible integer model.
   MilpModel a;
@@ -391,14 +408,20 @@ TEST_P(solver_Cbc, FeasibleWarmStartIsAnIncumbentAtLeastAsGood) {
   }
   ASSERT_EQ(m.MaxViolation(ws), 0.0);
   const double ws_objective = m.ObjectiveValue(ws);
-  SolveOptions o = Options();
-  o.time_limit_s = 0.2;
-  o.warm_start = ws;
-  auto r = Solve(m, o);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_TRUE(r->has_solution()) << SolveStatusName(r->status);
-  EXPECT_LE(r->objective_value, ws_objective);
-  ExpectConsistent(m, *r);
+  // 1e-4 s leaves CBC about a millisecond: the warm start (or better) must come back.
+  for (double limit_s : {1e-4, 0.2}) {
+    SolveOptions o = Options();
+    o.time_limit_s = limit_s;
+    o.warm_start = ws;
+    auto r = Solve(m, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_solution()) << SolveStatusName(r->status) << " limit " << limit_s;
+    EXPECT_LE(r->objective_value, ws_objective);
+    if (r->incumbent_is_warm_start) {
+      EXPECT_EQ(r->values, ws);
+    }
+    ExpectConsistent(m, *r);
+  }
 
   // On knapsacks: an optimal warm start is kept; a poor one is improved to the optimum.
   core::Rng krng(11);
