@@ -1,0 +1,52 @@
+// AdamW: Adam with decoupled weight decay (Loshchilov & Hutter) over one flat fp32 parameter
+// buffer and its gradient buffer (SmallDit::Parameters() / Gradients()). One Step does, for
+// step number n = 1, 2, ... and every element i:
+//   p_i -= lr * weight_decay * p_i                      (decoupled decay, on every element)
+//   m_i  = beta1 m_i + (1 - beta1) g_i;   v_i = beta2 v_i + (1 - beta2) g_i^2
+//   p_i -= lr * (m_i / (1 - beta1^n)) / (sqrt(v_i / (1 - beta2^n)) + eps)
+// State (m, v: 2 floats per parameter) is owned here; the buffers passed to Step are not
+// retained. Weight decay applies to every element, biases included (documented choice).
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::models {
+
+struct AdamWOptions {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+};
+
+class AdamW {
+ public:
+  // InvalidArgument naming the field when num_parameters < 0, learning_rate < 0, a beta is
+  // outside [0, 1), eps <= 0 or weight_decay < 0 (or any is not finite).
+  static core::StatusOr<AdamW> Create(int64_t num_parameters, const AdamWOptions& options);
+
+  // One update of params from grads (both num_parameters long, else InvalidArgument).
+  [[nodiscard]] core::Status Step(std::span<float> params, std::span<const float> grads);
+
+  int64_t step() const { return step_; }
+  const AdamWOptions& options() const { return options_; }
+  void set_learning_rate(float lr) { options_.learning_rate = lr; }
+  // Bytes of optimizer state (m and v).
+  int64_t StateBytes() const { return static_cast<int64_t>(2 * m_.size() * sizeof(float)); }
+
+ private:
+  AdamW(int64_t n, const AdamWOptions& options) : options_(options), m_(n, 0.0f), v_(n, 0.0f) {}
+
+  AdamWOptions options_;
+  int64_t step_ = 0;
+  std::vector<float> m_;
+  std::vector<float> v_;
+};
+
+}  // namespace tessera::models

@@ -1,0 +1,56 @@
+// Test-only helpers for the models tests: seeded random vectors, central finite differences
+// of a scalar probe sum(w * f(x)) and a scale-relative error. Not part of tessera_models.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace tessera::models::testing {
+
+inline std::vector<float> RandomNormal(core::Rng& rng, int64_t n, double stddev = 1.0) {
+  std::vector<float> out(n);
+  for (float& x : out) x = static_cast<float>(stddev * rng.Normal());
+  return out;
+}
+
+// sum_i w_i * y_i accumulated in double.
+inline double Probe(const std::vector<float>& w, const std::vector<float>& y) {
+  double s = 0.0;
+  for (size_t i = 0; i < w.size() && i < y.size(); ++i) s += static_cast<double>(w[i]) * y[i];
+  return s;
+}
+
+// d/dx_i of Probe(w, f(x)) by central differences with step eps, for every i.
+template <typename F>
+std::vector<double> NumericalGrad(F f, std::vector<float> x, const std::vector<float>& w,
+                                  float eps) {
+  std::vector<double> grad(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float saved = x[i];
+    x[i] = saved + eps;
+    const double plus = Probe(w, f(x));
+    x[i] = saved - eps;
+    const double minus = Probe(w, f(x));
+    x[i] = saved;
+    grad[i] = (plus - minus) / (2.0 * static_cast<double>(eps));
+  }
+  return grad;
+}
+
+// max_i |a_i - b_i| / max_i |b_i| (infinite if sizes differ).
+template <typename A, typename B>
+double MaxRelErr(const std::vector<A>& a, const std::vector<B>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double max_diff = 0.0, max_ref = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    max_ref = std::max(max_ref, std::abs(static_cast<double>(b[i])));
+  }
+  return max_ref == 0.0 ? max_diff : max_diff / max_ref;
+}
+
+}  // namespace tessera::models::testing
