@@ -229,13 +229,13 @@ TEST(SmallDitTest, ParameterGradientsMatchCentralFiniteDifferences) {
   ASSERT_TRUE(m->Backward(acts, d_out, backend).ok());
   const std::vector<float> grad(m->Gradients().begin(), m->Gradients().end());
 
-  // Three random parameters of every tensor, plus the largest-gradient entry of each.
+  // Eight random parameters of every tensor, plus the largest-gradient entry of each.
   const float eps = 2e-3f;
   int checked = 0;
   double worst = 0.0;
   for (const ParameterTensor& t : m->ParameterTensors()) {
     std::vector<int64_t> idx;
-    for (int k = 0; k < 3; ++k) idx.push_back(t.offset + static_cast<int64_t>(rng.Below(t.size())));
+    for (int k = 0; k < 8; ++k) idx.push_back(t.offset + static_cast<int64_t>(rng.Below(t.size())));
     int64_t arg = t.offset;
     for (int64_t j = t.offset; j < t.offset + t.size(); ++j) {
       if (std::abs(grad[j]) > std::abs(grad[arg])) arg = j;
@@ -255,16 +255,17 @@ TEST(SmallDitTest, ParameterGradientsMatchCentralFiniteDifferences) {
       const double minus = Loss(*m, in, target, backend, &acts, nullptr);
       p = saved;
       const double fd = (plus - minus) / (2.0 * eps);
-      // fp32 forward: allow 3% of the tensor's gradient scale plus a small absolute floor.
+      // fp32 forward: allow 1% of the tensor's gradient scale plus a small absolute floor.
       const double err = std::abs(fd - grad[j]) / (tensor_max + 1e-3);
       worst = std::max(worst, err);
-      EXPECT_LT(err, 3e-2) << t.name << "[" << j - t.offset << "]: analytic " << grad[j]
+      EXPECT_LT(err, 1e-2) << t.name << "[" << j - t.offset << "]: analytic " << grad[j]
                            << " finite difference " << fd;
       ++checked;
     }
   }
-  EXPECT_GE(checked, 4 * static_cast<int>(m->ParameterTensors().size()));
+  EXPECT_GE(checked, 9 * static_cast<int>(m->ParameterTensors().size()));
   RecordProperty("worst_relative_error", std::to_string(worst));
+  std::printf("checked %d parameters, worst error %.2e\n", checked, worst);
 }
 
 TEST(SmallDitTest, BackwardAccumulatesIntoGradients) {
