@@ -1,5 +1,7 @@
 #include "models/ops.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -14,7 +16,34 @@ using kernels::Transpose;
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// exp(x) with relative error below ~2e-7 for x in [-87, 88] (inputs are clamped to that
+// range). Branch-free (range reduction to |r| <= ln2 / 2, degree-6 Taylor polynomial, 2^n by
+// exponent bits) so that the element-wise loops below auto-vectorise; std::tanh / std::exp
+// were ~1/3 of a training step of the default model (measured with perf).
+inline float FastExp(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float t = x * 1.44269504088896341f;
+  const int32_t n = static_cast<int32_t>(t + (t >= 0.0f ? 0.5f : -0.5f));
+  const float nf = static_cast<float>(n);
+  const float r = (x - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * std::bit_cast<float>((n + 127) << 23);
+}
+
+// tanh(u) = (e - 1) / (e + 1), e = exp(2u); |u| > 9 saturates to +-1 in fp32. Absolute error
+// below ~2e-7.
+inline float FastTanh(float u) {
+  const float e = FastExp(2.0f * std::min(std::max(u, -9.0f), 9.0f));
+  return (e - 1.0f) / (e + 1.0f);
+}
+
+inline float Sigmoid(float x) { return 1.0f / (1.0f + FastExp(-x)); }
 
 }  // namespace
 
@@ -148,7 +177,7 @@ void GeluForward(const float* x, int64_t count, float* y) {
   for (int64_t i = 0; i < count; ++i) {
     const float v = x[i];
     const float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-    y[i] = 0.5f * v * (1.0f + std::tanh(u));
+    y[i] = 0.5f * v * (1.0f + FastTanh(u));
   }
 }
 
@@ -156,7 +185,7 @@ void GeluBackward(const float* dy, const float* x, int64_t count, float* dx) {
   for (int64_t i = 0; i < count; ++i) {
     const float v = x[i];
     const float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-    const float th = std::tanh(u);
+    const float th = FastTanh(u);
     const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
     dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
   }

@@ -176,6 +176,25 @@ TEST(OpsTest, GeluAndSiluBackwardMatchFiniteDifferences) {
   EXPECT_NEAR(s1, 1.0 / (1.0 + std::exp(-1.0)), 1e-6);
 }
 
+TEST(OpsTest, GeluAndSiluMatchDoublePrecisionFormulas) {
+  std::vector<float> x;
+  for (int i = -2000; i <= 2000; ++i) x.push_back(0.01f * static_cast<float>(i));
+  x.push_back(-100.0f);
+  x.push_back(100.0f);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> gelu(n), silu(n);
+  GeluForward(x.data(), n, gelu.data());
+  SiluForward(x.data(), n, silu.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double g = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double s = v / (1.0 + std::exp(-v));
+    const double tol = 1e-6 * std::max(1.0, std::abs(v));
+    EXPECT_NEAR(gelu[i], g, tol) << "gelu(" << v << ")";
+    EXPECT_NEAR(silu[i], s, tol) << "silu(" << v << ")";
+  }
+}
+
 TEST(OpsTest, SinusoidalEmbeddingValues) {
   const float v[2] = {0.0f, 2.0f};
   std::vector<float> out(2 * 4);

@@ -291,11 +291,19 @@ Status SmallDit::Backward(const SmallDitActivations& acts, std::span<const float
   const std::span<const int64_t> cu = acts.cu_seqlens;
 
   // Head and final adaLN.
-  std::vector<float> dx_a(t_n * hd), dx_b(t_n * hd), dh(t_n * hd);
-  std::vector<float> dcond_act(s_n * hd, 0.0f);
+  // Scratch reused across calls (assign keeps the capacity: no page faults after the first).
+  std::vector<float>& dx_a = scratch_.dx_a;
+  std::vector<float>& dx_b = scratch_.dx_b;
+  std::vector<float>& dh = scratch_.dh;
+  std::vector<float>& dcond_act = scratch_.dcond_act;
+  dx_a.resize(t_n * hd);
+  dx_b.resize(t_n * hd);
+  dh.resize(t_n * hd);
+  dcond_act.assign(s_n * hd, 0.0f);
   ops::LinearBackward(acts.mod_f.data(), t_n, hd, p + off_.w_out, cin, cin, d_output.data(), cin,
                       g + off_.w_out, g + off_.b_out, dx_a.data(), false);
-  std::vector<float> dfinal_mod(s_n * 2 * hd, 0.0f);
+  std::vector<float>& dfinal_mod = scratch_.dfinal_mod;
+  dfinal_mod.assign(s_n * 2 * hd, 0.0f);
   ops::ModulateBackward(dx_a.data(), acts.norm_f.data(), cu, hd, acts.final_mod.data() + hd, 2 * hd,
                         dx_b.data(), dfinal_mod.data(), dfinal_mod.data() + hd);
   ops::LayerNormBackward(dx_b.data(), acts.norm_f.data(), acts.rstd_f.data(), t_n, hd, dh.data(),
@@ -310,8 +318,18 @@ Status SmallDit::Backward(const SmallDitActivations& acts, std::span<const float
   shape.cu_seqlens_q = cu;
   shape.cu_seqlens_k = cu;
 
-  std::vector<float> dmod(s_n * 6 * hd), dffn_a(t_n * f), dffn_b(t_n * f);
-  std::vector<float> dq(t_n * hd), dk(t_n * hd), dv(t_n * hd);
+  std::vector<float>& dmod = scratch_.dmod;
+  std::vector<float>& dffn_a = scratch_.dffn_a;
+  std::vector<float>& dffn_b = scratch_.dffn_b;
+  std::vector<float>& dq = scratch_.dq;
+  std::vector<float>& dk = scratch_.dk;
+  std::vector<float>& dv = scratch_.dv;
+  dmod.resize(s_n * 6 * hd);
+  dffn_a.resize(t_n * f);
+  dffn_b.resize(t_n * f);
+  dq.resize(t_n * hd);
+  dk.resize(t_n * hd);
+  dv.resize(t_n * hd);
   const int64_t ld_mod = 6 * hd;
   for (int64_t l = config_.num_layers - 1; l >= 0; --l) {
     const BlockOffsets& bo = off_.blocks[l];
@@ -354,7 +372,10 @@ Status SmallDit::Backward(const SmallDitActivations& acts, std::span<const float
   ops::LinearBackward(acts.latents.data(), t_n, cin, p + off_.w_in, hd, hd, dh.data(), hd,
                       g + off_.w_in, g + off_.b_in, nullptr, false);
   // Timestep MLP.
-  std::vector<float> ds_a(s_n * hd), ds_b(s_n * hd);
+  std::vector<float>& ds_a = scratch_.ds_a;
+  std::vector<float>& ds_b = scratch_.ds_b;
+  ds_a.resize(s_n * hd);
+  ds_b.resize(s_n * hd);
   ops::SiluBackward(dcond_act.data(), acts.cond.data(), s_n * hd, ds_a.data(), false);
   ops::LinearBackward(acts.t_act.data(), s_n, hd, p + off_.w_t2, hd, hd, ds_a.data(), hd,
                       g + off_.w_t2, g + off_.b_t2, ds_b.data(), false);

@@ -146,11 +146,19 @@ class SmallDit {
   explicit SmallDit(const SmallDitConfig& config);
   int64_t AddTensor(const std::string& name, int64_t rows, int64_t cols);
 
+  // Backward's temporary gradients, kept between calls to avoid reallocation (not part of
+  // ActivationBytes; at most 3 T Hd + 3 T Hd + 2 T F + S (6 + 2 + 1 + 2) Hd floats).
+  struct BackwardScratch {
+    std::vector<float> dx_a, dx_b, dh, dq, dk, dv, dffn_a, dffn_b;
+    std::vector<float> dmod, dfinal_mod, dcond_act, ds_a, ds_b;
+  };
+
   SmallDitConfig config_;
   std::vector<ParameterTensor> tensors_;
   Offsets off_;
   std::vector<float> params_;
   std::vector<float> grads_;
+  BackwardScratch scratch_;
 };
 
 }  // namespace tessera::models
