@@ -49,6 +49,39 @@ TEST(FlowMatchingTest, LossAndGradient) {
   EXPECT_FLOAT_EQ(d[2], -1.0f);
 }
 
+TEST(FlowMatchingTest, TrainingIsBitwiseDeterministic) {
+  SmallDitConfig c;
+  c.in_channels = 4;
+  c.hidden = 16;
+  c.num_heads = 2;
+  c.num_layers = 1;
+  c.ffn_hidden = 32;
+  c.timestep_freq_dim = 8;
+  std::vector<std::vector<float>> final_params;
+  std::vector<std::vector<double>> all_losses;
+  for (int run = 0; run < 2; ++run) {
+    auto model = SmallDit::Create(c);
+    ASSERT_TRUE(model.ok());
+    auto opt = AdamW::Create(model->NumParameters(), AdamWOptions{});
+    ASSERT_TRUE(opt.ok());
+    LocalAttentionBackend backend;
+    SmallDitActivations acts;
+    std::vector<double> losses;
+    for (int step = 0; step < 3; ++step) {
+      auto batch = MakeFlowMatchingBatch(5, c.in_channels, std::vector<int64_t>{step, step + 1},
+                                         std::vector<int64_t>{6, 9}, step);
+      ASSERT_TRUE(batch.ok());
+      auto loss = TrainStep(*model, *opt, *batch, backend, &acts);
+      ASSERT_TRUE(loss.ok());
+      losses.push_back(*loss);
+    }
+    all_losses.push_back(losses);
+    final_params.emplace_back(model->Parameters().begin(), model->Parameters().end());
+  }
+  EXPECT_EQ(all_losses[0], all_losses[1]);
+  EXPECT_EQ(final_params[0], final_params[1]);
+}
+
 // A short deterministic training run on a tiny config: the loss must fall clearly.
 TEST(FlowMatchingTest, ShortTrainingRunReducesLoss) {
   SmallDitConfig c;

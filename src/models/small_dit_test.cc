@@ -268,6 +268,48 @@ TEST(SmallDitTest, ParameterGradientsMatchCentralFiniteDifferences) {
   std::printf("checked %d parameters, worst error %.2e\n", checked, worst);
 }
 
+// Wraps the local backend and records every call, to check the model's use of the interface.
+class RecordingBackend final : public AttentionBackend {
+ public:
+  core::Status Forward(const kernels::AttentionShape& shape, const float* q, const float* k,
+                       const float* v, float* o, float* lse) override {
+    forward_shapes.push_back({shape.num_seqs(), shape.total_q(), shape.num_heads, shape.head_dim});
+    return local.Forward(shape, q, k, v, o, lse);
+  }
+  core::Status Backward(const kernels::AttentionShape& shape, const float* q, const float* k,
+                        const float* v, const float* o, const float* d_o, const float* lse,
+                        float* dq, float* dk, float* dv) override {
+    backward_shapes.push_back({shape.num_seqs(), shape.total_q(), shape.num_heads, shape.head_dim});
+    if (fail_backward) return core::Unavailable("peer went away");
+    return local.Backward(shape, q, k, v, o, d_o, lse, dq, dk, dv);
+  }
+  LocalAttentionBackend local;
+  std::vector<std::vector<int64_t>> forward_shapes, backward_shapes;
+  bool fail_backward = false;
+};
+
+TEST(SmallDitTest, OneBackendCallPerLayerForTheWholeBatch) {
+  const SmallDitConfig c = TinyConfig(3);
+  auto m = SmallDit::Create(c);
+  ASSERT_TRUE(m.ok());
+  Inputs in = RandomInputs(c, {4, 6, 2, 5}, 12);
+  RecordingBackend rec;
+  SmallDitActivations acts;
+  ASSERT_TRUE(m->Forward(in.View(), rec, &acts).ok());
+  std::vector<float> d_out(acts.output.size(), 0.1f);
+  ASSERT_TRUE(m->Backward(acts, d_out, rec).ok());
+  const std::vector<int64_t> want = {4, 17, 2, 8};  // seqs, tokens, heads, head_dim
+  ASSERT_EQ(rec.forward_shapes.size(), 3u);
+  ASSERT_EQ(rec.backward_shapes.size(), 3u);
+  for (const auto& s : rec.forward_shapes) EXPECT_EQ(s, want);
+  for (const auto& s : rec.backward_shapes) EXPECT_EQ(s, want);
+  // A backend error passes through with the layer named.
+  rec.fail_backward = true;
+  const core::Status st = m->Backward(acts, d_out, rec);
+  EXPECT_EQ(st.code(), core::StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("block 2 attention backward"), std::string::npos) << st.message();
+}
+
 TEST(SmallDitTest, BackwardAccumulatesIntoGradients) {
   const SmallDitConfig c = TinyConfig(1);
   auto m = SmallDit::Create(c);
