@@ -111,6 +111,23 @@ int64_t SmallDit::ActivationBytes(const SmallDitConfig& c, int64_t num_tokens, i
          (s + 1) * static_cast<int64_t>(sizeof(int64_t));
 }
 
+int64_t SmallDit::BackwardScratchBytes(const SmallDitConfig& c, int64_t num_tokens,
+                                       int64_t num_seqs) {
+  const int64_t floats =
+      6 * num_tokens * c.hidden + 2 * num_tokens * c.ffn_hidden + 11 * num_seqs * c.hidden;
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t SmallDit::ScratchBytes() const {
+  const BackwardScratch& s = scratch_;
+  int64_t bytes = 0;
+  for (const auto* v : {&s.dx_a, &s.dx_b, &s.dh, &s.dq, &s.dk, &s.dv, &s.dffn_a, &s.dffn_b, &s.dmod,
+                        &s.dfinal_mod, &s.dcond_act, &s.ds_a, &s.ds_b}) {
+    bytes += VecBytes(*v);
+  }
+  return bytes;
+}
+
 SmallDit::SmallDit(const SmallDitConfig& config) : config_(config) {}
 
 int64_t SmallDit::AddTensor(const std::string& name, int64_t rows, int64_t cols) {

@@ -129,9 +129,19 @@ class SmallDit {
   const std::vector<ParameterTensor>& ParameterTensors() const { return tensors_; }
 
   // Bytes of activations Forward keeps for a batch of num_tokens tokens in num_seqs sequences
-  // (== SmallDitActivations::Bytes() after that Forward). 4 bytes per float, 8 per offset.
+  // (== SmallDitActivations::Bytes() after that Forward). 4 bytes per float, 8 per offset:
+  //   4 * (L * (6 S Hd + T (10 Hd + 2 + H + 2 F)) + 2 T C_in + S Ft + 6 S Hd + T (2 Hd + 1))
+  //   + 8 (S + 1).
+  // Peak memory of a training step is roughly: parameters + gradients (4 bytes each) + AdamW
+  // state (8 bytes per parameter) + ActivationBytes + BackwardScratchBytes; Forward also holds
+  // a transient (T, Hd) residual stream and the attention backend its own scratch.
   static int64_t ActivationBytes(const SmallDitConfig& config, int64_t num_tokens,
                                  int64_t num_seqs);
+  // Bytes of the temporary gradient buffers Backward keeps in the model between calls:
+  // 4 * (6 T Hd + 2 T F + 11 S Hd) for the largest batch seen (== ScratchBytes() after it).
+  static int64_t BackwardScratchBytes(const SmallDitConfig& config, int64_t num_tokens,
+                                      int64_t num_seqs);
+  int64_t ScratchBytes() const;
 
  private:
   struct BlockOffsets {
@@ -146,8 +156,8 @@ class SmallDit {
   explicit SmallDit(const SmallDitConfig& config);
   int64_t AddTensor(const std::string& name, int64_t rows, int64_t cols);
 
-  // Backward's temporary gradients, kept between calls to avoid reallocation (not part of
-  // ActivationBytes; at most 3 T Hd + 3 T Hd + 2 T F + S (6 + 2 + 1 + 2) Hd floats).
+  // Backward's temporary gradients, kept between calls to avoid reallocation (see
+  // BackwardScratchBytes).
   struct BackwardScratch {
     std::vector<float> dx_a, dx_b, dh, dq, dk, dv, dffn_a, dffn_b;
     std::vector<float> dmod, dfinal_mod, dcond_act, ds_a, ds_b;

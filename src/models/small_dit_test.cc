@@ -134,6 +134,10 @@ TEST(SmallDitTest, ActivationBytesMatchesBuffers) {
   Inputs in = RandomInputs(c, {5, 1, 7}, 2);
   ASSERT_TRUE(m->Forward(in.View(), backend, &acts).ok());
   EXPECT_EQ(acts.Bytes(), SmallDit::ActivationBytes(c, 13, 3));
+  EXPECT_EQ(m->ScratchBytes(), 0);
+  std::vector<float> d_out(acts.output.size(), 1.0f);
+  ASSERT_TRUE(m->Backward(acts, d_out, backend).ok());
+  EXPECT_EQ(m->ScratchBytes(), SmallDit::BackwardScratchBytes(c, 13, 3));
   // The default config at 4096 tokens in 16 sequences: a documented figure.
   const SmallDitConfig d;
   const int64_t bytes = SmallDit::ActivationBytes(d, 4096, 16);
