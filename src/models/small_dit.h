@@ -46,7 +46,9 @@ struct SmallDitConfig {
   int64_t ffn_hidden = 1024;        // F
   int64_t timestep_freq_dim = 256;  // sinusoidal timestep features; even
   float layer_norm_eps = 1e-6f;
-  float modulation_init_std = 0.02f;  // std of W_mod and W_fmod at init (others: 1/sqrt(in))
+  // Std of W_mod and W_fmod at init (other weights: 1 / sqrt(fan_in); biases 0). 0 gives the
+  // adaLN-Zero start of DiT: shift = scale = gate = 0, so every block starts as the identity.
+  float modulation_init_std = 0.02f;
   uint64_t init_seed = 1;
 
   int64_t head_dim() const { return num_heads > 0 ? hidden / num_heads : 0; }

@@ -168,6 +168,25 @@ TEST(SmallDitTest, LocalBackendMatchesReferenceBackend) {
   EXPECT_LT(MaxRelErr(g_local, g_ref), 1e-4);
 }
 
+TEST(SmallDitTest, DefaultConfigHeadDim64MatchesReferenceBackend) {
+  const SmallDitConfig c;  // hidden 256, 4 heads of 64, 4 layers, FFN 1024, 16 channels
+  auto m = SmallDit::Create(c);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->NumParameters(), 5005584);
+  Inputs in = RandomInputs(c, {5, 9}, 13);
+  LocalAttentionBackend local;
+  ReferenceAttentionBackend reference;
+  SmallDitActivations a_local, a_ref;
+  ASSERT_TRUE(m->Forward(in.View(), local, &a_local).ok());
+  ASSERT_TRUE(m->Forward(in.View(), reference, &a_ref).ok());
+  EXPECT_LT(MaxRelErr(a_local.output, a_ref.output), 1e-5);
+  double sum_sq = 0.0;
+  for (float v : a_local.output) sum_sq += static_cast<double>(v) * v;
+  const double rms = std::sqrt(sum_sq / static_cast<double>(a_local.output.size()));
+  EXPECT_GT(rms, 0.1);  // a live network at init: outputs of order one, not 0 or huge
+  EXPECT_LT(rms, 10.0);
+}
+
 TEST(SmallDitTest, VarlenBatchEqualsEachSequenceAlone) {
   const SmallDitConfig c = TinyConfig();
   auto m = SmallDit::Create(c);
@@ -312,6 +331,34 @@ TEST(SmallDitTest, OneBackendCallPerLayerForTheWholeBatch) {
   const core::Status st = m->Backward(acts, d_out, rec);
   EXPECT_EQ(st.code(), core::StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("block 2 attention backward"), std::string::npos) << st.message();
+}
+
+TEST(SmallDitTest, AdaLnZeroInitStartsBlocksAsIdentity) {
+  SmallDitConfig c = TinyConfig(2);
+  c.modulation_init_std = 0.0f;
+  auto m = SmallDit::Create(c);
+  ASSERT_TRUE(m.ok());
+  Inputs in = RandomInputs(c, {5, 3}, 14);
+  LocalAttentionBackend backend;
+  SmallDitActivations before, after;
+  ASSERT_TRUE(m->Forward(in.View(), backend, &before).ok());
+  // Perturbing a block's weights changes nothing while its gates are 0...
+  for (const ParameterTensor& t : m->ParameterTensors()) {
+    if (t.name.rfind("block", 0) == 0 && t.name.find("mod") == std::string::npos) {
+      for (int64_t j = 0; j < t.size(); ++j) m->Parameters()[t.offset + j] += 0.5f;
+    }
+  }
+  ASSERT_TRUE(m->Forward(in.View(), backend, &after).ok());
+  EXPECT_EQ(before.output, after.output);
+  // ...but the gates themselves get a gradient, so training can open them.
+  std::vector<float> d_out(after.output.size(), 1.0f);
+  ASSERT_TRUE(m->Backward(after, d_out, backend).ok());
+  for (const ParameterTensor& t : m->ParameterTensors()) {
+    if (t.name != "block0.w_mod") continue;
+    double norm = 0.0;
+    for (int64_t j = 0; j < t.size(); ++j) norm += std::abs(m->Gradients()[t.offset + j]);
+    EXPECT_GT(norm, 1e-3);
+  }
 }
 
 TEST(SmallDitTest, BackwardAccumulatesIntoGradients) {
