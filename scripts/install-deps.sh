@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ make pkg-config clang-format
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   coinor-libcbc-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev

@@ -2,12 +2,11 @@
 // registered planner as markdown: mean makespan over seeds (with OOM counts), speedups
 // over usp and knapformer, and a detail table at one mixture.
 // Example: bench_zellige_sweep --cluster a800x16 --load 350000 --seconds 15 --seeds 5
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "core/table.h"
 #include "hw/cluster.h"
@@ -77,12 +76,14 @@ int main(int argc, char** argv) {
   auto cluster = hw::LoadCluster(cluster_name);
   auto model = LoadDitModel(model_name);
   if (!cluster.ok() || !model.ok()) {
-    std::fprintf(stderr, "%s\n", (!cluster.ok() ? cluster.status() : model.status()).message().c_str());
+    std::fprintf(stderr, "%s\n",
+                 (!cluster.ok() ? cluster.status() : model.status()).message().c_str());
     return 1;
   }
   CostModel cost(*cluster, *model);
   std::vector<std::string> names;
-  for (const auto& e : PlannerRegistry()) names.push_back(e.name);
+  for (const auto& e : PlannerRegistry())
+    if (e.in_all) names.push_back(e.name);
   std::map<std::string, std::map<std::string, Agg>> agg;  // mix -> planner -> agg
   for (const auto& mix : mixes) {
     auto pct = ParseMixture(mix);
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       for (const auto& e : PlannerRegistry()) {
+        if (!e.in_all) continue;
         auto run = RunPlanner(e, *batch, cost, {});
         Agg& a = agg[mix][e.name];
         ++a.n;
@@ -113,10 +115,11 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("Modeled on %s (%s), %s, %g s videos, %lld tokens/GPU, mean of %d seeded batches "
-              "per mixture. Cells: mean makespan in s; (OOM k) = k of %d batches exceed memory.\n\n",
-              cluster->name.c_str(), cluster->provenance.c_str(), model->name.c_str(), seconds,
-              static_cast<long long>(load), seeds, seeds);
+  std::printf(
+      "Modeled on %s (%s), %s, %g s videos, %lld tokens/GPU, mean of %d seeded batches "
+      "per mixture. Cells: mean makespan in s; (OOM k) = k of %d batches exceed memory.\n\n",
+      cluster->name.c_str(), cluster->provenance.c_str(), model->name.c_str(), seconds,
+      static_cast<long long>(load), seeds, seeds);
   std::vector<std::string> header = {"mix"};
   for (const auto& n : names) header.push_back(n);
   core::Table t(header);

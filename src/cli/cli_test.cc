@@ -122,7 +122,7 @@ TEST(CliTest, PlanWritesJsonTraceAndPlan) {
   EXPECT_NE(r.out.find("usp"), std::string::npos);
   auto j = tessera::core::ReadJsonFile(json);
   ASSERT_TRUE(j.ok());
-  ASSERT_EQ((*j)["results"].size(), 5u);
+  ASSERT_EQ((*j)["results"].size(), 6u);  // zellige + 5 baselines (joint runs only by name)
   for (const auto& e : (*j)["results"]) {
     for (const char* k : {"planner", "feasible", "makespan_s", "max_over_mean", "attn_comm_bytes",
                           "peak_mem_bytes", "solve_ms"}) {

@@ -15,5 +15,9 @@ using Action = std::function<core::Status()>;
 
 // Adds `tessera zellige ...`; stores the chosen action in *action.
 void AddZelligeCommands(CLI::App& root, Action* action);
+// Adds `tessera zellige bench-planner` under the zellige subcommand.
+void AddZelligeBenchPlanner(CLI::App* zellige, Action* action);
+// Adds `tessera zellige run` (executes a plan's attention under MPI) under zellige.
+void AddZelligeRun(CLI::App* zellige, Action* action);
 
 }  // namespace tessera::cli

@@ -90,7 +90,8 @@ Status RunPlan(const PlanArgs& a) {
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   std::vector<const PlannerEntry*> entries;
   if (a.planner == "all") {
-    for (const auto& e : PlannerRegistry()) entries.push_back(&e);
+    for (const auto& e : PlannerRegistry())
+      if (e.in_all) entries.push_back(&e);
   } else {
     ASSIGN_OR_RETURN(const PlannerEntry* e, FindPlanner(a.planner));
     entries.push_back(e);
@@ -260,6 +261,11 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   s->add_option("--json", sa->json_path, "write results JSON here");
   s->add_option("--trace", sa->trace_path, "write a Chrome/Perfetto trace");
   s->callback([action, sa] { *action = [sa] { return RunSimulate(*sa); }; });
+
+  AddZelligeBenchPlanner(z, action);
+#ifdef TESSERA_HAVE_RUNTIME
+  AddZelligeRun(z, action);
+#endif
 }
 
 }  // namespace tessera::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -318,6 +319,7 @@ core::StatusOr<RawOutcome> SolveWithCbcMain(const OsiClpSolverInterface& solver,
   // CbcMain otherwise switches on, after 500 nodes, a depth-first "fast node" search inside
   // Clp that ignores the time limit (measured: 0.3 s limits overran to 0.6-1.1 s).
   add("-depthMiniBab", "-999");
+  if (!options.preprocess) add("-preprocess", "off");
   args.push_back("-solve");
   args.push_back("-quit");
   std::vector<const char*> argv;

@@ -85,6 +85,10 @@ struct SolveOptions {
   // 0 = silent; 1 = CBC's normal log (to stdout); higher = more detail, <= 4.
   int log_level = 0;
   CbcAlgorithm algorithm = CbcAlgorithm::kCbcNoCuts;
+  // CBC's integer preprocessing (CglPreProcess) in the stand-alone driver. Switch it off
+  // under short time limits: CBC 2.10.8 can crash in CglPreProcess::postProcess when the
+  // limit expires inside preprocessing (seen with 5 ms limits on ~300-variable models).
+  bool preprocess = true;
 };
 
 struct SolveResult {

@@ -156,11 +156,12 @@ TEST(BaselinesTest, EveryPlannerPlacesEverySequenceOnAPreset) {
       auto batch = GenerateBatch({mix, 175000, 15, cm.cluster().num_ranks(), 3});
       ASSERT_TRUE(batch.ok());
       for (const auto& e : PlannerRegistry()) {
+        if (!e.in_all) continue;  // the exact references are tested elsewhere
         auto run = RunPlanner(e, *batch, cm, {});
         ASSERT_TRUE(run.ok()) << e.name << " " << cluster << ": " << run.status().ToString();
         EXPECT_EQ(run->plan.placements.size(), batch->sequences.size());
         EXPECT_GT(run->sim.makespan_s, 0);
-        if (std::string(e.name) == "dynamic-cp") {
+        if (std::string(e.name) == "dynamic-cp" || std::string(e.name) == "zellige") {
           EXPECT_TRUE(run->sim.feasible) << cluster;
         }
       }

@@ -27,6 +27,9 @@ struct Plan {
   std::string planner;
   int num_ranks = 0;
   std::vector<Placement> placements;
+  // For MILP planners: the proven relative gap of the makespan solve (0 = optimal);
+  // -1 for heuristics. Not serialised with the plan.
+  double solver_gap = -1;
 };
 
 // Checks that every sequence of `batch` is placed exactly once, ranks are distinct and in

@@ -36,6 +36,7 @@ struct PlannerEntry {
   const char* name;
   const char* description;
   bool disjoint_groups;  // places every sequence on one of a fixed set of disjoint groups
+  bool in_all;           // run by `--planner all` (the slow exact references are not)
   std::unique_ptr<Planner> (*make)();
 };
 
@@ -50,6 +51,9 @@ std::unique_ptr<Planner> NewKnapFormerPlanner();
 std::unique_ptr<Planner> NewDpPlanner();
 std::unique_ptr<Planner> NewAdaptiveLoadPlanner();
 std::unique_ptr<Planner> NewDynamicCpPlanner();
+std::unique_ptr<Planner> NewZelligePlanner();
+std::unique_ptr<Planner> NewJointPlanner();
+std::unique_ptr<Planner> NewJointBinaryPlanner();
 
 // Shared helpers for planners.
 // The config a fixed group of `g` ranks uses for a sequence: Ulysses over the largest

@@ -4,15 +4,22 @@ namespace tessera::zellige {
 
 const std::vector<PlannerEntry>& PlannerRegistry() {
   static const std::vector<PlannerEntry> kEntries = {
-      {"usp", "every sequence over all ranks: Ulysses inside a node x ring across", true,
+      {"zellige", "two-stage: exact MILP (CBC) over anchor sequences, greedy fillers", false, true,
+       &NewZelligePlanner},
+      {"joint", "exact compact MILP over all sequences (the reference; slow)", false, false,
+       &NewJointPlanner},
+      {"joint-binary", "joint MILP with one binary per sequence and option (very slow)", false,
+       false, &NewJointBinaryPlanner},
+      {"usp", "every sequence over all ranks: Ulysses inside a node x ring across", true, true,
        &NewUspPlanner},
       {"knapformer", "KnapFormer greedy over fixed bags of ranks (Ulysses inside a bag)", true,
-       &NewKnapFormerPlanner},
-      {"dp", "whole sequences, Karmarkar-Karp balancing of modeled time", true, &NewDpPlanner},
+       true, &NewKnapFormerPlanner},
+      {"dp", "whole sequences, Karmarkar-Karp balancing of modeled time", true, true,
+       &NewDpPlanner},
       {"adaptiveload", "compute-aware DP: a rank takes sequences while sum L^p <= budget", true,
-       &NewAdaptiveLoadPlanner},
+       true, &NewAdaptiveLoadPlanner},
       {"dynamic-cp", "per-sequence power-of-two ring CP, smallest degree whose memory fits", false,
-       &NewDynamicCpPlanner},
+       true, &NewDynamicCpPlanner},
   };
   return kEntries;
 }

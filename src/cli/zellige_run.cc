@@ -1,0 +1,303 @@
+// `tessera zellige run`: executes a zellige plan's attention (forward + backward) for real
+// on the ranks MPI started, optionally checking every rank's slices against the reference.
+//
+//   mpirun -np N tessera zellige run [--plan FILE | --workload v50|FILE --planner NAME
+//       [--seed S] [--load low] [--token-scale F]] [--steps K] [--check] [--json FILE]
+//       [--heads 4] [--head-dim 64] [--cluster PRESET|FILE]
+//
+// Cluster: without --cluster it is "this machine": 1 node of N ranks with CPU-like numbers
+// (modeled guesses, not measured), used only by the planner's cost model. The planner's
+// model is attention-sized: hidden = heads * head_dim, one layer, fp32.
+// Workload: a named mixture is generated for N ranks at --load tokens per rank, then every
+// sequence's token count is multiplied by --token-scale (at least 1 token). The default
+// 1/64 at load "low" (125K tokens/rank) keeps a step (attention fwd+bwd, 4 heads, D=64)
+// around a second on the 2-core development VM (measured there: ~0.8 s at 4 ranks, v50).
+// Rank 0 loads / plans and broadcasts the plan (with token counts) so every rank runs the
+// identical plan; errors are therefore reported alike by every rank (one line, exit 1).
+// MPI is initialised only inside this subcommand.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "comm/mpi_environment.h"
+#include "core/json_util.h"
+#include "core/table.h"
+#include "hw/cluster.h"
+#include "kernels/gemm.h"
+#include "runtime/attention_engine.h"
+#include "runtime/engine_check.h"
+#include "zellige/evaluate.h"
+
+namespace tessera::cli {
+
+using core::Json;
+using core::Status;
+using core::StatusOr;
+
+namespace {
+
+constexpr double kCheckTolerance = 1e-5;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct RunArgs {
+  std::string plan_path;
+  std::string workload = "v50";
+  std::string planner = "zellige";
+  std::string load = "low";
+  std::string cluster;
+  uint64_t seed = 1;
+  double video_seconds = 5;
+  double token_scale = 1.0 / 64;
+  int steps = 3;
+  bool check = false;
+  std::string json_path;
+  int heads = 4;
+  int head_dim = 64;
+  double op_timeout_s = 120;
+};
+
+hw::Cluster ThisMachine(int n) {
+  hw::Cluster c;
+  c.name = "this-machine";
+  c.provenance = "modeled (CPU-like guesses for the local ranks, not measured)";
+  c.device = hw::Device{"cpu-rank", 50e9, 10e9, 8.0 * (1ull << 30), 0.9, 0.5};
+  c.nodes = 1;
+  c.ranks_per_node = n;
+  c.intra = hw::Link{"shared-memory", 4e9, 5e-6};
+  c.inter = c.intra;
+  return c;
+}
+
+// Rank 0's part: the plan JSON (with "tokens" on every placement) or an error.
+StatusOr<Json> Prepare(const RunArgs& a, int n) {
+  if (!a.plan_path.empty()) {
+    ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(a.plan_path));
+    ASSIGN_OR_RETURN(zellige::Plan plan, zellige::PlanFromJson(j, a.plan_path));
+    (void)plan;
+    return j;
+  }
+  if (!(a.token_scale > 0) || a.token_scale > 1) {
+    return core::InvalidArgument("--token-scale: got " + std::to_string(a.token_scale) +
+                                 ", must be in (0, 1]");
+  }
+  hw::Cluster cluster = ThisMachine(n);
+  if (!a.cluster.empty()) {
+    ASSIGN_OR_RETURN(cluster, hw::LoadCluster(a.cluster));
+    if (cluster.num_ranks() != n) {
+      return core::InvalidArgument("--cluster: " + a.cluster + " has " +
+                                   std::to_string(cluster.num_ranks()) + " ranks but the job has " +
+                                   std::to_string(n));
+    }
+  }
+  zellige::Batch batch;
+  auto mix = zellige::ParseMixture(a.workload);
+  if (mix.ok()) {
+    zellige::WorkloadSpec spec;
+    spec.video_percent = *mix;
+    ASSIGN_OR_RETURN(spec.tokens_per_gpu, zellige::ParseLoad(a.load));
+    spec.video_seconds = a.video_seconds;
+    spec.num_ranks = n;
+    spec.seed = a.seed;
+    ASSIGN_OR_RETURN(batch, zellige::GenerateBatch(spec));
+  } else {
+    if (!std::filesystem::exists(a.workload)) return mix.status();
+    ASSIGN_OR_RETURN(Json bj, core::ReadJsonFile(a.workload));
+    ASSIGN_OR_RETURN(batch, zellige::BatchFromJson(bj, a.workload));
+  }
+  for (auto& s : batch.sequences) {
+    s.tokens = std::max<int64_t>(1, std::llround(static_cast<double>(s.tokens) * a.token_scale));
+  }
+  zellige::DitModel model{
+      "attention-only", a.heads * a.head_dim, a.heads, 1, 4 * a.heads * a.head_dim, 0, 4};
+  RETURN_IF_ERROR(zellige::Validate(model));
+  zellige::CostModel cost(cluster, model);
+  ASSIGN_OR_RETURN(const zellige::PlannerEntry* entry, zellige::FindPlanner(a.planner));
+  RETURN_IF_ERROR(zellige::CheckBatchFits(batch, cost));
+  ASSIGN_OR_RETURN(zellige::PlannerRun run, zellige::RunPlanner(*entry, batch, cost, {}));
+  return zellige::ToJson(run.plan, batch);
+}
+
+// Rebuilds the batch from the "tokens" of the plan JSON's placements.
+StatusOr<zellige::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& plan) {
+  std::vector<int64_t> tokens;
+  const Json& pls = j["placements"];
+  for (size_t i = 0; i < plan.placements.size(); ++i) {
+    const std::string path = "placements[" + std::to_string(i) + "]";
+    ASSIGN_OR_RETURN(int64_t t, core::GetPositiveInt(pls[i], path, "tokens"));
+    const int seq = plan.placements[i].seq;
+    if (seq >= static_cast<int>(tokens.size())) tokens.resize(seq + 1, 0);
+    tokens[seq] = t;
+  }
+  return runtime::MakeBatch(tokens);
+}
+
+// Broadcasts a string from rank 0 (as bytes carried in floats).
+Status BroadcastString(comm::Communicator& world, std::string* s) {
+  float len[2] = {static_cast<float>(s->size() & 0xFFFF), static_cast<float>(s->size() >> 16)};
+  RETURN_IF_ERROR(world.Broadcast(std::span<float>(len, 2), 0));
+  const size_t n = static_cast<size_t>(len[0]) + (static_cast<size_t>(len[1]) << 16);
+  std::vector<float> buf(n);
+  if (world.rank() == 0)
+    for (size_t i = 0; i < n; ++i) buf[i] = static_cast<unsigned char>((*s)[i]);
+  RETURN_IF_ERROR(world.Broadcast(buf, 0));
+  s->resize(n);
+  for (size_t i = 0; i < n; ++i) (*s)[i] = static_cast<char>(static_cast<unsigned char>(buf[i]));
+  return Status::Ok();
+}
+
+Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
+  const int n = world.size(), me = world.rank();
+  if (a.steps < 1)
+    return core::InvalidArgument("--steps: got " + std::to_string(a.steps) + ", must be >= 1");
+  if (a.heads < 1 || a.head_dim < 1) {
+    return core::InvalidArgument("--heads / --head-dim: got " + std::to_string(a.heads) + " / " +
+                                 std::to_string(a.head_dim) + ", must be >= 1");
+  }
+  std::string msg;
+  if (me == 0) {
+    auto prepared = Prepare(a, n);
+    msg = prepared.ok() ? "P" + prepared->dump() : "E" + prepared.status().message();
+  }
+  RETURN_IF_ERROR(BroadcastString(world, &msg));
+  if (msg.empty() || msg[0] != 'P') return core::InvalidArgument(msg.empty() ? "?" : msg.substr(1));
+  Json j = Json::parse(msg.substr(1), nullptr, false);
+  const std::string source = a.plan_path.empty() ? "plan" : a.plan_path;
+  ASSIGN_OR_RETURN(zellige::Plan plan, zellige::PlanFromJson(j, source));
+  ASSIGN_OR_RETURN(zellige::Batch batch, BatchFromPlanJson(j, plan));
+  auto engine_or = runtime::AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
+  if (!engine_or.ok()) return engine_or.status().WithPrefix(source);
+  runtime::AttentionEngine& engine = **engine_or;
+
+  runtime::LocalData d = runtime::MakeLocalData(engine, a.seed);
+  const size_t elems = d.q.size();
+  std::vector<float> o(elems), dq(elems), dk(elems), dv(elems);
+  std::vector<float> times;  // per step, this rank
+  for (int step = 0; step < a.steps; ++step) {
+    RETURN_IF_ERROR(world.Barrier());
+    const double t0 = NowSeconds();
+    runtime::ForwardState state;
+    RETURN_IF_ERROR(engine.Forward(d.q, d.k, d.v, o, &state));
+    RETURN_IF_ERROR(engine.Backward(state, d.d_o, dq, dk, dv));
+    times.push_back(static_cast<float>(NowSeconds() - t0));
+  }
+  // Per rank: step times, peak bytes (MiB), local tokens, check abs, check rel.
+  std::vector<float> mine = times;
+  mine.push_back(static_cast<float>(engine.memory().peak_bytes() / (1024.0 * 1024.0)));
+  mine.push_back(static_cast<float>(engine.local_tokens()));
+  double abs_err = 0, rel_err = 0;
+  if (a.check) {
+    ASSIGN_OR_RETURN(runtime::ErrorStats st,
+                     runtime::CompareWithReference(engine, batch, a.seed, o, dq, dk, dv));
+    abs_err = st.max_abs;
+    rel_err = st.max_rel;
+  }
+  mine.push_back(static_cast<float>(abs_err));
+  mine.push_back(static_cast<float>(rel_err));
+  const size_t w = mine.size();
+  std::vector<float> all(w * n);
+  RETURN_IF_ERROR(world.AllGather(mine, all));
+  double worst_abs = 0, worst_rel = 0;
+  for (int r = 0; r < n; ++r) {
+    worst_abs = std::max<double>(worst_abs, all[r * w + w - 2]);
+    worst_rel = std::max<double>(worst_rel, all[r * w + w - 1]);
+    if (std::isnan(all[r * w + w - 1])) worst_rel = INFINITY;
+  }
+  if (me == 0) {
+    std::printf("plan %s: %zu sequences, %lld tokens, %d ranks, %d splits; H=%d D=%d\n",
+                plan.planner.c_str(), batch.sequences.size(),
+                static_cast<long long>(batch.total_tokens()), n, zellige::SplitCount(plan), a.heads,
+                a.head_dim);
+    core::Table t({"rank", "tokens", "mean step s", "max step s", "peak MiB"});
+    Json ranks = Json::array();
+    for (int r = 0; r < n; ++r) {
+      const float* row = &all[r * w];
+      double sum = 0, mx = 0;
+      std::vector<double> st;
+      for (int s = 0; s < a.steps; ++s) {
+        sum += row[s];
+        mx = std::max<double>(mx, row[s]);
+        st.push_back(row[s]);
+      }
+      t.AddRow({std::to_string(r), std::to_string(static_cast<int64_t>(row[a.steps + 1])),
+                core::Fixed(sum / a.steps, 4), core::Fixed(mx, 4), core::Fixed(row[a.steps], 2)});
+      ranks.push_back({{"rank", r},
+                       {"local_tokens", static_cast<int64_t>(row[a.steps + 1])},
+                       {"step_time_s", st},
+                       {"peak_bytes", static_cast<int64_t>(row[a.steps] * 1024.0 * 1024.0)}});
+    }
+    std::printf("%s", t.Render().c_str());
+    std::printf("(measured: attention forward+backward wall time per step on this machine)\n");
+    if (a.check) {
+      std::printf("check vs reference: max abs err %.3e, max rel err %.3e (tolerance %.0e): %s\n",
+                  worst_abs, worst_rel, kCheckTolerance,
+                  worst_rel <= kCheckTolerance ? "PASS" : "FAIL");
+    }
+    if (!a.json_path.empty()) {
+      Json out = {{"label", "measured"},    {"num_ranks", n},   {"heads", a.heads},
+                  {"head_dim", a.head_dim}, {"steps", a.steps}, {"plan", j},
+                  {"ranks", ranks}};
+      if (a.check) out["check"] = {{"max_abs_err", worst_abs}, {"max_rel_err", worst_rel}};
+      RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
+    }
+    std::fflush(stdout);
+  }
+  if (a.check && !(worst_rel <= kCheckTolerance)) {
+    return core::InvalidArgument("check failed: max rel err " + std::to_string(worst_rel) +
+                                 " > 1e-5");
+  }
+  return Status::Ok();
+}
+
+Status RunZelligeRun(const RunArgs& a) {
+  ASSIGN_OR_RETURN(auto env, comm::MpiEnvironment::Create(nullptr, nullptr));
+  comm::Communicator& world = env->world();
+  world.set_op_timeout_s(a.op_timeout_s);
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
+  Status st = RunOnWorld(a, world);
+  const auto code = st.code();
+  if (code == core::StatusCode::kDeadlineExceeded || code == core::StatusCode::kUnavailable ||
+      code == core::StatusCode::kFailedPrecondition) {
+    world.Abort(st);  // the communicator is broken; end the whole job
+  }
+  return st;
+}
+
+}  // namespace
+
+void AddZelligeRun(CLI::App* z, Action* action) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* c = z->add_subcommand(
+      "run", "Execute a plan's attention (fwd+bwd) on the MPI ranks: mpirun -np N tessera ...");
+  c->add_option("--plan", a->plan_path, "plan JSON (with tokens per placement)");
+  c->add_option("--workload", a->workload, "mixture vNN or batch JSON (when no --plan)")
+      ->capture_default_str();
+  c->add_option("--planner", a->planner, "a registered planner")->capture_default_str();
+  c->add_option("--seed", a->seed, "workload and data seed")->capture_default_str();
+  c->add_option("--load", a->load, "tokens per rank before scaling: high, low or a number")
+      ->capture_default_str();
+  c->add_option("--video-seconds", a->video_seconds, "video length")->capture_default_str();
+  c->add_option("--token-scale", a->token_scale, "multiply every sequence's tokens by this")
+      ->capture_default_str();
+  c->add_option("--cluster", a->cluster,
+                "cluster preset or JSON for the planner (default: "
+                "this machine, modeled)");
+  c->add_option("--steps", a->steps, "steps to run")->capture_default_str();
+  c->add_flag("--check", a->check, "compare with the reference (exit 1 above 1e-5 rel)");
+  c->add_option("--json", a->json_path, "write per-rank step times and peak bytes here");
+  c->add_option("--heads", a->heads, "attention heads")->capture_default_str();
+  c->add_option("--head-dim", a->head_dim, "head dimension")->capture_default_str();
+  c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
+      ->capture_default_str();
+  c->callback([action, a] { *action = [a] { return RunZelligeRun(*a); }; });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,121 @@
+#include "zellige/zellige_planner.h"
+
+#include <cstdlib>
+
+#include "zellige/filler_packing.h"
+
+namespace tessera::zellige {
+
+core::StatusOr<double> PositiveOption(const PlannerOptions& options, const std::string& key,
+                                      double fallback) {
+  auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str() || *end != '\0' || !(v > 0) || v > 1e6) {
+    return core::InvalidArgument(key + ": got '" + it->second + "', must be a number in (0, 1e6]");
+  }
+  return v;
+}
+
+core::StatusOr<ExactPlacement> PlanGroupsExactly(const std::vector<SeqGroup>& groups,
+                                                 const CostModel& cost, const EcfSettings& settings,
+                                                 double fluid_time_s, double fluid_mem_bytes,
+                                                 bool one_var_per_sequence) {
+  ExactPlacement out;
+  EcfProblem pb;
+  pb.num_ranks = cost.cluster().num_ranks();
+  pb.groups = groups;
+  pb.mem_cap_bytes = cost.MemoryCapacityBytes();
+  pb.fluid_time_s = fluid_time_s;
+  pb.fluid_mem_bytes = fluid_mem_bytes;
+  pb.one_var_per_sequence = one_var_per_sequence;
+  for (const auto& g : groups)
+    out.options.push_back(GroupOptions(g.tokens, cost, pb.mem_cap_bytes));
+  pb.options = out.options;
+  ASSIGN_OR_RETURN(out.result, SolveEcf(pb, settings));
+  return out;
+}
+
+void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement& exact,
+                      Plan* plan) {
+  std::vector<size_t> next(groups.size(), 0);
+  for (const auto& a : exact.result.assignments) {
+    const GroupOption& o = exact.options[a.group][a.option];
+    for (int c = 0; c < a.count; ++c) {
+      const int seq = groups[a.group].seqs[next[a.group]++];
+      plan->placements.push_back({seq, o.config, a.block.Ranks()});
+    }
+  }
+}
+
+namespace {
+
+class ZelligePlanner : public Planner {
+ public:
+  core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
+    ASSIGN_OR_RETURN(double limit, PositiveOption(pb.options, "zellige.time_limit_s", 1.0));
+    ASSIGN_OR_RETURN(double gap, PositiveOption(pb.options, "zellige.gap", 1e-3));
+    ASSIGN_OR_RETURN(double split_limit,
+                     PositiveOption(pb.options, "zellige.split_time_limit_s", 0.05));
+    const CostModel& cost = pb.cost;
+    std::vector<SeqGroup> groups = GroupSequences(pb.batch, cost);
+    const int k = CatalogCut(groups);
+    std::vector<SeqGroup> anchors(groups.begin(), groups.begin() + k);
+    std::vector<SeqGroup> fillers(groups.begin() + k, groups.end());
+    double fluid_time = 0, fluid_mem = 0;
+    std::vector<FillerItem> items;
+    for (const auto& g : fillers) {
+      for (int s : g.seqs) {
+        items.push_back({s, g.whole_time_s, g.whole_mem_bytes});
+        fluid_time += g.whole_time_s;
+        fluid_mem += g.whole_mem_bytes;
+      }
+    }
+    EcfSettings st;
+    st.time_limit_s = limit;
+    st.relative_gap = gap;
+    st.split_time_limit_s = split_limit;
+    ASSIGN_OR_RETURN(ExactPlacement exact,
+                     PlanGroupsExactly(anchors, cost, st, fluid_time, fluid_mem, false));
+    Plan plan{"zellige", cost.cluster().num_ranks(), {}, exact.result.gap};
+    AppendPlacements(anchors, exact, &plan);
+    std::vector<double> mem = exact.result.mem_bytes;
+    ASSIGN_OR_RETURN(std::vector<int> rank_of,
+                     PackFillers(items, exact.result.fluid_s, mem, cost.MemoryCapacityBytes()));
+    for (size_t i = 0; i < items.size(); ++i) {
+      plan.placements.push_back({items[i].seq, ParallelConfig{}, {rank_of[i]}});
+    }
+    return plan;
+  }
+};
+
+class JointPlanner : public Planner {
+ public:
+  explicit JointPlanner(bool binary) : binary_(binary) {}
+  core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
+    ASSIGN_OR_RETURN(double limit, PositiveOption(pb.options, "joint.time_limit_s", 60.0));
+    ASSIGN_OR_RETURN(double gap, PositiveOption(pb.options, "joint.gap", 1e-6));
+    std::vector<SeqGroup> groups = GroupSequences(pb.batch, pb.cost);
+    EcfSettings st;
+    st.time_limit_s = limit;
+    st.relative_gap = gap;
+    st.split_time_limit_s = limit;
+    ASSIGN_OR_RETURN(ExactPlacement exact, PlanGroupsExactly(groups, pb.cost, st, 0, 0, binary_));
+    Plan plan{
+        binary_ ? "joint-binary" : "joint", pb.cost.cluster().num_ranks(), {}, exact.result.gap};
+    AppendPlacements(groups, exact, &plan);
+    return plan;
+  }
+
+ private:
+  bool binary_;
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> NewZelligePlanner() { return std::make_unique<ZelligePlanner>(); }
+std::unique_ptr<Planner> NewJointPlanner() { return std::make_unique<JointPlanner>(false); }
+std::unique_ptr<Planner> NewJointBinaryPlanner() { return std::make_unique<JointPlanner>(true); }
+
+}  // namespace tessera::zellige

@@ -1,0 +1,35 @@
+// The Zellige planners (zellige.md, Components 2), registered as:
+//   zellige       two-stage: catalog cut; ECF over anchors with the fillers as fluid work;
+//                 greedy whole-sequence filler packing.
+//   joint         the same ECF over all sequences: the exact reference.
+//   joint-binary  one 0/1 variable per sequence and option (no grouping).
+// Options (PlannerOptions): "zellige.time_limit_s" (default 1), "joint.time_limit_s"
+// (default 60), "joint.gap" (default 1e-6).
+// Plans never exceed memory (the MILP holds the capacity; fillers keep headroom). A failure
+// is a Status whose message starts "planning failed".
+#pragma once
+
+#include "zellige/ecf_solver.h"
+#include "zellige/planner.h"
+
+namespace tessera::zellige {
+
+struct ExactPlacement {
+  std::vector<std::vector<GroupOption>> options;  // per group
+  EcfResult result;
+};
+
+// Builds the ECF problem for `groups` (all placed by the MILP) and solves it.
+core::StatusOr<ExactPlacement> PlanGroupsExactly(const std::vector<SeqGroup>& groups,
+                                                 const CostModel& cost, const EcfSettings& settings,
+                                                 double fluid_time_s, double fluid_mem_bytes,
+                                                 bool one_var_per_sequence);
+
+// Turns the assignments into placements (each group's sequences in batch order).
+void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement& exact, Plan* plan);
+
+// Reads a positive number option, or returns `fallback` when absent.
+core::StatusOr<double> PositiveOption(const PlannerOptions& options, const std::string& key,
+                                      double fallback);
+
+}  // namespace tessera::zellige
