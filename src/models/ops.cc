@@ -222,18 +222,20 @@ void SinusoidalEmbedding(const float* values, int64_t n, int64_t dim, float max_
   }
 }
 
-void AddPositionEmbedding(std::span<const int64_t> cu_seqlens, int64_t width, float* h) {
+void AddPositionEmbedding(std::span<const int64_t> cu_seqlens,
+                          std::span<const int64_t> position_offsets, int64_t width, float* h) {
+  auto offset = [&](size_t s) { return position_offsets.empty() ? 0 : position_offsets[s]; };
   // One table for positions 0 .. longest - 1, shared by all sequences.
   int64_t longest = 0;
   for (size_t s = 0; s + 1 < cu_seqlens.size(); ++s) {
-    longest = std::max(longest, cu_seqlens[s + 1] - cu_seqlens[s]);
+    longest = std::max(longest, offset(s) + cu_seqlens[s + 1] - cu_seqlens[s]);
   }
   std::vector<float> positions(longest), table(longest * width);
   for (int64_t p = 0; p < longest; ++p) positions[p] = static_cast<float>(p);
   SinusoidalEmbedding(positions.data(), longest, width, 10000.0f, table.data());
   for (size_t s = 0; s + 1 < cu_seqlens.size(); ++s) {
     for (int64_t t = cu_seqlens[s]; t < cu_seqlens[s + 1]; ++t) {
-      const float* emb = table.data() + (t - cu_seqlens[s]) * width;
+      const float* emb = table.data() + (offset(s) + t - cu_seqlens[s]) * width;
       float* hr = h + t * width;
       for (int64_t j = 0; j < width; ++j) hr[j] += emb[j];
     }

@@ -71,8 +71,11 @@ void SiluBackward(const float* dy, const float* x, int64_t count, float* dx, boo
 // timestep (v = 1000 t) and for token positions.
 void SinusoidalEmbedding(const float* values, int64_t n, int64_t dim, float max_period, float* out);
 
-// h[t] += sinusoidal embedding (max period 10000) of t's position within its sequence.
-void AddPositionEmbedding(std::span<const int64_t> cu_seqlens, int64_t width, float* h);
+// h[t] += sinusoidal embedding (max period 10000) of t's position within its sequence:
+// position_offsets[s] + (t - cu_seqlens[s]) for segment s (offsets empty: all 0). Offsets let
+// a segment be a chunk of a longer sequence (a rank's share under sequence parallelism).
+void AddPositionEmbedding(std::span<const int64_t> cu_seqlens,
+                          std::span<const int64_t> position_offsets, int64_t width, float* h);
 
 // Column sums: out (cols) += sum over rows of x (rows, cols; ldx).
 void AccumulateColumnSums(const float* x, int64_t rows, int64_t cols, int64_t ldx, float* out);

@@ -198,11 +198,12 @@ TEST(OpsTest, GeluAndSiluMatchDoublePrecisionFormulas) {
 TEST(OpsTest, PositionEmbeddingRestartsPerSequence) {
   const int64_t width = 6;
   std::vector<float> h(kCu.back() * width, 1.0f);
-  AddPositionEmbedding(kCu, width, h.data());
+  const std::vector<int64_t> offsets = {0, 7, 2};
+  AddPositionEmbedding(kCu, offsets, width, h.data());
   std::vector<float> emb(width);
   for (size_t s = 0; s + 1 < kCu.size(); ++s) {
     for (int64_t t = kCu[s]; t < kCu[s + 1]; ++t) {
-      const float p = static_cast<float>(t - kCu[s]);
+      const float p = static_cast<float>(offsets[s] + t - kCu[s]);
       SinusoidalEmbedding(&p, 1, width, 10000.0f, emb.data());
       for (int64_t j = 0; j < width; ++j) EXPECT_FLOAT_EQ(h[t * width + j], 1.0f + emb[j]);
     }

@@ -38,6 +38,19 @@ Status ValidateBatch(const SmallDitConfig& c, const DitBatch& batch) {
         "batch.timesteps: got " + std::to_string(batch.timesteps.size()) +
         " values, need one per sequence = " + std::to_string(batch.num_seqs()));
   }
+  if (!batch.position_offsets.empty()) {
+    if (static_cast<int64_t>(batch.position_offsets.size()) != batch.num_seqs()) {
+      return core::InvalidArgument(
+          "batch.position_offsets: got " + std::to_string(batch.position_offsets.size()) +
+          " values, need none or one per sequence = " + std::to_string(batch.num_seqs()));
+    }
+    for (int64_t o : batch.position_offsets) {
+      if (o < 0) {
+        return core::InvalidArgument("batch.position_offsets: got " + std::to_string(o) +
+                                     ", must be >= 0");
+      }
+    }
+  }
   for (float t : batch.timesteps) {
     if (!std::isfinite(t)) return core::InvalidArgument("batch.timesteps: got a non-finite value");
   }
@@ -219,7 +232,7 @@ Status SmallDit::Forward(const DitBatch& batch, AttentionBackend& backend,
   std::vector<float> h(t_n * hd);
   ops::LinearForward(acts->latents.data(), t_n, cin, p + off_.w_in, hd, p + off_.b_in, hd, h.data(),
                      hd);
-  ops::AddPositionEmbedding(cu, hd, h.data());
+  ops::AddPositionEmbedding(cu, batch.position_offsets, hd, h.data());
 
   kernels::AttentionShape shape;
   shape.num_heads = config_.num_heads;

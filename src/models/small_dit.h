@@ -72,6 +72,9 @@ struct DitBatch {
   std::span<const float> latents;       // (T, C_in)
   std::span<const int64_t> cu_seqlens;  // S + 1 offsets, from 0, strictly increasing
   std::span<const float> timesteps;     // (S) diffusion times
+  // (S) or empty (all 0): position of each segment's first token within its sequence, so a
+  // segment can be a chunk of a longer sequence whose attention a distributed backend joins.
+  std::span<const int64_t> position_offsets = {};
   int64_t num_seqs() const { return static_cast<int64_t>(cu_seqlens.size()) - 1; }
   int64_t num_tokens() const { return cu_seqlens.empty() ? 0 : cu_seqlens.back(); }
 };
