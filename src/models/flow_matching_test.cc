@@ -41,12 +41,38 @@ TEST(FlowMatchingTest, BatchIsRegenerableAndConsistent) {
             core::StatusCode::kInvalidArgument);
 }
 
+TEST(FlowMatchingTest, ChunksAreRowsOfTheWholeSequence) {
+  const std::vector<SequenceChunk> whole = {{4, 9, 0, 9}, {8, 5, 0, 5}};
+  const std::vector<SequenceChunk> parts = {{8, 5, 2, 5}, {4, 9, 3, 7}, {4, 9, 0, 3}};
+  auto w = MakeFlowMatchingChunks(21, 3, whole, 6);
+  auto p = MakeFlowMatchingChunks(21, 3, parts, 6);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->cu_seqlens, (std::vector<int64_t>{0, 3, 7, 10}));
+  EXPECT_EQ(p->position_offsets, (std::vector<int64_t>{2, 3, 0}));
+  EXPECT_EQ(p->timesteps, (std::vector<float>{w->timesteps[1], w->timesteps[0], w->timesteps[0]}));
+  // (chunk row start in p, row start in w, rows)
+  const int64_t spans[3][3] = {{0, 9 + 2, 3}, {3, 3, 4}, {7, 0, 3}};
+  for (const auto& s : spans) {
+    for (int64_t j = 0; j < s[2] * 3; ++j) {
+      EXPECT_EQ(p->x_t[s[0] * 3 + j], w->x_t[s[1] * 3 + j]);
+      EXPECT_EQ(p->target[s[0] * 3 + j], w->target[s[1] * 3 + j]);
+    }
+  }
+  const std::vector<SequenceChunk> bad = {{1, 4, 2, 2}};
+  EXPECT_EQ(MakeFlowMatchingChunks(21, 3, bad, 0).status().code(),
+            core::StatusCode::kInvalidArgument);
+}
+
 TEST(FlowMatchingTest, LossAndGradient) {
   const std::vector<float> pred = {1.0f, 2.0f, -1.0f, 0.0f}, target = {0.0f, 2.0f, 1.0f, 1.0f};
   std::vector<float> d(4);
   EXPECT_DOUBLE_EQ(FlowMatchingLoss(pred, target, d), (1.0 + 0.0 + 4.0 + 1.0) / 4.0);
   EXPECT_FLOAT_EQ(d[0], 0.5f);
   EXPECT_FLOAT_EQ(d[2], -1.0f);
+  // With a global normaliser (e.g. 3 ranks holding 12 elements in all).
+  EXPECT_DOUBLE_EQ(FlowMatchingLoss(pred, target, d, 12), 6.0 / 12.0);
+  EXPECT_FLOAT_EQ(d[0], 2.0f / 12.0f);
 }
 
 TEST(FlowMatchingTest, TrainingIsBitwiseDeterministic) {
