@@ -6,7 +6,7 @@
 // Input: a packed varlen batch of S sequences of patch latents x (T, C_in), T = cu_seqlens[S],
 // and one diffusion time t_s in [0, 1] per sequence. Output: a prediction (T, C_in) (the
 // flow-matching velocity in flow_matching.h). With Hd = hidden, F = ffn_hidden:
-//   h    = x W_in + b_in + pos(t)                        pos: fixed sinusoidal, position in seq
+//   h    = x W_in + b_in + pos(t)   pos: fixed sinusoidal of the position in the sequence
 //   c_s  = W_t2 SiLU(W_t1 freq(1000 t_s) + b_t1) + b_t2   (S, Hd) timestep embedding MLP
 //   per block (adaLN): [sh1 sc1 g1 sh2 sc2 g2] = SiLU(c) W_mod + b_mod   (S, 6 Hd)
 //     m1 = LN(h) (1 + sc1) + sh1;  q, k, v = m1 W_qkv + b_qkv;  a = Attention(q, k, v)
@@ -16,6 +16,13 @@
 // LN has no affine parameters (adaLN supplies them); per-sequence vectors are broadcast to the
 // sequence's tokens. Attention is non-causal and block-diagonal over the sequences (one
 // backend call per layer for the whole batch), with H heads of D = Hd / H.
+//
+// Sequence parallelism: a "sequence" of the batch may be a chunk of a longer sequence (a
+// rank's share): give it the sequence's timestep and its first token's position in
+// DitBatch::position_offsets, and use a backend whose attention joins the chunks (e.g. a
+// distributed engine); every other op is token-wise or per-segment, so the result equals the
+// whole-sequence run (tested with a joining backend). Data-parallel gradients then sum
+// across ranks; scale the loss by the global element count (FlowMatchingLoss normalizer).
 //
 // Parameters and gradients each live in ONE flat fp32 buffer (Parameters(), Gradients()), so a
 // data-parallel run can all-reduce all gradients with one call; ParameterTensors() names the
