@@ -141,6 +141,40 @@ int64_t SmallDit::ScratchBytes() const {
   return bytes;
 }
 
+namespace {
+
+struct FlopParts {
+  int64_t linear = 0;
+  int64_t attention = 0;
+};
+
+FlopParts CountFlops(const SmallDitConfig& c, std::span<const int64_t> seq_lens) {
+  const int64_t hd = c.hidden, f = c.ffn_hidden, l = c.num_layers;
+  int64_t t = 0, sq = 0;
+  for (int64_t len : seq_lens) {
+    t += len;
+    sq += len * len;
+  }
+  const int64_t s = static_cast<int64_t>(seq_lens.size());
+  FlopParts p;
+  p.linear = 2 * t * (c.in_channels * hd + l * (4 * hd * hd + 2 * hd * f) + hd * c.in_channels) +
+             2 * s * (c.timestep_freq_dim * hd + hd * hd + 6 * l * hd * hd + 2 * hd * hd);
+  p.attention = 4 * sq * hd * l;
+  return p;
+}
+
+}  // namespace
+
+int64_t SmallDit::ForwardFlops(const SmallDitConfig& c, std::span<const int64_t> seq_lens) {
+  const FlopParts p = CountFlops(c, seq_lens);
+  return p.linear + p.attention;
+}
+
+int64_t SmallDit::TrainingStepFlops(const SmallDitConfig& c, std::span<const int64_t> seq_lens) {
+  const FlopParts p = CountFlops(c, seq_lens);
+  return 3 * p.linear + p.attention + p.attention * 5 / 2;
+}
+
 SmallDit::SmallDit(const SmallDitConfig& config) : config_(config) {}
 
 int64_t SmallDit::AddTensor(const std::string& name, int64_t rows, int64_t cols) {

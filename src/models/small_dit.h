@@ -155,6 +155,14 @@ class SmallDit {
                                       int64_t num_seqs);
   int64_t ScratchBytes() const;
 
+  // Matrix-multiply FLOPs (2 m n k per GEMM; element-wise work not counted) of one Forward
+  // on sequences of the given lengths: the linear layers, 2 T (C_in Hd + L (4 Hd^2 + 2 Hd F)
+  // + Hd C_in) + 2 S (Ft Hd + Hd^2 + 6 L Hd^2 + 2 Hd^2), plus attention 4 L_s^2 Hd per
+  // sequence and layer. The backward is 2x the linear part and 2.5x the attention part
+  // (kernels/attention.h's convention); TrainingStepFlops is forward + backward.
+  static int64_t ForwardFlops(const SmallDitConfig& config, std::span<const int64_t> seq_lens);
+  static int64_t TrainingStepFlops(const SmallDitConfig& config, std::span<const int64_t> seq_lens);
+
  private:
   struct BlockOffsets {
     int64_t w_mod, b_mod, w_qkv, b_qkv, w_o, b_o, w_ff1, b_ff1, w_ff2, b_ff2;

@@ -147,6 +147,23 @@ TEST(SmallDitTest, ActivationBytesMatchesBuffers) {
                        17 * 8);
 }
 
+TEST(SmallDitTest, FlopCounts) {
+  SmallDitConfig c;
+  c.in_channels = 2;
+  c.hidden = 4;
+  c.num_heads = 2;
+  c.num_layers = 1;
+  c.ffn_hidden = 8;
+  c.timestep_freq_dim = 6;
+  const std::vector<int64_t> lens = {3, 1};
+  // By hand, T = 4, S = 2: per token in 2*4 + qkv 4*12 + o 4*4 + ffn 4*8 + 8*4 + out 4*2
+  // = 144 MACs; per sequence t1 6*4 + t2 4*4 + mod 4*24 + fmod 4*8 = 168 MACs; attention
+  // 4 * (9 + 1) * 4 = 160 FLOPs.
+  const int64_t linear = 2 * (4 * 144 + 2 * 168);
+  EXPECT_EQ(SmallDit::ForwardFlops(c, lens), linear + 160);
+  EXPECT_EQ(SmallDit::TrainingStepFlops(c, lens), 3 * linear + 160 + 400);
+}
+
 TEST(SmallDitTest, LocalBackendMatchesReferenceBackend) {
   const SmallDitConfig c = TinyConfig();
   auto m = SmallDit::Create(c);
