@@ -26,7 +26,13 @@ core::StatusOr<AdamW> AdamW::Create(int64_t num_parameters, const AdamWOptions& 
   return AdamW(num_parameters, o);
 }
 
-core::Status AdamW::Step(std::span<float> params, std::span<const float> grads) {
+core::Status AdamW::Step(std::span<float> params, std::span<const float> grads,
+                         std::span<const uint8_t> decay_mask) {
+  if (!decay_mask.empty() && decay_mask.size() != m_.size()) {
+    return core::InvalidArgument("AdamW::Step: decay_mask has " +
+                                 std::to_string(decay_mask.size()) + " entries, need 0 or " +
+                                 std::to_string(m_.size()));
+  }
   if (params.size() != m_.size() || grads.size() != m_.size()) {
     return core::InvalidArgument("AdamW::Step: got " + std::to_string(params.size()) +
                                  " parameters and " + std::to_string(grads.size()) +
@@ -46,7 +52,8 @@ core::Status AdamW::Step(std::span<float> params, std::span<const float> grads) 
     v_[i] = b2 * v_[i] + (1.0f - b2) * gi * gi;
     const float m_hat = m_[i] * inv_bc1;
     const float v_hat = v_[i] * inv_bc2;
-    params[i] = params[i] * decay - lr * m_hat / (std::sqrt(v_hat) + options_.eps);
+    const float keep = (decay_mask.empty() || decay_mask[i] != 0) ? decay : 1.0f;
+    params[i] = params[i] * keep - lr * m_hat / (std::sqrt(v_hat) + options_.eps);
   }
   return core::Status::Ok();
 }

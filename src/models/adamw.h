@@ -5,7 +5,8 @@
 //   m_i  = beta1 m_i + (1 - beta1) g_i;   v_i = beta2 v_i + (1 - beta2) g_i^2
 //   p_i -= lr * (m_i / (1 - beta1^n)) / (sqrt(v_i / (1 - beta2^n)) + eps)
 // State (m, v: 2 floats per parameter) is owned here; the buffers passed to Step are not
-// retained. Weight decay applies to every element, biases included (documented choice).
+// retained. Weight decay applies to the elements whose decay_mask entry is non-zero (every
+// element when the mask is empty); SmallDit::DecayMask() selects the weight matrices only.
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -31,8 +32,10 @@ class AdamW {
   // outside [0, 1), eps <= 0 or weight_decay < 0 (or any is not finite).
   static core::StatusOr<AdamW> Create(int64_t num_parameters, const AdamWOptions& options);
 
-  // One update of params from grads (both num_parameters long, else InvalidArgument).
-  [[nodiscard]] core::Status Step(std::span<float> params, std::span<const float> grads);
+  // One update of params from grads (both num_parameters long, and decay_mask empty or as
+  // long; else InvalidArgument and nothing changes).
+  [[nodiscard]] core::Status Step(std::span<float> params, std::span<const float> grads,
+                                  std::span<const uint8_t> decay_mask = {});
 
   int64_t step() const { return step_; }
   const AdamWOptions& options() const { return options_; }

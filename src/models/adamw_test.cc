@@ -60,6 +60,22 @@ TEST(AdamWTest, SecondStepUsesBiasCorrectedMoments) {
   EXPECT_EQ(opt->StateBytes(), 8);
 }
 
+TEST(AdamWTest, DecayMaskSkipsMaskedElements) {
+  AdamWOptions o;
+  o.learning_rate = 0.1f;
+  o.weight_decay = 0.5f;
+  auto opt = AdamW::Create(2, o);
+  ASSERT_TRUE(opt.ok());
+  std::vector<float> p = {1.0f, 1.0f};
+  const std::vector<float> g = {0.0f, 0.0f};
+  const std::vector<uint8_t> mask = {1, 0};
+  ASSERT_TRUE(opt->Step(p, g, mask).ok());
+  EXPECT_NEAR(p[0], 0.95, 1e-7);  // 1 * (1 - 0.1 * 0.5)
+  EXPECT_EQ(p[1], 1.0f);
+  const std::vector<uint8_t> short_mask = {1};
+  EXPECT_EQ(opt->Step(p, g, short_mask).code(), core::StatusCode::kInvalidArgument);
+}
+
 TEST(AdamWTest, RejectsBadOptionsAndSizes) {
   AdamWOptions o;
   o.beta1 = 1.0f;

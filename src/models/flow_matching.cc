@@ -121,7 +121,7 @@ core::StatusOr<double> TrainStep(SmallDit& model, AdamW& optimizer, const FlowMa
   std::vector<float> d_out(acts->output.size());
   const double loss = FlowMatchingLoss(acts->output, batch.target, d_out);
   RETURN_IF_ERROR(model.Backward(*acts, d_out, backend));
-  RETURN_IF_ERROR(optimizer.Step(model.Parameters(), model.Gradients()));
+  RETURN_IF_ERROR(optimizer.Step(model.Parameters(), model.Gradients(), model.DecayMask()));
   return loss;
 }
 

@@ -69,7 +69,8 @@ core::StatusOr<FlowMatchingBatch> MakeFlowMatchingChunks(uint64_t seed, int64_t 
 double FlowMatchingLoss(std::span<const float> prediction, std::span<const float> target,
                         std::span<float> d_prediction, int64_t normalizer = 0);
 
-// One optimisation step: zero gradients, Forward, loss, Backward, AdamW step. Returns the loss
+// One optimisation step: zero gradients, Forward, loss, Backward, AdamW step (weight decay on
+// the weight matrices only, model.DecayMask()). Returns the loss
 // before the update. acts is scratch (reused between calls).
 core::StatusOr<double> TrainStep(SmallDit& model, AdamW& optimizer, const FlowMatchingBatch& batch,
                                  AttentionBackend& backend, SmallDitActivations* acts);

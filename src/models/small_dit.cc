@@ -231,6 +231,14 @@ core::StatusOr<SmallDit> SmallDit::Create(const SmallDitConfig& config) {
   return m;
 }
 
+std::vector<uint8_t> SmallDit::DecayMask() const {
+  std::vector<uint8_t> mask(params_.size(), 0);
+  for (const ParameterTensor& t : tensors_) {
+    if (t.rows > 1) std::fill(mask.begin() + t.offset, mask.begin() + t.offset + t.size(), 1);
+  }
+  return mask;
+}
+
 void SmallDit::ZeroGradients() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
 
 Status SmallDit::Forward(const DitBatch& batch, AttentionBackend& backend,

@@ -139,6 +139,8 @@ class SmallDit {
   void ZeroGradients();
   int64_t NumParameters() const { return static_cast<int64_t>(params_.size()); }
   const std::vector<ParameterTensor>& ParameterTensors() const { return tensors_; }
+  // One entry per parameter: 1 for weight matrices, 0 for biases (AdamW's decay_mask).
+  std::vector<uint8_t> DecayMask() const;
 
   // Bytes of activations Forward keeps for a batch of num_tokens tokens in num_seqs sequences
   // (== SmallDitActivations::Bytes() after that Forward). 4 bytes per float, 8 per offset:

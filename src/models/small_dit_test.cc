@@ -118,6 +118,13 @@ TEST(SmallDitTest, ParameterLayoutIsContiguousAndSeeded) {
   auto m2 = SmallDit::Create(c);
   ASSERT_TRUE(m2.ok());
   EXPECT_TRUE(std::equal(m->Parameters().begin(), m->Parameters().end(), m2->Parameters().begin()));
+  // The decay mask covers the weight matrices, not the biases.
+  const std::vector<uint8_t> mask = m->DecayMask();
+  ASSERT_EQ(static_cast<int64_t>(mask.size()), want);
+  for (const ParameterTensor& t : m->ParameterTensors()) {
+    EXPECT_EQ(mask[t.offset], t.rows > 1 ? 1 : 0) << t.name;
+    EXPECT_EQ(mask[t.offset + t.size() - 1], t.rows > 1 ? 1 : 0) << t.name;
+  }
   // Weights are non-zero, biases zero.
   const ParameterTensor& w_o = m->ParameterTensors()[10];
   ASSERT_EQ(w_o.name, "block0.w_o");
