@@ -179,7 +179,9 @@ SmallDit::SmallDit(const SmallDitConfig& config) : config_(config) {}
 
 int64_t SmallDit::AddTensor(const std::string& name, int64_t rows, int64_t cols) {
   const int64_t offset = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().size();
-  tensors_.push_back({name, offset, rows, cols});
+  // Biases are the one-row tensors named b_* (a weight may have one row when C_in = 1).
+  const bool is_bias = rows == 1 && name.substr(name.rfind('.') + 1).starts_with("b_");
+  tensors_.push_back({name, offset, rows, cols, is_bias});
   return offset;
 }
 
@@ -219,7 +221,7 @@ core::StatusOr<SmallDit> SmallDit::Create(const SmallDitConfig& config) {
   const core::Rng root(config.init_seed);
   for (size_t i = 0; i < m.tensors_.size(); ++i) {
     const ParameterTensor& t = m.tensors_[i];
-    if (t.rows == 1) continue;  // biases start at 0
+    if (t.is_bias) continue;  // biases start at 0
     const bool is_mod = t.name.ends_with("w_mod") || t.name == "w_fmod";
     const double std_dev =
         is_mod ? config.modulation_init_std : 1.0 / std::sqrt(static_cast<double>(t.rows));
@@ -234,7 +236,7 @@ core::StatusOr<SmallDit> SmallDit::Create(const SmallDitConfig& config) {
 std::vector<uint8_t> SmallDit::DecayMask() const {
   std::vector<uint8_t> mask(params_.size(), 0);
   for (const ParameterTensor& t : tensors_) {
-    if (t.rows > 1) std::fill(mask.begin() + t.offset, mask.begin() + t.offset + t.size(), 1);
+    if (!t.is_bias) std::fill(mask.begin() + t.offset, mask.begin() + t.offset + t.size(), 1);
   }
   return mask;
 }

@@ -71,6 +71,7 @@ struct ParameterTensor {
   int64_t offset = 0;
   int64_t rows = 0;
   int64_t cols = 0;
+  bool is_bias = false;  // a bias vector (rows == 1; zero at init, no weight decay)
   int64_t size() const { return rows * cols; }
 };
 

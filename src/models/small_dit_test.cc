@@ -122,14 +122,28 @@ TEST(SmallDitTest, ParameterLayoutIsContiguousAndSeeded) {
   const std::vector<uint8_t> mask = m->DecayMask();
   ASSERT_EQ(static_cast<int64_t>(mask.size()), want);
   for (const ParameterTensor& t : m->ParameterTensors()) {
-    EXPECT_EQ(mask[t.offset], t.rows > 1 ? 1 : 0) << t.name;
-    EXPECT_EQ(mask[t.offset + t.size() - 1], t.rows > 1 ? 1 : 0) << t.name;
+    EXPECT_EQ(t.is_bias, t.rows == 1) << t.name;
+    EXPECT_EQ(mask[t.offset], t.is_bias ? 0 : 1) << t.name;
+    EXPECT_EQ(mask[t.offset + t.size() - 1], t.is_bias ? 0 : 1) << t.name;
   }
   // Weights are non-zero, biases zero.
   const ParameterTensor& w_o = m->ParameterTensors()[10];
   ASSERT_EQ(w_o.name, "block0.w_o");
   EXPECT_NE(m->Parameters()[w_o.offset], 0.0f);
   EXPECT_EQ(m->Parameters()[m->ParameterTensors()[11].offset], 0.0f);
+}
+
+TEST(SmallDitTest, SingleChannelInputWeightIsNotABias) {
+  SmallDitConfig c = TinyConfig(1);
+  c.in_channels = 1;  // w_in is (1, Hd): one row, but a weight
+  auto m = SmallDit::Create(c);
+  ASSERT_TRUE(m.ok());
+  const ParameterTensor& w_in = m->ParameterTensors()[0];
+  ASSERT_EQ(w_in.name, "w_in");
+  EXPECT_EQ(w_in.rows, 1);
+  EXPECT_FALSE(w_in.is_bias);
+  EXPECT_NE(m->Parameters()[w_in.offset], 0.0f);
+  EXPECT_EQ(m->DecayMask()[w_in.offset], 1);
 }
 
 TEST(SmallDitTest, ActivationBytesMatchesBuffers) {
