@@ -1,6 +1,9 @@
 #include "zellige/zellige_planner.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include "zellige/filler_packing.h"
 
@@ -51,6 +54,16 @@ void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement&
 
 namespace {
 
+// Max over ranks of the summed per-rank time of `plan` (the MILP's makespan, no waits).
+double MaxRankLoad(const Plan& plan, const Batch& batch, const CostModel& cost) {
+  std::vector<double> load(cost.cluster().num_ranks(), 0.0);
+  for (const auto& p : plan.placements) {
+    const double t = cost.Cost(batch.sequences[p.seq].tokens, p.config, p.ranks).time_s();
+    for (int r : p.ranks) load[r] += t;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
 class ZelligePlanner : public Planner {
  public:
   core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
@@ -60,7 +73,39 @@ class ZelligePlanner : public Planner {
                      PositiveOption(pb.options, "zellige.split_time_limit_s", 0.05));
     const CostModel& cost = pb.cost;
     std::vector<SeqGroup> groups = GroupSequences(pb.batch, cost);
-    const int k = CatalogCut(groups);
+    int k = CatalogCut(groups);
+    // Fillers must be small against a rank's load: a filler group whose whole time exceeds
+    // 2% of the average per-rank work is promoted to the anchors (small batches).
+    double total = 0;
+    for (const auto& g : groups) total += g.whole_time_s * g.seqs.size();
+    const double avg = total / cost.cluster().num_ranks();
+    const int m = static_cast<int>(groups.size());
+    while (k < m && groups[k].whole_time_s > 0.02 * avg) ++k;
+    // If whole-sequence fillers land more than 0.2% above the stage-1 makespan (they are
+    // too coarse for the slack left), promote the heaviest filler group and plan again
+    // (at most 3 times); keep the best plan.
+    std::optional<Plan> best;
+    double best_load = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      ASSIGN_OR_RETURN(auto planned, PlanTwoStage(groups, k, pb, limit, gap, split_limit));
+      const double load = MaxRankLoad(planned.first, pb.batch, cost);
+      if (!best || load < best_load) {
+        best = std::move(planned.first);
+        best_load = load;
+      }
+      if (load <= planned.second * (1 + 2e-3) || k >= m) break;
+      ++k;
+    }
+    return std::move(*best);
+  }
+
+ private:
+  // Plans with groups[0, k) as anchors; returns the plan and stage 1's makespan.
+  static core::StatusOr<std::pair<Plan, double>> PlanTwoStage(const std::vector<SeqGroup>& groups,
+                                                              int k, const PlanningProblem& pb,
+                                                              double limit, double gap,
+                                                              double split_limit) {
+    const CostModel& cost = pb.cost;
     std::vector<SeqGroup> anchors(groups.begin(), groups.begin() + k);
     std::vector<SeqGroup> fillers(groups.begin() + k, groups.end());
     double fluid_time = 0, fluid_mem = 0;
@@ -86,7 +131,7 @@ class ZelligePlanner : public Planner {
     for (size_t i = 0; i < items.size(); ++i) {
       plan.placements.push_back({items[i].seq, ParallelConfig{}, {rank_of[i]}});
     }
-    return plan;
+    return std::make_pair(std::move(plan), exact.result.makespan_s);
   }
 };
 

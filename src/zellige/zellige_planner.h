@@ -1,6 +1,7 @@
 // The Zellige planners (zellige.md, Components 2), registered as:
-//   zellige       two-stage: catalog cut; ECF over anchors with the fillers as fluid work;
-//                 greedy whole-sequence filler packing.
+//   zellige       two-stage: catalog cut (then filler groups heavier than 2% of the average
+//                 per-rank work are promoted to anchors); ECF over anchors with the fillers
+//                 as fluid work; greedy whole-sequence filler packing.
 //   joint         the same ECF over all sequences: the exact reference.
 //   joint-binary  one 0/1 variable per sequence and option (no grouping).
 // Options (PlannerOptions): "zellige.time_limit_s" (default 1), "joint.time_limit_s"
