@@ -190,6 +190,32 @@ TEST(AttentionEngineTest, BufferSizeErrorsAndMemoryTracking) {
   }
 }
 
+// A model keeps one ForwardState per layer: two layers forward, then backward in reverse
+// order, each must match the reference of its own data.
+TEST(AttentionEngineTest, OneStatePerLayerBackwardInReverseOrder) {
+  Plan plan = MakePlan(4, {P(0, 1, 2, 2, {0, 1, 2, 3}), P(1, 2, 1, 1, {2, 3}), P(2, 1, 1, 1, {1})});
+  zellige::Batch batch = MakeBatch({150, 66, 40});
+  std::vector<double> rel(8, 1.0);
+  comm::RunFakeRanks(4, [&](comm::Communicator& world) {
+    auto e = AttentionEngine::Create(plan, batch, 4, kHeadDim, &world);
+    if (!e.ok()) return;
+    AttentionEngine& eng = **e;
+    LocalData d[2] = {MakeLocalData(eng, 11), MakeLocalData(eng, 12)};
+    const size_t n = d[0].q.size();
+    std::vector<float> o[2] = {std::vector<float>(n), std::vector<float>(n)};
+    ForwardState st[2];
+    for (int l = 0; l < 2; ++l)
+      if (!eng.Forward(d[l].q, d[l].k, d[l].v, o[l], &st[l]).ok()) return;
+    for (int l = 1; l >= 0; --l) {
+      std::vector<float> dq(n), dk(n), dv(n);
+      if (!eng.Backward(st[l], d[l].d_o, dq, dk, dv).ok()) return;
+      auto r = CompareWithReference(eng, batch, 11 + l, o[l], dq, dk, dv);
+      if (r.ok()) rel[world.rank() * 2 + l] = r->max_rel;
+    }
+  });
+  for (double r : rel) EXPECT_LT(r, kTol);
+}
+
 TEST(TrackingAllocatorTest, CountsCurrentAndPeak) {
   MemoryTracker m;
   {
