@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -12,6 +15,10 @@ namespace tessera::cli {
 
 // The action the parsed subcommand asked for; main() runs it after parsing.
 using Action = std::function<core::Status()>;
+
+// Parses repeated `--option key=value` flags into a map (InvalidArgument naming a bad one).
+core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
+    const std::vector<std::string>& kvs);
 
 // Adds `tessera zellige ...`; stores the chosen action in *action.
 void AddZelligeCommands(CLI::App& root, Action* action);

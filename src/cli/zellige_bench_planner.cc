@@ -58,14 +58,7 @@ Status RunBenchPlanner(const BenchArgs& a) {
     return core::InvalidArgument("--joint-time-limit: got " + std::to_string(a.joint_time_limit_s) +
                                  ", must be > 0");
   }
-  PlannerOptions options;
-  for (const auto& kv : a.options) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return core::InvalidArgument("--option: got '" + kv + "', must be key=value");
-    }
-    options[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
   options["joint.time_limit_s"] = std::to_string(a.joint_time_limit_s);
   std::vector<int> mixes;
   for (const auto& m : a.mixes) {

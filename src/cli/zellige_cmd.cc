@@ -69,23 +69,11 @@ StatusOr<Batch> LoadBatch(const PlanArgs& a, int num_ranks) {
   return GenerateBatch(spec);
 }
 
-StatusOr<PlannerOptions> ParseOptions(const std::vector<std::string>& kvs) {
-  PlannerOptions o;
-  for (const auto& kv : kvs) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return core::InvalidArgument("--option: got '" + kv + "', must be key=value");
-    }
-    o[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return o;
-}
-
 Status RunPlan(const PlanArgs& a) {
   ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
   ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
   ASSIGN_OR_RETURN(Batch batch, LoadBatch(a, cluster.num_ranks()));
-  ASSIGN_OR_RETURN(PlannerOptions options, ParseOptions(a.options));
+  ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
   CostModel cost(cluster, model);
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   std::vector<const PlannerEntry*> entries;
@@ -214,6 +202,19 @@ Status RunSimulate(const SimulateArgs& a) {
 }
 
 }  // namespace
+
+core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
+    const std::vector<std::string>& kvs) {
+  std::map<std::string, std::string> o;
+  for (const auto& kv : kvs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return core::InvalidArgument("--option: got '" + kv + "', must be key=value");
+    }
+    o[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return o;
+}
 
 void AddZelligeCommands(CLI::App& root, Action* action) {
   CLI::App* z = root.add_subcommand(

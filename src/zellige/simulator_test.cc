@@ -10,17 +10,7 @@ namespace {
 using testing::TinyCluster;
 using testing::TinyModel;
 
-Batch MakeBatch(std::vector<int64_t> tokens) {
-  Batch b;
-  b.name.assign(1, 't');
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    Sequence s;
-    s.id = static_cast<int>(i);
-    s.tokens = tokens[i];
-    b.sequences.push_back(s);
-  }
-  return b;
-}
+using testing::MakeBatch;
 
 TEST(SimulatorTest, WholeSequencesAddUp) {
   CostModel cm(TinyCluster(1, 2), TinyModel(2));

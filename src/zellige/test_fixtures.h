@@ -1,8 +1,12 @@
 // Small clusters and models for tests: numbers chosen so that costs can be worked by hand.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "hw/cluster.h"
 #include "zellige/dit_model.h"
+#include "zellige/workload.h"
 
 namespace tessera::zellige::testing {
 
@@ -22,5 +26,18 @@ inline hw::Cluster TinyCluster(int nodes, int per_node) {
 
 // d = 64, 4 heads, 1 layer, FFN 128, no text tokens, 2 bytes per element.
 inline DitModel TinyModel(int layers = 1) { return DitModel{"tiny", 64, 4, layers, 128, 0, 2}; }
+
+// A batch of sequences given by token count only (ids 0, 1, ...).
+inline Batch MakeBatch(const std::vector<int64_t>& tokens) {
+  Batch b;
+  b.name.assign(1, 't');
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Sequence s;
+    s.id = static_cast<int>(i);
+    s.tokens = tokens[i];
+    b.sequences.push_back(s);
+  }
+  return b;
+}
 
 }  // namespace tessera::zellige::testing

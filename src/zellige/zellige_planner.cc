@@ -52,9 +52,8 @@ void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement&
   }
 }
 
-namespace {
+namespace {}  // namespace
 
-// Max over ranks of the summed per-rank time of `plan` (the MILP's makespan, no waits).
 double MaxRankLoad(const Plan& plan, const Batch& batch, const CostModel& cost) {
   std::vector<double> load(cost.cluster().num_ranks(), 0.0);
   for (const auto& p : plan.placements) {
@@ -63,6 +62,8 @@ double MaxRankLoad(const Plan& plan, const Batch& batch, const CostModel& cost) 
   }
   return *std::max_element(load.begin(), load.end());
 }
+
+namespace {
 
 class ZelligePlanner : public Planner {
  public:
