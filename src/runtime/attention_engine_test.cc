@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -63,6 +63,8 @@ struct PrimitiveCase {
   const char* name;
   int n, q, h, k, heads;
 };
+
+void PrintTo(const PrimitiveCase& c, std::ostream* os) { *os << c.name; }
 
 class PrimitiveTest : public ::testing::TestWithParam<PrimitiveCase> {};
 
