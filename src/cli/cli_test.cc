@@ -29,8 +29,14 @@ Result RunTessera(const std::string& args) {
   return r;
 }
 
+// A per-test path: ctest runs the tests of this file as parallel processes.
+std::string TempPath(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + "/tessera_cli_" + info->name() + "_" + name;
+}
+
 std::string Write(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = TempPath(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -116,7 +122,7 @@ TEST(CliTest, BatchThatFitsNoRankIsRejected) {
 }
 
 TEST(CliTest, PlanWritesJsonTraceAndPlan) {
-  std::string json = ::testing::TempDir() + "/out.json";
+  std::string json = TempPath("out.json");
   Result r = RunTessera("zellige plan --cluster a800x8 --workload v40 --load low --json " + json);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("usp"), std::string::npos);
@@ -132,9 +138,9 @@ TEST(CliTest, PlanWritesJsonTraceAndPlan) {
   EXPECT_TRUE((*j).contains("cluster"));
   EXPECT_TRUE((*j).contains("batch"));
 
-  std::string trace = ::testing::TempDir() + "/trace.json";
-  std::string plan = ::testing::TempDir() + "/plan.json";
-  std::string batch = ::testing::TempDir() + "/batch.json";
+  std::string trace = TempPath("trace.json");
+  std::string plan = TempPath("plan.json");
+  std::string batch = TempPath("batch.json");
   r = RunTessera(
       "zellige plan --cluster a800x8 --workload v40 --load low --planner knapformer --trace " +
       trace + " --save-plan " + plan + " --save-batch " + batch);
