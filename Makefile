@@ -14,7 +14,7 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	./$(BUILD)/tessera zellige plan --cluster a800x16 --workload v50
+	./$(BUILD)/src/cli/tessera zellige plan --cluster a800x16 --workload v50
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
