@@ -499,7 +499,19 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     if (debug) std::fprintf(stderr, "ecf: warm start within gap of the bound, no search\n");
   } else {
     if (opt.warm_start) opt.objective_cutoff = ub * (1 - 1e-9);
-    ASSIGN_OR_RETURN(solver::SolveResult first, solver::Solve(m, opt));
+    auto first_or = solver::Solve(m, opt);
+    if (!first_or.ok() && !opt.warm_start) return first_or.status();
+    // CBC 2.10 occasionally returns a solution that violates the model (the solver layer
+    // reports it as Internal); the warm start is then kept, with the bound from the LP.
+    solver::SolveResult first;
+    if (first_or.ok()) {
+      first = std::move(first_or).value();
+    } else {
+      if (debug)
+        std::fprintf(stderr, "ecf: solve failed: %s\n", first_or.status().ToString().c_str());
+      first.status = solver::SolveStatus::kNoSolutionFound;
+      first.best_bound = t_lb;
+    }
     if (debug) {
       std::fprintf(stderr, "ecf: first %s obj %.6f bound %.6f %.1f ms nodes %lld\n",
                    solver::SolveStatusName(first.status), first.objective_value, first.best_bound,
