@@ -147,6 +147,7 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
 
   // Time: per repeat, (a) then (b), each started after a barrier; slowest rank counts.
   std::vector<double> ta, tb, ratio;
+  std::vector<std::vector<double>> rank_ratio(n);
   for (int r = 0; r < repeats; ++r) {
     std::vector<double> t(2 * n, 0.0);
     if (!world.Barrier().ok()) return 1;
@@ -161,6 +162,7 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
     if (!st.ok()) world.Abort(st);
     const double a_s = *std::max_element(t.begin(), t.begin() + n);
     const double b_s = *std::max_element(t.begin() + n, t.end());
+    for (int q = 0; q < n; ++q) rank_ratio[q].push_back(t[n + q] / t[q]);
     ta.push_back(a_s);
     tb.push_back(b_s);
     ratio.push_back(b_s / a_s);
@@ -173,9 +175,12 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
         "64..256 tokens + 2 videos of 2000..4000 tokens (seed %llu), whole sequences, "
         "greedy placement; %d repeats, slowest rank per repeat.\n\n",
         n, kHeads, kHeadDim, static_cast<unsigned long long>(seed), repeats);
-    std::printf("| rank | sequences | tokens |\n|---:|---:|---:|\n");
+    std::printf(
+        "| rank | sequences | tokens | median (b)/(a) on this rank |\n"
+        "|---:|---:|---:|---:|\n");
     for (int r = 0; r < n; ++r)
-      std::printf("| %d | %d | %lld |\n", r, rank_seqs[r], static_cast<long long>(rank_tokens[r]));
+      std::printf("| %d | %d | %lld | %.3f |\n", r, rank_seqs[r],
+                  static_cast<long long>(rank_tokens[r]), Median(rank_ratio[r]));
     std::printf(
         "\n| variant | median time (ms) | kernel calls per rank (fwd+bwd) |\n"
         "|---|---:|---|\n");
