@@ -26,6 +26,18 @@ struct SegSeq {
   int64_t local_offset = 0;  // row of this rank's chunk in the packed local buffers
 };
 
+// Posts one ring step: receive `recv_floats` from `prev` into `recv` and send `send_floats`
+// from `send` to `next`, both with `tag`; the requests are appended to `reqs`.
+core::Status PostRingExchange(comm::Communicator* world, int prev, int next, float* recv,
+                              size_t recv_floats, const float* send, size_t send_floats, int tag,
+                              std::vector<comm::Request>* reqs) {
+  ASSIGN_OR_RETURN(comm::Request rr, world->IRecv({recv, recv_floats}, prev, tag));
+  reqs->push_back(std::move(rr));
+  ASSIGN_OR_RETURN(comm::Request sr, world->ISend({send, send_floats}, next, tag));
+  reqs->push_back(std::move(sr));
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 struct AttentionEngine::SegmentInfo {
@@ -457,14 +469,9 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
       std::vector<comm::Request> reqs;
       if (step + 1 < kk) {
         const int64_t n_next = s.CuRing(((c - 1) % kk + kk) % kk).back();
-        ASSIGN_OR_RETURN(
-            comm::Request rr,
-            world_->IRecv({nxt.data(), static_cast<size_t>(2 * n_next * hd)}, s.ring_prev, kTagKv));
-        reqs.push_back(std::move(rr));
-        ASSIGN_OR_RETURN(
-            comm::Request sr,
-            world_->ISend({cur.data(), static_cast<size_t>(2 * t_k * hd)}, s.ring_next, kTagKv));
-        reqs.push_back(std::move(sr));
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
       }
       kernels::AttentionShape shape{.num_heads = Hh,
                                     .head_dim = D,
@@ -531,14 +538,9 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
       std::vector<comm::Request> reqs;
       if (step + 1 < kk) {
         const int64_t n_next = s.CuRing(cprev).back();
-        ASSIGN_OR_RETURN(
-            comm::Request rr,
-            world_->IRecv({nxt.data(), static_cast<size_t>(2 * n_next * hd)}, s.ring_prev, kTagKv));
-        reqs.push_back(std::move(rr));
-        ASSIGN_OR_RETURN(
-            comm::Request sr,
-            world_->ISend({cur.data(), static_cast<size_t>(2 * t_k * hd)}, s.ring_next, kTagKv));
-        reqs.push_back(std::move(sr));
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
       }
       kernels::AttentionShape shape{.num_heads = Hh,
                                     .head_dim = D,
@@ -555,14 +557,9 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
       if (kk > 1) {
         // dK/dV of chunk c go on to the next member (after the last step: home to owner c).
         const int64_t n_in = s.CuRing(cprev).back();
-        ASSIGN_OR_RETURN(
-            comm::Request rr,
-            world_->IRecv({dnxt.data(), static_cast<size_t>(2 * n_in * hd)}, s.ring_prev, kTagDkv));
-        reqs.push_back(std::move(rr));
-        ASSIGN_OR_RETURN(
-            comm::Request sr,
-            world_->ISend({dcur.data(), static_cast<size_t>(2 * t_k * hd)}, s.ring_next, kTagDkv));
-        reqs.push_back(std::move(sr));
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, dnxt.data(),
+                                         static_cast<size_t>(2 * n_in * hd), dcur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagDkv, &reqs));
       }
       RETURN_IF_ERROR(comm::WaitAll(reqs));
       if (kk > 1) {
