@@ -4,6 +4,21 @@
 //   mpirun -np N tessera zellige run [--plan FILE | --workload v50|FILE --planner NAME
 //       [--seed S] [--load low] [--token-scale F]] [--steps K] [--check] [--json FILE]
 //       [--heads 4] [--head-dim 64] [--cluster PRESET|FILE]
+//       [--train [--hidden 256] [--layers 4] [--ffn 1024] [--channels 16] [--lr 1e-3]
+//        [--max-loss-ratio R]]
+//
+// Default mode: attention forward + backward only (random q, k, v), --check compares every
+// rank's slices with the single-process attention.
+// --train: flow-matching training of models::SmallDit (hidden, heads = --heads, head dim =
+// hidden / heads, layers, ffn, channels) with AdamW (--lr, weight decay 0.01 on weights) on
+// seeded synthetic latents (data seed = --seed), DistributedTrainStep per step (sequence
+// parallelism through the AttentionEngine, data parallelism over the plan's placements).
+// Rank 0 prints every step's loss and step time (max over ranks); --json adds per-rank step
+// times and peak bytes (engine MemoryTracker peak + SmallDit activations + backward scratch
+// + parameters, gradients and AdamW state). --check: every rank also runs the single-process
+// reference training (whole batch, LocalAttentionBackend, same seeds) and the max relative
+// loss difference over the steps must be <= 1e-5 (exit 1 otherwise). --max-loss-ratio R:
+// exit 1 unless mean(last min(5, K) losses) <= R * mean(first min(5, K) losses).
 //
 // Cluster: without --cluster it is "this machine": 1 node of N ranks with CPU-like numbers
 // (modeled guesses, not measured), used only by the planner's cost model. The planner's
@@ -31,6 +46,8 @@
 #include "hw/cluster.h"
 #include "kernels/gemm.h"
 #include "runtime/attention_engine.h"
+#include "runtime/dit_reference_training.h"
+#include "runtime/dit_training.h"
 #include "runtime/engine_check.h"
 #include "zellige/evaluate.h"
 
@@ -63,6 +80,14 @@ struct RunArgs {
   int heads = 4;
   int head_dim = 64;
   double op_timeout_s = 120;
+  // --train
+  bool train = false;
+  int hidden = 256;
+  int layers = 4;
+  int ffn = 1024;
+  int channels = 16;
+  double lr = 1e-3;
+  double max_loss_ratio = 0;  // 0: not checked
 };
 
 hw::Cluster ThisMachine(int n) {
@@ -118,6 +143,7 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
   }
   zellige::DitModel model{
       "attention-only", a.heads * a.head_dim, a.heads, 1, 4 * a.heads * a.head_dim, 0, 4};
+  if (a.train) model = {"small-dit", a.hidden, a.heads, a.layers, a.ffn, 0, 4};
   RETURN_IF_ERROR(zellige::Validate(model));
   zellige::CostModel cost(cluster, model);
   ASSIGN_OR_RETURN(const zellige::PlannerEntry* entry, zellige::FindPlanner(a.planner));
@@ -154,6 +180,174 @@ Status BroadcastString(comm::Communicator& world, std::string* s) {
   return Status::Ok();
 }
 
+models::SmallDitConfig TrainConfig(const RunArgs& a) {
+  models::SmallDitConfig c;
+  c.in_channels = a.channels;
+  c.hidden = a.hidden;
+  c.num_heads = a.heads;
+  c.num_layers = a.layers;
+  c.ffn_hidden = a.ffn;
+  c.init_seed = a.seed;
+  return c;
+}
+
+models::AdamWOptions TrainOptions(const RunArgs& a) {
+  models::AdamWOptions o;
+  o.learning_rate = static_cast<float>(a.lr);
+  o.weight_decay = 0.01f;
+  return o;
+}
+
+// Mean of the first (last) min(5, K) losses.
+double MeanLosses(const std::vector<double>& l, bool last) {
+  const size_t k = std::min<size_t>(5, l.size());
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += last ? l[l.size() - 1 - i] : l[i];
+  return sum / static_cast<double>(k);
+}
+
+// --train: SmallDit training through the engine (collective over world).
+Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
+                   const zellige::Plan& plan, const zellige::Batch& batch,
+                   runtime::AttentionEngine& engine) {
+  const int n = world.size(), me = world.rank();
+  const models::SmallDitConfig cfg = TrainConfig(a);
+  ASSIGN_OR_RETURN(models::SmallDit model, models::SmallDit::Create(cfg));
+  ASSIGN_OR_RETURN(models::AdamW opt,
+                   models::AdamW::Create(model.NumParameters(), TrainOptions(a)));
+  runtime::EngineAttentionBackend backend(&engine, a.layers);
+  models::SmallDitActivations acts;
+  std::vector<double> losses;
+  std::vector<float> times;  // per step, this rank
+  for (int step = 0; step < a.steps; ++step) {
+    RETURN_IF_ERROR(world.Barrier());
+    const double t0 = NowSeconds();
+    ASSIGN_OR_RETURN(double loss, runtime::DistributedTrainStep(model, opt, backend, world, batch,
+                                                                a.seed, step, &acts));
+    times.push_back(static_cast<float>(NowSeconds() - t0));
+    losses.push_back(loss);
+  }
+  // Memory of this rank: engine peak, activations, backward scratch, params + grads + AdamW.
+  const int64_t local_tokens = engine.local_tokens();
+  const int64_t local_segments = static_cast<int64_t>(engine.local_placements().size());
+  const int64_t act_bytes =
+      local_tokens > 0 ? models::SmallDit::ActivationBytes(cfg, local_tokens, local_segments) : 0;
+  const int64_t state_bytes = 8 * model.NumParameters() + opt.StateBytes();
+  constexpr int kMem = 5;  // engine peak, activations, scratch, model state, local tokens
+  std::vector<double> mem(kMem * n, 0.0);  // one-hot sums: exact below 2^53
+  mem[kMem * me + 0] = static_cast<double>(engine.memory().peak_bytes());
+  mem[kMem * me + 1] = static_cast<double>(act_bytes);
+  mem[kMem * me + 2] = static_cast<double>(model.ScratchBytes());
+  mem[kMem * me + 3] = static_cast<double>(state_bytes);
+  mem[kMem * me + 4] = static_cast<double>(local_tokens);
+  RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(mem)));
+  std::vector<float> all_times(static_cast<size_t>(a.steps) * n);
+  RETURN_IF_ERROR(world.AllGather(times, all_times));
+
+  double worst_rel = 0;
+  std::vector<double> ref;
+  if (a.check) {  // every rank (they run in parallel; no rank waits on a collective)
+    ASSIGN_OR_RETURN(ref,
+                     runtime::ReferenceLossCurve(cfg, TrainOptions(a), batch, a.seed, a.steps));
+    for (int s = 0; s < a.steps; ++s) {
+      const double rel = std::fabs(losses[s] - ref[s]) / std::max(std::fabs(ref[s]), 1e-30);
+      worst_rel = std::isnan(rel) ? INFINITY : std::max(worst_rel, rel);
+    }
+    std::vector<double> per(n, 0.0);  // identical on every rank; the max guards anyway
+    per[me] = worst_rel;
+    RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(per)));
+    for (double x : per) worst_rel = std::isnan(x) ? INFINITY : std::max(worst_rel, x);
+  }
+  const double first = MeanLosses(losses, false), last = MeanLosses(losses, true);
+  const double ratio = last / first;
+  if (me == 0) {
+    std::printf(
+        "train SmallDit (hidden %d, heads %d, head dim %d, layers %d, ffn %d, channels %d, "
+        "%lld params, lr %g) on plan %s: %zu sequences, %lld tokens, %d ranks, %d splits\n",
+        a.hidden, a.heads, a.hidden / a.heads, a.layers, a.ffn, a.channels,
+        static_cast<long long>(model.NumParameters()), a.lr, plan.planner.c_str(),
+        batch.sequences.size(), static_cast<long long>(batch.total_tokens()), n,
+        zellige::SplitCount(plan));
+    core::Table st({"step", "loss", "max step s"});
+    std::vector<double> max_times;
+    for (int s = 0; s < a.steps; ++s) {
+      double mx = 0;
+      for (int r = 0; r < n; ++r) mx = std::max<double>(mx, all_times[r * a.steps + s]);
+      max_times.push_back(mx);
+      st.AddRow({std::to_string(s), core::Fixed(losses[s], 6), core::Fixed(mx, 4)});
+    }
+    std::printf("%s", st.Render().c_str());
+    core::Table rt(
+        {"rank", "tokens", "mean step s", "engine peak MiB", "activations MiB", "model+adam MiB"});
+    Json ranks = Json::array();
+    constexpr double kMiB = 1024.0 * 1024.0;
+    for (int r = 0; r < n; ++r) {
+      const double* m = &mem[kMem * r];
+      std::vector<double> tr(all_times.begin() + r * a.steps,
+                             all_times.begin() + (r + 1) * a.steps);
+      double sum = 0;
+      for (double x : tr) sum += x;
+      rt.AddRow({std::to_string(r), std::to_string(static_cast<int64_t>(m[4])),
+                 core::Fixed(sum / a.steps, 4), core::Fixed(m[0] / kMiB, 2),
+                 core::Fixed((m[1] + m[2]) / kMiB, 2), core::Fixed(m[3] / kMiB, 2)});
+      ranks.push_back({{"rank", r},
+                       {"local_tokens", static_cast<int64_t>(m[4])},
+                       {"step_time_s", tr},
+                       {"engine_peak_bytes", static_cast<int64_t>(m[0])},
+                       {"activation_bytes", static_cast<int64_t>(m[1])},
+                       {"backward_scratch_bytes", static_cast<int64_t>(m[2])},
+                       {"model_optimizer_bytes", static_cast<int64_t>(m[3])},
+                       {"peak_bytes", static_cast<int64_t>(m[0] + m[1] + m[2] + m[3])}});
+    }
+    std::printf("%s", rt.Render().c_str());
+    std::printf(
+        "(measured: DistributedTrainStep wall time on this machine; memory: engine "
+        "tracker peak + SmallDit::ActivationBytes + backward scratch + params/grads/AdamW)\n");
+    std::printf("loss %.6f -> %.6f (mean of first / last %d steps, ratio %.3f)\n", first, last,
+                std::min(5, a.steps), ratio);
+    if (a.check) {
+      std::printf("check vs single process: max rel loss diff %.3e (tolerance %.0e): %s\n",
+                  worst_rel, kCheckTolerance, worst_rel <= kCheckTolerance ? "PASS" : "FAIL");
+    }
+    if (a.max_loss_ratio > 0) {
+      std::printf("loss ratio %.3f (limit %g): %s\n", ratio, a.max_loss_ratio,
+                  ratio <= a.max_loss_ratio ? "PASS" : "FAIL");
+    }
+    if (!a.json_path.empty()) {
+      Json out = {{"label", "measured"},
+                  {"mode", "train"},
+                  {"num_ranks", n},
+                  {"model",
+                   {{"hidden", a.hidden},
+                    {"heads", a.heads},
+                    {"head_dim", a.hidden / a.heads},
+                    {"layers", a.layers},
+                    {"ffn", a.ffn},
+                    {"channels", a.channels},
+                    {"parameters", model.NumParameters()}}},
+                  {"lr", a.lr},
+                  {"seed", a.seed},
+                  {"steps", a.steps},
+                  {"loss", losses},
+                  {"max_step_time_s", max_times},
+                  {"plan", j},
+                  {"ranks", ranks}};
+      if (a.check) out["check"] = {{"reference_loss", ref}, {"max_rel_loss_diff", worst_rel}};
+      RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
+    }
+    std::fflush(stdout);
+  }
+  if (a.check && !(worst_rel <= kCheckTolerance)) {
+    return core::InvalidArgument("check failed: max rel loss diff " + std::to_string(worst_rel) +
+                                 " > 1e-5");
+  }
+  if (a.max_loss_ratio > 0 && !(ratio <= a.max_loss_ratio)) {
+    return core::InvalidArgument("--max-loss-ratio: loss ratio " + std::to_string(ratio) + " > " +
+                                 std::to_string(a.max_loss_ratio));
+  }
+  return Status::Ok();
+}
+
 Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   const int n = world.size(), me = world.rank();
   if (a.steps < 1)
@@ -176,6 +370,7 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   auto engine_or = runtime::AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
   if (!engine_or.ok()) return engine_or.status().WithPrefix(source);
   runtime::AttentionEngine& engine = **engine_or;
+  if (a.train) return RunTraining(a, world, j, plan, batch, engine);
 
   runtime::LocalData d = runtime::MakeLocalData(engine, a.seed);
   const size_t elems = d.q.size();
@@ -261,7 +456,23 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   return Status::Ok();
 }
 
-Status RunZelligeRun(const RunArgs& a) {
+Status RunZelligeRun(const RunArgs& args) {
+  RunArgs a = args;
+  if (a.train) {
+    if (a.heads < 1 || a.hidden < 1 || a.hidden % a.heads != 0) {
+      return core::InvalidArgument("--hidden / --heads: got " + std::to_string(a.hidden) + " / " +
+                                   std::to_string(a.heads) + ", heads must divide hidden (>= 1)");
+    }
+    if (a.layers < 1 || a.ffn < 1 || a.channels < 1) {
+      return core::InvalidArgument("--layers / --ffn / --channels: got " +
+                                   std::to_string(a.layers) + " / " + std::to_string(a.ffn) +
+                                   " / " + std::to_string(a.channels) + ", must be >= 1");
+    }
+    if (!(a.lr >= 0) || !std::isfinite(a.lr)) {
+      return core::InvalidArgument("--lr: got " + std::to_string(a.lr) + ", must be >= 0");
+    }
+    a.head_dim = a.hidden / a.heads;
+  }
   ASSIGN_OR_RETURN(auto env, comm::MpiEnvironment::Create(nullptr, nullptr));
   comm::Communicator& world = env->world();
   world.set_op_timeout_s(a.op_timeout_s);
@@ -280,7 +491,9 @@ Status RunZelligeRun(const RunArgs& a) {
 void AddZelligeRun(CLI::App* z, Action* action) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* c = z->add_subcommand(
-      "run", "Execute a plan's attention (fwd+bwd) on the MPI ranks: mpirun -np N tessera ...");
+      "run",
+      "Execute a plan's attention (fwd+bwd), or with --train a SmallDit training, on the MPI "
+      "ranks: mpirun -np N tessera ...");
   c->add_option("--plan", a->plan_path, "plan JSON (with tokens per placement)");
   c->add_option("--workload", a->workload, "mixture vNN or batch JSON (when no --plan)")
       ->capture_default_str();
@@ -299,6 +512,17 @@ void AddZelligeRun(CLI::App* z, Action* action) {
   c->add_option("--json", a->json_path, "write per-rank step times and peak bytes here");
   c->add_option("--heads", a->heads, "attention heads")->capture_default_str();
   c->add_option("--head-dim", a->head_dim, "head dimension")->capture_default_str();
+  c->add_flag("--train", a->train,
+              "train models::SmallDit (flow matching, AdamW) through the engine instead of "
+              "attention only; head dim = hidden / heads");
+  c->add_option("--hidden", a->hidden, "--train: model width")->capture_default_str();
+  c->add_option("--layers", a->layers, "--train: transformer blocks")->capture_default_str();
+  c->add_option("--ffn", a->ffn, "--train: FFN hidden size")->capture_default_str();
+  c->add_option("--channels", a->channels, "--train: latent channels per token")
+      ->capture_default_str();
+  c->add_option("--lr", a->lr, "--train: AdamW learning rate")->capture_default_str();
+  c->add_option("--max-loss-ratio", a->max_loss_ratio,
+                "--train: exit 1 unless mean(last 5 losses) <= R * mean(first 5)");
   c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
       ->capture_default_str();
   c->callback([action, a] { *action = [a] { return RunZelligeRun(*a); }; });
