@@ -18,7 +18,7 @@
 // + parameters, gradients and AdamW state). --check: every rank also runs the single-process
 // reference training (whole batch, LocalAttentionBackend, same seeds) and the max relative
 // loss difference over the steps must be <= 1e-5 (exit 1 otherwise). --max-loss-ratio R:
-// exit 1 unless mean(last min(5, K) losses) <= R * mean(first min(5, K) losses).
+// exit 1 unless mean(last W losses) <= R * mean(first W losses), W = min(5, K / 2) (>= 1).
 //
 // Cluster: without --cluster it is "this machine": 1 node of N ranks with CPU-like numbers
 // (modeled guesses, not measured), used only by the planner's cost model. The planner's
@@ -198,9 +198,13 @@ models::AdamWOptions TrainOptions(const RunArgs& a) {
   return o;
 }
 
-// Mean of the first (last) min(5, K) losses.
+// Number of steps averaged at each end of the loss curve: min(5, K / 2), at least 1, so the
+// first and last windows do not overlap when K >= 2.
+int LossWindow(int steps) { return std::max(1, std::min(5, steps / 2)); }
+
+// Mean of the first (last) LossWindow(K) losses.
 double MeanLosses(const std::vector<double>& l, bool last) {
-  const size_t k = std::min<size_t>(5, l.size());
+  const size_t k = static_cast<size_t>(LossWindow(static_cast<int>(l.size())));
   double sum = 0;
   for (size_t i = 0; i < k; ++i) sum += last ? l[l.size() - 1 - i] : l[i];
   return sum / static_cast<double>(k);
@@ -304,7 +308,7 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
         "(measured: DistributedTrainStep wall time on this machine; memory: engine "
         "tracker peak + SmallDit::ActivationBytes + backward scratch + params/grads/AdamW)\n");
     std::printf("loss %.6f -> %.6f (mean of first / last %d steps, ratio %.3f)\n", first, last,
-                std::min(5, a.steps), ratio);
+                LossWindow(a.steps), ratio);
     if (a.check) {
       std::printf("check vs single process: max rel loss diff %.3e (tolerance %.0e): %s\n",
                   worst_rel, kCheckTolerance, worst_rel <= kCheckTolerance ? "PASS" : "FAIL");
@@ -522,7 +526,8 @@ void AddZelligeRun(CLI::App* z, Action* action) {
       ->capture_default_str();
   c->add_option("--lr", a->lr, "--train: AdamW learning rate")->capture_default_str();
   c->add_option("--max-loss-ratio", a->max_loss_ratio,
-                "--train: exit 1 unless mean(last 5 losses) <= R * mean(first 5)");
+                "--train: exit 1 unless mean(last W losses) <= R * mean(first W), "
+                "W = min(5, steps / 2)");
   c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
       ->capture_default_str();
   c->callback([action, a] { *action = [a] { return RunZelligeRun(*a); }; });
