@@ -165,10 +165,10 @@ Status RunBenchPlanner(const BenchArgs& a) {
   Stats all_ms, all_excess;
   for (size_t mi = 0; mi < mixes.size(); ++mi) {
     auto& st = summary[static_cast<int>(mi)];
-    sum.AddRow({a.mixes[mi], core::Fixed(st["excess_pct"].mean(), 3),
+    sum.AddRow({a.mixes[mi], st["excess_pct"].n ? core::Fixed(st["excess_pct"].mean(), 3) : "-",
                 st["excess_pct"].n ? core::Fixed(st["excess_pct"].max, 3) : "-",
                 core::Fixed(st["zellige_ms"].mean(), 1), core::Fixed(st["zellige_ms"].max, 1),
-                core::Fixed(st["joint_ms"].mean(), 0),
+                st["joint_ms"].n ? core::Fixed(st["joint_ms"].mean(), 0) : "-",
                 st["joint_gap_pct"].n ? core::Fixed(st["joint_gap_pct"].max, 3) : "-",
                 core::Fixed(st["vs_knapformer"].mean(), 3) + "x",
                 core::Fixed(st["vs_usp"].mean(), 3) + "x", core::Fixed(st["comm_vs_usp"].mean(), 3),
