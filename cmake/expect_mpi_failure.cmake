@@ -1,8 +1,12 @@
-# Runs an MPI job that must fail cleanly:
-#   cmake -DMPIEXEC=mpiexec "-DFLAGS=..." -DNP=2 -DPROGRAM=tessera "-DARGS=zellige run ..."
-#         "-DEXPECT_REGEX=..." -DEXPECT_COUNT=2 -DLIMIT_S=60 -P expect_run_failure.cmake
-# Passes when the job ends within LIMIT_S seconds with a non-zero exit code and
-# EXPECT_REGEX occurs at least EXPECT_COUNT times in its output (one line per rank).
+# Runs an MPI job that is expected to fail and checks that it failed the right way:
+#   cmake -DMPIEXEC=mpiexec "-DFLAGS=--oversubscribe ..." -DNP=3 -DPROGRAM=prog "-DARGS=--x y"
+#         "-DEXPECT_REGEX=..." [-DEXPECT_COUNT=1] -DLIMIT_S=40 -P expect_mpi_failure.cmake
+# Passes when the job ends within LIMIT_S seconds with a non-zero exit code and its output
+# matches EXPECT_REGEX at least EXPECT_COUNT times (default 1); fails on success, on a hang
+# (timeout) or on unexpected output. Shared by the comm and runtime MPI failure tests.
+if(NOT DEFINED EXPECT_COUNT)
+  set(EXPECT_COUNT 1)
+endif()
 separate_arguments(flags UNIX_COMMAND "${FLAGS}")
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND ${MPIEXEC} ${flags} -np ${NP} ${PROGRAM} ${args}
