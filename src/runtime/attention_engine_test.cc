@@ -21,13 +21,7 @@ using zellige::Plan;
 constexpr int kHeadDim = 64;
 constexpr double kTol = 1e-5;
 
-Placement P(int seq, int q, int h, int k, std::vector<int> ranks) {
-  Placement p;
-  p.seq = seq;
-  p.config = ParallelConfig{q, h, k};
-  p.ranks = std::move(ranks);
-  return p;
-}
+const auto P = &MakePlacement;
 
 Plan MakePlan(int n, std::vector<Placement> ps) {
   Plan p;

@@ -140,4 +140,12 @@ zellige::Batch MakeBatch(const std::vector<int64_t>& tokens) {
   return b;
 }
 
+zellige::Placement MakePlacement(int seq, int q, int h, int k, std::vector<int> ranks) {
+  zellige::Placement p;
+  p.seq = seq;
+  p.config = zellige::ParallelConfig{q, h, k};
+  p.ranks = std::move(ranks);
+  return p;
+}
+
 }  // namespace tessera::runtime

@@ -66,6 +66,9 @@ struct RandomCase {
 RandomCase RandomPlan(core::Rng& rng, int num_ranks, int heads, int max_seqs, int64_t min_tokens,
                       int64_t max_tokens);
 
+// A placement of sequence `seq` under (q, h, k) on `ranks` (tests and benchmarks).
+zellige::Placement MakePlacement(int seq, int q, int h, int k, std::vector<int> ranks);
+
 // A batch of sequences with the given token counts (ids 0..n-1).
 zellige::Batch MakeBatch(const std::vector<int64_t>& tokens);
 
