@@ -12,6 +12,11 @@ namespace {
 constexpr double kLinearBwdFactor = 2.0;     // backward of a GEMM layer: dX and dW
 constexpr double kAttentionBwdFactor = 2.5;  // flash-attention backward / forward
 constexpr double kWorkspaceBytes = 1024.0 * 1024.0 * 1024.0;
+
+const Profile& Deref(const std::shared_ptr<const Profile>& p) {
+  CHECK(p != nullptr) << "CostModel: null profile";
+  return *p;
+}
 }  // namespace
 
 CostModel::CostModel(hw::Cluster cluster, DitModel model, CostModelOptions options)
@@ -19,6 +24,31 @@ CostModel::CostModel(hw::Cluster cluster, DitModel model, CostModelOptions optio
       model_(std::move(model)),
       options_(options),
       flops_per_s_(cluster_.device.peak_flops * cluster_.device.compute_efficiency) {}
+
+CostModel::CostModel(std::shared_ptr<const Profile> profile, CostModelOptions options)
+    : cluster_(ProfileCluster(Deref(profile))),
+      model_(ProfileDitModel(*profile)),
+      options_(options),
+      flops_per_s_(cluster_.device.peak_flops * cluster_.device.compute_efficiency),
+      profile_(std::move(profile)) {
+  options_.ideal = false;  // measured prices have no ideal setting
+}
+
+const ConfigPrices& CostModel::Prices(const ParallelConfig& config) const {
+  const ConfigPrices* p = profile_->Find(config);
+  CHECK(p != nullptr) << "config " << config.ToString()
+                      << " is not in the profile; check CostModel::Supports first";
+  return *p;
+}
+
+core::Status CostModel::Supports(const ParallelConfig& config) const {
+  if (!profile_ || profile_->Find(config) != nullptr) return core::Status::Ok();
+  return core::InvalidArgument("config " + config.ToString() + ": not measured by the profile (" +
+                               std::to_string(profile_->ranks) + " ranks, configs up to degree " +
+                               std::to_string(profile_->ranks) + ")");
+}
+
+double CostModel::StepOverheadS() const { return profile_ ? profile_->step_overhead_s : 0.0; }
 
 double CostModel::LinearFlopsPerLayer(double local_tokens) const {
   const double d = model_.hidden, f = model_.ffn, t = model_.text_tokens;
@@ -37,6 +67,7 @@ double CostModel::StepTime(double intra_bytes, double inter_bytes, bool crosses_
 }
 
 double CostModel::MemoryBytes(int64_t tokens, const ParallelConfig& c) const {
+  if (profile_) return EvalLine(Prices(c).mem_fit, static_cast<double>(tokens));
   if (options_.ideal) return 0;
   const double d = model_.hidden, f = model_.ffn, b = model_.bytes_per_elem;
   const double L = static_cast<double>(tokens);
@@ -53,6 +84,7 @@ double CostModel::MemoryBytes(int64_t tokens, const ParallelConfig& c) const {
 }
 
 double CostModel::BaseMemoryBytes() const {
+  if (profile_) return profile_->base_bytes;
   if (options_.ideal) return 0;
   const double p = model_.params();
   return p * model_.bytes_per_elem + p * 14.0 / cluster_.num_ranks() + kWorkspaceBytes;
@@ -67,9 +99,44 @@ double CostModel::WholeTime(int64_t tokens) const {
   return Cost(tokens, ParallelConfig{}, {0}).time_s();
 }
 
+double CostModel::CommBytes(double L, const ParallelConfig& c) const {
+  const int lambda = c.degree();
+  if (options_.ideal || lambda == 1) return 0;
+  const double d = model_.hidden, b = model_.bytes_per_elem;
+  double fwd_bytes = 0, bwd_bytes = 0;  // per layer; bwd = recompute + backward
+  if (c.h > 1) {
+    const double per_peer = (L / lambda) * 4 * d * b / c.h;
+    fwd_bytes += (c.h - 1) * per_peer;
+    bwd_bytes += 2 * (c.h - 1) * per_peer;  // dO in, dQ/dK/dV out
+  }
+  if (c.q > 1) {
+    const double chunk = (L / (c.q * c.k)) * (2 * d / c.h) * b;
+    fwd_bytes += (c.q - 1) * chunk;
+    bwd_bytes += 2 * (c.q - 1) * chunk;  // recompute all-gather + reduce-scatter of dK/dV
+  }
+  if (c.k > 1) {
+    const double block = (L / c.k) * (2 * d / c.h) * b;
+    fwd_bytes += (c.k - 1) * block;
+    bwd_bytes += (c.k - 1) * block + (c.k - 1) * 2 * block;  // recompute + (K/V + dK/dV)
+  }
+  return model_.layers * (fwd_bytes + bwd_bytes);
+}
+
 SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
                         const std::vector<int>& ranks) const {
   CHECK_EQ(static_cast<int>(ranks.size()), c.degree());
+  if (profile_) {
+    const ConfigPrices& prices = Prices(c);
+    const double L = static_cast<double>(tokens);
+    SeqCost out;
+    out.fwd_s = EvalQuadratic(prices.fwd_fit, L);
+    out.bwd_s = EvalQuadratic(prices.bwd_fit, L);
+    out.compute_s = out.time_s();  // measured prices include communication
+    out.comm_s = 0;
+    out.comm_bytes = CommBytes(L, c);
+    out.mem_bytes = EvalLine(prices.mem_fit, L);
+    return out;
+  }
   const double L = static_cast<double>(tokens);
   const int lambda = c.degree();
   const double local = L / lambda;
@@ -87,7 +154,6 @@ SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
   SeqCost out;
   out.mem_bytes = MemoryBytes(tokens, c);
   double fwd_comm_s = 0, bwd_comm_s = 0;                    // exposed, per layer
-  double fwd_bytes = 0, bwd_bytes = 0;                      // per layer
   double ring_fwd_s = attn_fwd_s, ring_bwd_s = attn_bwd_s;  // attention incl. ring overlap
 
   if (!options_.ideal && lambda > 1) {
@@ -112,8 +178,6 @@ SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
           }
       fwd_comm_s += worst;
       bwd_comm_s += 2 * worst;  // recompute + backward (dO in, dQ/dK/dV out)
-      fwd_bytes += (c.h - 1) * per_peer;
-      bwd_bytes += 2 * (c.h - 1) * per_peer;
       (void)crosses;
     }
     auto ring_crosses = [&](auto next_of, int n, int count_groups, auto member_of) {
@@ -130,8 +194,6 @@ SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
       double t = (c.q - 1) * StepTime(x ? 0 : chunk, x ? chunk : 0, x);
       fwd_comm_s += t;
       bwd_comm_s += 2 * t;  // recompute all-gather + reduce-scatter of dK/dV
-      fwd_bytes += (c.q - 1) * chunk;
-      bwd_bytes += 2 * (c.q - 1) * chunk;
     }
     if (c.k > 1) {
       double block = (L / c.k) * (2 * d / c.h) * b;
@@ -141,8 +203,6 @@ SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
       double step_comm_bwd = StepTime(x ? 0 : 2 * block, x ? 2 * block : 0, x);
       ring_fwd_s = attn_fwd_s / c.k + (c.k - 1) * std::max(attn_fwd_s / c.k, step_comm);
       ring_bwd_s = attn_bwd_s / c.k + (c.k - 1) * std::max(attn_bwd_s / c.k, step_comm_bwd);
-      fwd_bytes += (c.k - 1) * block;
-      bwd_bytes += (c.k - 1) * block + (c.k - 1) * 2 * block;  // recompute + (K/V + dK/dV)
     }
   }
   // Forward: linear + attention (+ ring overlap) + exposed collectives.
@@ -153,7 +213,7 @@ SeqCost CostModel::Cost(int64_t tokens, const ParallelConfig& c,
   out.bwd_s = layers * bwd_layer;
   out.compute_s = layers * (2 * lin_fwd_s + lin_bwd_s + 2 * attn_fwd_s + attn_bwd_s);
   out.comm_s = out.time_s() - out.compute_s;
-  out.comm_bytes = layers * (fwd_bytes + bwd_bytes);
+  out.comm_bytes = CommBytes(L, c);
   return out;
 }
 

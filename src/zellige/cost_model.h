@@ -1,7 +1,9 @@
-// CostModel: modeled time, communication and memory of one sequence's training step
-// (forward + backward with activation checkpointing) under a parallel config on a rank
-// set of a cluster. Every formula is documented in docs/zellige.md ("Cost model").
+// CostModel: time, communication and memory of one sequence's training step (forward +
+// backward) under a parallel config on a rank set of a cluster, in one of two modes:
 //
+// Analytic (constructed from a Cluster and a DitModel): modeled from FLOPs and an
+// alpha-beta network, with activation checkpointing. Every formula is documented in
+// docs/zellige.md ("Cost model").
 // Per participating rank r of a sequence of L tokens under theta = (q,h,k), lambda = qhk,
 // with L_r = L / lambda local tokens, d = hidden, F = ffn, T = text tokens, b = bytes/elem:
 //   linear FLOPs/layer (fwd)  = L_r * (12 d^2 + 4 d F + 4 T d) + 4 T d^2 (text K/V, replicated)
@@ -13,15 +15,32 @@
 //     ring (k>1): k-1 steps of (L/k) * (2d/h) * b bytes, overlapped with attention
 //   memory = activations (checkpointed layer inputs + one live layer) + resident K/V
 //            + communication buffers (see MemoryBytes).
+//
+// Profile-priced (constructed from a Profile, profile.h; docs/zellige.md "Profile-priced
+// cost model"): the cluster is ProfileCluster(profile), the model ProfileDitModel(profile),
+// and per participating rank
+//   fwd_s = EvalQuadratic(fwd_fit, L), bwd_s = EvalQuadratic(bwd_fit, L),
+//   mem_bytes = EvalLine(mem_fit, L)  (above BaseMemoryBytes() = profile base_bytes),
+//   compute_s = fwd_s + bwd_s, comm_s = 0 (the measured prices include communication),
+//   comm_bytes = the analytic formulas above (bytes only, for reporting),
+//   BaseMemoryBytes() = base_bytes, MemoryCapacityBytes() = usable_bytes_per_rank - base_bytes,
+//   StepOverheadS() = step_overhead_s (paid once per step by every rank; the simulator adds
+//   it to the makespan).
+// Options.ideal is ignored (treated as false) in profile mode. Only configs the profile
+// measured may be priced: callers check Supports() first (Cost() CHECK-fails otherwise);
+// a valid profile holds every config of every power-of-two degree up to its ranks.
 // Times are seconds, sizes bytes. Immutable after construction; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "core/status.h"
 #include "hw/cluster.h"
 #include "zellige/dit_model.h"
 #include "zellige/parallel_config.h"
+#include "zellige/profile.h"
 
 namespace tessera::zellige {
 
@@ -43,38 +62,56 @@ struct SeqCost {
 
 class CostModel {
  public:
+  // Analytic mode.
   CostModel(hw::Cluster cluster, DitModel model, CostModelOptions options = {});
+  // Profile-priced mode; `profile` must be non-null (shared, read-only).
+  explicit CostModel(std::shared_ptr<const Profile> profile, CostModelOptions options = {});
 
   // Cost of `tokens` under `config` on `ranks` (|ranks| == config.degree(), distinct
   // ranks of the cluster; the caller validates). Symmetric: every member gets this.
   SeqCost Cost(int64_t tokens, const ParallelConfig& config, const std::vector<int>& ranks) const;
   // Time of the whole sequence on one rank.
   double WholeTime(int64_t tokens) const;
-  // Per-rank memory of one sequence's share (activations, K/V, buffers).
+  // Per-rank memory of one sequence's share (activations, K/V, buffers; profile: mem_fit).
   double MemoryBytes(int64_t tokens, const ParallelConfig& config) const;
   // Memory every rank holds regardless of placement: bf16 weights (replicated), gradients
-  // and AdamW state sharded over all ranks (ZeRO), 1 GiB workspace.
+  // and AdamW state sharded over all ranks (ZeRO), 1 GiB workspace (profile: base_bytes).
   double BaseMemoryBytes() const;
   // usable_memory_bytes - BaseMemoryBytes(); +infinity in the ideal setting.
   double MemoryCapacityBytes() const;
+  // Time every rank spends once per step outside the sequences (0 analytic; profile:
+  // step_overhead_s: loss and gradient all-reduce, optimizer).
+  double StepOverheadS() const;
+  // Ok when `config` can be priced: always in analytic mode; in profile mode when the
+  // profile measured it, else InvalidArgument naming the config and the profile's ranks.
+  core::Status Supports(const ParallelConfig& config) const;
 
-  // Forward FLOPs per layer of `tokens` on one rank (whole), split into linear and attention.
+  // Forward FLOPs per layer of `tokens` on one rank (whole), split into linear and attention
+  // (analytic quantities in both modes).
   double LinearFlopsPerLayer(double local_tokens) const;
   double AttentionFlopsPerLayer(double tokens, int degree) const;
 
   const hw::Cluster& cluster() const { return cluster_; }
   const DitModel& model() const { return model_; }
   const CostModelOptions& options() const { return options_; }
+  // The profile pricing this model, or nullptr in analytic mode.
+  const Profile* profile() const { return profile_.get(); }
 
  private:
   // Time of a collective step moving `intra_bytes` over the intra-node link and
   // `inter_bytes` over the inter-node link in parallel, plus the slowest latency.
   double StepTime(double intra_bytes, double inter_bytes, bool crosses_nodes) const;
+  // Attention communication bytes sent by each participating rank, all layers, forward +
+  // recompute + backward (0 for a whole sequence or in the ideal setting).
+  double CommBytes(double tokens, const ParallelConfig& config) const;
+  // The prices of `config` (profile mode); CHECK-fails when the profile lacks it.
+  const ConfigPrices& Prices(const ParallelConfig& config) const;
 
   hw::Cluster cluster_;
   DitModel model_;
   CostModelOptions options_;
   double flops_per_s_;
+  std::shared_ptr<const Profile> profile_;  // null in analytic mode
 };
 
 }  // namespace tessera::zellige

@@ -13,6 +13,10 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
                                  ", must equal the cluster's " + std::to_string(n) + " ranks");
   }
   RETURN_IF_ERROR(ValidatePlan(plan, batch, cost.model().heads));
+  for (size_t p = 0; p < plan.placements.size(); ++p) {
+    core::Status st = cost.Supports(plan.placements[p].config);
+    if (!st.ok()) return st.WithPrefix("placements[" + std::to_string(p) + "]");
+  }
 
   const size_t np = plan.placements.size();
   std::vector<SeqCost> costs(np);
@@ -83,6 +87,7 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
     sum += r.busy_s[i];
     mx = std::max(mx, r.busy_s[i]);
   }
+  r.makespan_s += cost.StepOverheadS();
   r.max_over_mean = sum > 0 ? mx / (sum / n) : 1.0;
   const double usable = cost.cluster().usable_memory_bytes();
   int worst = 0;

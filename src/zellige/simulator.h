@@ -5,6 +5,10 @@
 // each layer every rank runs its placements in issue order (descending split degree, then
 // placement order). A split sequence is a collective: it starts only when all of its
 // ranks have reached it, so a rank may wait. Whole sequences never wait.
+// The makespan is the latest rank's finish plus cost.StepOverheadS() (per-step work every
+// rank does once: loss, gradient all-reduce, optimizer; 0 for the analytic model); busy_s
+// and finish_s cover the sequences' layers only. A placement whose config the cost model
+// does not Supports() (a profile lacking it) is InvalidArgument before simulating.
 // Reports the makespan, per-rank busy time (excluding waits), max/mean busy time,
 // attention communication bytes summed over ranks, and per-rank peak memory (base +
 // the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a
@@ -26,7 +30,7 @@ namespace tessera::zellige {
 struct SimResult {
   bool feasible = true;
   std::string infeasible_reason;  // e.g. "OOM on rank 3: needs 81.2 GiB, 4.1 GiB over 77.1 GiB"
-  double makespan_s = 0;
+  double makespan_s = 0;          // max finish_s + cost.StepOverheadS()
   std::vector<double> busy_s;     // per rank
   std::vector<double> finish_s;   // per rank
   std::vector<double> mem_bytes;  // per rank peak (includes the base memory)

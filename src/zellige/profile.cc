@@ -1,0 +1,442 @@
+#include "zellige/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace tessera::zellige {
+
+using core::Json;
+using core::Status;
+using core::StatusOr;
+
+namespace {
+
+constexpr const char* kKind = "tessera-zellige-profile";
+constexpr int kVersion = 1;
+constexpr int kMaxRanks = 65536;
+// Used when a profile has no usable point-to-point fit (modeled guesses, shared memory).
+constexpr double kFallbackBwBytesPerS = 1e9;
+constexpr double kFallbackLatencyS = 1e-5;
+// Not used to price anything in profile mode (the measured fits are); positive so that the
+// cluster validates and analytic helpers stay finite.
+constexpr double kUnusedPeakFlops = 1e11;
+constexpr double kUnusedMemBwBytesPerS = 1e10;
+
+std::string Show(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string Index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+StatusOr<const Json*> GetArray(const Json& obj, const std::string& path, const std::string& key) {
+  ASSIGN_OR_RETURN(const Json* v, core::Member(obj, path, key));
+  if (!v->is_array()) {
+    return core::InvalidArgument(core::JoinPath(path, key) + ": got " +
+                                 std::string(v->type_name()) + ", must be an array");
+  }
+  return v;
+}
+
+// An int in [1, max].
+StatusOr<int> GetBoundedInt(const Json& obj, const std::string& path, const std::string& key,
+                            int64_t max) {
+  ASSIGN_OR_RETURN(int64_t v, core::GetPositiveInt(obj, path, key));
+  if (v > max) {
+    return core::InvalidArgument(core::JoinPath(path, key) + ": got " + std::to_string(v) +
+                                 ", must be <= " + std::to_string(max));
+  }
+  return static_cast<int>(v);
+}
+
+// An array of exactly N finite numbers (a fit's coefficients).
+template <size_t N>
+StatusOr<std::array<double, N>> GetFit(const Json& obj, const std::string& path,
+                                       const std::string& key) {
+  ASSIGN_OR_RETURN(const Json* a, GetArray(obj, path, key));
+  const std::string field = core::JoinPath(path, key);
+  if (a->size() != N) {
+    return core::InvalidArgument(field + ": got " + std::to_string(a->size()) +
+                                 " coefficients, must be " + std::to_string(N));
+  }
+  std::array<double, N> f{};
+  for (size_t i = 0; i < N; ++i) {
+    const Json& v = (*a)[i];
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      return core::InvalidArgument(Index(field, i) + ": got " + v.dump() +
+                                   ", must be a finite number");
+    }
+    f[i] = v.get<double>();
+  }
+  return f;
+}
+
+StatusOr<ProfileModel> ModelFromJson(const Json& j) {
+  const std::string path = "model";
+  ProfileModel m;
+  ASSIGN_OR_RETURN(m.in_channels, core::GetPositiveInt(j, path, "in_channels"));
+  ASSIGN_OR_RETURN(m.hidden, core::GetPositiveInt(j, path, "hidden"));
+  ASSIGN_OR_RETURN(m.heads, core::GetPositiveInt(j, path, "heads"));
+  ASSIGN_OR_RETURN(m.head_dim, core::GetPositiveInt(j, path, "head_dim"));
+  ASSIGN_OR_RETURN(m.layers, core::GetPositiveInt(j, path, "layers"));
+  ASSIGN_OR_RETURN(m.ffn, core::GetPositiveInt(j, path, "ffn"));
+  if (m.hidden != m.heads * m.head_dim) {
+    return core::InvalidArgument("model.hidden: got " + std::to_string(m.hidden) +
+                                 ", must equal heads * head_dim (" +
+                                 std::to_string(m.heads * m.head_dim) + ")");
+  }
+  if (m.hidden > (int64_t{1} << 20) || m.heads > 4096 || m.layers > 4096 ||
+      m.ffn > (int64_t{1} << 24)) {
+    return core::InvalidArgument("model: got hidden " + std::to_string(m.hidden) + ", heads " +
+                                 std::to_string(m.heads) + ", layers " + std::to_string(m.layers) +
+                                 ", ffn " + std::to_string(m.ffn) +
+                                 ", must be at most 2^20, 4096, 4096, 2^24");
+  }
+  return m;
+}
+
+StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, int heads,
+                                      int ranks) {
+  ConfigPrices c;
+  ASSIGN_OR_RETURN(c.config.q, GetBoundedInt(j, path, "q", kMaxRanks));
+  ASSIGN_OR_RETURN(c.config.h, GetBoundedInt(j, path, "h", kMaxRanks));
+  ASSIGN_OR_RETURN(c.config.k, GetBoundedInt(j, path, "k", kMaxRanks));
+  const int64_t degree = int64_t{c.config.q} * c.config.h * c.config.k;
+  if (degree > ranks) {
+    return core::InvalidArgument(path + ": config " + c.config.ToString() + " has degree " +
+                                 std::to_string(degree) + ", must be <= ranks (" +
+                                 std::to_string(ranks) + ")");
+  }
+  Status legal = ValidateConfig(c.config, heads, c.config.degree());
+  if (!legal.ok()) return legal.WithPrefix(path);
+  ASSIGN_OR_RETURN(const Json* points, GetArray(j, path, "points"));
+  if (points->empty()) {
+    return core::InvalidArgument(path + ".points: got an empty array, must hold >= 1 point");
+  }
+  for (size_t i = 0; i < points->size(); ++i) {
+    const std::string pp = Index(path + ".points", i);
+    PricePoint p;
+    ASSIGN_OR_RETURN(p.tokens, core::GetPositiveInt((*points)[i], pp, "tokens"));
+    ASSIGN_OR_RETURN(p.count, core::GetPositiveInt((*points)[i], pp, "count"));
+    ASSIGN_OR_RETURN(p.fwd_s, core::GetNonNegativeDouble((*points)[i], pp, "fwd_s"));
+    ASSIGN_OR_RETURN(p.bwd_s, core::GetNonNegativeDouble((*points)[i], pp, "bwd_s"));
+    ASSIGN_OR_RETURN(p.mem_bytes, core::GetNonNegativeDouble((*points)[i], pp, "mem_bytes"));
+    if (!c.points.empty() && p.tokens <= c.points.back().tokens) {
+      return core::InvalidArgument(pp + ".tokens: got " + std::to_string(p.tokens) +
+                                   ", must be > the previous point's " +
+                                   std::to_string(c.points.back().tokens) + " (ascending)");
+    }
+    c.points.push_back(p);
+  }
+  ASSIGN_OR_RETURN(c.fwd_fit, GetFit<3>(j, path, "fwd_fit"));
+  ASSIGN_OR_RETURN(c.bwd_fit, GetFit<3>(j, path, "bwd_fit"));
+  ASSIGN_OR_RETURN(c.mem_fit, GetFit<2>(j, path, "mem_fit"));
+  return c;
+}
+
+StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
+  CommFit f;
+  ASSIGN_OR_RETURN(f.primitive, core::GetString(j, path, "primitive"));
+  if (f.primitive != "all_to_all" && f.primitive != "all_gather" && f.primitive != "p2p") {
+    return core::InvalidArgument(path + ".primitive: got '" + f.primitive +
+                                 "', must be all_to_all, all_gather or p2p");
+  }
+  ASSIGN_OR_RETURN(f.ranks, GetBoundedInt(j, path, "ranks", kMaxRanks));
+  if (f.ranks < 2) {
+    return core::InvalidArgument(path + ".ranks: got " + std::to_string(f.ranks) +
+                                 ", must be >= 2");
+  }
+  ASSIGN_OR_RETURN(f.alpha_s, core::GetNonNegativeDouble(j, path, "alpha_s"));
+  ASSIGN_OR_RETURN(f.beta_s_per_byte, core::GetNonNegativeDouble(j, path, "beta_s_per_byte"));
+  ASSIGN_OR_RETURN(const Json* points, GetArray(j, path, "points"));
+  for (size_t i = 0; i < points->size(); ++i) {
+    const std::string pp = Index(path + ".points", i);
+    CommPoint p;
+    ASSIGN_OR_RETURN(p.bytes, core::GetNonNegativeDouble((*points)[i], pp, "bytes"));
+    ASSIGN_OR_RETURN(p.time_s, core::GetNonNegativeDouble((*points)[i], pp, "time_s"));
+    f.points.push_back(p);
+  }
+  return f;
+}
+
+StatusOr<Profile> ParseProfile(const Json& j) {
+  Profile p;
+  ASSIGN_OR_RETURN(std::string kind, core::GetString(j, "", "kind"));
+  if (kind != kKind) {
+    return core::InvalidArgument("kind: got '" + kind + "', must be '" + kKind + "'");
+  }
+  ASSIGN_OR_RETURN(const Json* version, core::Member(j, "", "version"));
+  if (!version->is_number_integer() || version->get<int64_t>() != kVersion) {
+    return core::InvalidArgument("version: got " + version->dump() + ", must be " +
+                                 std::to_string(kVersion));
+  }
+  ASSIGN_OR_RETURN(p.provenance, core::GetString(j, "", "provenance"));
+  if (p.provenance.empty()) return core::InvalidArgument("provenance: must be non-empty");
+  ASSIGN_OR_RETURN(p.machine, core::GetString(j, "", "machine"));
+  ASSIGN_OR_RETURN(p.date, core::GetString(j, "", "date"));
+  ASSIGN_OR_RETURN(p.ranks, GetBoundedInt(j, "", "ranks", kMaxRanks));
+  ASSIGN_OR_RETURN(p.repeats, GetBoundedInt(j, "", "repeats", 1000000));
+  ASSIGN_OR_RETURN(const Json* model, core::Member(j, "", "model"));
+  ASSIGN_OR_RETURN(p.model, ModelFromJson(*model));
+  ASSIGN_OR_RETURN(p.step_overhead_s, core::GetNonNegativeDouble(j, "", "step_overhead_s"));
+  ASSIGN_OR_RETURN(p.base_bytes, core::GetNonNegativeDouble(j, "", "base_bytes"));
+  ASSIGN_OR_RETURN(p.usable_bytes_per_rank,
+                   core::GetPositiveDouble(j, "", "usable_bytes_per_rank"));
+  if (p.usable_bytes_per_rank <= p.base_bytes) {
+    return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
+                                 ", must be > base_bytes (" + Show(p.base_bytes) + ")");
+  }
+  const int heads = static_cast<int>(p.model.heads);
+  ASSIGN_OR_RETURN(const Json* configs, GetArray(j, "", "configs"));
+  for (size_t i = 0; i < configs->size(); ++i) {
+    const std::string path = Index("configs", i);
+    ASSIGN_OR_RETURN(ConfigPrices c, ConfigFromJson((*configs)[i], path, heads, p.ranks));
+    if (p.Find(c.config) != nullptr) {
+      return core::InvalidArgument(path + ": config " + c.config.ToString() +
+                                   " appears twice, must appear once");
+    }
+    p.configs.push_back(std::move(c));
+  }
+  for (int degree = 1; degree <= p.ranks; degree *= 2) {
+    for (const ParallelConfig& c : ConfigsOfDegree(degree, heads)) {
+      if (p.Find(c) == nullptr) {
+        return core::InvalidArgument(
+            "configs: missing " + c.ToString() + " (degree " + std::to_string(degree) +
+            ", needed for " + std::to_string(p.ranks) + " ranks with " + std::to_string(heads) +
+            " heads); re-run `tessera zellige profile --ranks " + std::to_string(p.ranks) + "`");
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(const Json* comm, GetArray(j, "", "comm"));
+  for (size_t i = 0; i < comm->size(); ++i) {
+    ASSIGN_OR_RETURN(CommFit f, CommFromJson((*comm)[i], Index("comm", i)));
+    p.comm.push_back(std::move(f));
+  }
+  return p;
+}
+
+}  // namespace
+
+const ConfigPrices* Profile::Find(const ParallelConfig& config) const {
+  for (const ConfigPrices& c : configs)
+    if (c.config == config) return &c;
+  return nullptr;
+}
+
+StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
+                                                     const std::vector<double>& y) {
+  if (x.size() != y.size()) {
+    return core::InvalidArgument("fit: got " + std::to_string(x.size()) + " lengths and " +
+                                 std::to_string(y.size()) + " values, must be equal");
+  }
+  std::vector<double> xs, ys;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (y[i] > 0 && std::isfinite(y[i]) && std::isfinite(x[i])) {
+      xs.push_back(x[i]);
+      ys.push_back(y[i]);
+    }
+  }
+  const std::set<double> distinct(xs.begin(), xs.end());
+  if (distinct.size() < 3) {
+    return core::InvalidArgument("fit: got " + std::to_string(distinct.size()) +
+                                 " distinct lengths with a positive value, must be >= 3");
+  }
+  // Fit in t = x / scale so that the normal equations stay well conditioned, then map back:
+  // a + b' t + c' t^2 = a + (b'/s) x + (c'/s^2) x^2.
+  double scale = 0;
+  for (double v : xs) scale = std::max(scale, std::abs(v));
+  if (scale == 0) scale = 1;
+  // Residual (fit - y) / y: weighted least squares with weight 1/y^2 on squared residuals.
+  double m[3][4] = {};
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double t = xs[i] / scale, w = 1.0 / (ys[i] * ys[i]);
+    const double row[3] = {1.0, t, t * t};
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) m[r][c] += w * row[r] * row[c];
+      m[r][3] += w * row[r] * ys[i];
+    }
+  }
+  // Gaussian elimination with partial pivoting.
+  double norm = 0;
+  for (auto& row : m)
+    for (int c = 0; c < 3; ++c) norm = std::max(norm, std::abs(row[c]));
+  for (int col = 0; col < 3; ++col) {
+    int piv = col;
+    for (int r = col + 1; r < 3; ++r)
+      if (std::abs(m[r][col]) > std::abs(m[piv][col])) piv = r;
+    if (!(std::abs(m[piv][col]) > 1e-13 * norm)) {
+      return core::InvalidArgument("fit: the normal equations are singular (lengths too close)");
+    }
+    std::swap(m[col], m[piv]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == col) continue;
+      const double f = m[r][col] / m[col][col];
+      for (int c = col; c < 4; ++c) m[r][c] -= f * m[col][c];
+    }
+  }
+  std::array<double, 3> out{m[0][3] / m[0][0], m[1][3] / m[1][1] / scale,
+                            m[2][3] / m[2][2] / (scale * scale)};
+  for (double v : out)
+    if (!std::isfinite(v)) return core::InvalidArgument("fit: coefficients are not finite");
+  return out;
+}
+
+StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,
+                                        const std::vector<double>& y) {
+  if (x.size() != y.size()) {
+    return core::InvalidArgument("fit: got " + std::to_string(x.size()) + " lengths and " +
+                                 std::to_string(y.size()) + " values, must be equal");
+  }
+  const std::set<double> distinct(x.begin(), x.end());
+  if (distinct.size() < 2) {
+    return core::InvalidArgument("fit: got " + std::to_string(distinct.size()) +
+                                 " distinct lengths, must be >= 2");
+  }
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 0)) return core::InvalidArgument("fit: lengths have no spread");
+  const double m1 = sxy / sxx;
+  std::array<double, 2> out{my - m1 * mx, m1};
+  for (double v : out)
+    if (!std::isfinite(v)) return core::InvalidArgument("fit: coefficients are not finite");
+  return out;
+}
+
+double EvalQuadratic(const std::array<double, 3>& f, double tokens) {
+  return std::max(0.0, f[0] + tokens * (f[1] + tokens * f[2]));
+}
+
+double EvalLine(const std::array<double, 2>& f, double tokens) {
+  return std::max(0.0, f[0] + f[1] * tokens);
+}
+
+Json ToJson(const Profile& p) {
+  Json configs = Json::array();
+  for (const ConfigPrices& c : p.configs) {
+    Json points = Json::array();
+    for (const PricePoint& q : c.points) {
+      points.push_back({{"tokens", q.tokens},
+                        {"count", q.count},
+                        {"fwd_s", q.fwd_s},
+                        {"bwd_s", q.bwd_s},
+                        {"mem_bytes", q.mem_bytes}});
+    }
+    configs.push_back({{"q", c.config.q},
+                       {"h", c.config.h},
+                       {"k", c.config.k},
+                       {"points", points},
+                       {"fwd_fit", c.fwd_fit},
+                       {"bwd_fit", c.bwd_fit},
+                       {"mem_fit", c.mem_fit}});
+  }
+  Json comm = Json::array();
+  for (const CommFit& f : p.comm) {
+    Json points = Json::array();
+    for (const CommPoint& q : f.points)
+      points.push_back({{"bytes", q.bytes}, {"time_s", q.time_s}});
+    comm.push_back({{"primitive", f.primitive},
+                    {"ranks", f.ranks},
+                    {"alpha_s", f.alpha_s},
+                    {"beta_s_per_byte", f.beta_s_per_byte},
+                    {"points", points}});
+  }
+  return {{"kind", kKind},
+          {"version", kVersion},
+          {"provenance", p.provenance},
+          {"machine", p.machine},
+          {"date", p.date},
+          {"ranks", p.ranks},
+          {"repeats", p.repeats},
+          {"model",
+           {{"in_channels", p.model.in_channels},
+            {"hidden", p.model.hidden},
+            {"heads", p.model.heads},
+            {"head_dim", p.model.head_dim},
+            {"layers", p.model.layers},
+            {"ffn", p.model.ffn}}},
+          {"step_overhead_s", p.step_overhead_s},
+          {"base_bytes", p.base_bytes},
+          {"usable_bytes_per_rank", p.usable_bytes_per_rank},
+          {"configs", configs},
+          {"comm", comm}};
+}
+
+StatusOr<Profile> ProfileFromJson(const Json& j, const std::string& source) {
+  auto p = ParseProfile(j);
+  if (!p.ok()) return p.status().WithPrefix(source);
+  return p;
+}
+
+StatusOr<Profile> LoadProfile(const std::string& path) {
+  ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(path));
+  return ProfileFromJson(j, path);
+}
+
+Status CheckProfileModel(const Profile& p, const ProfileModel& want, const std::string& source) {
+  const std::pair<const char*, std::pair<int64_t, int64_t>> fields[] = {
+      {"in_channels", {p.model.in_channels, want.in_channels}},
+      {"hidden", {p.model.hidden, want.hidden}},
+      {"heads", {p.model.heads, want.heads}},
+      {"head_dim", {p.model.head_dim, want.head_dim}},
+      {"layers", {p.model.layers, want.layers}},
+      {"ffn", {p.model.ffn, want.ffn}}};
+  for (const auto& [name, v] : fields) {
+    if (v.first != v.second) {
+      return core::InvalidArgument(source + ": model." + name + ": measured for " +
+                                   std::to_string(v.first) + ", asked for " +
+                                   std::to_string(v.second));
+    }
+  }
+  return Status::Ok();
+}
+
+hw::Cluster ProfileCluster(const Profile& p) {
+  hw::Cluster c;
+  c.name = "profile:" + p.machine;
+  c.provenance = p.provenance;
+  c.device.name = p.machine;
+  c.device.peak_flops = kUnusedPeakFlops;
+  c.device.mem_bw_bytes_per_s = kUnusedMemBwBytesPerS;
+  c.device.memory_bytes = p.usable_bytes_per_rank;
+  c.device.memory_usable_fraction = 1.0;
+  c.device.compute_efficiency = 1.0;
+  c.nodes = 1;
+  c.ranks_per_node = p.ranks;
+  hw::Link link{"p2p (fallback, modeled)", kFallbackBwBytesPerS, kFallbackLatencyS};
+  // The point-to-point fit with the fewest participants (2 when measured).
+  const CommFit* best = nullptr;
+  for (const CommFit& f : p.comm) {
+    if (f.primitive != "p2p" || !(f.beta_s_per_byte > 0)) continue;
+    if (best == nullptr || f.ranks < best->ranks) best = &f;
+  }
+  if (best != nullptr) link = {"p2p (measured)", 1.0 / best->beta_s_per_byte, best->alpha_s};
+  c.intra = link;
+  c.inter = link;
+  return c;
+}
+
+DitModel ProfileDitModel(const Profile& p) {
+  return DitModel{"small-dit",
+                  static_cast<int>(p.model.hidden),
+                  static_cast<int>(p.model.heads),
+                  static_cast<int>(p.model.layers),
+                  static_cast<int>(p.model.ffn),
+                  /*text_tokens=*/0,
+                  /*bytes_per_elem=*/4};
+}
+
+}  // namespace tessera::zellige

@@ -1,0 +1,134 @@
+// Profile: measured prices of one machine for one SmallDit shape, written by
+// `tessera zellige profile` and read wherever a cluster preset is accepted (--profile FILE).
+//
+// What is measured (per participating rank, through the engine's real kernels and real MPI,
+// median of repeats): for every parallel config theta of every degree 1 <= lambda <= ranks
+// (power of two, h dividing the heads) and every length bucket L, the forward and backward
+// time of one training step of a batch holding n copies of an L-token sequence placed with
+// theta on ranks 0..lambda-1 (n > 1 only for whole sequences, which coalesce: n = max(1,
+// whole_tokens / L)), divided by n; and the peak allocated bytes above the resident base,
+// divided by n. Per config the prices are fitted as
+//   fwd_s(L) = a + b L + c L^2,  bwd_s(L) likewise   (least squares on relative error)
+//   mem_bytes(L) = m0 + m1 L                          (least squares)
+// so any length between the smallest and 2x the largest bucket is priced (outside that range
+// the fit is still used; the profile records its range). Fixed per-step work (loss and
+// gradient all-reduce, AdamW) is step_overhead_s, paid once per step by every rank; the bytes
+// every rank holds before a step (parameters, gradients, AdamW state, backward scratch) are
+// base_bytes. Communication primitives (all-to-all, all-gather, point-to-point) are fitted as
+// alpha + beta * bytes per message.
+//
+// JSON ("kind": "tessera-zellige-profile", "version": 1): provenance ("measured on HOST,
+// DATE"), machine, date, ranks, repeats, model {in_channels, hidden, heads, head_dim, layers,
+// ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, configs [{q, h, k, points
+// [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit [a,b,c], bwd_fit [a,b,c], mem_fit
+// [m0,m1]}], comm [{primitive, ranks, alpha_s, beta_s_per_byte, points [{bytes, time_s}]}].
+// Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
+// got -1, must be >= 0"). Plain values; thread-safe to read.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "hw/cluster.h"
+#include "zellige/dit_model.h"
+#include "zellige/parallel_config.h"
+
+namespace tessera::zellige {
+
+// The SmallDit shape a profile was measured for (models::SmallDitConfig's sizes).
+struct ProfileModel {
+  int64_t in_channels = 16;
+  int64_t hidden = 256;
+  int64_t heads = 4;
+  int64_t head_dim = 64;  // hidden / heads
+  int64_t layers = 4;
+  int64_t ffn = 1024;
+  bool operator==(const ProfileModel&) const = default;
+};
+
+struct PricePoint {
+  int64_t tokens = 0;    // sequence length L
+  int64_t count = 1;     // copies measured together (whole sequences coalesce)
+  double fwd_s = 0;      // per sequence, per participating rank (slowest participant)
+  double bwd_s = 0;      // recompute-free backward (the engine keeps forward state)
+  double mem_bytes = 0;  // peak allocated above base_bytes, per sequence, per rank (max)
+  bool operator==(const PricePoint&) const = default;
+};
+
+struct ConfigPrices {
+  ParallelConfig config;
+  std::vector<PricePoint> points;   // ascending tokens
+  std::array<double, 3> fwd_fit{};  // a, b, c of a + b L + c L^2 (seconds)
+  std::array<double, 3> bwd_fit{};
+  std::array<double, 2> mem_fit{};  // m0, m1 of m0 + m1 L (bytes)
+  bool operator==(const ConfigPrices&) const = default;
+};
+
+struct CommPoint {
+  double bytes = 0;   // per rank sent
+  double time_s = 0;  // median
+  bool operator==(const CommPoint&) const = default;
+};
+
+struct CommFit {
+  std::string primitive;  // "all_to_all", "all_gather" or "p2p"
+  int ranks = 2;          // participants
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+  std::vector<CommPoint> points;
+  bool operator==(const CommFit&) const = default;
+};
+
+struct Profile {
+  std::string provenance;  // "measured on HOST, DATE"
+  std::string machine;     // host name and CPU model
+  std::string date;        // ISO 8601
+  int ranks = 0;           // MPI ranks it was measured with (configs up to this degree)
+  int repeats = 0;         // timed steps per point (median taken)
+  ProfileModel model;
+  double step_overhead_s = 0;         // per step and rank: loss/gradient all-reduce + AdamW
+  double base_bytes = 0;              // resident per rank before a step
+  double usable_bytes_per_rank = 0;   // memory a rank may allocate (machine RAM / ranks)
+  std::vector<ConfigPrices> configs;  // every config the planners may use at `ranks`
+  std::vector<CommFit> comm;
+
+  // The prices of `config`, or nullptr when it was not measured.
+  const ConfigPrices* Find(const ParallelConfig& config) const;
+  bool operator==(const Profile&) const = default;
+};
+
+// Least squares fits used by the profiler (exposed for tests).
+// a + b L + c L^2 minimising sum ((fit - y) / y)^2 over points with y > 0; needs >= 3
+// distinct L. Coefficients may be negative individually; the caller checks the fit.
+core::StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
+                                                           const std::vector<double>& y);
+// m0 + m1 x by ordinary least squares; needs >= 2 distinct x.
+core::StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,
+                                              const std::vector<double>& y);
+
+// Evaluates a fit at L (max(0, ...) so a fit never prices a sequence negative).
+double EvalQuadratic(const std::array<double, 3>& f, double tokens);
+double EvalLine(const std::array<double, 2>& f, double tokens);
+
+core::Json ToJson(const Profile& p);
+// Parses and validates every field; `source` prefixes messages (the file name).
+core::StatusOr<Profile> ProfileFromJson(const core::Json& j, const std::string& source);
+core::StatusOr<Profile> LoadProfile(const std::string& path);
+
+// InvalidArgument naming the first differing field and both values, e.g.
+// "profile.json: model.head_dim: measured for 64, asked for 128", or Ok.
+core::Status CheckProfileModel(const Profile& p, const ProfileModel& want,
+                               const std::string& source);
+
+// The cluster the profile describes: one node of `ranks` ranks ("measured on ..."), link =
+// the point-to-point fit, memory = usable_bytes_per_rank. Used with a profile-priced
+// CostModel (cost_model.h).
+hw::Cluster ProfileCluster(const Profile& p);
+// The cost model's view of the SmallDit shape: hidden, heads, layers, ffn, no text, fp32.
+DitModel ProfileDitModel(const Profile& p);
+
+}  // namespace tessera::zellige

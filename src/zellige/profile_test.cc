@@ -1,0 +1,289 @@
+#include "zellige/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "zellige/cost_model.h"
+#include "zellige/simulator.h"
+#include "zellige/test_fixtures.h"
+
+namespace tessera::zellige {
+namespace {
+
+using testing::MakeBatch;
+
+ConfigPrices Prices(ParallelConfig c, std::array<double, 3> fwd, std::array<double, 3> bwd,
+                    std::array<double, 2> mem) {
+  ConfigPrices p;
+  p.config = c;
+  for (int64_t L : {256, 1024, 4096}) {
+    const double l = static_cast<double>(L);
+    p.points.push_back({L, 1, fwd[0] + fwd[1] * l + fwd[2] * l * l,
+                        bwd[0] + bwd[1] * l + bwd[2] * l * l, mem[0] + mem[1] * l});
+  }
+  p.fwd_fit = fwd;
+  p.bwd_fit = bwd;
+  p.mem_fit = mem;
+  return p;
+}
+
+// 2 ranks, 4 heads: every config of degree 1 and 2. Numbers are made up (not measured).
+Profile TinyProfile() {
+  Profile p;
+  p.provenance = "hand-made test profile";
+  p.machine = "test-machine";
+  p.date = "2025-01-01";
+  p.ranks = 2;
+  p.repeats = 3;
+  p.model = ProfileModel{16, 256, 4, 64, 4, 1024};
+  p.step_overhead_s = 0.01;
+  p.base_bytes = 5e7;
+  p.usable_bytes_per_rank = 4e9;
+  p.configs = {
+      Prices({1, 1, 1}, {1e-3, 2e-6, 1e-10}, {2e-3, 4e-6, 2.5e-10}, {0, 20000}),
+      Prices({2, 1, 1}, {1.5e-3, 1.2e-6, 6e-11}, {3e-3, 2.4e-6, 1.5e-10}, {1e5, 12000}),
+      Prices({1, 2, 1}, {1.2e-3, 1.1e-6, 5.5e-11}, {2.5e-3, 2.2e-6, 1.4e-10}, {1e5, 11000}),
+      Prices({1, 1, 2}, {1.4e-3, 1.15e-6, 5.2e-11}, {2.8e-3, 2.3e-6, 1.3e-10}, {1e5, 11500})};
+  p.comm = {{"p2p", 2, 2e-5, 1e-9, {{1024, 2.1024e-5}, {1048576, 1.068576e-3}}}};
+  return p;
+}
+
+// Parses `j` and expects an error whose message contains `needle`.
+void ExpectError(const core::Json& j, const std::string& needle) {
+  auto p = ProfileFromJson(j, "p.json");
+  ASSERT_FALSE(p.ok()) << needle;
+  EXPECT_EQ(p.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find(needle), std::string::npos) << p.status().message();
+  EXPECT_EQ(p.status().message().rfind("p.json: ", 0), 0u) << p.status().message();
+}
+
+TEST(ProfileTest, JsonRoundTrip) {
+  const Profile p = TinyProfile();
+  auto back = ProfileFromJson(ToJson(p), "mem");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, p);
+  // Through text as well (doubles print so that they parse back exactly).
+  auto text = core::ParseJson(ToJson(p).dump(), "text");
+  ASSERT_TRUE(text.ok());
+  auto back2 = ProfileFromJson(*text, "text");
+  ASSERT_TRUE(back2.ok()) << back2.status().ToString();
+  EXPECT_EQ(*back2, p);
+  ASSERT_NE(p.Find({1, 2, 1}), nullptr);
+  EXPECT_EQ(p.Find({1, 2, 1})->config, (ParallelConfig{1, 2, 1}));
+  EXPECT_EQ(p.Find({1, 4, 1}), nullptr);
+}
+
+TEST(ProfileTest, TestdataProfileLoads) {
+  auto p = LoadProfile(std::string(TESSERA_ZELLIGE_TESTDATA) + "/profile_2rank.json");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->ranks, 2);
+  EXPECT_EQ(p->configs.size(), 4u);
+  EXPECT_EQ(p->model, TinyProfile().model);
+}
+
+TEST(ProfileTest, MalformedFieldsAreNamed) {
+  const core::Json good = ToJson(TinyProfile());
+  core::Json j = good;
+  j["configs"][0]["points"][1]["fwd_s"] = -1;
+  ExpectError(j, "configs[0].points[1].fwd_s: got -1, must be >= 0");
+  j = good;
+  j["kind"] = "tessera-cluster";
+  ExpectError(j, "kind: got 'tessera-cluster', must be 'tessera-zellige-profile'");
+  j = good;
+  j["version"] = 2;
+  ExpectError(j, "version: got 2, must be 1");
+  j = good;
+  j.erase("version");
+  ExpectError(j, "version: missing required field");
+  j = good;
+  j["configs"].erase(2);  // (1,2,1)
+  ExpectError(j, "configs: missing (1,2,1)");
+  ExpectError(j, "re-run `tessera zellige profile --ranks 2`");
+  j = good;
+  j["configs"][1]["h"] = 3;  // (2,3,1): 3 does not divide 4 heads
+  ExpectError(j, "configs[1]");
+  j = good;
+  j["configs"][1]["q"] = 4;  // degree 4 > 2 ranks
+  ExpectError(j, "configs[1]: config (4,1,1) has degree 4, must be <= ranks (2)");
+  j = good;
+  j["configs"][3] = j["configs"][2];
+  ExpectError(j, "configs[3]: config (1,2,1) appears twice");
+  j = good;
+  j["configs"][0]["fwd_fit"] = {1.0, 2.0};
+  ExpectError(j, "configs[0].fwd_fit: got 2 coefficients, must be 3");
+  j = good;
+  j["configs"][0]["mem_fit"][1] = "x";
+  ExpectError(j, "configs[0].mem_fit[1]: got \"x\", must be a finite number");
+  j = good;
+  j["configs"][0]["points"][2]["tokens"] = 256;
+  ExpectError(j, "configs[0].points[2].tokens: got 256, must be > the previous point's 1024");
+  j = good;
+  j["model"]["head_dim"] = 32;
+  ExpectError(j, "model.hidden: got 256, must equal heads * head_dim (128)");
+  j = good;
+  j["model"].erase("layers");
+  ExpectError(j, "model.layers: missing required field");
+  j = good;
+  j["step_overhead_s"] = -0.5;
+  ExpectError(j, "step_overhead_s: got -0.5, must be >= 0");
+  j = good;
+  j["usable_bytes_per_rank"] = 1e7;
+  ExpectError(j, "usable_bytes_per_rank: got 1e+07, must be > base_bytes (5e+07)");
+  j = good;
+  j["ranks"] = 0;
+  ExpectError(j, "ranks: got 0, must be >= 1");
+  j = good;
+  j["comm"][0]["primitive"] = "broadcast";
+  ExpectError(j, "comm[0].primitive: got 'broadcast'");
+  j = good;
+  j["comm"][0]["points"][0]["time_s"] = -1;
+  ExpectError(j, "comm[0].points[0].time_s: got -1, must be >= 0");
+  j = good;
+  j["configs"] = 5;
+  ExpectError(j, "configs: got number, must be an array");
+  ExpectError(core::Json::array(), "must be an object");
+}
+
+TEST(ProfileTest, CheckProfileModelNamesBothValues) {
+  const Profile p = TinyProfile();
+  EXPECT_TRUE(CheckProfileModel(p, p.model, "profile.json").ok());
+  ProfileModel want = p.model;
+  want.head_dim = 128;
+  want.hidden = 512;
+  core::Status st = CheckProfileModel(p, want, "profile.json");
+  EXPECT_EQ(st.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "profile.json: model.hidden: measured for 256, asked for 512");
+  want = p.model;
+  want.head_dim = 128;
+  EXPECT_EQ(CheckProfileModel(p, want, "profile.json").message(),
+            "profile.json: model.head_dim: measured for 64, asked for 128");
+}
+
+TEST(ProfileTest, FitsRecoverExactCoefficients) {
+  const std::array<double, 3> f{2e-3, 3e-6, 4e-11};
+  std::vector<double> x{256, 1024, 4096, 16384, 65536}, y;
+  for (double l : x) y.push_back(f[0] + f[1] * l + f[2] * l * l);
+  auto fit = FitQuadraticRelative(x, y);
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR((*fit)[i], f[i], 1e-7 * std::abs(f[i])) << i;
+  EXPECT_NEAR(EvalQuadratic(*fit, 2048), f[0] + f[1] * 2048 + f[2] * 2048 * 2048, 1e-12);
+
+  std::vector<double> ym;
+  for (double l : x) ym.push_back(1e5 + 12000 * l);
+  auto line = FitLine(x, ym);
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  EXPECT_NEAR((*line)[0], 1e5, 1e-3);
+  EXPECT_NEAR((*line)[1], 12000, 1e-6);
+
+  EXPECT_FALSE(FitQuadraticRelative({1, 2, 2, 1}, {1, 2, 2, 1}).ok());  // 2 distinct lengths
+  EXPECT_FALSE(FitQuadraticRelative({1, 2, 3}, {1, 0, 3}).ok());        // y <= 0 points are dropped
+  EXPECT_FALSE(FitQuadraticRelative({1, 2}, {1, 2, 3}).ok());
+  EXPECT_FALSE(FitLine({5, 5, 5}, {1, 2, 3}).ok());
+  EXPECT_DOUBLE_EQ(EvalLine({-10, 1}, 3), 0);  // clamped
+  EXPECT_DOUBLE_EQ(EvalQuadratic({-1, 0, 0}, 100), 0);
+}
+
+TEST(ProfileTest, ProfileClusterAndModel) {
+  const Profile p = TinyProfile();
+  hw::Cluster c = ProfileCluster(p);
+  EXPECT_TRUE(hw::Validate(c).ok());
+  EXPECT_EQ(c.name, "profile:test-machine");
+  EXPECT_EQ(c.provenance, p.provenance);
+  EXPECT_EQ(c.num_ranks(), 2);
+  EXPECT_EQ(c.nodes, 1);
+  EXPECT_DOUBLE_EQ(c.usable_memory_bytes(), 4e9);
+  EXPECT_DOUBLE_EQ(c.intra.bw_bytes_per_s, 1e9);
+  EXPECT_DOUBLE_EQ(c.intra.latency_s, 2e-5);
+  Profile no_comm = p;
+  no_comm.comm.clear();
+  EXPECT_TRUE(hw::Validate(ProfileCluster(no_comm)).ok());
+  DitModel m = ProfileDitModel(p);
+  EXPECT_TRUE(Validate(m).ok());
+  EXPECT_EQ(m.hidden, 256);
+  EXPECT_EQ(m.heads, 4);
+  EXPECT_EQ(m.layers, 4);
+  EXPECT_EQ(m.ffn, 1024);
+  EXPECT_EQ(m.text_tokens, 0);
+  EXPECT_EQ(m.bytes_per_elem, 4);
+}
+
+TEST(ProfileTest, CostModelReturnsFittedPrices) {
+  auto p = std::make_shared<const Profile>(TinyProfile());
+  CostModel cm(p);
+  ASSERT_EQ(cm.profile(), p.get());
+  EXPECT_DOUBLE_EQ(cm.StepOverheadS(), 0.01);
+  EXPECT_DOUBLE_EQ(cm.BaseMemoryBytes(), 5e7);
+  EXPECT_DOUBLE_EQ(cm.MemoryCapacityBytes(), 4e9 - 5e7);
+  const double L = 2000;
+  SeqCost w = cm.Cost(2000, {}, {1});
+  EXPECT_NEAR(w.fwd_s, 1e-3 + 2e-6 * L + 1e-10 * L * L, 1e-15);
+  EXPECT_NEAR(w.bwd_s, 2e-3 + 4e-6 * L + 2.5e-10 * L * L, 1e-15);
+  EXPECT_DOUBLE_EQ(w.mem_bytes, 20000 * L);
+  EXPECT_DOUBLE_EQ(w.comm_s, 0);
+  EXPECT_DOUBLE_EQ(w.comm_bytes, 0);
+  EXPECT_DOUBLE_EQ(cm.WholeTime(2000), w.time_s());
+  SeqCost u = cm.Cost(2000, {1, 2, 1}, {0, 1});
+  EXPECT_NEAR(u.fwd_s, 1.2e-3 + 1.1e-6 * L + 5.5e-11 * L * L, 1e-15);
+  EXPECT_NEAR(u.bwd_s, 2.5e-3 + 2.2e-6 * L + 1.4e-10 * L * L, 1e-15);
+  EXPECT_DOUBLE_EQ(u.compute_s, u.time_s());
+  EXPECT_DOUBLE_EQ(u.comm_s, 0);
+  EXPECT_DOUBLE_EQ(u.mem_bytes, 1e5 + 11000 * L);
+  EXPECT_DOUBLE_EQ(cm.MemoryBytes(2000, {1, 2, 1}), u.mem_bytes);
+  // Bytes as in the analytic model of the same shape: 3 passes x (h-1) x L/2 x 4 d b / h.
+  CostModel analytic(ProfileCluster(*p), ProfileDitModel(*p));
+  EXPECT_DOUBLE_EQ(u.comm_bytes, analytic.Cost(2000, {1, 2, 1}, {0, 1}).comm_bytes);
+  EXPECT_DOUBLE_EQ(u.comm_bytes, 4 * 3 * 1 * (L / 2) * 4 * 256 * 4 / 2);
+  EXPECT_TRUE(cm.Supports({1, 1, 2}).ok());
+  // The ideal option is ignored with a profile.
+  CostModel ideal(p, {.ideal = true});
+  EXPECT_FALSE(ideal.options().ideal);
+  EXPECT_DOUBLE_EQ(ideal.MemoryCapacityBytes(), 4e9 - 5e7);
+
+  EXPECT_EQ(analytic.profile(), nullptr);
+  EXPECT_DOUBLE_EQ(analytic.StepOverheadS(), 0);
+  EXPECT_TRUE(analytic.Supports({1, 2, 1}).ok());
+}
+
+TEST(ProfileTest, SupportsNamesConfigAndRanks) {
+  Profile lacking = TinyProfile();
+  lacking.configs.erase(lacking.configs.begin() + 1);  // (2,1,1)
+  CostModel cm(std::make_shared<const Profile>(lacking));
+  core::Status st = cm.Supports({2, 1, 1});
+  EXPECT_EQ(st.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("(2,1,1)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("2 ranks"), std::string::npos) << st.message();
+  // The simulator refuses such a plan before simulating.
+  Batch b = MakeBatch({1000});
+  Plan plan{"hand", 2, {{0, {2, 1, 1}, {0, 1}}}};
+  auto r = Simulate(plan, b, cm);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("placements[0]: config (2,1,1)"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(ProfileTest, SimulatedMakespanIsHandComputed) {
+  // A (1,2,1) over {0,1}; B whole on rank 0 (short), C whole on rank 1 (long). In every
+  // layer A starts when both ranks are free, so rank 0 waits for C each time; rank 1 never
+  // waits: makespan = A + C (fwd + bwd prices) + the step overhead.
+  CostModel cm(std::make_shared<const Profile>(TinyProfile()));
+  Batch b = MakeBatch({4000, 500, 3000});
+  Plan plan{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
+  auto r = Simulate(plan, b, cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
+  const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 4000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 4000);
+  const double B = quad(1e-3, 2e-6, 1e-10, 500) + quad(2e-3, 4e-6, 2.5e-10, 500);
+  const double C = quad(1e-3, 2e-6, 1e-10, 3000) + quad(2e-3, 4e-6, 2.5e-10, 3000);
+  EXPECT_NEAR(r->makespan_s, A + C + 0.01, 1e-12);
+  EXPECT_NEAR(r->busy_s[0], A + B, 1e-12);
+  EXPECT_NEAR(r->busy_s[1], A + C, 1e-12);
+  EXPECT_NEAR(r->finish_s[1], A + C, 1e-12);
+  EXPECT_GT(r->finish_s[0], r->busy_s[0] + 1e-6);  // rank 0 waited
+  const double mem0 = 5e7 + (1e5 + 11000 * 4000.0) + 20000 * 500.0;
+  EXPECT_NEAR(r->mem_bytes[0], mem0, 1e-3);
+  EXPECT_TRUE(r->feasible);
+}
+
+}  // namespace
+}  // namespace tessera::zellige
