@@ -154,4 +154,61 @@ TEST(CliTest, PlanWritesJsonTraceAndPlan) {
   EXPECT_NE(r.out.find("makespan"), std::string::npos);
 }
 
+// A hand-made 2-rank profile (src/zellige/testdata; numbers made up, not measured).
+std::string TestProfile() { return std::string(TESSERA_ZELLIGE_TESTDATA) + "/profile_2rank.json"; }
+
+TEST(CliTest, PlanAndSimulateWithProfile) {
+  std::string json = TempPath("out.json");
+  std::string plan = TempPath("plan.json");
+  std::string batch = TempPath("batch.json");
+  Result r = RunTessera("zellige plan --profile " + TestProfile() +
+                        " --workload v50 --load 2000 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile:test-machine (2 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile-priced cost model"), std::string::npos) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["cost_model"], "profile");
+  EXPECT_EQ((*j)["cluster"]["ranks_per_node"], 2);
+  for (const auto& e : (*j)["results"]) EXPECT_TRUE(e["feasible"].get<bool>()) << e.dump();
+
+  r = RunTessera("zellige plan --profile " + TestProfile() +
+                 " --workload v50 --load 2000 --planner zellige --save-plan " + plan +
+                 " --save-batch " + batch);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = RunTessera("zellige simulate --profile " + TestProfile() + " --batch " + batch + " --plan " +
+                 plan);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("per-step overhead of 0.010 s"), std::string::npos) << r.out;
+
+  r = RunTessera("zellige bench-planner --profile " + TestProfile() +
+                 " --load 2000 --mixes v50 --batches 1 --skip-joint");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("profile-priced cost model"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, BadProfileIsOneLine) {
+  auto good = tessera::core::ReadJsonFile(TestProfile());
+  ASSERT_TRUE(good.ok());
+  tessera::core::Json j = *good;
+  j["configs"][0]["points"][1]["fwd_s"] = -1;
+  std::string neg = Write("neg_profile.json", j.dump());
+  ExpectUserError("zellige plan --profile " + neg + " --workload v50 --load 2000",
+                  "configs[0].points[1].fwd_s: got -1, must be >= 0");
+  j = *good;
+  j["configs"].erase(3);
+  std::string missing = Write("missing_profile.json", j.dump());
+  ExpectUserError("zellige plan --profile " + missing + " --load 2000", "configs: missing (1,1,2)");
+  ExpectUserError("zellige simulate --profile " + missing + " --batch x --plan y",
+                  "configs: missing (1,1,2)");
+  ExpectUserError("zellige bench-planner --profile " + missing + " --load 2000",
+                  "configs: missing (1,1,2)");
+  ExpectUserError("zellige plan --profile " + TestProfile() + " --cluster a800x8",
+                  "--cluster: got 'a800x8', cannot be combined with --profile");
+  ExpectUserError("zellige plan --profile " + TestProfile() + " --model wan2.1-1.3b",
+                  "--model: got 'wan2.1-1.3b', cannot be combined with --profile");
+  ExpectUserError("zellige plan --profile /nonexistent_profile.json",
+                  "/nonexistent_profile.json: cannot open file");
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/cost_model_args.h"
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
@@ -22,8 +23,7 @@ using namespace tessera::zellige;  // NOLINT
 namespace {
 
 struct BenchArgs {
-  std::string cluster = "a800x16";
-  std::string model = "wan2.1-1.3b";
+  CostModelArgs cost;  // --cluster, --model or --profile
   std::vector<std::string> mixes = {"v35", "v40", "v45", "v50", "v55", "v60"};
   std::string load = "high";
   double video_seconds = 15;
@@ -47,8 +47,10 @@ struct Stats {
 };
 
 Status RunBenchPlanner(const BenchArgs& a) {
-  ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
-  ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
+  const CostModel& cost = *cost_model;
+  const hw::Cluster& cluster = cost.cluster();
+  const DitModel& model = cost.model();
   ASSIGN_OR_RETURN(int64_t load, ParseLoad(a.load));
   if (a.batches < 1 || a.batches > 10000) {
     return core::InvalidArgument("--batches: got " + std::to_string(a.batches) +
@@ -71,12 +73,12 @@ Status RunBenchPlanner(const BenchArgs& a) {
     if (a.skip_joint && std::string(e.name) == "joint") continue;
     entries.push_back(&e);
   }
-  CostModel cost(cluster, model);
   std::printf(
       "bench-planner on %s (%d ranks, %s), %s, %g s videos, %lld tokens/GPU; "
-      "joint limit %g s. All makespans modeled; solve times measured on this machine.\n",
+      "joint limit %g s. All makespans modeled (%s); solve times measured on this machine.\n",
       cluster.name.c_str(), cluster.num_ranks(), cluster.provenance.c_str(), model.name.c_str(),
-      a.video_seconds, static_cast<long long>(load), a.joint_time_limit_s);
+      a.video_seconds, static_cast<long long>(load), a.joint_time_limit_s,
+      DescribeCostModel(cost).c_str());
   core::Table per_batch({"mix", "seed", "zellige s", "joint s", "joint gap %", "excess %",
                          "zellige ms", "joint ms", "splits z/j", "vs knapformer", "vs usp"});
   Json batches_json = Json::array();
@@ -190,10 +192,11 @@ Status RunBenchPlanner(const BenchArgs& a) {
   }
   std::printf("\n(vs X = X's makespan / zellige's, mean over batches; OOM baselines included)\n");
   if (!a.json_path.empty()) {
-    RETURN_IF_ERROR(
-        core::WriteJsonFile(a.json_path, Json{{"cluster", hw::ToJson(cluster)},
-                                              {"batches", batches_json},
-                                              {"label", "makespans modeled; solve_ms measured"}}));
+    RETURN_IF_ERROR(core::WriteJsonFile(
+        a.json_path, Json{{"cluster", hw::ToJson(cluster)},
+                          {"cost_model", cost.profile() ? "profile" : "analytic"},
+                          {"batches", batches_json},
+                          {"label", "makespans modeled; solve_ms measured"}}));
   }
   return Status::Ok();
 }
@@ -204,8 +207,7 @@ void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* c = z->add_subcommand(
       "bench-planner", "Compare zellige with the joint MILP and the baselines over many batches");
-  c->add_option("--cluster", a->cluster, "preset or JSON file")->capture_default_str();
-  c->add_option("--model", a->model, "DiT preset or JSON file")->capture_default_str();
+  AddCostModelOptions(c, &a->cost);
   c->add_option("--mixes", a->mixes, "mixtures, comma separated")->delimiter(',');
   c->add_option("--load", a->load, "tokens per GPU: high, low or a number")->capture_default_str();
   c->add_option("--video-seconds", a->video_seconds, "video length")->capture_default_str();

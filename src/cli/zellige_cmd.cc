@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/cost_model_args.h"
 #include "core/json_util.h"
 #include "core/table.h"
 #include "core/trace.h"
@@ -41,8 +42,7 @@ Status RunTokens(const TokensArgs& a) {
 }
 
 struct PlanArgs {
-  std::string cluster = "a800x16";
-  std::string model = "wan2.1-1.3b";
+  CostModelArgs cost;  // --cluster, --model or --profile
   std::string workload = "v50";
   std::string load = "high";
   double video_seconds = 15;
@@ -70,11 +70,12 @@ StatusOr<Batch> LoadBatch(const PlanArgs& a, int num_ranks) {
 }
 
 Status RunPlan(const PlanArgs& a) {
-  ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
-  ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
+  const CostModel& cost = *cost_model;
+  const hw::Cluster& cluster = cost.cluster();
+  const DitModel& model = cost.model();
   ASSIGN_OR_RETURN(Batch batch, LoadBatch(a, cluster.num_ranks()));
   ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
-  CostModel cost(cluster, model);
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   std::vector<const PlannerEntry*> entries;
   if (a.planner == "all") {
@@ -132,8 +133,7 @@ Status RunPlan(const PlanArgs& a) {
     results.push_back(jr);
   }
   std::printf("%s", t.Render().c_str());
-  std::printf("(modeled: analytic cost model on a cluster profile %s; one training step)\n",
-              cluster.provenance.c_str());
+  std::printf("(modeled: %s; one training step)\n", DescribeCostModel(cost).c_str());
   for (const auto& r : runs)
     if (!r.sim.feasible)
       std::printf("%s: %s\n", r.planner.c_str(), r.sim.infeasible_reason.c_str());
@@ -143,6 +143,7 @@ Status RunPlan(const PlanArgs& a) {
                 {"cluster", hw::ToJson(cluster)},
                 {"model", ToJson(model)},
                 {"batch", ToJson(batch)},
+                {"cost_model", cost.profile() ? "profile" : "analytic"},
                 {"label", "modeled"}};
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
   }
@@ -160,19 +161,18 @@ Status RunPlan(const PlanArgs& a) {
 }
 
 struct SimulateArgs {
-  std::string cluster = "a800x16";
-  std::string model = "wan2.1-1.3b";
+  CostModelArgs cost;  // --cluster, --model or --profile
   std::string batch_path, plan_path, json_path, trace_path;
 };
 
 Status RunSimulate(const SimulateArgs& a) {
-  ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(a.cluster));
-  ASSIGN_OR_RETURN(DitModel model, LoadDitModel(a.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
+  const CostModel& cost = *cost_model;
+  const hw::Cluster& cluster = cost.cluster();
   ASSIGN_OR_RETURN(Json bj, core::ReadJsonFile(a.batch_path));
   ASSIGN_OR_RETURN(Batch batch, BatchFromJson(bj, a.batch_path));
   ASSIGN_OR_RETURN(Json pj, core::ReadJsonFile(a.plan_path));
   ASSIGN_OR_RETURN(Plan plan, PlanFromJson(pj, a.plan_path));
-  CostModel cost(cluster, model);
   core::TraceWriter trace;
   auto sim = Simulate(plan, batch, cost, a.trace_path.empty() ? nullptr : &trace);
   if (!sim.ok()) return sim.status().WithPrefix(a.plan_path);
@@ -184,19 +184,26 @@ Status RunSimulate(const SimulateArgs& a) {
   }
   std::printf("%s", t.Render().c_str());
   std::printf(
-      "makespan %.3f s, max/mean %.3f, attn comm %.2f GB, peak mem %.2f GiB, %s (modeled)\n",
+      "makespan %.3f s, max/mean %.3f, attn comm %.2f GB, peak mem %.2f GiB, %s (modeled: %s)\n",
       r.makespan_s, r.max_over_mean, r.attn_comm_bytes / 1e9, r.peak_mem_bytes / kGiB,
-      r.feasible ? "feasible" : r.infeasible_reason.c_str());
+      r.feasible ? "feasible" : r.infeasible_reason.c_str(), DescribeCostModel(cost).c_str());
+  if (cost.StepOverheadS() > 0) {
+    std::printf("(makespan includes the profile's per-step overhead of %.3f s)\n",
+                cost.StepOverheadS());
+  }
   if (!a.trace_path.empty()) RETURN_IF_ERROR(trace.Write(a.trace_path));
   if (!a.json_path.empty()) {
-    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, Json{{"makespan_s", r.makespan_s},
-                                                          {"feasible", r.feasible},
-                                                          {"busy_s", r.busy_s},
-                                                          {"finish_s", r.finish_s},
-                                                          {"mem_bytes", r.mem_bytes},
-                                                          {"max_over_mean", r.max_over_mean},
-                                                          {"attn_comm_bytes", r.attn_comm_bytes},
-                                                          {"label", "modeled"}}));
+    RETURN_IF_ERROR(core::WriteJsonFile(
+        a.json_path, Json{{"makespan_s", r.makespan_s},
+                          {"feasible", r.feasible},
+                          {"busy_s", r.busy_s},
+                          {"finish_s", r.finish_s},
+                          {"mem_bytes", r.mem_bytes},
+                          {"max_over_mean", r.max_over_mean},
+                          {"attn_comm_bytes", r.attn_comm_bytes},
+                          {"step_overhead_s", cost.StepOverheadS()},
+                          {"cost_model", cost.profile() ? "profile" : "analytic"},
+                          {"label", "modeled"}}));
   }
   return Status::Ok();
 }
@@ -233,13 +240,11 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   auto pa = std::make_shared<PlanArgs>();
   CLI::App* p = z->add_subcommand(
       "plan", "Plan one global batch with each planner and compare the modeled step");
-  p->add_option("--cluster", pa->cluster,
-                "preset (a800x8, a800x16, a6000x32, h100x64) or JSON file")
-      ->capture_default_str();
-  p->add_option("--model", pa->model, "DiT preset or JSON file")->capture_default_str();
+  AddCostModelOptions(p, &pa->cost);
   p->add_option("--workload", pa->workload, "mixture v35..v60 (video token share) or batch JSON")
       ->capture_default_str();
-  p->add_option("--load", pa->load, "tokens per GPU: high (350K), low (125K) or a number")
+  p->add_option("--load", pa->load,
+                "tokens per GPU: high (350K), low (125K) or a number (small with --profile)")
       ->capture_default_str();
   p->add_option("--video-seconds", pa->video_seconds, "video length: 5, 10 or 15")
       ->capture_default_str();
@@ -255,8 +260,7 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
 
   auto sa = std::make_shared<SimulateArgs>();
   CLI::App* s = z->add_subcommand("simulate", "Simulate a plan file on a batch file");
-  s->add_option("--cluster", sa->cluster, "preset or JSON file")->capture_default_str();
-  s->add_option("--model", sa->model, "DiT preset or JSON file")->capture_default_str();
+  AddCostModelOptions(s, &sa->cost);
   s->add_option("--batch", sa->batch_path, "batch JSON")->required();
   s->add_option("--plan", sa->plan_path, "plan JSON")->required();
   s->add_option("--json", sa->json_path, "write results JSON here");
