@@ -102,8 +102,9 @@ struct Profile {
 };
 
 // Least squares fits used by the profiler (exposed for tests).
-// a + b L + c L^2 minimising sum ((fit - y) / y)^2 over points with y > 0; needs >= 3
-// distinct L. Coefficients may be negative individually; the caller checks the fit.
+// a + b L + c L^2 minimising sum ((fit - y) / y)^2 over points with y > 0 (weighted normal
+// equations, solved in L / max L); InvalidArgument with < 3 distinct L or singular equations.
+// Coefficients may be negative individually; the caller checks the fit.
 core::StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
                                                            const std::vector<double>& y);
 // m0 + m1 x by ordinary least squares; needs >= 2 distinct x.
@@ -124,9 +125,12 @@ core::StatusOr<Profile> LoadProfile(const std::string& path);
 core::Status CheckProfileModel(const Profile& p, const ProfileModel& want,
                                const std::string& source);
 
-// The cluster the profile describes: one node of `ranks` ranks ("measured on ..."), link =
-// the point-to-point fit, memory = usable_bytes_per_rank. Used with a profile-priced
-// CostModel (cost_model.h).
+// The cluster the profile describes: "profile:<machine>", provenance = the profile's, one
+// node of `ranks` ranks, memory = usable_bytes_per_rank (usable fraction 1), link (intra and
+// inter) = the point-to-point fit with the fewest ranks (bw = 1 / beta, latency = alpha), or
+// 1 GB/s and 10 us when the profile has none. Device peak_flops / compute_efficiency are
+// positive placeholders, unused for pricing. Used with a profile-priced CostModel
+// (cost_model.h).
 hw::Cluster ProfileCluster(const Profile& p);
 // The cost model's view of the SmallDit shape: hidden, heads, layers, ffn, no text, fp32.
 DitModel ProfileDitModel(const Profile& p);
