@@ -11,6 +11,7 @@
 
 #include "solver/cbc_solver.h"
 #include "solver/milp_model.h"
+#include "zellige/split_search.h"
 
 namespace tessera::zellige {
 namespace {
@@ -31,9 +32,7 @@ struct Loads {
   std::vector<double> load, mem;
 };
 
-struct GreedyPick {
-  int group, option, block;
-};
+using GreedyPick = AnchorPick;
 
 // Greedy warm start for a target makespan: every sequence (heaviest group first) takes,
 // among the options and blocks that keep the block's maximum load <= target and fit memory,
@@ -190,15 +189,18 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     }
   }
   // Secondary objective of the lexicographic solve: splits + 0.5 x bytes / bytes_scale.
-  double bytes_scale = 0;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    double mx = 0;
-    for (const auto& o : options[g]) mx = std::max(mx, o.comm_bytes * o.degree);
-    bytes_scale += mx * groups[g].seqs.size();
-  }
+  SplitSearchSpace space;
+  space.num_ranks = n;
+  space.blocks = blocks;
+  space.options = options;
+  for (const auto& g : groups) space.group_sizes.push_back(static_cast<int>(g.seqs.size()));
+  space.mem_cap_bytes = cap;
+  space.fluid_time_s = fluid;
+  space.fluid_mem_per_s = rho;
+  space.bytes_scale = BytesScale(options, space.group_sizes);
+  space.bytes_weight = st.split_bytes_weight;
   auto secondary = [&](const GroupOption& o) {
-    if (o.degree == 1) return 0.0;
-    return 1.0 + (bytes_scale > 0 ? 0.5 * o.comm_bytes * o.degree / bytes_scale : 0.0);
+    return SplitCost(o, space.bytes_scale, space.bytes_weight);
   };
   struct Candidate {
     std::vector<GreedyPick> picks;
@@ -207,6 +209,32 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     double second = kInf;
   };
   Candidate best, refined;
+  // Completes a candidate from its picks: fluid water-filled under the memory caps, T and
+  // the secondary cost (T infinite when the fluid does not fit).
+  auto complete = [&](std::vector<GreedyPick> picks) {
+    Candidate c;
+    c.picks = std::move(picks);
+    std::vector<double> load(n, 0.0), mem(n, 0.0);
+    c.second = 0;
+    for (const auto& pk : c.picks) {
+      const GroupOption& o = options[pk.group][pk.option];
+      const RankBlock& b = blocks[pk.block];
+      for (int r = b.first; r < b.first + b.size; ++r) {
+        load[r] += o.time_s;
+        mem[r] += o.mem_bytes;
+      }
+      c.second += secondary(o);
+    }
+    std::vector<double> fcap(n, kInf);
+    for (int r = 0; r < n; ++r) {
+      if (mem[r] > cap) return c;
+      if (rho > 0) fcap[r] = std::max(0.0, (cap - mem[r]) / rho);
+    }
+    if (!WaterFill(load, fcap, fluid, &c.fluid)) return c;
+    c.t = 0;
+    for (int r = 0; r < n; ++r) c.t = std::max(c.t, load[r] + c.fluid[r]);
+    return c;
+  };
   if (st.warm_start) {
     // Targets around the least-work average: every sequence at its least-work option.
     double work = fluid;
@@ -245,22 +273,21 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     }
     if (!best.picks.empty()) {
       ub = best.t;
-      // Polish for the second objective: replace one placement at a time by an option (any
-      // degree, any block) with a smaller secondary cost while T stays <= (1 + tol) T_best.
+      // Polish for the second objective (split_search.h) while T <= (1 + tol) T_best.
       const double limit = best.t * split_slack;
       Candidate c = best;
+      if (st.minimize_splits) ImproveSplits(space, limit * (1 - 1e-9), &c.picks, 200'000);
       Loads l;
       l.load.assign(n, 0.0);
       l.mem.assign(n, 0.0);
-      auto apply = [&](const GreedyPick& pk, double sign) {
+      for (const auto& pk : c.picks) {
         const GroupOption& o = options[pk.group][pk.option];
         const RankBlock& b = blocks[pk.block];
         for (int r = b.first; r < b.first + b.size; ++r) {
-          l.load[r] += sign * o.time_s;
-          l.mem[r] += sign * o.mem_bytes;
+          l.load[r] += o.time_s;
+          l.mem[r] += o.mem_bytes;
         }
-      };
-      for (const auto& pk : c.picks) apply(pk, 1.0);
+      }
       auto evaluate = [&](std::vector<double>* f) {
         for (int r = 0; r < n; ++r)
           if (l.mem[r] > cap * (1 + 1e-12)) return kInf;
@@ -272,39 +299,6 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         for (int r = 0; r < n; ++r) t = std::max(t, l.load[r] + (*f)[r]);
         return t;
       };
-      for (int pass = 0; pass < 4; ++pass) {
-        bool improved = false;
-        for (auto& pk : c.picks) {
-          const double cur = secondary(options[pk.group][pk.option]);
-          if (cur == 0) continue;
-          apply(pk, -1.0);
-          GreedyPick best_alt = pk;
-          double best_sec = cur, best_t = kInf;
-          std::vector<double> f;
-          for (size_t j = 0; j < options[pk.group].size(); ++j) {
-            const double sec = secondary(options[pk.group][j]);
-            if (sec >= best_sec * (1 - 1e-12) && !(sec <= best_sec * (1 + 1e-12))) continue;
-            if (sec > best_sec * (1 + 1e-12)) continue;
-            for (size_t b = 0; b < blocks.size(); ++b) {
-              if (blocks[b].size != options[pk.group][j].degree) continue;
-              const GreedyPick alt{pk.group, static_cast<int>(j), static_cast<int>(b)};
-              apply(alt, 1.0);
-              const double t = evaluate(&f);
-              apply(alt, -1.0);
-              if (t > limit) continue;
-              if (sec < best_sec * (1 - 1e-12) || t < best_t) {
-                best_alt = alt;
-                best_sec = sec;
-                best_t = t;
-              }
-            }
-          }
-          if (best_sec < cur * (1 - 1e-12)) improved = true;
-          pk = best_alt;
-          apply(pk, 1.0);
-        }
-        if (!improved) break;
-      }
       c.t = evaluate(&c.fluid);
       c.second = 0;
       for (const auto& pk : c.picks) c.second += secondary(options[pk.group][pk.option]);
@@ -567,6 +561,45 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
       if (refined_values && (*refined_values)[t_var] <= res.makespan_s * split_slack &&
           m2.ObjectiveValue(*refined_values) < m2.ObjectiveValue(values)) {
         values = *refined_values;
+      }
+      // Combinatorial search (split_search.h) from the makespan solution, the polished
+      // greedy and low-split greedy placements; the cheapest feasible one warm-starts CBC.
+      const double limit = res.makespan_s * split_slack * (1 - 1e-9);
+      std::vector<std::vector<GreedyPick>> starts;
+      std::vector<GreedyPick> from_values;
+      for (size_t i = 0; i < vars.size(); ++i) {
+        const long count = std::lround(values[var_index[i]]);
+        for (long c = 0; c < count; ++c)
+          from_values.push_back({vars[i].group, vars[i].option, vars[i].block});
+      }
+      starts.push_back(std::move(from_values));
+      if (!refined.picks.empty()) starts.push_back(refined.picks);
+      const double fluid_per_rank = fluid / n;
+      for (double share : {1.0, 0.5, 0.0}) {
+        for (double reserve : {1.0, 0.5}) {
+          starts.push_back(LowSplitGreedy(space, limit - share * fluid_per_rank,
+                                          reserve * pb_in.fluid_mem_bytes / n));
+        }
+      }
+      Candidate searched;
+      for (auto& picks : starts) {
+        if (debug && !picks.empty()) {
+          const Candidate c = complete(picks);
+          std::fprintf(stderr, "ecf: split search start T %.4f (limit %.4f) cost %.4f\n", c.t,
+                       limit, c.second);
+        }
+        if (picks.empty() || !RepairLimit(space, limit, &picks)) continue;
+        ImproveSplits(space, limit, &picks, 300'000);
+        const double cost = TotalSplitCost(space, picks);
+        if (debug) std::fprintf(stderr, "ecf: split search start -> %.4f\n", cost);
+        if (cost >= searched.second) continue;
+        Candidate c = complete(picks);
+        if (std::isfinite(c.t)) searched = std::move(c);
+      }
+      if (!searched.picks.empty() && searched.t <= res.makespan_s * split_slack) {
+        const auto searched_values = to_values(searched);
+        if (searched_values && m2.ObjectiveValue(*searched_values) < m2.ObjectiveValue(values))
+          values = *searched_values;
       }
       const double warm_obj = m2.ObjectiveValue(values);
       opt2.warm_start = values;

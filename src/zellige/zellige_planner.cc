@@ -72,6 +72,9 @@ class ZelligePlanner : public Planner {
     ASSIGN_OR_RETURN(double gap, PositiveOption(pb.options, "zellige.gap", 1e-3));
     ASSIGN_OR_RETURN(double split_limit,
                      PositiveOption(pb.options, "zellige.split_time_limit_s", 0.05));
+    ASSIGN_OR_RETURN(double bytes_weight,
+                     PositiveOption(pb.options, "zellige.split_bytes_weight", 0.5));
+    ASSIGN_OR_RETURN(double split_tol, PositiveOption(pb.options, "zellige.split_tolerance", 1e-3));
     const CostModel& cost = pb.cost;
     std::vector<SeqGroup> groups = GroupSequences(pb.batch, cost);
     int k = CatalogCut(groups);
@@ -88,7 +91,8 @@ class ZelligePlanner : public Planner {
     std::optional<Plan> best;
     double best_load = 0;
     for (int attempt = 0; attempt < 4; ++attempt) {
-      ASSIGN_OR_RETURN(auto planned, PlanTwoStage(groups, k, pb, limit, gap, split_limit));
+      ASSIGN_OR_RETURN(auto planned, PlanTwoStage(groups, k, pb, limit, gap, split_limit,
+                                                  bytes_weight, split_tol));
       const double load = MaxRankLoad(planned.first, pb.batch, cost);
       if (!best || load < best_load) {
         best = std::move(planned.first);
@@ -102,10 +106,9 @@ class ZelligePlanner : public Planner {
 
  private:
   // Plans with groups[0, k) as anchors; returns the plan and stage 1's makespan.
-  static core::StatusOr<std::pair<Plan, double>> PlanTwoStage(const std::vector<SeqGroup>& groups,
-                                                              int k, const PlanningProblem& pb,
-                                                              double limit, double gap,
-                                                              double split_limit) {
+  static core::StatusOr<std::pair<Plan, double>> PlanTwoStage(
+      const std::vector<SeqGroup>& groups, int k, const PlanningProblem& pb, double limit,
+      double gap, double split_limit, double bytes_weight, double split_tol) {
     const CostModel& cost = pb.cost;
     std::vector<SeqGroup> anchors(groups.begin(), groups.begin() + k);
     std::vector<SeqGroup> fillers(groups.begin() + k, groups.end());
@@ -122,6 +125,8 @@ class ZelligePlanner : public Planner {
     st.time_limit_s = limit;
     st.relative_gap = gap;
     st.split_time_limit_s = split_limit;
+    st.split_bytes_weight = bytes_weight;
+    st.split_tolerance = split_tol;
     ASSIGN_OR_RETURN(ExactPlacement exact,
                      PlanGroupsExactly(anchors, cost, st, fluid_time, fluid_mem, false));
     Plan plan{"zellige", cost.cluster().num_ranks(), {}, exact.result.gap};
