@@ -16,8 +16,13 @@
 // Rank 0 prints every step's loss and step time (max over ranks); --json adds per-rank step
 // times and peak bytes (engine MemoryTracker peak + SmallDit activations + backward scratch
 // + parameters, gradients and AdamW state). --check: every rank also runs the single-process
-// reference training (whole batch, LocalAttentionBackend, same seeds) and the max relative
-// loss difference over the steps must be <= 1e-5 (exit 1 otherwise). --max-loss-ratio R:
+// reference training (whole batch, LocalAttentionBackend, same seeds; runtime/
+// dit_reference_training.h) and compares (a) the loss curve, per step |loss - ref| / |ref|,
+// (b) step 0's all-reduced gradient vector before the update, per parameter tensor, and (c)
+// step 0's model output and every layer's attention output on the rank's own token rows
+// against the matching reference rows; (b) and (c) are norm-wise per tensor, max |a - b| /
+// max(max |ref|, 1e-30). Every maximum over ranks and tensors must be <= 1e-5 (exit 1
+// otherwise); rank 0 prints them and --json holds them per rank. --max-loss-ratio R:
 // exit 1 unless mean(last W losses) <= R * mean(first W losses), W = min(5, K / 2) (>= 1).
 //
 // Cluster: without --cluster it is "this machine": 1 node of N ranks with CPU-like numbers
@@ -222,7 +227,9 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
   runtime::EngineAttentionBackend backend(&engine, a.layers);
   models::SmallDitActivations acts;
   std::vector<double> losses;
-  std::vector<float> times;  // per step, this rank
+  std::vector<float> times;                // per step, this rank
+  std::vector<float> first_grads;          // --check: step 0's all-reduced gradients
+  models::SmallDitActivations first_acts;  // --check: step 0's forward on this rank
   for (int step = 0; step < a.steps; ++step) {
     RETURN_IF_ERROR(world.Barrier());
     const double t0 = NowSeconds();
@@ -230,6 +237,10 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
                                                                 a.seed, step, &acts));
     times.push_back(static_cast<float>(NowSeconds() - t0));
     losses.push_back(loss);
+    if (a.check && step == 0) {  // outside the timed region
+      first_grads.assign(model.Gradients().begin(), model.Gradients().end());
+      first_acts = acts;
+    }
   }
   // Memory of this rank: engine peak, activations, backward scratch, params + grads + AdamW.
   const int64_t local_tokens = engine.local_tokens();
@@ -248,20 +259,36 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
   std::vector<float> all_times(static_cast<size_t>(a.steps) * n);
   RETURN_IF_ERROR(world.AllGather(times, all_times));
 
-  double worst_rel = 0;
+  // --check: per rank {loss rel, gradient abs, gradient rel, output abs, output rel}.
+  constexpr int kChk = 5;
+  std::vector<double> chk(kChk * n, 0.0);  // one-hot sums
+  std::vector<double> worst(kChk, 0.0);    // max over ranks (NaN -> inf)
   std::vector<double> ref;
+  std::string worst_tensor;
   if (a.check) {  // every rank (they run in parallel; no rank waits on a collective)
-    ASSIGN_OR_RETURN(ref,
-                     runtime::ReferenceLossCurve(cfg, TrainOptions(a), batch, a.seed, a.steps));
+    ASSIGN_OR_RETURN(runtime::ReferenceTraining rt,
+                     runtime::RunReferenceTraining(cfg, TrainOptions(a), batch, a.seed, a.steps));
+    ref = rt.losses;
+    double loss_rel = 0;
     for (int s = 0; s < a.steps; ++s) {
       const double rel = std::fabs(losses[s] - ref[s]) / std::max(std::fabs(ref[s]), 1e-30);
-      worst_rel = std::isnan(rel) ? INFINITY : std::max(worst_rel, rel);
+      loss_rel = std::isnan(rel) ? INFINITY : std::max(loss_rel, rel);
     }
-    std::vector<double> per(n, 0.0);  // identical on every rank; the max guards anyway
-    per[me] = worst_rel;
-    RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(per)));
-    for (double x : per) worst_rel = std::isnan(x) ? INFINITY : std::max(worst_rel, x);
+    ASSIGN_OR_RETURN(
+        runtime::FirstStepCheck fc,
+        runtime::CompareFirstStep(rt, model.ParameterTensors(), first_grads, first_acts, engine));
+    worst_tensor = fc.worst_gradient_tensor;
+    const double mine[kChk] = {loss_rel, fc.gradient.max_abs, fc.gradient.max_rel,
+                               fc.output.max_abs, fc.output.max_rel};
+    for (int i = 0; i < kChk; ++i) chk[kChk * me + i] = mine[i];
+    RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(chk)));
+    for (int r = 0; r < n; ++r)
+      for (int i = 0; i < kChk; ++i) {
+        const double x = chk[kChk * r + i];
+        worst[i] = std::isnan(x) ? INFINITY : std::max(worst[i], x);
+      }
   }
+  const double worst_rel = std::max({worst[0], worst[2], worst[4]});
   const double first = MeanLosses(losses, false), last = MeanLosses(losses, true);
   const double ratio = last / first;
   if (me == 0) {
@@ -310,8 +337,11 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
     std::printf("loss %.6f -> %.6f (mean of first / last %d steps, ratio %.3f)\n", first, last,
                 LossWindow(a.steps), ratio);
     if (a.check) {
-      std::printf("check vs single process: max rel loss diff %.3e (tolerance %.0e): %s\n",
-                  worst_rel, kCheckTolerance, worst_rel <= kCheckTolerance ? "PASS" : "FAIL");
+      std::printf(
+          "check vs single process: loss max rel %.3e, gradient max abs %.3e max rel %.3e, "
+          "output max abs %.3e max rel %.3e (step 0, all ranks; tolerance %.0e rel): %s\n",
+          worst[0], worst[1], worst[2], worst[3], worst[4], kCheckTolerance,
+          worst_rel <= kCheckTolerance ? "PASS" : "FAIL");
     }
     if (a.max_loss_ratio > 0) {
       std::printf("loss ratio %.3f (limit %g): %s\n", ratio, a.max_loss_ratio,
@@ -336,14 +366,40 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
                   {"max_step_time_s", max_times},
                   {"plan", j},
                   {"ranks", ranks}};
-      if (a.check) out["check"] = {{"reference_loss", ref}, {"max_rel_loss_diff", worst_rel}};
+      if (a.check) {
+        Json per_rank = Json::array();
+        for (int r = 0; r < n; ++r) {
+          const double* c = &chk[kChk * r];
+          per_rank.push_back({{"rank", r},
+                              {"loss_max_rel", c[0]},
+                              {"gradient_max_abs", c[1]},
+                              {"gradient_max_rel", c[2]},
+                              {"output_max_abs", c[3]},
+                              {"output_max_rel", c[4]}});
+        }
+        out["check"] = {
+            {"reference_loss", ref},
+            {"max_rel_loss_diff", worst[0]},
+            {"gradient_max_abs", worst[1]},
+            {"gradient_max_rel", worst[2]},
+            {"output_max_abs", worst[3]},
+            {"output_max_rel", worst[4]},
+            {"worst_gradient_tensor_rank0", worst_tensor},
+            {"tolerance_rel", kCheckTolerance},
+            {"relative_error",
+             "per tensor max|a-b| / max(max|ref|, 1e-30); gradient: step 0 all-reduced, per "
+             "parameter tensor; output: step 0 model output and each layer's attention output "
+             "on each rank's rows"},
+            {"ranks", per_rank}};
+      }
       RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
     }
     std::fflush(stdout);
   }
   if (a.check && !(worst_rel <= kCheckTolerance)) {
-    return core::InvalidArgument("check failed: max rel loss diff " + std::to_string(worst_rel) +
-                                 " > 1e-5");
+    return core::InvalidArgument("check failed: max rel loss diff " + std::to_string(worst[0]) +
+                                 ", gradient " + std::to_string(worst[2]) + ", output " +
+                                 std::to_string(worst[4]) + " (must all be <= 1e-5)");
   }
   if (a.max_loss_ratio > 0 && !(ratio <= a.max_loss_ratio)) {
     return core::InvalidArgument("--max-loss-ratio: loss ratio " + std::to_string(ratio) + " > " +

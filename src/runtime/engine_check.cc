@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/check.h"
 #include "kernels/attention.h"
 
 namespace tessera::runtime {
@@ -40,6 +41,35 @@ LocalData MakeLocalData(const AttentionEngine& engine, uint64_t seed) {
   return d;
 }
 
+void TensorError::Add(double got, double ref) {
+  const double diff = std::fabs(got - ref);
+  max_diff_ = std::isfinite(diff) ? std::max(max_diff_, diff) : INFINITY;
+  if (std::isfinite(ref)) max_ref_ = std::max(max_ref_, std::fabs(ref));
+}
+
+void TensorError::Add(std::span<const float> got, std::span<const float> ref) {
+  CHECK(got.size() == ref.size());
+  for (size_t i = 0; i < got.size(); ++i) Add(got[i], ref[i]);
+}
+
+ErrorStats TensorError::Stats() const {
+  return {max_diff_, max_diff_ / std::max(max_ref_, kTinyReference)};
+}
+
+ErrorStats CompareTensors(std::span<const float> got, std::span<const float> ref) {
+  TensorError e;
+  e.Add(got, ref);
+  return e.Stats();
+}
+
+ErrorStats WorstOf(const ErrorStats& a, const ErrorStats& b) {
+  auto worst = [](double x, double y) {
+    if (std::isnan(x) || std::isnan(y)) return static_cast<double>(INFINITY);
+    return std::max(x, y);
+  };
+  return {worst(a.max_abs, b.max_abs), worst(a.max_rel, b.max_rel)};
+}
+
 StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
                                           const zellige::Batch& batch, uint64_t seed,
                                           const std::vector<float>& o, const std::vector<float>& dq,
@@ -48,7 +78,7 @@ StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
   const int H = engine.heads(), D = engine.head_dim();
   const int64_t row = static_cast<int64_t>(H) * D;
   const std::vector<float>* got[4] = {&o, &dq, &dk, &dv};
-  double max_err[4] = {0, 0, 0, 0}, max_ref[4] = {0, 0, 0, 0};
+  TensorError err[4];
   for (const auto& lp : engine.local_placements()) {
     const int64_t L = batch.sequences[lp.seq].tokens;
     std::vector<float> q(L * row), k(L * row), v(L * row), d_o(L * row);
@@ -72,22 +102,13 @@ StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
     for (int t = 0; t < 4; ++t) {
       for (int64_t r = 0; r < lp.size(); ++r)
         for (int64_t e = 0; e < row; ++e) {
-          const double a = (*got[t])[(lp.offset + r) * row + e];
-          const double b = (*ref[t])[(lp.token_begin + r) * row + e];
-          max_err[t] = std::max(max_err[t], std::abs(a - b));
-          max_ref[t] = std::max(max_ref[t], std::abs(b));
-          if (!std::isfinite(a)) max_err[t] = INFINITY;
+          err[t].Add((*got[t])[(lp.offset + r) * row + e],
+                     (*ref[t])[(lp.token_begin + r) * row + e]);
         }
     }
   }
   ErrorStats s;
-  for (int t = 0; t < 4; ++t) {
-    s.max_abs = std::max(s.max_abs, max_err[t]);
-    if (max_ref[t] > 0)
-      s.max_rel = std::max(s.max_rel, max_err[t] / max_ref[t]);
-    else
-      s.max_rel = std::max(s.max_rel, max_err[t]);
-  }
+  for (int t = 0; t < 4; ++t) s = WorstOf(s, err[t].Stats());
   return s;
 }
 
