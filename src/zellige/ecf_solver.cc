@@ -581,6 +581,8 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
                                           reserve * pb_in.fluid_mem_bytes / n));
         }
       }
+      starts.push_back(
+          PilotSplitGreedy(space, limit, limit - 0.5 * fluid_per_rank, pb_in.fluid_mem_bytes / n));
       Candidate searched;
       for (auto& picks : starts) {
         if (debug && !picks.empty()) {

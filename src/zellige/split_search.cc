@@ -130,19 +130,37 @@ bool FitsLimit(const SplitSearchSpace& space, const std::vector<AnchorPick>& pic
   return st.Feasible();
 }
 
-std::vector<AnchorPick> LowSplitGreedy(const SplitSearchSpace& space, double target_s,
-                                       double reserve_bytes) {
+namespace {
+
+// LowSplitGreedy after `prefix` (the first sequences' picks, in greedy order); the sequence
+// right after the prefix takes option `forced` (when >= 0).
+std::vector<AnchorPick> GreedyFrom(const SplitSearchSpace& space, double target_s,
+                                   double reserve_bytes, const std::vector<AnchorPick>& prefix,
+                                   int forced) {
   const int n = space.num_ranks;
   const double cap = space.mem_cap_bytes;
   std::vector<double> load(n, 0.0), mem(n, 0.0);
   std::vector<AnchorPick> picks;
+  for (const AnchorPick& p : prefix) {
+    picks.push_back(p);
+    const GroupOption& o = space.options[p.group][p.option];
+    const RankBlock& blk = space.blocks[p.block];
+    for (int r = blk.first; r < blk.first + blk.size; ++r) {
+      load[r] += o.time_s;
+      mem[r] += o.mem_bytes;
+    }
+  }
+  size_t index = 0;
   for (size_t g = 0; g < space.options.size(); ++g) {
-    for (int copy = 0; copy < space.group_sizes[g]; ++copy) {
+    for (int copy = 0; copy < space.group_sizes[g]; ++copy, ++index) {
+      if (index < prefix.size()) continue;
+      const bool restricted = index == prefix.size() && forced >= 0;
       // Best within the target: least cost, then the fullest block. Fallback: least load
       // after it, then least cost.
       AnchorPick fit{-1, -1, -1}, fallback{-1, -1, -1};
       double fit_cost = kInf, fit_full = -kInf, fb_after = kInf, fb_cost = kInf;
       for (size_t j = 0; j < space.options[g].size(); ++j) {
+        if (restricted && static_cast<int>(j) != forced) continue;
         const GroupOption& o = space.options[g][j];
         const double cost = SplitCost(o, space.bytes_scale, space.bytes_weight);
         for (size_t b = 0; b < space.blocks.size(); ++b) {
@@ -183,6 +201,51 @@ std::vector<AnchorPick> LowSplitGreedy(const SplitSearchSpace& space, double tar
     }
   }
   return picks;
+}
+
+}  // namespace
+
+std::vector<AnchorPick> LowSplitGreedy(const SplitSearchSpace& space, double target_s,
+                                       double reserve_bytes) {
+  return GreedyFrom(space, target_s, reserve_bytes, {}, -1);
+}
+
+std::vector<AnchorPick> PilotSplitGreedy(const SplitSearchSpace& space, double limit_s,
+                                         double target_s, double reserve_bytes) {
+  const double per_excess_s = 1.0 / (1e-3 * std::max(limit_s, 1e-30));
+  auto score = [&](const std::vector<AnchorPick>& picks) {
+    LoadState st(space, limit_s);
+    for (const auto& p : picks) st.Apply(p, 1.0);
+    return TotalSplitCost(space, picks) + per_excess_s * st.Excess();
+  };
+  std::vector<AnchorPick> prefix, best_full;
+  double best_score = kInf;
+  int total = 0;
+  for (int c : space.group_sizes) total += c;
+  for (int i = 0; i < total; ++i) {
+    int g = 0;
+    for (int seen = space.group_sizes[0]; seen <= i; seen += space.group_sizes[++g]) {
+    }
+    std::vector<AnchorPick> step_best;
+    double step_score = kInf;
+    for (size_t j = 0; j < space.options[g].size(); ++j) {
+      std::vector<AnchorPick> full =
+          GreedyFrom(space, target_s, reserve_bytes, prefix, static_cast<int>(j));
+      if (full.empty()) continue;
+      const double sc = score(full);
+      if (sc < step_score - kEps) {
+        step_score = sc;
+        step_best = std::move(full);
+      }
+    }
+    if (step_best.empty()) return best_full;
+    if (step_score < best_score - kEps) {
+      best_score = step_score;
+      best_full = step_best;
+    }
+    prefix.push_back(step_best[i]);
+  }
+  return best_full;
 }
 
 bool RepairLimit(const SplitSearchSpace& space, double limit_s, std::vector<AnchorPick>* picks,

@@ -57,6 +57,12 @@ bool FitsLimit(const SplitSearchSpace& space, const std::vector<AnchorPick>& pic
 // block's memory.
 std::vector<AnchorPick> LowSplitGreedy(const SplitSearchSpace& space, double target_s,
                                        double reserve_bytes);
+// Pilot method over LowSplitGreedy: for each sequence in greedy order, every option is
+// tried with the greedy completing the rest; the option whose completion scores best
+// (TotalSplitCost + (excess over `limit_s`) / (1e-3 limit_s)) is fixed. Returns the best
+// completion seen (possibly infeasible; see RepairLimit), or empty as LowSplitGreedy.
+std::vector<AnchorPick> PilotSplitGreedy(const SplitSearchSpace& space, double limit_s,
+                                         double target_s, double reserve_bytes);
 // Moves sequences one at a time until `picks` is feasible under `limit_s`, each time the move
 // that removes the most excess (load over the limit, memory over the capacity, fluid without
 // room) per unit of added split cost; moves that add no cost first. At most `max_moves`.

@@ -52,7 +52,7 @@ int Splits(const SplitSearchSpace& s, const std::vector<AnchorPick>& picks) {
 
 TEST(SplitSearchTest, NeverRaisesTheLimitNorTheSplitsOnRandomBatches) {
   core::Rng rng(2024);
-  int improved = 0, checked = 0;
+  int improved = 0, checked = 0, repaired = 0;
   for (int trial = 0; checked < 300 && trial < 5000; ++trial) {
     hw::Cluster cl = *hw::ClusterPreset("a800x16");
     cl.nodes = 1 + static_cast<int>(rng.Below(2));
@@ -100,9 +100,21 @@ TEST(SplitSearchTest, NeverRaisesTheLimitNorTheSplitsOnRandomBatches) {
     // The greedy under the limit returns legal picks too (feasibility is not promised).
     const std::vector<AnchorPick> greedy = LowSplitGreedy(s, limit, 0.0);
     ASSERT_EQ(greedy.size(), picks.size());
+    // The pilot's completion, once repaired, is feasible; repairing a feasible start
+    // changes nothing.
+    std::vector<AnchorPick> pilot = PilotSplitGreedy(s, limit, limit, 0.0);
+    ASSERT_EQ(pilot.size(), picks.size());
+    if (RepairLimit(s, limit, &pilot)) {
+      EXPECT_TRUE(FitsLimit(s, pilot, limit)) << "trial " << trial;
+      ++repaired;
+    }
+    std::vector<AnchorPick> same = after;
+    EXPECT_TRUE(RepairLimit(s, limit, &same));
+    EXPECT_EQ(TotalSplitCost(s, same), TotalSplitCost(s, after));
   }
   EXPECT_EQ(checked, 300);
   EXPECT_GT(improved, 10);
+  EXPECT_GT(repaired, 150);
 }
 
 // Two equal sequences, each split over both ranks: no single move helps (one whole sequence

@@ -4,8 +4,11 @@
 //                 as fluid work; greedy whole-sequence filler packing.
 //   joint         the same ECF over all sequences: the exact reference.
 //   joint-binary  one 0/1 variable per sequence and option (no grouping).
-// Options (PlannerOptions): "zellige.time_limit_s" (default 1), "joint.time_limit_s"
-// (default 60), "joint.gap" (default 1e-6).
+// Options (PlannerOptions): "zellige.time_limit_s" (default 1), "zellige.gap" (1e-3),
+// "zellige.split_time_limit_s" (0.05: CBC's part of the split-minimising solve, after the
+// combinatorial search of split_search.h), "zellige.split_tolerance" (1e-3: loads <=
+// (1 + tol) T*), "zellige.split_bytes_weight" (0.5: splits + weight x bytes / bound),
+// "joint.time_limit_s" (default 60), "joint.gap" (default 1e-6).
 // Plans never exceed memory (the MILP holds the capacity; fillers keep headroom). A failure
 // is a Status whose message starts "planning failed".
 #pragma once
