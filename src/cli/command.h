@@ -26,5 +26,9 @@ void AddZelligeCommands(CLI::App& root, Action* action);
 void AddZelligeBenchPlanner(CLI::App* zellige, Action* action);
 // Adds `tessera zellige run` (executes a plan's attention under MPI) under zellige.
 void AddZelligeRun(CLI::App* zellige, Action* action);
+// Adds `tessera zellige profile`, `validate` and `compare` (hardware profiler; MPI).
+void AddZelligeProfile(CLI::App* zellige, Action* action);
+void AddZelligeValidate(CLI::App* zellige, Action* action);
+void AddZelligeCompare(CLI::App* zellige, Action* action);
 
 }  // namespace tessera::cli

@@ -2,8 +2,14 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#ifdef TESSERA_HAVE_RUNTIME
+#include "cli/mpi_launch.h"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef TESSERA_HAVE_RUNTIME
+  tessera::cli::SetProgramArgs(argc, argv);  // profile/validate/compare relaunch under MPI
+#endif
   CLI::App app{"tessera: plan, model and run distributed deep-learning training and serving"};
   app.require_subcommand(1);
   tessera::cli::Action action;

@@ -270,6 +270,9 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   AddZelligeBenchPlanner(z, action);
 #ifdef TESSERA_HAVE_RUNTIME
   AddZelligeRun(z, action);
+  AddZelligeProfile(z, action);
+  AddZelligeValidate(z, action);
+  AddZelligeCompare(z, action);
 #endif
 }
 

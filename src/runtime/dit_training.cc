@@ -1,5 +1,6 @@
 #include "runtime/dit_training.h"
 
+#include <chrono>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,7 +34,10 @@ core::StatusOr<double> DistributedTrainStep(models::SmallDit& model, models::Ada
                                             EngineAttentionBackend& backend,
                                             comm::Communicator& world, const zellige::Batch& batch,
                                             uint64_t seed, int64_t step,
-                                            models::SmallDitActivations* acts) {
+                                            models::SmallDitActivations* acts, StepPhases* phases) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  Clock::time_point t_fwd = t0, t_bwd = t0;
   const models::SmallDitConfig& cfg = model.config();
   AttentionEngine& engine = backend.engine();
   if (cfg.num_heads != engine.heads() || cfg.head_dim() != engine.head_dim()) {
@@ -51,11 +55,21 @@ core::StatusOr<double> DistributedTrainStep(models::SmallDit& model, models::Ada
     std::vector<float> d_out(acts->output.size());
     loss = models::FlowMatchingLoss(acts->output, local.target, d_out,
                                     batch.total_tokens() * cfg.in_channels);
+    t_fwd = Clock::now();
     RETURN_IF_ERROR(model.Backward(*acts, d_out, backend));
+    t_bwd = Clock::now();
+  } else {
+    t_fwd = t_bwd = Clock::now();
   }
   RETURN_IF_ERROR(world.AllReduceSum(model.Gradients()));
   RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&loss, 1)));
   RETURN_IF_ERROR(optimizer.Step(model.Parameters(), model.Gradients(), model.DecayMask()));
+  if (phases != nullptr) {
+    auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    phases->forward_s = secs(t_fwd - t0);
+    phases->backward_s = secs(t_bwd - t_fwd);
+    phases->tail_s = secs(Clock::now() - t_bwd);
+  }
   return loss;
 }
 

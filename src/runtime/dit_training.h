@@ -41,12 +41,21 @@ core::StatusOr<models::FlowMatchingBatch> MakeLocalFlowMatchingBatch(const Atten
                                                                      int64_t channels,
                                                                      int64_t step);
 
+// Wall time of the phases of one DistributedTrainStep on this rank (seconds).
+struct StepPhases {
+  double forward_s = 0;   // local batch creation + SmallDit Forward + loss
+  double backward_s = 0;  // SmallDit Backward (attention backward through the engine)
+  double tail_s = 0;      // gradient and loss all-reduce (includes waiting for peers) + AdamW
+};
+
 // One distributed training step (steps 1-3). acts is scratch reused between calls; backend
 // must wrap the engine whose plan covers `batch`, with model.config().num_layers layers.
+// When `phases` is non-null it receives the phase times (the profiler's measurements).
 core::StatusOr<double> DistributedTrainStep(models::SmallDit& model, models::AdamW& optimizer,
                                             EngineAttentionBackend& backend,
                                             comm::Communicator& world, const zellige::Batch& batch,
                                             uint64_t seed, int64_t step,
-                                            models::SmallDitActivations* acts);
+                                            models::SmallDitActivations* acts,
+                                            StepPhases* phases = nullptr);
 
 }  // namespace tessera::runtime

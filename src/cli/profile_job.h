@@ -1,0 +1,43 @@
+// Shared frame of the subcommands that run real steps against a profile (`tessera zellige
+// validate`, `compare`): their common options (--profile, --ranks, --repeats, --warmup,
+// --seed, --op-timeout, the SmallDit shape) and the profile checks every rank makes before
+// any step: the file parses (zellige/profile.h), it was measured for the SmallDit asked for
+// (CheckProfileModel: field and both values) and with as many ranks as the job has.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cli/small_dit_args.h"
+#include "comm/communicator.h"
+#include "core/status.h"
+#include "runtime/plan_measurement.h"
+#include "zellige/cost_model.h"
+
+namespace tessera::cli {
+
+struct ProfileJobArgs {
+  std::string profile_path;
+  int ranks = 2;
+  int repeats = 5;
+  int warmup = 1;
+  uint64_t seed = 1;
+  double op_timeout_s = 300;
+  SmallDitArgs model;
+};
+
+void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a);
+
+// MeasurePlan options from the arguments.
+runtime::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a);
+
+// Validates the arguments, runs under MPI (RunMpiJob) and calls body on every rank with the
+// profile-priced cost model.
+core::Status RunProfileJob(const ProfileJobArgs& a,
+                           const std::function<core::Status(comm::Communicator& world,
+                                                            const zellige::CostModel& cost)>& body);
+
+}  // namespace tessera::cli

@@ -1,0 +1,167 @@
+// `tessera zellige validate`: the 21-plan protocol (zellige/validation_plans.h) run for real
+// and predicted by the profile-priced cost model.
+//
+//   tessera zellige validate --profile FILE [--ranks 2] [--token-scale 0.0104] [--repeats 5]
+//       [--json FILE]
+//
+// Per plan: measured makespan = median over `repeats` timed steps of the slowest rank's step
+// time (runtime::MeasurePlan, after --warmup steps); measured peak = the largest rank's peak
+// allocated heap bytes in a step. Predicted = zellige::Simulate on the profile cost model
+// (makespan incl. the step overhead; peak = base + the rank's placed sequences' bytes, max
+// over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
+// --json writes every number. Ranks beyond the machine's cores are labelled oversubscribed.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/profile_job.h"
+#include "core/json_util.h"
+#include "core/progress.h"
+#include "core/table.h"
+#include "zellige/prediction_error.h"
+#include "zellige/profile.h"
+#include "zellige/simulator.h"
+#include "zellige/validation_plans.h"
+
+namespace tessera::cli {
+
+using core::Json;
+using core::Status;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct ValidateArgs {
+  ProfileJobArgs job;
+  double token_scale = 1.0 / 96;
+  std::string json_path;
+};
+
+Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
+                       const zellige::CostModel& cost) {
+  const int n = world.size(), me = world.rank();
+  zellige::ValidationSpec spec;
+  spec.num_ranks = n;
+  spec.heads = static_cast<int>(a.job.model.heads);
+  spec.token_scale = a.token_scale;
+  spec.seed = a.job.seed;
+  ASSIGN_OR_RETURN(std::vector<zellige::ValidationCase> cases, zellige::MakeValidationCases(spec));
+  const models::SmallDitConfig cfg = ToSmallDitConfig(a.job.model);
+  const runtime::MeasureOptions mo = ToMeasureOptions(a.job);
+  std::unique_ptr<core::ProgressBar> bar;
+  if (me == 0)
+    bar = std::make_unique<core::ProgressBar>("validate", static_cast<long>(cases.size()));
+  std::vector<double> pred_t, meas_t, pred_m, meas_m;
+  Json plans = Json::array();
+  core::Table t(
+      {"plan", "splits", "tokens", "pred s", "meas s", "err %", "pred MiB", "meas MiB", "err %"});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const zellige::ValidationCase& c = cases[i];
+    ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
+    ASSIGN_OR_RETURN(runtime::PlanMeasurement m,
+                     runtime::MeasurePlan(c.plan, c.batch, cfg, world, mo));
+    if (!m.memory_measured) {
+      return core::FailedPrecondition(
+          "this build does not count heap allocations (sanitizer build?); validate with the "
+          "release build");
+    }
+    const double mt = m.MedianMakespanS(), mm = static_cast<double>(m.MaxPeakBytes());
+    pred_t.push_back(sim.makespan_s);
+    meas_t.push_back(mt);
+    pred_m.push_back(sim.peak_mem_bytes);
+    meas_m.push_back(mm);
+    t.AddRow({c.name, std::to_string(zellige::SplitCount(c.plan)),
+              std::to_string(c.batch.total_tokens()), core::Fixed(sim.makespan_s, 3),
+              core::Fixed(mt, 3), core::Fixed(100 * (sim.makespan_s - mt) / mt, 1),
+              core::Fixed(sim.peak_mem_bytes / kMiB, 1), core::Fixed(mm / kMiB, 1),
+              core::Fixed(100 * (sim.peak_mem_bytes - mm) / mm, 2)});
+    Json ranks = Json::array();
+    for (int r = 0; r < n; ++r) {
+      ranks.push_back({{"rank", r},
+                       {"local_tokens", m.ranks[r].local_tokens},
+                       {"step_s", m.ranks[r].step_s},
+                       {"forward_s", m.ranks[r].forward_s},
+                       {"backward_s", m.ranks[r].backward_s},
+                       {"tail_s", m.ranks[r].tail_s},
+                       {"peak_bytes", m.ranks[r].peak_bytes},
+                       {"predicted_peak_bytes", sim.mem_bytes[r]},
+                       {"predicted_busy_s", sim.busy_s[r]}});
+    }
+    plans.push_back({{"name", c.name},
+                     {"splits", zellige::SplitCount(c.plan)},
+                     {"tokens", c.batch.total_tokens()},
+                     {"predicted_makespan_s", sim.makespan_s},
+                     {"measured_makespan_s", mt},
+                     {"predicted_peak_bytes", sim.peak_mem_bytes},
+                     {"measured_peak_bytes", mm},
+                     {"ranks", ranks},
+                     {"plan", zellige::ToJson(c.plan, c.batch)}});
+    if (bar) bar->Update(static_cast<long>(i + 1));
+  }
+  if (bar) bar->Done();
+  if (me != 0) return Status::Ok();
+  ASSIGN_OR_RETURN(zellige::PredictionError et, zellige::ComparePredictions(pred_t, meas_t));
+  ASSIGN_OR_RETURN(zellige::PredictionError em, zellige::ComparePredictions(pred_m, meas_m));
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const bool over = static_cast<unsigned>(n) > cores;
+  std::printf("validate: %zu plans at %d ranks%s, profile %s\n", cases.size(), n,
+              over ? " (OVERSUBSCRIBED: more ranks than cores)" : "", a.job.profile_path.c_str());
+  std::printf("%s", t.Render().c_str());
+  std::printf("step makespan: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n", et.mae, et.mape_percent,
+              et.max_ape_percent);
+  std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n", em.mae / kMiB,
+              em.mape_percent, em.max_ape_percent);
+  std::printf(
+      "(measured on this machine: real SmallDit training steps over MPI, median of %d "
+      "steps; predicted: profile-priced cost model + simulator)\n",
+      a.job.repeats);
+  if (!a.json_path.empty()) {
+    Json out = {{"label", "measured"},
+                {"profile", a.job.profile_path},
+                {"provenance", cost.cluster().provenance},
+                {"ranks", n},
+                {"oversubscribed", over},
+                {"repeats", a.job.repeats},
+                {"token_scale", a.token_scale},
+                {"makespan",
+                 {{"mae_s", et.mae},
+                  {"mape_percent", et.mape_percent},
+                  {"max_ape_percent", et.max_ape_percent}}},
+                {"memory",
+                 {{"mae_bytes", em.mae},
+                  {"mape_percent", em.mape_percent},
+                  {"max_ape_percent", em.max_ape_percent}}},
+                {"plans", plans}};
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddZelligeValidate(CLI::App* z, Action* action) {
+  auto a = std::make_shared<ValidateArgs>();
+  CLI::App* c = z->add_subcommand(
+      "validate",
+      "Run the 21-plan protocol for real and compare with the profile's predictions (step "
+      "makespan and peak allocated memory: MAE, MAPE)");
+  AddProfileJobOptions(c, &a->job);
+  c->add_option("--token-scale", a->token_scale,
+                "multiply the protocol's token counts (15 s 1080p = 497,760) by this")
+      ->capture_default_str();
+  c->add_option("--json", a->json_path, "write every prediction and measurement here");
+  c->callback([action, a] {
+    *action = [a] {
+      return RunProfileJob(a->job, [a](comm::Communicator& world, const zellige::CostModel& cost) {
+        return ValidateOnWorld(*a, world, cost);
+      });
+    };
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,104 @@
+#include "runtime/plan_measurement.h"
+
+#include <algorithm>
+#include <span>
+#include <string>
+
+#include "core/alloc_stats.h"
+#include "runtime/attention_engine.h"
+#include "runtime/dit_training.h"
+#include "runtime/engine_attention_backend.h"
+
+namespace tessera::runtime {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double PlanMeasurement::MedianMakespanS() const {
+  std::vector<double> makespans;
+  for (int s = 0; s < steps(); ++s) {
+    double mx = 0;
+    for (const RankMeasurement& r : ranks) mx = std::max(mx, r.step_s[s]);
+    makespans.push_back(mx);
+  }
+  return Median(makespans);
+}
+
+int64_t PlanMeasurement::MaxPeakBytes() const {
+  int64_t mx = 0;
+  for (const RankMeasurement& r : ranks) mx = std::max(mx, r.peak_bytes);
+  return mx;
+}
+
+core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const zellige::Batch& batch,
+                                            const models::SmallDitConfig& config,
+                                            comm::Communicator& world,
+                                            const MeasureOptions& options) {
+  if (options.steps < 1 || options.warmup_steps < 0) {
+    return core::InvalidArgument("MeasurePlan: steps / warmup steps: got " +
+                                 std::to_string(options.steps) + " / " +
+                                 std::to_string(options.warmup_steps) + ", must be >= 1 / >= 0");
+  }
+  const int n = world.size(), me = world.rank();
+  ASSIGN_OR_RETURN(std::unique_ptr<AttentionEngine> engine,
+                   AttentionEngine::Create(plan, batch, static_cast<int>(config.num_heads),
+                                           static_cast<int>(config.head_dim()), &world));
+  ASSIGN_OR_RETURN(models::SmallDit model, models::SmallDit::Create(config));
+  ASSIGN_OR_RETURN(models::AdamW opt, models::AdamW::Create(model.NumParameters(), options.adamw));
+  EngineAttentionBackend backend(engine.get(), static_cast<int>(config.num_layers));
+  models::SmallDitActivations acts;
+  const int64_t base = core::AllocatedBytes();
+  int64_t peak = 0;
+  RankMeasurement mine;
+  mine.local_tokens = engine->local_tokens();
+  for (int step = 0; step < options.warmup_steps + options.steps; ++step) {
+    RETURN_IF_ERROR(world.Barrier());
+    core::ResetPeakAllocatedBytes();
+    StepPhases ph;
+    ASSIGN_OR_RETURN(double loss, DistributedTrainStep(model, opt, backend, world, batch,
+                                                       options.seed, step, &acts, &ph));
+    (void)loss;
+    if (step < options.warmup_steps) continue;
+    peak = std::max(peak, core::PeakAllocatedBytes());
+    mine.forward_s.push_back(ph.forward_s);
+    mine.backward_s.push_back(ph.backward_s);
+    mine.tail_s.push_back(ph.tail_s);
+    mine.step_s.push_back(ph.forward_s + ph.backward_s + ph.tail_s);
+  }
+  // Exchange: one-hot sums of doubles (bytes are integers below 2^53: exact).
+  const int k = options.steps;
+  const int width = 4 * k + 3;
+  std::vector<double> all(static_cast<size_t>(width) * n, 0.0);
+  double* row = &all[static_cast<size_t>(width) * me];
+  for (int s = 0; s < k; ++s) {
+    row[s] = mine.forward_s[s];
+    row[k + s] = mine.backward_s[s];
+    row[2 * k + s] = mine.tail_s[s];
+    row[3 * k + s] = mine.step_s[s];
+  }
+  row[4 * k] = static_cast<double>(base);
+  row[4 * k + 1] = static_cast<double>(peak);
+  row[4 * k + 2] = static_cast<double>(mine.local_tokens);
+  RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(all)));
+  PlanMeasurement out;
+  out.memory_measured = core::AllocStatsEnabled();
+  for (int r = 0; r < n; ++r) {
+    const double* x = &all[static_cast<size_t>(width) * r];
+    RankMeasurement m;
+    m.forward_s.assign(x, x + k);
+    m.backward_s.assign(x + k, x + 2 * k);
+    m.tail_s.assign(x + 2 * k, x + 3 * k);
+    m.step_s.assign(x + 3 * k, x + 4 * k);
+    m.base_bytes = static_cast<int64_t>(x[4 * k]);
+    m.peak_bytes = static_cast<int64_t>(x[4 * k + 1]);
+    m.local_tokens = static_cast<int64_t>(x[4 * k + 2]);
+    out.ranks.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace tessera::runtime

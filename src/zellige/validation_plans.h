@@ -1,0 +1,46 @@
+// The 21-plan validation protocol (zellige.md, "Hardware profiler"), scaled to a machine of N
+// ranks: plans whose step time and peak memory the profiler's predictions are checked on.
+//
+// Three base batches (seeds seed, seed+1, seed+2), each 3 videos (480p/720p/1080p, 3-5 s at
+// 16 fps) and 50 images (256p..1080p), token counts from the token calculus multiplied by
+// token_scale (rounded, at least num_ranks tokens for a video and 1 for an image).
+// Options for a video: whole on any rank, or any config of every power-of-two degree
+// 2..N (h dividing heads) on any aligned block of that size.
+//  - 18 rotated mixed plans: plan i uses batch b = i % 3 and rotation r = i / 3; video j
+//    takes option (r (b + 1) + j (b + 2) + b) mod |options|; images: the first share(r, b) of them
+//    (20%, 50% or 80%) go whole to rank r mod N, the rest whole round-robin over all ranks.
+//  - 3 all-whole corner plans: "corner-balanced" (batch 0; longest first onto the rank with
+//    the fewest tokens), "corner-videos-apart" (batch 1; videos whole on rank 0, images
+//    round-robin over ranks 1..N-1, or rank 0 when N = 1), "corner-one-rank" (batch 2;
+//    everything on rank 0).
+// Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "zellige/plan.h"
+#include "zellige/workload.h"
+
+namespace tessera::zellige {
+
+struct ValidationSpec {
+  int num_ranks = 2;
+  int heads = 4;
+  double token_scale = 1.0 / 96;
+  uint64_t seed = 1;
+};
+
+struct ValidationCase {
+  std::string name;  // e.g. "mixed-07 (batch 1, rotation 2)" or "corner-one-rank"
+  Batch batch;
+  Plan plan;
+};
+
+// The 21 cases (18 mixed, then 3 corners). InvalidArgument for num_ranks < 1, heads < 1 or
+// token_scale outside (0, 1].
+core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const ValidationSpec& spec);
+
+}  // namespace tessera::zellige

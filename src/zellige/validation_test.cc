@@ -1,0 +1,73 @@
+// The validate protocol's plans and its error arithmetic (MAE, MAPE) on hand-made cases.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "zellige/prediction_error.h"
+#include "zellige/validation_plans.h"
+
+namespace tessera::zellige {
+namespace {
+
+TEST(PredictionError, HandWorkedCase) {
+  // |110-100| = 10 (10%), |45-50| = 5 (10%), |200-200| = 0, |30-40| = 10 (25%).
+  auto e = ComparePredictions({110, 45, 200, 30}, {100, 50, 200, 40});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->count, 4);
+  EXPECT_DOUBLE_EQ(e->mae, 25.0 / 4);
+  EXPECT_DOUBLE_EQ(e->mape_percent, 45.0 / 4);
+  EXPECT_DOUBLE_EQ(e->max_ape_percent, 25.0);
+}
+
+TEST(PredictionError, RejectsBadInput) {
+  EXPECT_FALSE(ComparePredictions({1, 2}, {1}).ok());
+  EXPECT_FALSE(ComparePredictions({}, {}).ok());
+  auto z = ComparePredictions({1}, {0});
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("must be > 0"), std::string::npos);
+}
+
+TEST(ValidationPlans, TwentyOneValidPlansThatRotate) {
+  for (int n : {1, 2, 4, 8}) {
+    ValidationSpec spec;
+    spec.num_ranks = n;
+    auto cases = MakeValidationCases(spec);
+    ASSERT_TRUE(cases.ok()) << cases.status().message();
+    ASSERT_EQ(cases->size(), 21u);
+    std::set<std::string> video_layouts;
+    int split_plans = 0;
+    for (const ValidationCase& c : *cases) {
+      ASSERT_EQ(c.batch.sequences.size(), 53u);
+      EXPECT_TRUE(ValidatePlan(c.plan, c.batch, spec.heads).ok()) << c.name;
+      std::string layout;
+      bool split = false;
+      for (int j = 0; j < 3; ++j) {
+        const Placement& p = c.plan.placements[j];
+        layout += p.config.ToString() + "@" + std::to_string(p.ranks[0]) + ";";
+        split |= p.config.degree() > 1;
+      }
+      video_layouts.insert(layout);
+      split_plans += split ? 1 : 0;
+    }
+    // The three corner plans are all-whole.
+    for (int i = 18; i < 21; ++i) {
+      for (const Placement& p : (*cases)[i].plan.placements) EXPECT_EQ(p.config.degree(), 1);
+    }
+    if (n >= 2) {
+      EXPECT_GE(split_plans, 9) << n;        // most mixed plans split a video
+      EXPECT_GE(video_layouts.size(), 12u);  // rotations differ
+    }
+  }
+}
+
+TEST(ValidationPlans, BadSpec) {
+  ValidationSpec spec;
+  spec.token_scale = 0;
+  EXPECT_FALSE(MakeValidationCases(spec).ok());
+  spec.token_scale = 0.01;
+  spec.num_ranks = 0;
+  EXPECT_FALSE(MakeValidationCases(spec).ok());
+}
+
+}  // namespace
+}  // namespace tessera::zellige
