@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "solver/cbc_solver.h"
 #include "solver/milp_model.h"
@@ -583,8 +584,23 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
       }
       starts.push_back(
           PilotSplitGreedy(space, limit, limit - 0.5 * fluid_per_rank, pb_in.fluid_mem_bytes / n));
+      // Identical starts (as multisets of picks) are searched once.
+      auto key = [](std::vector<GreedyPick> p) {
+        std::sort(p.begin(), p.end(), [](const GreedyPick& a, const GreedyPick& b) {
+          return std::tie(a.group, a.option, a.block) < std::tie(b.group, b.option, b.block);
+        });
+        std::vector<int> k;
+        for (const auto& x : p) k.insert(k.end(), {x.group, x.option, x.block});
+        return k;
+      };
+      std::vector<std::vector<int>> seen;
+      const auto search_start = std::chrono::steady_clock::now();
       Candidate searched;
       for (auto& picks : starts) {
+        if (picks.empty()) continue;
+        std::vector<int> k = key(picks);
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+        seen.push_back(std::move(k));
         if (debug && !picks.empty()) {
           const Candidate c = complete(picks);
           std::fprintf(stderr, "ecf: split search start T %.4f (limit %.4f) cost %.4f\n", c.t,
@@ -597,6 +613,12 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         if (cost >= searched.second) continue;
         Candidate c = complete(picks);
         if (std::isfinite(c.t)) searched = std::move(c);
+      }
+      if (debug) {
+        std::fprintf(stderr, "ecf: split search %.1f ms\n",
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                               search_start)
+                         .count());
       }
       if (!searched.picks.empty() && searched.t <= res.makespan_s * split_slack) {
         const auto searched_values = to_values(searched);
