@@ -564,7 +564,9 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         values = *refined_values;
       }
       // Combinatorial search (split_search.h) from the makespan solution, the polished
-      // greedy and low-split greedy placements; the cheapest feasible one warm-starts CBC.
+      // greedy and low-split greedy placements; the cheapest feasible one warm-starts CBC,
+      // which gets what the search left of the split time limit (at least a fifth of it).
+      const auto search_start = std::chrono::steady_clock::now();
       const double limit = res.makespan_s * split_slack * (1 - 1e-9);
       std::vector<std::vector<GreedyPick>> starts;
       std::vector<GreedyPick> from_values;
@@ -594,7 +596,6 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         return k;
       };
       std::vector<std::vector<int>> seen;
-      const auto search_start = std::chrono::steady_clock::now();
       Candidate searched;
       for (auto& picks : starts) {
         if (picks.empty()) continue;
@@ -614,12 +615,10 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         Candidate c = complete(picks);
         if (std::isfinite(c.t)) searched = std::move(c);
       }
-      if (debug) {
-        std::fprintf(stderr, "ecf: split search %.1f ms\n",
-                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                               search_start)
-                         .count());
-      }
+      const double search_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+      opt2.time_limit_s = std::max(0.2 * st.split_time_limit_s, st.split_time_limit_s - search_s);
+      if (debug) std::fprintf(stderr, "ecf: split search %.1f ms\n", 1e3 * search_s);
       if (!searched.picks.empty() && searched.t <= res.makespan_s * split_slack) {
         const auto searched_values = to_values(searched);
         if (searched_values && m2.ObjectiveValue(*searched_values) < m2.ObjectiveValue(values))
