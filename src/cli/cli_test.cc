@@ -211,4 +211,27 @@ TEST(CliTest, BadProfileIsOneLine) {
                   "/nonexistent_profile.json: cannot open file");
 }
 
+TEST(CliTest, ProfilerCommandsRejectBadInputBeforeMpi) {
+  auto good = tessera::core::ReadJsonFile(TestProfile());
+  ASSERT_TRUE(good.ok());
+  tessera::core::Json j = *good;
+  j["base_bytes"] = "lots";
+  std::string bad = Write("bad_base_profile.json", j.dump());
+  ExpectUserError("zellige validate --profile " + bad, "base_bytes");
+  ExpectUserError("zellige compare --profile " + bad, "base_bytes");
+  std::string trunc = Write("trunc_profile.json", good->dump().substr(0, 200));
+  ExpectUserError("zellige validate --profile " + trunc, "malformed JSON");
+  // Measured for head dim 64 (4 heads of hidden 256), asked for 8 heads of 32.
+  ExpectUserError("zellige validate --profile " + TestProfile() + " --heads 8",
+                  "model.heads: measured for 4, asked for 8");
+  ExpectUserError("zellige compare --profile " + TestProfile() + " --hidden 512 --heads 4",
+                  "model.hidden: measured for 256, asked for 512");
+  ExpectUserError("zellige validate --profile " + TestProfile() + " --ranks 4",
+                  "ranks: measured with 2, asked for 4");
+  ExpectUserError("zellige profile --out x.json --buckets 8,0,16", "--buckets: got 0");
+  ExpectUserError("zellige profile --out x.json --hidden 30 --heads 4",
+                  "heads must divide hidden");
+  ExpectUserError("zellige profile --out x.json --repeats 0", "--repeats");
+}
+
 }  // namespace
