@@ -5,16 +5,19 @@
 //       [--repeats 5] [--hidden 256 --heads 4 --layers 4 --ffn 1024 --channels 16]
 //
 // Typed at a shell it re-runs itself under mpiexec with --ranks ranks (cli/mpi_launch.h).
-// For every config of every power-of-two degree <= ranks and every bucket L >= degree, one
-// plan places n copies of an L-token sequence with that config on ranks 0..degree-1 (n =
-// max(1, whole_tokens / L) for whole sequences, which coalesce; 1 otherwise) and
-// runtime::MeasurePlan times `repeats` training steps after one warm-up step. Prices:
-//   fixed_fwd_s = median forward time of ranks without tokens (zeroing gradients, empty
-//                 batch), fixed_bytes = their median peak above base;
-//   fwd_s(L)    = (median over steps of the slowest participant's forward - fixed_fwd_s) / n,
-//   bwd_s(L)    likewise from the backward, mem_bytes(L) = (max participant peak - base -
-//                 fixed_bytes) / n;
-//   step_overhead_s = median over steps of the fastest rank's tail (all-reduces + AdamW,
+// Prices are measured with every rank busy, as in a real step (two ranks share the memory
+// system): for every config of every power-of-two degree d <= ranks and every bucket L >= d,
+// one plan places, on each of the floor(ranks / d) aligned blocks of d ranks, n copies of an
+// L-token sequence with that config (n = max(1, whole_tokens / L) for whole sequences, which
+// coalesce; 1 otherwise); runtime::MeasurePlan times `repeats` training steps after --warmup
+// steps. A calibration plan (one 8-token sequence on rank 0, the other ranks idle; needs
+// >= 2 ranks) gives the fixed per-step work of a rank. Prices:
+//   fixed_fwd_s = median forward time of the idle ranks (zeroing gradients, empty batch),
+//                 fixed_bwd_s likewise, fixed_bytes = their median peak above base;
+//   fwd_s(L)    = (median over steps of the mean over blocks of the block's slowest member's
+//                 forward - fixed_fwd_s) / n; bwd_s(L) likewise from the backward;
+//   mem_bytes(L) = (largest participant peak - base - fixed_bytes) / n;
+//   step_overhead_s = median over all steps of the fastest rank's tail (all-reduces + AdamW,
 //                 no waiting) + fixed_fwd_s + fixed_bwd_s; base_bytes = median base +
 //                 fixed_bytes.
 // Then all-to-all, all-gather and point-to-point are timed at 4 KiB..4 MiB per rank and
@@ -106,7 +109,7 @@ double MemTotalBytes() {
 }
 
 struct RawPoint {
-  int config = 0;  // index into the config list
+  int config = -1;  // index into the config list; -1 for the calibration plan
   int64_t tokens = 0;
   int64_t count = 1;
   runtime::PlanMeasurement m;
@@ -196,7 +199,7 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
   for (const RawPoint& p : raw) {
     for (const runtime::RankMeasurement& r : p.m.ranks) {
       bases.push_back(static_cast<double>(r.base_bytes));
-      if (r.local_tokens == 0) {
+      if (p.config < 0 && r.local_tokens == 0) {
         idle_fwd.insert(idle_fwd.end(), r.forward_s.begin(), r.forward_s.end());
         idle_bwd.insert(idle_bwd.end(), r.backward_s.begin(), r.backward_s.end());
         idle_bytes.push_back(static_cast<double>(r.peak_bytes - r.base_bytes));
@@ -224,21 +227,27 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
     zellige::ConfigPrices cp;
     cp.config = configs[c];
     const int degree = configs[c].degree();
+    const int blocks = n / degree;
     std::vector<double> xs, fw, bw, mem;
     for (const RawPoint& p : raw) {
       if (p.config != static_cast<int>(c)) continue;
       std::vector<double> f, b;
       double peak = 0;
       for (int s = 0; s < p.m.steps(); ++s) {
-        double mf = 0, mb = 0;
-        for (int r = 0; r < degree; ++r) {
-          mf = std::max(mf, p.m.ranks[r].forward_s[s]);
-          mb = std::max(mb, p.m.ranks[r].backward_s[s]);
+        double sf = 0, sb = 0;
+        for (int blk = 0; blk < blocks; ++blk) {
+          double mf = 0, mb = 0;
+          for (int r = blk * degree; r < (blk + 1) * degree; ++r) {
+            mf = std::max(mf, p.m.ranks[r].forward_s[s]);
+            mb = std::max(mb, p.m.ranks[r].backward_s[s]);
+          }
+          sf += mf;
+          sb += mb;
         }
-        f.push_back(mf);
-        b.push_back(mb);
+        f.push_back(sf / blocks);
+        b.push_back(sb / blocks);
       }
-      for (int r = 0; r < degree; ++r) {
+      for (int r = 0; r < blocks * degree; ++r) {
         peak =
             std::max(peak, static_cast<double>(p.m.ranks[r].peak_bytes - p.m.ranks[r].base_bytes));
       }
@@ -328,22 +337,37 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
   mo.seed = a.seed;
   std::vector<RawPoint> raw;
   long done = 0;
+  if (n >= 2) {  // calibration: one tiny sequence on rank 0, the others idle
+    RawPoint p;
+    p.tokens = 8;
+    zellige::Batch batch = runtime::MakeBatch({8});
+    zellige::Plan plan{"profile", n, {{0, zellige::ParallelConfig{}, {0}}}, -1};
+    runtime::MeasureOptions cal = mo;
+    cal.steps = std::max(5, 2 * a.repeats);
+    ASSIGN_OR_RETURN(p.m, runtime::MeasurePlan(plan, batch, cfg, world, cal));
+    raw.push_back(std::move(p));
+  }
   for (size_t c = 0; c < configs.size(); ++c) {
     const zellige::ParallelConfig& pc = configs[c];
-    std::vector<int> ranks(pc.degree());
-    for (int i = 0; i < pc.degree(); ++i) ranks[i] = i;
+    const int d = pc.degree();
     for (int64_t L : buckets) {
-      if (L < pc.degree()) continue;
+      if (L < d) continue;
       RawPoint p;
       p.config = static_cast<int>(c);
       p.tokens = L;
       p.count = pc.whole() ? std::max<int64_t>(1, a.whole_tokens / L) : 1;
-      zellige::Batch batch = runtime::MakeBatch(std::vector<int64_t>(p.count, L));
+      const int blocks = n / d;
+      zellige::Batch batch =
+          runtime::MakeBatch(std::vector<int64_t>(static_cast<size_t>(p.count * blocks), L));
       zellige::Plan plan;
       plan.planner = "profile";
       plan.num_ranks = n;
-      for (int64_t i = 0; i < p.count; ++i) {
-        plan.placements.push_back({static_cast<int>(i), pc, ranks});
+      for (int blk = 0; blk < blocks; ++blk) {
+        std::vector<int> ranks(d);
+        for (int i = 0; i < d; ++i) ranks[i] = blk * d + i;
+        for (int64_t i = 0; i < p.count; ++i) {
+          plan.placements.push_back({static_cast<int>(blk * p.count + i), pc, ranks});
+        }
       }
       ASSIGN_OR_RETURN(p.m, runtime::MeasurePlan(plan, batch, cfg, world, mo));
       raw.push_back(std::move(p));
