@@ -8,11 +8,19 @@
 // the least attention work so far (greedy on L^2, longest first). Per repeat, every rank times
 //   (a) coalesced: AttentionEngine::Forward + Backward (one varlen call per rank each way),
 //   (b) per-sequence: kernels::AttentionForward + AttentionBackward once per local sequence
-//       on the same packed buffers (single-sequence shapes at each sequence's row offset).
-// A repeat's time is the slowest rank's (a step waits for it); the reported figure is the
-// median over repeats of (b) / (a). Before timing, both variants' O, dQ, dK, dV are compared
-// (max abs difference must be <= 1e-6 * max |value|); the bench exits 1 otherwise.
-// Prints a markdown table on rank 0, labelled as measured on this machine.
+//       on the same packed buffers (single-sequence shapes at each sequence's row offset),
+//   (c) kernel only: ONE varlen AttentionForward + AttentionBackward over the same packed
+//       buffers without the engine (separates the kernel's coalescing from the engine's
+//       buffer work).
+// A repeat's time is the slowest rank's (a step waits for it); the headline figure is the
+// median over repeats of (b) / (a). Per rank, the median ratios (b)/(a) and (b)/(c) of wall
+// time and of process CPU time are printed too (CPU time is less disturbed by other jobs on a
+// shared machine; the load average is printed at start and end). Before timing, all
+// variants' O, dQ, dK, dV are compared with (a) (max abs difference must be <= 1e-6 * max
+// |value|); the bench exits 1 otherwise. Prints markdown tables on rank 0, labelled as
+// measured on this machine.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -70,6 +78,23 @@ core::Status RunPerSequence(const AttentionEngine& engine, const LocalData& d,
   return core::Status::Ok();
 }
 
+// (c): one varlen call over the rank's packed buffers (the local placements are contiguous).
+core::Status RunOneVarlenCall(const AttentionEngine& engine, const LocalData& d,
+                              std::vector<float>* lse, Outputs* out) {
+  std::vector<int64_t> cu = {0};
+  for (const LocalPlacement& lp : engine.local_placements()) cu.push_back(cu.back() + lp.size());
+  kernels::AttentionShape shape;
+  shape.num_heads = kHeads;
+  shape.head_dim = kHeadDim;
+  shape.cu_seqlens_q = cu;
+  shape.cu_seqlens_k = cu;
+  RETURN_IF_ERROR(kernels::AttentionForward(shape, d.q.data(), d.k.data(), d.v.data(),
+                                            out->o.data(), lse->data()));
+  return kernels::AttentionBackward(shape, d.q.data(), d.k.data(), d.v.data(), out->o.data(),
+                                    d.d_o.data(), lse->data(), out->dq.data(), out->dk.data(),
+                                    out->dv.data());
+}
+
 // max |a - b| / max |a| over the four tensors (worst tensor).
 double MaxRelDiff(const Outputs& a, const Outputs& b) {
   double worst = 0;
@@ -84,6 +109,20 @@ double MaxRelDiff(const Outputs& a, const Outputs& b) {
   return worst;
 }
 
+double CpuNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+std::string LoadAverage() {
+  double l[3] = {0, 0, 0};
+  if (getloadavg(l, 3) != 3) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -92,6 +131,7 @@ double Median(std::vector<double> v) {
 
 int Run(comm::Communicator& world, int repeats, uint64_t seed) {
   const int n = world.size();
+  const std::string load_start = LoadAverage();
   core::Rng rng(seed);
   std::vector<int64_t> tokens;
   for (int i = 0; i < 50; ++i) tokens.push_back(64 + static_cast<int64_t>(rng.Below(193)));
@@ -127,15 +167,16 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
   const size_t elems = static_cast<size_t>(engine.local_tokens()) * kHeads * kHeadDim;
   Outputs a{std::vector<float>(elems), std::vector<float>(elems), std::vector<float>(elems),
             std::vector<float>(elems)};
-  Outputs b = a;
+  Outputs b = a, c = a;
   std::vector<float> lse(static_cast<size_t>(engine.local_tokens()) * kHeads);
 
   // Validate first.
   core::Status st = RunCoalesced(engine, data, &a);
   if (st.ok()) st = RunPerSequence(engine, data, &lse, &b);
+  if (st.ok()) st = RunOneVarlenCall(engine, data, &lse, &c);
   if (!st.ok()) world.Abort(st);
   std::vector<double> rels(n, 0.0);
-  rels[world.rank()] = MaxRelDiff(a, b);
+  rels[world.rank()] = std::max(MaxRelDiff(a, b), MaxRelDiff(a, c));
   if (!world.AllReduceSum(std::span<double>(rels)).ok()) return 1;
   const double worst_rel = *std::max_element(rels.begin(), rels.end());
   if (!(worst_rel <= 1e-6)) {
@@ -145,27 +186,40 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
     return 1;
   }
 
-  // Time: per repeat, (a) then (b), each started after a barrier; slowest rank counts.
-  std::vector<double> ta, tb, ratio;
-  std::vector<std::vector<double>> rank_ratio(n);
+  // Time: per repeat, (a), (b), (c), each started after a barrier; slowest rank counts.
+  constexpr int kVariants = 3;
+  const char* names[kVariants] = {"(a) coalesced (engine, one varlen call per rank)",
+                                  "(b) one kernel call per sequence",
+                                  "(c) one varlen kernel call, no engine"};
+  const char* calls[kVariants] = {"2", "2 x sequences", "2"};
+  std::vector<std::vector<double>> slowest(kVariants);  // per variant, per repeat
+  std::vector<double> ratio;                            // (b)/(a), slowest rank
+  // Per rank: ratios (b)/(a) and (b)/(c), wall and CPU.
+  std::vector<std::vector<double>> ba_wall(n), ba_cpu(n), bc_wall(n), bc_cpu(n);
   for (int r = 0; r < repeats; ++r) {
-    std::vector<double> t(2 * n, 0.0);
-    if (!world.Barrier().ok()) return 1;
-    double t0 = Now();
-    st = RunCoalesced(engine, data, &a);
-    t[world.rank()] = Now() - t0;
-    if (st.ok()) st = world.Barrier();
-    t0 = Now();
-    if (st.ok()) st = RunPerSequence(engine, data, &lse, &b);
-    t[n + world.rank()] = Now() - t0;
+    std::vector<double> t(2 * kVariants * n, 0.0);  // [variant][rank] wall, then cpu
+    for (int v = 0; v < kVariants && st.ok(); ++v) {
+      st = world.Barrier();
+      const double t0 = Now(), c0 = CpuNow();
+      if (st.ok() && v == 0) st = RunCoalesced(engine, data, &a);
+      if (st.ok() && v == 1) st = RunPerSequence(engine, data, &lse, &b);
+      if (st.ok() && v == 2) st = RunOneVarlenCall(engine, data, &lse, &c);
+      t[v * n + world.rank()] = Now() - t0;
+      t[(kVariants + v) * n + world.rank()] = CpuNow() - c0;
+    }
     if (st.ok()) st = world.AllReduceSum(std::span<double>(t));
     if (!st.ok()) world.Abort(st);
-    const double a_s = *std::max_element(t.begin(), t.begin() + n);
-    const double b_s = *std::max_element(t.begin() + n, t.end());
-    for (int q = 0; q < n; ++q) rank_ratio[q].push_back(t[n + q] / t[q]);
-    ta.push_back(a_s);
-    tb.push_back(b_s);
-    ratio.push_back(b_s / a_s);
+    for (int v = 0; v < kVariants; ++v)
+      slowest[v].push_back(*std::max_element(t.begin() + v * n, t.begin() + (v + 1) * n));
+    ratio.push_back(slowest[1].back() / slowest[0].back());
+    auto wall = [&](int v, int q) { return t[v * n + q]; };
+    auto cpu = [&](int v, int q) { return t[(kVariants + v) * n + q]; };
+    for (int q = 0; q < n; ++q) {
+      ba_wall[q].push_back(wall(1, q) / wall(0, q));
+      ba_cpu[q].push_back(cpu(1, q) / cpu(0, q));
+      bc_wall[q].push_back(wall(1, q) / wall(2, q));
+      bc_cpu[q].push_back(cpu(1, q) / cpu(2, q));
+    }
   }
 
   if (world.rank() == 0) {
@@ -176,21 +230,26 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
         "greedy placement; %d repeats, slowest rank per repeat.\n\n",
         n, kHeads, kHeadDim, static_cast<unsigned long long>(seed), repeats);
     std::printf(
-        "| rank | sequences | tokens | median (b)/(a) on this rank |\n"
-        "|---:|---:|---:|---:|\n");
+        "| rank | sequences | tokens | (b)/(a) wall | (b)/(a) CPU | (b)/(c) wall | (b)/(c) CPU "
+        "|\n"
+        "|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int r = 0; r < n; ++r)
-      std::printf("| %d | %d | %lld | %.3f |\n", r, rank_seqs[r],
-                  static_cast<long long>(rank_tokens[r]), Median(rank_ratio[r]));
+      std::printf("| %d | %d | %lld | %.3f | %.3f | %.3f | %.3f |\n", r, rank_seqs[r],
+                  static_cast<long long>(rank_tokens[r]), Median(ba_wall[r]), Median(ba_cpu[r]),
+                  Median(bc_wall[r]), Median(bc_cpu[r]));
+    std::printf("\n(per-rank medians over repeats)\n\n");
     std::printf(
-        "\n| variant | median time (ms) | kernel calls per rank (fwd+bwd) |\n"
+        "| variant | median time (ms), slowest rank | kernel calls per rank (fwd+bwd) |\n"
         "|---|---:|---|\n");
-    std::printf("| (a) coalesced (engine, one varlen call) | %.2f | 2 |\n", 1e3 * Median(ta));
-    std::printf("| (b) one call per sequence | %.2f | 2 x sequences |\n", 1e3 * Median(tb));
+    for (int v = 0; v < kVariants; ++v)
+      std::printf("| %s | %.2f | %s |\n", names[v], 1e3 * Median(slowest[v]), calls[v]);
     std::printf(
         "\nmedian ratio (b)/(a) over repeats: **%.3f** (min %.3f, max %.3f); "
         "validation: max rel diff %.2g\n",
         Median(ratio), *std::min_element(ratio.begin(), ratio.end()),
         *std::max_element(ratio.begin(), ratio.end()), worst_rel);
+    std::printf("load average (1, 5, 15 min): %s at start, %s at end\n", load_start.c_str(),
+                LoadAverage().c_str());
   }
   return 0;
 }

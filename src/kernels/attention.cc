@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/softmax_tiles.h"
@@ -42,6 +42,26 @@ struct HeadView {
   int64_t k_off;   // element offset of [first key token, h, 0] in k-side tensors
 };
 
+// Tile extents actually used by a call: the tiling clipped to the longest sequence, so a call
+// whose sequences are all short does not allocate (and fault in) full-size tiles.
+struct CallTiles {
+  int64_t bq, bk;
+};
+
+CallTiles ClipTiles(const AttentionShape& shape, const AttentionTiling& tiling) {
+  int64_t max_lq = 0, max_lk = 0;
+  for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+    max_lq = std::max(max_lq, shape.seqlen_q(seq));
+    max_lk = std::max(max_lk, shape.seqlen_k(seq));
+  }
+  return {std::max<int64_t>(1, std::min(tiling.block_q, max_lq)),
+          std::max<int64_t>(1, std::min(tiling.block_k, max_lk))};
+}
+
+// Uninitialised scratch: every element is written before it is read (GEMMs with beta = 0,
+// explicit fills), so the zero-fill of a std::vector would be wasted work.
+std::unique_ptr<float[]> Scratch(int64_t n) { return std::make_unique_for_overwrite<float[]>(n); }
+
 HeadView MakeView(const AttentionShape& shape, int64_t seq, int64_t h) {
   const int64_t ld = shape.num_heads * shape.head_dim;
   return {shape.seqlen_q(seq), shape.seqlen_k(seq), ld,
@@ -63,9 +83,10 @@ Status AttentionForward(const AttentionShape& shape, const float* q, const float
   RETURN_IF_ERROR(CheckTensorPointer("o", o, q_elems));
   RETURN_IF_ERROR(CheckTensorPointer("lse", lse, shape.total_q() * h_count));
 
-  const int64_t bq = tiling.block_q, bk = tiling.block_k;
+  const auto [bq, bk] = ClipTiles(shape, tiling);
   const float scale = shape.EffectiveScale();
-  std::vector<float> s_tile(bq * bk), o_acc(bq * d), row_max(bq), row_sum(bq), row_corr(bq);
+  const auto s_tile = Scratch(bq * bk), o_acc = Scratch(bq * d), row_max = Scratch(bq),
+             row_sum = Scratch(bq), row_corr = Scratch(bq);
 
   for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
     for (int64_t h = 0; h < h_count; ++h) {
@@ -76,21 +97,24 @@ Status AttentionForward(const AttentionShape& shape, const float* q, const float
       const float* vh = v + hv.k_off;
       float* oh = o + hv.q_off;
       float* lse_h = lse + shape.cu_seqlens_q[seq] * h_count + h;  // stride h_count
+      // Score tiles of this sequence are packed with leading dimension min(bk, lk), so a short
+      // sequence in a call with long ones touches a compact tile.
+      const int64_t ls = std::max<int64_t>(1, std::min(bk, hv.lk));
       for (int64_t i0 = 0; i0 < hv.lq; i0 += bq) {
         const int64_t rows = std::min(bq, hv.lq - i0);
-        std::fill_n(row_max.begin(), rows, kNegInf);
-        std::fill_n(row_sum.begin(), rows, 0.0f);
+        std::fill_n(row_max.get(), rows, kNegInf);
+        std::fill_n(row_sum.get(), rows, 0.0f);
         for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
           const int64_t cols = std::min(bk, hv.lk - j0);
           // S = scale * Q_i K_j^T : (rows, cols).
           GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, qh + i0 * ld, ld,
-                        kh + j0 * ld, ld, 0.0f, s_tile.data(), bk);
-          OnlineSoftmaxTile(s_tile.data(), rows, cols, bk, row_max.data(), row_sum.data(),
-                            row_corr.data());
-          if (j0 > 0) ScaleRowsTile(o_acc.data(), rows, d, d, row_corr.data());
+                        kh + j0 * ld, ld, 0.0f, s_tile.get(), ls);
+          OnlineSoftmaxTile(s_tile.get(), rows, cols, ls, row_max.get(), row_sum.get(),
+                            row_corr.get());
+          if (j0 > 0) ScaleRowsTile(o_acc.get(), rows, d, d, row_corr.get());
           // O_acc (+)= P V_j : (rows, d).
-          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, 1.0f, s_tile.data(), bk,
-                        vh + j0 * ld, ld, j0 == 0 ? 0.0f : 1.0f, o_acc.data(), d);
+          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, 1.0f, s_tile.get(), ls,
+                        vh + j0 * ld, ld, j0 == 0 ? 0.0f : 1.0f, o_acc.get(), d);
         }
         for (int64_t r = 0; r < rows; ++r) {
           float* o_row = oh + (i0 + r) * ld;
@@ -100,7 +124,7 @@ Status AttentionForward(const AttentionShape& shape, const float* q, const float
             continue;
           }
           const float inv = 1.0f / row_sum[r];
-          const float* acc_row = o_acc.data() + r * d;
+          const float* acc_row = o_acc.get() + r * d;
           for (int64_t x = 0; x < d; ++x) o_row[x] = acc_row[x] * inv;
           lse_h[(i0 + r) * h_count] = row_max[r] + std::log(row_sum[r]);
         }
@@ -127,21 +151,26 @@ Status AttentionBackward(const AttentionShape& shape, const float* q, const floa
   RETURN_IF_ERROR(CheckTensorPointer("dk", dk, k_elems));
   RETURN_IF_ERROR(CheckTensorPointer("dv", dv, k_elems));
 
-  if (!options.accumulate_dq) std::fill_n(dq, q_elems, 0.0f);
-  if (!options.accumulate_dkv) {
-    std::fill_n(dk, k_elems, 0.0f);
-    std::fill_n(dv, k_elems, 0.0f);
-  }
-
-  const int64_t bq = options.tiling.block_q, bk = options.tiling.block_k;
+  const auto [bq, bk] = ClipTiles(shape, options.tiling);
   const float scale = shape.EffectiveScale();
-  int64_t max_lq = 0;
+  int64_t max_lq = 1;
   for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
     max_lq = std::max(max_lq, shape.seqlen_q(seq));
   }
-  std::vector<float> p_tile(bq * bk), dp_tile(bq * bk), lse_h(max_lq), delta_h(max_lq);
+  const auto p_tile = Scratch(bq * bk), dp_tile = Scratch(bq * bk), lse_h = Scratch(max_lq),
+             delta_h = Scratch(max_lq);
+  const int64_t row = h_count * d;
 
   for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+    // Written (not accumulated) gradients are zeroed per sequence, just before its tiles
+    // accumulate into them, so they are still in cache (the sequences' rows cover all rows).
+    if (!options.accumulate_dq) {
+      std::fill_n(dq + shape.cu_seqlens_q[seq] * row, shape.seqlen_q(seq) * row, 0.0f);
+    }
+    if (!options.accumulate_dkv) {
+      std::fill_n(dk + shape.cu_seqlens_k[seq] * row, shape.seqlen_k(seq) * row, 0.0f);
+      std::fill_n(dv + shape.cu_seqlens_k[seq] * row, shape.seqlen_k(seq) * row, 0.0f);
+    }
     for (int64_t h = 0; h < h_count; ++h) {
       const HeadView hv = MakeView(shape, seq, h);
       if (hv.lq == 0 || hv.lk == 0) continue;  // no score entries: gradients stay as set above
@@ -158,6 +187,7 @@ Status AttentionBackward(const AttentionShape& shape, const float* q, const floa
         lse_h[i] = lse[(shape.cu_seqlens_q[seq] + i) * h_count + h];
         delta_h[i] = Dot(doh + i * ld, o + hv.q_off + i * ld, d);
       }
+      const int64_t ls = std::min(bk, hv.lk);  // tile leading dimension, as in the forward
       for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
         const int64_t cols = std::min(bk, hv.lk - j0);
         const float* k_j = kh + j0 * ld;
@@ -168,19 +198,19 @@ Status AttentionBackward(const AttentionShape& shape, const float* q, const floa
           const float* do_i = doh + i0 * ld;
           // P = exp(scale * Q_i K_j^T - lse) : (rows, cols).
           GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, q_i, ld, k_j, ld,
-                        0.0f, p_tile.data(), bk);
-          ExpMinusRowTile(p_tile.data(), rows, cols, bk, lse_h.data() + i0);
+                        0.0f, p_tile.get(), ls);
+          ExpMinusRowTile(p_tile.get(), rows, cols, ls, lse_h.get() + i0);
           // dV_j += P^T dO_i : (cols, d).
-          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, 1.0f, p_tile.data(), bk,
+          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, 1.0f, p_tile.get(), ls,
                         do_i, ld, 1.0f, dvh + j0 * ld, ld);
           // dP = dO_i V_j^T, then dS = P * (dP - Delta) in place : (rows, cols).
           GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, 1.0f, do_i, ld, v_j, ld,
-                        0.0f, dp_tile.data(), bk);
-          SoftmaxGradTile(p_tile.data(), dp_tile.data(), rows, cols, bk, delta_h.data() + i0);
+                        0.0f, dp_tile.get(), ls);
+          SoftmaxGradTile(p_tile.get(), dp_tile.get(), rows, cols, ls, delta_h.get() + i0);
           // dQ_i += scale * dS K_j : (rows, d);  dK_j += scale * dS^T Q_i : (cols, d).
-          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, scale, dp_tile.data(), bk,
+          GemmUnchecked(Transpose::kNo, Transpose::kNo, rows, d, cols, scale, dp_tile.get(), ls,
                         k_j, ld, 1.0f, dqh + i0 * ld, ld);
-          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, scale, dp_tile.data(), bk,
+          GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, scale, dp_tile.get(), ls,
                         q_i, ld, 1.0f, dkh + j0 * ld, ld);
         }
       }

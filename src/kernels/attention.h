@@ -10,7 +10,9 @@
 // Work: per (sequence, head) the query rows go in tiles of block_q rows and the keys in tiles
 // of block_k; S = Q K^T and O += P V are BLAS GEMMs on those tiles (gemm.h), the softmax is a
 // vectorised running max / sum, and the (block_q, D) output accumulator is rescaled as the max
-// grows. Scratch is allocated once per call, never in the loops.
+// grows. Scratch is allocated once per call, never in the loops, and only as large as the
+// call needs (tiles clipped to its longest sequence), so a call of short sequences stays cheap.
+// The backward zeroes written gradients per sequence just before accumulating into them.
 //
 // Backward: takes the forward's o and lse as INPUTS, so that ring attention can run it once per
 // key chunk with the GLOBAL o, d_o and lse (lse merged over all chunks, see lse_merge.h); the

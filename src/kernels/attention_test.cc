@@ -152,6 +152,81 @@ TEST(KernelsAttentionTest, BackwardMatchesReference) {
   }
 }
 
+// Many short sequences (every length 1..tile, shuffled) mixed with long ones, as a coalescing
+// engine hands them to one call: forward (O, LSE) and backward against the reference, and the
+// one varlen call against one call per sequence.
+TEST(KernelsAttentionTest, ManyShortAndMixedSequencesMatchReferenceAndPerSequenceCalls) {
+  for (const AttentionTiling& t : {AttentionTiling{}, AttentionTiling{32, 64}}) {
+    core::Rng rng(31 + t.block_q);
+    std::vector<int64_t> lens;
+    for (int64_t l = 1; l <= t.block_q; ++l) lens.push_back(l);
+    for (size_t i = lens.size(); i > 1; --i) std::swap(lens[i - 1], lens[rng.Below(i)]);
+    lens.insert(lens.begin() + static_cast<int64_t>(lens.size() / 2), t.block_k + 37);
+    lens.push_back(3 * t.block_q + 5);
+    const Problem p = MakeProblem(41, 2, 64, lens, lens);
+    const AttentionShape shape = p.Shape();
+    const std::string where = "tiles " + std::to_string(t.block_q) + "x" +
+                              std::to_string(t.block_k) + ", " + std::to_string(lens.size()) +
+                              " sequences";
+    std::vector<float> o_ref(p.QElems()), lse_ref(p.cu_q.back() * p.h);
+    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                 o_ref.data(), lse_ref.data())
+                    .ok());
+    std::vector<float> dq_ref(p.QElems()), dk_ref(p.KElems()), dv_ref(p.KElems());
+    ASSERT_TRUE(AttentionBackwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                  o_ref.data(), p.d_o.data(), lse_ref.data(),
+                                                  dq_ref.data(), dk_ref.data(), dv_ref.data())
+                    .ok());
+    // One varlen call (outputs start as NaN: every row must be written).
+    std::vector<float> o(p.QElems(), NAN), lse(lse_ref.size(), NAN);
+    std::vector<float> dq(p.QElems(), NAN), dk(p.KElems(), NAN), dv(p.KElems(), NAN);
+    ASSERT_TRUE(
+        AttentionForward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t).ok());
+    AttentionBackwardOptions opts;
+    opts.tiling = t;
+    ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o_ref.data(),
+                                  p.d_o.data(), lse_ref.data(), dq.data(), dk.data(), dv.data(),
+                                  opts)
+                    .ok());
+    auto all_finite = [](const std::vector<float>& x) {
+      for (float e : x)
+        if (!std::isfinite(e)) return false;
+      return true;
+    };
+    for (const std::vector<float>* x : {&o, &lse, &dq, &dk, &dv}) EXPECT_TRUE(all_finite(*x));
+    EXPECT_LT(MaxRelErr(o, o_ref), 1e-5) << where;
+    EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6) << where;
+    EXPECT_LT(MaxRelErr(dq, dq_ref), 1e-5) << where;
+    EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
+    EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
+    // One call per sequence on the same packed buffers.
+    std::vector<float> o1(p.QElems(), NAN), lse1(lse_ref.size(), NAN);
+    std::vector<float> dq1(p.QElems(), NAN), dk1(p.KElems(), NAN), dv1(p.KElems(), NAN);
+    const int64_t row = p.h * p.d;
+    for (size_t i = 0; i < lens.size(); ++i) {
+      const int64_t cu[2] = {0, lens[i]};
+      const AttentionShape one{p.h, p.d, cu, cu, std::nullopt};
+      const int64_t off = p.cu_q[i] * row;
+      ASSERT_TRUE(AttentionForward(one, p.q.data() + off, p.k.data() + off, p.v.data() + off,
+                                   o1.data() + off, lse1.data() + p.cu_q[i] * p.h, t)
+                      .ok());
+      ASSERT_TRUE(AttentionBackward(one, p.q.data() + off, p.k.data() + off, p.v.data() + off,
+                                    o_ref.data() + off, p.d_o.data() + off,
+                                    lse_ref.data() + p.cu_q[i] * p.h, dq1.data() + off,
+                                    dk1.data() + off, dv1.data() + off, opts)
+                      .ok());
+    }
+    for (const std::vector<float>* x : {&o1, &lse1, &dq1, &dk1, &dv1}) {
+      EXPECT_TRUE(all_finite(*x));
+    }
+    EXPECT_LT(MaxRelErr(o1, o), 1e-6) << where;
+    EXPECT_LT(MaxRelErrLse(lse1, lse), 1e-6) << where;
+    EXPECT_LT(MaxRelErr(dq1, dq), 1e-6) << where;
+    EXPECT_LT(MaxRelErr(dk1, dk), 1e-6) << where;
+    EXPECT_LT(MaxRelErr(dv1, dv), 1e-6) << where;
+  }
+}
+
 TEST(KernelsAttentionTest, BackwardAccumulatesWhenAsked) {
   const Problem p = MakeProblem(22, 2, 64, {40, 9}, {33, 70});
   const AttentionShape shape = p.Shape();
