@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/mpi_environment.h"
+#include "core/heap_tuning.h"
 #include "kernels/gemm.h"
 
 namespace tessera::cli {
@@ -78,6 +79,7 @@ core::Status RunMpiJob(int ranks, double op_timeout_s,
   }
   world.set_op_timeout_s(op_timeout_s);
   RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
+  core::UseSteadyHeap();  // steady step times from the second step on
   core::Status st = body(world);
   const auto code = st.code();
   if (code == core::StatusCode::kDeadlineExceeded || code == core::StatusCode::kUnavailable) {
