@@ -9,9 +9,11 @@
 // paper's mixture generator, zellige/workload.h), every sequence's tokens multiplied by
 // --token-scale; rank 0 plans it with each planner on the profile-priced cost model and
 // broadcasts the plans (planners with time limits need not agree across processes); every
-// rank then runs runtime::MeasurePlan. Reports per planner the measured step time (median of
-// the slowest rank), the predicted one, splits, and the ratio of each planner's measured
-// (and predicted) step time to zellige's. A planner that fails to plan is reported as such.
+// rank then measures them interleaved (runtime::MeasurePlansInterleaved: --repeats rounds of
+// --warmup steps and one timed step per plan), so machine noise does not favour one planner.
+// Reports per planner the measured step time (median of the slowest rank), the predicted one,
+// splits, and the ratio of each planner's measured (and predicted) step time to zellige's. A
+// planner that fails to plan is reported as such.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -96,6 +98,8 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
     ASSIGN_OR_RETURN(zellige::Batch batch, MakeBatch(a, mix, n));
     RETURN_IF_ERROR(zellige::CheckBatchFits(batch, cost));
     std::vector<Row> rows;
+    std::vector<zellige::Plan> plans;
+    std::vector<int> row_of_plan;
     for (const zellige::PlannerEntry* e : entries) {
       Row row;
       row.planner = e->name;
@@ -112,16 +116,27 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
         ASSIGN_OR_RETURN(Json pj, core::ParseJson(msg.substr(1), "plan"));
         ASSIGN_OR_RETURN(zellige::Plan plan, zellige::PlanFromJson(pj, "plan"));
         ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(plan, batch, cost));
-        ASSIGN_OR_RETURN(runtime::PlanMeasurement m,
-                         runtime::MeasurePlan(plan, batch, cfg, world, mo));
         row.planned = true;
         row.splits = zellige::SplitCount(plan);
         row.predicted_s = sim.makespan_s;
-        row.measured_s = m.MedianMakespanS();
-        row.measured_peak_bytes = static_cast<double>(m.MaxPeakBytes());
+        row_of_plan.push_back(static_cast<int>(rows.size()));
+        plans.push_back(std::move(plan));
       }
       rows.push_back(row);
-      if (bar) bar->Update(++done);
+    }
+    std::vector<runtime::PlanCase> cases;
+    for (const zellige::Plan& p : plans) cases.push_back({&p, &batch});
+    const long before = done;
+    ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> ms,
+                     runtime::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int d, int total) {
+                       done = before + static_cast<long>(entries.size()) * d / total;
+                       if (bar) bar->Update(done);
+                     }));
+    done = before + static_cast<long>(entries.size());
+    for (size_t i = 0; i < ms.size(); ++i) {
+      Row& row = rows[row_of_plan[i]];
+      row.measured_s = ms[i].MedianMakespanS();
+      row.measured_peak_bytes = static_cast<double>(ms[i].MaxPeakBytes());
     }
     const Row* z = nullptr;
     for (const Row& r : rows)

@@ -9,8 +9,10 @@
 // system): for every config of every power-of-two degree d <= ranks and every bucket L >= d,
 // one plan places, on each of the floor(ranks / d) aligned blocks of d ranks, n copies of an
 // L-token sequence with that config (n = max(1, whole_tokens / L) for whole sequences, which
-// coalesce; 1 otherwise); runtime::MeasurePlan times `repeats` training steps after --warmup
-// steps. A calibration plan (one 8-token sequence on rank 0, the other ranks idle; needs
+// coalesce; 1 otherwise). All plans are measured interleaved (runtime::MeasurePlansInterleaved:
+// `repeats` rounds, each running every plan for --warmup steps and one timed step), so a
+// burst of interference on a shared machine does not bias one point. A calibration plan (one
+// 8-token sequence on rank 0, the other ranks idle; needs
 // >= 2 ranks) gives the fixed per-step work of a rank. Prices:
 //   fixed_fwd_s = median forward time of the idle ranks (zeroing gradients, empty batch),
 //                 fixed_bwd_s likewise, fixed_bytes = their median peak above base;
@@ -317,9 +319,6 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
     for (const auto& c : zellige::ConfigsOfDegree(d, static_cast<int>(a.model.heads)))
       configs.push_back(c);
   }
-  long total = 0;
-  for (const auto& c : configs)
-    for (int64_t L : buckets) total += L >= c.degree() ? 1 : 0;
   for (const auto& c : configs) {
     int usable = 0;
     for (int64_t L : buckets) usable += L >= c.degree() ? 1 : 0;
@@ -329,22 +328,18 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
                                    " tokens to fit its prices");
     }
   }
-  std::unique_ptr<core::ProgressBar> bar;
-  if (me == 0) bar = std::make_unique<core::ProgressBar>("profile", total);
   runtime::MeasureOptions mo;
   mo.warmup_steps = a.warmup;
   mo.steps = a.repeats;
   mo.seed = a.seed;
   std::vector<RawPoint> raw;
-  long done = 0;
+  std::vector<zellige::Plan> plans;
+  std::vector<zellige::Batch> batches;
   if (n >= 2) {  // calibration: one tiny sequence on rank 0, the others idle
     RawPoint p;
     p.tokens = 8;
-    zellige::Batch batch = runtime::MakeBatch({8});
-    zellige::Plan plan{"profile", n, {{0, zellige::ParallelConfig{}, {0}}}, -1};
-    runtime::MeasureOptions cal = mo;
-    cal.steps = std::max(5, 2 * a.repeats);
-    ASSIGN_OR_RETURN(p.m, runtime::MeasurePlan(plan, batch, cfg, world, cal));
+    batches.push_back(runtime::MakeBatch({8}));
+    plans.push_back(zellige::Plan{"profile", n, {{0, zellige::ParallelConfig{}, {0}}}, -1});
     raw.push_back(std::move(p));
   }
   for (size_t c = 0; c < configs.size(); ++c) {
@@ -357,8 +352,8 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
       p.tokens = L;
       p.count = pc.whole() ? std::max<int64_t>(1, a.whole_tokens / L) : 1;
       const int blocks = n / d;
-      zellige::Batch batch =
-          runtime::MakeBatch(std::vector<int64_t>(static_cast<size_t>(p.count * blocks), L));
+      batches.push_back(
+          runtime::MakeBatch(std::vector<int64_t>(static_cast<size_t>(p.count * blocks), L)));
       zellige::Plan plan;
       plan.planner = "profile";
       plan.num_ranks = n;
@@ -369,12 +364,23 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
           plan.placements.push_back({static_cast<int>(blk * p.count + i), pc, ranks});
         }
       }
-      ASSIGN_OR_RETURN(p.m, runtime::MeasurePlan(plan, batch, cfg, world, mo));
+      plans.push_back(std::move(plan));
       raw.push_back(std::move(p));
-      if (bar) bar->Update(++done);
     }
   }
+  std::vector<runtime::PlanCase> cases;
+  for (size_t i = 0; i < plans.size(); ++i) cases.push_back({&plans[i], &batches[i]});
+  std::unique_ptr<core::ProgressBar> bar;
+  if (me == 0) {
+    bar =
+        std::make_unique<core::ProgressBar>("profile", static_cast<long>(cases.size()) * a.repeats);
+  }
+  ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> measured,
+                   runtime::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int done, int) {
+                     if (bar) bar->Update(done);
+                   }));
   if (bar) bar->Done();
+  for (size_t i = 0; i < raw.size(); ++i) raw[i].m = std::move(measured[i]);
   ASSIGN_OR_RETURN(std::vector<zellige::CommFit> comm, MeasureComm(world, 2 * a.repeats));
   if (me != 0) return Status::Ok();
   if (!raw.empty() && !raw[0].m.memory_measured) {

@@ -5,7 +5,9 @@
 //       [--json FILE]
 //
 // Per plan: measured makespan = median over `repeats` timed steps of the slowest rank's step
-// time (runtime::MeasurePlan, after --warmup steps); measured peak = the largest rank's peak
+// time; the plans are measured interleaved (runtime::MeasurePlansInterleaved: `repeats`
+// rounds, each running every plan for --warmup steps and one timed step), so interference on
+// a shared machine does not bias one plan; measured peak = the largest rank's peak
 // allocated heap bytes in a step. Predicted = zellige::Simulate on the profile cost model
 // (makespan incl. the step overhead; peak = base + the rank's placed sequences' bytes, max
 // over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
@@ -53,8 +55,17 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   const models::SmallDitConfig cfg = ToSmallDitConfig(a.job.model);
   const runtime::MeasureOptions mo = ToMeasureOptions(a.job);
   std::unique_ptr<core::ProgressBar> bar;
-  if (me == 0)
-    bar = std::make_unique<core::ProgressBar>("validate", static_cast<long>(cases.size()));
+  if (me == 0) {
+    bar = std::make_unique<core::ProgressBar>("validate",
+                                              static_cast<long>(cases.size()) * a.job.repeats);
+  }
+  std::vector<runtime::PlanCase> pcs;
+  for (const zellige::ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
+  ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> measured,
+                   runtime::MeasurePlansInterleaved(pcs, cfg, world, mo, [&](int done, int) {
+                     if (bar) bar->Update(done);
+                   }));
+  if (bar) bar->Done();
   std::vector<double> pred_t, meas_t, pred_m, meas_m;
   Json plans = Json::array();
   core::Table t(
@@ -62,8 +73,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   for (size_t i = 0; i < cases.size(); ++i) {
     const zellige::ValidationCase& c = cases[i];
     ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
-    ASSIGN_OR_RETURN(runtime::PlanMeasurement m,
-                     runtime::MeasurePlan(c.plan, c.batch, cfg, world, mo));
+    const runtime::PlanMeasurement& m = measured[i];
     if (!m.memory_measured) {
       return core::FailedPrecondition(
           "this build does not count heap allocations (sanitizer build?); validate with the "
@@ -100,9 +110,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                      {"measured_peak_bytes", mm},
                      {"ranks", ranks},
                      {"plan", zellige::ToJson(c.plan, c.batch)}});
-    if (bar) bar->Update(static_cast<long>(i + 1));
   }
-  if (bar) bar->Done();
   if (me != 0) return Status::Ok();
   ASSIGN_OR_RETURN(zellige::PredictionError et, zellige::ComparePredictions(pred_t, meas_t));
   ASSIGN_OR_RETURN(zellige::PredictionError em, zellige::ComparePredictions(pred_m, meas_m));

@@ -101,4 +101,41 @@ core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const zel
   return out;
 }
 
+core::StatusOr<std::vector<PlanMeasurement>> MeasurePlansInterleaved(
+    const std::vector<PlanCase>& cases, const models::SmallDitConfig& config,
+    comm::Communicator& world, const MeasureOptions& options,
+    const std::function<void(int done, int total)>& progress) {
+  if (options.steps < 1) {
+    return core::InvalidArgument("MeasurePlansInterleaved: steps: got " +
+                                 std::to_string(options.steps) + ", must be >= 1");
+  }
+  std::vector<PlanMeasurement> out(cases.size());
+  MeasureOptions one = options;
+  one.steps = 1;
+  const int total = options.steps * static_cast<int>(cases.size());
+  int done = 0;
+  for (int round = 0; round < options.steps; ++round) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      ASSIGN_OR_RETURN(PlanMeasurement m,
+                       MeasurePlan(*cases[i].plan, *cases[i].batch, config, world, one));
+      PlanMeasurement& acc = out[i];
+      if (round == 0) {
+        acc = std::move(m);
+      } else {
+        for (size_t r = 0; r < acc.ranks.size(); ++r) {
+          RankMeasurement& a = acc.ranks[r];
+          const RankMeasurement& b = m.ranks[r];
+          a.forward_s.insert(a.forward_s.end(), b.forward_s.begin(), b.forward_s.end());
+          a.backward_s.insert(a.backward_s.end(), b.backward_s.begin(), b.backward_s.end());
+          a.tail_s.insert(a.tail_s.end(), b.tail_s.begin(), b.tail_s.end());
+          a.step_s.insert(a.step_s.end(), b.step_s.begin(), b.step_s.end());
+          a.peak_bytes = std::max(a.peak_bytes, b.peak_bytes);
+        }
+      }
+      if (progress) progress(++done, total);
+    }
+  }
+  return out;
+}
+
 }  // namespace tessera::runtime

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -56,6 +57,21 @@ struct PlanMeasurement {
 
 // Median of a non-empty vector (mean of the two middle values for even sizes).
 double Median(std::vector<double> v);
+
+// Measures several plans interleaved: `options.steps` rounds, each running every case once
+// (MeasurePlan with options.warmup_steps warm-up steps and one timed step), so a burst of
+// interference on a shared machine hits single steps of many plans rather than every step of
+// one plan. Result i merges case i's rounds (step vectors concatenated, peak = max, base =
+// first round's). `progress(done, total)` is called after each case of each round (may be
+// empty). Collective over world like MeasurePlan.
+struct PlanCase {
+  const zellige::Plan* plan = nullptr;
+  const zellige::Batch* batch = nullptr;
+};
+core::StatusOr<std::vector<PlanMeasurement>> MeasurePlansInterleaved(
+    const std::vector<PlanCase>& cases, const models::SmallDitConfig& config,
+    comm::Communicator& world, const MeasureOptions& options,
+    const std::function<void(int done, int total)>& progress);
 
 core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const zellige::Batch& batch,
                                             const models::SmallDitConfig& config,
