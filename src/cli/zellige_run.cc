@@ -3,7 +3,7 @@
 //
 //   mpirun -np N tessera zellige run [--plan FILE | --workload v50|FILE --planner NAME
 //       [--seed S] [--load low] [--token-scale F]] [--steps K] [--check] [--json FILE]
-//       [--heads 4] [--head-dim 64] [--cluster PRESET|FILE]
+//       [--heads 4] [--head-dim 64] [--cluster PRESET|FILE | --profile FILE]
 //       [--train [--hidden 256] [--layers 4] [--ffn 1024] [--channels 16] [--lr 1e-3]
 //        [--max-loss-ratio R]]
 //
@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/cost_model_args.h"
 #include "comm/mpi_environment.h"
 #include "core/heap_tuning.h"
 #include "core/json_util.h"
@@ -77,6 +78,7 @@ struct RunArgs {
   std::string planner = "zellige";
   std::string load = "low";
   std::string cluster;
+  std::string profile;  // --profile: the planner prices with a measured profile
   uint64_t seed = 1;
   double video_seconds = 5;
   double token_scale = 1.0 / 64;
@@ -151,7 +153,22 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
       "attention-only", a.heads * a.head_dim, a.heads, 1, 4 * a.heads * a.head_dim, 0, 4};
   if (a.train) model = {"small-dit", a.hidden, a.heads, a.layers, a.ffn, 0, 4};
   RETURN_IF_ERROR(zellige::Validate(model));
-  zellige::CostModel cost(cluster, model);
+  std::unique_ptr<zellige::CostModel> owned;
+  if (!a.profile.empty()) {  // the planner prices with the measured profile
+    if (!a.cluster.empty()) {
+      return core::InvalidArgument("--cluster: got '" + a.cluster +
+                                   "', cannot be combined with --profile");
+    }
+    ASSIGN_OR_RETURN(owned, MakeCostModel("", "", a.profile));
+    if (owned->cluster().num_ranks() != n) {
+      return core::InvalidArgument(a.profile + ": ranks: measured with " +
+                                   std::to_string(owned->cluster().num_ranks()) + ", the job has " +
+                                   std::to_string(n));
+    }
+  } else {
+    owned = std::make_unique<zellige::CostModel>(cluster, model);
+  }
+  const zellige::CostModel& cost = *owned;
   ASSIGN_OR_RETURN(const zellige::PlannerEntry* entry, zellige::FindPlanner(a.planner));
   RETURN_IF_ERROR(zellige::CheckBatchFits(batch, cost));
   ASSIGN_OR_RETURN(zellige::PlannerRun run, zellige::RunPlanner(*entry, batch, cost, {}));
@@ -566,6 +583,9 @@ void AddZelligeRun(CLI::App* z, Action* action) {
   c->add_option("--video-seconds", a->video_seconds, "video length")->capture_default_str();
   c->add_option("--token-scale", a->token_scale, "multiply every sequence's tokens by this")
       ->capture_default_str();
+  c->add_option("--profile", a->profile,
+                "profile JSON (tessera zellige profile) the planner prices with, instead of "
+                "--cluster");
   c->add_option("--cluster", a->cluster,
                 "cluster preset or JSON for the planner (default: "
                 "this machine, modeled)");
