@@ -229,8 +229,7 @@ TEST(CliTest, ProfilerCommandsRejectBadInputBeforeMpi) {
   ExpectUserError("zellige validate --profile " + TestProfile() + " --ranks 4",
                   "ranks: measured with 2, asked for 4");
   ExpectUserError("zellige profile --out x.json --buckets 8,0,16", "--buckets: got 0");
-  ExpectUserError("zellige profile --out x.json --hidden 30 --heads 4",
-                  "heads must divide hidden");
+  ExpectUserError("zellige profile --out x.json --hidden 30 --heads 4", "heads must divide hidden");
   ExpectUserError("zellige profile --out x.json --repeats 0", "--repeats");
 }
 

@@ -46,6 +46,7 @@
 
 #include "cli/command.h"
 #include "cli/cost_model_args.h"
+#include "comm/broadcast_string.h"
 #include "comm/mpi_environment.h"
 #include "core/heap_tuning.h"
 #include "core/json_util.h"
@@ -187,20 +188,6 @@ StatusOr<zellige::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& p
     tokens[seq] = t;
   }
   return runtime::MakeBatch(tokens);
-}
-
-// Broadcasts a string from rank 0 (as bytes carried in floats).
-Status BroadcastString(comm::Communicator& world, std::string* s) {
-  float len[2] = {static_cast<float>(s->size() & 0xFFFF), static_cast<float>(s->size() >> 16)};
-  RETURN_IF_ERROR(world.Broadcast(std::span<float>(len, 2), 0));
-  const size_t n = static_cast<size_t>(len[0]) + (static_cast<size_t>(len[1]) << 16);
-  std::vector<float> buf(n);
-  if (world.rank() == 0)
-    for (size_t i = 0; i < n; ++i) buf[i] = static_cast<unsigned char>((*s)[i]);
-  RETURN_IF_ERROR(world.Broadcast(buf, 0));
-  s->resize(n);
-  for (size_t i = 0; i < n; ++i) (*s)[i] = static_cast<char>(static_cast<unsigned char>(buf[i]));
-  return Status::Ok();
 }
 
 models::SmallDitConfig TrainConfig(const RunArgs& a) {
@@ -439,7 +426,7 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
     auto prepared = Prepare(a, n);
     msg = prepared.ok() ? "P" + prepared->dump() : "E" + prepared.status().message();
   }
-  RETURN_IF_ERROR(BroadcastString(world, &msg));
+  RETURN_IF_ERROR(comm::BroadcastString(world, &msg, 0));
   if (msg.empty() || msg[0] != 'P') return core::InvalidArgument(msg.empty() ? "?" : msg.substr(1));
   Json j = Json::parse(msg.substr(1), nullptr, false);
   const std::string source = a.plan_path.empty() ? "plan" : a.plan_path;
