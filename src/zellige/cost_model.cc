@@ -50,6 +50,13 @@ core::Status CostModel::Supports(const ParallelConfig& config) const {
 
 double CostModel::StepOverheadS() const { return profile_ ? profile_->step_overhead_s : 0.0; }
 
+std::pair<double, double> CostModel::SegmentSharedS(const ParallelConfig& config) const {
+  if (!profile_ || config.whole()) return {0.0, 0.0};
+  const ConfigPrices* cp = profile_->Find(config);
+  if (cp == nullptr) return {0.0, 0.0};
+  return {std::max(0.0, cp->fwd_fit[0]), std::max(0.0, cp->bwd_fit[0])};
+}
+
 double CostModel::LinearFlopsPerLayer(double local_tokens) const {
   const double d = model_.hidden, f = model_.ffn, t = model_.text_tokens;
   // self-attn QKV+O (8d^2), cross-attn Q+O (4d^2), FFN (4dF), cross-attn scores+PV (4Td).

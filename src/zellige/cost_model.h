@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -82,6 +83,13 @@ class CostModel {
   // Time every rank spends once per step outside the sequences (0 analytic; profile:
   // step_overhead_s: loss and gradient all-reduce, optimizer).
   double StepOverheadS() const;
+  // The part of a split sequence's price (fwd, bwd) paid once per engine segment rather than
+  // per sequence: split sequences with the same config and ordered rank set share their
+  // collectives (runtime/attention_engine.h), so the simulator charges it only to the first
+  // of them. Profile mode: the fits' intercepts (a of a + b L + c L^2, clamped >= 0) for a
+  // split config, measured with one sequence per segment; 0 for whole sequences (their
+  // prices are measured as coalesced copies already) and in analytic mode.
+  std::pair<double, double> SegmentSharedS(const ParallelConfig& config) const;
   // Ok when `config` can be priced: always in analytic mode; in profile mode when the
   // profile measured it, else InvalidArgument naming the config and the profile's ranks.
   core::Status Supports(const ParallelConfig& config) const;

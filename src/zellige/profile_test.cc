@@ -285,5 +285,25 @@ TEST(ProfileTest, SimulatedMakespanIsHandComputed) {
   EXPECT_TRUE(r->feasible);
 }
 
+TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
+  // Two (1,2,1) sequences on {0,1} form one engine segment: the fit intercepts (fwd 1.2e-3,
+  // bwd 2.5e-3) are paid once; a third on the reversed rank set is its own segment.
+  CostModel cm(std::make_shared<const Profile>(TinyProfile()));
+  auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
+  const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 1000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 1000);
+  Batch b = MakeBatch({1000, 1000, 1000});
+  Plan same{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {1, 2, 1}, {0, 1}}}};
+  auto r = Simulate(same, MakeBatch({1000, 1000}), cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->busy_s[0], 2 * A - (1.2e-3 + 2.5e-3), 1e-12);
+  Plan other{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {1, 2, 1}, {0, 1}}, {2, {1, 2, 1}, {1, 0}}}};
+  r = Simulate(other, b, cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->busy_s[1], 3 * A - (1.2e-3 + 2.5e-3), 1e-12);
+  // The analytic model shares nothing.
+  CostModel analytic(*hw::ClusterPreset("a800x8"), *DitModelPreset("wan2.1-1.3b"));
+  EXPECT_EQ(analytic.SegmentSharedS({1, 2, 1}), std::make_pair(0.0, 0.0));
+}
+
 }  // namespace
 }  // namespace tessera::zellige

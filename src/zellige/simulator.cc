@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::zellige {
 
@@ -23,6 +27,18 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
   for (size_t p = 0; p < np; ++p) {
     const Placement& pl = plan.placements[p];
     costs[p] = cost.Cost(batch.sequences[pl.seq].tokens, pl.config, pl.ranks);
+  }
+  // Split sequences with the same config and rank set share one engine segment: its
+  // once-per-segment cost is charged to the first of them only (cost_model.h).
+  std::map<std::pair<std::string, std::vector<int>>, int> segment_first;
+  for (size_t p = 0; p < np; ++p) {
+    const Placement& pl = plan.placements[p];
+    if (pl.config.whole()) continue;
+    auto key = std::make_pair(pl.config.ToString(), pl.ranks);
+    if (segment_first.emplace(key, static_cast<int>(p)).second) continue;
+    const auto [shared_fwd, shared_bwd] = cost.SegmentSharedS(pl.config);
+    costs[p].fwd_s = std::max(0.0, costs[p].fwd_s - shared_fwd);
+    costs[p].bwd_s = std::max(0.0, costs[p].bwd_s - shared_bwd);
   }
 
   SimResult r;

@@ -4,7 +4,9 @@
 // The step is simulated layer by layer, forward then backward (the engine's order): in
 // each layer every rank runs its placements in issue order (descending split degree, then
 // placement order). A split sequence is a collective: it starts only when all of its
-// ranks have reached it, so a rank may wait. Whole sequences never wait.
+// ranks have reached it, so a rank may wait. Whole sequences never wait. Split sequences
+// with the same config and rank set form one engine segment; the cost model's
+// once-per-segment part (CostModel::SegmentSharedS) is charged to the first of them only.
 // The makespan is the latest rank's finish plus cost.StepOverheadS() (per-step work every
 // rank does once: loss, gradient all-reduce, optimizer; 0 for the analytic model); busy_s
 // and finish_s cover the sequences' layers only. A placement whose config the cost model
