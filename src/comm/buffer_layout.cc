@@ -25,8 +25,8 @@ core::Status CheckVarLayout(const std::string& what, std::span<const int64_t> co
     }
     if (displs[i] > buffer_elems || counts[i] > buffer_elems - displs[i]) {
       return core::InvalidArgument(
-          fmt::format("{} block {}: elements [{}, {}) must lie inside the buffer of {} elements",
-                      what, i, displs[i], displs[i] + counts[i], buffer_elems));
+          fmt::format("{} block {}: {} elements from {} must lie inside the buffer of {} elements",
+                      what, i, counts[i], displs[i], buffer_elems));
     }
   }
   return core::Status::Ok();
