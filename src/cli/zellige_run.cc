@@ -46,6 +46,7 @@
 
 #include "cli/command.h"
 #include "cli/cost_model_args.h"
+#include "cli/small_dit_args.h"
 #include "comm/broadcast_string.h"
 #include "comm/mpi_environment.h"
 #include "core/heap_tuning.h"
@@ -190,16 +191,12 @@ StatusOr<zellige::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& p
   return runtime::MakeBatch(tokens);
 }
 
-models::SmallDitConfig TrainConfig(const RunArgs& a) {
-  models::SmallDitConfig c;
-  c.in_channels = a.channels;
-  c.hidden = a.hidden;
-  c.num_heads = a.heads;
-  c.num_layers = a.layers;
-  c.ffn_hidden = a.ffn;
-  c.init_seed = a.seed;
-  return c;
+// The --train model options in the shared form (cli/small_dit_args.h).
+SmallDitArgs ModelArgs(const RunArgs& a) {
+  return SmallDitArgs{a.hidden, a.heads, a.layers, a.ffn, a.channels, a.seed};
 }
+
+models::SmallDitConfig TrainConfig(const RunArgs& a) { return ToSmallDitConfig(ModelArgs(a)); }
 
 models::AdamWOptions TrainOptions(const RunArgs& a) {
   models::AdamWOptions o;
@@ -524,15 +521,7 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
 Status RunZelligeRun(const RunArgs& args) {
   RunArgs a = args;
   if (a.train) {
-    if (a.heads < 1 || a.hidden < 1 || a.hidden % a.heads != 0) {
-      return core::InvalidArgument("--hidden / --heads: got " + std::to_string(a.hidden) + " / " +
-                                   std::to_string(a.heads) + ", heads must divide hidden (>= 1)");
-    }
-    if (a.layers < 1 || a.ffn < 1 || a.channels < 1) {
-      return core::InvalidArgument("--layers / --ffn / --channels: got " +
-                                   std::to_string(a.layers) + " / " + std::to_string(a.ffn) +
-                                   " / " + std::to_string(a.channels) + ", must be >= 1");
-    }
+    RETURN_IF_ERROR(ValidateSmallDitArgs(ModelArgs(a)));
     if (!(a.lr >= 0) || !std::isfinite(a.lr)) {
       return core::InvalidArgument("--lr: got " + std::to_string(a.lr) + ", must be >= 0");
     }
