@@ -7,8 +7,9 @@
 // H = 4 heads of D = 64; every sequence is whole (config (1,1,1)) and placed on the rank with
 // the least attention work so far (greedy on L^2, longest first). Per repeat, every rank times
 //   (a) coalesced: AttentionEngine::Forward + Backward (one varlen call per rank each way),
-//   (b) per-sequence: kernels::AttentionForward + AttentionBackward once per local sequence
-//       on the same packed buffers (single-sequence shapes at each sequence's row offset),
+//   (b) per-sequence: kernels::AttentionForward once per local sequence, then
+//       AttentionBackward once per local sequence, on the same packed buffers
+//       (single-sequence shapes at each sequence's row offset),
 //   (c) kernel only: ONE varlen AttentionForward + AttentionBackward over the same packed
 //       buffers without the engine (separates the kernel's coalescing from the engine's
 //       buffer work).
@@ -54,26 +55,34 @@ double Now() {
 core::Status RunCoalesced(AttentionEngine& engine, const LocalData& d, Outputs* out) {
   ForwardState state;
   RETURN_IF_ERROR(engine.Forward(d.q, d.k, d.v, out->o, &state));
-  return engine.Backward(state, d.d_o, out->dq, out->dk, out->dv);
+  return engine.Backward(state, d.q, d.k, d.v, out->o, d.d_o, out->dq, out->dk, out->dv);
 }
 
 core::Status RunPerSequence(const AttentionEngine& engine, const LocalData& d,
                             std::vector<float>* lse, Outputs* out) {
   const int64_t row = static_cast<int64_t>(kHeads) * kHeadDim;
-  for (const LocalPlacement& lp : engine.local_placements()) {
-    const int64_t cu[2] = {0, lp.size()};
-    kernels::AttentionShape shape;
-    shape.num_heads = kHeads;
-    shape.head_dim = kHeadDim;
-    shape.cu_seqlens_q = cu;
-    shape.cu_seqlens_k = cu;
-    const int64_t off = lp.offset * row;
-    float* l = lse->data() + lp.offset * kHeads;
-    RETURN_IF_ERROR(kernels::AttentionForward(shape, d.q.data() + off, d.k.data() + off,
-                                              d.v.data() + off, out->o.data() + off, l));
-    RETURN_IF_ERROR(kernels::AttentionBackward(
-        shape, d.q.data() + off, d.k.data() + off, d.v.data() + off, out->o.data() + off,
-        d.d_o.data() + off, l, out->dq.data() + off, out->dk.data() + off, out->dv.data() + off));
+  // All forwards, then all backwards, as a model's step orders them (running each sequence's
+  // backward right after its forward would keep its data in cache, which no real step does).
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const LocalPlacement& lp : engine.local_placements()) {
+      const int64_t cu[2] = {0, lp.size()};
+      kernels::AttentionShape shape;
+      shape.num_heads = kHeads;
+      shape.head_dim = kHeadDim;
+      shape.cu_seqlens_q = cu;
+      shape.cu_seqlens_k = cu;
+      const int64_t off = lp.offset * row;
+      float* l = lse->data() + lp.offset * kHeads;
+      if (pass == 0) {
+        RETURN_IF_ERROR(kernels::AttentionForward(shape, d.q.data() + off, d.k.data() + off,
+                                                  d.v.data() + off, out->o.data() + off, l));
+      } else {
+        RETURN_IF_ERROR(kernels::AttentionBackward(shape, d.q.data() + off, d.k.data() + off,
+                                                   d.v.data() + off, out->o.data() + off,
+                                                   d.d_o.data() + off, l, out->dq.data() + off,
+                                                   out->dk.data() + off, out->dv.data() + off));
+      }
+    }
   }
   return core::Status::Ok();
 }

@@ -443,7 +443,7 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
     const double t0 = NowSeconds();
     runtime::ForwardState state;
     RETURN_IF_ERROR(engine.Forward(d.q, d.k, d.v, o, &state));
-    RETURN_IF_ERROR(engine.Backward(state, d.d_o, dq, dk, dv));
+    RETURN_IF_ERROR(engine.Backward(state, d.q, d.k, d.v, o, d.d_o, dq, dk, dv));
     times.push_back(static_cast<float>(NowSeconds() - t0));
   }
   // Per rank: step times, peak bytes (MiB), local tokens, check abs, check rel.

@@ -45,6 +45,9 @@ struct AttentionEngine::SegmentInfo {
   std::vector<int> ranks;
   int member = 0, hi = 0, qi = 0, ki = 0;
   std::vector<SegSeq> seqs;
+  // Config (1,1,1): the rank's whole sequences, contiguous in the local buffers from row
+  // seqs[0].local_offset; attention runs on the caller's buffers.
+  bool whole() const { return cfg.degree() == 1; }
   comm::Communicator* ulysses = nullptr;  // size h, rank hi (null when h == 1)
   comm::Communicator* gather = nullptr;   // size q, rank qi (null when q == 1)
   int ring_next = 0, ring_prev = 0;       // world ranks (k > 1)
@@ -335,25 +338,6 @@ StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige
   e->options_ = options;
   const int me = world->rank();
 
-  // Local placements in plan order.
-  std::map<int, int64_t> offset_of;  // placement -> local offset
-  for (int p = 0; p < static_cast<int>(plan.placements.size()); ++p) {
-    const auto& pl = plan.placements[p];
-    auto it = std::find(pl.ranks.begin(), pl.ranks.end(), me);
-    if (it == pl.ranks.end()) continue;
-    LocalPlacement lp;
-    lp.placement = p;
-    lp.seq = pl.seq;
-    lp.member = static_cast<int>(it - pl.ranks.begin());
-    const int64_t L = batch.sequences[pl.seq].tokens;
-    lp.token_begin = ChunkBegin(L, pl.config.degree(), lp.member);
-    lp.token_end = ChunkBegin(L, pl.config.degree(), lp.member + 1);
-    lp.offset = e->local_tokens_;
-    e->local_tokens_ += lp.size();
-    offset_of[p] = lp.offset;
-    e->local_.push_back(lp);
-  }
-
   // Global segment list: first appearance in issue order of each (config, ranks).
   std::vector<std::unique_ptr<SegmentInfo>> all;
   std::map<std::pair<std::vector<int>, std::vector<int>>, int> index;
@@ -370,9 +354,29 @@ StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige
     SegSeq ss;
     ss.placement = p;
     ss.tokens = batch.sequences[pl.seq].tokens;
-    auto off = offset_of.find(p);
-    ss.local_offset = off == offset_of.end() ? -1 : off->second;
+    ss.local_offset = -1;
     all[it->second]->seqs.push_back(ss);
+  }
+
+  // Local placements in execution order: segment by segment, so each segment's rows are
+  // contiguous in the packed local buffers.
+  for (auto& sp : all) {
+    auto it = std::find(sp->ranks.begin(), sp->ranks.end(), me);
+    if (it == sp->ranks.end()) continue;
+    const int member = static_cast<int>(it - sp->ranks.begin());
+    for (SegSeq& ss : sp->seqs) {
+      const auto& pl = plan.placements[ss.placement];
+      LocalPlacement lp;
+      lp.placement = ss.placement;
+      lp.seq = pl.seq;
+      lp.member = member;
+      lp.token_begin = ChunkBegin(ss.tokens, pl.config.degree(), member);
+      lp.token_end = ChunkBegin(ss.tokens, pl.config.degree(), member + 1);
+      lp.offset = e->local_tokens_;
+      e->local_tokens_ += lp.size();
+      ss.local_offset = lp.offset;
+      e->local_.push_back(lp);
+    }
   }
 
   // Sub-communicators, in the global segment order on every rank.
@@ -440,6 +444,20 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
     const int64_t t_super = cu_q.back();
     const int64_t t_ring = s.CuRing(s.ki).back();
     ForwardState::Segment st;
+    if (s.whole()) {
+      st.lse = TrackedBuffer(mem, t_super * H);
+      const int64_t base = s.seqs.front().local_offset * H * D;
+      const kernels::AttentionShape shape{.num_heads = H,
+                                          .head_dim = D,
+                                          .cu_seqlens_q = cu_q,
+                                          .cu_seqlens_k = cu_q,
+                                          .scale = std::nullopt};
+      RETURN_IF_ERROR(kernels::AttentionForward(shape, q.data() + base, k.data() + base,
+                                                v.data() + base, o.data() + base, st.lse.data(),
+                                                options_.tiling));
+      state->segments.push_back(std::move(st));
+      continue;
+    }
     st.q_h = TrackedBuffer(mem, t_super * hd);
     st.kv_ring = TrackedBuffer(mem, 2 * t_ring * hd);
     st.o_h = TrackedBuffer(mem, t_super * hd);
@@ -496,9 +514,15 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
   return Status::Ok();
 }
 
-Status AttentionEngine::Backward(const ForwardState& state, std::span<const float> d_o,
+Status AttentionEngine::Backward(const ForwardState& state, std::span<const float> q,
+                                 std::span<const float> k, std::span<const float> v,
+                                 std::span<const float> o, std::span<const float> d_o,
                                  std::span<float> dq, std::span<float> dk, std::span<float> dv) {
   const int64_t H = heads_, D = head_dim_, want = local_tokens_ * H * D;
+  RETURN_IF_ERROR(CheckSize("q", q.size(), want));
+  RETURN_IF_ERROR(CheckSize("k", k.size(), want));
+  RETURN_IF_ERROR(CheckSize("v", v.size(), want));
+  RETURN_IF_ERROR(CheckSize("o", o.size(), want));
   RETURN_IF_ERROR(CheckSize("d_o", d_o.size(), want));
   RETURN_IF_ERROR(CheckSize("dq", dq.size(), want));
   RETURN_IF_ERROR(CheckSize("dk", dk.size(), want));
@@ -515,6 +539,21 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
     const int64_t Hh = H / s.cfg.h, hd = Hh * D;
     const std::vector<int64_t> cu_q = s.CuSuper(s.g());
     const int64_t t_super = cu_q.back();
+    if (s.whole()) {
+      const int64_t base = s.seqs.front().local_offset * H * D;
+      const kernels::AttentionShape shape{.num_heads = H,
+                                          .head_dim = D,
+                                          .cu_seqlens_q = cu_q,
+                                          .cu_seqlens_k = cu_q,
+                                          .scale = std::nullopt};
+      kernels::AttentionBackwardOptions bo;
+      bo.tiling = options_.tiling;
+      RETURN_IF_ERROR(kernels::AttentionBackward(shape, q.data() + base, k.data() + base,
+                                                 v.data() + base, o.data() + base,
+                                                 d_o.data() + base, st.lse.data(), dq.data() + base,
+                                                 dk.data() + base, dv.data() + base, bo));
+      continue;
+    }
     const int64_t t_ring = s.CuRing(s.ki).back();
     TrackedBuffer do_h(mem, t_super * hd), dq_h(mem, t_super * hd);
     RETURN_IF_ERROR(UlyssesScatter(s, H, D, {d_o.data()}, {do_h.data()}, mem));

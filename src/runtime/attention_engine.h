@@ -8,10 +8,13 @@
 // A whole sequence (1,1,1) lives entirely on its one rank. The rank keeps all H heads of its
 // chunk for Q, K, V, O and their gradients.
 //
-// Local buffers: a rank's tokens of all its placements are packed, in plan placement order,
-// into one (T_local, H, D) fp32 tensor per quantity (Q, K, V, O, dO, dQ, dK, dV);
-// local_placements() gives each placement's row offset and token range. This is the layout a
-// model's attention layer hands in and gets back.
+// Local buffers: a rank's tokens of all its placements are packed, in execution order (its
+// segments in issue order, see below, and within a segment in IssueOrder(plan)), into one
+// (T_local, H, D) fp32 tensor per quantity (Q, K, V, O, dO, dQ, dK, dV); local_placements()
+// gives each placement's row offset and token range in that order. This is the layout a
+// model's attention layer hands in and gets back. So every segment's rows are contiguous: the
+// segment of this rank's whole sequences runs its one varlen call directly on the caller's
+// buffers (no staging copies), forward and backward.
 //
 // Execution (member i: hi = i % h, qi = (i / h) % q, ki = i / (h*q), parallel_config.h):
 //  1. Ulysses over the h consecutive members of (qi, ki): one all-to-all turns the h member
@@ -70,6 +73,7 @@ struct LocalPlacement {
 // What Backward needs from the matching Forward (one per layer in a model). Opaque; movable.
 struct ForwardState {
   struct Segment {
+    // A whole-sequence segment keeps only lse (its Q/K/V/O are the caller's buffers).
     TrackedBuffer q_h;      // (T_super, H/h, D): this member's super-chunk queries
     TrackedBuffer kv_ring;  // K then V of ring chunk ki, each (T_ring, H/h, D)
     TrackedBuffer o_h;      // (T_super, H/h, D) global output
@@ -104,7 +108,7 @@ class AttentionEngine {
 
   int heads() const { return heads_; }
   int head_dim() const { return head_dim_; }
-  // Placements that include this rank, in plan order, with their packed offsets.
+  // Placements that include this rank, in local buffer order (offsets ascending).
   const std::vector<LocalPlacement>& local_placements() const { return local_; }
   // Rows of the packed local buffers (sum of local_placements()[i].size()).
   int64_t local_tokens() const { return local_tokens_; }
@@ -114,9 +118,12 @@ class AttentionEngine {
   // q, k, v: (local_tokens(), H, D); o: same, written. Fills *state for Backward.
   core::Status Forward(std::span<const float> q, std::span<const float> k, std::span<const float> v,
                        std::span<float> o, ForwardState* state);
-  // d_o: (local_tokens(), H, D); dq, dk, dv written, same shape. `state` from Forward on
-  // the same q, k, v.
-  core::Status Backward(const ForwardState& state, std::span<const float> d_o, std::span<float> dq,
+  // q, k, v, o: exactly what the matching Forward got and wrote (whole-sequence segments read
+  // them here instead of keeping copies in `state`); d_o: (local_tokens(), H, D); dq, dk, dv
+  // written, same shape.
+  core::Status Backward(const ForwardState& state, std::span<const float> q,
+                        std::span<const float> k, std::span<const float> v,
+                        std::span<const float> o, std::span<const float> d_o, std::span<float> dq,
                         std::span<float> dk, std::span<float> dv);
 
   // Bytes of the engine's buffers on this rank (see tracking_allocator.h).

@@ -101,6 +101,26 @@ TEST(AttentionEngineTest, WholeSequencesCoalesceIntoOneSegment) {
   EXPECT_EQ(segs[1], 1);
 }
 
+// Local rows follow execution order: the split sequence (issued first) and then the rank's
+// whole sequences as one contiguous block, although plan order interleaves them; results
+// still match (the whole block runs directly on the caller's buffers).
+TEST(AttentionEngineTest, LocalLayoutIsExecutionOrderWithWholeSequencesContiguous) {
+  Plan plan = MakePlan(
+      2, {P(0, 1, 1, 1, {0}), P(1, 1, 2, 1, {0, 1}), P(2, 1, 1, 1, {0}), P(3, 1, 1, 1, {1})});
+  zellige::Batch batch = MakeBatch({16, 100, 33, 200});
+  ExpectMatches(plan, batch, 2, "interleaved whole");
+  std::vector<std::vector<std::pair<int, int64_t>>> layout(2);  // (seq, offset) per rank
+  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+    auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
+    if (!e.ok()) return;
+    for (const LocalPlacement& lp : (*e)->local_placements())
+      layout[world.rank()].push_back({lp.seq, lp.offset});
+  });
+  using V = std::vector<std::pair<int, int64_t>>;
+  EXPECT_EQ(layout[0], (V{{1, 0}, {0, 50}, {2, 66}}));
+  EXPECT_EQ(layout[1], (V{{1, 0}, {3, 50}}));
+}
+
 TEST(AttentionEngineTest, MixedOverlappingRankSets) {
   Plan plan =
       MakePlan(4, {P(0, 1, 2, 2, {0, 1, 2, 3}), P(1, 1, 1, 2, {1, 2}), P(2, 1, 2, 1, {2, 3}),
@@ -129,7 +149,7 @@ TEST(AttentionEngineTest, CheckerDetectsWrongOutputs) {
     std::vector<float> o(d.q.size()), dq(d.q.size()), dk(d.q.size()), dv(d.q.size());
     ForwardState st;
     if (!(*e)->Forward(d.q, d.k, d.v, o, &st).ok()) return;
-    if (!(*e)->Backward(st, d.d_o, dq, dk, dv).ok()) return;
+    if (!(*e)->Backward(st, d.q, d.k, d.v, o, d.d_o, dq, dk, dv).ok()) return;
     auto good = CompareWithReference(**e, batch, 1, o, dq, dk, dv);
     auto bad = CompareWithReference(**e, batch, 2, o, dq, dk, dv);
     if (good.ok() && bad.ok() && good->max_rel < kTol) rel[world.rank()] = bad->max_rel;
@@ -204,7 +224,7 @@ TEST(AttentionEngineTest, OneStatePerLayerBackwardInReverseOrder) {
       if (!eng.Forward(d[l].q, d[l].k, d[l].v, o[l], &st[l]).ok()) return;
     for (int l = 1; l >= 0; --l) {
       std::vector<float> dq(n), dk(n), dv(n);
-      if (!eng.Backward(st[l], d[l].d_o, dq, dk, dv).ok()) return;
+      if (!eng.Backward(st[l], d[l].q, d[l].k, d[l].v, o[l], d[l].d_o, dq, dk, dv).ok()) return;
       auto r = CompareWithReference(eng, batch, 11 + l, o[l], dq, dk, dv);
       if (r.ok()) rel[world.rank() * 2 + l] = r->max_rel;
     }
@@ -219,9 +239,13 @@ TEST(TrackingAllocatorTest, CountsCurrentAndPeak) {
     EXPECT_EQ(m.current_bytes(), 40);
     TrackedBuffer b(&m, 5);
     EXPECT_EQ(m.peak_bytes(), 60);
+    a.data()[9] = 3.0f;
+    const float* storage = a.data();
     TrackedBuffer c = std::move(a);
     EXPECT_EQ(m.current_bytes(), 60);
-    EXPECT_EQ(c.data()[9], 0.0f);
+    EXPECT_EQ(c.data(), storage);  // moves keep the storage and its contents
+    EXPECT_EQ(c.data()[9], 3.0f);
+    EXPECT_EQ(a.data(), nullptr);
   }
   EXPECT_EQ(m.current_bytes(), 0);
   EXPECT_EQ(m.peak_bytes(), 60);

@@ -57,9 +57,8 @@ core::Status EngineAttentionBackend::Forward(const kernels::AttentionShape& shap
   return core::Status::Ok();
 }
 
-core::Status EngineAttentionBackend::Backward(const kernels::AttentionShape& shape,
-                                              const float* /*q*/, const float* /*k*/,
-                                              const float* /*v*/, const float* /*o*/,
+core::Status EngineAttentionBackend::Backward(const kernels::AttentionShape& shape, const float* q,
+                                              const float* k, const float* v, const float* o,
                                               const float* d_o, const float* /*lse*/, float* dq,
                                               float* dk, float* dv) {
   RETURN_IF_ERROR(CheckShape(shape));
@@ -68,7 +67,8 @@ core::Status EngineAttentionBackend::Backward(const kernels::AttentionShape& sha
   }
   const int layer = pending_.back();
   const size_t n = static_cast<size_t>(engine_->local_tokens() * shape.num_heads * shape.head_dim);
-  RETURN_IF_ERROR(engine_->Backward(states_[layer], {d_o, n}, {dq, n}, {dk, n}, {dv, n}));
+  RETURN_IF_ERROR(engine_->Backward(states_[layer], {q, n}, {k, n}, {v, n}, {o, n}, {d_o, n},
+                                    {dq, n}, {dk, n}, {dv, n}));
   pending_.pop_back();
   return core::Status::Ok();
 }

@@ -121,7 +121,7 @@ StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const zellige::Ba
   std::vector<float> o(n), dq(n), dk(n), dv(n);
   ForwardState state;
   RETURN_IF_ERROR(engine->Forward(d.q, d.k, d.v, o, &state));
-  RETURN_IF_ERROR(engine->Backward(state, d.d_o, dq, dk, dv));
+  RETURN_IF_ERROR(engine->Backward(state, d.q, d.k, d.v, o, d.d_o, dq, dk, dv));
   return CompareWithReference(*engine, batch, seed, o, dq, dk, dv);
 }
 

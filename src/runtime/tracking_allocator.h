@@ -8,8 +8,8 @@
 // the caller's input/output tensors, std::vector bookkeeping (offset arrays), the kernels'
 // internal tile scratch, and MPI's internal buffers.
 //
-// TrackedBuffer: an owning, zero-initialised, contiguous float array of a fixed size,
-// move-only; it adds its bytes to the tracker on construction and removes them on
+// TrackedBuffer: an owning, UNINITIALISED (write before reading), contiguous float array of
+// a fixed size, move-only; it adds its bytes to the tracker on construction and removes them on
 // destruction. The tracker must outlive its buffers. Not thread-safe: one tracker per rank
 // (per engine), used by one thread.
 #pragma once
@@ -43,7 +43,7 @@ class TrackedBuffer {
   TrackedBuffer(MemoryTracker* tracker, int64_t num_floats)
       : tracker_(tracker),
         size_(num_floats),
-        data_(num_floats > 0 ? std::make_unique<float[]>(num_floats) : nullptr) {
+        data_(num_floats > 0 ? std::make_unique_for_overwrite<float[]>(num_floats) : nullptr) {
     if (tracker_ != nullptr) tracker_->Add(bytes());
   }
   TrackedBuffer(TrackedBuffer&& o) noexcept
