@@ -2,9 +2,10 @@
 // itself as `mpiexec -np 2 tessera zellige profile --ranks 2 ...`, so users need not type
 // mpirun. Inside an MPI job (OMPI_COMM_WORLD_SIZE set) nothing is relaunched.
 //
-// Launcher flags: --oversubscribe, shared-memory transport (btl self,vader with no
-// single-copy mechanism, which containers often forbid), --bind-to core when the ranks fit
-// the machine's cores, else --bind-to none. As root it sets OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM),
+// Launcher flags: --oversubscribe, shared-memory transport (btl self,vader; large messages
+// copied once with cross-memory attach (process_vm_readv) when a probe shows this machine
+// allows it, else through shared-memory FIFOs, since containers often forbid it), --bind-to
+// core when the ranks fit the machine's cores, else --bind-to none. As root it sets OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM),
 // which OpenMPI requires to start at all. Not thread-safe (call from main's thread).
 #pragma once
 
