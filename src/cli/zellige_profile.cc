@@ -13,7 +13,9 @@
 // `repeats` rounds, each running every plan for --warmup steps and one timed step), so a
 // burst of interference on a shared machine does not bias one point. A calibration plan (one
 // 8-token sequence on rank 0, the other ranks idle; needs
-// >= 2 ranks) gives the fixed per-step work of a rank. Prices:
+// >= 2 ranks) gives the fixed per-step work of a rank; a solo plan (the whole-config point
+// nearest whole_tokens / 4 on rank 0 alone) gives solo_speedup = median forward + backward
+// of that point with every rank busy / the same on rank 0 alone. Prices:
 //   fixed_fwd_s = median forward time of the idle ranks (zeroing gradients, empty batch),
 //                 fixed_bwd_s likewise, fixed_bytes = their median peak above base;
 //   fwd_s(L)    = (median over steps of the mean over blocks of the block's slowest member's
@@ -110,8 +112,11 @@ double MemTotalBytes() {
   return v.empty() ? 8.0 * (1 << 30) : std::stod(v) * 1024.0;
 }
 
+constexpr int kCalibration = -1;  // one tiny sequence on rank 0, the others idle
+constexpr int kSolo = -2;         // the reference whole load on rank 0, the others idle
+
 struct RawPoint {
-  int config = -1;  // index into the config list; -1 for the calibration plan
+  int config = -1;  // index into the config list; kCalibration or kSolo otherwise
   int64_t tokens = 0;
   int64_t count = 1;
   runtime::PlanMeasurement m;
@@ -201,7 +206,7 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
   for (const RawPoint& p : raw) {
     for (const runtime::RankMeasurement& r : p.m.ranks) {
       bases.push_back(static_cast<double>(r.base_bytes));
-      if (p.config < 0 && r.local_tokens == 0) {
+      if (p.config == kCalibration && r.local_tokens == 0) {
         idle_fwd.insert(idle_fwd.end(), r.forward_s.begin(), r.forward_s.end());
         idle_bwd.insert(idle_bwd.end(), r.backward_s.begin(), r.backward_s.end());
         idle_bytes.push_back(static_cast<double>(r.peak_bytes - r.base_bytes));
@@ -225,6 +230,26 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
   prof.step_overhead_s = runtime::Median(tails) + fixed_fwd + fixed_bwd;
   prof.base_bytes = runtime::Median(bases) + fixed_bytes;
   prof.usable_bytes_per_rank = 0.9 * MemTotalBytes() / n;
+  // Contention: the reference whole load on every rank (its whole-config point) vs on rank 0
+  // alone (the solo plan), raw forward + backward per step, medians.
+  for (const RawPoint& solo : raw) {
+    if (solo.config != kSolo) continue;
+    for (const RawPoint& all : raw) {
+      if (all.config < 0 || !configs[all.config].whole() || all.tokens != solo.tokens) continue;
+      std::vector<double> busy, alone;
+      for (int s = 0; s < all.m.steps(); ++s) {
+        double sum = 0;
+        for (const runtime::RankMeasurement& r : all.m.ranks)
+          sum += r.forward_s[s] + r.backward_s[s];
+        busy.push_back(sum / n);
+      }
+      for (int s = 0; s < solo.m.steps(); ++s) {
+        alone.push_back(solo.m.ranks[0].forward_s[s] + solo.m.ranks[0].backward_s[s]);
+      }
+      const double a = runtime::Median(alone);
+      if (a > 0) prof.solo_speedup = std::clamp(runtime::Median(busy) / a, 0.5, 2.0);
+    }
+  }
   for (size_t c = 0; c < configs.size(); ++c) {
     zellige::ConfigPrices cp;
     cp.config = configs[c];
@@ -283,6 +308,7 @@ void PrintSummary(const zellige::Profile& p, const std::string& out) {
       static_cast<long long>(p.model.ffn), p.repeats);
   std::printf("step overhead %.2f ms, base %.1f MiB per rank\n", p.step_overhead_s * 1e3,
               p.base_bytes / (1024.0 * 1024.0));
+  std::printf("solo speed-up %.3f (a rank working alone vs every rank busy)\n", p.solo_speedup);
   core::Table t({"config", "points", "fwd+bwd @min L ms", "fwd+bwd @max L ms", "max fit err %",
                  "MiB per 1K tokens"});
   for (const zellige::ConfigPrices& c : p.configs) {
@@ -337,9 +363,26 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
   std::vector<zellige::Batch> batches;
   if (n >= 2) {  // calibration: one tiny sequence on rank 0, the others idle
     RawPoint p;
+    p.config = kCalibration;
     p.tokens = 8;
     batches.push_back(runtime::MakeBatch({8}));
     plans.push_back(zellige::Plan{"profile", n, {{0, zellige::ParallelConfig{}, {0}}}, -1});
+    raw.push_back(std::move(p));
+  }
+  if (n >= 2) {  // solo: the whole-config point nearest whole_tokens / 4, on rank 0 only
+    RawPoint p;
+    p.config = kSolo;
+    p.tokens = buckets.front();
+    for (int64_t L : buckets) {
+      if (std::abs(L - a.whole_tokens / 4) < std::abs(p.tokens - a.whole_tokens / 4)) p.tokens = L;
+    }
+    p.count = std::max<int64_t>(1, a.whole_tokens / p.tokens);
+    batches.push_back(runtime::MakeBatch(std::vector<int64_t>(p.count, p.tokens)));
+    zellige::Plan plan{"profile", n, {}, -1};
+    for (int64_t i = 0; i < p.count; ++i) {
+      plan.placements.push_back({static_cast<int>(i), zellige::ParallelConfig{}, {0}});
+    }
+    plans.push_back(std::move(plan));
     raw.push_back(std::move(p));
   }
   for (size_t c = 0; c < configs.size(); ++c) {

@@ -50,6 +50,17 @@ core::Status CostModel::Supports(const ParallelConfig& config) const {
 
 double CostModel::StepOverheadS() const { return profile_ ? profile_->step_overhead_s : 0.0; }
 
+bool CostModel::HasContention() const {
+  return profile_ && profile_->ranks > 1 && profile_->solo_speedup != 1.0;
+}
+
+double CostModel::ContentionSpeed(int busy_ranks) const {
+  if (!HasContention()) return 1.0;
+  const int n = profile_->ranks;
+  const int idle = n - std::clamp(busy_ranks, 1, n);
+  return 1.0 + (profile_->solo_speedup - 1.0) * static_cast<double>(idle) / (n - 1);
+}
+
 std::pair<double, double> CostModel::SegmentSharedS(const ParallelConfig& config) const {
   if (!profile_ || config.whole()) return {0.0, 0.0};
   const ConfigPrices* cp = profile_->Find(config);

@@ -90,6 +90,13 @@ class CostModel {
   // split config, measured with one sequence per segment; 0 for whole sequences (their
   // prices are measured as coalesced copies already) and in analytic mode.
   std::pair<double, double> SegmentSharedS(const ParallelConfig& config) const;
+  // Speed of a rank's work while `busy_ranks` of the N ranks work (1 <= busy_ranks <= N),
+  // relative to the prices (which hold with every rank busy): 1 in analytic mode; profile
+  // mode 1 + (solo_speedup - 1) * (N - busy_ranks) / (N - 1), i.e. solo_speedup for a rank
+  // working alone, interpolated linearly in the idle ranks (the simulator uses it).
+  double ContentionSpeed(int busy_ranks) const;
+  // Whether ContentionSpeed differs from 1 for some busy count.
+  bool HasContention() const;
   // Ok when `config` can be priced: always in analytic mode; in profile mode when the
   // profile measured it, else InvalidArgument naming the config and the profile's ranks.
   core::Status Supports(const ParallelConfig& config) const;

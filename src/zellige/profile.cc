@@ -187,6 +187,13 @@ StatusOr<Profile> ParseProfile(const Json& j) {
   ASSIGN_OR_RETURN(p.base_bytes, core::GetNonNegativeDouble(j, "", "base_bytes"));
   ASSIGN_OR_RETURN(p.usable_bytes_per_rank,
                    core::GetPositiveDouble(j, "", "usable_bytes_per_rank"));
+  if (j.contains("solo_speedup")) {
+    ASSIGN_OR_RETURN(p.solo_speedup, core::GetPositiveDouble(j, "", "solo_speedup"));
+    if (p.solo_speedup < 0.5 || p.solo_speedup > 2.0) {
+      return core::InvalidArgument("solo_speedup: got " + Show(p.solo_speedup) +
+                                   ", must be in [0.5, 2]");
+    }
+  }
   if (p.usable_bytes_per_rank <= p.base_bytes) {
     return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
                                  ", must be > base_bytes (" + Show(p.base_bytes) + ")");
@@ -371,6 +378,7 @@ Json ToJson(const Profile& p) {
           {"step_overhead_s", p.step_overhead_s},
           {"base_bytes", p.base_bytes},
           {"usable_bytes_per_rank", p.usable_bytes_per_rank},
+          {"solo_speedup", p.solo_speedup},
           {"configs", configs},
           {"comm", comm}};
 }

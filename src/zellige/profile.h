@@ -19,7 +19,7 @@
 //
 // JSON ("kind": "tessera-zellige-profile", "version": 1): provenance ("measured on HOST,
 // DATE"), machine, date, ranks, repeats, model {in_channels, hidden, heads, head_dim, layers,
-// ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, configs [{q, h, k, points
+// ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, solo_speedup, configs [{q, h, k, points
 // [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit [a,b,c], bwd_fit [a,b,c], mem_fit
 // [m0,m1]}], comm [{primitive, ranks, alpha_s, beta_s_per_byte, points [{bytes, time_s}]}].
 // Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
@@ -90,9 +90,13 @@ struct Profile {
   int ranks = 0;           // MPI ranks it was measured with (configs up to this degree)
   int repeats = 0;         // timed steps per point (median taken)
   ProfileModel model;
-  double step_overhead_s = 0;         // per step and rank: loss/gradient all-reduce + AdamW
-  double base_bytes = 0;              // resident per rank before a step
-  double usable_bytes_per_rank = 0;   // memory a rank may allocate (machine RAM / ranks)
+  double step_overhead_s = 0;        // per step and rank: loss/gradient all-reduce + AdamW
+  double base_bytes = 0;             // resident per rank before a step
+  double usable_bytes_per_rank = 0;  // memory a rank may allocate (machine RAM / ranks)
+  // Contention: prices are measured with every rank busy; a rank working while all others
+  // are idle runs this many times faster (measured: the same whole-sequence load on one rank
+  // alone vs on every rank). 1 = no contention; JSON field optional (default 1), in [0.5, 2].
+  double solo_speedup = 1.0;
   std::vector<ConfigPrices> configs;  // every config the planners may use at `ranks`
   std::vector<CommFit> comm;
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "core/rng.h"
 #include "zellige/cost_model.h"
 #include "zellige/simulator.h"
 #include "zellige/test_fixtures.h"
@@ -72,6 +73,17 @@ TEST(ProfileTest, JsonRoundTrip) {
   ASSERT_NE(p.Find({1, 2, 1}), nullptr);
   EXPECT_EQ(p.Find({1, 2, 1})->config, (ParallelConfig{1, 2, 1}));
   EXPECT_EQ(p.Find({1, 4, 1}), nullptr);
+  // solo_speedup round-trips, and a profile written before the field existed means 1.
+  Profile q = p;
+  q.solo_speedup = 1.08;
+  auto back3 = ProfileFromJson(ToJson(q), "solo");
+  ASSERT_TRUE(back3.ok()) << back3.status().ToString();
+  EXPECT_EQ(back3->solo_speedup, 1.08);
+  core::Json old = ToJson(q);
+  old.erase("solo_speedup");
+  auto back4 = ProfileFromJson(old, "old");
+  ASSERT_TRUE(back4.ok()) << back4.status().ToString();
+  EXPECT_EQ(back4->solo_speedup, 1.0);
 }
 
 TEST(ProfileTest, TestdataProfileLoads) {
@@ -133,6 +145,9 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   j = good;
   j["ranks"] = 0;
   ExpectError(j, "ranks: got 0, must be >= 1");
+  j = good;
+  j["solo_speedup"] = 3;
+  ExpectError(j, "solo_speedup: got 3, must be in [0.5, 2]");
   j = good;
   j["comm"][0]["primitive"] = "broadcast";
   ExpectError(j, "comm[0].primitive: got 'broadcast'");
@@ -303,6 +318,69 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   // The analytic model shares nothing.
   CostModel analytic(*hw::ClusterPreset("a800x8"), *DitModelPreset("wan2.1-1.3b"));
   EXPECT_EQ(analytic.SegmentSharedS({1, 2, 1}), std::make_pair(0.0, 0.0));
+}
+
+// Contention: with solo_speedup s, work a rank does while the other rank waits runs s times
+// faster. B whole on rank 0 (short), C whole on rank 1 (long): both work until B's work is
+// done, then C's rest runs alone. With A split over both first in every layer, each layer is
+// A (both busy), then B and C together, then the rest of C alone; busy_s stays the prices.
+TEST(ProfileTest, ContentionSpeedsUpWorkDoneAlone) {
+  Profile prof = TinyProfile();
+  prof.solo_speedup = 1.25;
+  CostModel cm(std::make_shared<const Profile>(prof));
+  EXPECT_TRUE(cm.HasContention());
+  EXPECT_DOUBLE_EQ(cm.ContentionSpeed(1), 1.25);
+  EXPECT_DOUBLE_EQ(cm.ContentionSpeed(2), 1.0);
+  auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
+  const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 4000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 4000);
+  const double B = quad(1e-3, 2e-6, 1e-10, 500) + quad(2e-3, 4e-6, 2.5e-10, 500);
+  const double C = quad(1e-3, 2e-6, 1e-10, 3000) + quad(2e-3, 4e-6, 2.5e-10, 3000);
+  Plan whole{"hand", 2, {{0, {}, {0}}, {1, {}, {1}}}};
+  auto r = Simulate(whole, MakeBatch({500, 3000}), cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->makespan_s, B + (C - B) / 1.25 + 0.01, 1e-12);
+  EXPECT_NEAR(r->finish_s[0], B, 1e-12);
+  EXPECT_NEAR(r->busy_s[1], C, 1e-12);
+  Plan mixed{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
+  r = Simulate(mixed, MakeBatch({4000, 500, 3000}), cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->makespan_s, A + B + (C - B) / 1.25 + 0.01, 1e-12);
+  EXPECT_NEAR(r->busy_s[0], A + B, 1e-12);
+}
+
+// The event-driven path (any contention) with a speed-up of 1 + 1e-12 gives the list
+// schedule's makespan and finish times on seeded random plans of every config.
+TEST(ProfileTest, ContentionPathMatchesListScheduleWithoutSpeedup) {
+  CostModel plain(std::make_shared<const Profile>(TinyProfile()));
+  Profile p = TinyProfile();
+  p.solo_speedup = 1.0 + 1e-12;
+  CostModel shared(std::make_shared<const Profile>(p));
+  ASSERT_FALSE(plain.HasContention());
+  ASSERT_TRUE(shared.HasContention());
+  const ParallelConfig configs[] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {1, 1, 2}};
+  core::Rng rng(17);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int k = 1 + static_cast<int>(rng.Below(12));
+    std::vector<int64_t> tokens;
+    Plan plan{"random", 2, {}};
+    for (int s = 0; s < k; ++s) {
+      tokens.push_back(8 + static_cast<int64_t>(rng.Below(6000)));
+      const ParallelConfig c = configs[rng.Below(4)];
+      std::vector<int> ranks =
+          c.whole() ? std::vector<int>{static_cast<int>(rng.Below(2))}
+                    : (rng.Below(2) ? std::vector<int>{0, 1} : std::vector<int>{1, 0});
+      plan.placements.push_back({s, c, ranks});
+    }
+    const Batch b = MakeBatch(tokens);
+    auto x = Simulate(plan, b, plain);
+    auto y = Simulate(plan, b, shared);
+    ASSERT_TRUE(x.ok() && y.ok()) << trial;
+    EXPECT_NEAR(y->makespan_s, x->makespan_s, 1e-9 * x->makespan_s) << trial;
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_NEAR(y->finish_s[rank], x->finish_s[rank], 1e-9 * x->makespan_s) << trial;
+      EXPECT_DOUBLE_EQ(y->busy_s[rank], x->busy_s[rank]) << trial;
+    }
+  }
 }
 
 }  // namespace

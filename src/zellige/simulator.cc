@@ -51,43 +51,106 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
   }
   r.split_sequences = SplitCount(plan);
 
-  if (trace) {
-    for (int i = 0; i < n; ++i) trace->NameTrack(i, "rank " + std::to_string(i));
-  }
+  // Op instances g = phase * |order| + i: placement order[i] in phase (forward layers, then
+  // backward layers in reverse); each rank runs its ops in increasing g.
   const std::vector<int> order = IssueOrder(plan);
   const int layers = cost.model().layers;
+  const int per_phase = static_cast<int>(order.size());
+  const int num_ops = 2 * layers * per_phase;
+  auto place_of = [&](int g) -> const Placement& { return plan.placements[order[g % per_phase]]; };
+  auto fwd_of = [&](int g) { return g / per_phase < layers; };
+  std::vector<double> dur(num_ops), start(num_ops, 0.0), end(num_ops, 0.0);
+  for (int g = 0; g < num_ops; ++g) {
+    const SeqCost& c = costs[order[g % per_phase]];
+    dur[g] = (fwd_of(g) ? c.fwd_s : c.bwd_s) / layers;
+    for (int rank : place_of(g).ranks) r.busy_s[rank] += dur[g];
+  }
   std::vector<double>& t = r.finish_s;
-  std::vector<double> whole_start(n), whole_dur(n);
-  std::vector<int> whole_count(n);
-  for (int phase = 0; phase < 2 * layers; ++phase) {
-    const bool fwd = phase < layers;
-    const int layer = fwd ? phase : 2 * layers - 1 - phase;
-    std::fill(whole_count.begin(), whole_count.end(), 0);
-    std::fill(whole_dur.begin(), whole_dur.end(), 0.0);
-    for (int p : order) {
-      const Placement& pl = plan.placements[p];
-      const double dur = (fwd ? costs[p].fwd_s : costs[p].bwd_s) / layers;
-      double start = 0;
-      for (int rank : pl.ranks) start = std::max(start, t[rank]);
-      for (int rank : pl.ranks) {
-        t[rank] = start + dur;
-        r.busy_s[rank] += dur;
+  if (!cost.HasContention()) {
+    // Every op runs at its price: list scheduling, a split op starts when its last rank is free.
+    for (int g = 0; g < num_ops; ++g) {
+      double st = 0;
+      for (int rank : place_of(g).ranks) st = std::max(st, t[rank]);
+      start[g] = st;
+      end[g] = st + dur[g];
+      for (int rank : place_of(g).ranks) t[rank] = end[g];
+    }
+  } else {
+    // Shared machine: every running op progresses at ContentionSpeed(ranks working now);
+    // advance from one op completion to the next.
+    std::vector<std::vector<int>> ops_of(n);
+    for (int g = 0; g < num_ops; ++g)
+      for (int rank : place_of(g).ranks) ops_of[rank].push_back(g);
+    std::vector<size_t> pos(n, 0);
+    std::vector<int> arrived(num_ops, 0);
+    std::vector<double> remaining(num_ops, 0.0);
+    std::vector<int> running, done;
+    double now = 0;
+    auto arrive = [&](int rank) {  // `rank` reaches its next op; it starts once all have
+      if (pos[rank] == ops_of[rank].size()) return;
+      const int g = ops_of[rank][pos[rank]];
+      if (++arrived[g] < static_cast<int>(place_of(g).ranks.size())) return;
+      start[g] = now;
+      remaining[g] = dur[g];
+      running.push_back(g);
+    };
+    for (int rank = 0; rank < n; ++rank) arrive(rank);
+    while (!running.empty()) {
+      int busy = 0;
+      double step = remaining[running.front()];
+      for (int g : running) {
+        busy += static_cast<int>(place_of(g).ranks.size());
+        step = std::min(step, remaining[g]);
       }
-      if (!trace) continue;
-      if (pl.config.whole()) {
-        int rank = pl.ranks[0];
-        if (whole_count[rank]++ == 0) whole_start[rank] = start;
-        whole_dur[rank] += dur;
-      } else {
-        const std::string name = "seq " + std::to_string(pl.seq) + " " + pl.config.ToString() +
-                                 (fwd ? " fwd L" : " bwd L") + std::to_string(layer);
-        for (int rank : pl.ranks) {
-          trace->Span(rank, name, "split", start, dur,
-                      {{"tokens", batch.sequences[pl.seq].tokens}, {"degree", pl.config.degree()}});
+      now += step / cost.ContentionSpeed(busy);
+      std::vector<int> still;
+      done.clear();
+      for (int g : running) {
+        remaining[g] -= step;
+        (remaining[g] <= 1e-12 * dur[g] ? done : still).push_back(g);
+      }
+      running = std::move(still);
+      for (int g : done) {
+        end[g] = now;
+        for (int rank : place_of(g).ranks) {
+          t[rank] = now;
+          ++pos[rank];
+          arrive(rank);
         }
       }
     }
-    if (trace) {
+    for (int rank = 0; rank < n; ++rank) {
+      if (pos[rank] != ops_of[rank].size()) {
+        return core::Internal("Simulate: rank " + std::to_string(rank) +
+                              " stopped before its last op (collective order broken)");
+      }
+    }
+  }
+
+  if (trace) {
+    for (int i = 0; i < n; ++i) trace->NameTrack(i, "rank " + std::to_string(i));
+    std::vector<double> whole_start(n), whole_dur(n);
+    std::vector<int> whole_count(n);
+    for (int phase = 0; phase < 2 * layers; ++phase) {
+      const bool fwd = phase < layers;
+      const int layer = fwd ? phase : 2 * layers - 1 - phase;
+      std::fill(whole_count.begin(), whole_count.end(), 0);
+      std::fill(whole_dur.begin(), whole_dur.end(), 0.0);
+      for (int g = phase * per_phase; g < (phase + 1) * per_phase; ++g) {
+        const Placement& pl = place_of(g);
+        if (pl.config.whole()) {
+          const int rank = pl.ranks[0];
+          if (whole_count[rank]++ == 0) whole_start[rank] = start[g];
+          whole_dur[rank] += end[g] - start[g];
+          continue;
+        }
+        const std::string name = "seq " + std::to_string(pl.seq) + " " + pl.config.ToString() +
+                                 (fwd ? " fwd L" : " bwd L") + std::to_string(layer);
+        for (int rank : pl.ranks) {
+          trace->Span(rank, name, "split", start[g], end[g] - start[g],
+                      {{"tokens", batch.sequences[pl.seq].tokens}, {"degree", pl.config.degree()}});
+        }
+      }
       for (int rank = 0; rank < n; ++rank) {
         if (whole_count[rank] == 0) continue;
         trace->Span(rank,
@@ -99,7 +162,7 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
   }
   double sum = 0, mx = 0;
   for (int i = 0; i < n; ++i) {
-    r.makespan_s = std::max(r.makespan_s, t[i]);
+    r.makespan_s = std::max(r.makespan_s, r.finish_s[i]);
     sum += r.busy_s[i];
     mx = std::max(mx, r.busy_s[i]);
   }

@@ -7,11 +7,15 @@
 // ranks have reached it, so a rank may wait. Whole sequences never wait. Split sequences
 // with the same config and rank set form one engine segment; the cost model's
 // once-per-segment part (CostModel::SegmentSharedS) is charged to the first of them only.
+// Contention (a profile whose solo_speedup != 1, CostModel::ContentionSpeed): prices hold
+// with every rank busy; ops then progress at ContentionSpeed(number of ranks working at that
+// moment), simulated from one op completion to the next, so a rank that works while others
+// wait finishes sooner than its prices say. Without contention every op takes its price.
 // The makespan is the latest rank's finish plus cost.StepOverheadS() (per-step work every
 // rank does once: loss, gradient all-reduce, optimizer; 0 for the analytic model); busy_s
 // and finish_s cover the sequences' layers only. A placement whose config the cost model
 // does not Supports() (a profile lacking it) is InvalidArgument before simulating.
-// Reports the makespan, per-rank busy time (excluding waits), max/mean busy time,
+// Reports the makespan, per-rank busy time (priced work, excluding waits), max/mean busy time,
 // attention communication bytes summed over ranks, and per-rank peak memory (base +
 // the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a
 // rank's usable memory is infeasible (OOM): the result names the rank and the bytes over.
