@@ -247,7 +247,7 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
         alone.push_back(solo.m.ranks[0].forward_s[s] + solo.m.ranks[0].backward_s[s]);
       }
       const double a = runtime::Median(alone);
-      if (a > 0) prof.solo_speedup = std::clamp(runtime::Median(busy) / a, 0.5, 2.0);
+      if (a > 0) prof.solo_speedup = std::clamp(runtime::Median(busy) / a, 0.25, 8.0);
     }
   }
   for (size_t c = 0; c < configs.size(); ++c) {

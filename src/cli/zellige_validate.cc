@@ -11,6 +11,9 @@
 // allocated heap bytes in a step. Predicted = zellige::Simulate on the profile cost model
 // (makespan incl. the step overhead; peak = base + the rank's placed sequences' bytes, max
 // over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
+// the drift probe (zellige/validation_plans.h), measured interleaved with the plans, gives
+// the factor measured / predicted of a profile point, and the makespan MAE and MAPE of the
+// predictions times that factor are printed as well (labelled; the raw figures come first);
 // --json writes every number. Ranks beyond the machine's cores are labelled oversubscribed.
 #include <cstdio>
 #include <memory>
@@ -57,19 +60,26 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   std::unique_ptr<core::ProgressBar> bar;
   if (me == 0) {
     bar = std::make_unique<core::ProgressBar>("validate",
-                                              static_cast<long>(cases.size()) * a.job.repeats);
+                                              static_cast<long>(cases.size() + 1) * a.job.repeats);
   }
+  // The drift probe runs interleaved with the cases (zellige/validation_plans.h).
+  if (cost.profile() == nullptr) return core::Internal("validate: cost model without profile");
+  ASSIGN_OR_RETURN(const zellige::ValidationCase probe, zellige::MakeDriftProbe(*cost.profile()));
   std::vector<runtime::PlanCase> pcs;
   for (const zellige::ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
+  pcs.push_back({&probe.plan, &probe.batch});
   ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> measured,
                    runtime::MeasurePlansInterleaved(pcs, cfg, world, mo, [&](int done, int) {
                      if (bar) bar->Update(done);
                    }));
   if (bar) bar->Done();
-  std::vector<double> pred_t, meas_t, pred_m, meas_m;
+  ASSIGN_OR_RETURN(zellige::SimResult probe_sim, zellige::Simulate(probe.plan, probe.batch, cost));
+  const double probe_meas = measured.back().MedianMakespanS();
+  const double drift = probe_meas / probe_sim.makespan_s;
+  std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t;
   Json plans = Json::array();
-  core::Table t(
-      {"plan", "splits", "tokens", "pred s", "meas s", "err %", "pred MiB", "meas MiB", "err %"});
+  core::Table t({"plan", "splits", "tokens", "pred s", "meas s", "err %", "x drift s", "err %",
+                 "pred MiB", "meas MiB", "err %"});
   for (size_t i = 0; i < cases.size(); ++i) {
     const zellige::ValidationCase& c = cases[i];
     ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
@@ -81,12 +91,14 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
     }
     const double mt = m.MedianMakespanS(), mm = static_cast<double>(m.MaxPeakBytes());
     pred_t.push_back(sim.makespan_s);
+    corr_t.push_back(sim.makespan_s * drift);
     meas_t.push_back(mt);
     pred_m.push_back(sim.peak_mem_bytes);
     meas_m.push_back(mm);
     t.AddRow({c.name, std::to_string(zellige::SplitCount(c.plan)),
               std::to_string(c.batch.total_tokens()), core::Fixed(sim.makespan_s, 3),
               core::Fixed(mt, 3), core::Fixed(100 * (sim.makespan_s - mt) / mt, 1),
+              core::Fixed(corr_t.back(), 3), core::Fixed(100 * (corr_t.back() - mt) / mt, 1),
               core::Fixed(sim.peak_mem_bytes / kMiB, 1), core::Fixed(mm / kMiB, 1),
               core::Fixed(100 * (sim.peak_mem_bytes - mm) / mm, 2)});
     Json ranks = Json::array();
@@ -106,6 +118,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                      {"tokens", c.batch.total_tokens()},
                      {"predicted_makespan_s", sim.makespan_s},
                      {"measured_makespan_s", mt},
+                     {"drift_corrected_makespan_s", corr_t.back()},
                      {"predicted_peak_bytes", sim.peak_mem_bytes},
                      {"measured_peak_bytes", mm},
                      {"ranks", ranks},
@@ -114,6 +127,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   if (me != 0) return Status::Ok();
   ASSIGN_OR_RETURN(zellige::PredictionError et, zellige::ComparePredictions(pred_t, meas_t));
   ASSIGN_OR_RETURN(zellige::PredictionError em, zellige::ComparePredictions(pred_m, meas_m));
+  ASSIGN_OR_RETURN(zellige::PredictionError ec, zellige::ComparePredictions(corr_t, meas_t));
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const bool over = static_cast<unsigned>(n) > cores;
   std::printf("validate: %zu plans at %d ranks%s, profile %s\n", cases.size(), n,
@@ -121,6 +135,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   std::printf("%s", t.Render().c_str());
   std::printf("step makespan: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n", et.mae, et.mape_percent,
               et.max_ape_percent);
+  std::printf(
+      "drift probe %s: measured %.3f s, profile predicts %.3f s: machine speed factor %.3f\n"
+      "step makespan x drift factor: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n",
+      probe.name.c_str(), probe_meas, probe_sim.makespan_s, drift, ec.mae, ec.mape_percent,
+      ec.max_ape_percent);
   std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n", em.mae / kMiB,
               em.mape_percent, em.max_ape_percent);
   std::printf(
@@ -139,6 +158,15 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                  {{"mae_s", et.mae},
                   {"mape_percent", et.mape_percent},
                   {"max_ape_percent", et.max_ape_percent}}},
+                {"drift_probe",
+                 {{"name", probe.name},
+                  {"measured_makespan_s", probe_meas},
+                  {"predicted_makespan_s", probe_sim.makespan_s},
+                  {"factor", drift}}},
+                {"makespan_drift_corrected",
+                 {{"mae_s", ec.mae},
+                  {"mape_percent", ec.mape_percent},
+                  {"max_ape_percent", ec.max_ape_percent}}},
                 {"memory",
                  {{"mae_bytes", em.mae},
                   {"mape_percent", em.mape_percent},

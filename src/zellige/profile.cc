@@ -189,9 +189,9 @@ StatusOr<Profile> ParseProfile(const Json& j) {
                    core::GetPositiveDouble(j, "", "usable_bytes_per_rank"));
   if (j.contains("solo_speedup")) {
     ASSIGN_OR_RETURN(p.solo_speedup, core::GetPositiveDouble(j, "", "solo_speedup"));
-    if (p.solo_speedup < 0.5 || p.solo_speedup > 2.0) {
+    if (p.solo_speedup < 0.25 || p.solo_speedup > 8.0) {
       return core::InvalidArgument("solo_speedup: got " + Show(p.solo_speedup) +
-                                   ", must be in [0.5, 2]");
+                                   ", must be in [0.25, 8]");
     }
   }
   if (p.usable_bytes_per_rank <= p.base_bytes) {

@@ -95,7 +95,7 @@ struct Profile {
   double usable_bytes_per_rank = 0;  // memory a rank may allocate (machine RAM / ranks)
   // Contention: prices are measured with every rank busy; a rank working while all others
   // are idle runs this many times faster (measured: the same whole-sequence load on one rank
-  // alone vs on every rank). 1 = no contention; JSON field optional (default 1), in [0.5, 2].
+  // alone vs on every rank). 1 = no contention; JSON field optional (default 1), in [0.25, 8].
   double solo_speedup = 1.0;
   std::vector<ConfigPrices> configs;  // every config the planners may use at `ranks`
   std::vector<CommFit> comm;

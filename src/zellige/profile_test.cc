@@ -146,8 +146,8 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   j["ranks"] = 0;
   ExpectError(j, "ranks: got 0, must be >= 1");
   j = good;
-  j["solo_speedup"] = 3;
-  ExpectError(j, "solo_speedup: got 3, must be in [0.5, 2]");
+  j["solo_speedup"] = 9;
+  ExpectError(j, "solo_speedup: got 9, must be in [0.25, 8]");
   j = good;
   j["comm"][0]["primitive"] = "broadcast";
   ExpectError(j, "comm[0].primitive: got 'broadcast'");

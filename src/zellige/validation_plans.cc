@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/rng.h"
 #include "zellige/parallel_config.h"
@@ -143,6 +144,34 @@ core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const Validation
     RETURN_IF_ERROR(ValidatePlan(c.plan, c.batch, s.heads).WithPrefix(c.name));
   }
   return cases;
+}
+
+core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile) {
+  const ConfigPrices* whole = profile.Find(ParallelConfig{});
+  if (whole == nullptr || whole->points.empty()) {
+    return core::InvalidArgument("profile has no whole-sequence (1,1,1) points for a drift probe");
+  }
+  const PricePoint* best = &whole->points.front();
+  for (const PricePoint& p : whole->points) {
+    if (std::llabs(p.tokens - 512) < std::llabs(best->tokens - 512)) best = &p;
+  }
+  ValidationCase c;
+  c.name = "drift-probe (" + std::to_string(best->count) + " x " + std::to_string(best->tokens) +
+           " tokens per rank)";
+  c.batch.name = "drift-probe";
+  c.plan.planner = "drift-probe";
+  c.plan.num_ranks = profile.ranks;
+  for (int r = 0; r < profile.ranks; ++r) {
+    for (int64_t i = 0; i < best->count; ++i) {
+      Sequence s;
+      s.id = static_cast<int>(c.batch.sequences.size());
+      s.kind = MediaKind::kImage;
+      s.tokens = best->tokens;
+      c.plan.placements.push_back(Placement{s.id, ParallelConfig{}, {r}});
+      c.batch.sequences.push_back(s);
+    }
+  }
+  return c;
 }
 
 }  // namespace tessera::zellige

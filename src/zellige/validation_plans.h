@@ -13,6 +13,11 @@
 //    the fewest tokens), "corner-videos-apart" (batch 1; videos whole on rank 0, images
 //    round-robin over ranks 1..N-1, or rank 0 when N = 1), "corner-one-rank" (batch 2;
 //    everything on rank 0).
+// Drift probe: the profile's own whole-sequence point nearest 512 tokens (its `count` copies
+// of L tokens on every rank, as the profiler measured it), to be measured in the same run as
+// the cases: measured / predicted makespan of the probe is how much faster or slower the
+// machine runs now than when it was profiled (a shared VM drifts by several percent between
+// runs minutes apart), and validate reports its predictions also scaled by that factor.
 // Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
 #pragma once
 
@@ -22,6 +27,7 @@
 
 #include "core/status.h"
 #include "zellige/plan.h"
+#include "zellige/profile.h"
 #include "zellige/workload.h"
 
 namespace tessera::zellige {
@@ -42,5 +48,9 @@ struct ValidationCase {
 // The 21 cases (18 mixed, then 3 corners). InvalidArgument for num_ranks < 1, heads < 1 or
 // token_scale outside (0, 1].
 core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const ValidationSpec& spec);
+
+// The drift probe of `profile` (name "drift-probe (C x L tokens per rank)").
+// InvalidArgument if the profile has no whole-sequence points.
+core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile);
 
 }  // namespace tessera::zellige

@@ -69,5 +69,27 @@ TEST(ValidationPlans, BadSpec) {
   EXPECT_FALSE(MakeValidationCases(spec).ok());
 }
 
+// The probe is the profile's whole point nearest 512 tokens, on every rank.
+TEST(ValidationPlans, DriftProbeIsTheProfilesWholePointNearest512) {
+  Profile p;
+  p.ranks = 2;
+  ConfigPrices whole;
+  whole.config = ParallelConfig{};
+  whole.points = {{256, 8, 1e-3, 2e-3, 1e5}, {724, 2, 3e-3, 6e-3, 3e5}, {1024, 2, 4e-3, 8e-3, 4e5}};
+  p.configs.push_back(whole);
+  auto c = MakeDriftProbe(p);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->name, "drift-probe (2 x 724 tokens per rank)");
+  ASSERT_EQ(c->plan.placements.size(), 4u);
+  EXPECT_TRUE(ValidatePlan(c->plan, c->batch, 4).ok());
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(c->batch.sequences[c->plan.placements[i].seq].tokens, 724);
+    EXPECT_EQ(c->plan.placements[i].ranks, std::vector<int>{static_cast<int>(i / 2)});
+    EXPECT_TRUE(c->plan.placements[i].config.whole());
+  }
+  p.configs.clear();
+  EXPECT_FALSE(MakeDriftProbe(p).ok());
+}
+
 }  // namespace
 }  // namespace tessera::zellige
