@@ -5,8 +5,9 @@
 // Launcher flags: --oversubscribe, shared-memory transport (btl self,vader; large messages
 // copied once with cross-memory attach (process_vm_readv) when a probe shows this machine
 // allows it, else through shared-memory FIFOs, since containers often forbid it), --bind-to
-// core when the ranks fit the machine's cores, else --bind-to none. As root it sets OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM),
-// which OpenMPI requires to start at all. Not thread-safe (call from main's thread).
+// core when the ranks fit the machine's cores, else --bind-to none. As root it sets
+// OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM), which OpenMPI requires to start at all. Not thread-safe (call
+// from main's thread).
 #pragma once
 
 #include <functional>
