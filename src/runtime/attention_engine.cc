@@ -416,6 +416,16 @@ StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige
 
 namespace {
 
+// The varlen shape of a whole-sequence segment: all H heads, queries and keys alike.
+kernels::AttentionShape WholeShape(int64_t heads, int64_t head_dim,
+                                   const std::vector<int64_t>& cu) {
+  return {.num_heads = heads,
+          .head_dim = head_dim,
+          .cu_seqlens_q = cu,
+          .cu_seqlens_k = cu,
+          .scale = std::nullopt};
+}
+
 Status CheckSize(const char* name, size_t got, int64_t want) {
   if (static_cast<int64_t>(got) != want) {
     return core::InvalidArgument(std::string("AttentionEngine: ") + name + " has " +
@@ -447,11 +457,7 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
     if (s.whole()) {
       st.lse = TrackedBuffer(mem, t_super * H);
       const int64_t base = s.seqs.front().local_offset * H * D;
-      const kernels::AttentionShape shape{.num_heads = H,
-                                          .head_dim = D,
-                                          .cu_seqlens_q = cu_q,
-                                          .cu_seqlens_k = cu_q,
-                                          .scale = std::nullopt};
+      const kernels::AttentionShape shape = WholeShape(H, D, cu_q);
       RETURN_IF_ERROR(kernels::AttentionForward(shape, q.data() + base, k.data() + base,
                                                 v.data() + base, o.data() + base, st.lse.data(),
                                                 options_.tiling));
@@ -541,11 +547,7 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
     const int64_t t_super = cu_q.back();
     if (s.whole()) {
       const int64_t base = s.seqs.front().local_offset * H * D;
-      const kernels::AttentionShape shape{.num_heads = H,
-                                          .head_dim = D,
-                                          .cu_seqlens_q = cu_q,
-                                          .cu_seqlens_k = cu_q,
-                                          .scale = std::nullopt};
+      const kernels::AttentionShape shape = WholeShape(H, D, cu_q);
       kernels::AttentionBackwardOptions bo;
       bo.tiling = options_.tiling;
       RETURN_IF_ERROR(kernels::AttentionBackward(shape, q.data() + base, k.data() + base,

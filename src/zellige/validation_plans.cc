@@ -167,7 +167,7 @@ core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile) {
       s.id = static_cast<int>(c.batch.sequences.size());
       s.kind = MediaKind::kImage;
       s.tokens = best->tokens;
-      c.plan.placements.push_back(Placement{s.id, ParallelConfig{}, {r}});
+      c.plan.placements.push_back(Whole(s.id, r));
       c.batch.sequences.push_back(s);
     }
   }
