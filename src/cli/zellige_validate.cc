@@ -12,8 +12,9 @@
 // (makespan incl. the step overhead; peak = base + the rank's placed sequences' bytes, max
 // over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
 // the drift probe (zellige/validation_plans.h), measured interleaved with the plans, gives
-// the factor measured / predicted of a profile point, and the makespan MAE and MAPE of the
-// predictions times that factor are printed as well (labelled; the raw figures come first);
+// the factor (measured now) / (measured by the profiler) of a profile point, and the makespan
+// MAE and MAPE of the predictions times that factor are printed as well (labelled; the raw
+// figures come first);
 // --json writes every number. Ranks beyond the machine's cores are labelled oversubscribed.
 #include <cstdio>
 #include <memory>
@@ -64,7 +65,8 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   }
   // The drift probe runs interleaved with the cases (zellige/validation_plans.h).
   if (cost.profile() == nullptr) return core::Internal("validate: cost model without profile");
-  ASSIGN_OR_RETURN(const zellige::ValidationCase probe, zellige::MakeDriftProbe(*cost.profile()));
+  ASSIGN_OR_RETURN(const zellige::DriftProbe drift_probe, zellige::MakeDriftProbe(*cost.profile()));
+  const zellige::ValidationCase& probe = drift_probe.probe;
   std::vector<runtime::PlanCase> pcs;
   for (const zellige::ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
   pcs.push_back({&probe.plan, &probe.batch});
@@ -75,7 +77,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   if (bar) bar->Done();
   ASSIGN_OR_RETURN(zellige::SimResult probe_sim, zellige::Simulate(probe.plan, probe.batch, cost));
   const double probe_meas = measured.back().MedianMakespanS();
-  const double drift = probe_meas / probe_sim.makespan_s;
+  const double drift = probe_meas / drift_probe.profiled_makespan_s;
   std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t;
   Json plans = Json::array();
   core::Table t({"plan", "splits", "tokens", "pred s", "meas s", "err %", "x drift s", "err %",
@@ -136,10 +138,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   std::printf("step makespan: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n", et.mae, et.mape_percent,
               et.max_ape_percent);
   std::printf(
-      "drift probe %s: measured %.3f s, profile predicts %.3f s: machine speed factor %.3f\n"
+      "drift probe %s: measured %.3f s, the profiler measured %.3f s: machine speed factor "
+      "%.3f (the cost model predicts %.3f s for it)\n"
       "step makespan x drift factor: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n",
-      probe.name.c_str(), probe_meas, probe_sim.makespan_s, drift, ec.mae, ec.mape_percent,
-      ec.max_ape_percent);
+      probe.name.c_str(), probe_meas, drift_probe.profiled_makespan_s, drift, probe_sim.makespan_s,
+      ec.mae, ec.mape_percent, ec.max_ape_percent);
   std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n", em.mae / kMiB,
               em.mape_percent, em.max_ape_percent);
   std::printf(
@@ -161,6 +164,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                 {"drift_probe",
                  {{"name", probe.name},
                   {"measured_makespan_s", probe_meas},
+                  {"profiled_makespan_s", drift_probe.profiled_makespan_s},
                   {"predicted_makespan_s", probe_sim.makespan_s},
                   {"factor", drift}}},
                 {"makespan_drift_corrected",

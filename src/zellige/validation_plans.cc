@@ -146,7 +146,7 @@ core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const Validation
   return cases;
 }
 
-core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile) {
+core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile) {
   const ConfigPrices* whole = profile.Find(ParallelConfig{});
   if (whole == nullptr || whole->points.empty()) {
     return core::InvalidArgument("profile has no whole-sequence (1,1,1) points for a drift probe");
@@ -171,7 +171,9 @@ core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile) {
       c.batch.sequences.push_back(s);
     }
   }
-  return c;
+  const double profiled =
+      static_cast<double>(best->count) * (best->fwd_s + best->bwd_s) + profile.step_overhead_s;
+  return DriftProbe{std::move(c), profiled};
 }
 
 }  // namespace tessera::zellige

@@ -15,9 +15,11 @@
 //    everything on rank 0).
 // Drift probe: the profile's own whole-sequence point nearest 512 tokens (its `count` copies
 // of L tokens on every rank, as the profiler measured it), to be measured in the same run as
-// the cases: measured / predicted makespan of the probe is how much faster or slower the
-// machine runs now than when it was profiled (a shared VM drifts by several percent between
-// runs minutes apart), and validate reports its predictions also scaled by that factor.
+// the cases. Its reference is what the profiler itself measured on that plan,
+// profiled_makespan_s = count x (fwd_s + bwd_s) + step_overhead_s (the raw point, not the
+// fit, so the fit's error at that length does not pass for drift): measured / profiled is how
+// much faster or slower the machine runs now than when it was profiled (a shared VM drifts
+// between runs minutes apart), and validate reports its predictions also scaled by it.
 // Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
 #pragma once
 
@@ -45,12 +47,17 @@ struct ValidationCase {
   Plan plan;
 };
 
+struct DriftProbe {
+  ValidationCase probe;
+  double profiled_makespan_s = 0;  // the profiler's own measurement of this plan
+};
+
 // The 21 cases (18 mixed, then 3 corners). InvalidArgument for num_ranks < 1, heads < 1 or
 // token_scale outside (0, 1].
 core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const ValidationSpec& spec);
 
 // The drift probe of `profile` (name "drift-probe (C x L tokens per rank)").
 // InvalidArgument if the profile has no whole-sequence points.
-core::StatusOr<ValidationCase> MakeDriftProbe(const Profile& profile);
+core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile);
 
 }  // namespace tessera::zellige

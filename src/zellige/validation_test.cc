@@ -77,8 +77,12 @@ TEST(ValidationPlans, DriftProbeIsTheProfilesWholePointNearest512) {
   whole.config = ParallelConfig{};
   whole.points = {{256, 8, 1e-3, 2e-3, 1e5}, {724, 2, 3e-3, 6e-3, 3e5}, {1024, 2, 4e-3, 8e-3, 4e5}};
   p.configs.push_back(whole);
-  auto c = MakeDriftProbe(p);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  p.step_overhead_s = 0.02;
+  auto d = MakeDriftProbe(p);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // The reference is the raw point the profiler measured: 2 x (3e-3 + 6e-3) + 0.02.
+  EXPECT_DOUBLE_EQ(d->profiled_makespan_s, 2 * (3e-3 + 6e-3) + 0.02);
+  const ValidationCase* c = &d->probe;
   EXPECT_EQ(c->name, "drift-probe (2 x 724 tokens per rank)");
   ASSERT_EQ(c->plan.placements.size(), 4u);
   EXPECT_TRUE(ValidatePlan(c->plan, c->batch, 4).ok());
