@@ -12,9 +12,10 @@
 // (makespan incl. the step overhead; peak = base + the rank's placed sequences' bytes, max
 // over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
 // the drift probe (zellige/validation_plans.h), measured interleaved with the plans, gives
-// the factor (measured now) / (measured by the profiler) of a profile point, and the makespan
-// MAE and MAPE of the predictions times that factor are printed as well (labelled; the raw
-// figures come first);
+// the factor (measured now) / (measured by the profiler) of a profile point, and per rank the
+// factor of its forward + backward alone (zellige::DriftScaledProfile); the makespan MAE and
+// MAPE of the predictions of the cost model with those rank factors are printed as well
+// (labelled "x drift"; the raw figures come first; the uniform factor's MAPE for comparison);
 // --json writes every number. Ranks beyond the machine's cores are labelled oversubscribed.
 #include <cstdio>
 #include <memory>
@@ -78,13 +79,25 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   ASSIGN_OR_RETURN(zellige::SimResult probe_sim, zellige::Simulate(probe.plan, probe.batch, cost));
   const double probe_meas = measured.back().MedianMakespanS();
   const double drift = probe_meas / drift_probe.profiled_makespan_s;
-  std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t;
+  // Per-rank drift: each rank's forward + backward on the probe now against the profiler's
+  // price of that work gives the cost model of the machine as it runs now.
+  std::vector<double> probe_rank_s;
+  for (const runtime::RankMeasurement& r : measured.back().ranks) {
+    std::vector<double> fb(r.forward_s.size());
+    for (size_t s = 0; s < fb.size(); ++s) fb[s] = r.forward_s[s] + r.backward_s[s];
+    probe_rank_s.push_back(runtime::Median(fb));
+  }
+  ASSIGN_OR_RETURN(zellige::Profile now_profile,
+                   zellige::DriftScaledProfile(*cost.profile(), drift_probe, probe_rank_s));
+  const zellige::CostModel now_cost(std::make_shared<const zellige::Profile>(now_profile));
+  std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t, uniform_t;
   Json plans = Json::array();
   core::Table t({"plan", "splits", "tokens", "pred s", "meas s", "err %", "x drift s", "err %",
                  "pred MiB", "meas MiB", "err %"});
   for (size_t i = 0; i < cases.size(); ++i) {
     const zellige::ValidationCase& c = cases[i];
     ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
+    ASSIGN_OR_RETURN(zellige::SimResult now_sim, zellige::Simulate(c.plan, c.batch, now_cost));
     const runtime::PlanMeasurement& m = measured[i];
     if (!m.memory_measured) {
       return core::FailedPrecondition(
@@ -93,7 +106,8 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
     }
     const double mt = m.MedianMakespanS(), mm = static_cast<double>(m.MaxPeakBytes());
     pred_t.push_back(sim.makespan_s);
-    corr_t.push_back(sim.makespan_s * drift);
+    corr_t.push_back(now_sim.makespan_s);
+    uniform_t.push_back(sim.makespan_s * drift);
     meas_t.push_back(mt);
     pred_m.push_back(sim.peak_mem_bytes);
     meas_m.push_back(mm);
@@ -130,6 +144,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   ASSIGN_OR_RETURN(zellige::PredictionError et, zellige::ComparePredictions(pred_t, meas_t));
   ASSIGN_OR_RETURN(zellige::PredictionError em, zellige::ComparePredictions(pred_m, meas_m));
   ASSIGN_OR_RETURN(zellige::PredictionError ec, zellige::ComparePredictions(corr_t, meas_t));
+  ASSIGN_OR_RETURN(zellige::PredictionError eu, zellige::ComparePredictions(uniform_t, meas_t));
+  std::string factors;
+  for (double f : now_profile.rank_time_factors) {
+    factors += (factors.empty() ? "" : ", ") + core::Fixed(f, 3);
+  }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const bool over = static_cast<unsigned>(n) > cores;
   std::printf("validate: %zu plans at %d ranks%s, profile %s\n", cases.size(), n,
@@ -139,10 +158,14 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
               et.max_ape_percent);
   std::printf(
       "drift probe %s: measured %.3f s, the profiler measured %.3f s: machine speed factor "
-      "%.3f (the cost model predicts %.3f s for it)\n"
-      "step makespan x drift factor: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n",
+      "%.3f (the cost model predicts %.3f s for it); predictions x this factor: MAPE %.2f%% "
+      "(max %.1f%%)\n"
+      "per-rank drift (probe forward + backward now / profiled): rank time factors %s\n"
+      "step makespan, cost model with these rank factors (x drift columns): MAE %.3f s, MAPE "
+      "%.2f%% (max %.1f%%)\n",
       probe.name.c_str(), probe_meas, drift_probe.profiled_makespan_s, drift, probe_sim.makespan_s,
-      ec.mae, ec.mape_percent, ec.max_ape_percent);
+      eu.mape_percent, eu.max_ape_percent, factors.c_str(), ec.mae, ec.mape_percent,
+      ec.max_ape_percent);
   std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n", em.mae / kMiB,
               em.mape_percent, em.max_ape_percent);
   std::printf(
@@ -166,7 +189,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                   {"measured_makespan_s", probe_meas},
                   {"profiled_makespan_s", drift_probe.profiled_makespan_s},
                   {"predicted_makespan_s", probe_sim.makespan_s},
-                  {"factor", drift}}},
+                  {"factor", drift},
+                  {"uniform_mape_percent", eu.mape_percent},
+                  {"rank_compute_s", probe_rank_s},
+                  {"profiled_compute_s", drift_probe.profiled_compute_s},
+                  {"rank_time_factors", now_profile.rank_time_factors}}},
                 {"makespan_drift_corrected",
                  {{"mae_s", ec.mae},
                   {"mape_percent", ec.mape_percent},

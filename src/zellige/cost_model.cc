@@ -61,6 +61,13 @@ double CostModel::ContentionSpeed(int busy_ranks) const {
   return 1.0 + (profile_->solo_speedup - 1.0) * static_cast<double>(idle) / (n - 1);
 }
 
+double CostModel::RankTimeFactor(const std::vector<int>& ranks) const {
+  if (!profile_ || profile_->rank_time_factors.empty()) return 1.0;
+  double f = 0;
+  for (int r : ranks) f = std::max(f, profile_->rank_time_factors.at(r));
+  return ranks.empty() ? 1.0 : f;
+}
+
 std::pair<double, double> CostModel::SegmentSharedS(const ParallelConfig& config) const {
   if (!profile_ || config.whole()) return {0.0, 0.0};
   const ConfigPrices* cp = profile_->Find(config);

@@ -97,6 +97,11 @@ class CostModel {
   double ContentionSpeed(int busy_ranks) const;
   // Whether ContentionSpeed differs from 1 for some busy count.
   bool HasContention() const;
+  // How many times its price a placement on `ranks` takes: the largest of the ranks'
+  // profile rank_time_factors (a split sequence runs at its slowest member's pace); 1 in
+  // analytic mode and for a profile without factors. The simulator applies it; planners
+  // price with 1 (they assume identical ranks).
+  double RankTimeFactor(const std::vector<int>& ranks) const;
   // Ok when `config` can be priced: always in analytic mode; in profile mode when the
   // profile measured it, else InvalidArgument naming the config and the profile's ranks.
   core::Status Supports(const ParallelConfig& config) const;

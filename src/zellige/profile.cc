@@ -194,6 +194,22 @@ StatusOr<Profile> ParseProfile(const Json& j) {
                                    ", must be in [0.25, 8]");
     }
   }
+  if (j.contains("rank_time_factors")) {
+    ASSIGN_OR_RETURN(const Json* factors, GetArray(j, "", "rank_time_factors"));
+    if (static_cast<int>(factors->size()) != p.ranks) {
+      return core::InvalidArgument("rank_time_factors: got " + std::to_string(factors->size()) +
+                                   " values, must have one per rank (" +
+                                   std::to_string(p.ranks) + ")");
+    }
+    for (size_t i = 0; i < factors->size(); ++i) {
+      const Json& f = (*factors)[i];
+      const std::string path = Index("rank_time_factors", i);
+      if (!f.is_number() || f.get<double>() < 0.25 || f.get<double>() > 8.0) {
+        return core::InvalidArgument(path + ": got " + f.dump() + ", must be a number in [0.25, 8]");
+      }
+      p.rank_time_factors.push_back(f.get<double>());
+    }
+  }
   if (p.usable_bytes_per_rank <= p.base_bytes) {
     return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
                                  ", must be > base_bytes (" + Show(p.base_bytes) + ")");
@@ -361,7 +377,7 @@ Json ToJson(const Profile& p) {
                     {"beta_s_per_byte", f.beta_s_per_byte},
                     {"points", points}});
   }
-  return {{"kind", kKind},
+  Json j = {{"kind", kKind},
           {"version", kVersion},
           {"provenance", p.provenance},
           {"machine", p.machine},
@@ -381,6 +397,8 @@ Json ToJson(const Profile& p) {
           {"solo_speedup", p.solo_speedup},
           {"configs", configs},
           {"comm", comm}};
+  if (!p.rank_time_factors.empty()) j["rank_time_factors"] = p.rank_time_factors;
+  return j;
 }
 
 StatusOr<Profile> ProfileFromJson(const Json& j, const std::string& source) {

@@ -19,7 +19,7 @@
 //
 // JSON ("kind": "tessera-zellige-profile", "version": 1): provenance ("measured on HOST,
 // DATE"), machine, date, ranks, repeats, model {in_channels, hidden, heads, head_dim, layers,
-// ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, solo_speedup, configs [{q, h, k, points
+// ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, solo_speedup, rank_time_factors (optional), configs [{q, h, k, points
 // [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit [a,b,c], bwd_fit [a,b,c], mem_fit
 // [m0,m1]}], comm [{primitive, ranks, alpha_s, beta_s_per_byte, points [{bytes, time_s}]}].
 // Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
@@ -97,6 +97,11 @@ struct Profile {
   // are idle runs this many times faster (measured: the same whole-sequence load on one rank
   // alone vs on every rank). 1 = no contention; JSON field optional (default 1), in [0.25, 8].
   double solo_speedup = 1.0;
+  // Per-rank time factors: rank r's work takes rank_time_factors[r] times its price (the
+  // prices are those of the ranks' mean). Empty = 1 for every rank (the profiler writes none);
+  // validate sets them from its drift probe to predict the machine as it runs now. JSON field
+  // optional; when present one value per rank, each in [0.25, 8].
+  std::vector<double> rank_time_factors;
   std::vector<ConfigPrices> configs;  // every config the planners may use at `ranks`
   std::vector<CommFit> comm;
 

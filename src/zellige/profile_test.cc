@@ -84,6 +84,13 @@ TEST(ProfileTest, JsonRoundTrip) {
   auto back4 = ProfileFromJson(old, "old");
   ASSERT_TRUE(back4.ok()) << back4.status().ToString();
   EXPECT_EQ(back4->solo_speedup, 1.0);
+  EXPECT_TRUE(back4->rank_time_factors.empty());
+  // Per-rank time factors round-trip; absent means none.
+  q.rank_time_factors.assign(q.ranks, 1.0);
+  q.rank_time_factors.back() = 1.125;
+  auto back5 = ProfileFromJson(ToJson(q), "factors");
+  ASSERT_TRUE(back5.ok()) << back5.status().ToString();
+  EXPECT_EQ(back5->rank_time_factors, q.rank_time_factors);
 }
 
 TEST(ProfileTest, TestdataProfileLoads) {
@@ -148,6 +155,13 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   j = good;
   j["solo_speedup"] = 9;
   ExpectError(j, "solo_speedup: got 9, must be in [0.25, 8]");
+  j = good;
+  j["rank_time_factors"] = core::Json::array({1.0});
+  ExpectError(j, "rank_time_factors: got 1 values, must have one per rank");
+  j = good;
+  j["rank_time_factors"] = core::Json::array();
+  for (int r = 0; r < good["ranks"].get<int>(); ++r) j["rank_time_factors"].push_back(r == 0 ? 0.1 : 1.0);
+  ExpectError(j, "rank_time_factors[0]: got 0.1, must be a number in [0.25, 8]");
   j = good;
   j["comm"][0]["primitive"] = "broadcast";
   ExpectError(j, "comm[0].primitive: got 'broadcast'");
@@ -318,6 +332,35 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   // The analytic model shares nothing.
   CostModel analytic(*hw::ClusterPreset("a800x8"), *DitModelPreset("wan2.1-1.3b"));
   EXPECT_EQ(analytic.SegmentSharedS({1, 2, 1}), std::make_pair(0.0, 0.0));
+}
+
+// Per-rank time factors: a whole sequence takes its price times its rank's factor, a split
+// one its price times the larger factor of its ranks; no factors (or analytic) means 1.
+TEST(ProfileTest, RankTimeFactorsScaleEachRanksWork) {
+  Profile prof = TinyProfile();
+  prof.rank_time_factors = {1.2, 0.9};
+  CostModel cm(std::make_shared<const Profile>(prof));
+  EXPECT_DOUBLE_EQ(cm.RankTimeFactor({0}), 1.2);
+  EXPECT_DOUBLE_EQ(cm.RankTimeFactor({1}), 0.9);
+  EXPECT_DOUBLE_EQ(cm.RankTimeFactor({1, 0}), 1.2);
+  CostModel plain(std::make_shared<const Profile>(TinyProfile()));
+  EXPECT_DOUBLE_EQ(plain.RankTimeFactor({0, 1}), 1.0);
+  auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
+  const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 4000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 4000);
+  const double B = quad(1e-3, 2e-6, 1e-10, 500) + quad(2e-3, 4e-6, 2.5e-10, 500);
+  const double C = quad(1e-3, 2e-6, 1e-10, 3000) + quad(2e-3, 4e-6, 2.5e-10, 3000);
+  Plan mixed{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
+  auto r = Simulate(mixed, MakeBatch({4000, 500, 3000}), cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->busy_s[0], 1.2 * A + 1.2 * B, 1e-12);
+  EXPECT_NEAR(r->busy_s[1], 1.2 * A + 0.9 * C, 1e-12);
+  // Rank 1's whole sequence takes longer than rank 0's in every layer even at its faster
+  // pace (0.9 C > 1.2 B), so rank 1 never waits and sets the makespan (+ 0.01 s overhead).
+  ASSERT_GT(0.9 * C, 1.2 * B);
+  EXPECT_NEAR(r->makespan_s, 1.2 * A + 0.9 * C + 0.01, 1e-12);
+  auto p = Simulate(mixed, MakeBatch({4000, 500, 3000}), plain);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NEAR(p->makespan_s, A + C + 0.01, 1e-12);
 }
 
 // Contention: with solo_speedup s, work a rank does while the other rank waits runs s times

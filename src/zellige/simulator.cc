@@ -60,9 +60,11 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const Batch& batch, const C
   auto place_of = [&](int g) -> const Placement& { return plan.placements[order[g % per_phase]]; };
   auto fwd_of = [&](int g) { return g / per_phase < layers; };
   std::vector<double> dur(num_ops), start(num_ops, 0.0), end(num_ops, 0.0);
+  std::vector<double> time_factor(np);
+  for (size_t p = 0; p < np; ++p) time_factor[p] = cost.RankTimeFactor(plan.placements[p].ranks);
   for (int g = 0; g < num_ops; ++g) {
     const SeqCost& c = costs[order[g % per_phase]];
-    dur[g] = (fwd_of(g) ? c.fwd_s : c.bwd_s) / layers;
+    dur[g] = (fwd_of(g) ? c.fwd_s : c.bwd_s) / layers * time_factor[order[g % per_phase]];
     for (int rank : place_of(g).ranks) r.busy_s[rank] += dur[g];
   }
   std::vector<double>& t = r.finish_s;

@@ -11,6 +11,8 @@
 // with every rank busy; ops then progress at ContentionSpeed(number of ranks working at that
 // moment), simulated from one op completion to the next, so a rank that works while others
 // wait finishes sooner than its prices say. Without contention every op takes its price.
+// Per-rank speeds (a profile with rank_time_factors, CostModel::RankTimeFactor): an op takes
+// its price times the largest factor of its ranks.
 // The makespan is the latest rank's finish plus cost.StepOverheadS() (per-step work every
 // rank does once: loss, gradient all-reduce, optimizer; 0 for the analytic model); busy_s
 // and finish_s cover the sequences' layers only. A placement whose config the cost model
@@ -37,7 +39,7 @@ struct SimResult {
   bool feasible = true;
   std::string infeasible_reason;  // e.g. "OOM on rank 3: needs 81.2 GiB, 4.1 GiB over 77.1 GiB"
   double makespan_s = 0;          // max finish_s + cost.StepOverheadS()
-  std::vector<double> busy_s;     // per rank
+  std::vector<double> busy_s;     // per rank (prices x RankTimeFactor)
   std::vector<double> finish_s;   // per rank
   std::vector<double> mem_bytes;  // per rank peak (includes the base memory)
   double max_over_mean = 0;       // of busy_s

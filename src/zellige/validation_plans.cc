@@ -171,9 +171,35 @@ core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile) {
       c.batch.sequences.push_back(s);
     }
   }
-  const double profiled =
-      static_cast<double>(best->count) * (best->fwd_s + best->bwd_s) + profile.step_overhead_s;
-  return DriftProbe{std::move(c), profiled};
+  const double compute = static_cast<double>(best->count) * (best->fwd_s + best->bwd_s);
+  return DriftProbe{std::move(c), compute + profile.step_overhead_s, compute};
+}
+
+core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftProbe& probe,
+                                           const std::vector<double>& rank_compute_s) {
+  if (static_cast<int>(rank_compute_s.size()) != profile.ranks) {
+    return core::InvalidArgument("drift probe: got " + std::to_string(rank_compute_s.size()) +
+                                 " rank times, the profile has " + std::to_string(profile.ranks) +
+                                 " ranks");
+  }
+  if (!(probe.profiled_compute_s > 0)) {
+    return core::InvalidArgument("drift probe: the profiled compute time must be > 0");
+  }
+  Profile now = profile;
+  now.rank_time_factors.clear();
+  double sum = 0;
+  for (size_t r = 0; r < rank_compute_s.size(); ++r) {
+    const double f = rank_compute_s[r] / probe.profiled_compute_s;
+    if (!(f >= 0.25 && f <= 8.0)) {
+      return core::InvalidArgument(
+          "drift probe: rank " + std::to_string(r) + " runs " + std::to_string(f) +
+          " times the profiled time, outside [0.25, 8]: profile this machine again");
+    }
+    now.rank_time_factors.push_back(f);
+    sum += f;
+  }
+  now.step_overhead_s *= sum / static_cast<double>(rank_compute_s.size());
+  return now;
 }
 
 }  // namespace tessera::zellige

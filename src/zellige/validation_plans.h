@@ -19,7 +19,10 @@
 // profiled_makespan_s = count x (fwd_s + bwd_s) + step_overhead_s (the raw point, not the
 // fit, so the fit's error at that length does not pass for drift): measured / profiled is how
 // much faster or slower the machine runs now than when it was profiled (a shared VM drifts
-// between runs minutes apart), and validate reports its predictions also scaled by it.
+// between runs minutes apart). Per rank the same holds for the work alone: rank r's forward +
+// backward now over profiled_compute_s = count x (fwd_s + bwd_s) (the profiler's price is
+// the ranks' mean) is rank r's time factor now; DriftScaledProfile turns these into the
+// profile of the machine as it runs now, and validate reports its predictions as well.
 // Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
 #pragma once
 
@@ -50,6 +53,7 @@ struct ValidationCase {
 struct DriftProbe {
   ValidationCase probe;
   double profiled_makespan_s = 0;  // the profiler's own measurement of this plan
+  double profiled_compute_s = 0;   // its forward + backward part per rank (ranks' mean)
 };
 
 // The 21 cases (18 mixed, then 3 corners). InvalidArgument for num_ranks < 1, heads < 1 or
@@ -59,5 +63,13 @@ core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const Validation
 // The drift probe of `profile` (name "drift-probe (C x L tokens per rank)").
 // InvalidArgument if the profile has no whole-sequence points.
 core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile);
+
+// `profile` as the machine runs now, given each rank's forward + backward time on the probe
+// now (rank_compute_s, e.g. the median over steps): rank_time_factors[r] = rank_compute_s[r]
+// / probe.profiled_compute_s, step_overhead_s times their mean; prices unchanged.
+// InvalidArgument when rank_compute_s does not have one value per profile rank or a factor
+// falls outside [0.25, 8] (then the machine changed too much for a profile to describe it).
+core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftProbe& probe,
+                                           const std::vector<double>& rank_compute_s);
 
 }  // namespace tessera::zellige

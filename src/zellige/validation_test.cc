@@ -91,6 +91,21 @@ TEST(ValidationPlans, DriftProbeIsTheProfilesWholePointNearest512) {
     EXPECT_EQ(c->plan.placements[i].ranks, std::vector<int>{static_cast<int>(i / 2)});
     EXPECT_TRUE(c->plan.placements[i].config.whole());
   }
+  EXPECT_DOUBLE_EQ(d->profiled_compute_s, 2 * (3e-3 + 6e-3));
+  // Rank 0 ran the probe's work 10% slower than profiled, rank 1 5% faster: those are the
+  // rank time factors now, and the step overhead scales by their mean (1.025).
+  auto now = DriftScaledProfile(p, *d, {1.1 * 0.018, 0.95 * 0.018});
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  ASSERT_EQ(now->rank_time_factors.size(), 2u);
+  EXPECT_DOUBLE_EQ(now->rank_time_factors[0], 1.1);
+  EXPECT_DOUBLE_EQ(now->rank_time_factors[1], 0.95);
+  EXPECT_DOUBLE_EQ(now->step_overhead_s, 0.02 * 1.025);
+  EXPECT_EQ(now->configs, p.configs);
+  EXPECT_FALSE(DriftScaledProfile(p, *d, {0.018}).ok());
+  auto wild = DriftScaledProfile(p, *d, {0.018, 10 * 0.018});
+  ASSERT_FALSE(wild.ok());
+  EXPECT_NE(wild.status().message().find("rank 1 runs 10"), std::string::npos)
+      << wild.status().message();
   p.configs.clear();
   EXPECT_FALSE(MakeDriftProbe(p).ok());
 }
