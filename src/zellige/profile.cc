@@ -198,14 +198,15 @@ StatusOr<Profile> ParseProfile(const Json& j) {
     ASSIGN_OR_RETURN(const Json* factors, GetArray(j, "", "rank_time_factors"));
     if (static_cast<int>(factors->size()) != p.ranks) {
       return core::InvalidArgument("rank_time_factors: got " + std::to_string(factors->size()) +
-                                   " values, must have one per rank (" +
-                                   std::to_string(p.ranks) + ")");
+                                   " values, must have one per rank (" + std::to_string(p.ranks) +
+                                   ")");
     }
     for (size_t i = 0; i < factors->size(); ++i) {
       const Json& f = (*factors)[i];
       const std::string path = Index("rank_time_factors", i);
       if (!f.is_number() || f.get<double>() < 0.25 || f.get<double>() > 8.0) {
-        return core::InvalidArgument(path + ": got " + f.dump() + ", must be a number in [0.25, 8]");
+        return core::InvalidArgument(path + ": got " + f.dump() +
+                                     ", must be a number in [0.25, 8]");
       }
       p.rank_time_factors.push_back(f.get<double>());
     }
@@ -378,25 +379,25 @@ Json ToJson(const Profile& p) {
                     {"points", points}});
   }
   Json j = {{"kind", kKind},
-          {"version", kVersion},
-          {"provenance", p.provenance},
-          {"machine", p.machine},
-          {"date", p.date},
-          {"ranks", p.ranks},
-          {"repeats", p.repeats},
-          {"model",
-           {{"in_channels", p.model.in_channels},
-            {"hidden", p.model.hidden},
-            {"heads", p.model.heads},
-            {"head_dim", p.model.head_dim},
-            {"layers", p.model.layers},
-            {"ffn", p.model.ffn}}},
-          {"step_overhead_s", p.step_overhead_s},
-          {"base_bytes", p.base_bytes},
-          {"usable_bytes_per_rank", p.usable_bytes_per_rank},
-          {"solo_speedup", p.solo_speedup},
-          {"configs", configs},
-          {"comm", comm}};
+            {"version", kVersion},
+            {"provenance", p.provenance},
+            {"machine", p.machine},
+            {"date", p.date},
+            {"ranks", p.ranks},
+            {"repeats", p.repeats},
+            {"model",
+             {{"in_channels", p.model.in_channels},
+              {"hidden", p.model.hidden},
+              {"heads", p.model.heads},
+              {"head_dim", p.model.head_dim},
+              {"layers", p.model.layers},
+              {"ffn", p.model.ffn}}},
+            {"step_overhead_s", p.step_overhead_s},
+            {"base_bytes", p.base_bytes},
+            {"usable_bytes_per_rank", p.usable_bytes_per_rank},
+            {"solo_speedup", p.solo_speedup},
+            {"configs", configs},
+            {"comm", comm}};
   if (!p.rank_time_factors.empty()) j["rank_time_factors"] = p.rank_time_factors;
   return j;
 }

@@ -160,7 +160,8 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   ExpectError(j, "rank_time_factors: got 1 values, must have one per rank");
   j = good;
   j["rank_time_factors"] = core::Json::array();
-  for (int r = 0; r < good["ranks"].get<int>(); ++r) j["rank_time_factors"].push_back(r == 0 ? 0.1 : 1.0);
+  for (int r = 0; r < good["ranks"].get<int>(); ++r)
+    j["rank_time_factors"].push_back(r == 0 ? 0.1 : 1.0);
   ExpectError(j, "rank_time_factors[0]: got 0.1, must be a number in [0.25, 8]");
   j = good;
   j["comm"][0]["primitive"] = "broadcast";
