@@ -151,27 +151,41 @@ core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile) {
   if (whole == nullptr || whole->points.empty()) {
     return core::InvalidArgument("profile has no whole-sequence (1,1,1) points for a drift probe");
   }
-  const PricePoint* best = &whole->points.front();
-  for (const PricePoint& p : whole->points) {
-    if (std::llabs(p.tokens - 512) < std::llabs(best->tokens - 512)) best = &p;
+  // The points nearest 256, 512 and 1,024 tokens (each once), in ascending length.
+  std::vector<const PricePoint*> chosen;
+  for (int64_t target : {256, 512, 1024}) {
+    const PricePoint* best = &whole->points.front();
+    for (const PricePoint& p : whole->points) {
+      if (std::llabs(p.tokens - target) < std::llabs(best->tokens - target)) best = &p;
+    }
+    if (std::find(chosen.begin(), chosen.end(), best) == chosen.end()) chosen.push_back(best);
   }
+  std::sort(chosen.begin(), chosen.end(),
+            [](const PricePoint* x, const PricePoint* y) { return x->tokens < y->tokens; });
   ValidationCase c;
-  c.name = "drift-probe (" + std::to_string(best->count) + " x " + std::to_string(best->tokens) +
-           " tokens per rank)";
   c.batch.name = "drift-probe";
   c.plan.planner = "drift-probe";
   c.plan.num_ranks = profile.ranks;
+  std::string what;
+  double compute = 0;
+  for (const PricePoint* pt : chosen) {
+    what += (what.empty() ? "" : " + ") + std::to_string(pt->count) + " x " +
+            std::to_string(pt->tokens);
+    compute += static_cast<double>(pt->count) * (pt->fwd_s + pt->bwd_s);
+  }
+  c.name = "drift-probe (" + what + " tokens per rank)";
   for (int r = 0; r < profile.ranks; ++r) {
-    for (int64_t i = 0; i < best->count; ++i) {
-      Sequence s;
-      s.id = static_cast<int>(c.batch.sequences.size());
-      s.kind = MediaKind::kImage;
-      s.tokens = best->tokens;
-      c.plan.placements.push_back(Whole(s.id, r));
-      c.batch.sequences.push_back(s);
+    for (const PricePoint* pt : chosen) {
+      for (int64_t i = 0; i < pt->count; ++i) {
+        Sequence s;
+        s.id = static_cast<int>(c.batch.sequences.size());
+        s.kind = MediaKind::kImage;
+        s.tokens = pt->tokens;
+        c.plan.placements.push_back(Whole(s.id, r));
+        c.batch.sequences.push_back(s);
+      }
     }
   }
-  const double compute = static_cast<double>(best->count) * (best->fwd_s + best->bwd_s);
   return DriftProbe{std::move(c), compute + profile.step_overhead_s, compute};
 }
 

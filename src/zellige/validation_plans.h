@@ -13,16 +13,18 @@
 //    the fewest tokens), "corner-videos-apart" (batch 1; videos whole on rank 0, images
 //    round-robin over ranks 1..N-1, or rank 0 when N = 1), "corner-one-rank" (batch 2;
 //    everything on rank 0).
-// Drift probe: the profile's own whole-sequence point nearest 512 tokens (its `count` copies
-// of L tokens on every rank, as the profiler measured it), to be measured in the same run as
-// the cases. Its reference is what the profiler itself measured on that plan,
-// profiled_makespan_s = count x (fwd_s + bwd_s) + step_overhead_s (the raw point, not the
-// fit, so the fit's error at that length does not pass for drift): measured / profiled is how
-// much faster or slower the machine runs now than when it was profiled (a shared VM drifts
-// between runs minutes apart). Per rank the same holds for the work alone: rank r's forward +
-// backward now over profiled_compute_s = count x (fwd_s + bwd_s) (the profiler's price is
-// the ranks' mean) is rank r's time factor now; DriftScaledProfile turns these into the
-// profile of the machine as it runs now, and validate reports its predictions as well.
+// Drift probe: the profile's own whole-sequence points nearest 256, 512 and 1,024 tokens
+// (each once), all in one plan: on every rank, for each point, its `count` copies of L tokens
+// (whole sequences compose additively), to be measured in the same run as the cases. Its
+// reference is what the profiler itself measured on those points, profiled_compute_s = sum
+// of count x (fwd_s + bwd_s) and profiled_makespan_s = that + step_overhead_s (raw points,
+// not the fit, so the fit's error does not pass for drift; three points so one point's
+// measurement noise weighs less): measured / profiled is how much faster or slower the
+// machine runs now than when it was profiled (a shared VM drifts between runs minutes
+// apart). Per rank the same holds for the work alone: rank r's forward + backward now over
+// profiled_compute_s (the profiler's prices are the ranks' mean) is rank r's time factor
+// now; DriftScaledProfile turns these into the profile of the machine as it runs now, and
+// validate reports its predictions as well.
 // Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
 #pragma once
 
@@ -60,7 +62,7 @@ struct DriftProbe {
 // token_scale outside (0, 1].
 core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const ValidationSpec& spec);
 
-// The drift probe of `profile` (name "drift-probe (C x L tokens per rank)").
+// The drift probe of `profile` (name "drift-probe (C1 x L1 + C2 x L2 + ... tokens per rank)").
 // InvalidArgument if the profile has no whole-sequence points.
 core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile);
 

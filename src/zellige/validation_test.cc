@@ -69,40 +69,55 @@ TEST(ValidationPlans, BadSpec) {
   EXPECT_FALSE(MakeValidationCases(spec).ok());
 }
 
-// The probe is the profile's whole point nearest 512 tokens, on every rank.
-TEST(ValidationPlans, DriftProbeIsTheProfilesWholePointNearest512) {
+// The probe holds the profile's whole points nearest 256, 512 and 1,024 tokens, on every rank.
+TEST(ValidationPlans, DriftProbeHoldsTheProfilesWholePointsNear256To1024) {
   Profile p;
   p.ranks = 2;
   ConfigPrices whole;
   whole.config = ParallelConfig{};
-  whole.points = {{256, 8, 1e-3, 2e-3, 1e5}, {724, 2, 3e-3, 6e-3, 3e5}, {1024, 2, 4e-3, 8e-3, 4e5}};
+  whole.points = {{64, 32, 2e-4, 4e-4, 2e4},
+                  {256, 8, 1e-3, 2e-3, 1e5},
+                  {724, 2, 3e-3, 6e-3, 3e5},
+                  {1024, 2, 4e-3, 8e-3, 4e5},
+                  {2048, 1, 9e-3, 2e-2, 8e5}};
   p.configs.push_back(whole);
   p.step_overhead_s = 0.02;
   auto d = MakeDriftProbe(p);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  // The reference is the raw point the profiler measured: 2 x (3e-3 + 6e-3) + 0.02.
-  EXPECT_DOUBLE_EQ(d->profiled_makespan_s, 2 * (3e-3 + 6e-3) + 0.02);
+  // Nearest 256: 256; nearest 512: 724 (212 away, 256 is 256 away); nearest 1,024: 1,024.
+  // The reference is the raw points the profiler measured.
+  const double compute = 8 * (1e-3 + 2e-3) + 2 * (3e-3 + 6e-3) + 2 * (4e-3 + 8e-3);
+  EXPECT_DOUBLE_EQ(d->profiled_compute_s, compute);
+  EXPECT_DOUBLE_EQ(d->profiled_makespan_s, compute + 0.02);
   const ValidationCase* c = &d->probe;
-  EXPECT_EQ(c->name, "drift-probe (2 x 724 tokens per rank)");
-  ASSERT_EQ(c->plan.placements.size(), 4u);
+  EXPECT_EQ(c->name, "drift-probe (8 x 256 + 2 x 724 + 2 x 1024 tokens per rank)");
+  ASSERT_EQ(c->plan.placements.size(), 24u);
   EXPECT_TRUE(ValidatePlan(c->plan, c->batch, 4).ok());
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(c->batch.sequences[c->plan.placements[i].seq].tokens, 724);
-    EXPECT_EQ(c->plan.placements[i].ranks, std::vector<int>{static_cast<int>(i / 2)});
+  for (size_t i = 0; i < 24; ++i) {
+    const size_t j = i % 12;
+    EXPECT_EQ(c->batch.sequences[c->plan.placements[i].seq].tokens,
+              j < 8 ? 256 : (j < 10 ? 724 : 1024));
+    EXPECT_EQ(c->plan.placements[i].ranks, std::vector<int>{static_cast<int>(i / 12)});
     EXPECT_TRUE(c->plan.placements[i].config.whole());
   }
-  EXPECT_DOUBLE_EQ(d->profiled_compute_s, 2 * (3e-3 + 6e-3));
+  // A profile with one whole point probes it once.
+  Profile one = p;
+  one.configs[0].points = {{512, 4, 2e-3, 4e-3, 2e5}};
+  auto d1 = MakeDriftProbe(one);
+  ASSERT_TRUE(d1.ok()) << d1.status().ToString();
+  EXPECT_EQ(d1->probe.name, "drift-probe (4 x 512 tokens per rank)");
+  EXPECT_DOUBLE_EQ(d1->profiled_compute_s, 4 * 6e-3);
   // Rank 0 ran the probe's work 10% slower than profiled, rank 1 5% faster: those are the
   // rank time factors now, and the step overhead scales by their mean (1.025).
-  auto now = DriftScaledProfile(p, *d, {1.1 * 0.018, 0.95 * 0.018});
+  auto now = DriftScaledProfile(p, *d, {1.1 * compute, 0.95 * compute});
   ASSERT_TRUE(now.ok()) << now.status().ToString();
   ASSERT_EQ(now->rank_time_factors.size(), 2u);
   EXPECT_DOUBLE_EQ(now->rank_time_factors[0], 1.1);
   EXPECT_DOUBLE_EQ(now->rank_time_factors[1], 0.95);
   EXPECT_DOUBLE_EQ(now->step_overhead_s, 0.02 * 1.025);
   EXPECT_EQ(now->configs, p.configs);
-  EXPECT_FALSE(DriftScaledProfile(p, *d, {0.018}).ok());
-  auto wild = DriftScaledProfile(p, *d, {0.018, 10 * 0.018});
+  EXPECT_FALSE(DriftScaledProfile(p, *d, {compute}).ok());
+  auto wild = DriftScaledProfile(p, *d, {compute, 10 * compute});
   ASSERT_FALSE(wild.ok());
   EXPECT_NE(wild.status().message().find("rank 1 runs 10"), std::string::npos)
       << wild.status().message();
