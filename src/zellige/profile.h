@@ -20,9 +20,9 @@
 // JSON ("kind": "tessera-zellige-profile", "version": 1): provenance ("measured on HOST,
 // DATE"), machine, date, ranks, repeats, model {in_channels, hidden, heads, head_dim, layers,
 // ffn}, step_overhead_s, base_bytes, usable_bytes_per_rank, solo_speedup, rank_time_factors
-// (optional), configs [{q, h, k, points
-// [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit [a,b,c], bwd_fit [a,b,c], mem_fit
-// [m0,m1]}], comm [{primitive, ranks, alpha_s, beta_s_per_byte, points [{bytes, time_s}]}].
+// (optional), configs [{q, h, k, points [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit
+// [a,b,c], bwd_fit [a,b,c], mem_fit [m0,m1]}], comm [{primitive, ranks, alpha_s,
+// beta_s_per_byte, points [{bytes, time_s}]}].
 // Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
 // got -1, must be >= 0"). Plain values; thread-safe to read.
 #pragma once
