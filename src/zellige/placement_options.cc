@@ -36,22 +36,23 @@ std::vector<GroupOption> GroupOptions(int64_t tokens, const CostModel& cost, dou
       if (sc.mem_bytes > mem_cap_bytes) continue;
       cands.push_back({c, lambda, sc.time_s(), sc.mem_bytes, sc.comm_bytes});
     }
-    // Keep at most three per degree: the fastest, and among those within 2% of its time
-    // the one with the fewest bytes and the one with the least memory.
+    // Keep, among the configs within 2% of the fastest, the front that trades time for
+    // communication bytes (each kept config has fewer bytes than every faster one), and
+    // the one with the least memory.
     if (cands.empty()) continue;
+    std::stable_sort(cands.begin(), cands.end(), [](const GroupOption& a, const GroupOption& b) {
+      return a.time_s < b.time_s || (a.time_s == b.time_s && a.comm_bytes < b.comm_bytes);
+    });
     std::vector<GroupOption> kept;
-    size_t fastest = 0;
-    for (size_t i = 1; i < cands.size(); ++i)
-      if (cands[i].time_s < cands[fastest].time_s) fastest = i;
-    kept.push_back(cands[fastest]);
-    size_t fewest_bytes = fastest, least_mem = fastest;
+    size_t least_mem = 0;
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (cands[i].time_s > cands[fastest].time_s * 1.02) continue;
-      if (cands[i].comm_bytes < cands[fewest_bytes].comm_bytes) fewest_bytes = i;
+      if (cands[i].time_s > cands[0].time_s * 1.02) break;
+      if (kept.empty() || cands[i].comm_bytes < kept.back().comm_bytes) kept.push_back(cands[i]);
       if (cands[i].mem_bytes < cands[least_mem].mem_bytes) least_mem = i;
     }
-    if (fewest_bytes != fastest) kept.push_back(cands[fewest_bytes]);
-    if (least_mem != fastest && least_mem != fewest_bytes) kept.push_back(cands[least_mem]);
+    bool have_least_mem = false;
+    for (const GroupOption& k : kept) have_least_mem |= k.config == cands[least_mem].config;
+    if (!have_least_mem) kept.push_back(cands[least_mem]);
     out.insert(out.end(), kept.begin(), kept.end());
   }
   return out;

@@ -3,9 +3,9 @@
 // Sequences with the same token count form a group (they have identical options). An
 // option is a parallel config theta of degree lambda on an aligned block of lambda ranks
 // (parallel_config.h); because aligned blocks of one size all span the same kind of links,
-// its per-rank time and memory depend only on (L, theta, lambda). Per (group, lambda) only
-// the configs not dominated in (time, memory) are kept, and only those whose memory fits
-// the per-rank capacity. The catalog cut splits the groups into fillers (light, placed whole
+// its per-rank time and memory depend only on (L, theta, lambda). Per (group, lambda) a few
+// configs are kept (see GroupOptions), and only those whose memory fits the per-rank
+// capacity. The catalog cut splits the groups into fillers (light, placed whole
 // by a greedy) and anchors (heavy, placed by the MILP).
 // Plain values and pure functions; thread-safe.
 #pragma once
@@ -35,9 +35,13 @@ struct GroupOption {
 
 // Groups of identical sequences, in descending whole time (ties: fewer tokens first).
 std::vector<SeqGroup> GroupSequences(const Batch& batch, const CostModel& cost);
-// Options of a group whose memory fits `mem_cap_bytes`, by ascending degree. Per degree at
-// most three configs are kept: the fastest, and among those within 2% of its time the one
-// with the fewest communication bytes and the one with the least memory.
+// Options of a group whose memory fits `mem_cap_bytes`, by ascending degree. Per degree,
+// among the configs within 2% of the fastest's time, the kept ones are the time/bytes
+// front (by ascending time, each sends fewer communication bytes than every faster kept
+// one; the fastest first) plus the one with the least memory if the front lacks it.
+// The front's middle points matter: the second (split-minimising) solve may give up at
+// most 1e-3 of the makespan, which often admits a config slightly slower than the
+// fastest but not the fewest-bytes one.
 // Degrees are powers of two up to the cluster size and the token count.
 std::vector<GroupOption> GroupOptions(int64_t tokens, const CostModel& cost, double mem_cap_bytes);
 // Catalog cut over groups sorted by whole time descending: returns the number of anchor

@@ -7,7 +7,10 @@
 #include <numeric>
 
 #include "core/rng.h"
+#include "hw/cluster.h"
+#include "zellige/dit_model.h"
 #include "zellige/evaluate.h"
+#include "zellige/placement_options.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
@@ -189,6 +192,50 @@ TEST(ZelligePlannerTest, CatalogCutSeparatesLightFromHeavy) {
   std::vector<SeqGroup> two(2);
   two[0].whole_time_s = two[1].whole_time_s = 5;
   EXPECT_EQ(CatalogCut(two), 1);
+}
+
+// The catalog per degree: every config within 2% of the fastest is either kept or
+// dominated in (time, bytes) by a kept one; kept ones trade time for bytes; the least
+// memory config is kept. Checked against every config of the degree.
+TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
+  CostModel cost(*hw::ClusterPreset("a800x16"), *DitModelPreset("wan2.1-1.3b"));
+  const int64_t tokens = 497760;  // a 15 s 1080p video
+  const double cap = cost.MemoryCapacityBytes();
+  const std::vector<GroupOption> opts = GroupOptions(tokens, cost, cap);
+  for (int degree : {8, 16}) {
+    std::vector<GroupOption> kept;
+    for (const auto& o : opts)
+      if (o.degree == degree) kept.push_back(o);
+    ASSERT_GE(kept.size(), 3u) << "degree " << degree;
+    std::vector<int> ranks(degree);
+    std::iota(ranks.begin(), ranks.end(), 0);
+    double fastest = INFINITY, least_mem = INFINITY;
+    for (const auto& c : ConfigsOfDegree(degree, 12)) {
+      SeqCost sc = cost.Cost(tokens, c, ranks);
+      if (sc.mem_bytes > cap) continue;
+      fastest = std::min(fastest, sc.time_s());
+    }
+    for (const auto& c : ConfigsOfDegree(degree, 12)) {
+      SeqCost sc = cost.Cost(tokens, c, ranks);
+      if (sc.mem_bytes > cap || sc.time_s() > fastest * 1.02) continue;
+      least_mem = std::min(least_mem, sc.mem_bytes);
+      bool covered = false;
+      for (const auto& k : kept)
+        covered |= k.config == c || (k.time_s <= sc.time_s() && k.comm_bytes <= sc.comm_bytes);
+      EXPECT_TRUE(covered) << c.ToString() << " at degree " << degree;
+    }
+    EXPECT_DOUBLE_EQ(kept[0].time_s, fastest);
+    double mem_min = INFINITY;
+    for (const auto& k : kept) mem_min = std::min(mem_min, k.mem_bytes);
+    EXPECT_DOUBLE_EQ(mem_min, least_mem);
+    // A slower kept config sends fewer bytes than a faster one, unless it is there for
+    // its memory.
+    for (const auto& a : kept)
+      for (const auto& b : kept)
+        if (b.time_s > a.time_s && b.mem_bytes != least_mem) {
+          EXPECT_LT(b.comm_bytes, a.comm_bytes) << b.config.ToString();
+        }
+  }
 }
 
 TEST(ZelligePlannerTest, BadOptionsAreRejected) {
