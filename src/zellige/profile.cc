@@ -189,7 +189,7 @@ StatusOr<Profile> ParseProfile(const Json& j) {
                    core::GetPositiveDouble(j, "", "usable_bytes_per_rank"));
   if (j.contains("solo_speedup")) {
     ASSIGN_OR_RETURN(p.solo_speedup, core::GetPositiveDouble(j, "", "solo_speedup"));
-    if (p.solo_speedup < 0.25 || p.solo_speedup > 8.0) {
+    if (!InSpeedFactorRange(p.solo_speedup)) {
       return core::InvalidArgument("solo_speedup: got " + Show(p.solo_speedup) +
                                    ", must be in [0.25, 8]");
     }
@@ -204,7 +204,7 @@ StatusOr<Profile> ParseProfile(const Json& j) {
     for (size_t i = 0; i < factors->size(); ++i) {
       const Json& f = (*factors)[i];
       const std::string path = Index("rank_time_factors", i);
-      if (!f.is_number() || f.get<double>() < 0.25 || f.get<double>() > 8.0) {
+      if (!f.is_number() || !InSpeedFactorRange(f.get<double>())) {
         return core::InvalidArgument(path + ": got " + f.dump() +
                                      ", must be a number in [0.25, 8]");
       }

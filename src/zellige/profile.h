@@ -84,6 +84,12 @@ struct CommFit {
   bool operator==(const CommFit&) const = default;
 };
 
+// Bounds of a speed factor a profile may carry (solo_speedup, rank_time_factors): beyond
+// them the machine differs too much from the profiled one for the prices to describe it.
+inline constexpr double kMinSpeedFactor = 0.25;
+inline constexpr double kMaxSpeedFactor = 8.0;
+inline bool InSpeedFactorRange(double f) { return f >= kMinSpeedFactor && f <= kMaxSpeedFactor; }
+
 struct Profile {
   std::string provenance;  // "measured on HOST, DATE"
   std::string machine;     // host name and CPU model

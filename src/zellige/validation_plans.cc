@@ -204,7 +204,7 @@ core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftPr
   double sum = 0;
   for (size_t r = 0; r < rank_compute_s.size(); ++r) {
     const double f = rank_compute_s[r] / probe.profiled_compute_s;
-    if (!(f >= 0.25 && f <= 8.0)) {
+    if (!InSpeedFactorRange(f)) {
       return core::InvalidArgument(
           "drift probe: rank " + std::to_string(r) + " runs " + std::to_string(f) +
           " times the profiled time, outside [0.25, 8]: profile this machine again");
