@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: deps build demo test asan bench format clean
+.PHONY: deps build demo test asan bench bless format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -16,8 +16,15 @@ build: deps
 demo: build
 	./$(BUILD)/src/cli/tessera zellige plan --cluster a800x16 --workload v50
 
+# The suite's wall time is printed last (ctest's own "Total Test time" counts test time only).
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@start=$$(date +%s); \
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS); rc=$$?; \
+	echo "make test: wall time $$(( $$(date +%s) - start )) s"; exit $$rc
+
+# Re-bless the golden-output tests (tests/golden/) after an intended output change.
+bless: build
+	TESSERA_BLESS=1 ctest --test-dir $(BUILD) -R '^golden_' --output-on-failure
 
 asan: deps
 	@cmake --preset asan >/dev/null

@@ -18,8 +18,8 @@ void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a) {
   AddSmallDitOptions(app, &a->model);
 }
 
-runtime::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a) {
-  runtime::MeasureOptions o;
+zellige::engine::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a) {
+  zellige::engine::MeasureOptions o;
   o.warmup_steps = a.warmup;
   o.steps = a.repeats;
   o.seed = a.seed;

@@ -14,7 +14,7 @@
 #include "cli/small_dit_args.h"
 #include "comm/communicator.h"
 #include "core/status.h"
-#include "runtime/plan_measurement.h"
+#include "zellige/engine/plan_measurement.h"
 #include "zellige/cost_model.h"
 
 namespace tessera::cli {
@@ -32,7 +32,7 @@ struct ProfileJobArgs {
 void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a);
 
 // MeasurePlan options from the arguments.
-runtime::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a);
+zellige::engine::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a);
 
 // Validates the arguments, runs under MPI (RunMpiJob) and calls body on every rank with the
 // profile-priced cost model.

@@ -9,7 +9,7 @@
 // paper's mixture generator, zellige/workload.h), every sequence's tokens multiplied by
 // --token-scale; rank 0 plans it with each planner on the profile-priced cost model and
 // broadcasts the plans (planners with time limits need not agree across processes); every
-// rank then measures them interleaved (runtime::MeasurePlansInterleaved: --repeats rounds of
+// rank then measures them interleaved (zellige::engine::MeasurePlansInterleaved: --repeats rounds of
 // --warmup steps and one timed step per plan), so machine noise does not favour one planner.
 // Reports per planner the measured step time (median of the slowest rank), the predicted one,
 // splits, and the ratio of each planner's measured (and predicted) step time to zellige's. A
@@ -84,7 +84,7 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
     entries.push_back(e);
   }
   const models::SmallDitConfig cfg = ToSmallDitConfig(a.job.model);
-  const runtime::MeasureOptions mo = ToMeasureOptions(a.job);
+  const zellige::engine::MeasureOptions mo = ToMeasureOptions(a.job);
   std::unique_ptr<core::ProgressBar> bar;
   if (me == 0) {
     bar = std::make_unique<core::ProgressBar>("compare",
@@ -124,11 +124,11 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
       }
       rows.push_back(row);
     }
-    std::vector<runtime::PlanCase> cases;
+    std::vector<zellige::engine::PlanCase> cases;
     for (const zellige::Plan& p : plans) cases.push_back({&p, &batch});
     const long before = done;
-    ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> ms,
-                     runtime::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int d, int total) {
+    ASSIGN_OR_RETURN(std::vector<zellige::engine::PlanMeasurement> ms,
+                     zellige::engine::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int d, int total) {
                        done = before + static_cast<long>(entries.size()) * d / total;
                        if (bar) bar->Update(done);
                      }));

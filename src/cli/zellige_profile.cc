@@ -9,7 +9,7 @@
 // system): for every config of every power-of-two degree d <= ranks and every bucket L >= d,
 // one plan places, on each of the floor(ranks / d) aligned blocks of d ranks, n copies of an
 // L-token sequence with that config (n = max(1, whole_tokens / L) for whole sequences, which
-// coalesce; 1 otherwise). All plans are measured interleaved (runtime::MeasurePlansInterleaved:
+// coalesce; 1 otherwise). All plans are measured interleaved (zellige::engine::MeasurePlansInterleaved:
 // `repeats` rounds, each running every plan for --warmup steps and one timed step), so a
 // burst of interference on a shared machine does not bias one point. A calibration plan (one
 // 8-token sequence on rank 0, the other ranks idle; needs
@@ -47,8 +47,8 @@
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
-#include "runtime/engine_check.h"
-#include "runtime/plan_measurement.h"
+#include "zellige/engine/engine_check.h"
+#include "zellige/engine/plan_measurement.h"
 #include "zellige/profile.h"
 
 namespace tessera::cli {
@@ -119,7 +119,7 @@ struct RawPoint {
   int config = -1;  // index into the config list; kCalibration or kSolo otherwise
   int64_t tokens = 0;
   int64_t count = 1;
-  runtime::PlanMeasurement m;
+  zellige::engine::PlanMeasurement m;
 };
 
 // Times one collective `op` (every rank calls it) `reps` times after 2 warm-ups; returns the
@@ -141,7 +141,7 @@ StatusOr<double> TimeCollective(comm::Communicator& world, int reps,
   std::vector<double> slowest(reps, 0.0);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < reps; ++i) slowest[i] = std::max(slowest[i], all[r * reps + i]);
-  return runtime::Median(slowest);
+  return zellige::engine::Median(slowest);
 }
 
 // alpha-beta of all-to-all, all-gather and point-to-point (bytes = per rank sent).
@@ -204,7 +204,7 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
                                         const std::vector<RawPoint>& raw) {
   std::vector<double> idle_fwd, idle_bwd, idle_bytes, tails, bases;
   for (const RawPoint& p : raw) {
-    for (const runtime::RankMeasurement& r : p.m.ranks) {
+    for (const zellige::engine::RankMeasurement& r : p.m.ranks) {
       bases.push_back(static_cast<double>(r.base_bytes));
       if (p.config == kCalibration && r.local_tokens == 0) {
         idle_fwd.insert(idle_fwd.end(), r.forward_s.begin(), r.forward_s.end());
@@ -214,12 +214,12 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
     }
     for (int s = 0; s < p.m.steps(); ++s) {
       double mn = INFINITY;
-      for (const runtime::RankMeasurement& r : p.m.ranks) mn = std::min(mn, r.tail_s[s]);
+      for (const zellige::engine::RankMeasurement& r : p.m.ranks) mn = std::min(mn, r.tail_s[s]);
       tails.push_back(mn);
     }
   }
-  const double fixed_fwd = runtime::Median(idle_fwd), fixed_bwd = runtime::Median(idle_bwd);
-  const double fixed_bytes = runtime::Median(idle_bytes);
+  const double fixed_fwd = zellige::engine::Median(idle_fwd), fixed_bwd = zellige::engine::Median(idle_bwd);
+  const double fixed_bytes = zellige::engine::Median(idle_bytes);
   zellige::Profile prof;
   prof.machine = MachineDescription();
   prof.date = IsoDate();
@@ -227,8 +227,8 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
   prof.ranks = n;
   prof.repeats = a.repeats;
   prof.model = ToProfileModel(a.model);
-  prof.step_overhead_s = runtime::Median(tails) + fixed_fwd + fixed_bwd;
-  prof.base_bytes = runtime::Median(bases) + fixed_bytes;
+  prof.step_overhead_s = zellige::engine::Median(tails) + fixed_fwd + fixed_bwd;
+  prof.base_bytes = zellige::engine::Median(bases) + fixed_bytes;
   prof.usable_bytes_per_rank = 0.9 * MemTotalBytes() / n;
   // Contention: the reference whole load on every rank (its whole-config point) vs on rank 0
   // alone (the solo plan), raw forward + backward per step, medians.
@@ -239,15 +239,15 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
       std::vector<double> busy, alone;
       for (int s = 0; s < all.m.steps(); ++s) {
         double sum = 0;
-        for (const runtime::RankMeasurement& r : all.m.ranks)
+        for (const zellige::engine::RankMeasurement& r : all.m.ranks)
           sum += r.forward_s[s] + r.backward_s[s];
         busy.push_back(sum / n);
       }
       for (int s = 0; s < solo.m.steps(); ++s) {
         alone.push_back(solo.m.ranks[0].forward_s[s] + solo.m.ranks[0].backward_s[s]);
       }
-      const double a = runtime::Median(alone);
-      if (a > 0) prof.solo_speedup = std::clamp(runtime::Median(busy) / a, 0.25, 8.0);
+      const double a = zellige::engine::Median(alone);
+      if (a > 0) prof.solo_speedup = std::clamp(zellige::engine::Median(busy) / a, 0.25, 8.0);
     }
   }
   for (size_t c = 0; c < configs.size(); ++c) {
@@ -282,8 +282,8 @@ StatusOr<zellige::Profile> BuildProfile(const ProfileArgs& a, int n,
       pt.tokens = p.tokens;
       pt.count = p.count;
       const double cnt = static_cast<double>(p.count);
-      pt.fwd_s = std::max(1e-9, (runtime::Median(f) - fixed_fwd) / cnt);
-      pt.bwd_s = std::max(1e-9, (runtime::Median(b) - fixed_bwd) / cnt);
+      pt.fwd_s = std::max(1e-9, (zellige::engine::Median(f) - fixed_fwd) / cnt);
+      pt.bwd_s = std::max(1e-9, (zellige::engine::Median(b) - fixed_bwd) / cnt);
       pt.mem_bytes = std::max(0.0, (peak - fixed_bytes) / cnt);
       cp.points.push_back(pt);
       xs.push_back(static_cast<double>(p.tokens));
@@ -354,7 +354,7 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
                                    " tokens to fit its prices");
     }
   }
-  runtime::MeasureOptions mo;
+  zellige::engine::MeasureOptions mo;
   mo.warmup_steps = a.warmup;
   mo.steps = a.repeats;
   mo.seed = a.seed;
@@ -365,7 +365,7 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
     RawPoint p;
     p.config = kCalibration;
     p.tokens = 8;
-    batches.push_back(runtime::MakeBatch({8}));
+    batches.push_back(zellige::engine::MakeBatch({8}));
     plans.push_back(zellige::Plan{"profile", n, {{0, zellige::ParallelConfig{}, {0}}}, -1});
     raw.push_back(std::move(p));
   }
@@ -377,7 +377,7 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
       if (std::abs(L - a.whole_tokens / 4) < std::abs(p.tokens - a.whole_tokens / 4)) p.tokens = L;
     }
     p.count = std::max<int64_t>(1, a.whole_tokens / p.tokens);
-    batches.push_back(runtime::MakeBatch(std::vector<int64_t>(p.count, p.tokens)));
+    batches.push_back(zellige::engine::MakeBatch(std::vector<int64_t>(p.count, p.tokens)));
     zellige::Plan plan{"profile", n, {}, -1};
     for (int64_t i = 0; i < p.count; ++i) {
       plan.placements.push_back({static_cast<int>(i), zellige::ParallelConfig{}, {0}});
@@ -396,7 +396,7 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
       p.count = pc.whole() ? std::max<int64_t>(1, a.whole_tokens / L) : 1;
       const int blocks = n / d;
       batches.push_back(
-          runtime::MakeBatch(std::vector<int64_t>(static_cast<size_t>(p.count * blocks), L)));
+          zellige::engine::MakeBatch(std::vector<int64_t>(static_cast<size_t>(p.count * blocks), L)));
       zellige::Plan plan;
       plan.planner = "profile";
       plan.num_ranks = n;
@@ -411,15 +411,15 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
       raw.push_back(std::move(p));
     }
   }
-  std::vector<runtime::PlanCase> cases;
+  std::vector<zellige::engine::PlanCase> cases;
   for (size_t i = 0; i < plans.size(); ++i) cases.push_back({&plans[i], &batches[i]});
   std::unique_ptr<core::ProgressBar> bar;
   if (me == 0) {
     bar =
         std::make_unique<core::ProgressBar>("profile", static_cast<long>(cases.size()) * a.repeats);
   }
-  ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> measured,
-                   runtime::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int done, int) {
+  ASSIGN_OR_RETURN(std::vector<zellige::engine::PlanMeasurement> measured,
+                   zellige::engine::MeasurePlansInterleaved(cases, cfg, world, mo, [&](int done, int) {
                      if (bar) bar->Update(done);
                    }));
   if (bar) bar->Done();

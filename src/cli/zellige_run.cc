@@ -54,10 +54,10 @@
 #include "core/table.h"
 #include "hw/cluster.h"
 #include "kernels/gemm.h"
-#include "runtime/attention_engine.h"
-#include "runtime/dit_reference_training.h"
-#include "runtime/dit_training.h"
-#include "runtime/engine_check.h"
+#include "zellige/engine/attention_engine.h"
+#include "zellige/engine/dit_reference_training.h"
+#include "zellige/engine/dit_training.h"
+#include "zellige/engine/engine_check.h"
 #include "zellige/evaluate.h"
 
 namespace tessera::cli {
@@ -188,7 +188,7 @@ StatusOr<zellige::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& p
     if (seq >= static_cast<int>(tokens.size())) tokens.resize(seq + 1, 0);
     tokens[seq] = t;
   }
-  return runtime::MakeBatch(tokens);
+  return zellige::engine::MakeBatch(tokens);
 }
 
 // The --train model options in the shared form (cli/small_dit_args.h).
@@ -220,13 +220,13 @@ double MeanLosses(const std::vector<double>& l, bool last) {
 // --train: SmallDit training through the engine (collective over world).
 Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
                    const zellige::Plan& plan, const zellige::Batch& batch,
-                   runtime::AttentionEngine& engine) {
+                   zellige::engine::AttentionEngine& engine) {
   const int n = world.size(), me = world.rank();
   const models::SmallDitConfig cfg = TrainConfig(a);
   ASSIGN_OR_RETURN(models::SmallDit model, models::SmallDit::Create(cfg));
   ASSIGN_OR_RETURN(models::AdamW opt,
                    models::AdamW::Create(model.NumParameters(), TrainOptions(a)));
-  runtime::EngineAttentionBackend backend(&engine, a.layers);
+  zellige::engine::EngineAttentionBackend backend(&engine, a.layers);
   models::SmallDitActivations acts;
   std::vector<double> losses;
   std::vector<float> times;                // per step, this rank
@@ -235,7 +235,7 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
   for (int step = 0; step < a.steps; ++step) {
     RETURN_IF_ERROR(world.Barrier());
     const double t0 = NowSeconds();
-    ASSIGN_OR_RETURN(double loss, runtime::DistributedTrainStep(model, opt, backend, world, batch,
+    ASSIGN_OR_RETURN(double loss, zellige::engine::DistributedTrainStep(model, opt, backend, world, batch,
                                                                 a.seed, step, &acts));
     times.push_back(static_cast<float>(NowSeconds() - t0));
     losses.push_back(loss);
@@ -268,8 +268,8 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
   std::vector<double> ref;
   std::string worst_tensor;
   if (a.check) {  // every rank (they run in parallel; no rank waits on a collective)
-    ASSIGN_OR_RETURN(runtime::ReferenceTraining rt,
-                     runtime::RunReferenceTraining(cfg, TrainOptions(a), batch, a.seed, a.steps));
+    ASSIGN_OR_RETURN(zellige::engine::ReferenceTraining rt,
+                     zellige::engine::RunReferenceTraining(cfg, TrainOptions(a), batch, a.seed, a.steps));
     ref = rt.losses;
     double loss_rel = 0;
     for (int s = 0; s < a.steps; ++s) {
@@ -277,8 +277,8 @@ Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
       loss_rel = std::isnan(rel) ? INFINITY : std::max(loss_rel, rel);
     }
     ASSIGN_OR_RETURN(
-        runtime::FirstStepCheck fc,
-        runtime::CompareFirstStep(rt, model.ParameterTensors(), first_grads, first_acts, engine));
+        zellige::engine::FirstStepCheck fc,
+        zellige::engine::CompareFirstStep(rt, model.ParameterTensors(), first_grads, first_acts, engine));
     worst_tensor = fc.worst_gradient_tensor;
     const double mine[kChk] = {loss_rel, fc.gradient.max_abs, fc.gradient.max_rel,
                                fc.output.max_abs, fc.output.max_rel};
@@ -429,19 +429,19 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   const std::string source = a.plan_path.empty() ? "plan" : a.plan_path;
   ASSIGN_OR_RETURN(zellige::Plan plan, zellige::PlanFromJson(j, source));
   ASSIGN_OR_RETURN(zellige::Batch batch, BatchFromPlanJson(j, plan));
-  auto engine_or = runtime::AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
+  auto engine_or = zellige::engine::AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
   if (!engine_or.ok()) return engine_or.status().WithPrefix(source);
-  runtime::AttentionEngine& engine = **engine_or;
+  zellige::engine::AttentionEngine& engine = **engine_or;
   if (a.train) return RunTraining(a, world, j, plan, batch, engine);
 
-  runtime::LocalData d = runtime::MakeLocalData(engine, a.seed);
+  zellige::engine::LocalData d = zellige::engine::MakeLocalData(engine, a.seed);
   const size_t elems = d.q.size();
   std::vector<float> o(elems), dq(elems), dk(elems), dv(elems);
   std::vector<float> times;  // per step, this rank
   for (int step = 0; step < a.steps; ++step) {
     RETURN_IF_ERROR(world.Barrier());
     const double t0 = NowSeconds();
-    runtime::ForwardState state;
+    zellige::engine::ForwardState state;
     RETURN_IF_ERROR(engine.Forward(d.q, d.k, d.v, o, &state));
     RETURN_IF_ERROR(engine.Backward(state, d.q, d.k, d.v, o, d.d_o, dq, dk, dv));
     times.push_back(static_cast<float>(NowSeconds() - t0));
@@ -452,8 +452,8 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   mine.push_back(static_cast<float>(engine.local_tokens()));
   double abs_err = 0, rel_err = 0;
   if (a.check) {
-    ASSIGN_OR_RETURN(runtime::ErrorStats st,
-                     runtime::CompareWithReference(engine, batch, a.seed, o, dq, dk, dv));
+    ASSIGN_OR_RETURN(zellige::engine::ErrorStats st,
+                     zellige::engine::CompareWithReference(engine, batch, a.seed, o, dq, dk, dv));
     abs_err = st.max_abs;
     rel_err = st.max_rel;
   }

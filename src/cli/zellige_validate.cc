@@ -5,7 +5,7 @@
 //       [--json FILE]
 //
 // Per plan: measured makespan = median over `repeats` timed steps of the slowest rank's step
-// time; the plans are measured interleaved (runtime::MeasurePlansInterleaved: `repeats`
+// time; the plans are measured interleaved (zellige::engine::MeasurePlansInterleaved: `repeats`
 // rounds, each running every plan for --warmup steps and one timed step), so interference on
 // a shared machine does not bias one plan; measured peak = the largest rank's peak
 // allocated heap bytes in a step. Predicted = zellige::Simulate on the profile cost model
@@ -43,7 +43,7 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // Every rank's per-step measurements of one plan next to the simulator's per-rank figures.
-Json RanksJson(const runtime::PlanMeasurement& m, const zellige::SimResult& sim) {
+Json RanksJson(const zellige::engine::PlanMeasurement& m, const zellige::SimResult& sim) {
   Json ranks = Json::array();
   for (size_t r = 0; r < m.ranks.size(); ++r) {
     ranks.push_back({{"rank", r},
@@ -75,7 +75,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   spec.seed = a.job.seed;
   ASSIGN_OR_RETURN(std::vector<zellige::ValidationCase> cases, zellige::MakeValidationCases(spec));
   const models::SmallDitConfig cfg = ToSmallDitConfig(a.job.model);
-  const runtime::MeasureOptions mo = ToMeasureOptions(a.job);
+  const zellige::engine::MeasureOptions mo = ToMeasureOptions(a.job);
   std::unique_ptr<core::ProgressBar> bar;
   if (me == 0) {
     bar = std::make_unique<core::ProgressBar>("validate",
@@ -85,11 +85,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   if (cost.profile() == nullptr) return core::Internal("validate: cost model without profile");
   ASSIGN_OR_RETURN(const zellige::DriftProbe drift_probe, zellige::MakeDriftProbe(*cost.profile()));
   const zellige::ValidationCase& probe = drift_probe.probe;
-  std::vector<runtime::PlanCase> pcs;
+  std::vector<zellige::engine::PlanCase> pcs;
   for (const zellige::ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
   pcs.push_back({&probe.plan, &probe.batch});
-  ASSIGN_OR_RETURN(std::vector<runtime::PlanMeasurement> measured,
-                   runtime::MeasurePlansInterleaved(pcs, cfg, world, mo, [&](int done, int) {
+  ASSIGN_OR_RETURN(std::vector<zellige::engine::PlanMeasurement> measured,
+                   zellige::engine::MeasurePlansInterleaved(pcs, cfg, world, mo, [&](int done, int) {
                      if (bar) bar->Update(done);
                    }));
   if (bar) bar->Done();
@@ -99,10 +99,10 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   // Per-rank drift: each rank's forward + backward on the probe now against the profiler's
   // price of that work gives the cost model of the machine as it runs now.
   std::vector<double> probe_rank_s;
-  for (const runtime::RankMeasurement& r : measured.back().ranks) {
+  for (const zellige::engine::RankMeasurement& r : measured.back().ranks) {
     std::vector<double> fb(r.forward_s.size());
     for (size_t s = 0; s < fb.size(); ++s) fb[s] = r.forward_s[s] + r.backward_s[s];
-    probe_rank_s.push_back(runtime::Median(fb));
+    probe_rank_s.push_back(zellige::engine::Median(fb));
   }
   // A probe too far off for a profile to describe (e.g. tiny plans on a loaded machine) is
   // reported, and the x drift columns then repeat the raw prediction.
@@ -118,7 +118,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
     const zellige::ValidationCase& c = cases[i];
     ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
     ASSIGN_OR_RETURN(zellige::SimResult now_sim, zellige::Simulate(c.plan, c.batch, now_cost));
-    const runtime::PlanMeasurement& m = measured[i];
+    const zellige::engine::PlanMeasurement& m = measured[i];
     if (!m.memory_measured) {
       return core::FailedPrecondition(
           "this build does not count heap allocations (sanitizer build?); validate with the "

@@ -85,7 +85,7 @@ class CostModel {
   double StepOverheadS() const;
   // The part of a split sequence's price (fwd, bwd) paid once per engine segment rather than
   // per sequence: split sequences with the same config and ordered rank set share their
-  // collectives (runtime/attention_engine.h), so the simulator charges it only to the first
+  // collectives (zellige/engine/attention_engine.h), so the simulator charges it only to the first
   // of them. Profile mode: the fits' intercepts (a of a + b L + c L^2, clamped >= 0) for a
   // split config, measured with one sequence per segment; 0 for whole sequences (their
   // prices are measured as coalesced copies already) and in analytic mode.

@@ -1,0 +1,620 @@
+// AttentionEngine implementation; see attention_engine.h for the algorithm.
+#include "zellige/engine/attention_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "kernels/lse_merge.h"
+
+namespace tessera::zellige::engine {
+
+using core::Status;
+using core::StatusOr;
+using zellige::ParallelConfig;
+
+namespace {
+
+// One sequence of a segment.
+struct SegSeq {
+  int placement = 0;
+  int64_t tokens = 0;
+  int64_t local_offset = 0;  // row of this rank's chunk in the packed local buffers
+};
+
+// Posts one ring step: receive `recv_floats` from `prev` into `recv` and send `send_floats`
+// from `send` to `next`, both with `tag`; the requests are appended to `reqs`.
+core::Status PostRingExchange(comm::Communicator* world, int prev, int next, float* recv,
+                              size_t recv_floats, const float* send, size_t send_floats, int tag,
+                              std::vector<comm::Request>* reqs) {
+  ASSIGN_OR_RETURN(comm::Request rr, world->IRecv({recv, recv_floats}, prev, tag));
+  reqs->push_back(std::move(rr));
+  ASSIGN_OR_RETURN(comm::Request sr, world->ISend({send, send_floats}, next, tag));
+  reqs->push_back(std::move(sr));
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+struct AttentionEngine::SegmentInfo {
+  ParallelConfig cfg;
+  std::vector<int> ranks;
+  int member = 0, hi = 0, qi = 0, ki = 0;
+  std::vector<SegSeq> seqs;
+  // Config (1,1,1): the rank's whole sequences, contiguous in the local buffers from row
+  // seqs[0].local_offset; attention runs on the caller's buffers.
+  bool whole() const { return cfg.degree() == 1; }
+  comm::Communicator* ulysses = nullptr;  // size h, rank hi (null when h == 1)
+  comm::Communicator* gather = nullptr;   // size q, rank qi (null when q == 1)
+  int ring_next = 0, ring_prev = 0;       // world ranks (k > 1)
+
+  int lambda() const { return cfg.degree(); }
+  int64_t Begin(int s, int member_index) const {
+    return ChunkBegin(seqs[s].tokens, lambda(), member_index);
+  }
+  int64_t MemberRows(int s, int m) const { return Begin(s, m + 1) - Begin(s, m); }
+  // Super-chunk g covers members g*h .. g*h+h-1.
+  int64_t SuperBegin(int s, int g) const { return Begin(s, g * cfg.h); }
+  int64_t SuperRows(int s, int g) const { return Begin(s, (g + 1) * cfg.h) - SuperBegin(s, g); }
+  // Ring chunk c covers super-chunks c*q .. c*q+q-1.
+  int64_t RingBegin(int s, int c) const { return Begin(s, c * cfg.q * cfg.h); }
+  int64_t RingRows(int s, int c) const {
+    return Begin(s, (c + 1) * cfg.q * cfg.h) - RingBegin(s, c);
+  }
+  int g() const { return ki * cfg.q + qi; }
+  std::vector<int64_t> CuSuper(int gg) const {
+    std::vector<int64_t> cu{0};
+    for (int s = 0; s < static_cast<int>(seqs.size()); ++s)
+      cu.push_back(cu.back() + SuperRows(s, gg));
+    return cu;
+  }
+  std::vector<int64_t> CuRing(int c) const {
+    std::vector<int64_t> cu{0};
+    for (int s = 0; s < static_cast<int>(seqs.size()); ++s)
+      cu.push_back(cu.back() + RingRows(s, c));
+    return cu;
+  }
+  int64_t SelfRows() const {
+    int64_t n = 0;
+    for (int s = 0; s < static_cast<int>(seqs.size()); ++s) n += MemberRows(s, member);
+    return n;
+  }
+};
+
+namespace {
+
+using Seg = AttentionEngine::SegmentInfo;
+
+// Ulysses group of (qi, ki): members ki*h*q + qi*h + 0..h-1.
+std::vector<int> UlyssesGroup(const Seg& s, int qi, int ki) {
+  std::vector<int> r;
+  for (int x = 0; x < s.cfg.h; ++x) r.push_back(s.ranks[ki * s.cfg.h * s.cfg.q + qi * s.cfg.h + x]);
+  return r;
+}
+// All-gather group of (hi, ki): members ki*h*q + 0..q-1 * h + hi.
+std::vector<int> GatherGroup(const Seg& s, int hi, int ki) {
+  std::vector<int> r;
+  for (int x = 0; x < s.cfg.q; ++x) r.push_back(s.ranks[ki * s.cfg.h * s.cfg.q + x * s.cfg.h + hi]);
+  return r;
+}
+
+// Local (all heads) -> head-split super-chunk layout, for nt tensors at once.
+// in[t]: packed local (T_local, H, D); out[t]: (T_super, H/h, D), sequences concatenated.
+Status UlyssesScatter(const Seg& s, int64_t H, int64_t D, const std::vector<const float*>& in,
+                      const std::vector<float*>& out, core::MemoryTracker* mem) {
+  const int h = s.cfg.h;
+  const int64_t HD = H * D, hd = (H / h) * D;
+  const int nt = static_cast<int>(in.size());
+  const int nseq = static_cast<int>(s.seqs.size());
+  const std::vector<int64_t> cu = s.CuSuper(s.g());
+  if (h == 1) {
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q)
+        std::memcpy(out[t] + cu[q] * hd, in[t] + s.seqs[q].local_offset * HD,
+                    sizeof(float) * s.MemberRows(q, s.member) * HD);
+    return Status::Ok();
+  }
+  const int64_t self_rows = s.SelfRows();
+  std::vector<int64_t> sc(h), sd(h), rc(h), rd(h);
+  int64_t spos = 0, rpos = 0;
+  for (int j = 0; j < h; ++j) {
+    sc[j] = nt * self_rows * hd;
+    sd[j] = spos;
+    spos += sc[j];
+    int64_t rows = 0;
+    for (int q = 0; q < nseq; ++q) rows += s.MemberRows(q, s.g() * h + j);
+    rc[j] = nt * rows * hd;
+    rd[j] = rpos;
+    rpos += rc[j];
+  }
+  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
+  float* p = send.data();
+  for (int j = 0; j < h; ++j)
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q) {
+        const float* src = in[t] + s.seqs[q].local_offset * HD + j * hd;
+        for (int64_t r = 0; r < s.MemberRows(q, s.member); ++r) {
+          std::memcpy(p, src + r * HD, sizeof(float) * hd);
+          p += hd;
+        }
+      }
+  RETURN_IF_ERROR(s.ulysses->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
+                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
+  const float* r = recv.data();
+  for (int m = 0; m < h; ++m)
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q) {
+        const int mem_idx = s.g() * h + m;
+        const int64_t rows = s.MemberRows(q, mem_idx);
+        const int64_t row0 = cu[q] + s.Begin(q, mem_idx) - s.SuperBegin(q, s.g());
+        std::memcpy(out[t] + row0 * hd, r, sizeof(float) * rows * hd);
+        r += rows * hd;
+      }
+  return Status::Ok();
+}
+
+// Inverse of UlyssesScatter: head-split super-chunk tensors -> packed local (all heads).
+Status UlyssesGather(const Seg& s, int64_t H, int64_t D, const std::vector<const float*>& in,
+                     const std::vector<float*>& out, core::MemoryTracker* mem) {
+  const int h = s.cfg.h;
+  const int64_t HD = H * D, hd = (H / h) * D;
+  const int nt = static_cast<int>(in.size());
+  const int nseq = static_cast<int>(s.seqs.size());
+  const std::vector<int64_t> cu = s.CuSuper(s.g());
+  if (h == 1) {
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q)
+        std::memcpy(out[t] + s.seqs[q].local_offset * HD, in[t] + cu[q] * hd,
+                    sizeof(float) * s.MemberRows(q, s.member) * HD);
+    return Status::Ok();
+  }
+  const int64_t self_rows = s.SelfRows();
+  std::vector<int64_t> sc(h), sd(h), rc(h), rd(h);
+  int64_t spos = 0, rpos = 0;
+  for (int j = 0; j < h; ++j) {
+    int64_t rows = 0;
+    for (int q = 0; q < nseq; ++q) rows += s.MemberRows(q, s.g() * h + j);
+    sc[j] = nt * rows * hd;
+    sd[j] = spos;
+    spos += sc[j];
+    rc[j] = nt * self_rows * hd;
+    rd[j] = rpos;
+    rpos += rc[j];
+  }
+  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
+  float* p = send.data();
+  for (int m = 0; m < h; ++m)
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q) {
+        const int mem_idx = s.g() * h + m;
+        const int64_t rows = s.MemberRows(q, mem_idx);
+        const int64_t row0 = cu[q] + s.Begin(q, mem_idx) - s.SuperBegin(q, s.g());
+        std::memcpy(p, in[t] + row0 * hd, sizeof(float) * rows * hd);
+        p += rows * hd;
+      }
+  RETURN_IF_ERROR(s.ulysses->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
+                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
+  const float* r = recv.data();
+  for (int j = 0; j < h; ++j)
+    for (int t = 0; t < nt; ++t)
+      for (int q = 0; q < nseq; ++q) {
+        float* dst = out[t] + s.seqs[q].local_offset * HD + j * hd;
+        for (int64_t row = 0; row < s.MemberRows(q, s.member); ++row) {
+          std::memcpy(dst + row * HD, r, sizeof(float) * hd);
+          r += hd;
+        }
+      }
+  return Status::Ok();
+}
+
+// K/V of this member's super-chunk (k_h, v_h: (T_super, hd)) -> kv_ring (K then V of ring
+// chunk ki, sequences concatenated).
+Status GatherKv(const Seg& s, int64_t hd, const float* k_h, const float* v_h, float* kv_ring,
+                core::MemoryTracker* mem) {
+  const int q = s.cfg.q;
+  const int nseq = static_cast<int>(s.seqs.size());
+  const std::vector<int64_t> cu_ring = s.CuRing(s.ki);
+  const int64_t t_ring = cu_ring.back();
+  const int64_t t_super = s.CuSuper(s.g()).back();
+  if (q == 1) {
+    std::memcpy(kv_ring, k_h, sizeof(float) * t_super * hd);
+    std::memcpy(kv_ring + t_ring * hd, v_h, sizeof(float) * t_super * hd);
+    return Status::Ok();
+  }
+  std::vector<int64_t> rc(q), rd(q);
+  int64_t pos = 0;
+  for (int m = 0; m < q; ++m) {
+    rc[m] = 2 * s.CuSuper(s.ki * q + m).back() * hd;
+    rd[m] = pos;
+    pos += rc[m];
+  }
+  core::TrackedBuffer send(mem, 2 * t_super * hd), recv(mem, pos);
+  std::memcpy(send.data(), k_h, sizeof(float) * t_super * hd);
+  std::memcpy(send.data() + t_super * hd, v_h, sizeof(float) * t_super * hd);
+  RETURN_IF_ERROR(s.gather->AllGatherV({send.data(), static_cast<size_t>(send.size())},
+                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
+  const float* r = recv.data();
+  for (int m = 0; m < q; ++m) {
+    const int gg = s.ki * q + m;
+    for (int t = 0; t < 2; ++t)
+      for (int x = 0; x < nseq; ++x) {
+        const int64_t rows = s.SuperRows(x, gg);
+        const int64_t row0 = cu_ring[x] + s.SuperBegin(x, gg) - s.RingBegin(x, s.ki);
+        std::memcpy(kv_ring + t * t_ring * hd + row0 * hd, r, sizeof(float) * rows * hd);
+        r += rows * hd;
+      }
+  }
+  return Status::Ok();
+}
+
+// Reduce-scatter of dkv_ring (dK then dV of ring chunk ki, partial sums of every member of
+// the gather group) into this member's super-chunk dk_h, dv_h.
+Status ReduceScatterDkv(const Seg& s, int64_t hd, const float* dkv_ring, float* dk_h, float* dv_h,
+                        core::MemoryTracker* mem) {
+  const int q = s.cfg.q;
+  const int nseq = static_cast<int>(s.seqs.size());
+  const std::vector<int64_t> cu_ring = s.CuRing(s.ki);
+  const int64_t t_ring = cu_ring.back();
+  const int64_t t_super = s.CuSuper(s.g()).back();
+  if (q == 1) {
+    std::memcpy(dk_h, dkv_ring, sizeof(float) * t_super * hd);
+    std::memcpy(dv_h, dkv_ring + t_ring * hd, sizeof(float) * t_super * hd);
+    return Status::Ok();
+  }
+  std::vector<int64_t> sc(q), sd(q), rc(q), rd(q);
+  int64_t spos = 0, rpos = 0;
+  for (int m = 0; m < q; ++m) {
+    sc[m] = 2 * s.CuSuper(s.ki * q + m).back() * hd;
+    sd[m] = spos;
+    spos += sc[m];
+    rc[m] = 2 * t_super * hd;
+    rd[m] = rpos;
+    rpos += rc[m];
+  }
+  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
+  float* p = send.data();
+  for (int m = 0; m < q; ++m) {
+    const int gg = s.ki * q + m;
+    for (int t = 0; t < 2; ++t)
+      for (int x = 0; x < nseq; ++x) {
+        const int64_t rows = s.SuperRows(x, gg);
+        const int64_t row0 = cu_ring[x] + s.SuperBegin(x, gg) - s.RingBegin(x, s.ki);
+        std::memcpy(p, dkv_ring + t * t_ring * hd + row0 * hd, sizeof(float) * rows * hd);
+        p += rows * hd;
+      }
+  }
+  RETURN_IF_ERROR(s.gather->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
+                                      {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
+  std::fill(dk_h, dk_h + t_super * hd, 0.0f);
+  std::fill(dv_h, dv_h + t_super * hd, 0.0f);
+  for (int m = 0; m < q; ++m) {  // member order: identical sums on every rank
+    const float* r = recv.data() + rd[m];
+    for (int64_t e = 0; e < t_super * hd; ++e) dk_h[e] += r[e];
+    for (int64_t e = 0; e < t_super * hd; ++e) dv_h[e] += r[t_super * hd + e];
+  }
+  return Status::Ok();
+}
+
+int64_t MaxRingRows(const Seg& s) {
+  int64_t m = 0;
+  for (int c = 0; c < s.cfg.k; ++c) m = std::max(m, s.CuRing(c).back());
+  return m;
+}
+
+}  // namespace
+
+AttentionEngine::~AttentionEngine() = default;
+
+int AttentionEngine::num_local_segments() const { return static_cast<int>(segments_.size()); }
+
+StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige::Plan& plan,
+                                                                   const zellige::Batch& batch,
+                                                                   int heads, int head_dim,
+                                                                   comm::Communicator* world,
+                                                                   Options options) {
+  if (world == nullptr) return core::InvalidArgument("AttentionEngine: world is null");
+  if (heads < 1) {
+    return core::InvalidArgument("AttentionEngine: heads = " + std::to_string(heads) +
+                                 ", must be >= 1");
+  }
+  if (head_dim < 1) {
+    return core::InvalidArgument("AttentionEngine: head_dim = " + std::to_string(head_dim) +
+                                 ", must be >= 1");
+  }
+  if (plan.num_ranks != world->size()) {
+    return core::InvalidArgument("plan num_ranks = " + std::to_string(plan.num_ranks) +
+                                 " but the job has " + std::to_string(world->size()) +
+                                 " ranks; they must be equal");
+  }
+  RETURN_IF_ERROR(zellige::ValidatePlan(plan, batch, heads));
+  auto e = std::unique_ptr<AttentionEngine>(new AttentionEngine());
+  e->heads_ = heads;
+  e->head_dim_ = head_dim;
+  e->world_ = world;
+  e->options_ = options;
+  const int me = world->rank();
+
+  // Global segment list: first appearance in issue order of each (config, ranks).
+  std::vector<std::unique_ptr<SegmentInfo>> all;
+  std::map<std::pair<std::vector<int>, std::vector<int>>, int> index;
+  for (int p : zellige::IssueOrder(plan)) {
+    const auto& pl = plan.placements[p];
+    auto key = std::make_pair(std::vector<int>{pl.config.q, pl.config.h, pl.config.k}, pl.ranks);
+    auto [it, inserted] = index.emplace(key, static_cast<int>(all.size()));
+    if (inserted) {
+      auto s = std::make_unique<SegmentInfo>();
+      s->cfg = pl.config;
+      s->ranks = pl.ranks;
+      all.push_back(std::move(s));
+    }
+    SegSeq ss;
+    ss.placement = p;
+    ss.tokens = batch.sequences[pl.seq].tokens;
+    ss.local_offset = -1;
+    all[it->second]->seqs.push_back(ss);
+  }
+
+  // Local placements in execution order: segment by segment, so each segment's rows are
+  // contiguous in the packed local buffers.
+  for (auto& sp : all) {
+    auto it = std::find(sp->ranks.begin(), sp->ranks.end(), me);
+    if (it == sp->ranks.end()) continue;
+    const int member = static_cast<int>(it - sp->ranks.begin());
+    for (SegSeq& ss : sp->seqs) {
+      const auto& pl = plan.placements[ss.placement];
+      LocalPlacement lp;
+      lp.placement = ss.placement;
+      lp.seq = pl.seq;
+      lp.member = member;
+      lp.token_begin = ChunkBegin(ss.tokens, pl.config.degree(), member);
+      lp.token_end = ChunkBegin(ss.tokens, pl.config.degree(), member + 1);
+      lp.offset = e->local_tokens_;
+      e->local_tokens_ += lp.size();
+      ss.local_offset = lp.offset;
+      e->local_.push_back(lp);
+    }
+  }
+
+  // Sub-communicators, in the global segment order on every rank.
+  for (auto& sp : all) {
+    SegmentInfo& s = *sp;
+    auto it = std::find(s.ranks.begin(), s.ranks.end(), me);
+    const bool mine = it != s.ranks.end();
+    if (mine) {
+      s.member = static_cast<int>(it - s.ranks.begin());
+      s.hi = s.member % s.cfg.h;
+      s.qi = (s.member / s.cfg.h) % s.cfg.q;
+      s.ki = s.member / (s.cfg.h * s.cfg.q);
+    }
+    if (s.cfg.h > 1) {
+      for (int ki = 0; ki < s.cfg.k; ++ki)
+        for (int qi = 0; qi < s.cfg.q; ++qi) {
+          if (!mine || ki != s.ki || qi != s.qi) continue;
+          ASSIGN_OR_RETURN(s.ulysses, world->Sub(UlyssesGroup(s, qi, ki)));
+        }
+    }
+    if (s.cfg.q > 1) {
+      for (int ki = 0; ki < s.cfg.k; ++ki)
+        for (int hi = 0; hi < s.cfg.h; ++hi) {
+          if (!mine || ki != s.ki || hi != s.hi) continue;
+          ASSIGN_OR_RETURN(s.gather, world->Sub(GatherGroup(s, hi, ki)));
+        }
+    }
+    if (mine) {
+      const int stride = s.cfg.h * s.cfg.q, lambda = s.cfg.degree();
+      s.ring_next = s.ranks[(s.member + stride) % lambda];
+      s.ring_prev = s.ranks[(s.member - stride + lambda) % lambda];
+      e->segments_.push_back(std::move(sp));
+    }
+  }
+  return e;
+}
+
+namespace {
+
+// The varlen shape of a whole-sequence segment: all H heads, queries and keys alike.
+kernels::AttentionShape WholeShape(int64_t heads, int64_t head_dim,
+                                   const std::vector<int64_t>& cu) {
+  return {.num_heads = heads,
+          .head_dim = head_dim,
+          .cu_seqlens_q = cu,
+          .cu_seqlens_k = cu,
+          .scale = std::nullopt};
+}
+
+Status CheckSize(const char* name, size_t got, int64_t want) {
+  if (static_cast<int64_t>(got) != want) {
+    return core::InvalidArgument(std::string("AttentionEngine: ") + name + " has " +
+                                 std::to_string(got) +
+                                 " floats, expected local_tokens*H*D = " + std::to_string(want));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status AttentionEngine::Forward(std::span<const float> q, std::span<const float> k,
+                                std::span<const float> v, std::span<float> o, ForwardState* state) {
+  const int64_t H = heads_, D = head_dim_, want = local_tokens_ * H * D;
+  RETURN_IF_ERROR(CheckSize("q", q.size(), want));
+  RETURN_IF_ERROR(CheckSize("k", k.size(), want));
+  RETURN_IF_ERROR(CheckSize("v", v.size(), want));
+  RETURN_IF_ERROR(CheckSize("o", o.size(), want));
+  if (state == nullptr) return core::InvalidArgument("AttentionEngine: state is null");
+  state->segments.clear();
+  core::MemoryTracker* mem = &memory_;
+  for (auto& sp : segments_) {
+    const SegmentInfo& s = *sp;
+    const int64_t Hh = H / s.cfg.h, hd = Hh * D;
+    const std::vector<int64_t> cu_q = s.CuSuper(s.g());
+    const int64_t t_super = cu_q.back();
+    const int64_t t_ring = s.CuRing(s.ki).back();
+    ForwardState::Segment st;
+    if (s.whole()) {
+      st.lse = core::TrackedBuffer(mem, t_super * H);
+      const int64_t base = s.seqs.front().local_offset * H * D;
+      const kernels::AttentionShape shape = WholeShape(H, D, cu_q);
+      RETURN_IF_ERROR(kernels::AttentionForward(shape, q.data() + base, k.data() + base,
+                                                v.data() + base, o.data() + base, st.lse.data(),
+                                                options_.tiling));
+      state->segments.push_back(std::move(st));
+      continue;
+    }
+    st.q_h = core::TrackedBuffer(mem, t_super * hd);
+    st.kv_ring = core::TrackedBuffer(mem, 2 * t_ring * hd);
+    st.o_h = core::TrackedBuffer(mem, t_super * hd);
+    st.lse = core::TrackedBuffer(mem, t_super * Hh);
+    {
+      core::TrackedBuffer k_h(mem, t_super * hd), v_h(mem, t_super * hd);
+      RETURN_IF_ERROR(UlyssesScatter(s, H, D, {q.data(), k.data(), v.data()},
+                                     {st.q_h.data(), k_h.data(), v_h.data()}, mem));
+      RETURN_IF_ERROR(GatherKv(s, hd, k_h.data(), v_h.data(), st.kv_ring.data(), mem));
+    }
+    // Ring over k (k == 1: one local varlen call).
+    const int kk = s.cfg.k;
+    core::TrackedBuffer cur, nxt, o_p, lse_p;
+    if (kk > 1) {
+      const int64_t max_rows = MaxRingRows(s);
+      cur = core::TrackedBuffer(mem, 2 * max_rows * hd);
+      nxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
+      o_p = core::TrackedBuffer(mem, t_super * hd);
+      lse_p = core::TrackedBuffer(mem, t_super * Hh);
+      std::memcpy(cur.data(), st.kv_ring.data(), sizeof(float) * 2 * t_ring * hd);
+    }
+    for (int step = 0; step < kk; ++step) {
+      const int c = ((s.ki - step) % kk + kk) % kk;
+      const std::vector<int64_t> cu_k = s.CuRing(c);
+      const int64_t t_k = cu_k.back();
+      const float* kv = kk > 1 ? cur.data() : st.kv_ring.data();
+      std::vector<comm::Request> reqs;
+      if (step + 1 < kk) {
+        const int64_t n_next = s.CuRing(((c - 1) % kk + kk) % kk).back();
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
+      }
+      kernels::AttentionShape shape{.num_heads = Hh,
+                                    .head_dim = D,
+                                    .cu_seqlens_q = cu_q,
+                                    .cu_seqlens_k = cu_k,
+                                    .scale = std::nullopt};
+      if (step == 0) {
+        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.data(), kv, kv + t_k * hd,
+                                                  st.o_h.data(), st.lse.data(), options_.tiling));
+      } else {
+        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.data(), kv, kv + t_k * hd,
+                                                  o_p.data(), lse_p.data(), options_.tiling));
+        RETURN_IF_ERROR(kernels::MergeAttentionPartialsInPlace(
+            t_super, Hh, D, st.o_h.data(), st.lse.data(), o_p.data(), lse_p.data()));
+      }
+      RETURN_IF_ERROR(comm::WaitAll(reqs));
+      if (step + 1 < kk) cur.Swap(nxt);
+    }
+    RETURN_IF_ERROR(UlyssesGather(s, H, D, {st.o_h.data()}, {o.data()}, mem));
+    state->segments.push_back(std::move(st));
+  }
+  return Status::Ok();
+}
+
+Status AttentionEngine::Backward(const ForwardState& state, std::span<const float> q,
+                                 std::span<const float> k, std::span<const float> v,
+                                 std::span<const float> o, std::span<const float> d_o,
+                                 std::span<float> dq, std::span<float> dk, std::span<float> dv) {
+  const int64_t H = heads_, D = head_dim_, want = local_tokens_ * H * D;
+  RETURN_IF_ERROR(CheckSize("q", q.size(), want));
+  RETURN_IF_ERROR(CheckSize("k", k.size(), want));
+  RETURN_IF_ERROR(CheckSize("v", v.size(), want));
+  RETURN_IF_ERROR(CheckSize("o", o.size(), want));
+  RETURN_IF_ERROR(CheckSize("d_o", d_o.size(), want));
+  RETURN_IF_ERROR(CheckSize("dq", dq.size(), want));
+  RETURN_IF_ERROR(CheckSize("dk", dk.size(), want));
+  RETURN_IF_ERROR(CheckSize("dv", dv.size(), want));
+  if (state.segments.size() != segments_.size()) {
+    return core::InvalidArgument("AttentionEngine::Backward: state has " +
+                                 std::to_string(state.segments.size()) + " segments, expected " +
+                                 std::to_string(segments_.size()) + " (run Forward first)");
+  }
+  core::MemoryTracker* mem = &memory_;
+  for (size_t si = 0; si < segments_.size(); ++si) {
+    const SegmentInfo& s = *segments_[si];
+    const ForwardState::Segment& st = state.segments[si];
+    const int64_t Hh = H / s.cfg.h, hd = Hh * D;
+    const std::vector<int64_t> cu_q = s.CuSuper(s.g());
+    const int64_t t_super = cu_q.back();
+    if (s.whole()) {
+      const int64_t base = s.seqs.front().local_offset * H * D;
+      const kernels::AttentionShape shape = WholeShape(H, D, cu_q);
+      kernels::AttentionBackwardOptions bo;
+      bo.tiling = options_.tiling;
+      RETURN_IF_ERROR(kernels::AttentionBackward(shape, q.data() + base, k.data() + base,
+                                                 v.data() + base, o.data() + base,
+                                                 d_o.data() + base, st.lse.data(), dq.data() + base,
+                                                 dk.data() + base, dv.data() + base, bo));
+      continue;
+    }
+    const int64_t t_ring = s.CuRing(s.ki).back();
+    core::TrackedBuffer do_h(mem, t_super * hd), dq_h(mem, t_super * hd);
+    RETURN_IF_ERROR(UlyssesScatter(s, H, D, {d_o.data()}, {do_h.data()}, mem));
+    const int kk = s.cfg.k;
+    const int64_t max_rows = MaxRingRows(s);
+    // cur: K/V held now; dcur: the dK/dV accumulating for it (travels with it).
+    core::TrackedBuffer cur, nxt, dnxt;
+    core::TrackedBuffer dcur(mem, 2 * max_rows * hd);
+    if (kk > 1) {
+      cur = core::TrackedBuffer(mem, 2 * max_rows * hd);
+      nxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
+      dnxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
+      std::memcpy(cur.data(), st.kv_ring.data(), sizeof(float) * 2 * t_ring * hd);
+    }
+    for (int step = 0; step < kk; ++step) {
+      const int c = ((s.ki - step) % kk + kk) % kk;
+      const int cprev = ((c - 1) % kk + kk) % kk;
+      const std::vector<int64_t> cu_k = s.CuRing(c);
+      const int64_t t_k = cu_k.back();
+      const float* kv = kk > 1 ? cur.data() : st.kv_ring.data();
+      std::vector<comm::Request> reqs;
+      if (step + 1 < kk) {
+        const int64_t n_next = s.CuRing(cprev).back();
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
+      }
+      kernels::AttentionShape shape{.num_heads = Hh,
+                                    .head_dim = D,
+                                    .cu_seqlens_q = cu_q,
+                                    .cu_seqlens_k = cu_k,
+                                    .scale = std::nullopt};
+      kernels::AttentionBackwardOptions bo;
+      bo.tiling = options_.tiling;
+      bo.accumulate_dq = step > 0;
+      bo.accumulate_dkv = step > 0;  // step 0 writes this chunk's first contribution
+      RETURN_IF_ERROR(kernels::AttentionBackward(
+          shape, st.q_h.data(), kv, kv + t_k * hd, st.o_h.data(), do_h.data(), st.lse.data(),
+          dq_h.data(), dcur.data(), dcur.data() + t_k * hd, bo));
+      if (kk > 1) {
+        // dK/dV of chunk c go on to the next member (after the last step: home to owner c).
+        const int64_t n_in = s.CuRing(cprev).back();
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, dnxt.data(),
+                                         static_cast<size_t>(2 * n_in * hd), dcur.data(),
+                                         static_cast<size_t>(2 * t_k * hd), kTagDkv, &reqs));
+      }
+      RETURN_IF_ERROR(comm::WaitAll(reqs));
+      if (kk > 1) {
+        dcur.Swap(dnxt);
+        if (step + 1 < kk) cur.Swap(nxt);
+      }
+    }
+    // dcur now holds the complete dK/dV of ring chunk ki: layout K part (t_ring rows) then V.
+    core::TrackedBuffer dk_h(mem, t_super * hd), dv_h(mem, t_super * hd);
+    RETURN_IF_ERROR(ReduceScatterDkv(s, hd, dcur.data(), dk_h.data(), dv_h.data(), mem));
+    RETURN_IF_ERROR(UlyssesGather(s, H, D, {dq_h.data(), dk_h.data(), dv_h.data()},
+                                  {dq.data(), dk.data(), dv.data()}, mem));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessera::zellige::engine

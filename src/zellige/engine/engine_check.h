@@ -1,0 +1,105 @@
+// Seeded test data, a single-process reference and a checker for the AttentionEngine,
+// shared by the fake-backend tests, the MPI tests and `tessera zellige run --check`.
+//
+// Data: the value of tensor `which` (kQ, kK, kV, kDo) of sequence `seq` (its index in the
+// batch) at token t is a function of (seed, which, seq, t) only: H*D uniforms in [-1, 1)
+// from core::Rng. Every rank therefore generates exactly its own slices without
+// communication, and the reference regenerates the whole sequence.
+// Reference: per sequence, the whole sequence's Q, K, V, dO through the tiled kernels
+// (kernels/attention.h) in one call on one rank, fp32: O, dQ, dK, dV.
+// Error: per tensor (O, dQ, dK, dV) and per rank, abs = max |engine - reference| over the
+// rank's rows, rel = abs / max |reference| over the same rows (TensorError below: a norm-wise
+// relative error; element-wise ratios are meaningless near zero). The stats keep the max
+// over tensors.
+// RandomPlan draws a legal plan over aligned power-of-two rank blocks (the planners'
+// family) with random configs and sequence lengths. All functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "zellige/engine/attention_engine.h"
+#include "zellige/plan.h"
+#include "zellige/workload.h"
+
+namespace tessera::zellige::engine {
+
+enum class TestTensor { kQ = 0, kK = 1, kV = 2, kDo = 3 };
+
+// Rows [t0, t1) of tensor `which` of sequence `seq`: (t1 - t0, H, D) into out.
+void FillTokens(uint64_t seed, TestTensor which, int seq, int64_t t0, int64_t t1, int heads,
+                int head_dim, float* out);
+
+// The engine's packed local buffers (local_tokens, H, D) filled with the seeded data.
+struct LocalData {
+  std::vector<float> q, k, v, d_o;
+};
+LocalData MakeLocalData(const AttentionEngine& engine, uint64_t seed);
+
+struct ErrorStats {
+  double max_abs = 0;
+  double max_rel = 0;
+};
+
+// The error of one tensor against its reference, accumulated over element pairs (got, ref):
+//   abs = max |got - ref|   (+inf as soon as got or ref is not finite),
+//   rel = abs / max(max |ref|, kTinyReference)
+// i.e. a norm-wise relative error (the max-norm of the difference over the max-norm of the
+// reference, over the SAME elements); it is well defined for any input, including an all-zero
+// reference (then rel = abs / 1e-30: 0 when equal, huge otherwise). Element-wise ratios are
+// not used: they are meaningless near zero.
+class TensorError {
+ public:
+  static constexpr double kTinyReference = 1e-30;
+
+  void Add(double got, double ref);
+  // Element-wise pairs; got and ref must have the same size (CHECK).
+  void Add(std::span<const float> got, std::span<const float> ref);
+  ErrorStats Stats() const;
+
+ private:
+  double max_diff_ = 0;
+  double max_ref_ = 0;
+};
+
+// The whole-tensor error (one TensorError over all pairs); sizes must match (CHECK).
+ErrorStats CompareTensors(std::span<const float> got, std::span<const float> ref);
+
+// The worst of two: max of max_abs and max of max_rel (possibly from different tensors);
+// NaN counts as +inf.
+ErrorStats WorstOf(const ErrorStats& a, const ErrorStats& b);
+
+// Compares the engine outputs (packed local layout) with the reference slices.
+core::StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
+                                                const zellige::Batch& batch, uint64_t seed,
+                                                const std::vector<float>& o,
+                                                const std::vector<float>& dq,
+                                                const std::vector<float>& dk,
+                                                const std::vector<float>& dv);
+
+// Creates an engine, runs Forward and Backward once on the seeded data, compares.
+core::StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const zellige::Batch& batch,
+                                          int heads, int head_dim, uint64_t seed,
+                                          comm::Communicator* world);
+
+// A random legal plan for num_ranks (a power of two) and its batch: 1..max_seqs sequences of
+// min_tokens..max_tokens tokens (at least the degree), each on a random aligned block with a
+// random config of that degree whose h divides heads.
+struct RandomCase {
+  zellige::Plan plan;
+  zellige::Batch batch;
+};
+RandomCase RandomPlan(core::Rng& rng, int num_ranks, int heads, int max_seqs, int64_t min_tokens,
+                      int64_t max_tokens);
+
+// A placement of sequence `seq` under (q, h, k) on `ranks` (tests and benchmarks).
+zellige::Placement MakePlacement(int seq, int q, int h, int k, std::vector<int> ranks);
+
+// A batch of sequences with the given token counts (ids 0..n-1).
+zellige::Batch MakeBatch(const std::vector<int64_t>& tokens);
+
+}  // namespace tessera::zellige::engine
