@@ -9,15 +9,6 @@
 
 namespace tessera::comm {
 
-namespace {
-
-template <typename T>
-int64_t Bytes(std::span<T> s) {
-  return static_cast<int64_t>(s.size_bytes());
-}
-
-}  // namespace
-
 Communicator::Communicator(int rank, std::vector<int> world_ranks)
     : rank_(rank), world_ranks_(std::move(world_ranks)) {
   CHECK(!world_ranks_.empty());
@@ -48,60 +39,135 @@ Status Communicator::Track(Status status) {
     }                                                                             \
   } while (0)
 
-Status Communicator::AllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
-                               std::span<const int64_t> send_displs, std::span<float> recv,
-                               std::span<const int64_t> recv_counts,
-                               std::span<const int64_t> recv_displs) {
+namespace {
+
+template <typename T>
+ConstBuffer In(std::span<const T> s) {
+  return {s.data(), static_cast<int64_t>(s.size()), kDTypeOf<T>};
+}
+template <typename T>
+MutableBuffer Out(std::span<T> s) {
+  return {s.data(), static_cast<int64_t>(s.size()), kDTypeOf<T>};
+}
+
+}  // namespace
+
+Status Communicator::AllToAllVImpl(ConstBuffer send, std::span<const int64_t> send_counts,
+                                   std::span<const int64_t> send_displs, MutableBuffer recv,
+                                   std::span<const int64_t> recv_counts,
+                                   std::span<const int64_t> recv_displs) {
   TESSERA_RETURN_IF_BROKEN("AllToAllV");
-  RETURN_IF_ERROR(CheckVarLayout("AllToAllV send", send_counts, send_displs,
-                                 static_cast<int64_t>(send.size()), size()));
-  RETURN_IF_ERROR(CheckVarLayout("AllToAllV recv", recv_counts, recv_displs,
-                                 static_cast<int64_t>(recv.size()), size()));
-  RETURN_IF_ERROR(CheckNoOverlap("AllToAllV", send.data(), Bytes(send), recv.data(), Bytes(recv)));
+  RETURN_IF_ERROR(CheckVarLayout("AllToAllV send", send_counts, send_displs, send.count, size()));
+  RETURN_IF_ERROR(CheckVarLayout("AllToAllV recv", recv_counts, recv_displs, recv.count, size()));
+  RETURN_IF_ERROR(CheckNoOverlap("AllToAllV", send.data, send.bytes(), recv.data, recv.bytes()));
   return Track(DoAllToAllV(send, send_counts, send_displs, recv, recv_counts, recv_displs));
 }
 
-Status Communicator::AllGatherV(std::span<const float> send, std::span<float> recv,
-                                std::span<const int64_t> recv_counts,
-                                std::span<const int64_t> recv_displs) {
+Status Communicator::AllGatherVImpl(ConstBuffer send, MutableBuffer recv,
+                                    std::span<const int64_t> recv_counts,
+                                    std::span<const int64_t> recv_displs) {
   TESSERA_RETURN_IF_BROKEN("AllGatherV");
-  RETURN_IF_ERROR(CheckVarLayout("AllGatherV recv", recv_counts, recv_displs,
-                                 static_cast<int64_t>(recv.size()), size()));
-  if (static_cast<int64_t>(send.size()) != recv_counts[rank_]) {
+  RETURN_IF_ERROR(CheckVarLayout("AllGatherV recv", recv_counts, recv_displs, recv.count, size()));
+  if (send.count != recv_counts[rank_]) {
     return core::InvalidArgument(
-        fmt::format("AllGatherV send: got {} elements, must equal recv_counts[{}] = {}",
-                    send.size(), rank_, recv_counts[rank_]));
+        fmt::format("AllGatherV send: got {} elements, must equal recv_counts[{}] = {}", send.count,
+                    rank_, recv_counts[rank_]));
   }
-  RETURN_IF_ERROR(CheckNoOverlap("AllGatherV", send.data(), Bytes(send), recv.data(), Bytes(recv)));
+  RETURN_IF_ERROR(CheckNoOverlap("AllGatherV", send.data, send.bytes(), recv.data, recv.bytes()));
   return Track(DoAllGatherV(send, recv, recv_counts, recv_displs));
 }
 
-Status Communicator::AllGather(std::span<const float> send, std::span<float> recv) {
+Status Communicator::AllGatherImpl(ConstBuffer send, MutableBuffer recv) {
   TESSERA_RETURN_IF_BROKEN("AllGather");
-  if (recv.size() != send.size() * static_cast<size_t>(size())) {
+  if (recv.count != send.count * size()) {
     return core::InvalidArgument(
         fmt::format("AllGather recv: got {} elements, must be size() * send.size() = {} * {}",
-                    recv.size(), size(), send.size()));
+                    recv.count, size(), send.count));
   }
-  RETURN_IF_ERROR(CheckNoOverlap("AllGather", send.data(), Bytes(send), recv.data(), Bytes(recv)));
+  RETURN_IF_ERROR(CheckNoOverlap("AllGather", send.data, send.bytes(), recv.data, recv.bytes()));
   return Track(DoAllGather(send, recv));
 }
 
-Status Communicator::AllReduceSum(std::span<float> data) {
+Status Communicator::AllReduceSumImpl(MutableBuffer data) {
   TESSERA_RETURN_IF_BROKEN("AllReduceSum");
   return Track(DoAllReduceSum(data));
 }
 
-Status Communicator::AllReduceSum(std::span<double> data) {
-  TESSERA_RETURN_IF_BROKEN("AllReduceSum");
-  return Track(DoAllReduceSum(data));
+Status Communicator::ReduceScatterVImpl(ConstBuffer send, MutableBuffer recv,
+                                        std::span<const int64_t> recv_counts) {
+  TESSERA_RETURN_IF_BROKEN("ReduceScatterV");
+  if (static_cast<int>(recv_counts.size()) != size()) {
+    return core::InvalidArgument(
+        fmt::format("ReduceScatterV recv_counts: got {} entries, must have size() = {}",
+                    recv_counts.size(), size()));
+  }
+  int64_t total = 0;
+  for (int i = 0; i < size(); ++i) {
+    if (recv_counts[i] < 0) {
+      return core::InvalidArgument(
+          fmt::format("ReduceScatterV recv_counts[{}]: got {}, must be >= 0", i, recv_counts[i]));
+    }
+    total += recv_counts[i];
+  }
+  if (send.count != total) {
+    return core::InvalidArgument(
+        fmt::format("ReduceScatterV send: got {} elements, must equal sum(recv_counts) = {}",
+                    send.count, total));
+  }
+  if (recv.count != recv_counts[rank_]) {
+    return core::InvalidArgument(
+        fmt::format("ReduceScatterV recv: got {} elements, must equal recv_counts[{}] = {}",
+                    recv.count, rank_, recv_counts[rank_]));
+  }
+  RETURN_IF_ERROR(
+      CheckNoOverlap("ReduceScatterV", send.data, send.bytes(), recv.data, recv.bytes()));
+  return Track(DoReduceScatterV(send, recv, recv_counts));
 }
 
-Status Communicator::Broadcast(std::span<float> data, int root) {
+Status Communicator::BroadcastImpl(MutableBuffer data, int root) {
   TESSERA_RETURN_IF_BROKEN("Broadcast");
   RETURN_IF_ERROR(CheckPeer("Broadcast root", root, size()));
   return Track(DoBroadcast(data, root));
 }
+
+// The typed front ends: validation and dispatch live in the *Impl functions above.
+#define TESSERA_COMM_DEFINE_COLLECTIVES(T)                                                         \
+  Status Communicator::AllToAllV(std::span<const T> send, std::span<const int64_t> send_counts,    \
+                                 std::span<const int64_t> send_displs, std::span<T> recv,          \
+                                 std::span<const int64_t> recv_counts,                             \
+                                 std::span<const int64_t> recv_displs) {                           \
+    return AllToAllVImpl(In(send), send_counts, send_displs, Out(recv), recv_counts, recv_displs); \
+  }                                                                                                \
+  Status Communicator::AllGatherV(std::span<const T> send, std::span<T> recv,                      \
+                                  std::span<const int64_t> recv_counts,                            \
+                                  std::span<const int64_t> recv_displs) {                          \
+    return AllGatherVImpl(In(send), Out(recv), recv_counts, recv_displs);                          \
+  }                                                                                                \
+  Status Communicator::AllGather(std::span<const T> send, std::span<T> recv) {                     \
+    return AllGatherImpl(In(send), Out(recv));                                                     \
+  }                                                                                                \
+  Status Communicator::AllReduceSum(std::span<T> data) { return AllReduceSumImpl(Out(data)); }     \
+  Status Communicator::ReduceScatter(std::span<const T> send, std::span<T> recv) {                 \
+    if (send.size() != recv.size() * static_cast<size_t>(size())) {                                \
+      return core::InvalidArgument(fmt::format(                                                    \
+          "ReduceScatter send: got {} elements, must be size() * recv.size() = {} * {}",           \
+          send.size(), size(), recv.size()));                                                      \
+    }                                                                                              \
+    const std::vector<int64_t> counts(size(), static_cast<int64_t>(recv.size()));                  \
+    return ReduceScatterVImpl(In(send), Out(recv), counts);                                        \
+  }                                                                                                \
+  Status Communicator::ReduceScatterV(std::span<const T> send, std::span<T> recv,                  \
+                                      std::span<const int64_t> recv_counts) {                      \
+    return ReduceScatterVImpl(In(send), Out(recv), recv_counts);                                   \
+  }                                                                                                \
+  Status Communicator::Broadcast(std::span<T> data, int root) {                                    \
+    return BroadcastImpl(Out(data), root);                                                         \
+  }
+TESSERA_COMM_DEFINE_COLLECTIVES(float)
+TESSERA_COMM_DEFINE_COLLECTIVES(Bf16)
+TESSERA_COMM_DEFINE_COLLECTIVES(int64_t)
+TESSERA_COMM_DEFINE_COLLECTIVES(double)
+#undef TESSERA_COMM_DEFINE_COLLECTIVES
 
 Status Communicator::Barrier() {
   TESSERA_RETURN_IF_BROKEN("Barrier");

@@ -1,7 +1,15 @@
-// Communicator: a group of ranks that exchange fp32 (and, for sums, fp64) buffers, with
-// collectives, non-blocking point-to-point and cached sub-communicators. Backends: MPI
-// (mpi_communicator.h) and an in-process fake with one thread per rank
-// (fake_communicator.h); both give the semantics documented here.
+// Communicator: a group of ranks that exchange typed buffers, with collectives, non-blocking
+// point-to-point and cached sub-communicators. Backends: MPI (mpi_communicator.h) and an
+// in-process fake with one thread per rank (fake_communicator.h); both give the semantics
+// documented here.
+//
+// Element types (dtype.h): every collective (AllToAllV, AllGatherV, AllGather, AllReduceSum,
+// ReduceScatter(V), Broadcast) has an overload for float (f32), Bf16 (bf16), int64_t (i64)
+// and double (f64); all ranks pass the same type to a collective. Sums of bf16 accumulate in
+// fp32 and round to nearest even once at the end; int64 sums are exact and must not
+// overflow. Point-to-point (ISend/IRecv/Send/Recv) moves fp32 only. Helpers over the
+// collectives: AllGatherValue (below: one value per rank, instead of summing one-hot
+// vectors), BroadcastResult (broadcast_result.h: a StatusOr computed on one rank).
 //
 // Units and layouts: every count and displacement is in elements of the buffer's type (not
 // bytes). A v-collective block i is `counts[i]` elements starting at element `displs[i]`.
@@ -40,10 +48,25 @@
 #include <vector>
 
 #include "comm/buffer_layout.h"
+#include "comm/dtype.h"
 #include "comm/request.h"
 #include "core/status.h"
 
 namespace tessera::comm {
+
+// A type-erased buffer for the backend hooks: `count` elements of `dtype` at `data`.
+struct ConstBuffer {
+  const void* data = nullptr;
+  int64_t count = 0;
+  DType dtype = DType::kF32;
+  int64_t bytes() const { return count * DTypeSize(dtype); }
+};
+struct MutableBuffer {
+  void* data = nullptr;
+  int64_t count = 0;
+  DType dtype = DType::kF32;
+  int64_t bytes() const { return count * DTypeSize(dtype); }
+};
 
 class Communicator {
  public:
@@ -65,24 +88,39 @@ class Communicator {
   // OK, or the error that broke this communicator.
   const Status& broken() const { return broken_; }
 
-  // ---- Collectives (fp32 unless stated) ----------------------------------------------
-  // Rank i sends send[send_displs[j] .. +send_counts[j]) to rank j, and receives the block
-  // from rank j into recv[recv_displs[j] .. +recv_counts[j]). Each counts/displs span has
-  // size() entries.
-  Status AllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
-                   std::span<const int64_t> send_displs, std::span<float> recv,
-                   std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs);
-  // Every rank contributes `send` (send.size() == recv_counts[rank()]) and receives rank j's
-  // contribution into recv[recv_displs[j] .. +recv_counts[j]).
-  Status AllGatherV(std::span<const float> send, std::span<float> recv,
-                    std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs);
-  // Equal contributions: recv.size() == size() * send.size(); rank j's block at j*send.size().
-  Status AllGather(std::span<const float> send, std::span<float> recv);
-  // In place: data[k] becomes the sum over ranks of data[k]. Every rank gets the same bits.
-  Status AllReduceSum(std::span<float> data);
-  Status AllReduceSum(std::span<double> data);
-  // Copies root's `data` into `data` on every other rank (same length everywhere).
-  Status Broadcast(std::span<float> data, int root);
+  // ---- Collectives (one overload per element type of dtype.h) ----------------------
+  // AllToAllV: rank i sends send[send_displs[j] .. +send_counts[j]) to rank j, and receives
+  //   the block from rank j into recv[recv_displs[j] .. +recv_counts[j]). Each counts/displs
+  //   span has size() entries.
+#define TESSERA_COMM_DECLARE_COLLECTIVES(T)                                                      \
+  Status AllToAllV(std::span<const T> send, std::span<const int64_t> send_counts,                \
+                   std::span<const int64_t> send_displs, std::span<T> recv,                      \
+                   std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs);  \
+  Status AllGatherV(std::span<const T> send, std::span<T> recv,                                  \
+                    std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs); \
+  Status AllGather(std::span<const T> send, std::span<T> recv);                                  \
+  Status AllReduceSum(std::span<T> data);                                                        \
+  Status ReduceScatter(std::span<const T> send, std::span<T> recv);                              \
+  Status ReduceScatterV(std::span<const T> send, std::span<T> recv,                              \
+                        std::span<const int64_t> recv_counts);                                   \
+  Status Broadcast(std::span<T> data, int root);
+  // AllGatherV: every rank contributes `send` (send.size() == recv_counts[rank()]) and
+  //   receives rank j's contribution into recv[recv_displs[j] .. +recv_counts[j]).
+  // AllGather: equal contributions: recv.size() == size() * send.size(); rank j's block at
+  //   j * send.size().
+  // AllReduceSum: in place: data[k] becomes the sum over ranks of data[k]. Every rank gets
+  //   the same bits.
+  // ReduceScatter: send.size() == size() * recv.size(); rank i receives block i (elements
+  //   [i * recv.size(), (i + 1) * recv.size())) of the element-wise sum over ranks of `send`.
+  // ReduceScatterV: the same with blocks of recv_counts[i] elements packed in rank order:
+  //   send.size() == sum(recv_counts), recv.size() == recv_counts[rank()]; recv_counts is
+  //   the same on every rank.
+  // Broadcast: copies root's `data` into `data` on every other rank (same length everywhere).
+  TESSERA_COMM_DECLARE_COLLECTIVES(float)
+  TESSERA_COMM_DECLARE_COLLECTIVES(Bf16)
+  TESSERA_COMM_DECLARE_COLLECTIVES(int64_t)
+  TESSERA_COMM_DECLARE_COLLECTIVES(double)
+#undef TESSERA_COMM_DECLARE_COLLECTIVES
   Status Barrier();
 
   // ---- Point-to-point ----------------------------------------------------------------
@@ -120,17 +158,21 @@ class Communicator {
 
   // Backend hooks, called after the arguments were validated and only on a usable
   // communicator; counts fit the buffers.
-  virtual Status DoAllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
-                             std::span<const int64_t> send_displs, std::span<float> recv,
+  // Type-erased collectives: buffers carry their dtype (the same for send and recv) and
+  // counts/displacements are in elements of it.
+  virtual Status DoAllToAllV(ConstBuffer send, std::span<const int64_t> send_counts,
+                             std::span<const int64_t> send_displs, MutableBuffer recv,
                              std::span<const int64_t> recv_counts,
                              std::span<const int64_t> recv_displs) = 0;
-  virtual Status DoAllGatherV(std::span<const float> send, std::span<float> recv,
+  virtual Status DoAllGatherV(ConstBuffer send, MutableBuffer recv,
                               std::span<const int64_t> recv_counts,
                               std::span<const int64_t> recv_displs) = 0;
-  virtual Status DoAllGather(std::span<const float> send, std::span<float> recv) = 0;
-  virtual Status DoAllReduceSum(std::span<float> data) = 0;
-  virtual Status DoAllReduceSum(std::span<double> data) = 0;
-  virtual Status DoBroadcast(std::span<float> data, int root) = 0;
+  virtual Status DoAllGather(ConstBuffer send, MutableBuffer recv) = 0;
+  virtual Status DoAllReduceSum(MutableBuffer data) = 0;
+  // send holds size() blocks of recv_counts[i] elements in rank order; recv gets this rank's.
+  virtual Status DoReduceScatterV(ConstBuffer send, MutableBuffer recv,
+                                  std::span<const int64_t> recv_counts) = 0;
+  virtual Status DoBroadcast(MutableBuffer data, int root) = 0;
   virtual Status DoBarrier() = 0;
   virtual StatusOr<std::unique_ptr<RequestImpl>> DoISend(std::span<const float> data, int dst,
                                                          int tag) = 0;
@@ -140,6 +182,17 @@ class Communicator {
   virtual StatusOr<std::unique_ptr<Communicator>> DoSub(const std::vector<int>& ranks) = 0;
 
  private:
+  Status AllToAllVImpl(ConstBuffer send, std::span<const int64_t> send_counts,
+                       std::span<const int64_t> send_displs, MutableBuffer recv,
+                       std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs);
+  Status AllGatherVImpl(ConstBuffer send, MutableBuffer recv, std::span<const int64_t> recv_counts,
+                        std::span<const int64_t> recv_displs);
+  Status AllGatherImpl(ConstBuffer send, MutableBuffer recv);
+  Status AllReduceSumImpl(MutableBuffer data);
+  Status ReduceScatterVImpl(ConstBuffer send, MutableBuffer recv,
+                            std::span<const int64_t> recv_counts);
+  Status BroadcastImpl(MutableBuffer data, int root);
+
   // Breaks the communicator when a collective failed in a way that desynchronises ranks.
   Status Track(Status status);
 
@@ -149,5 +202,14 @@ class Communicator {
   Status broken_;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> subs_;
 };
+
+// One value per rank: element j of the result is rank j's `value` (a typed AllGather; use
+// it instead of summing one-hot vectors). Collective; T is float, Bf16, int64_t or double.
+template <CommType T>
+StatusOr<std::vector<T>> AllGatherValue(Communicator& comm, T value) {
+  std::vector<T> all(static_cast<size_t>(comm.size()));
+  RETURN_IF_ERROR(comm.AllGather(std::span<const T>(&value, 1), std::span<T>(all)));
+  return all;
+}
 
 }  // namespace tessera::comm

@@ -44,6 +44,24 @@ Status CheckValidation(Communicator& comm, uint64_t seed);
 // timeout must return DeadlineExceeded within bounded time; the communicator stays usable.
 Status CheckP2pTimeout(Communicator& comm, uint64_t seed);
 
+// Typed collectives (conformance_dtypes.cc), each over f32, bf16, i64 and f64: data movement
+// bit for bit against the oracle, sums against a double (exact for i64) reference computed
+// from the seed, identical bits on every rank, ReduceScatter(V), bf16 round-to-nearest-even
+// of sums on known values (ties, negatives, inf/NaN passthrough, overflow), argument errors,
+// AllGatherValue, and BroadcastResult of values and errors.
+Status CheckDTypeAllToAllV(Communicator& comm, uint64_t seed);
+Status CheckDTypeAllGatherV(Communicator& comm, uint64_t seed);
+Status CheckDTypeAllGather(Communicator& comm, uint64_t seed);
+Status CheckDTypeBroadcast(Communicator& comm, uint64_t seed);
+Status CheckDTypeAllReduceSum(Communicator& comm, uint64_t seed);
+Status CheckReduceScatter(Communicator& comm, uint64_t seed);
+Status CheckReduceScatterV(Communicator& comm, uint64_t seed);
+Status CheckBf16SumRounding(Communicator& comm, uint64_t seed);
+Status CheckDTypeValidation(Communicator& comm, uint64_t seed);
+Status CheckAllGatherValue(Communicator& comm, uint64_t seed);
+Status CheckBroadcastResult(Communicator& comm, uint64_t seed);
+std::vector<NamedCheck> DTypeChecks();
+
 // All of the above, in the order they are run.
 std::vector<NamedCheck> ConformanceChecks();
 

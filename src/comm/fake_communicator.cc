@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 namespace tessera::comm {
@@ -37,8 +38,8 @@ enum class CollKind {
   kAllToAllV,
   kAllGatherV,
   kAllGather,
-  kAllReduceF32,
-  kAllReduceF64,
+  kAllReduceSum,
+  kReduceScatterV,
   kBroadcast,
   kBarrier
 };
@@ -51,10 +52,10 @@ const char* CollName(CollKind kind) {
       return "AllGatherV";
     case CollKind::kAllGather:
       return "AllGather";
-    case CollKind::kAllReduceF32:
-      return "AllReduceSum(float)";
-    case CollKind::kAllReduceF64:
-      return "AllReduceSum(double)";
+    case CollKind::kAllReduceSum:
+      return "AllReduceSum";
+    case CollKind::kReduceScatterV:
+      return "ReduceScatterV";
     case CollKind::kBroadcast:
       return "Broadcast";
     case CollKind::kBarrier:
@@ -66,6 +67,7 @@ const char* CollName(CollKind kind) {
 // What one rank passed to a collective; the pointers stay valid while the rank is inside it.
 struct CollArgs {
   CollKind kind = CollKind::kBarrier;
+  DType dtype = DType::kF32;
   const void* send = nullptr;
   int64_t send_elems = 0;
   void* recv = nullptr;
@@ -205,20 +207,16 @@ class FakeCommunicator final : public Communicator {
   }
 
  protected:
-  Status DoAllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
-                     std::span<const int64_t> send_displs, std::span<float> recv,
+  Status DoAllToAllV(ConstBuffer send, std::span<const int64_t> send_counts,
+                     std::span<const int64_t> send_displs, MutableBuffer recv,
                      std::span<const int64_t> recv_counts,
                      std::span<const int64_t> recv_displs) override {
-    CollArgs mine{CollKind::kAllToAllV,
-                  send.data(),
-                  static_cast<int64_t>(send.size()),
-                  recv.data(),
-                  static_cast<int64_t>(recv.size()),
-                  send_counts,
-                  send_displs,
-                  recv_counts,
-                  recv_displs,
-                  0};
+    CollArgs mine = Args(CollKind::kAllToAllV, send, recv);
+    mine.send_counts = send_counts;
+    mine.send_displs = send_displs;
+    mine.recv_counts = recv_counts;
+    mine.recv_displs = recv_displs;
+    const int64_t elem = DTypeSize(send.dtype);
     return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
       for (int i = 0; i < size(); ++i) {
         for (int j = 0; j < size(); ++j) {
@@ -230,26 +228,19 @@ class FakeCommunicator final : public Communicator {
         }
       }
       for (int i = 0; i < size(); ++i) {
-        const auto* src = static_cast<const float*>(all[i].send) + all[i].send_displs[rank()];
-        std::copy_n(src, recv_counts[i], recv.data() + recv_displs[i]);
+        Copy(all[i].send, all[i].send_displs[rank()], recv.data, recv_displs[i], recv_counts[i],
+             elem);
       }
       return Status::Ok();
     });
   }
 
-  Status DoAllGatherV(std::span<const float> send, std::span<float> recv,
-                      std::span<const int64_t> recv_counts,
+  Status DoAllGatherV(ConstBuffer send, MutableBuffer recv, std::span<const int64_t> recv_counts,
                       std::span<const int64_t> recv_displs) override {
-    CollArgs mine{CollKind::kAllGatherV,
-                  send.data(),
-                  static_cast<int64_t>(send.size()),
-                  recv.data(),
-                  static_cast<int64_t>(recv.size()),
-                  {},
-                  {},
-                  recv_counts,
-                  recv_displs,
-                  0};
+    CollArgs mine = Args(CollKind::kAllGatherV, send, recv);
+    mine.recv_counts = recv_counts;
+    mine.recv_displs = recv_displs;
+    const int64_t elem = DTypeSize(send.dtype);
     return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
       for (int i = 0; i < size(); ++i) {
         for (int j = 0; j < size(); ++j) {
@@ -261,52 +252,56 @@ class FakeCommunicator final : public Communicator {
         }
       }
       for (int j = 0; j < size(); ++j) {
-        std::copy_n(static_cast<const float*>(all[j].send), all[j].send_elems,
-                    recv.data() + recv_displs[j]);
+        Copy(all[j].send, 0, recv.data, recv_displs[j], all[j].send_elems, elem);
       }
       return Status::Ok();
     });
   }
 
-  Status DoAllGather(std::span<const float> send, std::span<float> recv) override {
-    CollArgs mine{CollKind::kAllGather,
-                  send.data(),
-                  static_cast<int64_t>(send.size()),
-                  recv.data(),
-                  static_cast<int64_t>(recv.size()),
-                  {},
-                  {},
-                  {},
-                  {},
-                  0};
-    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
-      RETURN_IF_ERROR(SameSendSize("AllGather", all));
-      for (int j = 0; j < size(); ++j) {
-        std::copy_n(static_cast<const float*>(all[j].send), all[j].send_elems,
-                    recv.data() + j * send.size());
-      }
-      return Status::Ok();
-    });
+  Status DoAllGather(ConstBuffer send, MutableBuffer recv) override {
+    const int64_t elem = DTypeSize(send.dtype);
+    return Collective(Args(CollKind::kAllGather, send, recv),
+                      [&](const std::vector<CollArgs>& all) -> Status {
+                        RETURN_IF_ERROR(SameSendSize("AllGather", all));
+                        for (int j = 0; j < size(); ++j) {
+                          Copy(all[j].send, 0, recv.data, j * send.count, send.count, elem);
+                        }
+                        return Status::Ok();
+                      });
   }
 
-  Status DoAllReduceSum(std::span<float> data) override {
-    return AllReduce<float>(CollKind::kAllReduceF32, data);
-  }
-  Status DoAllReduceSum(std::span<double> data) override {
-    return AllReduce<double>(CollKind::kAllReduceF64, data);
+  Status DoAllReduceSum(MutableBuffer data) override {
+    switch (data.dtype) {
+      case DType::kF32:
+        return AllReduce<float, float>(data);
+      case DType::kBF16:
+        return AllReduce<Bf16, float>(data);
+      case DType::kI64:
+        return AllReduce<int64_t, uint64_t>(data);
+      case DType::kF64:
+        return AllReduce<double, double>(data);
+    }
+    return core::Internal("AllReduceSum: unknown dtype");
   }
 
-  Status DoBroadcast(std::span<float> data, int root) override {
-    CollArgs mine{CollKind::kBroadcast,
-                  data.data(),
-                  static_cast<int64_t>(data.size()),
-                  nullptr,
-                  0,
-                  {},
-                  {},
-                  {},
-                  {},
-                  root};
+  Status DoReduceScatterV(ConstBuffer send, MutableBuffer recv,
+                          std::span<const int64_t> recv_counts) override {
+    switch (send.dtype) {
+      case DType::kF32:
+        return ReduceScatter<float, float>(send, recv, recv_counts);
+      case DType::kBF16:
+        return ReduceScatter<Bf16, float>(send, recv, recv_counts);
+      case DType::kI64:
+        return ReduceScatter<int64_t, uint64_t>(send, recv, recv_counts);
+      case DType::kF64:
+        return ReduceScatter<double, double>(send, recv, recv_counts);
+    }
+    return core::Internal("ReduceScatterV: unknown dtype");
+  }
+
+  Status DoBroadcast(MutableBuffer data, int root) override {
+    CollArgs mine = Args(CollKind::kBroadcast, ConstBuffer{data.data, data.count, data.dtype}, {});
+    mine.root = root;
     return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
       RETURN_IF_ERROR(SameSendSize("Broadcast", all));
       for (int i = 0; i < size(); ++i) {
@@ -316,9 +311,7 @@ class FakeCommunicator final : public Communicator {
                           all[i].root));
         }
       }
-      if (rank() != root) {
-        std::copy_n(static_cast<const float*>(all[root].send), data.size(), data.data());
-      }
+      if (rank() != root) Copy(all[root].send, 0, data.data, 0, data.count, DTypeSize(data.dtype));
       return Status::Ok();
     });
   }
@@ -430,22 +423,91 @@ class FakeCommunicator final : public Communicator {
   }
 
  private:
-  template <typename T>
-  Status AllReduce(CollKind kind, std::span<T> data) {
-    CollArgs mine{kind, data.data(), static_cast<int64_t>(data.size()), nullptr, 0, {}, {}, {}, {},
-                  0};
-    std::vector<T> sum(data.size(), T(0));
+  static CollArgs Args(CollKind kind, ConstBuffer send, MutableBuffer recv) {
+    CollArgs a;
+    a.kind = kind;
+    a.dtype = send.dtype;
+    a.send = send.data;
+    a.send_elems = send.count;
+    a.recv = recv.data;
+    a.recv_elems = recv.count;
+    return a;
+  }
+
+  // Copies `count` elements of `elem` bytes from src[src_at..] to dst[dst_at..].
+  static void Copy(const void* src, int64_t src_at, void* dst, int64_t dst_at, int64_t count,
+                   int64_t elem) {
+    if (count <= 0) return;
+    std::memcpy(static_cast<char*>(dst) + dst_at * elem,
+                static_cast<const char*>(src) + src_at * elem, static_cast<size_t>(count * elem));
+  }
+
+  // Element conversions for sums: T is the element type, A the accumulator (fp32 for bf16;
+  // uint64_t for int64, so that the sum wraps instead of overflowing signed arithmetic).
+  template <typename A, typename T>
+  static A Widen(T v) {
+    if constexpr (std::is_same_v<T, Bf16>) {
+      return Bf16ToFloat(v);
+    } else {
+      return static_cast<A>(v);
+    }
+  }
+  template <typename T, typename A>
+  static T Narrow(A v) {
+    if constexpr (std::is_same_v<T, Bf16>) {
+      return FloatToBf16(v);
+    } else {
+      return static_cast<T>(v);
+    }
+  }
+
+  // Sums elements [from, from + count) of every rank's send buffer, in rank order, into out.
+  template <typename T, typename A>
+  void SumBlock(const std::vector<CollArgs>& all, int64_t from, int64_t count, T* out) const {
+    std::vector<A> acc(static_cast<size_t>(count), A(0));
+    for (int i = 0; i < size(); ++i) {
+      const T* src = static_cast<const T*>(all[i].send) + from;
+      for (int64_t k = 0; k < count; ++k) acc[k] += Widen<A>(src[k]);
+    }
+    for (int64_t k = 0; k < count; ++k) out[k] = Narrow<T>(acc[k]);
+  }
+
+  template <typename T, typename A>
+  Status AllReduce(MutableBuffer data) {
+    CollArgs mine =
+        Args(CollKind::kAllReduceSum, ConstBuffer{data.data, data.count, data.dtype}, {});
+    std::vector<T> sum(static_cast<size_t>(data.count));
     Status s = Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
       RETURN_IF_ERROR(SameSendSize("AllReduceSum", all));
-      for (int i = 0; i < size(); ++i) {
-        const T* src = static_cast<const T*>(all[i].send);
-        for (size_t k = 0; k < data.size(); ++k) sum[k] += src[k];
-      }
+      SumBlock<T, A>(all, 0, data.count, sum.data());
       return Status::Ok();
     });
     // Written only after every rank has finished reading the inputs (in place).
-    if (s.ok()) std::copy(sum.begin(), sum.end(), data.begin());
+    if (s.ok()) std::copy(sum.begin(), sum.end(), static_cast<T*>(data.data));
     return s;
+  }
+
+  template <typename T, typename A>
+  Status ReduceScatter(ConstBuffer send, MutableBuffer recv, std::span<const int64_t> recv_counts) {
+    CollArgs mine = Args(CollKind::kReduceScatterV, send, recv);
+    mine.recv_counts = recv_counts;
+    return Collective(mine, [&](const std::vector<CollArgs>& all) -> Status {
+      RETURN_IF_ERROR(SameSendSize("ReduceScatterV", all));
+      for (int i = 0; i < size(); ++i) {
+        for (int j = 0; j < size(); ++j) {
+          if (all[i].recv_counts[j] != recv_counts[j]) {
+            return core::InvalidArgument(fmt::format(
+                "ReduceScatterV: rank {} has recv_counts[{}] = {}, rank {} has {}; recv_counts "
+                "must be the same on every rank",
+                rank(), j, recv_counts[j], i, all[i].recv_counts[j]));
+          }
+        }
+      }
+      int64_t from = 0;
+      for (int j = 0; j < rank(); ++j) from += recv_counts[j];
+      SumBlock<T, A>(all, from, recv.count, static_cast<T*>(recv.data));
+      return Status::Ok();
+    });
   }
 
   Status SameSendSize(const char* what, const std::vector<CollArgs>& all) const {
@@ -519,6 +581,11 @@ class FakeCommunicator final : public Communicator {
             core::InvalidArgument(fmt::format("collective mismatch: rank {} called {}, "
                                               "rank {} called {}",
                                               rank(), what, i, CollName(slot.args[i].kind)));
+      } else if (slot.args[i].dtype != mine.dtype) {
+        status = core::InvalidArgument(
+            fmt::format("{}: rank {} passes {} elements, rank {} passes {}; all ranks must pass "
+                        "the same dtype",
+                        what, rank(), DTypeName(mine.dtype), i, DTypeName(slot.args[i].dtype)));
       }
     }
     if (status.ok()) status = work(slot.args);

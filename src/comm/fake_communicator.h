@@ -5,13 +5,13 @@
 // tested without MPI. It is deliberately strict:
 //  - sends are synchronous: a send completes only once a matching receive has taken the
 //    data, so code that would deadlock on MPI with large messages also deadlocks here;
-//  - collectives check that all ranks called the same collective with matching sizes and
-//    otherwise return InvalidArgument on every rank;
+//  - collectives check that all ranks called the same collective with the same dtype and
+//    matching sizes and otherwise return InvalidArgument on every rank;
 //  - a rank whose thread has finished (RunFakeRanks marks it exited) makes operations that
 //    wait for it return Unavailable instead of hanging; with an op timeout set, waits return
 //    DeadlineExceeded after that long.
 // Collectives move data with plain memcpy between the threads' buffers; sums are taken in
-// rank order, so every rank gets identical bits.
+// rank order (bf16 in fp32, rounded once), so every rank gets identical bits.
 //
 // Thread-safety: FakeWorld is thread-safe; each Communicator it hands out is used by the
 // thread of its rank only.

@@ -97,6 +97,29 @@ TEST(FakeCommunicator, MismatchedCollectivesFailOnEveryRank) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
+TEST(FakeCommunicator, MismatchedDTypesFailOnEveryRank) {
+  std::vector<Status> results = OnRanks(2, [](Communicator& comm) -> Status {
+    std::vector<float> f(4, 1.0f);
+    std::vector<double> d(4, 1.0);
+    Status sum = comm.rank() == 0 ? comm.AllReduceSum(std::span<float>(f))
+                                  : comm.AllReduceSum(std::span<double>(d));
+    if (sum.code() != StatusCode::kInvalidArgument) return sum.WithPrefix("AllReduceSum");
+    std::vector<int64_t> i(4, 1);
+    std::vector<Bf16> b(4);
+    Status bcast = comm.rank() == 0 ? comm.Broadcast(std::span<int64_t>(i), 0)
+                                    : comm.Broadcast(std::span<Bf16>(b), 0);
+    if (bcast.code() != StatusCode::kInvalidArgument) return bcast.WithPrefix("Broadcast");
+    std::vector<int64_t> counts = {2, comm.rank() == 0 ? 2 : 1};
+    std::vector<float> send(comm.rank() == 0 ? 4 : 3), recv(2);
+    Status rs =
+        comm.ReduceScatterV(send, std::span<float>(recv).first(counts[comm.rank()]), counts);
+    if (rs.code() != StatusCode::kInvalidArgument) return rs.WithPrefix("ReduceScatterV counts");
+    if (!comm.broken().ok()) return core::Internal("broken after a detected mismatch");
+    return comm.Barrier();
+  });
+  for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST(FakeCommunicator, ExitedRankMakesWaitersUnavailable) {
   std::vector<Status> results = OnRanks(3, [](Communicator& comm) -> Status {
     if (comm.rank() == 2) return Status::Ok();  // leaves without taking part

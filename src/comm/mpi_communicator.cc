@@ -28,6 +28,21 @@ StatusOr<std::vector<int>> ToInts(std::span<const int64_t> v, const char* what) 
   return out;
 }
 
+// The MPI datatype that moves elements of `t` bit for bit (bf16 travels as uint16).
+MPI_Datatype MoveType(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return MPI_FLOAT;
+    case DType::kBF16:
+      return MPI_UINT16_T;
+    case DType::kI64:
+      return MPI_INT64_T;
+    case DType::kF64:
+      return MPI_DOUBLE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
 bool MpiFinalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -127,9 +142,8 @@ Status MpiCommunicator::RunCollective(const char* what, Blocking blocking, Start
   return s;
 }
 
-Status MpiCommunicator::DoAllToAllV(std::span<const float> send,
-                                    std::span<const int64_t> send_counts,
-                                    std::span<const int64_t> send_displs, std::span<float> recv,
+Status MpiCommunicator::DoAllToAllV(ConstBuffer send, std::span<const int64_t> send_counts,
+                                    std::span<const int64_t> send_displs, MutableBuffer recv,
                                     std::span<const int64_t> recv_counts,
                                     std::span<const int64_t> recv_displs) {
   ASSIGN_OR_RETURN(std::vector<int> sc, ToInts(send_counts, "AllToAllV send_counts"));
@@ -137,76 +151,127 @@ Status MpiCommunicator::DoAllToAllV(std::span<const float> send,
   ASSIGN_OR_RETURN(std::vector<int> rc, ToInts(recv_counts, "AllToAllV recv_counts"));
   ASSIGN_OR_RETURN(std::vector<int> rd, ToInts(recv_displs, "AllToAllV recv_displs"));
   MPI_Comm c = comm_.get();
+  const MPI_Datatype t = MoveType(send.dtype);
   return RunCollective(
       "MPI_Alltoallv",
       [&] {
-        return MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_FLOAT, recv.data(), rc.data(),
-                             rd.data(), MPI_FLOAT, c);
+        return MPI_Alltoallv(send.data, sc.data(), sd.data(), t, recv.data, rc.data(), rd.data(), t,
+                             c);
       },
       [&](MPI_Request* r) {
-        return MPI_Ialltoallv(send.data(), sc.data(), sd.data(), MPI_FLOAT, recv.data(), rc.data(),
-                              rd.data(), MPI_FLOAT, c, r);
+        return MPI_Ialltoallv(send.data, sc.data(), sd.data(), t, recv.data, rc.data(), rd.data(),
+                              t, c, r);
       });
 }
 
-Status MpiCommunicator::DoAllGatherV(std::span<const float> send, std::span<float> recv,
+Status MpiCommunicator::DoAllGatherV(ConstBuffer send, MutableBuffer recv,
                                      std::span<const int64_t> recv_counts,
                                      std::span<const int64_t> recv_displs) {
-  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(send.size()), "AllGatherV send"));
+  ASSIGN_OR_RETURN(int n, ToInt(send.count, "AllGatherV send"));
   ASSIGN_OR_RETURN(std::vector<int> rc, ToInts(recv_counts, "AllGatherV recv_counts"));
   ASSIGN_OR_RETURN(std::vector<int> rd, ToInts(recv_displs, "AllGatherV recv_displs"));
   MPI_Comm c = comm_.get();
+  const MPI_Datatype t = MoveType(send.dtype);
   return RunCollective(
       "MPI_Allgatherv",
-      [&] {
-        return MPI_Allgatherv(send.data(), n, MPI_FLOAT, recv.data(), rc.data(), rd.data(),
-                              MPI_FLOAT, c);
-      },
+      [&] { return MPI_Allgatherv(send.data, n, t, recv.data, rc.data(), rd.data(), t, c); },
       [&](MPI_Request* r) {
-        return MPI_Iallgatherv(send.data(), n, MPI_FLOAT, recv.data(), rc.data(), rd.data(),
-                               MPI_FLOAT, c, r);
+        return MPI_Iallgatherv(send.data, n, t, recv.data, rc.data(), rd.data(), t, c, r);
       });
 }
 
-Status MpiCommunicator::DoAllGather(std::span<const float> send, std::span<float> recv) {
-  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(send.size()), "AllGather send"));
+Status MpiCommunicator::DoAllGather(ConstBuffer send, MutableBuffer recv) {
+  ASSIGN_OR_RETURN(int n, ToInt(send.count, "AllGather send"));
   MPI_Comm c = comm_.get();
+  const MPI_Datatype t = MoveType(send.dtype);
   return RunCollective(
-      "MPI_Allgather",
-      [&] { return MPI_Allgather(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, c); },
+      "MPI_Allgather", [&] { return MPI_Allgather(send.data, n, t, recv.data, n, t, c); },
+      [&](MPI_Request* r) { return MPI_Iallgather(send.data, n, t, recv.data, n, t, c, r); });
+}
+
+Status MpiCommunicator::DoAllReduceSum(MutableBuffer data) {
+  ASSIGN_OR_RETURN(int n, ToInt(data.count, "AllReduceSum data"));
+  MPI_Comm c = comm_.get();
+  if (data.dtype == DType::kBF16) {
+    // Sum in fp32 (MPI gives every rank the same fp32 bits), then round each element once.
+    Bf16* bf = static_cast<Bf16*>(data.data);
+    std::vector<float> wide(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) wide[k] = Bf16ToFloat(bf[k]);
+    Status s = RunCollective(
+        "MPI_Allreduce(bf16 as f32)",
+        [&] { return MPI_Allreduce(MPI_IN_PLACE, wide.data(), n, MPI_FLOAT, MPI_SUM, c); },
+        [&](MPI_Request* r) {
+          return MPI_Iallreduce(MPI_IN_PLACE, wide.data(), n, MPI_FLOAT, MPI_SUM, c, r);
+        });
+    if (!s.ok()) {
+      KeepScratchIfAbandoned(s, std::move(wide));
+      return s;
+    }
+    for (int k = 0; k < n; ++k) bf[k] = FloatToBf16(wide[k]);
+    return s;
+  }
+  const MPI_Datatype t = MoveType(data.dtype);
+  const std::string what = fmt::format("MPI_Allreduce({})", DTypeName(data.dtype));
+  return RunCollective(
+      what.c_str(), [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data, n, t, MPI_SUM, c); },
+      [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, data.data, n, t, MPI_SUM, c, r); });
+}
+
+Status MpiCommunicator::DoReduceScatterV(ConstBuffer send, MutableBuffer recv,
+                                         std::span<const int64_t> recv_counts) {
+  ASSIGN_OR_RETURN(std::vector<int> rc, ToInts(recv_counts, "ReduceScatterV recv_counts"));
+  RETURN_IF_ERROR(ToInt(send.count, "ReduceScatterV send").status());
+  MPI_Comm c = comm_.get();
+  if (send.dtype == DType::kBF16) {
+    // As AllReduceSum: reduce in fp32, round this rank's block once.
+    const Bf16* in = static_cast<const Bf16*>(send.data);
+    std::vector<float> wide_send(static_cast<size_t>(send.count));
+    std::vector<float> wide_recv(static_cast<size_t>(recv.count));
+    for (int64_t k = 0; k < send.count; ++k) wide_send[k] = Bf16ToFloat(in[k]);
+    Status s = RunCollective(
+        "MPI_Reduce_scatter(bf16 as f32)",
+        [&] {
+          return MPI_Reduce_scatter(wide_send.data(), wide_recv.data(), rc.data(), MPI_FLOAT,
+                                    MPI_SUM, c);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Ireduce_scatter(wide_send.data(), wide_recv.data(), rc.data(), MPI_FLOAT,
+                                     MPI_SUM, c, r);
+        });
+    if (!s.ok()) {
+      KeepScratchIfAbandoned(s, std::move(wide_send));
+      KeepScratchIfAbandoned(s, std::move(wide_recv));
+      return s;
+    }
+    Bf16* out = static_cast<Bf16*>(recv.data);
+    for (int64_t k = 0; k < recv.count; ++k) out[k] = FloatToBf16(wide_recv[k]);
+    return s;
+  }
+  const MPI_Datatype t = MoveType(send.dtype);
+  const std::string what = fmt::format("MPI_Reduce_scatter({})", DTypeName(send.dtype));
+  // MPI needs a valid receive pointer even for an empty block.
+  int64_t dummy = 0;
+  void* out = recv.count > 0 ? recv.data : &dummy;
+  return RunCollective(
+      what.c_str(), [&] { return MPI_Reduce_scatter(send.data, out, rc.data(), t, MPI_SUM, c); },
       [&](MPI_Request* r) {
-        return MPI_Iallgather(send.data(), n, MPI_FLOAT, recv.data(), n, MPI_FLOAT, c, r);
+        return MPI_Ireduce_scatter(send.data, out, rc.data(), t, MPI_SUM, c, r);
       });
 }
 
-Status MpiCommunicator::DoAllReduceSum(std::span<float> data) {
-  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(data.size()), "AllReduceSum data"));
+Status MpiCommunicator::DoBroadcast(MutableBuffer data, int root) {
+  ASSIGN_OR_RETURN(int n, ToInt(data.count, "Broadcast data"));
   MPI_Comm c = comm_.get();
+  const MPI_Datatype t = MoveType(data.dtype);
   return RunCollective(
-      "MPI_Allreduce(float)",
-      [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data(), n, MPI_FLOAT, MPI_SUM, c); },
-      [&](MPI_Request* r) {
-        return MPI_Iallreduce(MPI_IN_PLACE, data.data(), n, MPI_FLOAT, MPI_SUM, c, r);
-      });
+      "MPI_Bcast", [&] { return MPI_Bcast(data.data, n, t, root, c); },
+      [&](MPI_Request* r) { return MPI_Ibcast(data.data, n, t, root, c, r); });
 }
 
-Status MpiCommunicator::DoAllReduceSum(std::span<double> data) {
-  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(data.size()), "AllReduceSum data"));
-  MPI_Comm c = comm_.get();
-  return RunCollective(
-      "MPI_Allreduce(double)",
-      [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data(), n, MPI_DOUBLE, MPI_SUM, c); },
-      [&](MPI_Request* r) {
-        return MPI_Iallreduce(MPI_IN_PLACE, data.data(), n, MPI_DOUBLE, MPI_SUM, c, r);
-      });
-}
-
-Status MpiCommunicator::DoBroadcast(std::span<float> data, int root) {
-  ASSIGN_OR_RETURN(int n, ToInt(static_cast<int64_t>(data.size()), "Broadcast data"));
-  MPI_Comm c = comm_.get();
-  return RunCollective(
-      "MPI_Bcast", [&] { return MPI_Bcast(data.data(), n, MPI_FLOAT, root, c); },
-      [&](MPI_Request* r) { return MPI_Ibcast(data.data(), n, MPI_FLOAT, root, c, r); });
+void MpiCommunicator::KeepScratchIfAbandoned(const Status& s, std::vector<float> scratch) {
+  if (s.code() == core::StatusCode::kDeadlineExceeded) {
+    abandoned_scratch_.push_back(std::move(scratch));
+  }
 }
 
 Status MpiCommunicator::DoBarrier() {

@@ -3,7 +3,10 @@
 // sub-communicators come from Sub() (MPI_Comm_create_group: only the members take part).
 //
 // Collectives use MPI's native collectives (MPI_Alltoallv, MPI_Allgatherv, MPI_Allgather,
-// MPI_Allreduce, MPI_Bcast, MPI_Barrier) on MPI_FLOAT / MPI_DOUBLE. With an op timeout set,
+// MPI_Allreduce, MPI_Reduce_scatter, MPI_Bcast, MPI_Barrier) on MPI_FLOAT, MPI_DOUBLE,
+// MPI_INT64_T and, for bf16 data movement, MPI_UINT16_T (bit for bit). bf16 sums convert to
+// fp32, reduce with MPI_SUM on MPI_FLOAT and round to nearest even once, so every rank gets
+// the same bits (MPI gives all ranks the same fp32 all-reduce result). With an op timeout set,
 // the non-blocking forms (MPI_Ialltoallv, ...) are polled against the deadline instead, and
 // a collective that misses it returns DeadlineExceeded and breaks the communicator (its MPI
 // request cannot be cancelled; it is kept and drained for at most 1 s at destruction).
@@ -38,17 +41,17 @@ class MpiCommunicator final : public Communicator {
   [[noreturn]] void Abort(const Status& status) override;
 
  protected:
-  Status DoAllToAllV(std::span<const float> send, std::span<const int64_t> send_counts,
-                     std::span<const int64_t> send_displs, std::span<float> recv,
+  Status DoAllToAllV(ConstBuffer send, std::span<const int64_t> send_counts,
+                     std::span<const int64_t> send_displs, MutableBuffer recv,
                      std::span<const int64_t> recv_counts,
                      std::span<const int64_t> recv_displs) override;
-  Status DoAllGatherV(std::span<const float> send, std::span<float> recv,
-                      std::span<const int64_t> recv_counts,
+  Status DoAllGatherV(ConstBuffer send, MutableBuffer recv, std::span<const int64_t> recv_counts,
                       std::span<const int64_t> recv_displs) override;
-  Status DoAllGather(std::span<const float> send, std::span<float> recv) override;
-  Status DoAllReduceSum(std::span<float> data) override;
-  Status DoAllReduceSum(std::span<double> data) override;
-  Status DoBroadcast(std::span<float> data, int root) override;
+  Status DoAllGather(ConstBuffer send, MutableBuffer recv) override;
+  Status DoAllReduceSum(MutableBuffer data) override;
+  Status DoReduceScatterV(ConstBuffer send, MutableBuffer recv,
+                          std::span<const int64_t> recv_counts) override;
+  Status DoBroadcast(MutableBuffer data, int root) override;
   Status DoBarrier() override;
   StatusOr<std::unique_ptr<RequestImpl>> DoISend(std::span<const float> data, int dst,
                                                  int tag) override;
@@ -63,8 +66,12 @@ class MpiCommunicator final : public Communicator {
   template <typename Blocking, typename Start>
   Status RunCollective(const char* what, Blocking blocking, Start start);
 
+  // Keeps an internal buffer of a timed-out collective alive (MPI may still write to it).
+  void KeepScratchIfAbandoned(const Status& s, std::vector<float> scratch);
+
   MpiComm comm_;
-  std::vector<MPI_Request> abandoned_;  // timed-out non-blocking collectives
+  std::vector<MPI_Request> abandoned_;                 // timed-out non-blocking collectives
+  std::vector<std::vector<float>> abandoned_scratch_;  // their fp32 scratch buffers (bf16 sums)
 };
 
 }  // namespace tessera::comm
