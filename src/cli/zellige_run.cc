@@ -104,7 +104,7 @@ hw::Cluster ThisMachine(int n) {
   hw::Cluster c;
   c.name = "this-machine";
   c.provenance = "modeled (CPU-like guesses for the local ranks, not measured)";
-  c.device = hw::Device{"cpu-rank", 50e9, 10e9, 8.0 * (1ull << 30), 0.9, 0.5};
+  c.device = hw::Device{"cpu-rank", {.bf16 = 50e9}, 10e9, 8.0 * (1ull << 30), 0.9, 0.5};
   c.nodes = 1;
   c.ranks_per_node = n;
   c.intra = hw::Link{"shared-memory", 4e9, 5e-6};

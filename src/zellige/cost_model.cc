@@ -23,13 +23,15 @@ CostModel::CostModel(hw::Cluster cluster, DitModel model, CostModelOptions optio
     : cluster_(std::move(cluster)),
       model_(std::move(model)),
       options_(options),
-      flops_per_s_(cluster_.device.peak_flops * cluster_.device.compute_efficiency) {}
+      flops_per_s_(cluster_.device.PeakFlops(hw::Dtype::kBF16) *
+                   cluster_.device.compute_efficiency) {}
 
 CostModel::CostModel(std::shared_ptr<const Profile> profile, CostModelOptions options)
     : cluster_(ProfileCluster(Deref(profile))),
       model_(ProfileDitModel(*profile)),
       options_(options),
-      flops_per_s_(cluster_.device.peak_flops * cluster_.device.compute_efficiency),
+      flops_per_s_(cluster_.device.PeakFlops(hw::Dtype::kBF16) *
+                   cluster_.device.compute_efficiency),
       profile_(std::move(profile)) {
   options_.ideal = false;  // measured prices have no ideal setting
 }

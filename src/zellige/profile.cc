@@ -436,7 +436,7 @@ hw::Cluster ProfileCluster(const Profile& p) {
   c.name = "profile:" + p.machine;
   c.provenance = p.provenance;
   c.device.name = p.machine;
-  c.device.peak_flops = kUnusedPeakFlops;
+  c.device.peak_flops.bf16 = kUnusedPeakFlops;
   c.device.mem_bw_bytes_per_s = kUnusedMemBwBytesPerS;
   c.device.memory_bytes = p.usable_bytes_per_rank;
   c.device.memory_usable_fraction = 1.0;

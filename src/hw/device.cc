@@ -1,0 +1,170 @@
+#include "hw/device.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "hw/data_files.h"
+
+namespace tessera::hw {
+
+using core::Json;
+using core::Status;
+using core::StatusOr;
+
+namespace {
+
+std::string Show(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+Status Positive(double v, const std::string& field) {
+  if (!(v > 0 && std::isfinite(v)))
+    return core::InvalidArgument(field + ": got " + Show(v) + ", must be > 0");
+  return Status::Ok();
+}
+
+Status Fraction(double v, const std::string& field) {
+  if (!(v > 0 && v <= 1)) {
+    return core::InvalidArgument(field + ": got " + Show(v) + ", must be in (0, 1]");
+  }
+  return Status::Ok();
+}
+
+StatusOr<DtypePeaks> PeaksFromJson(const Json& obj, const std::string& path) {
+  const std::string field = core::JoinPath(path, "peak_flops");
+  ASSIGN_OR_RETURN(const Json* v, core::Member(obj, path, "peak_flops"));
+  DtypePeaks p;
+  if (v->is_number()) {  // before per-dtype peaks: the dense bf16 peak
+    ASSIGN_OR_RETURN(p.bf16, core::GetPositiveDouble(obj, path, "peak_flops"));
+    return p;
+  }
+  if (!v->is_object()) {
+    return core::InvalidArgument(field + ": got " + v->dump() +
+                                 ", must be an object {\"fp32\": ..., \"tf32\": ..., \"bf16\": "
+                                 "..., \"fp8\": ...} of dense FLOP/s (0 = unsupported) or one "
+                                 "number (the dense bf16 peak)");
+  }
+  for (const auto& [key, value] : v->items()) {
+    bool known = false;
+    for (Dtype d : AllDtypes()) known = known || key == DtypeName(d);
+    if (!known) {
+      return core::InvalidArgument(core::JoinPath(field, key) +
+                                   ": unknown dtype, must be one of fp32, tf32, bf16, fp8");
+    }
+  }
+  for (Dtype d : AllDtypes()) {
+    ASSIGN_OR_RETURN(p.Get(d), core::GetNonNegativeDouble(*v, field, DtypeName(d)));
+  }
+  return p;
+}
+
+}  // namespace
+
+const char* DtypeName(Dtype d) {
+  switch (d) {
+    case Dtype::kFP32:
+      return "fp32";
+    case Dtype::kTF32:
+      return "tf32";
+    case Dtype::kBF16:
+      return "bf16";
+    case Dtype::kFP8:
+      return "fp8";
+  }
+  return "?";
+}
+
+std::vector<Dtype> AllDtypes() { return {Dtype::kFP32, Dtype::kTF32, Dtype::kBF16, Dtype::kFP8}; }
+
+double DtypePeaks::Get(Dtype d) const {
+  switch (d) {
+    case Dtype::kFP32:
+      return fp32;
+    case Dtype::kTF32:
+      return tf32;
+    case Dtype::kBF16:
+      return bf16;
+    case Dtype::kFP8:
+      return fp8;
+  }
+  return 0;
+}
+
+double& DtypePeaks::Get(Dtype d) {
+  switch (d) {
+    case Dtype::kFP32:
+      return fp32;
+    case Dtype::kTF32:
+      return tf32;
+    case Dtype::kBF16:
+      return bf16;
+    case Dtype::kFP8:
+      return fp8;
+  }
+  return bf16;
+}
+
+Status Validate(const Device& d, const std::string& path) {
+  auto f = [&](const std::string& key) { return core::JoinPath(path, key); };
+  if (d.name.empty()) return core::InvalidArgument(f("name") + ": must be a non-empty string");
+  for (Dtype t : AllDtypes()) {
+    const double v = d.PeakFlops(t);
+    if (!(v >= 0 && std::isfinite(v))) {
+      return core::InvalidArgument(f("peak_flops.") + DtypeName(t) + ": got " + Show(v) +
+                                   ", must be >= 0 (dense FLOP/s, 0 = unsupported)");
+    }
+  }
+  if (!(d.peak_flops.bf16 > 0)) {
+    return core::InvalidArgument(f("peak_flops.bf16") + ": got " + Show(d.peak_flops.bf16) +
+                                 ", must be > 0 (the cost models price bf16 training)");
+  }
+  RETURN_IF_ERROR(Positive(d.mem_bw_bytes_per_s, f("mem_bw_bytes_per_s")));
+  RETURN_IF_ERROR(Positive(d.memory_bytes, f("memory_bytes")));
+  RETURN_IF_ERROR(Fraction(d.memory_usable_fraction, f("memory_usable_fraction")));
+  RETURN_IF_ERROR(Fraction(d.compute_efficiency, f("compute_efficiency")));
+  return Status::Ok();
+}
+
+Json ToJson(const Device& d) {
+  Json peaks = Json::object();
+  for (Dtype t : AllDtypes()) peaks[DtypeName(t)] = d.PeakFlops(t);
+  return {{"name", d.name},
+          {"peak_flops", peaks},
+          {"mem_bw_bytes_per_s", d.mem_bw_bytes_per_s},
+          {"memory_bytes", d.memory_bytes},
+          {"memory_usable_fraction", d.memory_usable_fraction},
+          {"compute_efficiency", d.compute_efficiency}};
+}
+
+StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
+  Device d;
+  ASSIGN_OR_RETURN(d.name, core::GetString(j, path, "name"));
+  ASSIGN_OR_RETURN(d.peak_flops, PeaksFromJson(j, path));
+  ASSIGN_OR_RETURN(d.mem_bw_bytes_per_s, core::GetPositiveDouble(j, path, "mem_bw_bytes_per_s"));
+  ASSIGN_OR_RETURN(d.memory_bytes, core::GetPositiveDouble(j, path, "memory_bytes"));
+  ASSIGN_OR_RETURN(d.memory_usable_fraction, core::GetFraction(j, path, "memory_usable_fraction"));
+  ASSIGN_OR_RETURN(d.compute_efficiency, core::GetFraction(j, path, "compute_efficiency"));
+  RETURN_IF_ERROR(Validate(d, path));
+  return d;
+}
+
+std::vector<std::string> DevicePresetNames() { return ListDataFiles("hw/devices"); }
+
+StatusOr<Device> DevicePreset(const std::string& name, std::string* origin) {
+  auto file = LoadDataFile("hw/devices", name, "device", kDeviceFileVersion);
+  if (!file.ok()) {
+    if (file.status().code() != core::StatusCode::kNotFound) return file.status();
+    std::string all;
+    for (const auto& n : DevicePresetNames()) all += (all.empty() ? "" : ", ") + n;
+    return core::NotFound("device: got '" + name + "', must be one of " + all +
+                          " or an inline device object");
+  }
+  auto d = DeviceFromJson(file->json, "");
+  if (!d.ok()) return d.status().WithPrefix(file->origin);
+  if (origin != nullptr) *origin = file->origin;
+  return d;
+}
+
+}  // namespace tessera::hw

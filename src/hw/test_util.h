@@ -1,0 +1,61 @@
+// Test helpers for hw_test: a scratch data root and a scoped $TESSERA_DATA_DIR. Not thread-safe
+// (the environment is process-wide); tests using them run sequentially.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "hw/data_files.h"
+
+namespace tessera::hw::testing {
+
+// Sets (or, with nullopt, unsets) $TESSERA_DATA_DIR for its lifetime; restores it after.
+class ScopedDataDir {
+ public:
+  explicit ScopedDataDir(const std::optional<std::string>& dir) {
+    if (const char* old = std::getenv(kDataDirEnv)) old_ = old;
+    if (dir) {
+      setenv(kDataDirEnv, dir->c_str(), 1);
+    } else {
+      unsetenv(kDataDirEnv);
+    }
+  }
+  ~ScopedDataDir() {
+    if (old_) {
+      setenv(kDataDirEnv, old_->c_str(), 1);
+    } else {
+      unsetenv(kDataDirEnv);
+    }
+  }
+  ScopedDataDir(const ScopedDataDir&) = delete;
+  ScopedDataDir& operator=(const ScopedDataDir&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// A fresh, empty directory under the test temp dir, named after the running test.
+inline std::string ScratchDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::filesystem::path p = std::filesystem::path(::testing::TempDir()) /
+                            (std::string("hw_test_") + info->test_suite_name() + "_" +
+                             info->name() + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+// Writes `text` to root/rel_path, creating folders.
+inline void WriteFile(const std::string& root, const std::string& rel_path,
+                      const std::string& text) {
+  std::filesystem::path p = std::filesystem::path(root) / rel_path;
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+}  // namespace tessera::hw::testing
