@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "sim/list_schedule.h"
 
 namespace tessera::sim {
 
@@ -51,8 +52,12 @@ TaskId Simulator::AddTask(const TaskSpec& spec) {
   t.dep_begin = static_cast<int64_t>(task_deps_.size());
   t.dep_count = static_cast<int>(spec.deps.size());
   bool doomed = false;
-  for (ResourceId r : spec.resources) {
+  for (size_t i = 0; i < spec.resources.size(); ++i) {
+    const ResourceId r = spec.resources[i];
     CHECK(r >= 0 && r < num_resources()) << "unknown resource " << r;
+    const Resource& res = resources_[r];
+    if (i == 0) t.group = res.group;
+    if (res.speed || res.group != t.group) t.general_rate = true;
     task_res_.push_back(r);
     task_res_admitted_.push_back(0);
     doomed |= resources_[r].failed;
@@ -118,32 +123,48 @@ RunStats Simulator::Run(double until_s) {
   return s;
 }
 
-// Every speed is 1 and every resource runs one task at a time, in the order added: a task
-// starts when its resources are free (they finished every earlier task needing them), its
-// dependencies are done and it is released; tasks in id order see their predecessors' ends.
+// Every speed is 1 and every resource runs one task at a time, in the order added: the list
+// schedule over the tasks added since the last Run (earlier ones are all done).
 void Simulator::RunListSchedule() {
-  double last = now_s();
-  for (TaskId id = 0; id < num_tasks(); ++id) {
-    Task& t = tasks_[id];
-    if (t.state != TaskState::kWaiting) continue;
-    const ResourceId* res = task_res_.data() + t.res_begin;
-    double st = std::max(t.release_s, now_s());
-    for (int i = 0; i < t.res_count; ++i) st = std::max(st, resources_[res[i]].free_s);
-    // Dependencies are earlier tasks, so they have their ends already.
-    for (int i = 0; i < t.dep_count; ++i)
-      st = std::max(st, tasks_[task_deps_[t.dep_begin + i]].end_s);
-    t.deps_left = 0;
-    t.start_s = st;
-    t.end_s = st + t.work_s;
+  const int first = list_scheduled_, count = num_tasks() - first;
+  std::vector<double> free(resources_.size()), start(count), end(count);
+  for (ResourceId r = 0; r < num_resources(); ++r) free[r] = resources_[r].free_s;
+  const double now = now_s();
+  ListSchedule(
+      count,
+      [&](int i) {
+        const Task& t = tasks_[first + i];
+        return std::span<const ResourceId>(task_res_.data() + t.res_begin, t.res_count);
+      },
+      [&](int i) {
+        // Dependencies are earlier tasks: their ends are known (aborts need failures, which
+        // the list schedule never sees).
+        const Task& t = tasks_[first + i];
+        double st = std::max(t.release_s, now);
+        for (int k = 0; k < t.dep_count; ++k) {
+          st = std::max(
+              st, i + first > task_deps_[t.dep_begin + k] && task_deps_[t.dep_begin + k] >= first
+                      ? end[task_deps_[t.dep_begin + k] - first]
+                      : tasks_[task_deps_[t.dep_begin + k]].end_s);
+        }
+        return st;
+      },
+      [&](int i) { return tasks_[first + i].work_s; }, start, end, free);
+  double last = now;
+  for (int i = 0; i < count; ++i) {
+    Task& t = tasks_[first + i];
+    t.start_s = start[i];
+    t.end_s = end[i];
     t.remaining_s = 0;
+    t.deps_left = 0;
     t.state = TaskState::kDone;
-    for (int i = 0; i < t.res_count; ++i) {
-      Resource& r = resources_[res[i]];
-      r.free_s = t.end_s;
-      ++r.next;
-    }
-    last = std::max(last, t.end_s);
+    last = std::max(last, end[i]);
   }
+  for (ResourceId r = 0; r < num_resources(); ++r) {
+    resources_[r].free_s = free[r];
+    resources_[r].next = resources_[r].queue.size();
+  }
+  list_scheduled_ = num_tasks();
   queue_.AdvanceTo(last);
 }
 
@@ -173,13 +194,14 @@ void Simulator::RunEvents(double until_s) {
       queue_.Step();
       continue;
     }
-    Progress(next_dt_s_);
     queue_.AdvanceTo(t_next);
     tasks_[next_done.id].remaining_s = 0;
+    // Advance every running task by the step and take out those done, in one pass.
     done.clear();
     size_t keep = 0;
     for (TaskId id : running_) {
-      const Task& t = tasks_[id];
+      Task& t = tasks_[id];
+      if (id != next_done.id) t.remaining_s -= t.rate * next_dt_s_;
       if (t.remaining_s <= kDoneFraction * t.work_s) {
         done.push_back(id);
       } else {
@@ -195,11 +217,29 @@ void Simulator::RunEvents(double until_s) {
 bool Simulator::NextCompletion(EventKey* key) {
   if (running_.empty()) return false;
   for (Group& g : groups_) g.factor = g.speed && g.busy > 0 ? g.speed(g.busy) : 1.0;
+  // Tasks whose rate is their group's factor (slot group + 1; slot 0: rate 1) finish in the
+  // order of their remaining work: find each slot's least, then divide once per slot.
+  group_min_.assign(groups_.size() + 1, {kForever, -1});
   double best_dt = kForever;
   TaskId best = -1;
+  auto consider = [&](double dt, TaskId id) {
+    if (dt < best_dt || (dt == best_dt && id < best)) {
+      best_dt = dt;
+      best = id;
+    }
+  };
   for (TaskId id : running_) {
     Task& t = tasks_[id];
-    double rate = t.res_count == 0 ? 1.0 : kForever;
+    if (!t.general_rate) {
+      t.rate = t.group == kNoGroup ? 1.0 : groups_[t.group].factor;
+      auto& [rem, arg] = group_min_[t.group + 1];
+      if (t.remaining_s < rem || (t.remaining_s == rem && id < arg)) {
+        rem = t.remaining_s;
+        arg = id;
+      }
+      continue;
+    }
+    double rate = kForever;
     const ResourceId* res = task_res_.data() + t.res_begin;
     for (int i = 0; i < t.res_count; ++i) {
       const Resource& r = resources_[res[i]];
@@ -208,12 +248,10 @@ bool Simulator::NextCompletion(EventKey* key) {
       rate = std::min(rate, f);
     }
     t.rate = rate;
-    if (rate <= 0) continue;
-    const double dt = t.remaining_s / rate;
-    if (dt < best_dt || (dt == best_dt && id < best)) {
-      best_dt = dt;
-      best = id;
-    }
+    if (rate > 0) consider(t.remaining_s / rate, id);
+  }
+  for (const auto& [rem, arg] : group_min_) {
+    if (arg >= 0 && tasks_[arg].rate > 0) consider(rem / tasks_[arg].rate, arg);
   }
   if (best < 0) return false;
   next_dt_s_ = best_dt;

@@ -168,6 +168,10 @@ class Simulator {
     int deps_left = 0;
     TaskState state = TaskState::kWaiting;
     bool release_scheduled = false;
+    // How the rate is found: kGeneral (min over resources), or every resource in `group`
+    // (kNoGroup: none) with no speed of its own, so the rate is that group's factor (or 1).
+    bool general_rate = false;
+    GroupId group = kNoGroup;
     double work_s = 0;
     double remaining_s = 0;
     double release_s = 0;
@@ -203,9 +207,11 @@ class Simulator {
   std::vector<std::vector<TaskId>> dependents_;              // sized on first use
   std::vector<std::pair<std::string, std::string>> labels_;  // sized on first use
   std::vector<TaskId> running_;
+  std::vector<std::pair<double, TaskId>> group_min_;  // NextCompletion's scratch
   double next_dt_s_ = 0;  // from NextCompletion: time to the earliest completion
   bool has_speed_ = false, has_slots_ = false, has_events_ = false;
   bool started_events_ = false;
+  int list_scheduled_ = 0;  // tasks [0, this) were run by RunListSchedule
 };
 
 }  // namespace tessera::sim
