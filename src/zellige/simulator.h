@@ -22,8 +22,8 @@
 // the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a
 // rank's usable memory is infeasible (OOM): the result names the rank and the bytes over.
 // Scheduling is sim/'s: sim::ListSchedule without contention, sim::Simulator (one resource
-// per rank, one gang task per op, the ranks one speed group) with it; simulator_reference.h keeps the plain loops as oracle.
-// Stateless; thread-safe.
+// per rank, one gang task per op, the ranks one speed group) with it; simulator_reference.h keeps
+// the plain loops as oracle. Stateless; thread-safe.
 #pragma once
 
 #include <string>
