@@ -21,7 +21,9 @@
 // attention communication bytes summed over ranks, and per-rank peak memory (base +
 // the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a
 // rank's usable memory is infeasible (OOM): the result names the rank and the bytes over.
-// Stateless; thread-safe.
+// Scheduling is sim/'s: sim::ListSchedule without contention, sim::Simulator (one resource
+// per rank, one gang task per op, the ranks one speed group) with it; simulator_reference.h keeps
+// the plain loops as oracle. Stateless; thread-safe.
 #pragma once
 
 #include <string>
