@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   core::Rng rng(5);
   const Plan plan = MakePlan(rng, ranks, seqs);
-  Batch batch;
+  workload::Batch batch;
   batch.name = "timing";
   for (int s = 0; s < seqs; ++s) {
     batch.sequences.push_back({});

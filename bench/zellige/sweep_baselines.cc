@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto cluster = hw::LoadCluster(cluster_name);
-  auto model = LoadDitModel(model_name);
+  auto model = models::LoadDitModel(model_name);
   if (!cluster.ok() || !model.ok()) {
     std::fprintf(stderr, "%s\n",
                  (!cluster.ok() ? cluster.status() : model.status()).message().c_str());
@@ -86,13 +86,13 @@ int main(int argc, char** argv) {
     if (e.in_all) names.push_back(e.name);
   std::map<std::string, std::map<std::string, Agg>> agg;  // mix -> planner -> agg
   for (const auto& mix : mixes) {
-    auto pct = ParseMixture(mix);
+    auto pct = workload::ParseMixture(mix);
     if (!pct.ok()) {
       std::fprintf(stderr, "%s\n", pct.status().message().c_str());
       return 1;
     }
     for (int seed = 1; seed <= seeds; ++seed) {
-      auto batch = GenerateBatch({*pct, load, seconds, cluster->num_ranks(), uint64_t(seed)});
+      auto batch = workload::GenerateBatch({*pct, load, seconds, cluster->num_ranks(), uint64_t(seed)});
       if (!batch.ok() || !CheckBatchFits(*batch, cost).ok()) {
         std::fprintf(stderr, "batch %s seed %d does not fit\n", mix.c_str(), seed);
         return 1;

@@ -145,7 +145,7 @@ int Run(comm::Communicator& world, int repeats, uint64_t seed) {
   std::vector<int64_t> tokens;
   for (int i = 0; i < 50; ++i) tokens.push_back(64 + static_cast<int64_t>(rng.Below(193)));
   for (int i = 0; i < 2; ++i) tokens.push_back(2000 + static_cast<int64_t>(rng.Below(2001)));
-  zellige::Batch batch = MakeBatch(tokens);
+  workload::Batch batch = MakeBatch(tokens);
   zellige::Plan plan;
   plan.planner = "greedy-whole";
   plan.num_ranks = n;

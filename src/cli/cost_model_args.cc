@@ -1,7 +1,7 @@
 #include "cli/cost_model_args.h"
 
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 #include "zellige/profile.h"
 
 namespace tessera::cli {
@@ -40,8 +40,8 @@ core::StatusOr<std::unique_ptr<zellige::CostModel>> MakeCostModel(const std::str
   }
   ASSIGN_OR_RETURN(hw::Cluster cluster,
                    hw::LoadCluster(cluster_arg.empty() ? kDefaultCluster : cluster_arg));
-  ASSIGN_OR_RETURN(zellige::DitModel model,
-                   zellige::LoadDitModel(model_arg.empty() ? kDefaultModel : model_arg));
+  ASSIGN_OR_RETURN(models::DitModel model,
+                   models::LoadDitModel(model_arg.empty() ? kDefaultModel : model_arg));
   return std::make_unique<zellige::CostModel>(std::move(cluster), std::move(model));
 }
 

@@ -50,8 +50,8 @@ Status RunBenchPlanner(const BenchArgs& a) {
   ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
   const CostModel& cost = *cost_model;
   const hw::Cluster& cluster = cost.cluster();
-  const DitModel& model = cost.model();
-  ASSIGN_OR_RETURN(int64_t load, ParseLoad(a.load));
+  const models::DitModel& model = cost.model();
+  ASSIGN_OR_RETURN(int64_t load, workload::ParseLoad(a.load));
   if (a.batches < 1 || a.batches > 10000) {
     return core::InvalidArgument("--batches: got " + std::to_string(a.batches) +
                                  ", must be in [1, 10000]");
@@ -64,7 +64,7 @@ Status RunBenchPlanner(const BenchArgs& a) {
   options["joint.time_limit_s"] = std::to_string(a.joint_time_limit_s);
   std::vector<int> mixes;
   for (const auto& m : a.mixes) {
-    ASSIGN_OR_RETURN(int pct, ParseMixture(m));
+    ASSIGN_OR_RETURN(int pct, workload::ParseMixture(m));
     mixes.push_back(pct);
   }
   std::vector<const PlannerEntry*> entries;
@@ -88,7 +88,7 @@ Status RunBenchPlanner(const BenchArgs& a) {
   for (size_t mi = 0; mi < mixes.size(); ++mi) {
     for (int b = 0; b < a.batches; ++b) {
       const uint64_t seed = a.seed + b;
-      ASSIGN_OR_RETURN(Batch batch, GenerateBatch({mixes[mi], load, a.video_seconds,
+      ASSIGN_OR_RETURN(workload::Batch batch, workload::GenerateBatch({mixes[mi], load, a.video_seconds,
                                                    cluster.num_ranks(), seed}));
       RETURN_IF_ERROR(CheckBatchFits(batch, cost));
       std::map<std::string, PlannerRun> runs;

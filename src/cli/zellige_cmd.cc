@@ -9,8 +9,9 @@
 #include "core/table.h"
 #include "core/trace.h"
 #include "hw/cluster.h"
+#include "workload/batch_source.h"
 #include "zellige/evaluate.h"
-#include "zellige/tokens.h"
+#include "models/token_calculus.h"
 
 namespace tessera::cli {
 
@@ -34,9 +35,9 @@ Status RunTokens(const TokensArgs& a) {
   if (a.kind != "image" && a.kind != "video") {
     return core::InvalidArgument("--kind: got '" + a.kind + "', must be image or video");
   }
-  ASSIGN_OR_RETURN(Resolution r, ParseResolution(a.res));
-  MediaKind kind = a.kind == "video" ? MediaKind::kVideo : MediaKind::kImage;
-  ASSIGN_OR_RETURN(int64_t tokens, CountTokens(kind, r, a.seconds, a.fps));
+  ASSIGN_OR_RETURN(models::Resolution r, models::ParseResolution(a.res));
+  models::MediaKind kind = a.kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
+  ASSIGN_OR_RETURN(int64_t tokens, models::CountTokens(kind, r, a.seconds, a.fps));
   std::printf("%lld\n", static_cast<long long>(tokens));
   return Status::Ok();
 }
@@ -52,29 +53,12 @@ struct PlanArgs {
   std::string json_path, trace_path, save_plan, batch_out;
 };
 
-// A named mixture or a batch JSON file.
-StatusOr<Batch> LoadBatch(const PlanArgs& a, int num_ranks) {
-  auto mix = ParseMixture(a.workload);
-  if (!mix.ok()) {
-    if (!std::filesystem::exists(a.workload)) return mix.status();
-    ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(a.workload));
-    return BatchFromJson(j, a.workload);
-  }
-  WorkloadSpec spec;
-  spec.video_percent = *mix;
-  ASSIGN_OR_RETURN(spec.tokens_per_gpu, ParseLoad(a.load));
-  spec.video_seconds = a.video_seconds;
-  spec.num_ranks = num_ranks;
-  spec.seed = a.seed;
-  return GenerateBatch(spec);
-}
-
 Status RunPlan(const PlanArgs& a) {
   ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
   const CostModel& cost = *cost_model;
   const hw::Cluster& cluster = cost.cluster();
-  const DitModel& model = cost.model();
-  ASSIGN_OR_RETURN(Batch batch, LoadBatch(a, cluster.num_ranks()));
+  const models::DitModel& model = cost.model();
+  ASSIGN_OR_RETURN(workload::Batch batch, workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, 1}, cluster.num_ranks()));
   ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   std::vector<const PlannerEntry*> entries;
@@ -170,7 +154,7 @@ Status RunSimulate(const SimulateArgs& a) {
   const CostModel& cost = *cost_model;
   const hw::Cluster& cluster = cost.cluster();
   ASSIGN_OR_RETURN(Json bj, core::ReadJsonFile(a.batch_path));
-  ASSIGN_OR_RETURN(Batch batch, BatchFromJson(bj, a.batch_path));
+  ASSIGN_OR_RETURN(workload::Batch batch, workload::BatchFromJson(bj, a.batch_path));
   ASSIGN_OR_RETURN(Json pj, core::ReadJsonFile(a.plan_path));
   ASSIGN_OR_RETURN(Plan plan, PlanFromJson(pj, a.plan_path));
   core::TraceWriter trace;

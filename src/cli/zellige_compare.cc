@@ -25,6 +25,7 @@
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "workload/batch_source.h"
 #include "zellige/evaluate.h"
 #include "zellige/simulator.h"
 
@@ -46,21 +47,6 @@ struct CompareArgs {
   std::string json_path;
 };
 
-StatusOr<zellige::Batch> MakeBatch(const CompareArgs& a, const std::string& mix, int n) {
-  ASSIGN_OR_RETURN(int pct, zellige::ParseMixture(mix));
-  zellige::WorkloadSpec spec;
-  spec.video_percent = pct;
-  ASSIGN_OR_RETURN(spec.tokens_per_gpu, zellige::ParseLoad(a.load));
-  spec.video_seconds = a.video_seconds;
-  spec.num_ranks = n;
-  spec.seed = a.job.seed;
-  ASSIGN_OR_RETURN(zellige::Batch batch, zellige::GenerateBatch(spec));
-  for (auto& s : batch.sequences) {
-    s.tokens = std::max<int64_t>(1, std::llround(static_cast<double>(s.tokens) * a.token_scale));
-  }
-  return batch;
-}
-
 struct Row {
   std::string planner;
   bool planned = false;
@@ -74,10 +60,7 @@ struct Row {
 Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
                       const zellige::CostModel& cost) {
   const int n = world.size(), me = world.rank();
-  if (!(a.token_scale > 0) || a.token_scale > 1) {
-    return core::InvalidArgument("--token-scale: got " + std::to_string(a.token_scale) +
-                                 ", must be in (0, 1]");
-  }
+  RETURN_IF_ERROR(workload::ValidateTokenScale(a.token_scale));
   std::vector<const zellige::PlannerEntry*> entries;
   for (const std::string& p : a.planners) {
     ASSIGN_OR_RETURN(const zellige::PlannerEntry* e, zellige::FindPlanner(p));
@@ -95,7 +78,7 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
       {"mix", "planner", "splits", "pred s", "meas s", "meas / zellige", "pred / zellige"});
   long done = 0;
   for (const std::string& mix : a.mixes) {
-    ASSIGN_OR_RETURN(zellige::Batch batch, MakeBatch(a, mix, n));
+    ASSIGN_OR_RETURN(workload::Batch batch, workload::LoadBatch({mix, a.load, a.video_seconds, a.job.seed, a.token_scale}, n));
     RETURN_IF_ERROR(zellige::CheckBatchFits(batch, cost));
     std::vector<Row> rows;
     std::vector<zellige::Plan> plans;

@@ -360,7 +360,7 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
   mo.seed = a.seed;
   std::vector<RawPoint> raw;
   std::vector<zellige::Plan> plans;
-  std::vector<zellige::Batch> batches;
+  std::vector<workload::Batch> batches;
   if (n >= 2) {  // calibration: one tiny sequence on rank 0, the others idle
     RawPoint p;
     p.config = kCalibration;

@@ -54,6 +54,7 @@
 #include "core/table.h"
 #include "hw/cluster.h"
 #include "kernels/gemm.h"
+#include "workload/batch_source.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/dit_reference_training.h"
 #include "zellige/engine/dit_training.h"
@@ -120,10 +121,7 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
     (void)plan;
     return j;
   }
-  if (!(a.token_scale > 0) || a.token_scale > 1) {
-    return core::InvalidArgument("--token-scale: got " + std::to_string(a.token_scale) +
-                                 ", must be in (0, 1]");
-  }
+  RETURN_IF_ERROR(workload::ValidateTokenScale(a.token_scale));
   hw::Cluster cluster = ThisMachine(n);
   if (!a.cluster.empty()) {
     ASSIGN_OR_RETURN(cluster, hw::LoadCluster(a.cluster));
@@ -133,25 +131,10 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
                                    std::to_string(n));
     }
   }
-  zellige::Batch batch;
-  auto mix = zellige::ParseMixture(a.workload);
-  if (mix.ok()) {
-    zellige::WorkloadSpec spec;
-    spec.video_percent = *mix;
-    ASSIGN_OR_RETURN(spec.tokens_per_gpu, zellige::ParseLoad(a.load));
-    spec.video_seconds = a.video_seconds;
-    spec.num_ranks = n;
-    spec.seed = a.seed;
-    ASSIGN_OR_RETURN(batch, zellige::GenerateBatch(spec));
-  } else {
-    if (!std::filesystem::exists(a.workload)) return mix.status();
-    ASSIGN_OR_RETURN(Json bj, core::ReadJsonFile(a.workload));
-    ASSIGN_OR_RETURN(batch, zellige::BatchFromJson(bj, a.workload));
-  }
-  for (auto& s : batch.sequences) {
-    s.tokens = std::max<int64_t>(1, std::llround(static_cast<double>(s.tokens) * a.token_scale));
-  }
-  zellige::DitModel model{
+  ASSIGN_OR_RETURN(workload::Batch batch,
+                   workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, a.token_scale},
+                                       n));
+  models::DitModel model{
       "attention-only", a.heads * a.head_dim, a.heads, 1, 4 * a.heads * a.head_dim, 0, 4};
   if (a.train) model = {"small-dit", a.hidden, a.heads, a.layers, a.ffn, 0, 4};
   RETURN_IF_ERROR(zellige::Validate(model));
@@ -178,7 +161,7 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
 }
 
 // Rebuilds the batch from the "tokens" of the plan JSON's placements.
-StatusOr<zellige::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& plan) {
+StatusOr<workload::Batch> BatchFromPlanJson(const Json& j, const zellige::Plan& plan) {
   std::vector<int64_t> tokens;
   const Json& pls = j["placements"];
   for (size_t i = 0; i < plan.placements.size(); ++i) {
@@ -219,7 +202,7 @@ double MeanLosses(const std::vector<double>& l, bool last) {
 
 // --train: SmallDit training through the engine (collective over world).
 Status RunTraining(const RunArgs& a, comm::Communicator& world, const Json& j,
-                   const zellige::Plan& plan, const zellige::Batch& batch,
+                   const zellige::Plan& plan, const workload::Batch& batch,
                    zellige::engine::AttentionEngine& engine) {
   const int n = world.size(), me = world.rank();
   const models::SmallDitConfig cfg = TrainConfig(a);
@@ -428,7 +411,7 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
   Json j = Json::parse(msg.substr(1), nullptr, false);
   const std::string source = a.plan_path.empty() ? "plan" : a.plan_path;
   ASSIGN_OR_RETURN(zellige::Plan plan, zellige::PlanFromJson(j, source));
-  ASSIGN_OR_RETURN(zellige::Batch batch, BatchFromPlanJson(j, plan));
+  ASSIGN_OR_RETURN(workload::Batch batch, BatchFromPlanJson(j, plan));
   auto engine_or = zellige::engine::AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
   if (!engine_or.ok()) return engine_or.status().WithPrefix(source);
   zellige::engine::AttentionEngine& engine = **engine_or;

@@ -1,6 +1,6 @@
 // SmallDit: a small Diffusion Transformer (DiT) in fp32 with a hand-written backward, run in
 // one process; its attention goes through AttentionBackend (attention_backend.h) so a
-// distributed engine can replace it. Not to be confused with zellige::DitModel, which is only
+// distributed engine can replace it. Not to be confused with models::DitModel, which is only
 // a cost-model shape.
 //
 // Input: a packed varlen batch of S sequences of patch latents x (T, C_in), T = cu_seqlens[S],

@@ -14,12 +14,12 @@
 namespace tessera::zellige {
 namespace {
 
-Batch RandomBatch(core::Rng& rng, int n_ranks, int max_seqs) {
-  Batch b;
+workload::Batch RandomBatch(core::Rng& rng, int n_ranks, int max_seqs) {
+  workload::Batch b;
   b.name = "random";
   int n = 1 + static_cast<int>(rng.Below(max_seqs));
   for (int i = 0; i < n; ++i) {
-    Sequence s;
+    workload::Sequence s;
     s.id = i;
     // Log-uniform in [max(100, N), 500000].
     s.tokens = static_cast<int64_t>(std::exp(rng.Uniform(std::log(100.0), std::log(500000.0))));
@@ -49,9 +49,9 @@ TEST(BaselinesTest, TheoremOneBoundsHoldForDisjointGroupBaselines) {
     const int nodes = 1 + static_cast<int>(rng.Below(2));
     const int per_node = 1 << (1 + rng.Below(3));  // 2, 4, 8
     const int n = nodes * per_node;
-    CostModel cm(testing::TinyCluster(nodes, per_node), *DitModelPreset("wan2.1-1.3b"),
+    CostModel cm(testing::TinyCluster(nodes, per_node), *models::DitModelPreset("wan2.1-1.3b"),
                  {.ideal = true});
-    Batch batch = RandomBatch(rng, n, 40);
+    workload::Batch batch = RandomBatch(rng, n, 40);
     std::vector<double> w = WholeTimes(batch, cm);
     const double W = std::accumulate(w.begin(), w.end(), 0.0);
     const double phi = *std::max_element(w.begin(), w.end()) / W;
@@ -72,9 +72,9 @@ TEST(BaselinesTest, TheoremOneBoundsHoldForDisjointGroupBaselines) {
 }
 
 TEST(BaselinesTest, UspIsPerfectlyBalancedWithoutCommunication) {
-  CostModel cm(testing::TinyCluster(2, 4), *DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  CostModel cm(testing::TinyCluster(2, 4), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
   core::Rng rng(5);
-  Batch b = RandomBatch(rng, 8, 20);
+  workload::Batch b = RandomBatch(rng, 8, 20);
   auto run = RunPlanner(**FindPlanner("usp"), b, cm, {});
   ASSERT_TRUE(run.ok());
   EXPECT_NEAR(run->sim.max_over_mean, 1.0, 1e-12);
@@ -151,9 +151,9 @@ TEST(BaselinesTest, KarmarkarKarpIsNearOptimalOnSmallInstances) {
 
 TEST(BaselinesTest, EveryPlannerPlacesEverySequenceOnAPreset) {
   for (const char* cluster : {"a800x8", "a800x16", "a6000x32"}) {
-    CostModel cm(*hw::ClusterPreset(cluster), *DitModelPreset("wan2.1-1.3b"));
+    CostModel cm(*hw::ClusterPreset(cluster), *models::DitModelPreset("wan2.1-1.3b"));
     for (int mix : {35, 50, 60}) {
-      auto batch = GenerateBatch({mix, 175000, 15, cm.cluster().num_ranks(), 3});
+      auto batch = workload::GenerateBatch({mix, 175000, 15, cm.cluster().num_ranks(), 3});
       ASSERT_TRUE(batch.ok());
       for (const auto& e : PlannerRegistry()) {
         if (!e.in_all) continue;  // the exact references are tested elsewhere

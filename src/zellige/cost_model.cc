@@ -19,7 +19,7 @@ const Profile& Deref(const std::shared_ptr<const Profile>& p) {
 }
 }  // namespace
 
-CostModel::CostModel(hw::Cluster cluster, DitModel model, CostModelOptions options)
+CostModel::CostModel(hw::Cluster cluster, models::DitModel model, CostModelOptions options)
     : cluster_(std::move(cluster)),
       model_(std::move(model)),
       options_(options),

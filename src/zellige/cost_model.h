@@ -39,7 +39,7 @@
 
 #include "core/status.h"
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 #include "zellige/parallel_config.h"
 #include "zellige/profile.h"
 
@@ -64,7 +64,7 @@ struct SeqCost {
 class CostModel {
  public:
   // Analytic mode.
-  CostModel(hw::Cluster cluster, DitModel model, CostModelOptions options = {});
+  CostModel(hw::Cluster cluster, models::DitModel model, CostModelOptions options = {});
   // Profile-priced mode; `profile` must be non-null (shared, read-only).
   explicit CostModel(std::shared_ptr<const Profile> profile, CostModelOptions options = {});
 
@@ -112,7 +112,7 @@ class CostModel {
   double AttentionFlopsPerLayer(double tokens, int degree) const;
 
   const hw::Cluster& cluster() const { return cluster_; }
-  const DitModel& model() const { return model_; }
+  const models::DitModel& model() const { return model_; }
   const CostModelOptions& options() const { return options_; }
   // The profile pricing this model, or nullptr in analytic mode.
   const Profile* profile() const { return profile_.get(); }
@@ -128,7 +128,7 @@ class CostModel {
   const ConfigPrices& Prices(const ParallelConfig& config) const;
 
   hw::Cluster cluster_;
-  DitModel model_;
+  models::DitModel model_;
   CostModelOptions options_;
   double flops_per_s_;
   std::shared_ptr<const Profile> profile_;  // null in analytic mode

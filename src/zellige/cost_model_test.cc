@@ -11,7 +11,7 @@ using testing::TinyCluster;
 using testing::TinyModel;
 
 TEST(CostModelTest, DoublingLengthQuadruplesAttentionWork) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *DitModelPreset("wan2.1-1.3b"));
+  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   for (double L : {1000.0, 8160.0, 497760.0}) {
     EXPECT_DOUBLE_EQ(cm.AttentionFlopsPerLayer(2 * L, 1), 4 * cm.AttentionFlopsPerLayer(L, 1));
     EXPECT_DOUBLE_EQ(cm.LinearFlopsPerLayer(2 * L), 2 * cm.LinearFlopsPerLayer(L));
@@ -56,7 +56,7 @@ TEST(CostModelTest, CrossingNodesIsSlower) {
 }
 
 TEST(CostModelTest, IdealSplitIsExactlyProportional) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
   double whole = cm.WholeTime(100000);
   for (ParallelConfig c :
        {ParallelConfig{1, 2, 1}, ParallelConfig{2, 1, 2}, ParallelConfig{1, 4, 4}}) {
@@ -68,13 +68,13 @@ TEST(CostModelTest, IdealSplitIsExactlyProportional) {
 }
 
 TEST(CostModelTest, MemorySplitsAndMatchesTheTable) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *DitModelPreset("wan2.1-1.3b"));
+  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   const double L = 497760;
   // A 15 s 1080p video does not fit one A800 whole, and fits split over 2.
   EXPECT_GT(cm.MemoryBytes(L, {1, 1, 1}), cm.MemoryCapacityBytes());
   EXPECT_LT(cm.MemoryBytes(L, {1, 1, 2}), cm.MemoryCapacityBytes());
   // Resident K/V per rank: whole L*kv; all-gather L*kv; Ulysses L*kv/h; ring L*kv/k.
-  const DitModel& m = cm.model();
+  const models::DitModel& m = cm.model();
   auto act = [&](int degree) {
     double local = L / degree;
     return local * m.layers * m.hidden * 2 + local * (8.0 * m.hidden + 2.0 * m.ffn) * 2;
@@ -84,7 +84,7 @@ TEST(CostModelTest, MemorySplitsAndMatchesTheTable) {
   EXPECT_NEAR(cm.MemoryBytes(L, {2, 1, 1}), act(2) + kv, 1);
   EXPECT_NEAR(cm.MemoryBytes(L, {1, 4, 1}), act(4) + kv / 4 + (L / 4) * 4 * m.hidden * 2, 1);
   EXPECT_NEAR(cm.MemoryBytes(L, {1, 1, 4}), act(4) + kv / 4 + 2 * kv / 4, 1);
-  EXPECT_NEAR(DitModelPreset("wan2.1-1.3b")->params(), 1.39e9, 0.01e9);
+  EXPECT_NEAR(models::DitModelPreset("wan2.1-1.3b")->params(), 1.39e9, 0.01e9);
 }
 
 }  // namespace

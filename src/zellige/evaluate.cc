@@ -6,7 +6,7 @@
 
 namespace tessera::zellige {
 
-core::Status CheckBatchFits(const Batch& batch, const CostModel& cost) {
+core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost) {
   const int n = cost.cluster().num_ranks();
   const double cap = cost.MemoryCapacityBytes();
   if (cap <= 0) {
@@ -30,7 +30,7 @@ core::Status CheckBatchFits(const Batch& batch, const CostModel& cost) {
   return core::Status::Ok();
 }
 
-core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const Batch& batch,
+core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
                                       const CostModel& cost, const PlannerOptions& options) {
   PlannerRun run;
   run.planner = entry.name;

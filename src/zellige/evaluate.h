@@ -20,9 +20,9 @@ struct PlannerRun {
 
 // InvalidArgument naming the first sequence that cannot fit one rank's memory capacity
 // under any legal config on all N ranks (the most it can be split).
-core::Status CheckBatchFits(const Batch& batch, const CostModel& cost);
+core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost);
 // Runs the planner and simulates its plan; a planner failure is returned as its Status.
-core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const Batch& batch,
+core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
                                       const CostModel& cost, const PlannerOptions& options);
 
 }  // namespace tessera::zellige

@@ -6,7 +6,7 @@
 
 namespace tessera::zellige {
 
-std::vector<SeqGroup> GroupSequences(const Batch& batch, const CostModel& cost) {
+std::vector<SeqGroup> GroupSequences(const workload::Batch& batch, const CostModel& cost) {
   std::map<int64_t, SeqGroup> by_tokens;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     SeqGroup& g = by_tokens[batch.sequences[i].tokens];

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "zellige/cost_model.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige {
 
@@ -34,7 +34,7 @@ struct GroupOption {
 };
 
 // Groups of identical sequences, in descending whole time (ties: fewer tokens first).
-std::vector<SeqGroup> GroupSequences(const Batch& batch, const CostModel& cost);
+std::vector<SeqGroup> GroupSequences(const workload::Batch& batch, const CostModel& cost);
 // Options of a group whose memory fits `mem_cap_bytes`, by ascending degree. Per degree,
 // among the configs within 2% of the fastest's time, the kept ones are the time/bytes
 // front (by ascending time, each sends fewer communication bytes than every faster kept

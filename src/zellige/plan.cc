@@ -9,7 +9,7 @@ using core::Json;
 using core::Status;
 using core::StatusOr;
 
-Status ValidatePlan(const Plan& plan, const Batch& batch, int heads) {
+Status ValidatePlan(const Plan& plan, const workload::Batch& batch, int heads) {
   const int n = static_cast<int>(batch.sequences.size());
   std::vector<int> seen(n, 0);
   for (size_t p = 0; p < plan.placements.size(); ++p) {
@@ -64,7 +64,7 @@ int SplitCount(const Plan& plan) {
   return n;
 }
 
-Json ToJson(const Plan& plan, const Batch& batch) {
+Json ToJson(const Plan& plan, const workload::Batch& batch) {
   Json pls = Json::array();
   for (const auto& p : plan.placements) {
     Json j = {{"seq", p.seq},

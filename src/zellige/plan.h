@@ -13,12 +13,12 @@
 #include "core/json_util.h"
 #include "core/status.h"
 #include "zellige/parallel_config.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige {
 
 struct Placement {
-  int seq = 0;  // index into Batch::sequences
+  int seq = 0;  // index into workload::Batch::sequences
   ParallelConfig config;
   std::vector<int> ranks;
 };
@@ -34,13 +34,13 @@ struct Plan {
 
 // Checks that every sequence of `batch` is placed exactly once, ranks are distinct and in
 // [0, num_ranks), |ranks| = q*h*k, h divides `heads`, and each rank gets >= 1 token.
-core::Status ValidatePlan(const Plan& plan, const Batch& batch, int heads);
+core::Status ValidatePlan(const Plan& plan, const workload::Batch& batch, int heads);
 // Indices into plan.placements in issue order (descending degree, then placement order).
 std::vector<int> IssueOrder(const Plan& plan);
 // Number of placements with degree > 1.
 int SplitCount(const Plan& plan);
 
-core::Json ToJson(const Plan& plan, const Batch& batch);
+core::Json ToJson(const Plan& plan, const workload::Batch& batch);
 core::StatusOr<Plan> PlanFromJson(const core::Json& j, const std::string& source);
 
 }  // namespace tessera::zellige

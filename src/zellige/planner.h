@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige {
 
@@ -21,7 +21,7 @@ namespace tessera::zellige {
 using PlannerOptions = std::map<std::string, std::string>;
 
 struct PlanningProblem {
-  const Batch& batch;
+  const workload::Batch& batch;
   const CostModel& cost;
   const PlannerOptions& options;
 };
@@ -60,6 +60,6 @@ std::unique_ptr<Planner> NewJointBinaryPlanner();
 // divisor of `heads` that divides g (head-parallel inside the group), ring for the rest.
 ParallelConfig UlyssesRingConfig(int g, int heads);
 // Whole-sequence modeled time of every sequence of the batch.
-std::vector<double> WholeTimes(const Batch& batch, const CostModel& cost);
+std::vector<double> WholeTimes(const workload::Batch& batch, const CostModel& cost);
 
 }  // namespace tessera::zellige

@@ -40,7 +40,7 @@ ParallelConfig UlyssesRingConfig(int g, int heads) {
   return {1, h, g / h};
 }
 
-std::vector<double> WholeTimes(const Batch& batch, const CostModel& cost) {
+std::vector<double> WholeTimes(const workload::Batch& batch, const CostModel& cost) {
   std::vector<double> t;
   t.reserve(batch.sequences.size());
   for (const auto& s : batch.sequences) t.push_back(cost.WholeTime(s.tokens));

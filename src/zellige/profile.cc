@@ -456,8 +456,8 @@ hw::Cluster ProfileCluster(const Profile& p) {
   return c;
 }
 
-DitModel ProfileDitModel(const Profile& p) {
-  return DitModel{"small-dit",
+models::DitModel ProfileDitModel(const Profile& p) {
+  return models::DitModel{"small-dit",
                   static_cast<int>(p.model.hidden),
                   static_cast<int>(p.model.heads),
                   static_cast<int>(p.model.layers),

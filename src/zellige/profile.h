@@ -35,7 +35,7 @@
 #include "core/json_util.h"
 #include "core/status.h"
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 #include "zellige/parallel_config.h"
 
 namespace tessera::zellige {
@@ -149,6 +149,6 @@ core::Status CheckProfileModel(const Profile& p, const ProfileModel& want,
 // (cost_model.h).
 hw::Cluster ProfileCluster(const Profile& p);
 // The cost model's view of the SmallDit shape: hidden, heads, layers, ffn, no text, fp32.
-DitModel ProfileDitModel(const Profile& p);
+models::DitModel ProfileDitModel(const Profile& p);
 
 }  // namespace tessera::zellige

@@ -228,7 +228,7 @@ TEST(ProfileTest, ProfileClusterAndModel) {
   Profile no_comm = p;
   no_comm.comm.clear();
   EXPECT_TRUE(hw::Validate(ProfileCluster(no_comm)).ok());
-  DitModel m = ProfileDitModel(p);
+  models::DitModel m = ProfileDitModel(p);
   EXPECT_TRUE(Validate(m).ok());
   EXPECT_EQ(m.hidden, 256);
   EXPECT_EQ(m.heads, 4);
@@ -284,7 +284,7 @@ TEST(ProfileTest, SupportsNamesConfigAndRanks) {
   EXPECT_NE(st.message().find("(2,1,1)"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("2 ranks"), std::string::npos) << st.message();
   // The simulator refuses such a plan before simulating.
-  Batch b = MakeBatch({1000});
+  workload::Batch b = MakeBatch({1000});
   Plan plan{"hand", 2, {{0, {2, 1, 1}, {0, 1}}}};
   auto r = Simulate(plan, b, cm);
   ASSERT_FALSE(r.ok());
@@ -297,7 +297,7 @@ TEST(ProfileTest, SimulatedMakespanIsHandComputed) {
   // layer A starts when both ranks are free, so rank 0 waits for C each time; rank 1 never
   // waits: makespan = A + C (fwd + bwd prices) + the step overhead.
   CostModel cm(std::make_shared<const Profile>(TinyProfile()));
-  Batch b = MakeBatch({4000, 500, 3000});
+  workload::Batch b = MakeBatch({4000, 500, 3000});
   Plan plan{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
   auto r = Simulate(plan, b, cm);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -321,7 +321,7 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   CostModel cm(std::make_shared<const Profile>(TinyProfile()));
   auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
   const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 1000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 1000);
-  Batch b = MakeBatch({1000, 1000, 1000});
+  workload::Batch b = MakeBatch({1000, 1000, 1000});
   Plan same{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {1, 2, 1}, {0, 1}}}};
   auto r = Simulate(same, MakeBatch({1000, 1000}), cm);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -331,7 +331,7 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NEAR(r->busy_s[1], 3 * A - (1.2e-3 + 2.5e-3), 1e-12);
   // The analytic model shares nothing.
-  CostModel analytic(*hw::ClusterPreset("a800x8"), *DitModelPreset("wan2.1-1.3b"));
+  CostModel analytic(*hw::ClusterPreset("a800x8"), *models::DitModelPreset("wan2.1-1.3b"));
   EXPECT_EQ(analytic.SegmentSharedS({1, 2, 1}), std::make_pair(0.0, 0.0));
 }
 
@@ -415,7 +415,7 @@ TEST(ProfileTest, ContentionPathMatchesListScheduleWithoutSpeedup) {
                     : (rng.Below(2) ? std::vector<int>{0, 1} : std::vector<int>{1, 0});
       plan.placements.push_back({s, c, ranks});
     }
-    const Batch b = MakeBatch(tokens);
+    const workload::Batch b = MakeBatch(tokens);
     auto x = Simulate(plan, b, plain);
     auto y = Simulate(plan, b, shared);
     ASSERT_TRUE(x.ok() && y.ok()) << trial;

@@ -9,7 +9,7 @@
 
 namespace tessera::zellige {
 
-core::StatusOr<SimResult> SimulateReference(const Plan& plan, const Batch& batch,
+core::StatusOr<SimResult> SimulateReference(const Plan& plan, const workload::Batch& batch,
                                             const CostModel& cost, core::TraceWriter* trace) {
   SimResult r;
   ASSIGN_OR_RETURN(const internal::StepOps ops, internal::PrepareStep(plan, batch, cost, &r));

@@ -10,11 +10,11 @@
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
 #include "zellige/simulator.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige {
 
-core::StatusOr<SimResult> SimulateReference(const Plan& plan, const Batch& batch,
+core::StatusOr<SimResult> SimulateReference(const Plan& plan, const workload::Batch& batch,
                                             const CostModel& cost,
                                             core::TraceWriter* trace = nullptr);
 

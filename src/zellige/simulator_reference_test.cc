@@ -104,7 +104,7 @@ TEST(SimulatorReferenceTest, AnalyticMatchesReferenceExactly) {
     const int seqs = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
     for (int s = 0; s < seqs; ++s) tokens.push_back(8 + static_cast<int64_t>(rng.Below(8000)));
-    const Batch b = MakeBatch(tokens);
+    const workload::Batch b = MakeBatch(tokens);
     const Plan plan = RandomPlan(rng, 8, seqs, 4);
     core::TraceWriter t1, t2;
     auto got = Simulate(plan, b, cm, &t1);
@@ -131,7 +131,7 @@ TEST(SimulatorReferenceTest, ProfileWithContentionAndRankFactorsMatchesReference
     const int seqs = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
     for (int s = 0; s < seqs; ++s) tokens.push_back(8 + static_cast<int64_t>(rng.Below(6000)));
-    const Batch b = MakeBatch(tokens);
+    const workload::Batch b = MakeBatch(tokens);
     const Plan plan = RandomPlan(rng, 8, seqs, 4);
     core::TraceWriter t1, t2;
     auto got = Simulate(plan, b, cm, &t1);
@@ -144,7 +144,7 @@ TEST(SimulatorReferenceTest, ProfileWithContentionAndRankFactorsMatchesReference
 
 TEST(SimulatorReferenceTest, ErrorsMatchReference) {
   CostModel cm(testing::TinyCluster(1, 4), testing::TinyModel(1));
-  const Batch b = MakeBatch({100, 100});
+  const workload::Batch b = MakeBatch({100, 100});
   const Plan bad{"x", 4, {{0, {}, {0}}, {0, {}, {1}}, {1, {}, {2}}}};
   EXPECT_EQ(Simulate(bad, b, cm).status().message(),
             SimulateReference(bad, b, cm).status().message());

@@ -14,7 +14,7 @@ using testing::MakeBatch;
 
 TEST(SimulatorTest, WholeSequencesAddUp) {
   CostModel cm(TinyCluster(1, 2), TinyModel(2));
-  Batch b = MakeBatch({100, 200, 300});
+  workload::Batch b = MakeBatch({100, 200, 300});
   Plan p{"hand", 2, {{0, {}, {0}}, {1, {}, {0}}, {2, {}, {1}}}};
   auto r = Simulate(p, b, cm);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -32,7 +32,7 @@ TEST(SimulatorTest, CollectiveWaitsForAllParticipants) {
   // (long). Issue order: A first in each pass. Forward: A [0, Af]; B then C.
   // Backward: A starts when both ranks are done: Af + max(Bf, Cf); rank 0 waits Cf - Bf.
   CostModel cm(TinyCluster(1, 2), TinyModel(1));
-  Batch b = MakeBatch({400, 100, 300});
+  workload::Batch b = MakeBatch({400, 100, 300});
   // C listed before B in placement order; issue order sorts A (degree 2) first anyway.
   Plan p{"hand", 2, {{2, {}, {1}}, {1, {}, {0}}, {0, {1, 2, 1}, {0, 1}}}};
   auto r = Simulate(p, b, cm);
@@ -57,7 +57,7 @@ TEST(SimulatorTest, OomNamesRankAndBytes) {
   // a 2000-token sequence (~3.3 MB) does not fit, a 10-token one does.
   c.device.memory_bytes = 1024.0 * 1024 * 1024 + 1e6;
   CostModel cm(c, TinyModel(1));
-  Batch b = MakeBatch({2000, 10});
+  workload::Batch b = MakeBatch({2000, 10});
   Plan p{"hand", 2, {{0, {}, {1}}, {1, {}, {0}}}};
   auto r = Simulate(p, b, cm);
   ASSERT_TRUE(r.ok());
@@ -68,7 +68,7 @@ TEST(SimulatorTest, OomNamesRankAndBytes) {
 
 TEST(SimulatorTest, InvalidPlansAreRejected) {
   CostModel cm(TinyCluster(1, 4), TinyModel(1));
-  Batch b = MakeBatch({100, 100});
+  workload::Batch b = MakeBatch({100, 100});
   auto msg = [&](Plan p) { return Simulate(p, b, cm).status().message(); };
   EXPECT_EQ(msg({"x", 4, {{0, {}, {0}}}}), "sequence 1 is not placed");
   EXPECT_EQ(msg({"x", 4, {{0, {}, {0}}, {0, {}, {1}}, {1, {}, {2}}}}),
@@ -85,7 +85,7 @@ TEST(SimulatorTest, InvalidPlansAreRejected) {
 
 TEST(SimulatorTest, TraceHasOneTrackPerRank) {
   CostModel cm(TinyCluster(1, 2), TinyModel(2));
-  Batch b = MakeBatch({400, 100, 300});
+  workload::Batch b = MakeBatch({400, 100, 300});
   Plan p{"hand", 2, {{0, {1, 1, 2}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
   core::TraceWriter t;
   ASSERT_TRUE(Simulate(p, b, cm, &t).ok());

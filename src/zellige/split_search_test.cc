@@ -7,13 +7,13 @@
 
 #include "core/rng.h"
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
 namespace {
 
-SplitSearchSpace MakeSpace(const Batch& batch, const CostModel& cost, double fluid_fraction) {
+SplitSearchSpace MakeSpace(const workload::Batch& batch, const CostModel& cost, double fluid_fraction) {
   SplitSearchSpace s;
   s.num_ranks = cost.cluster().num_ranks();
   s.blocks = AlignedBlocks(s.num_ranks);
@@ -57,7 +57,7 @@ TEST(SplitSearchTest, NeverRaisesTheLimitNorTheSplitsOnRandomBatches) {
     hw::Cluster cl = *hw::ClusterPreset("a800x16");
     cl.nodes = 1 + static_cast<int>(rng.Below(2));
     cl.ranks_per_node = 1 << rng.Below(4);  // 1..8
-    CostModel cost(cl, *DitModelPreset("wan2.1-1.3b"));
+    CostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
     const int count = 1 + static_cast<int>(rng.Below(16));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) {

@@ -8,7 +8,7 @@
 
 namespace tessera::zellige::internal {
 
-core::StatusOr<StepOps> PrepareStep(const Plan& plan, const Batch& batch, const CostModel& cost,
+core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
                                     SimResult* r) {
   const int n = cost.cluster().num_ranks();
   if (plan.num_ranks != n) {
@@ -70,7 +70,7 @@ namespace {
 
 // One track per rank; split ops one span per rank, whole sequences of a rank in one layer
 // merged into one span (the engine runs them as one call).
-void WriteTrace(const Plan& plan, const Batch& batch, const StepOps& ops,
+void WriteTrace(const Plan& plan, const workload::Batch& batch, const StepOps& ops,
                 const std::vector<double>& start, const std::vector<double>& end,
                 core::TraceWriter* trace) {
   const int n = plan.num_ranks, layers = ops.layers, per_phase = ops.per_phase;
@@ -109,7 +109,7 @@ void WriteTrace(const Plan& plan, const Batch& batch, const StepOps& ops,
 
 }  // namespace
 
-void FinishStep(const Plan& plan, const Batch& batch, const CostModel& cost, const StepOps& ops,
+void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost, const StepOps& ops,
                 const std::vector<double>& start_s, const std::vector<double>& end_s,
                 core::TraceWriter* trace, SimResult* r) {
   if (trace) WriteTrace(plan, batch, ops, start_s, end_s, trace);

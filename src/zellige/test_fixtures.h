@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
-#include "zellige/workload.h"
+#include "models/dit_spec.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::testing {
 
@@ -25,14 +25,14 @@ inline hw::Cluster TinyCluster(int nodes, int per_node) {
 }
 
 // d = 64, 4 heads, 1 layer, FFN 128, no text tokens, 2 bytes per element.
-inline DitModel TinyModel(int layers = 1) { return DitModel{"tiny", 64, 4, layers, 128, 0, 2}; }
+inline models::DitModel TinyModel(int layers = 1) { return models::DitModel{"tiny", 64, 4, layers, 128, 0, 2}; }
 
 // A batch of sequences given by token count only (ids 0, 1, ...).
-inline Batch MakeBatch(const std::vector<int64_t>& tokens) {
-  Batch b;
+inline workload::Batch MakeBatch(const std::vector<int64_t>& tokens) {
+  workload::Batch b;
   b.name.assign(1, 't');
   for (size_t i = 0; i < tokens.size(); ++i) {
-    Sequence s;
+    workload::Sequence s;
     s.id = static_cast<int>(i);
     s.tokens = tokens[i];
     b.sequences.push_back(s);

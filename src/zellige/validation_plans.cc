@@ -6,7 +6,7 @@
 
 #include "core/rng.h"
 #include "zellige/parallel_config.h"
-#include "zellige/tokens.h"
+#include "models/token_calculus.h"
 
 namespace tessera::zellige {
 namespace {
@@ -31,33 +31,33 @@ std::vector<VideoOption> VideoOptions(int n, int heads) {
   return opts;
 }
 
-core::StatusOr<Batch> MakeBaseBatch(const ValidationSpec& s, uint64_t seed) {
+core::StatusOr<workload::Batch> MakeBaseBatch(const ValidationSpec& s, uint64_t seed) {
   static const char* kVideoRes[] = {"480p", "720p", "1080p"};
   static const char* kImageRes[] = {"256p", "360p", "480p", "720p", "1080p"};
   core::Rng rng(seed);
-  Batch b;
+  workload::Batch b;
   b.name = "validate-seed" + std::to_string(seed);
   auto scaled = [&](int64_t t, int64_t min) {
     return std::max<int64_t>(min, std::llround(static_cast<double>(t) * s.token_scale));
   };
   for (int j = 0; j < 3; ++j) {
-    Sequence v;
+    workload::Sequence v;
     v.id = static_cast<int>(b.sequences.size());
-    v.kind = MediaKind::kVideo;
+    v.kind = models::MediaKind::kVideo;
     v.res = kVideoRes[j];  // one of each resolution
     v.seconds = 3 + static_cast<double>(rng.Below(3));
-    ASSIGN_OR_RETURN(Resolution r, ParseResolution(v.res));
-    ASSIGN_OR_RETURN(int64_t t, CountTokens(MediaKind::kVideo, r, v.seconds, 16));
+    ASSIGN_OR_RETURN(models::Resolution r, models::ParseResolution(v.res));
+    ASSIGN_OR_RETURN(int64_t t, models::CountTokens(models::MediaKind::kVideo, r, v.seconds, 16));
     v.tokens = scaled(t, s.num_ranks);
     b.sequences.push_back(v);
   }
   for (int i = 0; i < 50; ++i) {
-    Sequence im;
+    workload::Sequence im;
     im.id = static_cast<int>(b.sequences.size());
-    im.kind = MediaKind::kImage;
+    im.kind = models::MediaKind::kImage;
     im.res = kImageRes[rng.Below(5)];
-    ASSIGN_OR_RETURN(Resolution r, ParseResolution(im.res));
-    ASSIGN_OR_RETURN(int64_t t, CountTokens(MediaKind::kImage, r, 0, 16));
+    ASSIGN_OR_RETURN(models::Resolution r, models::ParseResolution(im.res));
+    ASSIGN_OR_RETURN(int64_t t, models::CountTokens(models::MediaKind::kImage, r, 0, 16));
     im.tokens = scaled(t, 1);
     b.sequences.push_back(im);
   }
@@ -76,9 +76,9 @@ core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const Validation
                                  ", must be >= 1 / >= 1 / in (0, 1]");
   }
   const int n = s.num_ranks;
-  std::vector<Batch> batches;
+  std::vector<workload::Batch> batches;
   for (uint64_t b = 0; b < 3; ++b) {
-    ASSIGN_OR_RETURN(Batch batch, MakeBaseBatch(s, s.seed + b));
+    ASSIGN_OR_RETURN(workload::Batch batch, MakeBaseBatch(s, s.seed + b));
     batches.push_back(std::move(batch));
   }
   const std::vector<VideoOption> opts = VideoOptions(n, s.heads);
@@ -177,9 +177,9 @@ core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile) {
   for (int r = 0; r < profile.ranks; ++r) {
     for (const PricePoint* pt : chosen) {
       for (int64_t i = 0; i < pt->count; ++i) {
-        Sequence s;
+        workload::Sequence s;
         s.id = static_cast<int>(c.batch.sequences.size());
-        s.kind = MediaKind::kImage;
+        s.kind = models::MediaKind::kImage;
         s.tokens = pt->tokens;
         c.plan.placements.push_back(Whole(s.id, r));
         c.batch.sequences.push_back(s);

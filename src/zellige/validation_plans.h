@@ -35,7 +35,7 @@
 #include "core/status.h"
 #include "zellige/plan.h"
 #include "zellige/profile.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige {
 
@@ -48,7 +48,7 @@ struct ValidationSpec {
 
 struct ValidationCase {
   std::string name;  // e.g. "mixed-07 (batch 1, rotation 2)" or "corner-one-rank"
-  Batch batch;
+  workload::Batch batch;
   Plan plan;
 };
 

@@ -54,7 +54,7 @@ void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement&
 
 namespace {}  // namespace
 
-double MaxRankLoad(const Plan& plan, const Batch& batch, const CostModel& cost) {
+double MaxRankLoad(const Plan& plan, const workload::Batch& batch, const CostModel& cost) {
   std::vector<double> load(cost.cluster().num_ranks(), 0.0);
   for (const auto& p : plan.placements) {
     const double t = cost.Cost(batch.sequences[p.seq].tokens, p.config, p.ranks).time_s();

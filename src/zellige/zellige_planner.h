@@ -33,7 +33,7 @@ core::StatusOr<ExactPlacement> PlanGroupsExactly(const std::vector<SeqGroup>& gr
 void AppendPlacements(const std::vector<SeqGroup>& groups, const ExactPlacement& exact, Plan* plan);
 
 // Max over ranks of the summed per-rank time of `plan`: the MILP's makespan (no waits).
-double MaxRankLoad(const Plan& plan, const Batch& batch, const CostModel& cost);
+double MaxRankLoad(const Plan& plan, const workload::Batch& batch, const CostModel& cost);
 
 // Reads a positive number option, or returns `fallback` when absent.
 core::StatusOr<double> PositiveOption(const PlannerOptions& options, const std::string& key,

@@ -8,7 +8,7 @@
 
 #include "core/rng.h"
 #include "hw/cluster.h"
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 #include "zellige/evaluate.h"
 #include "zellige/placement_options.h"
 #include "zellige/test_fixtures.h"
@@ -20,7 +20,7 @@ using testing::MakeBatch;
 
 // Exhaustive optimum over every (option, aligned block) per sequence, options as the
 // planners see them (GroupOptions), memory summed per rank.
-double BruteForce(const Batch& batch, const CostModel& cost) {
+double BruteForce(const workload::Batch& batch, const CostModel& cost) {
   const int n = cost.cluster().num_ranks();
   const double cap = cost.MemoryCapacityBytes();
   struct Choice {
@@ -68,7 +68,7 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
     const int count = 1 + static_cast<int>(rng.Below(3));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) tokens.push_back(100 + static_cast<int64_t>(rng.Below(3000)));
-    Batch batch = MakeBatch(tokens);
+    workload::Batch batch = MakeBatch(tokens);
     const double opt = BruteForce(batch, cost);
     // The makespan solve of the joint ECF is exact...
     EcfSettings exact;
@@ -84,7 +84,7 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
     EXPECT_LE(MaxRankLoad(joint->plan, batch, cost), opt * (1 + 1e-3) + 1e-12) << "trial " << trial;
     // Zellige is exact when every sequence is an anchor (one group: no fillers).
     std::vector<int64_t> same(count, tokens[0]);
-    Batch one_group = MakeBatch(same);
+    workload::Batch one_group = MakeBatch(same);
     auto z = RunPlanner(**FindPlanner("zellige"), one_group, cost, {});
     ASSERT_TRUE(z.ok()) << z.status().ToString();
     const double opt1 = BruteForce(one_group, cost);
@@ -101,10 +101,10 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
 // placement reaches it only by splitting all m + 1.
 TEST(ZelligePlannerTest, TheoremTwoConstruction) {
   const int n = 4, p = 2, m = n * p;
-  CostModel cost(testing::TinyCluster(1, n), *DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  CostModel cost(testing::TinyCluster(1, n), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
   std::vector<int64_t> tokens = {200000};
   for (int i = 0; i < m; ++i) tokens.push_back(2000);
-  Batch batch = MakeBatch(tokens);
+  workload::Batch batch = MakeBatch(tokens);
   const double u = cost.WholeTime(200000) / n, delta = cost.WholeTime(2000);
   ASSERT_GT(u, (n - 1) * p * delta);
   const double bound = u + p * delta;
@@ -137,14 +137,14 @@ TEST(ZelligePlannerTest, ThousandRandomBatchesGiveValidPlansWithinMemory) {
     hw::Cluster cl = *hw::ClusterPreset("a800x16");
     cl.nodes = nodes;
     cl.ranks_per_node = per_node;
-    CostModel cost(cl, *DitModelPreset("wan2.1-1.3b"));
+    CostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
     const int count = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) {
       tokens.push_back(
           static_cast<int64_t>(std::exp(rng.Uniform(std::log(200.0), std::log(400000.0)))));
     }
-    Batch batch = MakeBatch(tokens);
+    workload::Batch batch = MakeBatch(tokens);
     if (!CheckBatchFits(batch, cost).ok()) continue;
     // Keep batches whose total memory (each sequence at its least-memory split) leaves
     // 30% of the cluster free: a batch larger than the cluster cannot be planned at all.
@@ -198,7 +198,7 @@ TEST(ZelligePlannerTest, CatalogCutSeparatesLightFromHeavy) {
 // dominated in (time, bytes) by a kept one; kept ones trade time for bytes; the least
 // memory config is kept. Checked against every config of the degree.
 TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
-  CostModel cost(*hw::ClusterPreset("a800x16"), *DitModelPreset("wan2.1-1.3b"));
+  CostModel cost(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   const int64_t tokens = 497760;  // a 15 s 1080p video
   const double cap = cost.MemoryCapacityBytes();
   const std::vector<GroupOption> opts = GroupOptions(tokens, cost, cap);
@@ -240,7 +240,7 @@ TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
 
 TEST(ZelligePlannerTest, BadOptionsAreRejected) {
   CostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1));
-  Batch b = MakeBatch({1000, 200});
+  workload::Batch b = MakeBatch({1000, 200});
   auto run = RunPlanner(**FindPlanner("zellige"), b, cost, {{"zellige.time_limit_s", "-1"}});
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("zellige.time_limit_s: got '-1'"), std::string::npos);

@@ -312,7 +312,7 @@ AttentionEngine::~AttentionEngine() = default;
 int AttentionEngine::num_local_segments() const { return static_cast<int>(segments_.size()); }
 
 StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige::Plan& plan,
-                                                                   const zellige::Batch& batch,
+                                                                   const workload::Batch& batch,
                                                                    int heads, int head_dim,
                                                                    comm::Communicator* world,
                                                                    Options options) {

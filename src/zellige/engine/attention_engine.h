@@ -53,7 +53,7 @@
 #include "kernels/attention.h"
 #include "core/memory_tracker.h"
 #include "zellige/plan.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
@@ -94,12 +94,12 @@ class AttentionEngine {
   // Validates and creates the sub-communicators this rank needs (collective over the
   // members of each group). `world` must have size plan.num_ranks.
   static core::StatusOr<std::unique_ptr<AttentionEngine>> Create(const zellige::Plan& plan,
-                                                                 const zellige::Batch& batch,
+                                                                 const workload::Batch& batch,
                                                                  int heads, int head_dim,
                                                                  comm::Communicator* world,
                                                                  Options options);
   static core::StatusOr<std::unique_ptr<AttentionEngine>> Create(const zellige::Plan& plan,
-                                                                 const zellige::Batch& batch,
+                                                                 const workload::Batch& batch,
                                                                  int heads, int head_dim,
                                                                  comm::Communicator* world) {
     return Create(plan, batch, heads, head_dim, world, Options());

@@ -32,7 +32,7 @@ Plan MakePlan(int n, std::vector<Placement> ps) {
 }
 
 // Runs the check on n fake ranks; returns one status/stats per rank.
-std::vector<core::StatusOr<ErrorStats>> RunCheck(const Plan& plan, const zellige::Batch& batch,
+std::vector<core::StatusOr<ErrorStats>> RunCheck(const Plan& plan, const workload::Batch& batch,
                                                  int heads, uint64_t seed = 7,
                                                  int world_size = -1) {
   const int n = world_size > 0 ? world_size : plan.num_ranks;
@@ -44,7 +44,7 @@ std::vector<core::StatusOr<ErrorStats>> RunCheck(const Plan& plan, const zellige
   return out;
 }
 
-void ExpectMatches(const Plan& plan, const zellige::Batch& batch, int heads,
+void ExpectMatches(const Plan& plan, const workload::Batch& batch, int heads,
                    const std::string& what) {
   auto res = RunCheck(plan, batch, heads);
   for (int r = 0; r < plan.num_ranks; ++r) {
@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(AttentionEngineTest, WholeSequencesCoalesceIntoOneSegment) {
   Plan plan =
       MakePlan(2, {P(0, 1, 1, 1, {0}), P(1, 1, 1, 1, {1}), P(2, 1, 1, 1, {0}), P(3, 1, 1, 1, {0})});
-  zellige::Batch batch = MakeBatch({16, 100, 33, 200});
+  workload::Batch batch = MakeBatch({16, 100, 33, 200});
   ExpectMatches(plan, batch, 2, "whole");
   std::vector<int> segs(2, -1);
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
@@ -107,7 +107,7 @@ TEST(AttentionEngineTest, WholeSequencesCoalesceIntoOneSegment) {
 TEST(AttentionEngineTest, LocalLayoutIsExecutionOrderWithWholeSequencesContiguous) {
   Plan plan = MakePlan(
       2, {P(0, 1, 1, 1, {0}), P(1, 1, 2, 1, {0, 1}), P(2, 1, 1, 1, {0}), P(3, 1, 1, 1, {1})});
-  zellige::Batch batch = MakeBatch({16, 100, 33, 200});
+  workload::Batch batch = MakeBatch({16, 100, 33, 200});
   ExpectMatches(plan, batch, 2, "interleaved whole");
   std::vector<std::vector<std::pair<int, int64_t>>> layout(2);  // (seq, offset) per rank
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
@@ -140,7 +140,7 @@ TEST(AttentionEngineTest, RandomPlansAtFourRanks) {
 // The checker itself must see a wrong answer: data of another seed gives a large error.
 TEST(AttentionEngineTest, CheckerDetectsWrongOutputs) {
   Plan plan = MakePlan(2, {P(0, 1, 1, 2, {0, 1})});
-  zellige::Batch batch = MakeBatch({64});
+  workload::Batch batch = MakeBatch({64});
   std::vector<double> rel(2, 0);
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
@@ -159,7 +159,7 @@ TEST(AttentionEngineTest, CheckerDetectsWrongOutputs) {
 }
 
 TEST(AttentionEngineTest, BadInputFailsOnEveryRankWithoutHanging) {
-  zellige::Batch batch = MakeBatch({64});
+  workload::Batch batch = MakeBatch({64});
   const Plan wrong_ranks = MakePlan(3, {P(0, 1, 2, 1, {0, 1})});
   const Plan bad_heads = MakePlan(2, {P(0, 1, 2, 1, {0, 1})});  // h=2 with 3 heads
   const Plan dup = MakePlan(2, {P(0, 1, 1, 2, {1, 1})});
@@ -179,7 +179,7 @@ TEST(AttentionEngineTest, BadInputFailsOnEveryRankWithoutHanging) {
 
 TEST(AttentionEngineTest, BufferSizeErrorsAndMemoryTracking) {
   Plan plan = MakePlan(2, {P(0, 1, 1, 2, {0, 1}), P(1, 1, 1, 1, {1})});
-  zellige::Batch batch = MakeBatch({128, 32});
+  workload::Batch batch = MakeBatch({128, 32});
   std::vector<int64_t> peak(2, -1), after(2, -1);
   std::vector<std::string> errors(2);
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
@@ -210,7 +210,7 @@ TEST(AttentionEngineTest, BufferSizeErrorsAndMemoryTracking) {
 // order, each must match the reference of its own data.
 TEST(AttentionEngineTest, OneStatePerLayerBackwardInReverseOrder) {
   Plan plan = MakePlan(4, {P(0, 1, 2, 2, {0, 1, 2, 3}), P(1, 2, 1, 1, {2, 3}), P(2, 1, 1, 1, {1})});
-  zellige::Batch batch = MakeBatch({150, 66, 40});
+  workload::Batch batch = MakeBatch({150, 66, 40});
   std::vector<double> rel(8, 1.0);
   comm::RunFakeRanks(4, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 4, kHeadDim, &world);

@@ -10,7 +10,7 @@ namespace tessera::zellige::engine {
 
 core::StatusOr<ReferenceTraining> RunReferenceTraining(const models::SmallDitConfig& config,
                                                        const models::AdamWOptions& options,
-                                                       const zellige::Batch& batch, uint64_t seed,
+                                                       const workload::Batch& batch, uint64_t seed,
                                                        int steps) {
   if (steps < 1) {
     return core::InvalidArgument("ReferenceLossCurve: steps = " + std::to_string(steps) +
@@ -44,7 +44,7 @@ core::StatusOr<ReferenceTraining> RunReferenceTraining(const models::SmallDitCon
 
 core::StatusOr<std::vector<double>> ReferenceLossCurve(const models::SmallDitConfig& config,
                                                        const models::AdamWOptions& options,
-                                                       const zellige::Batch& batch, uint64_t seed,
+                                                       const workload::Batch& batch, uint64_t seed,
                                                        int steps) {
   ASSIGN_OR_RETURN(ReferenceTraining r, RunReferenceTraining(config, options, batch, seed, steps));
   return std::move(r.losses);

@@ -37,7 +37,7 @@
 #include "models/small_dit.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/engine_check.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
@@ -49,12 +49,12 @@ struct ReferenceTraining {
 
 core::StatusOr<ReferenceTraining> RunReferenceTraining(const models::SmallDitConfig& config,
                                                        const models::AdamWOptions& options,
-                                                       const zellige::Batch& batch, uint64_t seed,
+                                                       const workload::Batch& batch, uint64_t seed,
                                                        int steps);
 
 core::StatusOr<std::vector<double>> ReferenceLossCurve(const models::SmallDitConfig& config,
                                                        const models::AdamWOptions& options,
-                                                       const zellige::Batch& batch, uint64_t seed,
+                                                       const workload::Batch& batch, uint64_t seed,
                                                        int steps);
 
 struct FirstStepCheck {

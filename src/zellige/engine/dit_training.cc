@@ -8,7 +8,7 @@
 namespace tessera::zellige::engine {
 
 core::StatusOr<models::FlowMatchingBatch> MakeLocalFlowMatchingBatch(const AttentionEngine& engine,
-                                                                     const zellige::Batch& batch,
+                                                                     const workload::Batch& batch,
                                                                      uint64_t seed,
                                                                      int64_t channels,
                                                                      int64_t step) {
@@ -32,7 +32,7 @@ core::StatusOr<models::FlowMatchingBatch> MakeLocalFlowMatchingBatch(const Atten
 
 core::StatusOr<double> DistributedTrainStep(models::SmallDit& model, models::AdamW& optimizer,
                                             EngineAttentionBackend& backend,
-                                            comm::Communicator& world, const zellige::Batch& batch,
+                                            comm::Communicator& world, const workload::Batch& batch,
                                             uint64_t seed, int64_t step,
                                             models::SmallDitActivations* acts, StepPhases* phases) {
   using Clock = std::chrono::steady_clock;

@@ -29,14 +29,14 @@
 #include "models/small_dit.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/engine_attention_backend.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
 // The rank's local batch (see step 1), or an empty batch (no cu_seqlens) when the rank has
 // no placements.
 core::StatusOr<models::FlowMatchingBatch> MakeLocalFlowMatchingBatch(const AttentionEngine& engine,
-                                                                     const zellige::Batch& batch,
+                                                                     const workload::Batch& batch,
                                                                      uint64_t seed,
                                                                      int64_t channels,
                                                                      int64_t step);
@@ -53,7 +53,7 @@ struct StepPhases {
 // When `phases` is non-null it receives the phase times (the profiler's measurements).
 core::StatusOr<double> DistributedTrainStep(models::SmallDit& model, models::AdamW& optimizer,
                                             EngineAttentionBackend& backend,
-                                            comm::Communicator& world, const zellige::Batch& batch,
+                                            comm::Communicator& world, const workload::Batch& batch,
                                             uint64_t seed, int64_t step,
                                             models::SmallDitActivations* acts,
                                             StepPhases* phases = nullptr);

@@ -41,7 +41,7 @@ inline models::AdamWOptions TinyAdamW() {
 
 struct TrainCase {
   zellige::Plan plan;
-  zellige::Batch batch;
+  workload::Batch batch;
 };
 
 // 2 ranks: whole sequences on each rank, a ring (1,1,2), a Ulysses (1,2,1) and an all-gather

@@ -71,7 +71,7 @@ ErrorStats WorstOf(const ErrorStats& a, const ErrorStats& b) {
 }
 
 StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
-                                          const zellige::Batch& batch, uint64_t seed,
+                                          const workload::Batch& batch, uint64_t seed,
                                           const std::vector<float>& o, const std::vector<float>& dq,
                                           const std::vector<float>& dk,
                                           const std::vector<float>& dv) {
@@ -112,7 +112,7 @@ StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
   return s;
 }
 
-StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const zellige::Batch& batch,
+StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const workload::Batch& batch,
                                     int heads, int head_dim, uint64_t seed,
                                     comm::Communicator* world) {
   ASSIGN_OR_RETURN(auto engine, AttentionEngine::Create(plan, batch, heads, head_dim, world));
@@ -149,11 +149,11 @@ RandomCase RandomPlan(core::Rng& rng, int num_ranks, int heads, int max_seqs, in
   return c;
 }
 
-zellige::Batch MakeBatch(const std::vector<int64_t>& tokens) {
-  zellige::Batch b;
+workload::Batch MakeBatch(const std::vector<int64_t>& tokens) {
+  workload::Batch b;
   b.name = "test";
   for (size_t i = 0; i < tokens.size(); ++i) {
-    zellige::Sequence s;
+    workload::Sequence s;
     s.id = static_cast<int>(i);
     s.tokens = tokens[i];
     b.sequences.push_back(s);

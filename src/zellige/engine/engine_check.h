@@ -24,7 +24,7 @@
 #include "core/status.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/plan.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
@@ -75,14 +75,14 @@ ErrorStats WorstOf(const ErrorStats& a, const ErrorStats& b);
 
 // Compares the engine outputs (packed local layout) with the reference slices.
 core::StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
-                                                const zellige::Batch& batch, uint64_t seed,
+                                                const workload::Batch& batch, uint64_t seed,
                                                 const std::vector<float>& o,
                                                 const std::vector<float>& dq,
                                                 const std::vector<float>& dk,
                                                 const std::vector<float>& dv);
 
 // Creates an engine, runs Forward and Backward once on the seeded data, compares.
-core::StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const zellige::Batch& batch,
+core::StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const workload::Batch& batch,
                                           int heads, int head_dim, uint64_t seed,
                                           comm::Communicator* world);
 
@@ -91,7 +91,7 @@ core::StatusOr<ErrorStats> RunEngineCheck(const zellige::Plan& plan, const zelli
 // random config of that degree whose h divides heads.
 struct RandomCase {
   zellige::Plan plan;
-  zellige::Batch batch;
+  workload::Batch batch;
 };
 RandomCase RandomPlan(core::Rng& rng, int num_ranks, int heads, int max_seqs, int64_t min_tokens,
                       int64_t max_tokens);
@@ -100,6 +100,6 @@ RandomCase RandomPlan(core::Rng& rng, int num_ranks, int heads, int max_seqs, in
 zellige::Placement MakePlacement(int seq, int q, int h, int k, std::vector<int> ranks);
 
 // A batch of sequences with the given token counts (ids 0..n-1).
-zellige::Batch MakeBatch(const std::vector<int64_t>& tokens);
+workload::Batch MakeBatch(const std::vector<int64_t>& tokens);
 
 }  // namespace tessera::zellige::engine

@@ -34,7 +34,7 @@ int64_t PlanMeasurement::MaxPeakBytes() const {
   return mx;
 }
 
-core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const zellige::Batch& batch,
+core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const workload::Batch& batch,
                                             const models::SmallDitConfig& config,
                                             comm::Communicator& world,
                                             const MeasureOptions& options) {

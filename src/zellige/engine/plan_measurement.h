@@ -24,7 +24,7 @@
 #include "models/adamw.h"
 #include "models/small_dit.h"
 #include "zellige/plan.h"
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
@@ -66,14 +66,14 @@ double Median(std::vector<double> v);
 // empty). Collective over world like MeasurePlan.
 struct PlanCase {
   const zellige::Plan* plan = nullptr;
-  const zellige::Batch* batch = nullptr;
+  const workload::Batch* batch = nullptr;
 };
 core::StatusOr<std::vector<PlanMeasurement>> MeasurePlansInterleaved(
     const std::vector<PlanCase>& cases, const models::SmallDitConfig& config,
     comm::Communicator& world, const MeasureOptions& options,
     const std::function<void(int done, int total)>& progress);
 
-core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const zellige::Batch& batch,
+core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const workload::Batch& batch,
                                             const models::SmallDitConfig& config,
                                             comm::Communicator& world,
                                             const MeasureOptions& options);

@@ -1,8 +1,8 @@
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 #include <gtest/gtest.h>
 
-namespace tessera::zellige {
+namespace tessera::workload {
 namespace {
 
 TEST(WorkloadTest, MixtureAndLoadParse) {
@@ -69,4 +69,4 @@ TEST(WorkloadTest, BadBatchesNameTheField) {
 }
 
 }  // namespace
-}  // namespace tessera::zellige
+}  // namespace tessera::workload

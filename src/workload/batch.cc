@@ -1,11 +1,11 @@
-#include "zellige/workload.h"
+#include "workload/batch.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/rng.h"
 
-namespace tessera::zellige {
+namespace tessera::workload {
 
 using core::Json;
 using core::Status;
@@ -13,7 +13,7 @@ using core::StatusOr;
 
 std::string Sequence::Bucket() const {
   if (res.empty()) return "tokens-" + std::to_string(tokens);
-  if (kind == MediaKind::kImage) return "image-" + res;
+  if (kind == models::MediaKind::kImage) return "image-" + res;
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%gs", seconds);
   return "video-" + res + "-" + buf;
@@ -28,7 +28,7 @@ int64_t Batch::total_tokens() const {
 double Batch::video_token_share() const {
   int64_t v = 0;
   for (const auto& s : sequences)
-    if (s.kind == MediaKind::kVideo) v += s.tokens;
+    if (s.kind == models::MediaKind::kVideo) v += s.tokens;
   int64_t t = total_tokens();
   return t > 0 ? static_cast<double>(v) / t : 0.0;
 }
@@ -78,24 +78,24 @@ Status Validate(const WorkloadSpec& s) {
 namespace {
 
 struct BucketDef {
-  MediaKind kind;
+  models::MediaKind kind;
   const char* res;
 };
 
-constexpr BucketDef kImageBuckets[] = {{MediaKind::kImage, "256p"},
-                                       {MediaKind::kImage, "360p"},
-                                       {MediaKind::kImage, "480p"},
-                                       {MediaKind::kImage, "720p"},
-                                       {MediaKind::kImage, "1080p"}};
+constexpr BucketDef kImageBuckets[] = {{models::MediaKind::kImage, "256p"},
+                                       {models::MediaKind::kImage, "360p"},
+                                       {models::MediaKind::kImage, "480p"},
+                                       {models::MediaKind::kImage, "720p"},
+                                       {models::MediaKind::kImage, "1080p"}};
 constexpr BucketDef kVideoBuckets[] = {
-    {MediaKind::kVideo, "480p"}, {MediaKind::kVideo, "720p"}, {MediaKind::kVideo, "1080p"}};
+    {models::MediaKind::kVideo, "480p"}, {models::MediaKind::kVideo, "720p"}, {models::MediaKind::kVideo, "1080p"}};
 
 Sequence MakeSeq(const BucketDef& b, double seconds) {
   Sequence s;
   s.kind = b.kind;
   s.res = b.res;
-  s.seconds = b.kind == MediaKind::kVideo ? seconds : 0;
-  s.tokens = *CountTokens(b.kind, *ParseResolution(b.res), s.seconds);
+  s.seconds = b.kind == models::MediaKind::kVideo ? seconds : 0;
+  s.tokens = *models::CountTokens(b.kind, *models::ParseResolution(b.res), s.seconds);
   return s;
 }
 
@@ -151,9 +151,9 @@ Json ToJson(const Batch& b) {
   for (const auto& s : b.sequences) {
     Json j = {{"id", s.id}, {"tokens", s.tokens}};
     if (!s.res.empty()) {
-      j["kind"] = s.kind == MediaKind::kVideo ? "video" : "image";
+      j["kind"] = s.kind == models::MediaKind::kVideo ? "video" : "image";
       j["res"] = s.res;
-      if (s.kind == MediaKind::kVideo) j["seconds"] = s.seconds;
+      if (s.kind == models::MediaKind::kVideo) j["seconds"] = s.seconds;
     }
     seqs.push_back(j);
   }
@@ -180,23 +180,23 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
         if (kind != "image" && kind != "video") {
           return core::InvalidArgument(path + ".kind: got '" + kind + "', must be image or video");
         }
-        s.kind = kind == "video" ? MediaKind::kVideo : MediaKind::kImage;
+        s.kind = kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
       }
       if (e.is_object() && e.contains("res")) {
         if (!e.contains("kind"))
           return core::InvalidArgument(path + ".kind: missing required field");
         ASSIGN_OR_RETURN(s.res, core::GetString(e, path, "res"));
-        auto r = ParseResolution(s.res);
+        auto r = models::ParseResolution(s.res);
         if (!r.ok()) return r.status().WithPrefix(path);
         int fps = 16;
         if (e.contains("fps")) {
           ASSIGN_OR_RETURN(int64_t f, core::GetPositiveInt(e, path, "fps"));
           fps = static_cast<int>(std::min<int64_t>(f, 100000));
         }
-        if (s.kind == MediaKind::kVideo) {
+        if (s.kind == models::MediaKind::kVideo) {
           ASSIGN_OR_RETURN(s.seconds, core::GetPositiveDouble(e, path, "seconds"));
         }
-        auto t = CountTokens(s.kind, *r, s.seconds, fps);
+        auto t = models::CountTokens(s.kind, *r, s.seconds, fps);
         if (!t.ok()) return t.status().WithPrefix(path);
         s.tokens = *t;
         if (e.contains("tokens")) {
@@ -223,4 +223,4 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
   return r;
 }
 
-}  // namespace tessera::zellige
+}  // namespace tessera::workload

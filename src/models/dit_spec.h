@@ -10,7 +10,7 @@
 #include "core/json_util.h"
 #include "core/status.h"
 
-namespace tessera::zellige {
+namespace tessera::models {
 
 struct DitModel {
   std::string name;
@@ -37,4 +37,4 @@ core::StatusOr<DitModel> DitModelPreset(const std::string& name);
 // A preset name, or else a path to a model JSON file.
 core::StatusOr<DitModel> LoadDitModel(const std::string& name_or_path);
 
-}  // namespace tessera::zellige
+}  // namespace tessera::models

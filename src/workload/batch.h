@@ -14,13 +14,13 @@
 
 #include "core/json_util.h"
 #include "core/status.h"
-#include "zellige/tokens.h"
+#include "models/token_calculus.h"
 
-namespace tessera::zellige {
+namespace tessera::workload {
 
 struct Sequence {
   int id = 0;
-  MediaKind kind = MediaKind::kImage;
+  models::MediaKind kind = models::MediaKind::kImage;
   std::string res;     // "1080p", "1280x720" or "" when given only by token count
   double seconds = 0;  // clip length; 0 for images
   int64_t tokens = 0;
@@ -55,4 +55,4 @@ core::Json ToJson(const Batch& b);
 //   {"kind": "image"|"video", "res": "720p", "seconds": 15 (videos), "fps": 16 (optional)} ]}.
 core::StatusOr<Batch> BatchFromJson(const core::Json& j, const std::string& source);
 
-}  // namespace tessera::zellige
+}  // namespace tessera::workload

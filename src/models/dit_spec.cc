@@ -1,8 +1,8 @@
-#include "zellige/dit_model.h"
+#include "models/dit_spec.h"
 
 #include <filesystem>
 
-namespace tessera::zellige {
+namespace tessera::models {
 
 using core::Json;
 using core::Status;
@@ -91,4 +91,4 @@ StatusOr<DitModel> LoadDitModel(const std::string& name_or_path) {
   return DitModelFromJson(j, name_or_path);
 }
 
-}  // namespace tessera::zellige
+}  // namespace tessera::models

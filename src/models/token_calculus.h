@@ -14,7 +14,7 @@
 
 #include "core/status.h"
 
-namespace tessera::zellige {
+namespace tessera::models {
 
 enum class MediaKind { kImage, kVideo };
 
@@ -33,4 +33,4 @@ int64_t LatentFrames(MediaKind kind, double seconds, int fps);
 core::StatusOr<int64_t> CountTokens(MediaKind kind, const Resolution& r, double seconds,
                                     int fps = 16);
 
-}  // namespace tessera::zellige
+}  // namespace tessera::models

@@ -1,10 +1,10 @@
-#include "zellige/tokens.h"
+#include "models/token_calculus.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-namespace tessera::zellige {
+namespace tessera::models {
 
 core::StatusOr<Resolution> ParseResolution(const std::string& text) {
   auto bad = [&]() {
@@ -49,4 +49,4 @@ core::StatusOr<int64_t> CountTokens(MediaKind kind, const Resolution& r, double 
   return LatentFrames(kind, seconds, fps) * TokensPerLatentFrame(r);
 }
 
-}  // namespace tessera::zellige
+}  // namespace tessera::models

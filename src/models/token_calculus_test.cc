@@ -1,4 +1,4 @@
-#include "zellige/tokens.h"
+#include "models/token_calculus.h"
 
 #include <gtest/gtest.h>
 
