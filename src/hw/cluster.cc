@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "core/units.h"
+
 namespace tessera::hw {
 
 using core::Json;
@@ -35,8 +37,8 @@ StatusOr<Link> LinkFromJson(const Json& j, const std::string& path) {
   return l;
 }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kGB = 1e9;
+using core::kGB;
+using core::kGiB;
 const char* kDatasheet = "modeled from datasheets";
 
 // A800 SXM 80GB: 312 TFLOP/s dense bf16, 2.04 TB/s HBM2e, NVLink 400 GB/s bidirectional.

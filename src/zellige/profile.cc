@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/units.h"
+
 namespace tessera::zellige {
 
 using core::Json;
@@ -17,7 +19,7 @@ constexpr const char* kKind = "tessera-zellige-profile";
 constexpr int kVersion = 1;
 constexpr int kMaxRanks = 65536;
 // Used when a profile has no usable point-to-point fit (modeled guesses, shared memory).
-constexpr double kFallbackBwBytesPerS = 1e9;
+constexpr double kFallbackBwBytesPerS = 1 * core::kGB;
 constexpr double kFallbackLatencyS = 1e-5;
 // Not used to price anything in profile mode (the measured fits are); positive so that the
 // cluster validates and analytic helpers stay finite.
