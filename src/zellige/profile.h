@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fit.h"
 #include "core/json_util.h"
 #include "core/status.h"
 #include "hw/cluster.h"
@@ -117,15 +118,10 @@ struct Profile {
   bool operator==(const Profile&) const = default;
 };
 
-// Least squares fits used by the profiler (exposed for tests).
-// a + b L + c L^2 minimising sum ((fit - y) / y)^2 over points with y > 0 (weighted normal
-// equations, solved in L / max L); InvalidArgument with < 3 distinct L or singular equations.
-// Coefficients may be negative individually; the caller checks the fit.
-core::StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
-                                                           const std::vector<double>& y);
-// m0 + m1 x by ordinary least squares; needs >= 2 distinct x.
-core::StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,
-                                              const std::vector<double>& y);
+// Least squares fits used by the profiler (core/fit.h): fwd/bwd prices by
+// FitQuadraticRelative (a + b L + c L^2 minimising the relative error), memory by FitLine.
+using core::FitLine;
+using core::FitQuadraticRelative;
 
 // Evaluates a fit at L (max(0, ...) so a fit never prices a sequence negative).
 double EvalQuadratic(const std::array<double, 3>& f, double tokens);
