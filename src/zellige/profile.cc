@@ -253,6 +253,11 @@ const ConfigPrices* Profile::Find(const ParallelConfig& config) const {
   return nullptr;
 }
 
+StatusOr<CommFit> FitComm(const std::string& primitive, int ranks, std::vector<CommPoint> points) {
+  ASSIGN_OR_RETURN(hw::AlphaBeta ab, hw::FitAlphaBeta(points));
+  return CommFit{primitive, ranks, ab.alpha_s, ab.beta_s_per_byte, std::move(points)};
+}
+
 double EvalQuadratic(const std::array<double, 3>& f, double tokens) {
   return std::max(0.0, core::EvalPolynomial(f, tokens));
 }
@@ -363,7 +368,10 @@ hw::Cluster ProfileCluster(const Profile& p) {
     if (f.primitive != "p2p" || !(f.beta_s_per_byte > 0)) continue;
     if (best == nullptr || f.ranks < best->ranks) best = &f;
   }
-  if (best != nullptr) link = {"p2p (measured)", 1.0 / best->beta_s_per_byte, best->alpha_s};
+  if (best != nullptr) {
+    auto measured = hw::ToLink(best->alpha_beta(), "p2p (measured)");
+    if (measured.ok()) link = *measured;
+  }
   c.intra = link;
   c.inter = link;
   return c;

@@ -36,6 +36,7 @@
 #include "core/json_util.h"
 #include "core/status.h"
 #include "hw/cluster.h"
+#include "hw/comm_fit.h"
 #include "zellige/dit_model.h"
 #include "zellige/parallel_config.h"
 
@@ -70,20 +71,24 @@ struct ConfigPrices {
   bool operator==(const ConfigPrices&) const = default;
 };
 
-struct CommPoint {
-  double bytes = 0;   // per rank sent
-  double time_s = 0;  // median
-  bool operator==(const CommPoint&) const = default;
-};
+// One measured message size: bytes per rank sent, median time.
+using CommPoint = hw::CommSample;
 
+// The alpha-beta fit (hw/comm_fit.h) of one primitive at `ranks` participants.
 struct CommFit {
   std::string primitive;  // "all_to_all", "all_gather" or "p2p"
   int ranks = 2;          // participants
   double alpha_s = 0;
   double beta_s_per_byte = 0;
   std::vector<CommPoint> points;
+  hw::AlphaBeta alpha_beta() const { return {alpha_s, beta_s_per_byte}; }
   bool operator==(const CommFit&) const = default;
 };
+
+// Fits alpha and beta to `points` (hw::FitAlphaBeta: least squares, each clamped at 0) and
+// returns the CommFit holding them and the points. InvalidArgument as FitAlphaBeta.
+core::StatusOr<CommFit> FitComm(const std::string& primitive, int ranks,
+                                std::vector<CommPoint> points);
 
 // Bounds of a speed factor a profile may carry (solo_speedup, rank_time_factors): beyond
 // them the machine differs too much from the profiled one for the prices to describe it.
