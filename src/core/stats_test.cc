@@ -25,9 +25,9 @@ TEST(StatsTest, PercentileInterpolatesLinearlyBetweenOrderStatistics) {
   const std::vector<double> v{10, 40, 20, 30};  // sorted 10 20 30 40, ranks 0..3
   EXPECT_DOUBLE_EQ(Percentile(v, 0), 10);
   EXPECT_DOUBLE_EQ(Percentile(v, 100), 40);
-  EXPECT_DOUBLE_EQ(Percentile(v, 50), 25);              // rank 1.5
-  EXPECT_DOUBLE_EQ(Percentile(v, 90), 37);              // rank 2.7: 0.3 * 30 + 0.7 * 40
-  EXPECT_DOUBLE_EQ(Percentile(v, 100.0 / 3.0), 20);     // rank 1 exactly
+  EXPECT_DOUBLE_EQ(Percentile(v, 50), 25);           // rank 1.5
+  EXPECT_DOUBLE_EQ(Percentile(v, 90), 37);           // rank 2.7: 0.3 * 30 + 0.7 * 40
+  EXPECT_DOUBLE_EQ(Percentile(v, 100.0 / 3.0), 20);  // rank 1 exactly
   EXPECT_DOUBLE_EQ(Percentile(std::vector<double>{3}, 99), 3);
   EXPECT_DEATH(Percentile(v, 101), "must be in \\[0, 100\\]");
 }
