@@ -65,4 +65,12 @@ std::unique_ptr<Planner> NewAdaptiveLoadPlanner() {
   return std::make_unique<AdaptiveLoadPlanner>();
 }
 
+PlannerEntry AdaptiveLoadPlannerEntry() {
+  return {{.disjoint_groups = true, .in_all = true},
+          "adaptiveload",
+          "compute-aware DP: a rank takes sequences while sum L^p <= budget",
+          &NewAdaptiveLoadPlanner,
+          {}};
+}
+
 }  // namespace tessera::zellige

@@ -5,13 +5,14 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/units.h"
 
 namespace tessera::zellige {
 
 namespace {
 constexpr double kLinearBwdFactor = 2.0;     // backward of a GEMM layer: dX and dW
 constexpr double kAttentionBwdFactor = 2.5;  // flash-attention backward / forward
-constexpr double kWorkspaceBytes = 1024.0 * 1024.0 * 1024.0;
+constexpr double kWorkspaceBytes = 1 * core::kGiB;
 
 const Profile& Deref(const std::shared_ptr<const Profile>& p) {
   CHECK(p != nullptr) << "CostModel: null profile";

@@ -24,4 +24,12 @@ class DpPlanner : public Planner {
 
 std::unique_ptr<Planner> NewDpPlanner() { return std::make_unique<DpPlanner>(); }
 
+PlannerEntry DpPlannerEntry() {
+  return {{.disjoint_groups = true, .in_all = true},
+          "dp",
+          "whole sequences, Karmarkar-Karp balancing of modeled time",
+          &NewDpPlanner,
+          {}};
+}
+
 }  // namespace tessera::zellige

@@ -76,4 +76,12 @@ class DynamicCpPlanner : public Planner {
 
 std::unique_ptr<Planner> NewDynamicCpPlanner() { return std::make_unique<DynamicCpPlanner>(); }
 
+PlannerEntry DynamicCpPlannerEntry() {
+  return {{.disjoint_groups = false, .in_all = true},
+          "dynamic-cp",
+          "per-sequence power-of-two ring CP, smallest degree whose memory fits",
+          &NewDynamicCpPlanner,
+          {}};
+}
+
 }  // namespace tessera::zellige

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
 
+#include "core/log.h"
+#include "core/units.h"
 #include "solver/cbc_solver.h"
 #include "solver/milp_model.h"
 #include "zellige/split_search.h"
@@ -143,7 +144,7 @@ bool WaterFill(const std::vector<double>& load, const std::vector<double>& fcap,
 
 core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& st) {
   auto t_start = std::chrono::steady_clock::now();
-  const bool debug = std::getenv("TESSERA_DEBUG_ECF") != nullptr;
+  const bool debug = core::LogEnabled(core::LogLevel::kDebug);
   const int n = pb_in.num_ranks;
   // Expand to one group per sequence for the binary formulation.
   std::vector<SeqGroup> groups;
@@ -178,15 +179,15 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
   // Greedy warm start and the upper bound it proves.
   double ub = kInf;
   if (debug) {
-    std::fprintf(stderr, "ecf: fluid %.2f s, %.2f GB, cap %.2f GB\n", fluid,
-                 pb_in.fluid_mem_bytes / 1e9, cap / 1e9);
+    TLOG(kDebug, "ecf: fluid {:.2f} s, {:.2f} GB, cap {:.2f} GB", fluid,
+         pb_in.fluid_mem_bytes / core::kGB, cap / core::kGB);
     for (size_t g = 0; g < groups.size() && !pb_in.one_var_per_sequence; ++g) {
-      std::fprintf(stderr, "ecf: group %zu: %lld tokens x %zu\n", g, (long long)groups[g].tokens,
-                   groups[g].seqs.size());
+      TLOG(kDebug, "ecf: group {}: {} tokens x {}", g, (long long)groups[g].tokens,
+           groups[g].seqs.size());
       for (const auto& o : options[g])
-        std::fprintf(stderr, "    %s deg %d time %.2f mem %.2f GB bytes %.1f GB\n",
-                     o.config.ToString().c_str(), o.degree, o.time_s, o.mem_bytes / 1e9,
-                     o.comm_bytes / 1e9);
+        TLOG(kDebug, "    {} deg {} time {:.2f} mem {:.2f} GB bytes {:.1f} GB",
+             o.config.ToString().c_str(), o.degree, o.time_s, o.mem_bytes / core::kGB,
+             o.comm_bytes / core::kGB);
     }
   }
   // Secondary objective of the lexicographic solve: splits + 0.5 x bytes / bytes_scale.
@@ -307,7 +308,7 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
       refined = best;
       if (debug) {
         for (const auto& x : cands)
-          std::fprintf(stderr, "ecf: greedy T %.4f second %.4f\n", x.t, x.second);
+          TLOG(kDebug, "ecf: greedy T {:.4f} second {:.4f}", x.t, x.second);
       }
       for (const auto& x : cands) {
         if (!x.picks.empty() && x.t <= limit && x.second < refined.second) refined = x;
@@ -477,8 +478,8 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
   if (debug) {
     std::string what;
     double viol = opt.warm_start ? m.MaxViolation(*opt.warm_start, &what) : -1;
-    std::fprintf(stderr, "ecf: %d vars, %d rows, lb %.4f, warm %.4f (violation %g %s)\n",
-                 m.num_variables(), m.num_constraints(), t_lb, ub, viol, what.c_str());
+    TLOG(kDebug, "ecf: {} vars, {} rows, lb {:.4f}, warm {:.4f} (violation {:g} {})",
+         m.num_variables(), m.num_constraints(), t_lb, ub, viol, what.c_str());
   }
   // CBC does not keep a MIP start as its incumbent after preprocessing, so the warm start
   // is used explicitly: accepted outright when it is within the gap of the lower bound,
@@ -491,7 +492,7 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     res.makespan_s = ub;
     res.lower_bound_s = t_lb;
     res.proven_optimal = true;  // within the requested gap
-    if (debug) std::fprintf(stderr, "ecf: warm start within gap of the bound, no search\n");
+    TLOG(kDebug, "ecf: warm start within gap of the bound, no search");
   } else {
     if (opt.warm_start) opt.objective_cutoff = ub * (1 - 1e-9);
     auto first_or = solver::Solve(m, opt);
@@ -502,15 +503,14 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
     if (first_or.ok()) {
       first = std::move(first_or).value();
     } else {
-      if (debug)
-        std::fprintf(stderr, "ecf: solve failed: %s\n", first_or.status().ToString().c_str());
+      TLOG(kDebug, "ecf: solve failed: {}", first_or.status().ToString().c_str());
       first.status = solver::SolveStatus::kNoSolutionFound;
       first.best_bound = t_lb;
     }
     if (debug) {
-      std::fprintf(stderr, "ecf: first %s obj %.6f bound %.6f %.1f ms nodes %lld\n",
-                   solver::SolveStatusName(first.status), first.objective_value, first.best_bound,
-                   first.solve_ms, static_cast<long long>(first.node_count));
+      TLOG(kDebug, "ecf: first {} obj {:.6f} bound {:.6f} {:.1f} ms nodes {}",
+           solver::SolveStatusName(first.status), first.objective_value, first.best_bound,
+           first.solve_ms, static_cast<long long>(first.node_count));
     }
     if (first.has_solution()) {
       values = first.values;
@@ -604,13 +604,13 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
         seen.push_back(std::move(k));
         if (debug && !picks.empty()) {
           const Candidate c = complete(picks);
-          std::fprintf(stderr, "ecf: split search start T %.4f (limit %.4f) cost %.4f\n", c.t,
-                       limit, c.second);
+          TLOG(kDebug, "ecf: split search start T {:.4f} (limit {:.4f}) cost {:.4f}", c.t, limit,
+               c.second);
         }
         if (picks.empty() || !RepairLimit(space, limit, &picks)) continue;
         ImproveSplits(space, limit, &picks, 300'000);
         const double cost = TotalSplitCost(space, picks);
-        if (debug) std::fprintf(stderr, "ecf: split search start -> %.4f\n", cost);
+        TLOG(kDebug, "ecf: split search start -> {:.4f}", cost);
         if (cost >= searched.second) continue;
         Candidate c = complete(picks);
         if (std::isfinite(c.t)) searched = std::move(c);
@@ -618,7 +618,7 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
       const double search_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
       opt2.time_limit_s = std::max(0.2 * st.split_time_limit_s, st.split_time_limit_s - search_s);
-      if (debug) std::fprintf(stderr, "ecf: split search %.1f ms\n", 1e3 * search_s);
+      TLOG(kDebug, "ecf: split search {:.1f} ms", 1e3 * search_s);
       if (!searched.picks.empty() && searched.t <= res.makespan_s * split_slack) {
         const auto searched_values = to_values(searched);
         if (searched_values && m2.ObjectiveValue(*searched_values) < m2.ObjectiveValue(values))
@@ -630,9 +630,8 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& pb_in, const EcfSettings& s
       auto second = warm_obj >= 1.0 ? solver::Solve(m2, opt2)
                                     : core::StatusOr<solver::SolveResult>(core::Internal("none"));
       if (debug && second.ok()) {
-        std::fprintf(stderr, "ecf: second %s obj %.4f %.1f ms\n",
-                     solver::SolveStatusName(second->status), second->objective_value,
-                     second->solve_ms);
+        TLOG(kDebug, "ecf: second {} obj {:.4f} {:.1f} ms", solver::SolveStatusName(second->status),
+             second->objective_value, second->solve_ms);
       }
       if (second.ok() && second->has_solution()) values = second->values;
     }

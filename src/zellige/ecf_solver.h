@@ -15,8 +15,9 @@
 // start, canonicalised to satisfy the symmetry constraints.
 // With `one_var_per_sequence` every sequence is its own group with 0/1 variables
 // (the "joint-binary" formulation that shows why grouping matters).
-// Debugging: TESSERA_DEBUG_ECF=1 prints the groups, options, bounds, greedy candidates and
-// solve outcomes to stderr; TESSERA_DEBUG_CBC=1 turns on CBC's own log for the makespan solve.
+// Debugging: TESSERA_LOG=debug (core/log.h) prints the groups, options, bounds, greedy
+// candidates and solve outcomes to stderr; TESSERA_DEBUG_CBC=1 turns on CBC's own log for the
+// makespan solve.
 // Stateless; thread-safe (CBC calls are serialised inside solver/).
 #pragma once
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/units.h"
+
 namespace tessera::zellige {
 
 core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost) {
@@ -11,7 +13,7 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
   const double cap = cost.MemoryCapacityBytes();
   if (cap <= 0) {
     return core::InvalidArgument("cluster: device memory leaves no room after the model's base " +
-                                 std::to_string(cost.BaseMemoryBytes() / (1 << 30)) + " GiB");
+                                 std::to_string(cost.BaseMemoryBytes() / core::kGiB) + " GiB");
   }
   for (const auto& s : batch.sequences) {
     double best = std::numeric_limits<double>::infinity();
@@ -23,7 +25,7 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
       std::snprintf(buf, sizeof(buf),
                     "sequences[%d]: %lld tokens need %.1f GiB per rank even split over %d ranks, "
                     "above the %.1f GiB capacity",
-                    s.id, static_cast<long long>(s.tokens), best / (1 << 30), n, cap / (1 << 30));
+                    s.id, static_cast<long long>(s.tokens), best / core::kGiB, n, cap / core::kGiB);
       return core::InvalidArgument(buf);
     }
   }

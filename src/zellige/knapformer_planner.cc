@@ -158,4 +158,13 @@ class KnapFormerPlanner : public Planner {
 
 std::unique_ptr<Planner> NewKnapFormerPlanner() { return std::make_unique<KnapFormerPlanner>(); }
 
+PlannerEntry KnapFormerPlannerEntry() {
+  return {{.disjoint_groups = true, .in_all = true},
+          "knapformer",
+          "KnapFormer greedy over fixed bags of ranks (Ulysses inside a bag)",
+          &NewKnapFormerPlanner,
+          {{"knapformer.bags",
+            "bags g{G}n{N}+... covering every rank (default halves: g{N/2}n1+...+g1n2)"}}};
+}
+
 }  // namespace tessera::zellige

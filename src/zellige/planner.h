@@ -1,5 +1,6 @@
 // Planner: turns a batch into a Plan under a cost model. Planners are registered by name
-// in one table (planner_registry.cc): adding one is one file plus one line there.
+// in one core::Registry (planner_registry.cc): adding one is one file (the planner, its
+// factory and its PlannerEntry: name, description, option keys, traits) plus one line there.
 // A planner may fail with a Status ("planning failed: ..."); it never returns an invalid
 // plan. Memory-unaware baselines may return plans that the simulator marks OOM.
 // Planners are stateless; MakePlan is thread-safe.
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "core/status.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
@@ -17,8 +19,9 @@
 
 namespace tessera::zellige {
 
-// Free-form options, e.g. {"knapformer.bags": "g8n1+g4n1+g2n1+g1n2"}.
-using PlannerOptions = std::map<std::string, std::string>;
+// Options by key, e.g. {"knapformer.bags": "g8n1+g4n1+g2n1+g1n2"}; each planner declares the
+// keys it reads in its entry.
+using PlannerOptions = core::RegistryOptions;
 
 struct PlanningProblem {
   const workload::Batch& batch;
@@ -32,18 +35,37 @@ class Planner {
   virtual core::StatusOr<Plan> MakePlan(const PlanningProblem& problem) const = 0;
 };
 
-struct PlannerEntry {
-  const char* name;
-  const char* description;
-  bool disjoint_groups;  // places every sequence on one of a fixed set of disjoint groups
-  bool in_all;           // run by `--planner all` (the slow exact references are not)
-  std::unique_ptr<Planner> (*make)();
+// What a planner entry carries besides name, description, factory and option keys.
+struct PlannerTraits {
+  bool disjoint_groups = false;  // places every sequence on one of a fixed set of disjoint groups
+  bool in_all = true;            // run by `--planner all` (the slow exact references are not)
 };
 
+// Fields: name, description, make (the factory), options (declared keys), disjoint_groups,
+// in_all.
+using PlannerEntry = core::RegistryEntry<Planner, PlannerTraits>;
+using PlannerRegistryTable = core::Registry<Planner, PlannerTraits>;
+
+// The registry ("planner"; Find's message also accepts "all").
+const PlannerRegistryTable& Planners();
 // All registered planners, in display order.
 const std::vector<PlannerEntry>& PlannerRegistry();
-// The entry called `name`, or NotFound listing the names.
+// The entry called `name`, or NotFound "planner: got 'x', must be one of zellige, ..., dynamic-cp
+// or all".
 core::StatusOr<const PlannerEntry*> FindPlanner(const std::string& name);
+// InvalidArgument naming the first key no planner declares (options are shared by every
+// planner a command runs), e.g. "planner options: got 'zellige.gapp', must be one of ...".
+core::Status ValidatePlannerOptions(const PlannerOptions& options);
+
+// Entries, one per planner file (defined next to the planner).
+PlannerEntry ZelligePlannerEntry();
+PlannerEntry JointPlannerEntry();
+PlannerEntry JointBinaryPlannerEntry();
+PlannerEntry UspPlannerEntry();
+PlannerEntry KnapFormerPlannerEntry();
+PlannerEntry DpPlannerEntry();
+PlannerEntry AdaptiveLoadPlannerEntry();
+PlannerEntry DynamicCpPlannerEntry();
 
 // Factories, one per file.
 std::unique_ptr<Planner> NewUspPlanner();

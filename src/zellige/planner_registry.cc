@@ -2,35 +2,31 @@
 
 namespace tessera::zellige {
 
-const std::vector<PlannerEntry>& PlannerRegistry() {
-  static const std::vector<PlannerEntry> kEntries = {
-      {"zellige", "two-stage: exact MILP (CBC) over anchor sequences, greedy fillers", false, true,
-       &NewZelligePlanner},
-      {"joint", "exact compact MILP over all sequences (the reference; slow)", false, false,
-       &NewJointPlanner},
-      {"joint-binary", "joint MILP with one binary per sequence and option (very slow)", false,
-       false, &NewJointBinaryPlanner},
-      {"usp", "every sequence over all ranks: Ulysses inside a node x ring across", true, true,
-       &NewUspPlanner},
-      {"knapformer", "KnapFormer greedy over fixed bags of ranks (Ulysses inside a bag)", true,
-       true, &NewKnapFormerPlanner},
-      {"dp", "whole sequences, Karmarkar-Karp balancing of modeled time", true, true,
-       &NewDpPlanner},
-      {"adaptiveload", "compute-aware DP: a rank takes sequences while sum L^p <= budget", true,
-       true, &NewAdaptiveLoadPlanner},
-      {"dynamic-cp", "per-sequence power-of-two ring CP, smallest degree whose memory fits", false,
-       true, &NewDynamicCpPlanner},
-  };
-  return kEntries;
+const PlannerRegistryTable& Planners() {
+  static const PlannerRegistryTable kPlanners = [] {
+    PlannerRegistryTable r("planner", {"all"});
+    // Display order; one line per planner.
+    r.Add(ZelligePlannerEntry());
+    r.Add(JointPlannerEntry());
+    r.Add(JointBinaryPlannerEntry());
+    r.Add(UspPlannerEntry());
+    r.Add(KnapFormerPlannerEntry());
+    r.Add(DpPlannerEntry());
+    r.Add(AdaptiveLoadPlannerEntry());
+    r.Add(DynamicCpPlannerEntry());
+    return r;
+  }();
+  return kPlanners;
 }
 
+const std::vector<PlannerEntry>& PlannerRegistry() { return Planners().entries(); }
+
 core::StatusOr<const PlannerEntry*> FindPlanner(const std::string& name) {
-  std::string all;
-  for (const auto& e : PlannerRegistry()) {
-    if (name == e.name) return &e;
-    all += (all.empty() ? "" : ", ") + std::string(e.name);
-  }
-  return core::NotFound("planner: got '" + name + "', must be one of " + all + " or all");
+  return Planners().Find(name);
+}
+
+core::Status ValidatePlannerOptions(const PlannerOptions& options) {
+  return Planners().ValidateOptionsForAny(options);
 }
 
 ParallelConfig UlyssesRingConfig(int g, int heads) {

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
+
+#include "core/units.h"
 
 namespace tessera::zellige {
 
@@ -17,7 +18,7 @@ constexpr const char* kKind = "tessera-zellige-profile";
 constexpr int kVersion = 1;
 constexpr int kMaxRanks = 65536;
 // Used when a profile has no usable point-to-point fit (modeled guesses, shared memory).
-constexpr double kFallbackBwBytesPerS = 1e9;
+constexpr double kFallbackBwBytesPerS = 1 * core::kGB;
 constexpr double kFallbackLatencyS = 1e-5;
 // Not used to price anything in profile mode (the measured fits are); positive so that the
 // cluster validates and analytic helpers stay finite.
@@ -252,100 +253,17 @@ const ConfigPrices* Profile::Find(const ParallelConfig& config) const {
   return nullptr;
 }
 
-StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
-                                                     const std::vector<double>& y) {
-  if (x.size() != y.size()) {
-    return core::InvalidArgument("fit: got " + std::to_string(x.size()) + " lengths and " +
-                                 std::to_string(y.size()) + " values, must be equal");
-  }
-  std::vector<double> xs, ys;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (y[i] > 0 && std::isfinite(y[i]) && std::isfinite(x[i])) {
-      xs.push_back(x[i]);
-      ys.push_back(y[i]);
-    }
-  }
-  const std::set<double> distinct(xs.begin(), xs.end());
-  if (distinct.size() < 3) {
-    return core::InvalidArgument("fit: got " + std::to_string(distinct.size()) +
-                                 " distinct lengths with a positive value, must be >= 3");
-  }
-  // Fit in t = x / scale so that the normal equations stay well conditioned, then map back:
-  // a + b' t + c' t^2 = a + (b'/s) x + (c'/s^2) x^2.
-  double scale = 0;
-  for (double v : xs) scale = std::max(scale, std::abs(v));
-  if (scale == 0) scale = 1;
-  // Residual (fit - y) / y: weighted least squares with weight 1/y^2 on squared residuals.
-  double m[3][4] = {};
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double t = xs[i] / scale, w = 1.0 / (ys[i] * ys[i]);
-    const double row[3] = {1.0, t, t * t};
-    for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c) m[r][c] += w * row[r] * row[c];
-      m[r][3] += w * row[r] * ys[i];
-    }
-  }
-  // Gaussian elimination with partial pivoting.
-  double norm = 0;
-  for (auto& row : m)
-    for (int c = 0; c < 3; ++c) norm = std::max(norm, std::abs(row[c]));
-  for (int col = 0; col < 3; ++col) {
-    int piv = col;
-    for (int r = col + 1; r < 3; ++r)
-      if (std::abs(m[r][col]) > std::abs(m[piv][col])) piv = r;
-    if (!(std::abs(m[piv][col]) > 1e-13 * norm)) {
-      return core::InvalidArgument("fit: the normal equations are singular (lengths too close)");
-    }
-    std::swap(m[col], m[piv]);
-    for (int r = 0; r < 3; ++r) {
-      if (r == col) continue;
-      const double f = m[r][col] / m[col][col];
-      for (int c = col; c < 4; ++c) m[r][c] -= f * m[col][c];
-    }
-  }
-  std::array<double, 3> out{m[0][3] / m[0][0], m[1][3] / m[1][1] / scale,
-                            m[2][3] / m[2][2] / (scale * scale)};
-  for (double v : out)
-    if (!std::isfinite(v)) return core::InvalidArgument("fit: coefficients are not finite");
-  return out;
-}
-
-StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,
-                                        const std::vector<double>& y) {
-  if (x.size() != y.size()) {
-    return core::InvalidArgument("fit: got " + std::to_string(x.size()) + " lengths and " +
-                                 std::to_string(y.size()) + " values, must be equal");
-  }
-  const std::set<double> distinct(x.begin(), x.end());
-  if (distinct.size() < 2) {
-    return core::InvalidArgument("fit: got " + std::to_string(distinct.size()) +
-                                 " distinct lengths, must be >= 2");
-  }
-  const double n = static_cast<double>(x.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    mx += x[i] / n;
-    my += y[i] / n;
-  }
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxx += (x[i] - mx) * (x[i] - mx);
-    sxy += (x[i] - mx) * (y[i] - my);
-  }
-  if (!(sxx > 0)) return core::InvalidArgument("fit: lengths have no spread");
-  const double m1 = sxy / sxx;
-  std::array<double, 2> out{my - m1 * mx, m1};
-  for (double v : out)
-    if (!std::isfinite(v)) return core::InvalidArgument("fit: coefficients are not finite");
-  return out;
+StatusOr<CommFit> FitComm(const std::string& primitive, int ranks, std::vector<CommPoint> points) {
+  ASSIGN_OR_RETURN(hw::AlphaBeta ab, hw::FitAlphaBeta(points));
+  return CommFit{primitive, ranks, ab.alpha_s, ab.beta_s_per_byte, std::move(points)};
 }
 
 double EvalQuadratic(const std::array<double, 3>& f, double tokens) {
-  return std::max(0.0, f[0] + tokens * (f[1] + tokens * f[2]));
+  return std::max(0.0, core::EvalPolynomial(f, tokens));
 }
 
 double EvalLine(const std::array<double, 2>& f, double tokens) {
-  return std::max(0.0, f[0] + f[1] * tokens);
+  return std::max(0.0, core::EvalPolynomial(f, tokens));
 }
 
 Json ToJson(const Profile& p) {
@@ -450,7 +368,10 @@ hw::Cluster ProfileCluster(const Profile& p) {
     if (f.primitive != "p2p" || !(f.beta_s_per_byte > 0)) continue;
     if (best == nullptr || f.ranks < best->ranks) best = &f;
   }
-  if (best != nullptr) link = {"p2p (measured)", 1.0 / best->beta_s_per_byte, best->alpha_s};
+  if (best != nullptr) {
+    auto measured = hw::ToLink(best->alpha_beta(), "p2p (measured)");
+    if (measured.ok()) link = *measured;
+  }
   c.intra = link;
   c.inter = link;
   return c;

@@ -32,9 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "core/fit.h"
 #include "core/json_util.h"
 #include "core/status.h"
 #include "hw/cluster.h"
+#include "hw/comm_fit.h"
 #include "models/dit_spec.h"
 #include "zellige/parallel_config.h"
 
@@ -69,20 +71,24 @@ struct ConfigPrices {
   bool operator==(const ConfigPrices&) const = default;
 };
 
-struct CommPoint {
-  double bytes = 0;   // per rank sent
-  double time_s = 0;  // median
-  bool operator==(const CommPoint&) const = default;
-};
+// One measured message size: bytes per rank sent, median time.
+using CommPoint = hw::CommSample;
 
+// The alpha-beta fit (hw/comm_fit.h) of one primitive at `ranks` participants.
 struct CommFit {
   std::string primitive;  // "all_to_all", "all_gather" or "p2p"
   int ranks = 2;          // participants
   double alpha_s = 0;
   double beta_s_per_byte = 0;
   std::vector<CommPoint> points;
+  hw::AlphaBeta alpha_beta() const { return {alpha_s, beta_s_per_byte}; }
   bool operator==(const CommFit&) const = default;
 };
+
+// Fits alpha and beta to `points` (hw::FitAlphaBeta: least squares, each clamped at 0) and
+// returns the CommFit holding them and the points. InvalidArgument as FitAlphaBeta.
+core::StatusOr<CommFit> FitComm(const std::string& primitive, int ranks,
+                                std::vector<CommPoint> points);
 
 // Bounds of a speed factor a profile may carry (solo_speedup, rank_time_factors): beyond
 // them the machine differs too much from the profiled one for the prices to describe it.
@@ -117,15 +123,10 @@ struct Profile {
   bool operator==(const Profile&) const = default;
 };
 
-// Least squares fits used by the profiler (exposed for tests).
-// a + b L + c L^2 minimising sum ((fit - y) / y)^2 over points with y > 0 (weighted normal
-// equations, solved in L / max L); InvalidArgument with < 3 distinct L or singular equations.
-// Coefficients may be negative individually; the caller checks the fit.
-core::StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
-                                                           const std::vector<double>& y);
-// m0 + m1 x by ordinary least squares; needs >= 2 distinct x.
-core::StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,
-                                              const std::vector<double>& y);
+// Least squares fits used by the profiler (core/fit.h): fwd/bwd prices by
+// FitQuadraticRelative (a + b L + c L^2 minimising the relative error), memory by FitLine.
+using core::FitLine;
+using core::FitQuadraticRelative;
 
 // Evaluates a fit at L (max(0, ...) so a fit never prices a sequence negative).
 double EvalQuadratic(const std::array<double, 3>& f, double tokens);

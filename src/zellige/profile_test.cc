@@ -214,6 +214,22 @@ TEST(ProfileTest, FitsRecoverExactCoefficients) {
   EXPECT_DOUBLE_EQ(EvalQuadratic({-1, 0, 0}, 100), 0);
 }
 
+TEST(ProfileTest, FitCommMatchesTheStoredFitAndRoundTrips) {
+  const Profile p = TinyProfile();
+  auto f = FitComm("p2p", 2, p.comm[0].points);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_NEAR(f->alpha_s, 2e-5, 1e-12);
+  EXPECT_NEAR(f->beta_s_per_byte, 1e-9, 1e-18);
+  EXPECT_EQ(f->points, p.comm[0].points);
+  EXPECT_EQ(f->primitive, "p2p");
+  Profile q = p;
+  q.comm = {*f};
+  auto back = ProfileFromJson(ToJson(q), "q.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, q);
+  EXPECT_FALSE(FitComm("p2p", 2, {{1024, 1e-5}}).ok());  // one size
+}
+
 TEST(ProfileTest, ProfileClusterAndModel) {
   const Profile p = TinyProfile();
   hw::Cluster c = ProfileCluster(p);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/units.h"
 #include "hw/cluster.h"
 #include "models/dit_spec.h"
 #include "workload/batch.h"
@@ -16,11 +17,11 @@ inline hw::Cluster TinyCluster(int nodes, int per_node) {
   hw::Cluster c;
   c.name = "tiny";
   c.provenance = "test";
-  c.device = {"toy", {.bf16 = 1e9}, 1e9, 4.0 * 1024 * 1024 * 1024, 1.0, 1.0};
+  c.device = {"toy", {.bf16 = 1e9}, 1e9, 4 * core::kGiB, 1.0, 1.0};
   c.nodes = nodes;
   c.ranks_per_node = per_node;
-  c.intra = {"intra", 1e9, 0};
-  c.inter = {"inter", 1e8, 0};
+  c.intra = {"intra", 1 * core::kGB, 0};
+  c.inter = {"inter", 100 * core::kMB, 0};
   return c;
 }
 

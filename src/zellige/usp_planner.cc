@@ -37,4 +37,12 @@ class UspPlanner : public Planner {
 
 std::unique_ptr<Planner> NewUspPlanner() { return std::make_unique<UspPlanner>(); }
 
+PlannerEntry UspPlannerEntry() {
+  return {{.disjoint_groups = true, .in_all = true},
+          "usp",
+          "every sequence over all ranks: Ulysses inside a node x ring across",
+          &NewUspPlanner,
+          {}};
+}
+
 }  // namespace tessera::zellige

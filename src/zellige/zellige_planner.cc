@@ -169,4 +169,42 @@ std::unique_ptr<Planner> NewZelligePlanner() { return std::make_unique<ZelligePl
 std::unique_ptr<Planner> NewJointPlanner() { return std::make_unique<JointPlanner>(false); }
 std::unique_ptr<Planner> NewJointBinaryPlanner() { return std::make_unique<JointPlanner>(true); }
 
+namespace {
+std::vector<core::OptionKey> JointOptionKeys() {
+  return {{"joint.time_limit_s", "CBC time limit, seconds (default 60)"},
+          {"joint.gap", "CBC relative gap (default 1e-6)"}};
+}
+}  // namespace
+
+PlannerEntry ZelligePlannerEntry() {
+  return {{.disjoint_groups = false, .in_all = true},
+          "zellige",
+          "two-stage: exact MILP (CBC) over anchor sequences, greedy fillers",
+          &NewZelligePlanner,
+          {{"zellige.time_limit_s", "CBC time limit of the makespan solve, seconds (default 1)"},
+           {"zellige.gap", "CBC relative gap of the makespan solve (default 1e-3)"},
+           {"zellige.split_time_limit_s",
+            "CBC's part of the split-minimising solve, seconds (default 0.05)"},
+           {"zellige.split_tolerance",
+            "loads may exceed the makespan by this fraction to save splits (default 1e-3)"},
+           {"zellige.split_bytes_weight",
+            "weight of bytes / bound against splits in the second objective (default 0.5)"}}};
+}
+
+PlannerEntry JointPlannerEntry() {
+  return {{.disjoint_groups = false, .in_all = false},
+          "joint",
+          "exact compact MILP over all sequences (the reference; slow)",
+          &NewJointPlanner,
+          JointOptionKeys()};
+}
+
+PlannerEntry JointBinaryPlannerEntry() {
+  return {{.disjoint_groups = false, .in_all = false},
+          "joint-binary",
+          "joint MILP with one binary per sequence and option (very slow)",
+          &NewJointBinaryPlanner,
+          JointOptionKeys()};
+}
+
 }  // namespace tessera::zellige

@@ -1,0 +1,78 @@
+#include "core/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/check.h"
+
+namespace tessera::core {
+
+double Mean(std::span<const double> values) {
+  if (values.empty()) return 0;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+double Percentile(std::span<const double> values, double p) {
+  CHECK(p >= 0 && p <= 100) << "Percentile: p = " << p << ", must be in [0, 100]";
+  if (values.empty()) return 0;
+  std::vector<double> v(values.begin(), values.end());
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  if (lo + 1 >= v.size()) return v.back();
+  const double f = rank - static_cast<double>(lo);
+  if (f == 0) return v[lo];
+  return (1 - f) * v[lo] + f * v[lo + 1];
+}
+
+double Median(std::span<const double> values) { return Percentile(values, 50); }
+
+StatusOr<PredictionError> ComparePredictions(const std::vector<double>& predicted,
+                                             const std::vector<double>& measured) {
+  if (predicted.size() != measured.size() || measured.empty()) {
+    return InvalidArgument("ComparePredictions: got " + std::to_string(predicted.size()) +
+                           " predictions and " + std::to_string(measured.size()) +
+                           " measurements, must be the same number >= 1");
+  }
+  PredictionError e;
+  e.count = static_cast<int>(measured.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    if (!(measured[i] > 0) || !std::isfinite(predicted[i])) {
+      return InvalidArgument("ComparePredictions: measurement " + std::to_string(i) + " is " +
+                             std::to_string(measured[i]) + " (prediction " +
+                             std::to_string(predicted[i]) +
+                             "), measurements must be > 0 and predictions finite");
+    }
+    const double abs_err = std::fabs(predicted[i] - measured[i]);
+    const double ape = 100.0 * abs_err / measured[i];
+    e.mae += abs_err;
+    e.mape_percent += ape;
+    e.max_ape_percent = std::max(e.max_ape_percent, ape);
+  }
+  e.mae /= e.count;
+  e.mape_percent /= e.count;
+  return e;
+}
+
+StatusOr<double> MeanAbsoluteError(const std::vector<double>& predicted,
+                                   const std::vector<double>& measured) {
+  ASSIGN_OR_RETURN(PredictionError e, ComparePredictions(predicted, measured));
+  return e.mae;
+}
+
+StatusOr<double> MeanAbsolutePercentError(const std::vector<double>& predicted,
+                                          const std::vector<double>& measured) {
+  ASSIGN_OR_RETURN(PredictionError e, ComparePredictions(predicted, measured));
+  return e.mape_percent;
+}
+
+StatusOr<double> MaxAbsolutePercentError(const std::vector<double>& predicted,
+                                         const std::vector<double>& measured) {
+  ASSIGN_OR_RETURN(PredictionError e, ComparePredictions(predicted, measured));
+  return e.max_ape_percent;
+}
+
+}  // namespace tessera::core
