@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tessera::zellige {
+namespace tessera::models {
 namespace {
 
 TEST(TokensTest, FifteenSecond1080pVideoIs497760) {
@@ -46,4 +46,4 @@ TEST(TokensTest, BadInput) {
 }
 
 }  // namespace
-}  // namespace tessera::zellige
+}  // namespace tessera::models

@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/cost_model_args.h"
-#include "cli/small_dit_args.h"
+#include "cli/zellige/cost_model_args.h"
+#include "cli/zellige/small_dit_args.h"
 #include "comm/broadcast_string.h"
 #include "comm/mpi_environment.h"
 #include "core/heap_tuning.h"
@@ -137,7 +137,7 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
   models::DitModel model{
       "attention-only", a.heads * a.head_dim, a.heads, 1, 4 * a.heads * a.head_dim, 0, 4};
   if (a.train) model = {"small-dit", a.hidden, a.heads, a.layers, a.ffn, 0, 4};
-  RETURN_IF_ERROR(zellige::Validate(model));
+  RETURN_IF_ERROR(models::Validate(model));
   std::unique_ptr<zellige::CostModel> owned;
   if (!a.profile.empty()) {  // the planner prices with the measured profile
     if (!a.cluster.empty()) {

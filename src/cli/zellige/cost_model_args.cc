@@ -1,4 +1,4 @@
-#include "cli/cost_model_args.h"
+#include "cli/zellige/cost_model_args.h"
 
 #include "hw/cluster.h"
 #include "models/dit_spec.h"

@@ -1,4 +1,4 @@
-#include "cli/small_dit_args.h"
+#include "cli/zellige/small_dit_args.h"
 
 #include <string>
 

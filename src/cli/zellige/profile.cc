@@ -43,7 +43,7 @@
 
 #include "cli/command.h"
 #include "cli/mpi_launch.h"
-#include "cli/small_dit_args.h"
+#include "cli/zellige/small_dit_args.h"
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"

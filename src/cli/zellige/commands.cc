@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/cost_model_args.h"
+#include "cli/zellige/cost_model_args.h"
 #include "core/json_util.h"
 #include "core/table.h"
 #include "core/trace.h"

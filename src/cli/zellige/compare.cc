@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/profile_job.h"
+#include "cli/zellige/profile_job.h"
 #include "comm/broadcast_string.h"
 #include "core/json_util.h"
 #include "core/progress.h"

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/small_dit_args.h"
+#include "cli/zellige/small_dit_args.h"
 #include "comm/communicator.h"
 #include "core/status.h"
 #include "zellige/engine/plan_measurement.h"

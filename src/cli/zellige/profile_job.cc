@@ -1,4 +1,4 @@
-#include "cli/profile_job.h"
+#include "cli/zellige/profile_job.h"
 
 #include "cli/mpi_launch.h"
 #include "zellige/profile.h"
