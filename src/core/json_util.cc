@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/output_file.h"
+
 namespace tessera::core {
 
 std::string JoinPath(const std::string& path, const std::string& key) {
@@ -36,17 +38,7 @@ StatusOr<Json> ReadJsonFile(const std::string& path) {
 }
 
 Status WriteJsonFile(const std::string& path, const Json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) return InvalidArgument(path + ": cannot open for writing");
-    out << j.dump(2) << "\n";
-    if (!out) return Internal(path + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Internal(path + ": rename from " + tmp + " failed");
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
 StatusOr<const Json*> Member(const Json& obj, const std::string& path, const std::string& key) {

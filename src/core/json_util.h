@@ -19,8 +19,9 @@ using Json = nlohmann::json;
 StatusOr<Json> ParseJson(const std::string& text, const std::string& source);
 // Reads and parses a file. NotFound if it cannot be opened.
 StatusOr<Json> ReadJsonFile(const std::string& path);
-// Writes `j` pretty-printed to `path` via a temporary file and rename, so an
-// interrupted write never leaves a file that looks complete.
+// Writes `j` pretty-printed to `path` with WriteFileAtomically (core/output_file.h): through
+// symlinks and devices, via a unique temporary file and rename otherwise, so an interrupted
+// write never leaves a file that looks complete and no other file is touched.
 Status WriteJsonFile(const std::string& path, const Json& j);
 
 // Required object member `key` of `obj` (which must be an object).
