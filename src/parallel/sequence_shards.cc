@@ -103,4 +103,23 @@ core::Status SequenceShards::Validate(const char* what) const {
   return core::Status::Ok();
 }
 
+core::Status ValidateGroupMember(const char* what, const SequenceShards& shards, int member,
+                                 const comm::Communicator* group) {
+  RETURN_IF_ERROR(shards.Validate((std::string(what) + ".shards").c_str()));
+  const int n = shards.members();
+  if (member < 0 || member >= n) {
+    return core::InvalidArgument(std::string(what) + ".member = " + std::to_string(member) +
+                                 ", must be in [0, " + std::to_string(n) + ")");
+  }
+  if (n > 1 && (group == nullptr || group->size() != n || group->rank() != member)) {
+    return core::InvalidArgument(
+        std::string(what) + ": need a group communicator of " + std::to_string(n) +
+        " ranks with rank " + std::to_string(member) + ", got " +
+        (group == nullptr
+             ? std::string("none")
+             : std::to_string(group->size()) + " ranks, rank " + std::to_string(group->rank())));
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace tessera::parallel

@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace tessera::parallel {
@@ -84,5 +85,11 @@ struct SequenceShards {
   // `what` prefixes the message.
   core::Status Validate(const char* what) const;
 };
+
+// The group side of a layout over `shards`: consistent shards, 0 <= member < members(), and
+// with more than one member a `group` of members() ranks whose rank is `member` (a single
+// member needs no communicator). `what` names the layout in messages, e.g. "UlyssesLayout".
+core::Status ValidateGroupMember(const char* what, const SequenceShards& shards, int member,
+                                 const comm::Communicator* group);
 
 }  // namespace tessera::parallel

@@ -10,23 +10,10 @@ namespace tessera::parallel {
 using core::Status;
 
 Status ShardGatherLayout::Validate(const comm::Communicator* group) const {
-  RETURN_IF_ERROR(shards.Validate("ShardGatherLayout.shards"));
-  const int q = group_size();
-  if (member < 0 || member >= q) {
-    return core::InvalidArgument("ShardGatherLayout.member = " + std::to_string(member) +
-                                 ", must be in [0, " + std::to_string(q) + ")");
-  }
+  RETURN_IF_ERROR(ValidateGroupMember("ShardGatherLayout", shards, member, group));
   if (row_floats < 1) {
     return core::InvalidArgument("ShardGatherLayout.row_floats = " + std::to_string(row_floats) +
                                  ", must be >= 1");
-  }
-  if (q > 1 && (group == nullptr || group->size() != q || group->rank() != member)) {
-    return core::InvalidArgument(
-        "shard gather group: need a communicator of " + std::to_string(q) + " ranks with rank " +
-        std::to_string(member) + ", got " +
-        (group == nullptr
-             ? std::string("none")
-             : std::to_string(group->size()) + " ranks, rank " + std::to_string(group->rank())));
   }
   return Status::Ok();
 }

@@ -42,11 +42,10 @@ struct Case {
 Case MakeCase(uint64_t seed) {
   core::Rng rng(seed);
   Case c;
-  const int q = 1 + static_cast<int>(rng.Below(4));
-  const int nseq = 1 + static_cast<int>(rng.Below(4));
-  c.base.shards = testing::RandomShards(rng, q, nseq, 4);
-  c.base.row_floats = 1 + static_cast<int64_t>(rng.Below(5));
-  c.num_tensors = 1 + static_cast<int>(rng.Below(3));
+  c.base.shards = testing::RandomShards(rng);
+  c.base.row_floats = testing::RandomInt(rng, 1, 5);
+  c.num_tensors = static_cast<int>(testing::RandomInt(rng, 1, 3));
+  const int q = c.base.group_size();
   const int64_t n = c.base.shards.TotalRows() * c.base.row_floats;
   for (int t = 0; t < c.num_tensors; ++t) c.concat.push_back(testing::RandomFloats(rng, n));
   c.partials.resize(q);
@@ -102,7 +101,7 @@ TEST(ShardGather, RejectsWrongGroupBeforeCommunicating) {
     mine.member = world.rank();
     const core::Status st = AllGatherShards(&world, mine, {in.data()}, {out.data()}, nullptr);
     EXPECT_FALSE(st.ok());
-    EXPECT_NE(st.ToString().find("need a communicator of 3 ranks"), std::string::npos);
+    EXPECT_NE(st.ToString().find("need a group communicator of 3 ranks"), std::string::npos);
   });
 }
 

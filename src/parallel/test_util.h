@@ -13,13 +13,20 @@
 
 namespace tessera::parallel::testing {
 
-// rows[m][s] uniform in [0, max_rows]; about a third of them forced to 0.
-inline SequenceShards RandomShards(core::Rng& rng, int members, int sequences, int max_rows) {
+// Uniform integer in [lo, hi].
+inline int64_t RandomInt(core::Rng& rng, int64_t lo, int64_t hi) {
+  return lo + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(hi - lo + 1)));
+}
+
+// 1..4 members, 1..4 sequences, rows[m][s] uniform in [0, 4] with about a third of them
+// forced to 0 (empty shards).
+inline SequenceShards RandomShards(core::Rng& rng) {
+  const int members = static_cast<int>(RandomInt(rng, 1, 4));
+  const int sequences = static_cast<int>(RandomInt(rng, 1, 4));
   SequenceShards sh;
   sh.rows.assign(members, std::vector<int64_t>(sequences));
   for (auto& member_rows : sh.rows)
-    for (int64_t& r : member_rows)
-      r = rng.Below(3) == 0 ? 0 : static_cast<int64_t>(rng.Below(max_rows + 1));
+    for (int64_t& r : member_rows) r = rng.Below(3) == 0 ? 0 : RandomInt(rng, 0, 4);
   return sh;
 }
 

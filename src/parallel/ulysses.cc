@@ -9,12 +9,8 @@ namespace tessera::parallel {
 using core::Status;
 
 Status UlyssesLayout::Validate(const comm::Communicator* group) const {
-  RETURN_IF_ERROR(shards.Validate("UlyssesLayout.shards"));
+  RETURN_IF_ERROR(ValidateGroupMember("UlyssesLayout", shards, member, group));
   const int h = group_size();
-  if (member < 0 || member >= h) {
-    return core::InvalidArgument("UlyssesLayout.member = " + std::to_string(member) +
-                                 ", must be in [0, " + std::to_string(h) + ")");
-  }
   if (heads < 1 || heads % h != 0) {
     return core::InvalidArgument("UlyssesLayout.heads = " + std::to_string(heads) +
                                  ", must be a positive multiple of the group size " +
@@ -31,14 +27,6 @@ Status UlyssesLayout::Validate(const comm::Communicator* group) const {
   }
   for (int64_t off : local_row_offsets) {
     if (off < 0) return core::InvalidArgument("UlyssesLayout.local_row_offsets: negative offset");
-  }
-  if (h > 1 && (group == nullptr || group->size() != h || group->rank() != member)) {
-    return core::InvalidArgument(
-        "Ulysses group: need a communicator of " + std::to_string(h) + " ranks with rank " +
-        std::to_string(member) + ", got " +
-        (group == nullptr
-             ? std::string("none")
-             : std::to_string(group->size()) + " ranks, rank " + std::to_string(group->rank())));
   }
   return Status::Ok();
 }

@@ -40,12 +40,11 @@ struct Case {
 Case MakeCase(uint64_t seed) {
   core::Rng rng(seed);
   Case c;
-  const int h = 1 + static_cast<int>(rng.Below(4));
-  const int nseq = 1 + static_cast<int>(rng.Below(4));
-  c.base.shards = testing::RandomShards(rng, h, nseq, 4);
-  c.base.heads = h * (1 + static_cast<int64_t>(rng.Below(3)));
-  c.base.head_dim = 1 + static_cast<int64_t>(rng.Below(3));
-  c.num_tensors = 1 + static_cast<int>(rng.Below(3));
+  c.base.shards = testing::RandomShards(rng);
+  const int h = c.base.group_size(), nseq = c.base.shards.sequences();
+  c.base.heads = h * testing::RandomInt(rng, 1, 3);
+  c.base.head_dim = testing::RandomInt(rng, 1, 3);
+  c.num_tensors = static_cast<int>(testing::RandomInt(rng, 1, 3));
   const SequenceShards& sh = c.base.shards;
   const int64_t H = c.base.heads, D = c.base.head_dim, HD = H * D, Hh = H / h, hd = Hh * D;
   const std::vector<int64_t> cu = sh.CuSeqlens();
