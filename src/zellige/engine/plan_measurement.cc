@@ -5,18 +5,14 @@
 #include <string>
 
 #include "core/alloc_stats.h"
+#include "core/stats.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/dit_training.h"
 #include "zellige/engine/engine_attention_backend.h"
 
 namespace tessera::zellige::engine {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double Median(std::vector<double> v) { return core::Median(v); }
 
 double PlanMeasurement::MedianMakespanS() const {
   std::vector<double> makespans;
@@ -25,7 +21,7 @@ double PlanMeasurement::MedianMakespanS() const {
     for (const RankMeasurement& r : ranks) mx = std::max(mx, r.step_s[s]);
     makespans.push_back(mx);
   }
-  return Median(makespans);
+  return core::Median(makespans);
 }
 
 int64_t PlanMeasurement::MaxPeakBytes() const {

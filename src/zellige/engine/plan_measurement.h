@@ -23,8 +23,8 @@
 #include "core/status.h"
 #include "models/adamw.h"
 #include "models/small_dit.h"
-#include "zellige/plan.h"
 #include "workload/batch.h"
+#include "zellige/plan.h"
 
 namespace tessera::zellige::engine {
 
@@ -55,7 +55,7 @@ struct PlanMeasurement {
   int64_t MaxPeakBytes() const;
 };
 
-// Median of a non-empty vector (mean of the two middle values for even sizes).
+// core::Median (kept for callers of this name; new code calls core::Median).
 double Median(std::vector<double> v);
 
 // Measures several plans interleaved: `options.steps` rounds, each running every case once
