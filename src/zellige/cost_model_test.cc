@@ -56,8 +56,7 @@ TEST(CostModelTest, CrossingNodesIsSlower) {
 }
 
 TEST(CostModelTest, IdealSplitIsExactlyProportional) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"),
-               {.ideal = true});
+  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
   double whole = cm.WholeTime(100000);
   for (ParallelConfig c :
        {ParallelConfig{1, 2, 1}, ParallelConfig{2, 1, 2}, ParallelConfig{1, 4, 4}}) {

@@ -13,8 +13,7 @@
 namespace tessera::zellige {
 namespace {
 
-SplitSearchSpace MakeSpace(const workload::Batch& batch, const CostModel& cost,
-                           double fluid_fraction) {
+SplitSearchSpace MakeSpace(const workload::Batch& batch, const CostModel& cost, double fluid_fraction) {
   SplitSearchSpace s;
   s.num_ranks = cost.cluster().num_ranks();
   s.blocks = AlignedBlocks(s.num_ranks);

@@ -101,8 +101,7 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
 // placement reaches it only by splitting all m + 1.
 TEST(ZelligePlannerTest, TheoremTwoConstruction) {
   const int n = 4, p = 2, m = n * p;
-  CostModel cost(testing::TinyCluster(1, n), *models::DitModelPreset("wan2.1-1.3b"),
-                 {.ideal = true});
+  CostModel cost(testing::TinyCluster(1, n), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
   std::vector<int64_t> tokens = {200000};
   for (int i = 0; i < m; ++i) tokens.push_back(2000);
   workload::Batch batch = MakeBatch(tokens);
