@@ -12,24 +12,6 @@
 
 namespace tessera::zellige::engine {
 
-double Median(std::vector<double> v) { return core::Median(v); }
-
-double PlanMeasurement::MedianMakespanS() const {
-  std::vector<double> makespans;
-  for (int s = 0; s < steps(); ++s) {
-    double mx = 0;
-    for (const RankMeasurement& r : ranks) mx = std::max(mx, r.step_s[s]);
-    makespans.push_back(mx);
-  }
-  return core::Median(makespans);
-}
-
-int64_t PlanMeasurement::MaxPeakBytes() const {
-  int64_t mx = 0;
-  for (const RankMeasurement& r : ranks) mx = std::max(mx, r.peak_bytes);
-  return mx;
-}
-
 core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const workload::Batch& batch,
                                             const models::SmallDitConfig& config,
                                             comm::Communicator& world,
