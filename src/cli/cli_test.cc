@@ -87,6 +87,14 @@ TEST(CliTest, BadPresetsAndOptions) {
   EXPECT_EQ(RunTessera("zellige plan --no-such-flag").code, 1);
 }
 
+TEST(CliTest, UnknownPlannerOptionListsTheKnownKeys) {
+  ExpectUserError("zellige plan --planner usp --option zellige.gapp=1",
+                  "got 'zellige.gapp', must be one of");
+  ExpectUserError("zellige plan --option zellige.gapp=1", "knapformer.bags");
+  ExpectUserError("zellige bench-planner --batches 1 --mixes v50 --option zellige.gapp=1",
+                  "got 'zellige.gapp', must be one of");
+}
+
 TEST(CliTest, MalformedAndTruncatedFiles) {
   std::string trunc = Write("trunc.json", "{\"name\": \"c\", \"device\": {\"name\": \"x\"");
   ExpectUserError("zellige plan --cluster " + trunc, "malformed JSON");

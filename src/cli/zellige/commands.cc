@@ -8,10 +8,12 @@
 #include "core/json_util.h"
 #include "core/table.h"
 #include "core/trace.h"
+#include "core/units.h"
 #include "hw/cluster.h"
-#include "workload/batch_source.h"
-#include "zellige/evaluate.h"
 #include "models/token_calculus.h"
+#include "workload/batch_source.h"
+#include "zellige/compare_planners.h"
+#include "zellige/evaluate.h"
 
 namespace tessera::cli {
 
@@ -21,8 +23,6 @@ using core::StatusOr;
 using namespace tessera::zellige;  // NOLINT
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct TokensArgs {
   std::string kind = "video";
@@ -36,7 +36,8 @@ Status RunTokens(const TokensArgs& a) {
     return core::InvalidArgument("--kind: got '" + a.kind + "', must be image or video");
   }
   ASSIGN_OR_RETURN(models::Resolution r, models::ParseResolution(a.res));
-  models::MediaKind kind = a.kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
+  models::MediaKind kind =
+      a.kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
   ASSIGN_OR_RETURN(int64_t tokens, models::CountTokens(kind, r, a.seconds, a.fps));
   std::printf("%lld\n", static_cast<long long>(tokens));
   return Status::Ok();
@@ -58,72 +59,42 @@ Status RunPlan(const PlanArgs& a) {
   const CostModel& cost = *cost_model;
   const hw::Cluster& cluster = cost.cluster();
   const models::DitModel& model = cost.model();
-  ASSIGN_OR_RETURN(workload::Batch batch, workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, 1}, cluster.num_ranks()));
+  ASSIGN_OR_RETURN(
+      workload::Batch batch,
+      workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, 1}, cluster.num_ranks()));
   ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
-  RETURN_IF_ERROR(CheckBatchFits(batch, cost));
-  std::vector<const PlannerEntry*> entries;
-  if (a.planner == "all") {
-    for (const auto& e : PlannerRegistry())
-      if (e.in_all) entries.push_back(&e);
-  } else {
-    ASSIGN_OR_RETURN(const PlannerEntry* e, FindPlanner(a.planner));
-    entries.push_back(e);
-  }
+  RETURN_IF_ERROR(ValidatePlannerOptions(options));
+  ASSIGN_OR_RETURN(std::vector<const PlannerEntry*> entries, SelectPlanners(a.planner));
   if (!a.save_plan.empty() && entries.size() != 1) {
     return core::InvalidArgument("--save-plan: needs a single --planner, got '" + a.planner + "'");
   }
   if (!a.trace_path.empty() && entries.size() != 1) {
     return core::InvalidArgument("--trace: needs a single --planner, got '" + a.planner + "'");
   }
-  std::vector<PlannerRun> runs;
-  std::vector<std::string> failures;
-  for (const auto* e : entries) {
-    auto run = RunPlanner(*e, batch, cost, options);
-    if (!run.ok()) {
-      if (run.status().code() == core::StatusCode::kInternal) return run.status();
-      if (entries.size() == 1) return run.status();
-      failures.push_back(run.status().message());
-      continue;
-    }
-    runs.push_back(std::move(run).value());
-  }
+  ASSIGN_OR_RETURN(PlannerComparison cmp, ComparePlanners(batch, cost, entries, options));
+  const std::vector<PlannerRun>& runs = cmp.runs;
   std::printf(
       "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
       "video share %.1f%%\n",
       cluster.name.c_str(), cluster.num_ranks(), cluster.provenance.c_str(), model.name.c_str(),
       batch.name.c_str(), batch.sequences.size(), batch.total_tokens() / 1e6,
       100 * batch.video_token_share());
-  double usp_makespan = 0;
-  for (const auto& r : runs)
-    if (r.planner == "usp") usp_makespan = r.sim.makespan_s;
   core::Table t({"planner", "makespan s", "vs usp", "max/mean", "attn comm GB", "peak mem GiB",
                  "splits", "feasible", "solve ms"});
-  Json results = Json::array();
-  for (const auto& r : runs) {
-    t.AddRow({r.planner, core::Fixed(r.sim.makespan_s, 2),
-              usp_makespan > 0 ? core::Fixed(usp_makespan / r.sim.makespan_s, 2) + "x" : "-",
-              core::Fixed(r.sim.max_over_mean, 3), core::Fixed(r.sim.attn_comm_bytes / 1e9, 1),
-              core::Fixed(r.sim.peak_mem_bytes / kGiB, 1), std::to_string(r.sim.split_sequences),
-              r.sim.feasible ? "yes" : "OOM", core::Fixed(r.solve_ms, 2)});
-    Json jr = {{"planner", r.planner},
-               {"feasible", r.sim.feasible},
-               {"makespan_s", r.sim.makespan_s},
-               {"max_over_mean", r.sim.max_over_mean},
-               {"attn_comm_bytes", r.sim.attn_comm_bytes},
-               {"peak_mem_bytes", r.sim.peak_mem_bytes},
-               {"split_sequences", r.sim.split_sequences},
-               {"solve_ms", r.solve_ms}};
-    if (!r.sim.feasible) jr["infeasible_reason"] = r.sim.infeasible_reason;
-    results.push_back(jr);
+  for (const PlannerComparisonRow& r : cmp.rows) {
+    t.AddRow({r.planner, core::Fixed(r.makespan_s, 2),
+              r.vs_usp > 0 ? core::Fixed(r.vs_usp, 2) + "x" : "-", core::Fixed(r.max_over_mean, 3),
+              core::Fixed(r.attn_comm_bytes / core::kGB, 1),
+              core::Fixed(r.peak_mem_bytes / core::kGiB, 1), std::to_string(r.split_sequences),
+              r.feasible ? "yes" : "OOM", core::Fixed(r.solve_ms, 2)});
   }
   std::printf("%s", t.Render().c_str());
   std::printf("(modeled: %s; one training step)\n", DescribeCostModel(cost).c_str());
-  for (const auto& r : runs)
-    if (!r.sim.feasible)
-      std::printf("%s: %s\n", r.planner.c_str(), r.sim.infeasible_reason.c_str());
-  for (const auto& f : failures) std::printf("failed: %s\n", f.c_str());
+  for (const PlannerComparisonRow& r : cmp.rows)
+    if (!r.feasible) std::printf("%s: %s\n", r.planner.c_str(), r.infeasible_reason.c_str());
+  for (const auto& f : cmp.failures) std::printf("failed: %s\n", f.c_str());
   if (!a.json_path.empty()) {
-    Json out = {{"results", results},
+    Json out = {{"results", ToJson(cmp)},
                 {"cluster", hw::ToJson(cluster)},
                 {"model", ToJson(model)},
                 {"batch", ToJson(batch)},
@@ -164,12 +135,12 @@ Status RunSimulate(const SimulateArgs& a) {
   core::Table t({"rank", "busy s", "finish s", "mem GiB"});
   for (int i = 0; i < cluster.num_ranks(); ++i) {
     t.AddRow({std::to_string(i), core::Fixed(r.busy_s[i], 3), core::Fixed(r.finish_s[i], 3),
-              core::Fixed(r.mem_bytes[i] / kGiB, 2)});
+              core::Fixed(r.mem_bytes[i] / core::kGiB, 2)});
   }
   std::printf("%s", t.Render().c_str());
   std::printf(
       "makespan %.3f s, max/mean %.3f, attn comm %.2f GB, peak mem %.2f GiB, %s (modeled: %s)\n",
-      r.makespan_s, r.max_over_mean, r.attn_comm_bytes / 1e9, r.peak_mem_bytes / kGiB,
+      r.makespan_s, r.max_over_mean, r.attn_comm_bytes / core::kGB, r.peak_mem_bytes / core::kGiB,
       r.feasible ? "feasible" : r.infeasible_reason.c_str(), DescribeCostModel(cost).c_str());
   if (cost.StepOverheadS() > 0) {
     std::printf("(makespan includes the profile's per-step overhead of %.3f s)\n",

@@ -20,44 +20,20 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "cli/command.h"
 #include "cli/zellige/profile_job.h"
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
-#include "zellige/prediction_error.h"
-#include "zellige/profile.h"
-#include "zellige/simulator.h"
-#include "zellige/validation_plans.h"
+#include "core/units.h"
+#include "zellige/engine/validation.h"
 
 namespace tessera::cli {
 
-using core::Json;
 using core::Status;
 
 namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-// Every rank's per-step measurements of one plan next to the simulator's per-rank figures.
-Json RanksJson(const zellige::engine::PlanMeasurement& m, const zellige::SimResult& sim) {
-  Json ranks = Json::array();
-  for (size_t r = 0; r < m.ranks.size(); ++r) {
-    ranks.push_back({{"rank", r},
-                     {"local_tokens", m.ranks[r].local_tokens},
-                     {"step_s", m.ranks[r].step_s},
-                     {"forward_s", m.ranks[r].forward_s},
-                     {"backward_s", m.ranks[r].backward_s},
-                     {"tail_s", m.ranks[r].tail_s},
-                     {"peak_bytes", m.ranks[r].peak_bytes},
-                     {"predicted_peak_bytes", sim.mem_bytes[r]},
-                     {"predicted_busy_s", sim.busy_s[r]}});
-  }
-  return ranks;
-}
 
 struct ValidateArgs {
   ProfileJobArgs job;
@@ -65,104 +41,35 @@ struct ValidateArgs {
   std::string json_path;
 };
 
-Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
-                       const zellige::CostModel& cost) {
-  const int n = world.size(), me = world.rank();
-  zellige::ValidationSpec spec;
-  spec.num_ranks = n;
-  spec.heads = static_cast<int>(a.job.model.heads);
-  spec.token_scale = a.token_scale;
-  spec.seed = a.job.seed;
-  ASSIGN_OR_RETURN(std::vector<zellige::ValidationCase> cases, zellige::MakeValidationCases(spec));
-  const models::SmallDitConfig cfg = ToSmallDitConfig(a.job.model);
-  const zellige::engine::MeasureOptions mo = ToMeasureOptions(a.job);
-  std::unique_ptr<core::ProgressBar> bar;
-  if (me == 0) {
-    bar = std::make_unique<core::ProgressBar>("validate",
-                                              static_cast<long>(cases.size() + 1) * a.job.repeats);
-  }
-  // The drift probe runs interleaved with the cases (zellige/validation_plans.h).
-  if (cost.profile() == nullptr) return core::Internal("validate: cost model without profile");
-  ASSIGN_OR_RETURN(const zellige::DriftProbe drift_probe, zellige::MakeDriftProbe(*cost.profile()));
-  const zellige::ValidationCase& probe = drift_probe.probe;
-  std::vector<zellige::engine::PlanCase> pcs;
-  for (const zellige::ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
-  pcs.push_back({&probe.plan, &probe.batch});
-  ASSIGN_OR_RETURN(std::vector<zellige::engine::PlanMeasurement> measured,
-                   zellige::engine::MeasurePlansInterleaved(pcs, cfg, world, mo, [&](int done, int) {
-                     if (bar) bar->Update(done);
-                   }));
-  if (bar) bar->Done();
-  ASSIGN_OR_RETURN(zellige::SimResult probe_sim, zellige::Simulate(probe.plan, probe.batch, cost));
-  const double probe_meas = measured.back().MedianMakespanS();
-  const double drift = probe_meas / drift_probe.profiled_makespan_s;
-  // Per-rank drift: each rank's forward + backward on the probe now against the profiler's
-  // price of that work gives the cost model of the machine as it runs now.
-  std::vector<double> probe_rank_s;
-  for (const zellige::engine::RankMeasurement& r : measured.back().ranks) {
-    std::vector<double> fb(r.forward_s.size());
-    for (size_t s = 0; s < fb.size(); ++s) fb[s] = r.forward_s[s] + r.backward_s[s];
-    probe_rank_s.push_back(zellige::engine::Median(fb));
-  }
-  // A probe too far off for a profile to describe (e.g. tiny plans on a loaded machine) is
-  // reported, and the x drift columns then repeat the raw prediction.
-  core::StatusOr<zellige::Profile> scaled =
-      zellige::DriftScaledProfile(*cost.profile(), drift_probe, probe_rank_s);
-  const zellige::Profile now_profile = scaled.ok() ? *scaled : *cost.profile();
-  const zellige::CostModel now_cost(std::make_shared<const zellige::Profile>(now_profile));
-  std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t, uniform_t;
-  Json plans = Json::array();
+core::Table PlanTable(const zellige::ValidationReport& r) {
   core::Table t({"plan", "splits", "tokens", "pred s", "meas s", "err %", "x drift s", "err %",
                  "pred MiB", "meas MiB", "err %"});
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const zellige::ValidationCase& c = cases[i];
-    ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
-    ASSIGN_OR_RETURN(zellige::SimResult now_sim, zellige::Simulate(c.plan, c.batch, now_cost));
-    const zellige::engine::PlanMeasurement& m = measured[i];
-    if (!m.memory_measured) {
-      return core::FailedPrecondition(
-          "this build does not count heap allocations (sanitizer build?); validate with the "
-          "release build");
-    }
-    const double mt = m.MedianMakespanS(), mm = static_cast<double>(m.MaxPeakBytes());
-    pred_t.push_back(sim.makespan_s);
-    corr_t.push_back(now_sim.makespan_s);
-    uniform_t.push_back(sim.makespan_s * drift);
-    meas_t.push_back(mt);
-    pred_m.push_back(sim.peak_mem_bytes);
-    meas_m.push_back(mm);
-    t.AddRow({c.name, std::to_string(zellige::SplitCount(c.plan)),
-              std::to_string(c.batch.total_tokens()), core::Fixed(sim.makespan_s, 3),
-              core::Fixed(mt, 3), core::Fixed(100 * (sim.makespan_s - mt) / mt, 1),
-              core::Fixed(corr_t.back(), 3), core::Fixed(100 * (corr_t.back() - mt) / mt, 1),
-              core::Fixed(sim.peak_mem_bytes / kMiB, 1), core::Fixed(mm / kMiB, 1),
-              core::Fixed(100 * (sim.peak_mem_bytes - mm) / mm, 2)});
-    plans.push_back({{"name", c.name},
-                     {"splits", zellige::SplitCount(c.plan)},
-                     {"tokens", c.batch.total_tokens()},
-                     {"predicted_makespan_s", sim.makespan_s},
-                     {"measured_makespan_s", mt},
-                     {"drift_corrected_makespan_s", corr_t.back()},
-                     {"predicted_peak_bytes", sim.peak_mem_bytes},
-                     {"measured_peak_bytes", mm},
-                     {"ranks", RanksJson(m, sim)},
-                     {"plan", zellige::ToJson(c.plan, c.batch)}});
+  for (const zellige::ValidationRow& row : r.rows) {
+    const double mt = row.measured_makespan_s, mm = row.measured_peak_bytes;
+    const double pt = row.predicted_makespan_s, ct = row.drift_corrected_makespan_s;
+    const double pm = row.predicted_peak_bytes;
+    t.AddRow({row.name, std::to_string(row.splits), std::to_string(row.tokens), core::Fixed(pt, 3),
+              core::Fixed(mt, 3), core::Fixed(100 * (pt - mt) / mt, 1), core::Fixed(ct, 3),
+              core::Fixed(100 * (ct - mt) / mt, 1), core::Fixed(pm / core::kMiB, 1),
+              core::Fixed(mm / core::kMiB, 1), core::Fixed(100 * (pm - mm) / mm, 2)});
   }
-  if (me != 0) return Status::Ok();
-  ASSIGN_OR_RETURN(zellige::PredictionError et, zellige::ComparePredictions(pred_t, meas_t));
-  ASSIGN_OR_RETURN(zellige::PredictionError em, zellige::ComparePredictions(pred_m, meas_m));
-  ASSIGN_OR_RETURN(zellige::PredictionError ec, zellige::ComparePredictions(corr_t, meas_t));
-  ASSIGN_OR_RETURN(zellige::PredictionError eu, zellige::ComparePredictions(uniform_t, meas_t));
+  return t;
+}
+
+void PrintReport(const zellige::ValidationReport& r) {
   std::string factors;
-  for (double f : now_profile.rank_time_factors) {
+  for (double f : r.drift.rank_time_factors) {
     factors += (factors.empty() ? "" : ", ") + core::Fixed(f, 3);
   }
-  if (!scaled.ok()) factors = "none (" + scaled.status().message() + "; x drift = raw)";
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const bool over = static_cast<unsigned>(n) > cores;
-  std::printf("validate: %zu plans at %d ranks%s, profile %s\n", cases.size(), n,
-              over ? " (OVERSUBSCRIBED: more ranks than cores)" : "", a.job.profile_path.c_str());
-  std::printf("%s", t.Render().c_str());
+  if (!r.drift.rank_factors_error.empty()) {
+    factors = "none (" + r.drift.rank_factors_error + "; x drift = raw)";
+  }
+  std::printf("validate: %zu plans at %d ranks%s, profile %s\n", r.rows.size(), r.ranks,
+              r.oversubscribed ? " (OVERSUBSCRIBED: more ranks than cores)" : "",
+              r.profile_path.c_str());
+  std::printf("%s", PlanTable(r).Render().c_str());
+  const core::PredictionError &et = r.makespan, &eu = r.makespan_uniform;
+  const core::PredictionError &ec = r.makespan_drift_corrected, &em = r.memory;
   std::printf("step makespan: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n", et.mae, et.mape_percent,
               et.max_ape_percent);
   std::printf(
@@ -172,50 +79,37 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
       "per-rank drift (probe forward + backward now / profiled): rank time factors %s\n"
       "step makespan, cost model with these rank factors (x drift columns): MAE %.3f s, MAPE "
       "%.2f%% (max %.1f%%)\n",
-      probe.name.c_str(), probe_meas, drift_probe.profiled_makespan_s, drift, probe_sim.makespan_s,
-      eu.mape_percent, eu.max_ape_percent, factors.c_str(), ec.mae, ec.mape_percent,
-      ec.max_ape_percent);
-  std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n", em.mae / kMiB,
-              em.mape_percent, em.max_ape_percent);
+      r.probe_name.c_str(), r.probe_measured_makespan_s, r.probe_profiled_makespan_s,
+      r.drift.factor, r.probe_predicted_makespan_s, eu.mape_percent, eu.max_ape_percent,
+      factors.c_str(), ec.mae, ec.mape_percent, ec.max_ape_percent);
+  std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n",
+              em.mae / core::kMiB, em.mape_percent, em.max_ape_percent);
   std::printf(
       "(measured on this machine: real SmallDit training steps over MPI, median of %d "
       "steps; predicted: profile-priced cost model + simulator)\n",
-      a.job.repeats);
-  if (!a.json_path.empty()) {
-    Json out = {{"label", "measured"},
-                {"profile", a.job.profile_path},
-                {"provenance", cost.cluster().provenance},
-                {"ranks", n},
-                {"oversubscribed", over},
-                {"repeats", a.job.repeats},
-                {"token_scale", a.token_scale},
-                {"makespan",
-                 {{"mae_s", et.mae},
-                  {"mape_percent", et.mape_percent},
-                  {"max_ape_percent", et.max_ape_percent}}},
-                {"drift_probe",
-                 {{"name", probe.name},
-                  {"measured_makespan_s", probe_meas},
-                  {"profiled_makespan_s", drift_probe.profiled_makespan_s},
-                  {"predicted_makespan_s", probe_sim.makespan_s},
-                  {"factor", drift},
-                  {"uniform_mape_percent", eu.mape_percent},
-                  {"rank_compute_s", probe_rank_s},
-                  {"profiled_compute_s", drift_probe.profiled_compute_s},
-                  {"rank_time_factors", now_profile.rank_time_factors},
-                  {"rank_factors_error", scaled.ok() ? "" : scaled.status().message()},
-                  {"ranks", RanksJson(measured.back(), probe_sim)}}},
-                {"makespan_drift_corrected",
-                 {{"mae_s", ec.mae},
-                  {"mape_percent", ec.mape_percent},
-                  {"max_ape_percent", ec.max_ape_percent}}},
-                {"memory",
-                 {{"mae_bytes", em.mae},
-                  {"mape_percent", em.mape_percent},
-                  {"max_ape_percent", em.max_ape_percent}}},
-                {"plans", plans}};
-    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, out));
-  }
+      r.repeats);
+}
+
+Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
+                       const zellige::CostModel& cost) {
+  zellige::engine::ValidationOptions o;
+  o.token_scale = a.token_scale;
+  o.repeats = a.job.repeats;
+  o.warmup = a.job.warmup;
+  o.seed = a.job.seed;
+  o.model = ToSmallDitConfig(a.job.model);
+  o.profile_path = a.job.profile_path;
+  std::unique_ptr<core::ProgressBar> bar;
+  ASSIGN_OR_RETURN(zellige::ValidationReport report,
+                   zellige::engine::RunValidation(world, o, cost, [&](int done, int total) {
+                     if (world.rank() != 0) return;
+                     if (!bar) bar = std::make_unique<core::ProgressBar>("validate", total);
+                     bar->Update(done);
+                   }));
+  if (bar) bar->Done();
+  if (world.rank() != 0) return Status::Ok();
+  PrintReport(report);
+  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(report)));
   std::fflush(stdout);
   return Status::Ok();
 }

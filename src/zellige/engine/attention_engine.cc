@@ -10,6 +10,9 @@
 #include <utility>
 
 #include "kernels/lse_merge.h"
+#include "parallel/member_mesh.h"
+#include "parallel/shard_gather.h"
+#include "parallel/ulysses.h"
 
 namespace tessera::zellige::engine {
 
@@ -51,6 +54,9 @@ struct AttentionEngine::SegmentInfo {
   comm::Communicator* ulysses = nullptr;  // size h, rank hi (null when h == 1)
   comm::Communicator* gather = nullptr;   // size q, rank qi (null when q == 1)
   int ring_next = 0, ring_prev = 0;       // world ranks (k > 1)
+  // Data layouts of this member's Ulysses and gather groups (built in Create when mine).
+  parallel::UlyssesLayout ulysses_layout;     // rows: member chunks of super-chunk g()
+  parallel::ShardGatherLayout gather_layout;  // rows: super-chunks of ring chunk ki
 
   int lambda() const { return cfg.degree(); }
   int64_t Begin(int s, int member_index) const {
@@ -78,225 +84,32 @@ struct AttentionEngine::SegmentInfo {
       cu.push_back(cu.back() + RingRows(s, c));
     return cu;
   }
-  int64_t SelfRows() const {
-    int64_t n = 0;
-    for (int s = 0; s < static_cast<int>(seqs.size()); ++s) n += MemberRows(s, member);
-    return n;
-  }
 };
 
 namespace {
 
 using Seg = AttentionEngine::SegmentInfo;
 
-// Ulysses group of (qi, ki): members ki*h*q + qi*h + 0..h-1.
-std::vector<int> UlyssesGroup(const Seg& s, int qi, int ki) {
-  std::vector<int> r;
-  for (int x = 0; x < s.cfg.h; ++x) r.push_back(s.ranks[ki * s.cfg.h * s.cfg.q + qi * s.cfg.h + x]);
-  return r;
-}
-// All-gather group of (hi, ki): members ki*h*q + 0..q-1 * h + hi.
-std::vector<int> GatherGroup(const Seg& s, int hi, int ki) {
-  std::vector<int> r;
-  for (int x = 0; x < s.cfg.q; ++x) r.push_back(s.ranks[ki * s.cfg.h * s.cfg.q + x * s.cfg.h + hi]);
-  return r;
-}
-
-// Local (all heads) -> head-split super-chunk layout, for nt tensors at once.
-// in[t]: packed local (T_local, H, D); out[t]: (T_super, H/h, D), sequences concatenated.
-Status UlyssesScatter(const Seg& s, int64_t H, int64_t D, const std::vector<const float*>& in,
-                      const std::vector<float*>& out, core::MemoryTracker* mem) {
-  const int h = s.cfg.h;
-  const int64_t HD = H * D, hd = (H / h) * D;
-  const int nt = static_cast<int>(in.size());
-  const int nseq = static_cast<int>(s.seqs.size());
-  const std::vector<int64_t> cu = s.CuSuper(s.g());
-  if (h == 1) {
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q)
-        std::memcpy(out[t] + cu[q] * hd, in[t] + s.seqs[q].local_offset * HD,
-                    sizeof(float) * s.MemberRows(q, s.member) * HD);
-    return Status::Ok();
-  }
-  const int64_t self_rows = s.SelfRows();
-  std::vector<int64_t> sc(h), sd(h), rc(h), rd(h);
-  int64_t spos = 0, rpos = 0;
-  for (int j = 0; j < h; ++j) {
-    sc[j] = nt * self_rows * hd;
-    sd[j] = spos;
-    spos += sc[j];
-    int64_t rows = 0;
-    for (int q = 0; q < nseq; ++q) rows += s.MemberRows(q, s.g() * h + j);
-    rc[j] = nt * rows * hd;
-    rd[j] = rpos;
-    rpos += rc[j];
-  }
-  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
-  float* p = send.data();
-  for (int j = 0; j < h; ++j)
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q) {
-        const float* src = in[t] + s.seqs[q].local_offset * HD + j * hd;
-        for (int64_t r = 0; r < s.MemberRows(q, s.member); ++r) {
-          std::memcpy(p, src + r * HD, sizeof(float) * hd);
-          p += hd;
-        }
-      }
-  RETURN_IF_ERROR(s.ulysses->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
-                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
-  const float* r = recv.data();
+// The Ulysses layout (members g*h + 0..h-1 of super-chunk g) and the gather layout (super-
+// chunks ki*q + 0..q-1 of ring chunk ki) of this member.
+void BuildLayouts(int64_t heads, int64_t head_dim, Seg* s) {
+  const int nseq = static_cast<int>(s->seqs.size());
+  const int h = s->cfg.h, q = s->cfg.q;
+  parallel::UlyssesLayout& u = s->ulysses_layout;
+  u.shards.rows.assign(h, std::vector<int64_t>(nseq));
   for (int m = 0; m < h; ++m)
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q) {
-        const int mem_idx = s.g() * h + m;
-        const int64_t rows = s.MemberRows(q, mem_idx);
-        const int64_t row0 = cu[q] + s.Begin(q, mem_idx) - s.SuperBegin(q, s.g());
-        std::memcpy(out[t] + row0 * hd, r, sizeof(float) * rows * hd);
-        r += rows * hd;
-      }
-  return Status::Ok();
-}
-
-// Inverse of UlyssesScatter: head-split super-chunk tensors -> packed local (all heads).
-Status UlyssesGather(const Seg& s, int64_t H, int64_t D, const std::vector<const float*>& in,
-                     const std::vector<float*>& out, core::MemoryTracker* mem) {
-  const int h = s.cfg.h;
-  const int64_t HD = H * D, hd = (H / h) * D;
-  const int nt = static_cast<int>(in.size());
-  const int nseq = static_cast<int>(s.seqs.size());
-  const std::vector<int64_t> cu = s.CuSuper(s.g());
-  if (h == 1) {
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q)
-        std::memcpy(out[t] + s.seqs[q].local_offset * HD, in[t] + cu[q] * hd,
-                    sizeof(float) * s.MemberRows(q, s.member) * HD);
-    return Status::Ok();
-  }
-  const int64_t self_rows = s.SelfRows();
-  std::vector<int64_t> sc(h), sd(h), rc(h), rd(h);
-  int64_t spos = 0, rpos = 0;
-  for (int j = 0; j < h; ++j) {
-    int64_t rows = 0;
-    for (int q = 0; q < nseq; ++q) rows += s.MemberRows(q, s.g() * h + j);
-    sc[j] = nt * rows * hd;
-    sd[j] = spos;
-    spos += sc[j];
-    rc[j] = nt * self_rows * hd;
-    rd[j] = rpos;
-    rpos += rc[j];
-  }
-  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
-  float* p = send.data();
-  for (int m = 0; m < h; ++m)
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q) {
-        const int mem_idx = s.g() * h + m;
-        const int64_t rows = s.MemberRows(q, mem_idx);
-        const int64_t row0 = cu[q] + s.Begin(q, mem_idx) - s.SuperBegin(q, s.g());
-        std::memcpy(p, in[t] + row0 * hd, sizeof(float) * rows * hd);
-        p += rows * hd;
-      }
-  RETURN_IF_ERROR(s.ulysses->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
-                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
-  const float* r = recv.data();
-  for (int j = 0; j < h; ++j)
-    for (int t = 0; t < nt; ++t)
-      for (int q = 0; q < nseq; ++q) {
-        float* dst = out[t] + s.seqs[q].local_offset * HD + j * hd;
-        for (int64_t row = 0; row < s.MemberRows(q, s.member); ++row) {
-          std::memcpy(dst + row * HD, r, sizeof(float) * hd);
-          r += hd;
-        }
-      }
-  return Status::Ok();
-}
-
-// K/V of this member's super-chunk (k_h, v_h: (T_super, hd)) -> kv_ring (K then V of ring
-// chunk ki, sequences concatenated).
-Status GatherKv(const Seg& s, int64_t hd, const float* k_h, const float* v_h, float* kv_ring,
-                core::MemoryTracker* mem) {
-  const int q = s.cfg.q;
-  const int nseq = static_cast<int>(s.seqs.size());
-  const std::vector<int64_t> cu_ring = s.CuRing(s.ki);
-  const int64_t t_ring = cu_ring.back();
-  const int64_t t_super = s.CuSuper(s.g()).back();
-  if (q == 1) {
-    std::memcpy(kv_ring, k_h, sizeof(float) * t_super * hd);
-    std::memcpy(kv_ring + t_ring * hd, v_h, sizeof(float) * t_super * hd);
-    return Status::Ok();
-  }
-  std::vector<int64_t> rc(q), rd(q);
-  int64_t pos = 0;
-  for (int m = 0; m < q; ++m) {
-    rc[m] = 2 * s.CuSuper(s.ki * q + m).back() * hd;
-    rd[m] = pos;
-    pos += rc[m];
-  }
-  core::TrackedBuffer send(mem, 2 * t_super * hd), recv(mem, pos);
-  std::memcpy(send.data(), k_h, sizeof(float) * t_super * hd);
-  std::memcpy(send.data() + t_super * hd, v_h, sizeof(float) * t_super * hd);
-  RETURN_IF_ERROR(s.gather->AllGatherV({send.data(), static_cast<size_t>(send.size())},
-                                       {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
-  const float* r = recv.data();
-  for (int m = 0; m < q; ++m) {
-    const int gg = s.ki * q + m;
-    for (int t = 0; t < 2; ++t)
-      for (int x = 0; x < nseq; ++x) {
-        const int64_t rows = s.SuperRows(x, gg);
-        const int64_t row0 = cu_ring[x] + s.SuperBegin(x, gg) - s.RingBegin(x, s.ki);
-        std::memcpy(kv_ring + t * t_ring * hd + row0 * hd, r, sizeof(float) * rows * hd);
-        r += rows * hd;
-      }
-  }
-  return Status::Ok();
-}
-
-// Reduce-scatter of dkv_ring (dK then dV of ring chunk ki, partial sums of every member of
-// the gather group) into this member's super-chunk dk_h, dv_h.
-Status ReduceScatterDkv(const Seg& s, int64_t hd, const float* dkv_ring, float* dk_h, float* dv_h,
-                        core::MemoryTracker* mem) {
-  const int q = s.cfg.q;
-  const int nseq = static_cast<int>(s.seqs.size());
-  const std::vector<int64_t> cu_ring = s.CuRing(s.ki);
-  const int64_t t_ring = cu_ring.back();
-  const int64_t t_super = s.CuSuper(s.g()).back();
-  if (q == 1) {
-    std::memcpy(dk_h, dkv_ring, sizeof(float) * t_super * hd);
-    std::memcpy(dv_h, dkv_ring + t_ring * hd, sizeof(float) * t_super * hd);
-    return Status::Ok();
-  }
-  std::vector<int64_t> sc(q), sd(q), rc(q), rd(q);
-  int64_t spos = 0, rpos = 0;
-  for (int m = 0; m < q; ++m) {
-    sc[m] = 2 * s.CuSuper(s.ki * q + m).back() * hd;
-    sd[m] = spos;
-    spos += sc[m];
-    rc[m] = 2 * t_super * hd;
-    rd[m] = rpos;
-    rpos += rc[m];
-  }
-  core::TrackedBuffer send(mem, spos), recv(mem, rpos);
-  float* p = send.data();
-  for (int m = 0; m < q; ++m) {
-    const int gg = s.ki * q + m;
-    for (int t = 0; t < 2; ++t)
-      for (int x = 0; x < nseq; ++x) {
-        const int64_t rows = s.SuperRows(x, gg);
-        const int64_t row0 = cu_ring[x] + s.SuperBegin(x, gg) - s.RingBegin(x, s.ki);
-        std::memcpy(p, dkv_ring + t * t_ring * hd + row0 * hd, sizeof(float) * rows * hd);
-        p += rows * hd;
-      }
-  }
-  RETURN_IF_ERROR(s.gather->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
-                                      {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
-  std::fill(dk_h, dk_h + t_super * hd, 0.0f);
-  std::fill(dv_h, dv_h + t_super * hd, 0.0f);
-  for (int m = 0; m < q; ++m) {  // member order: identical sums on every rank
-    const float* r = recv.data() + rd[m];
-    for (int64_t e = 0; e < t_super * hd; ++e) dk_h[e] += r[e];
-    for (int64_t e = 0; e < t_super * hd; ++e) dv_h[e] += r[t_super * hd + e];
-  }
-  return Status::Ok();
+    for (int x = 0; x < nseq; ++x) u.shards.rows[m][x] = s->MemberRows(x, s->g() * h + m);
+  u.member = s->hi;
+  u.heads = heads;
+  u.head_dim = head_dim;
+  u.local_row_offsets.clear();
+  for (const SegSeq& ss : s->seqs) u.local_row_offsets.push_back(ss.local_offset);
+  parallel::ShardGatherLayout& ga = s->gather_layout;
+  ga.shards.rows.assign(q, std::vector<int64_t>(nseq));
+  for (int m = 0; m < q; ++m)
+    for (int x = 0; x < nseq; ++x) ga.shards.rows[m][x] = s->SuperRows(x, s->ki * q + m);
+  ga.member = s->qi;
+  ga.row_floats = (heads / h) * head_dim;
 }
 
 int64_t MaxRingRows(const Seg& s) {
@@ -390,24 +203,17 @@ StatusOr<std::unique_ptr<AttentionEngine>> AttentionEngine::Create(const zellige
       s.qi = (s.member / s.cfg.h) % s.cfg.q;
       s.ki = s.member / (s.cfg.h * s.cfg.q);
     }
-    if (s.cfg.h > 1) {
-      for (int ki = 0; ki < s.cfg.k; ++ki)
-        for (int qi = 0; qi < s.cfg.q; ++qi) {
-          if (!mine || ki != s.ki || qi != s.qi) continue;
-          ASSIGN_OR_RETURN(s.ulysses, world->Sub(UlyssesGroup(s, qi, ki)));
-        }
+    const parallel::MemberMesh mesh{.h = s.cfg.h, .q = s.cfg.q, .k = s.cfg.k};
+    if (mine && s.cfg.h > 1) {
+      ASSIGN_OR_RETURN(s.ulysses, world->Sub(mesh.UlyssesRanks(s.ranks, s.qi, s.ki)));
     }
-    if (s.cfg.q > 1) {
-      for (int ki = 0; ki < s.cfg.k; ++ki)
-        for (int hi = 0; hi < s.cfg.h; ++hi) {
-          if (!mine || ki != s.ki || hi != s.hi) continue;
-          ASSIGN_OR_RETURN(s.gather, world->Sub(GatherGroup(s, hi, ki)));
-        }
+    if (mine && s.cfg.q > 1) {
+      ASSIGN_OR_RETURN(s.gather, world->Sub(mesh.GatherRanks(s.ranks, s.hi, s.ki)));
     }
     if (mine) {
-      const int stride = s.cfg.h * s.cfg.q, lambda = s.cfg.degree();
-      s.ring_next = s.ranks[(s.member + stride) % lambda];
-      s.ring_prev = s.ranks[(s.member - stride + lambda) % lambda];
+      s.ring_next = s.ranks[mesh.RingNext(s.member)];
+      s.ring_prev = s.ranks[mesh.RingPrev(s.member)];
+      if (!s.whole()) BuildLayouts(heads, head_dim, &s);
       e->segments_.push_back(std::move(sp));
     }
   }
@@ -470,9 +276,13 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
     st.lse = core::TrackedBuffer(mem, t_super * Hh);
     {
       core::TrackedBuffer k_h(mem, t_super * hd), v_h(mem, t_super * hd);
-      RETURN_IF_ERROR(UlyssesScatter(s, H, D, {q.data(), k.data(), v.data()},
-                                     {st.q_h.data(), k_h.data(), v_h.data()}, mem));
-      RETURN_IF_ERROR(GatherKv(s, hd, k_h.data(), v_h.data(), st.kv_ring.data(), mem));
+      RETURN_IF_ERROR(parallel::UlyssesScatter(s.ulysses, s.ulysses_layout,
+                                               {q.data(), k.data(), v.data()},
+                                               {st.q_h.data(), k_h.data(), v_h.data()}, mem));
+      // kv_ring: K then V of ring chunk ki, each (T_ring, H/h, D).
+      RETURN_IF_ERROR(
+          parallel::AllGatherShards(s.gather, s.gather_layout, {k_h.data(), v_h.data()},
+                                    {st.kv_ring.data(), st.kv_ring.data() + t_ring * hd}, mem));
     }
     // Ring over k (k == 1: one local varlen call).
     const int kk = s.cfg.k;
@@ -514,7 +324,8 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
       RETURN_IF_ERROR(comm::WaitAll(reqs));
       if (step + 1 < kk) cur.Swap(nxt);
     }
-    RETURN_IF_ERROR(UlyssesGather(s, H, D, {st.o_h.data()}, {o.data()}, mem));
+    RETURN_IF_ERROR(
+        parallel::UlyssesGather(s.ulysses, s.ulysses_layout, {st.o_h.data()}, {o.data()}, mem));
     state->segments.push_back(std::move(st));
   }
   return Status::Ok();
@@ -558,7 +369,8 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
     }
     const int64_t t_ring = s.CuRing(s.ki).back();
     core::TrackedBuffer do_h(mem, t_super * hd), dq_h(mem, t_super * hd);
-    RETURN_IF_ERROR(UlyssesScatter(s, H, D, {d_o.data()}, {do_h.data()}, mem));
+    RETURN_IF_ERROR(
+        parallel::UlyssesScatter(s.ulysses, s.ulysses_layout, {d_o.data()}, {do_h.data()}, mem));
     const int kk = s.cfg.k;
     const int64_t max_rows = MaxRingRows(s);
     // cur: K/V held now; dcur: the dK/dV accumulating for it (travels with it).
@@ -610,9 +422,12 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
     }
     // dcur now holds the complete dK/dV of ring chunk ki: layout K part (t_ring rows) then V.
     core::TrackedBuffer dk_h(mem, t_super * hd), dv_h(mem, t_super * hd);
-    RETURN_IF_ERROR(ReduceScatterDkv(s, hd, dcur.data(), dk_h.data(), dv_h.data(), mem));
-    RETURN_IF_ERROR(UlyssesGather(s, H, D, {dq_h.data(), dk_h.data(), dv_h.data()},
-                                  {dq.data(), dk.data(), dv.data()}, mem));
+    RETURN_IF_ERROR(parallel::ReduceScatterShards(s.gather, s.gather_layout,
+                                                  {dcur.data(), dcur.data() + t_ring * hd},
+                                                  {dk_h.data(), dv_h.data()}, mem));
+    RETURN_IF_ERROR(parallel::UlyssesGather(s.ulysses, s.ulysses_layout,
+                                            {dq_h.data(), dk_h.data(), dv_h.data()},
+                                            {dq.data(), dk.data(), dv.data()}, mem));
   }
   return Status::Ok();
 }

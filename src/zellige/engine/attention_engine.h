@@ -28,6 +28,9 @@
 // in the forward and the accumulating dK/dV travel with them back to their owner (k hops);
 // a reduce-scatter (all-to-all + local sum) of the ring chunk's dK/dV over the q members;
 // the inverse all-to-all of dQ, dK, dV.
+// The data movement of steps 1, 2, 4 and of the reduce-scatter is the parallel layer's
+// (parallel/ulysses.h, parallel/shard_gather.h; groups from parallel/member_mesh.h); the engine
+// only describes its segments to it.
 // Segments: placements with the same config and the same ordered rank set form one segment
 // and share every collective and one varlen attention call per step; in particular all whole
 // sequences of a rank are one varlen call, forward and backward. Segments run in the order of
@@ -49,11 +52,11 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/memory_tracker.h"
 #include "core/status.h"
 #include "kernels/attention.h"
-#include "core/memory_tracker.h"
-#include "zellige/plan.h"
 #include "workload/batch.h"
+#include "zellige/plan.h"
 
 namespace tessera::zellige::engine {
 

@@ -5,34 +5,12 @@
 #include <string>
 
 #include "core/alloc_stats.h"
+#include "core/stats.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/dit_training.h"
 #include "zellige/engine/engine_attention_backend.h"
 
 namespace tessera::zellige::engine {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double PlanMeasurement::MedianMakespanS() const {
-  std::vector<double> makespans;
-  for (int s = 0; s < steps(); ++s) {
-    double mx = 0;
-    for (const RankMeasurement& r : ranks) mx = std::max(mx, r.step_s[s]);
-    makespans.push_back(mx);
-  }
-  return Median(makespans);
-}
-
-int64_t PlanMeasurement::MaxPeakBytes() const {
-  int64_t mx = 0;
-  for (const RankMeasurement& r : ranks) mx = std::max(mx, r.peak_bytes);
-  return mx;
-}
 
 core::StatusOr<PlanMeasurement> MeasurePlan(const zellige::Plan& plan, const workload::Batch& batch,
                                             const models::SmallDitConfig& config,

@@ -23,8 +23,9 @@
 #include "core/status.h"
 #include "models/adamw.h"
 #include "models/small_dit.h"
-#include "zellige/plan.h"
 #include "workload/batch.h"
+#include "zellige/plan.h"
+#include "zellige/step_measurement.h"
 
 namespace tessera::zellige::engine {
 
@@ -35,28 +36,9 @@ struct MeasureOptions {
   models::AdamWOptions adamw;
 };
 
-struct RankMeasurement {
-  int64_t local_tokens = 0;
-  std::vector<double> forward_s;  // per timed step
-  std::vector<double> backward_s;
-  std::vector<double> tail_s;
-  std::vector<double> step_s;  // forward + backward + tail
-  int64_t base_bytes = 0;      // allocated before the first step
-  int64_t peak_bytes = 0;      // max over timed steps of the step's peak allocated bytes
-};
-
-struct PlanMeasurement {
-  bool memory_measured = false;
-  std::vector<RankMeasurement> ranks;  // indexed by world rank
-  int steps() const { return ranks.empty() ? 0 : static_cast<int>(ranks[0].step_s.size()); }
-  // Median over timed steps of the slowest rank's step time.
-  double MedianMakespanS() const;
-  // Largest peak_bytes over ranks.
-  int64_t MaxPeakBytes() const;
-};
-
-// Median of a non-empty vector (mean of the two middle values for even sizes).
-double Median(std::vector<double> v);
+// The measurement types live in the zellige layer (zellige/step_measurement.h).
+using zellige::PlanMeasurement;
+using zellige::RankMeasurement;
 
 // Measures several plans interleaved: `options.steps` rounds, each running every case once
 // (MeasurePlan with options.warmup_steps warm-up steps and one timed step), so a burst of

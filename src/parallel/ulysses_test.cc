@@ -1,0 +1,119 @@
+// UlyssesScatter / UlyssesGather on the fake communicator against a plain single-process
+// reference of what every member must hold, on seeded random shards (empty ones, h = 1).
+#include "parallel/ulysses.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "comm/fake_communicator.h"
+#include "core/rng.h"
+#include "parallel/test_util.h"
+
+namespace tessera::parallel {
+namespace {
+
+using testing::ConstPtrs;
+using testing::Ptrs;
+using Tensors = std::vector<std::vector<float>>;  // [tensor] -> floats
+
+constexpr float kPad = -7.0f;  // rows of the local buffers outside this member's shards
+
+struct Case {
+  UlyssesLayout base;  // shards, heads, head_dim (member and offsets per member below)
+  int num_tensors = 1;
+  std::vector<std::vector<int64_t>> offsets;  // [member][sequence]
+  std::vector<int64_t> local_rows;            // [member] T_local
+  std::vector<Tensors> local;                 // [member][tensor] (T_local, H, D)
+  std::vector<Tensors> split;                 // [member][tensor] (T_super, H/h, D)
+
+  UlyssesLayout Layout(int m) const {
+    UlyssesLayout l = base;
+    l.member = m;
+    l.local_row_offsets = offsets[m];
+    return l;
+  }
+};
+
+// A random case and its reference: the full sequences G[t][s] (rows, H, D) cut into member
+// rows (local, all heads) and into the concatenation's head slices (split).
+Case MakeCase(uint64_t seed) {
+  core::Rng rng(seed);
+  Case c;
+  c.base.shards = testing::RandomShards(rng);
+  const int h = c.base.group_size(), nseq = c.base.shards.sequences();
+  c.base.heads = h * testing::RandomInt(rng, 1, 3);
+  c.base.head_dim = testing::RandomInt(rng, 1, 3);
+  c.num_tensors = static_cast<int>(testing::RandomInt(rng, 1, 3));
+  const SequenceShards& sh = c.base.shards;
+  const int64_t H = c.base.heads, D = c.base.head_dim, HD = H * D, Hh = H / h, hd = Hh * D;
+  const std::vector<int64_t> cu = sh.CuSeqlens();
+  c.offsets.resize(h);
+  c.local_rows.resize(h);
+  c.local.resize(h);
+  c.split.resize(h);
+  for (int m = 0; m < h; ++m) {
+    c.offsets[m] = testing::RandomOffsets(rng, sh.rows[m], &c.local_rows[m]);
+    c.local[m].assign(c.num_tensors, std::vector<float>(c.local_rows[m] * HD, kPad));
+    c.split[m].assign(c.num_tensors, std::vector<float>(sh.TotalRows() * hd));
+  }
+  for (int t = 0; t < c.num_tensors; ++t)
+    for (int s = 0; s < nseq; ++s) {
+      const std::vector<float> g = testing::RandomFloats(rng, sh.SequenceRows(s) * HD);
+      int64_t row = 0;  // row within sequence s
+      for (int m = 0; m < h; ++m)
+        for (int64_t r = 0; r < sh.rows[m][s]; ++r, ++row)
+          for (int64_t e = 0; e < HD; ++e) {
+            c.local[m][t][(c.offsets[m][s] + r) * HD + e] = g[row * HD + e];
+            const int64_t head = e / D, j = head / Hh;
+            c.split[j][t][(cu[s] + row) * hd + (head % Hh) * D + e % D] = g[row * HD + e];
+          }
+    }
+  return c;
+}
+
+TEST(Ulysses, ScatterAndGatherMatchReferenceOnRandomShards) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Case c = MakeCase(seed);
+    const int h = c.base.group_size();
+    comm::RunFakeRanks(h, [&](comm::Communicator& world) {
+      const int m = world.rank();
+      const UlyssesLayout layout = c.Layout(m);
+      comm::Communicator* group = (h == 1 && seed % 2 == 0) ? nullptr : &world;
+      core::MemoryTracker mem;
+      Tensors split(c.num_tensors, std::vector<float>(c.split[m][0].size(), 0.0f));
+      ASSERT_TRUE(UlyssesScatter(group, layout, ConstPtrs(c.local[m]), Ptrs(split), &mem).ok());
+      EXPECT_EQ(split, c.split[m]) << "scatter, seed " << seed << " member " << m;
+      // Gather of the reference split tensors gives the reference local tensors (padding kept).
+      Tensors local(c.num_tensors, std::vector<float>(c.local[m][0].size(), kPad));
+      ASSERT_TRUE(UlyssesGather(group, layout, ConstPtrs(c.split[m]), Ptrs(local), &mem).ok());
+      EXPECT_EQ(local, c.local[m]) << "gather, seed " << seed << " member " << m;
+      // Scatter then gather is the identity.
+      Tensors back(c.num_tensors, std::vector<float>(c.local[m][0].size(), kPad));
+      ASSERT_TRUE(UlyssesGather(group, layout, ConstPtrs(split), Ptrs(back), &mem).ok());
+      EXPECT_EQ(back, c.local[m]) << "round trip, seed " << seed << " member " << m;
+      EXPECT_EQ(mem.current_bytes(), 0);
+    });
+  }
+}
+
+TEST(Ulysses, RejectsInconsistentLayoutBeforeCommunicating) {
+  UlyssesLayout l;
+  l.shards.rows = {{1, 2}, {0, 3}};
+  l.heads = 3;  // not a multiple of h = 2
+  l.head_dim = 2;
+  l.local_row_offsets = {0, 1};
+  std::vector<float> in(6 * 3 * 2), out(6 * 3 * 2);
+  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+    UlyssesLayout mine = l;
+    mine.member = world.rank();
+    const core::Status st = UlyssesScatter(&world, mine, {in.data()}, {out.data()}, nullptr);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.ToString().find("multiple of the group size"), std::string::npos);
+    mine.heads = 4;
+    EXPECT_FALSE(UlyssesScatter(nullptr, mine, {in.data()}, {out.data()}, nullptr).ok());
+  });
+}
+
+}  // namespace
+}  // namespace tessera::parallel

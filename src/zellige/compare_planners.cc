@@ -1,0 +1,75 @@
+#include "zellige/compare_planners.h"
+
+#include <utility>
+
+namespace tessera::zellige {
+
+using core::Json;
+using core::StatusOr;
+
+StatusOr<std::vector<const PlannerEntry*>> SelectPlanners(const std::string& name) {
+  std::vector<const PlannerEntry*> entries;
+  if (name == "all") {
+    for (const auto& e : PlannerRegistry())
+      if (e.in_all) entries.push_back(&e);
+    return entries;
+  }
+  ASSIGN_OR_RETURN(const PlannerEntry* e, FindPlanner(name));
+  entries.push_back(e);
+  return entries;
+}
+
+StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch, const CostModel& cost,
+                                            const std::vector<const PlannerEntry*>& planners,
+                                            const PlannerOptions& options) {
+  RETURN_IF_ERROR(ValidatePlannerOptions(options));
+  RETURN_IF_ERROR(CheckBatchFits(batch, cost));
+  PlannerComparison out;
+  for (const PlannerEntry* e : planners) {
+    auto run = RunPlanner(*e, batch, cost, options);
+    if (!run.ok()) {
+      if (run.status().code() == core::StatusCode::kInternal) return run.status();
+      if (planners.size() == 1) return run.status();
+      out.failures.push_back(run.status().message());
+      continue;
+    }
+    out.runs.push_back(std::move(run).value());
+  }
+  double usp_makespan = 0;
+  for (const PlannerRun& r : out.runs)
+    if (r.planner == "usp") usp_makespan = r.sim.makespan_s;
+  for (const PlannerRun& r : out.runs) {
+    PlannerComparisonRow row;
+    row.planner = r.planner;
+    row.makespan_s = r.sim.makespan_s;
+    row.vs_usp = usp_makespan > 0 ? usp_makespan / r.sim.makespan_s : 0;
+    row.max_over_mean = r.sim.max_over_mean;
+    row.attn_comm_bytes = r.sim.attn_comm_bytes;
+    row.peak_mem_bytes = r.sim.peak_mem_bytes;
+    row.split_sequences = r.sim.split_sequences;
+    row.feasible = r.sim.feasible;
+    if (!r.sim.feasible) row.infeasible_reason = r.sim.infeasible_reason;
+    row.solve_ms = r.solve_ms;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+Json ToJson(const PlannerComparison& comparison) {
+  Json results = Json::array();
+  for (const PlannerComparisonRow& r : comparison.rows) {
+    Json jr = {{"planner", r.planner},
+               {"feasible", r.feasible},
+               {"makespan_s", r.makespan_s},
+               {"max_over_mean", r.max_over_mean},
+               {"attn_comm_bytes", r.attn_comm_bytes},
+               {"peak_mem_bytes", r.peak_mem_bytes},
+               {"split_sequences", r.split_sequences},
+               {"solve_ms", r.solve_ms}};
+    if (!r.feasible) jr["infeasible_reason"] = r.infeasible_reason;
+    results.push_back(jr);
+  }
+  return results;
+}
+
+}  // namespace tessera::zellige
