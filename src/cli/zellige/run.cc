@@ -151,7 +151,7 @@ StatusOr<Json> Prepare(const RunArgs& a, int n) {
                                    std::to_string(n));
     }
   } else {
-    owned = std::make_unique<zellige::CostModel>(cluster, model);
+    owned = zellige::MakeAnalyticCostModel(cluster, model);
   }
   const zellige::CostModel& cost = *owned;
   ASSIGN_OR_RETURN(const zellige::PlannerEntry* entry, zellige::FindPlanner(a.planner));

@@ -109,7 +109,8 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   core::StatusOr<zellige::Profile> scaled =
       zellige::DriftScaledProfile(*cost.profile(), drift_probe, probe_rank_s);
   const zellige::Profile now_profile = scaled.ok() ? *scaled : *cost.profile();
-  const zellige::CostModel now_cost(std::make_shared<const zellige::Profile>(now_profile));
+  const std::unique_ptr<zellige::CostModel> now_cost =
+      zellige::MakeProfileCostModel(std::make_shared<const zellige::Profile>(now_profile));
   std::vector<double> pred_t, meas_t, pred_m, meas_m, corr_t, uniform_t;
   Json plans = Json::array();
   core::Table t({"plan", "splits", "tokens", "pred s", "meas s", "err %", "x drift s", "err %",
@@ -117,7 +118,7 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   for (size_t i = 0; i < cases.size(); ++i) {
     const zellige::ValidationCase& c = cases[i];
     ASSIGN_OR_RETURN(zellige::SimResult sim, zellige::Simulate(c.plan, c.batch, cost));
-    ASSIGN_OR_RETURN(zellige::SimResult now_sim, zellige::Simulate(c.plan, c.batch, now_cost));
+    ASSIGN_OR_RETURN(zellige::SimResult now_sim, zellige::Simulate(c.plan, c.batch, *now_cost));
     const zellige::engine::PlanMeasurement& m = measured[i];
     if (!m.memory_measured) {
       return core::FailedPrecondition(
