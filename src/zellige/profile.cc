@@ -4,8 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/units.h"
-
 namespace tessera::zellige {
 
 using core::Json;
