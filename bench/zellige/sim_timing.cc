@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "zellige/cost_model_profile.h"
 #include "zellige/profile.h"
 #include "zellige/simulator.h"
 #include "zellige/simulator_reference.h"
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   std::printf("| contention | ops | reference ms | sim/ ms | sim / reference |\n");
   std::printf("|---|---|---|---|---|\n");
   for (double speedup : {1.0, 1.3}) {
-    CostModel cm(std::make_shared<const Profile>(MakeProfile(ranks, layers, speedup)));
+    ProfileCostModel cm(std::make_shared<const Profile>(MakeProfile(ranks, layers, speedup)));
     auto a = Simulate(plan, batch, cm);
     auto b = SimulateReference(plan, batch, cm);
     if (!a.ok() || !b.ok()) {

@@ -10,6 +10,7 @@
 
 #include "core/table.h"
 #include "hw/cluster.h"
+#include "zellige/cost_model_analytic.h"
 #include "zellige/evaluate.h"
 
 using namespace tessera;           // NOLINT
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
                  (!cluster.ok() ? cluster.status() : model.status()).message().c_str());
     return 1;
   }
-  CostModel cost(*cluster, *model);
+  AnalyticCostModel cost(*cluster, *model);
   std::vector<std::string> names;
   for (const auto& e : PlannerRegistry())
     if (e.in_all) names.push_back(e.name);
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (int seed = 1; seed <= seeds; ++seed) {
-      auto batch = workload::GenerateBatch({*pct, load, seconds, cluster->num_ranks(), uint64_t(seed)});
+      auto batch =
+          workload::GenerateBatch({*pct, load, seconds, cluster->num_ranks(), uint64_t(seed)});
       if (!batch.ok() || !CheckBatchFits(*batch, cost).ok()) {
         std::fprintf(stderr, "batch %s seed %d does not fit\n", mix.c_str(), seed);
         return 1;

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/rng.h"
+#include "zellige/cost_model_analytic.h"
 #include "zellige/evaluate.h"
 #include "zellige/karmarkar_karp.h"
 #include "zellige/knapformer_planner.h"
@@ -49,8 +50,8 @@ TEST(BaselinesTest, TheoremOneBoundsHoldForDisjointGroupBaselines) {
     const int nodes = 1 + static_cast<int>(rng.Below(2));
     const int per_node = 1 << (1 + rng.Below(3));  // 2, 4, 8
     const int n = nodes * per_node;
-    CostModel cm(testing::TinyCluster(nodes, per_node), *models::DitModelPreset("wan2.1-1.3b"),
-                 {.ideal = true});
+    AnalyticCostModel cm(testing::TinyCluster(nodes, per_node),
+                         *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
     workload::Batch batch = RandomBatch(rng, n, 40);
     std::vector<double> w = WholeTimes(batch, cm);
     const double W = std::accumulate(w.begin(), w.end(), 0.0);
@@ -72,7 +73,8 @@ TEST(BaselinesTest, TheoremOneBoundsHoldForDisjointGroupBaselines) {
 }
 
 TEST(BaselinesTest, UspIsPerfectlyBalancedWithoutCommunication) {
-  CostModel cm(testing::TinyCluster(2, 4), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  AnalyticCostModel cm(testing::TinyCluster(2, 4), *models::DitModelPreset("wan2.1-1.3b"),
+                       {.ideal = true});
   core::Rng rng(5);
   workload::Batch b = RandomBatch(rng, 8, 20);
   auto run = RunPlanner(**FindPlanner("usp"), b, cm, {});
@@ -151,7 +153,7 @@ TEST(BaselinesTest, KarmarkarKarpIsNearOptimalOnSmallInstances) {
 
 TEST(BaselinesTest, EveryPlannerPlacesEverySequenceOnAPreset) {
   for (const char* cluster : {"a800x8", "a800x16", "a6000x32"}) {
-    CostModel cm(*hw::ClusterPreset(cluster), *models::DitModelPreset("wan2.1-1.3b"));
+    AnalyticCostModel cm(*hw::ClusterPreset(cluster), *models::DitModelPreset("wan2.1-1.3b"));
     for (int mix : {35, 50, 60}) {
       auto batch = workload::GenerateBatch({mix, 175000, 15, cm.cluster().num_ranks(), 3});
       ASSERT_TRUE(batch.ok());

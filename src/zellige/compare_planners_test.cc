@@ -1,5 +1,6 @@
 // ComparePlanners and BenchPlanners on a tiny cluster (4 ranks): rows and statistics agree
 // with the runs they summarise; unknown planner options are rejected with the known keys.
+#include "zellige/cost_model_analytic.h"
 #include "zellige/compare_planners.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,7 @@
 namespace tessera::zellige {
 namespace {
 
-CostModel TinyCost() {
+AnalyticCostModel TinyCost() {
   hw::Cluster c;
   c.name = "tiny";
   c.provenance = "test";
@@ -19,13 +20,13 @@ CostModel TinyCost() {
   c.ranks_per_node = 4;
   c.intra = hw::Link{"nvlink", 100e9, 5e-6};
   c.inter = c.intra;
-  return CostModel(c, models::DitModel{"tiny", 256, 4, 2, 1024, 0, 2});
+  return AnalyticCostModel(c, models::DitModel{"tiny", 256, 4, 2, 1024, 0, 2});
 }
 
 workload::Batch TinyBatch() { return *workload::GenerateBatch({50, 20000, 5, 4, 3}); }
 
 TEST(ComparePlanners, RowsMatchRunsAndUspIsTheReference) {
-  const CostModel cost = TinyCost();
+  const AnalyticCostModel cost = TinyCost();
   auto entries = SelectPlanners("all");
   ASSERT_TRUE(entries.ok());
   auto cmp = ComparePlanners(TinyBatch(), cost, *entries, {});
@@ -48,7 +49,7 @@ TEST(ComparePlanners, RowsMatchRunsAndUspIsTheReference) {
 }
 
 TEST(ComparePlanners, WithoutUspHasNoSpeedUpAndSingleFailureIsReturned) {
-  const CostModel cost = TinyCost();
+  const AnalyticCostModel cost = TinyCost();
   auto z = SelectPlanners("zellige");
   ASSERT_TRUE(z.ok());
   auto cmp = ComparePlanners(TinyBatch(), cost, *z, {});
@@ -59,7 +60,7 @@ TEST(ComparePlanners, WithoutUspHasNoSpeedUpAndSingleFailureIsReturned) {
 }
 
 TEST(ComparePlanners, RejectsUnknownOptionListingKnownKeys) {
-  const CostModel cost = TinyCost();
+  const AnalyticCostModel cost = TinyCost();
   auto z = SelectPlanners("zellige");
   ASSERT_TRUE(z.ok());
   auto cmp = ComparePlanners(TinyBatch(), cost, *z, {{"zellige.gapp", "1"}});
@@ -70,7 +71,7 @@ TEST(ComparePlanners, RejectsUnknownOptionListingKnownKeys) {
 }
 
 TEST(BenchPlanners, StatisticsSummariseTheBatches) {
-  const CostModel cost = TinyCost();
+  const AnalyticCostModel cost = TinyCost();
   BenchOptions o;
   o.mixes = {"v40", "v60"};
   o.load_tokens_per_rank = 20000;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "zellige/cost_model_analytic.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
@@ -11,7 +12,7 @@ using testing::TinyCluster;
 using testing::TinyModel;
 
 TEST(CostModelTest, DoublingLengthQuadruplesAttentionWork) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
+  AnalyticCostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   for (double L : {1000.0, 8160.0, 497760.0}) {
     EXPECT_DOUBLE_EQ(cm.AttentionFlopsPerLayer(2 * L, 1), 4 * cm.AttentionFlopsPerLayer(L, 1));
     EXPECT_DOUBLE_EQ(cm.LinearFlopsPerLayer(2 * L), 2 * cm.LinearFlopsPerLayer(L));
@@ -23,7 +24,7 @@ TEST(CostModelTest, DoublingLengthQuadruplesAttentionWork) {
 }
 
 TEST(CostModelTest, WholeSequenceWorkedByHand) {
-  CostModel cm(TinyCluster(1, 2), TinyModel());
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel());
   // L = 100, d = 64, F = 128: linear 100 * (12*64^2 + 4*64*128) = 8,192,000 FLOPs;
   // attention 4 * 100^2 * 64 = 2,560,000 FLOPs; at 1 GFLOP/s:
   // fwd = 0.010752 s; bwd = recompute 0.010752 + 2 * 0.008192 + 2.5 * 0.00256 = 0.033536 s.
@@ -35,7 +36,7 @@ TEST(CostModelTest, WholeSequenceWorkedByHand) {
 }
 
 TEST(CostModelTest, UlyssesBytesWorkedByHand) {
-  CostModel cm(TinyCluster(1, 2), TinyModel());
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel());
   // h = 2 over ranks {0, 1}: each rank has 50 tokens; sends half of Q,K,V,O:
   // 50 * 4 * 64 * 2 B / 2 = 12,800 B forward, twice that in recompute + backward.
   SeqCost c = cm.Cost(100, {1, 2, 1}, {0, 1});
@@ -45,7 +46,7 @@ TEST(CostModelTest, UlyssesBytesWorkedByHand) {
 }
 
 TEST(CostModelTest, CrossingNodesIsSlower) {
-  CostModel cm(TinyCluster(2, 2), TinyModel());
+  AnalyticCostModel cm(TinyCluster(2, 2), TinyModel());
   SeqCost in_node = cm.Cost(4000, {1, 2, 1}, {0, 1});
   SeqCost across = cm.Cost(4000, {1, 2, 1}, {1, 2});
   EXPECT_GT(across.time_s(), in_node.time_s());
@@ -56,7 +57,8 @@ TEST(CostModelTest, CrossingNodesIsSlower) {
 }
 
 TEST(CostModelTest, IdealSplitIsExactlyProportional) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  AnalyticCostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"),
+                       {.ideal = true});
   double whole = cm.WholeTime(100000);
   for (ParallelConfig c :
        {ParallelConfig{1, 2, 1}, ParallelConfig{2, 1, 2}, ParallelConfig{1, 4, 4}}) {
@@ -68,7 +70,7 @@ TEST(CostModelTest, IdealSplitIsExactlyProportional) {
 }
 
 TEST(CostModelTest, MemorySplitsAndMatchesTheTable) {
-  CostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
+  AnalyticCostModel cm(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   const double L = 497760;
   // A 15 s 1080p video does not fit one A800 whole, and fits split over 2.
   EXPECT_GT(cm.MemoryBytes(L, {1, 1, 1}), cm.MemoryCapacityBytes());

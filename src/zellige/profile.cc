@@ -4,8 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/units.h"
-
 namespace tessera::zellige {
 
 using core::Json;
@@ -17,13 +15,6 @@ namespace {
 constexpr const char* kKind = "tessera-zellige-profile";
 constexpr int kVersion = 1;
 constexpr int kMaxRanks = 65536;
-// Used when a profile has no usable point-to-point fit (modeled guesses, shared memory).
-constexpr double kFallbackBwBytesPerS = 1 * core::kGB;
-constexpr double kFallbackLatencyS = 1e-5;
-// Not used to price anything in profile mode (the measured fits are); positive so that the
-// cluster validates and analytic helpers stay finite.
-constexpr double kUnusedPeakFlops = 1e11;
-constexpr double kUnusedMemBwBytesPerS = 1e10;
 
 std::string Show(double v) {
   std::ostringstream os;
@@ -347,44 +338,6 @@ Status CheckProfileModel(const Profile& p, const ProfileModel& want, const std::
     }
   }
   return Status::Ok();
-}
-
-hw::Cluster ProfileCluster(const Profile& p) {
-  hw::Cluster c;
-  c.name = "profile:" + p.machine;
-  c.provenance = p.provenance;
-  c.device.name = p.machine;
-  c.device.peak_flops.bf16 = kUnusedPeakFlops;
-  c.device.mem_bw_bytes_per_s = kUnusedMemBwBytesPerS;
-  c.device.memory_bytes = p.usable_bytes_per_rank;
-  c.device.memory_usable_fraction = 1.0;
-  c.device.compute_efficiency = 1.0;
-  c.nodes = 1;
-  c.ranks_per_node = p.ranks;
-  hw::Link link{"p2p (fallback, modeled)", kFallbackBwBytesPerS, kFallbackLatencyS};
-  // The point-to-point fit with the fewest participants (2 when measured).
-  const CommFit* best = nullptr;
-  for (const CommFit& f : p.comm) {
-    if (f.primitive != "p2p" || !(f.beta_s_per_byte > 0)) continue;
-    if (best == nullptr || f.ranks < best->ranks) best = &f;
-  }
-  if (best != nullptr) {
-    auto measured = hw::ToLink(best->alpha_beta(), "p2p (measured)");
-    if (measured.ok()) link = *measured;
-  }
-  c.intra = link;
-  c.inter = link;
-  return c;
-}
-
-models::DitModel ProfileDitModel(const Profile& p) {
-  return models::DitModel{"small-dit",
-                  static_cast<int>(p.model.hidden),
-                  static_cast<int>(p.model.heads),
-                  static_cast<int>(p.model.layers),
-                  static_cast<int>(p.model.ffn),
-                  /*text_tokens=*/0,
-                  /*bytes_per_elem=*/4};
 }
 
 }  // namespace tessera::zellige

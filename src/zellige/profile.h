@@ -24,7 +24,8 @@
 // [a,b,c], bwd_fit [a,b,c], mem_fit [m0,m1]}], comm [{primitive, ranks, alpha_s,
 // beta_s_per_byte, points [{bytes, time_s}]}].
 // Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
-// got -1, must be >= 0"). Plain values; thread-safe to read.
+// got -1, must be >= 0"). Plain values (measured data, its JSON round trip and validation);
+// thread-safe to read. Pricing with a profile is ProfileCostModel's (cost_model_profile.h).
 #pragma once
 
 #include <array>
@@ -141,15 +142,5 @@ core::StatusOr<Profile> LoadProfile(const std::string& path);
 // "profile.json: model.head_dim: measured for 64, asked for 128", or Ok.
 core::Status CheckProfileModel(const Profile& p, const ProfileModel& want,
                                const std::string& source);
-
-// The cluster the profile describes: "profile:<machine>", provenance = the profile's, one
-// node of `ranks` ranks, memory = usable_bytes_per_rank (usable fraction 1), link (intra and
-// inter) = the point-to-point fit with the fewest ranks (bw = 1 / beta, latency = alpha), or
-// 1 GB/s and 10 us when the profile has none. Device peak_flops / compute_efficiency are
-// positive placeholders, unused for pricing. Used with a profile-priced CostModel
-// (cost_model.h).
-hw::Cluster ProfileCluster(const Profile& p);
-// The cost model's view of the SmallDit shape: hidden, heads, layers, ffn, no text, fp32.
-models::DitModel ProfileDitModel(const Profile& p);
 
 }  // namespace tessera::zellige

@@ -6,6 +6,8 @@
 
 #include "core/rng.h"
 #include "zellige/cost_model.h"
+#include "zellige/cost_model_analytic.h"
+#include "zellige/cost_model_profile.h"
 #include "zellige/simulator.h"
 #include "zellige/test_fixtures.h"
 
@@ -256,7 +258,7 @@ TEST(ProfileTest, ProfileClusterAndModel) {
 
 TEST(ProfileTest, CostModelReturnsFittedPrices) {
   auto p = std::make_shared<const Profile>(TinyProfile());
-  CostModel cm(p);
+  ProfileCostModel cm(p);
   ASSERT_EQ(cm.profile(), p.get());
   EXPECT_DOUBLE_EQ(cm.StepOverheadS(), 0.01);
   EXPECT_DOUBLE_EQ(cm.BaseMemoryBytes(), 5e7);
@@ -277,14 +279,12 @@ TEST(ProfileTest, CostModelReturnsFittedPrices) {
   EXPECT_DOUBLE_EQ(u.mem_bytes, 1e5 + 11000 * L);
   EXPECT_DOUBLE_EQ(cm.MemoryBytes(2000, {1, 2, 1}), u.mem_bytes);
   // Bytes as in the analytic model of the same shape: 3 passes x (h-1) x L/2 x 4 d b / h.
-  CostModel analytic(ProfileCluster(*p), ProfileDitModel(*p));
+  AnalyticCostModel analytic(ProfileCluster(*p), ProfileDitModel(*p));
   EXPECT_DOUBLE_EQ(u.comm_bytes, analytic.Cost(2000, {1, 2, 1}, {0, 1}).comm_bytes);
   EXPECT_DOUBLE_EQ(u.comm_bytes, 4 * 3 * 1 * (L / 2) * 4 * 256 * 4 / 2);
   EXPECT_TRUE(cm.Supports({1, 1, 2}).ok());
-  // The ideal option is ignored with a profile.
-  CostModel ideal(p, {.ideal = true});
-  EXPECT_FALSE(ideal.options().ideal);
-  EXPECT_DOUBLE_EQ(ideal.MemoryCapacityBytes(), 4e9 - 5e7);
+  // There is no ideal setting with a profile.
+  EXPECT_FALSE(cm.options().ideal);
 
   EXPECT_EQ(analytic.profile(), nullptr);
   EXPECT_DOUBLE_EQ(analytic.StepOverheadS(), 0);
@@ -294,7 +294,7 @@ TEST(ProfileTest, CostModelReturnsFittedPrices) {
 TEST(ProfileTest, SupportsNamesConfigAndRanks) {
   Profile lacking = TinyProfile();
   lacking.configs.erase(lacking.configs.begin() + 1);  // (2,1,1)
-  CostModel cm(std::make_shared<const Profile>(lacking));
+  ProfileCostModel cm(std::make_shared<const Profile>(lacking));
   core::Status st = cm.Supports({2, 1, 1});
   EXPECT_EQ(st.code(), core::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("(2,1,1)"), std::string::npos) << st.message();
@@ -312,7 +312,7 @@ TEST(ProfileTest, SimulatedMakespanIsHandComputed) {
   // A (1,2,1) over {0,1}; B whole on rank 0 (short), C whole on rank 1 (long). In every
   // layer A starts when both ranks are free, so rank 0 waits for C each time; rank 1 never
   // waits: makespan = A + C (fwd + bwd prices) + the step overhead.
-  CostModel cm(std::make_shared<const Profile>(TinyProfile()));
+  ProfileCostModel cm(std::make_shared<const Profile>(TinyProfile()));
   workload::Batch b = MakeBatch({4000, 500, 3000});
   Plan plan{"hand", 2, {{0, {1, 2, 1}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
   auto r = Simulate(plan, b, cm);
@@ -334,7 +334,7 @@ TEST(ProfileTest, SimulatedMakespanIsHandComputed) {
 TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   // Two (1,2,1) sequences on {0,1} form one engine segment: the fit intercepts (fwd 1.2e-3,
   // bwd 2.5e-3) are paid once; a third on the reversed rank set is its own segment.
-  CostModel cm(std::make_shared<const Profile>(TinyProfile()));
+  ProfileCostModel cm(std::make_shared<const Profile>(TinyProfile()));
   auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
   const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 1000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 1000);
   workload::Batch b = MakeBatch({1000, 1000, 1000});
@@ -347,7 +347,7 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NEAR(r->busy_s[1], 3 * A - (1.2e-3 + 2.5e-3), 1e-12);
   // The analytic model shares nothing.
-  CostModel analytic(*hw::ClusterPreset("a800x8"), *models::DitModelPreset("wan2.1-1.3b"));
+  AnalyticCostModel analytic(*hw::ClusterPreset("a800x8"), *models::DitModelPreset("wan2.1-1.3b"));
   EXPECT_EQ(analytic.SegmentSharedS({1, 2, 1}), std::make_pair(0.0, 0.0));
 }
 
@@ -356,11 +356,11 @@ TEST(ProfileTest, SplitSequencesOfOneSegmentShareItsIntercept) {
 TEST(ProfileTest, RankTimeFactorsScaleEachRanksWork) {
   Profile prof = TinyProfile();
   prof.rank_time_factors = {1.2, 0.9};
-  CostModel cm(std::make_shared<const Profile>(prof));
+  ProfileCostModel cm(std::make_shared<const Profile>(prof));
   EXPECT_DOUBLE_EQ(cm.RankTimeFactor({0}), 1.2);
   EXPECT_DOUBLE_EQ(cm.RankTimeFactor({1}), 0.9);
   EXPECT_DOUBLE_EQ(cm.RankTimeFactor({1, 0}), 1.2);
-  CostModel plain(std::make_shared<const Profile>(TinyProfile()));
+  ProfileCostModel plain(std::make_shared<const Profile>(TinyProfile()));
   EXPECT_DOUBLE_EQ(plain.RankTimeFactor({0, 1}), 1.0);
   auto quad = [](double a, double bb, double c, double L) { return a + bb * L + c * L * L; };
   const double A = quad(1.2e-3, 1.1e-6, 5.5e-11, 4000) + quad(2.5e-3, 2.2e-6, 1.4e-10, 4000);
@@ -387,7 +387,7 @@ TEST(ProfileTest, RankTimeFactorsScaleEachRanksWork) {
 TEST(ProfileTest, ContentionSpeedsUpWorkDoneAlone) {
   Profile prof = TinyProfile();
   prof.solo_speedup = 1.25;
-  CostModel cm(std::make_shared<const Profile>(prof));
+  ProfileCostModel cm(std::make_shared<const Profile>(prof));
   EXPECT_TRUE(cm.HasContention());
   EXPECT_DOUBLE_EQ(cm.ContentionSpeed(1), 1.25);
   EXPECT_DOUBLE_EQ(cm.ContentionSpeed(2), 1.0);
@@ -411,10 +411,10 @@ TEST(ProfileTest, ContentionSpeedsUpWorkDoneAlone) {
 // The event-driven path (any contention) with a speed-up of 1 + 1e-12 gives the list
 // schedule's makespan and finish times on seeded random plans of every config.
 TEST(ProfileTest, ContentionPathMatchesListScheduleWithoutSpeedup) {
-  CostModel plain(std::make_shared<const Profile>(TinyProfile()));
+  ProfileCostModel plain(std::make_shared<const Profile>(TinyProfile()));
   Profile p = TinyProfile();
   p.solo_speedup = 1.0 + 1e-12;
-  CostModel shared(std::make_shared<const Profile>(p));
+  ProfileCostModel shared(std::make_shared<const Profile>(p));
   ASSERT_FALSE(plain.HasContention());
   ASSERT_TRUE(shared.HasContention());
   const ParallelConfig configs[] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {1, 1, 2}};

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "zellige/cost_model_analytic.h"
+#include "zellige/cost_model_profile.h"
 #include "zellige/profile.h"
 #include "zellige/simulator.h"
 #include "zellige/test_fixtures.h"
@@ -99,7 +101,7 @@ void ExpectSame(const SimResult& got, const SimResult& want, int trial) {
 
 TEST(SimulatorReferenceTest, AnalyticMatchesReferenceExactly) {
   core::Rng rng(11);
-  CostModel cm(testing::TinyCluster(2, 4), testing::TinyModel(3));
+  AnalyticCostModel cm(testing::TinyCluster(2, 4), testing::TinyModel(3));
   for (int trial = 0; trial < 100; ++trial) {
     const int seqs = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
@@ -126,7 +128,7 @@ TEST(SimulatorReferenceTest, ProfileWithContentionAndRankFactorsMatchesReference
     if (rng.Below(2)) {
       for (int r = 0; r < 8; ++r) factors.push_back(0.8 + 0.05 * static_cast<double>(rng.Below(9)));
     }
-    CostModel cm(std::make_shared<const Profile>(
+    ProfileCostModel cm(std::make_shared<const Profile>(
         EightRankProfile(speedups[rng.Below(5)], std::move(factors))));
     const int seqs = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
@@ -143,7 +145,7 @@ TEST(SimulatorReferenceTest, ProfileWithContentionAndRankFactorsMatchesReference
 }
 
 TEST(SimulatorReferenceTest, ErrorsMatchReference) {
-  CostModel cm(testing::TinyCluster(1, 4), testing::TinyModel(1));
+  AnalyticCostModel cm(testing::TinyCluster(1, 4), testing::TinyModel(1));
   const workload::Batch b = MakeBatch({100, 100});
   const Plan bad{"x", 4, {{0, {}, {0}}, {0, {}, {1}}, {1, {}, {2}}}};
   EXPECT_EQ(Simulate(bad, b, cm).status().message(),

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "zellige/cost_model_analytic.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
@@ -13,7 +14,7 @@ using testing::TinyModel;
 using testing::MakeBatch;
 
 TEST(SimulatorTest, WholeSequencesAddUp) {
-  CostModel cm(TinyCluster(1, 2), TinyModel(2));
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(2));
   workload::Batch b = MakeBatch({100, 200, 300});
   Plan p{"hand", 2, {{0, {}, {0}}, {1, {}, {0}}, {2, {}, {1}}}};
   auto r = Simulate(p, b, cm);
@@ -31,7 +32,7 @@ TEST(SimulatorTest, CollectiveWaitsForAllParticipants) {
   // One layer. Sequence A (1,2,1) over {0,1}; B whole on rank 0 (short); C whole on rank 1
   // (long). Issue order: A first in each pass. Forward: A [0, Af]; B then C.
   // Backward: A starts when both ranks are done: Af + max(Bf, Cf); rank 0 waits Cf - Bf.
-  CostModel cm(TinyCluster(1, 2), TinyModel(1));
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(1));
   workload::Batch b = MakeBatch({400, 100, 300});
   // C listed before B in placement order; issue order sorts A (degree 2) first anyway.
   Plan p{"hand", 2, {{2, {}, {1}}, {1, {}, {0}}, {0, {1, 2, 1}, {0, 1}}}};
@@ -56,7 +57,7 @@ TEST(SimulatorTest, OomNamesRankAndBytes) {
   // Base memory (1 GiB workspace + ~0.5 MB of weights and optimizer state) plus 1 MB:
   // a 2000-token sequence (~3.3 MB) does not fit, a 10-token one does.
   c.device.memory_bytes = 1024.0 * 1024 * 1024 + 1e6;
-  CostModel cm(c, TinyModel(1));
+  AnalyticCostModel cm(c, TinyModel(1));
   workload::Batch b = MakeBatch({2000, 10});
   Plan p{"hand", 2, {{0, {}, {1}}, {1, {}, {0}}}};
   auto r = Simulate(p, b, cm);
@@ -67,7 +68,7 @@ TEST(SimulatorTest, OomNamesRankAndBytes) {
 }
 
 TEST(SimulatorTest, InvalidPlansAreRejected) {
-  CostModel cm(TinyCluster(1, 4), TinyModel(1));
+  AnalyticCostModel cm(TinyCluster(1, 4), TinyModel(1));
   workload::Batch b = MakeBatch({100, 100});
   auto msg = [&](Plan p) { return Simulate(p, b, cm).status().message(); };
   EXPECT_EQ(msg({"x", 4, {{0, {}, {0}}}}), "sequence 1 is not placed");
@@ -84,7 +85,7 @@ TEST(SimulatorTest, InvalidPlansAreRejected) {
 }
 
 TEST(SimulatorTest, TraceHasOneTrackPerRank) {
-  CostModel cm(TinyCluster(1, 2), TinyModel(2));
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(2));
   workload::Batch b = MakeBatch({400, 100, 300});
   Plan p{"hand", 2, {{0, {1, 1, 2}, {0, 1}}, {1, {}, {0}}, {2, {}, {1}}}};
   core::TraceWriter t;

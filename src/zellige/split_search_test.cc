@@ -8,12 +8,14 @@
 #include "core/rng.h"
 #include "hw/cluster.h"
 #include "models/dit_spec.h"
+#include "zellige/cost_model_analytic.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
 namespace {
 
-SplitSearchSpace MakeSpace(const workload::Batch& batch, const CostModel& cost, double fluid_fraction) {
+SplitSearchSpace MakeSpace(const workload::Batch& batch, const CostModel& cost,
+                           double fluid_fraction) {
   SplitSearchSpace s;
   s.num_ranks = cost.cluster().num_ranks();
   s.blocks = AlignedBlocks(s.num_ranks);
@@ -57,7 +59,7 @@ TEST(SplitSearchTest, NeverRaisesTheLimitNorTheSplitsOnRandomBatches) {
     hw::Cluster cl = *hw::ClusterPreset("a800x16");
     cl.nodes = 1 + static_cast<int>(rng.Below(2));
     cl.ranks_per_node = 1 << rng.Below(4);  // 1..8
-    CostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
+    AnalyticCostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
     const int count = 1 + static_cast<int>(rng.Below(16));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) {
@@ -121,7 +123,7 @@ TEST(SplitSearchTest, NeverRaisesTheLimitNorTheSplitsOnRandomBatches) {
 // on a rank overloads it), but moving both at once runs each whole on its own rank at the
 // same makespan and no split.
 TEST(SplitSearchTest, PairMoveUnsplitsTwoSequences) {
-  CostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1), {.ideal = true});
+  AnalyticCostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1), {.ideal = true});
   const SplitSearchSpace s = MakeSpace(testing::MakeBatch({3000, 3000}), cost, 0.0);
   ASSERT_EQ(s.options.size(), 1u);
   int split_option = -1;

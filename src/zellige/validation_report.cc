@@ -1,3 +1,4 @@
+#include "zellige/cost_model_profile.h"
 #include "zellige/validation_report.h"
 
 #include <memory>
@@ -104,7 +105,7 @@ StatusOr<ValidationReport> BuildValidationReport(const std::vector<ValidationCas
   r.probe_predicted_makespan_s = probe_sim.makespan_s;
   r.probe_ranks = CompareRanks(pm, probe_sim);
   r.drift = AssessDrift(*cost.profile(), probe, pm);
-  const CostModel now_cost(std::make_shared<const Profile>(r.drift.now_profile));
+  const ProfileCostModel now_cost(std::make_shared<const Profile>(r.drift.now_profile));
   for (size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& c = cases[i];
     const PlanMeasurement& m = measured[i];

@@ -1,5 +1,6 @@
 // BuildValidationReport, AssessDrift and ToJson on hand-made measurements of the hand-made
 // 2-rank profile (testdata/profile_2rank.json).
+#include "zellige/cost_model_profile.h"
 #include "zellige/validation_report.h"
 
 #include <gtest/gtest.h>
@@ -38,7 +39,7 @@ PlanMeasurement Measured(double makespan_s, double peak_bytes, std::vector<doubl
 
 struct Fixture {
   Profile profile = TestProfile();
-  CostModel cost{std::make_shared<const Profile>(profile)};
+  ProfileCostModel cost{std::make_shared<const Profile>(profile)};
   std::vector<ValidationCase> cases;
   DriftProbe probe;
   Fixture() {

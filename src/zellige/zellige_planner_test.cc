@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "hw/cluster.h"
 #include "models/dit_spec.h"
+#include "zellige/cost_model_analytic.h"
 #include "zellige/evaluate.h"
 #include "zellige/placement_options.h"
 #include "zellige/test_fixtures.h"
@@ -64,7 +65,7 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
     const int nodes =
         per_node == 1 ? 2 + 2 * static_cast<int>(rng.Below(2)) : 1 + static_cast<int>(rng.Below(2));
     hw::Cluster cl = testing::TinyCluster(nodes, per_node);
-    CostModel cost(cl, testing::TinyModel(2));
+    AnalyticCostModel cost(cl, testing::TinyModel(2));
     const int count = 1 + static_cast<int>(rng.Below(3));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) tokens.push_back(100 + static_cast<int64_t>(rng.Below(3000)));
@@ -101,7 +102,8 @@ TEST(ZelligePlannerTest, JointAndZelligeMatchBruteForceOnTinyClusters) {
 // placement reaches it only by splitting all m + 1.
 TEST(ZelligePlannerTest, TheoremTwoConstruction) {
   const int n = 4, p = 2, m = n * p;
-  CostModel cost(testing::TinyCluster(1, n), *models::DitModelPreset("wan2.1-1.3b"), {.ideal = true});
+  AnalyticCostModel cost(testing::TinyCluster(1, n), *models::DitModelPreset("wan2.1-1.3b"),
+                         {.ideal = true});
   std::vector<int64_t> tokens = {200000};
   for (int i = 0; i < m; ++i) tokens.push_back(2000);
   workload::Batch batch = MakeBatch(tokens);
@@ -137,7 +139,7 @@ TEST(ZelligePlannerTest, ThousandRandomBatchesGiveValidPlansWithinMemory) {
     hw::Cluster cl = *hw::ClusterPreset("a800x16");
     cl.nodes = nodes;
     cl.ranks_per_node = per_node;
-    CostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
+    AnalyticCostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
     const int count = 1 + static_cast<int>(rng.Below(30));
     std::vector<int64_t> tokens;
     for (int i = 0; i < count; ++i) {
@@ -198,7 +200,7 @@ TEST(ZelligePlannerTest, CatalogCutSeparatesLightFromHeavy) {
 // dominated in (time, bytes) by a kept one; kept ones trade time for bytes; the least
 // memory config is kept. Checked against every config of the degree.
 TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
-  CostModel cost(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
+  AnalyticCostModel cost(*hw::ClusterPreset("a800x16"), *models::DitModelPreset("wan2.1-1.3b"));
   const int64_t tokens = 497760;  // a 15 s 1080p video
   const double cap = cost.MemoryCapacityBytes();
   const std::vector<GroupOption> opts = GroupOptions(tokens, cost, cap);
@@ -239,7 +241,7 @@ TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
 }
 
 TEST(ZelligePlannerTest, BadOptionsAreRejected) {
-  CostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1));
+  AnalyticCostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1));
   workload::Batch b = MakeBatch({1000, 200});
   auto run = RunPlanner(**FindPlanner("zellige"), b, cost, {{"zellige.time_limit_s", "-1"}});
   ASSERT_FALSE(run.ok());

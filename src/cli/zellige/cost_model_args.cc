@@ -35,14 +35,14 @@ core::StatusOr<std::unique_ptr<zellige::CostModel>> MakeCostModel(const std::str
                                    "is the model)");
     }
     ASSIGN_OR_RETURN(zellige::Profile profile, zellige::LoadProfile(profile_arg));
-    return std::make_unique<zellige::CostModel>(
+    return zellige::MakeProfileCostModel(
         std::make_shared<const zellige::Profile>(std::move(profile)));
   }
   ASSIGN_OR_RETURN(hw::Cluster cluster,
                    hw::LoadCluster(cluster_arg.empty() ? kDefaultCluster : cluster_arg));
   ASSIGN_OR_RETURN(models::DitModel model,
                    models::LoadDitModel(model_arg.empty() ? kDefaultModel : model_arg));
-  return std::make_unique<zellige::CostModel>(std::move(cluster), std::move(model));
+  return zellige::MakeAnalyticCostModel(std::move(cluster), std::move(model));
 }
 
 core::StatusOr<std::unique_ptr<zellige::CostModel>> MakeCostModel(const CostModelArgs& args) {

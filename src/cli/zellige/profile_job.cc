@@ -44,9 +44,10 @@ core::Status RunProfileJob(
         std::to_string(a.ranks) + " (run `tessera zellige profile --ranks " +
         std::to_string(a.ranks) + "`)");
   }
-  const zellige::CostModel cost(std::make_shared<const zellige::Profile>(std::move(prof)));
+  const std::unique_ptr<zellige::CostModel> cost =
+      zellige::MakeProfileCostModel(std::make_shared<const zellige::Profile>(std::move(prof)));
   return RunMpiJob(a.ranks, a.op_timeout_s,
-                   [&](comm::Communicator& world) { return body(world, cost); });
+                   [&](comm::Communicator& world) { return body(world, *cost); });
 }
 
 }  // namespace tessera::cli

@@ -49,7 +49,7 @@ StatusOr<std::unique_ptr<CostModel>> ProfileCostModel(const PlanJobRequest& r, i
                                  "', cannot be combined with --profile");
   }
   ASSIGN_OR_RETURN(Profile profile, LoadProfile(r.profile));
-  auto cost = std::make_unique<CostModel>(std::make_shared<const Profile>(std::move(profile)));
+  auto cost = MakeProfileCostModel(std::make_shared<const Profile>(std::move(profile)));
   if (cost->cluster().num_ranks() != num_ranks) {
     return core::InvalidArgument(r.profile + ": ranks: measured with " +
                                  std::to_string(cost->cluster().num_ranks()) + ", the job has " +
@@ -75,7 +75,7 @@ StatusOr<Json> PlanForJob(const PlanJobRequest& request, int num_ranks) {
   if (!request.profile.empty()) {
     ASSIGN_OR_RETURN(cost, ProfileCostModel(request, num_ranks));
   } else {
-    cost = std::make_unique<CostModel>(std::move(cluster), request.model);
+    cost = MakeAnalyticCostModel(std::move(cluster), request.model);
   }
   ASSIGN_OR_RETURN(const PlannerEntry* entry, FindPlanner(request.planner));
   RETURN_IF_ERROR(CheckBatchFits(batch, *cost));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/fake_communicator.h"
+#include "zellige/cost_model_profile.h"
 #include "zellige/engine/comparison.h"
 #include "zellige/engine/profiler.h"
 #include "zellige/engine/validation.h"
@@ -33,10 +34,10 @@ ProfilerOptions TinyProfiler() {
   return o;
 }
 
-CostModel TestCost() {
+ProfileCostModel TestCost() {
   auto p = LoadProfile(std::string(TESSERA_ZELLIGE_TESTDATA) + "/profile_2rank.json");
   EXPECT_TRUE(p.ok()) << p.status().ToString();
-  return CostModel(std::make_shared<const Profile>(*p));
+  return ProfileCostModel(std::make_shared<const Profile>(*p));
 }
 
 TEST(ProfilerTest, PlansCoverEveryConfigAndBucket) {
@@ -101,7 +102,7 @@ TEST(ProfilerTest, RankZeroErrorReachesEveryRank) {
 }
 
 TEST(ValidationTest, WithoutHeapCountsFailsAlikeOnEveryRank) {
-  const CostModel cost = TestCost();
+  const ProfileCostModel cost = TestCost();
   ValidationOptions o;
   o.token_scale = 0.0005;
   o.repeats = 1;
@@ -134,7 +135,7 @@ TEST(ComparisonTest, RatiosAgainstZellige) {
 }
 
 TEST(ComparisonTest, TwoPlannersOnFakeRanks) {
-  const CostModel cost = TestCost();
+  const ProfileCostModel cost = TestCost();
   CompareOptions o;
   o.mixes = {"v50"};
   o.planners = {"zellige", "usp"};
