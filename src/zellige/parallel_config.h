@@ -13,6 +13,8 @@
 // Plain values; thread-safe.
 #pragma once
 
+#include <algorithm>
+#include <ranges>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,20 @@ struct RankBlock {
   int first = 0;
   int size = 1;
   std::vector<int> Ranks() const;
+  // The same ranks as a lazy range, for loops over a block: for (int r : b.RankRange()).
+  auto RankRange() const { return std::views::iota(first, first + size); }
 };
+// values[r] += amount for every rank r of `block` (values: one entry per rank).
+inline void AddToBlock(const RankBlock& block, double amount, std::vector<double>* values) {
+  for (int r : block.RankRange()) (*values)[r] += amount;
+}
+// The largest values[r] over the ranks of `block`, or 0 if larger (for per-rank loads and
+// memory, which are never negative).
+inline double MaxOverBlock(const std::vector<double>& values, const RankBlock& block) {
+  double mx = 0;
+  for (int r : block.RankRange()) mx = std::max(mx, values[r]);
+  return mx;
+}
 // The planners' rank-set family for N ranks: aligned power-of-two blocks. Sizes that are
 // not a power of two (when N itself is not) are skipped; N = 24 gives sizes 1..16 only
 // for blocks that fit.

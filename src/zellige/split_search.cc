@@ -26,7 +26,7 @@ class LoadState {
   void Apply(const AnchorPick& p, double sign) {
     const GroupOption& o = Option(p);
     const RankBlock& b = s_.blocks[p.block];
-    for (int r = b.first; r < b.first + b.size; ++r) {
+    for (int r : b.RankRange()) {
       room_ -= Room(load_[r], mem_[r]);
       violations_ -= Violated(load_[r], mem_[r]);
       over_ -= Over(load_[r], mem_[r]);
@@ -46,7 +46,7 @@ class LoadState {
     const RankBlock& b = s_.blocks[p.block];
     int violations = violations_;
     double r_sum = room_;
-    for (int r = b.first; r < b.first + b.size; ++r) {
+    for (int r : b.RankRange()) {
       const double l = load_[r] + o.time_s, m = mem_[r] + o.mem_bytes;
       if (Violated(l, m)) return false;
       violations -= Violated(load_[r], mem_[r]);
@@ -66,7 +66,7 @@ class LoadState {
     const GroupOption& o = Option(p);
     const RankBlock& b = s_.blocks[p.block];
     double over = over_, room = room_;
-    for (int r = b.first; r < b.first + b.size; ++r) {
+    for (int r : b.RankRange()) {
       const double l = load_[r] + o.time_s, m = mem_[r] + o.mem_bytes;
       over += Over(l, m) - Over(load_[r], mem_[r]);
       room += Room(l, m) - Room(load_[r], mem_[r]);
@@ -145,10 +145,8 @@ std::vector<AnchorPick> GreedyFrom(const SplitSearchSpace& space, double target_
     picks.push_back(p);
     const GroupOption& o = space.options[p.group][p.option];
     const RankBlock& blk = space.blocks[p.block];
-    for (int r = blk.first; r < blk.first + blk.size; ++r) {
-      load[r] += o.time_s;
-      mem[r] += o.mem_bytes;
-    }
+    AddToBlock(blk, o.time_s, &load);
+    AddToBlock(blk, o.mem_bytes, &mem);
   }
   size_t index = 0;
   for (size_t g = 0; g < space.options.size(); ++g) {
@@ -166,11 +164,8 @@ std::vector<AnchorPick> GreedyFrom(const SplitSearchSpace& space, double target_
         for (size_t b = 0; b < space.blocks.size(); ++b) {
           const RankBlock& blk = space.blocks[b];
           if (blk.size != o.degree) continue;
-          double mx = 0, mem_mx = 0;
-          for (int r = blk.first; r < blk.first + blk.size; ++r) {
-            mx = std::max(mx, load[r]);
-            mem_mx = std::max(mem_mx, mem[r]);
-          }
+          const double mx = MaxOverBlock(load, blk);
+          const double mem_mx = MaxOverBlock(mem, blk);
           if (mem_mx + o.mem_bytes > cap) continue;
           const AnchorPick p{static_cast<int>(g), static_cast<int>(j), static_cast<int>(b)};
           const double after = mx + o.time_s;
@@ -194,10 +189,8 @@ std::vector<AnchorPick> GreedyFrom(const SplitSearchSpace& space, double target_
       picks.push_back(pick);
       const GroupOption& o = space.options[g][pick.option];
       const RankBlock& blk = space.blocks[pick.block];
-      for (int r = blk.first; r < blk.first + blk.size; ++r) {
-        load[r] += o.time_s;
-        mem[r] += o.mem_bytes;
-      }
+      AddToBlock(blk, o.time_s, &load);
+      AddToBlock(blk, o.mem_bytes, &mem);
     }
   }
   return picks;

@@ -42,10 +42,8 @@ double BruteForce(const workload::Batch& batch, const CostModel& cost) {
     std::vector<double> load(n, 0.0), mem(n, 0.0);
     for (size_t i = 0; i < idx.size(); ++i) {
       const Choice& c = choices[i][idx[i]];
-      for (int r = c.block.first; r < c.block.first + c.block.size; ++r) {
-        load[r] += c.time;
-        mem[r] += c.mem;
-      }
+      AddToBlock(c.block, c.time, &load);
+      AddToBlock(c.block, c.mem, &mem);
     }
     if (*std::max_element(mem.begin(), mem.end()) <= cap) {
       best = std::min(best, *std::max_element(load.begin(), load.end()));
