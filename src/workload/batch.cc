@@ -87,8 +87,9 @@ constexpr BucketDef kImageBuckets[] = {{models::MediaKind::kImage, "256p"},
                                        {models::MediaKind::kImage, "480p"},
                                        {models::MediaKind::kImage, "720p"},
                                        {models::MediaKind::kImage, "1080p"}};
-constexpr BucketDef kVideoBuckets[] = {
-    {models::MediaKind::kVideo, "480p"}, {models::MediaKind::kVideo, "720p"}, {models::MediaKind::kVideo, "1080p"}};
+constexpr BucketDef kVideoBuckets[] = {{models::MediaKind::kVideo, "480p"},
+                                       {models::MediaKind::kVideo, "720p"},
+                                       {models::MediaKind::kVideo, "1080p"}};
 
 Sequence MakeSeq(const BucketDef& b, double seconds) {
   Sequence s;

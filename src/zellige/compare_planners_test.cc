@@ -1,12 +1,12 @@
 // ComparePlanners and BenchPlanners on a tiny cluster (4 ranks): rows and statistics agree
 // with the runs they summarise; unknown planner options are rejected with the known keys.
-#include "zellige/cost_model_analytic.h"
 #include "zellige/compare_planners.h"
 
 #include <gtest/gtest.h>
 
 #include "hw/cluster.h"
 #include "zellige/bench_planners.h"
+#include "zellige/cost_model_analytic.h"
 
 namespace tessera::zellige {
 namespace {

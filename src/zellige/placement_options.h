@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "zellige/cost_model.h"
 #include "workload/batch.h"
+#include "zellige/cost_model.h"
 
 namespace tessera::zellige {
 

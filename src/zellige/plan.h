@@ -12,8 +12,8 @@
 
 #include "core/json_util.h"
 #include "core/status.h"
-#include "zellige/parallel_config.h"
 #include "workload/batch.h"
+#include "zellige/parallel_config.h"
 
 namespace tessera::zellige {
 

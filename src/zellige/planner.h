@@ -13,9 +13,9 @@
 
 #include "core/registry.h"
 #include "core/status.h"
+#include "workload/batch.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige {
 

@@ -38,8 +38,8 @@ core::Status ScheduleWithContention(const Plan& plan, const CostModel& cost,
 
 }  // namespace
 
-core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
-                                   core::TraceWriter* trace) {
+core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batch,
+                                   const CostModel& cost, core::TraceWriter* trace) {
   SimResult r;
   ASSIGN_OR_RETURN(const internal::StepOps ops, internal::PrepareStep(plan, batch, cost, &r));
 

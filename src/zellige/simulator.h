@@ -31,9 +31,9 @@
 
 #include "core/status.h"
 #include "core/trace.h"
+#include "workload/batch.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige {
 
@@ -53,7 +53,7 @@ struct SimResult {
 // Validates the plan against the batch and the model's heads, then simulates. When
 // `trace` is non-null, writes one track per rank (whole sequences of a rank in one layer
 // are merged into one span, as the engine runs them as one call).
-core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
-                                   core::TraceWriter* trace = nullptr);
+core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batch,
+                                   const CostModel& cost, core::TraceWriter* trace = nullptr);
 
 }  // namespace tessera::zellige

@@ -7,10 +7,10 @@
 
 #include "core/status.h"
 #include "core/trace.h"
+#include "workload/batch.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
 #include "zellige/simulator.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige {
 

@@ -8,8 +8,8 @@
 
 namespace tessera::zellige::internal {
 
-core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
-                                    SimResult* r) {
+core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch,
+                                    const CostModel& cost, SimResult* r) {
   const int n = cost.cluster().num_ranks();
   if (plan.num_ranks != n) {
     return core::InvalidArgument("plan.num_ranks: got " + std::to_string(plan.num_ranks) +
@@ -109,9 +109,9 @@ void WriteTrace(const Plan& plan, const workload::Batch& batch, const StepOps& o
 
 }  // namespace
 
-void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost, const StepOps& ops,
-                const std::vector<double>& start_s, const std::vector<double>& end_s,
-                core::TraceWriter* trace, SimResult* r) {
+void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
+                const StepOps& ops, const std::vector<double>& start_s,
+                const std::vector<double>& end_s, core::TraceWriter* trace, SimResult* r) {
   if (trace) WriteTrace(plan, batch, ops, start_s, end_s, trace);
   const int n = plan.num_ranks;
   double sum = 0, mx = 0;

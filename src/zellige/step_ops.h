@@ -14,10 +14,10 @@
 
 #include "core/status.h"
 #include "core/trace.h"
+#include "workload/batch.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
 #include "zellige/simulator.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige::internal {
 
@@ -34,13 +34,13 @@ struct StepOps {
 
 // Validates the plan (Simulate's contract), prices it and fills `r`'s busy_s, mem_bytes,
 // attn_comm_bytes and split_sequences (finish_s sized and zeroed).
-core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
-                                    SimResult* r);
+core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch,
+                                    const CostModel& cost, SimResult* r);
 
 // Given each op's start and end, writes the trace (when non-null), the makespan,
 // max_over_mean and the OOM verdict into `r` (finish_s must be filled).
-void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost, const StepOps& ops,
-                const std::vector<double>& start_s, const std::vector<double>& end_s,
-                core::TraceWriter* trace, SimResult* r);
+void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
+                const StepOps& ops, const std::vector<double>& start_s,
+                const std::vector<double>& end_s, core::TraceWriter* trace, SimResult* r);
 
 }  // namespace tessera::zellige::internal

@@ -26,7 +26,9 @@ inline hw::Cluster TinyCluster(int nodes, int per_node) {
 }
 
 // d = 64, 4 heads, 1 layer, FFN 128, no text tokens, 2 bytes per element.
-inline models::DitModel TinyModel(int layers = 1) { return models::DitModel{"tiny", 64, 4, layers, 128, 0, 2}; }
+inline models::DitModel TinyModel(int layers = 1) {
+  return models::DitModel{"tiny", 64, 4, layers, 128, 0, 2};
+}
 
 // A batch of sequences given by token count only (ids 0, 1, ...).
 inline workload::Batch MakeBatch(const std::vector<int64_t>& tokens) {

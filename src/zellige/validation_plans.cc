@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "core/rng.h"
-#include "zellige/parallel_config.h"
 #include "models/token_calculus.h"
+#include "zellige/parallel_config.h"
 
 namespace tessera::zellige {
 namespace {

@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "workload/batch.h"
 #include "zellige/plan.h"
 #include "zellige/profile.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige {
 

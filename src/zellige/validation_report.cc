@@ -1,9 +1,9 @@
-#include "zellige/cost_model_profile.h"
 #include "zellige/validation_report.h"
 
 #include <memory>
 #include <utility>
 
+#include "zellige/cost_model_profile.h"
 #include "zellige/simulator.h"
 
 namespace tessera::zellige {

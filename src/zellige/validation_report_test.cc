@@ -1,6 +1,5 @@
 // BuildValidationReport, AssessDrift and ToJson on hand-made measurements of the hand-made
 // 2-rank profile (testdata/profile_2rank.json).
-#include "zellige/cost_model_profile.h"
 #include "zellige/validation_report.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "zellige/cost_model_profile.h"
 #include "zellige/simulator.h"
 
 namespace tessera::zellige {

@@ -66,19 +66,11 @@ void PrintReport(const zellige::engine::CompareReport& r) {
 Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
                       const zellige::CostModel& cost) {
   zellige::engine::CompareOptions o = a.options;
-  o.repeats = a.job.repeats;
-  o.warmup = a.job.warmup;
-  o.seed = a.job.seed;
-  o.model = ToSmallDitConfig(a.job.model);
-  o.profile_path = a.job.profile_path;
-  std::unique_ptr<core::ProgressBar> bar;
+  CopyJobOptions(a.job, &o);
+  RankZeroProgress progress(world, "compare");
   ASSIGN_OR_RETURN(zellige::engine::CompareReport report,
-                   zellige::engine::RunComparison(world, o, cost, [&](int done, int total) {
-                     if (world.rank() != 0) return;
-                     if (!bar) bar = std::make_unique<core::ProgressBar>("compare", total);
-                     bar->Update(done);
-                   }));
-  if (bar) bar->Done();
+                   zellige::engine::RunComparison(world, o, cost, std::ref(progress)));
+  progress.Done();
   if (world.rank() != 0) return Status::Ok();
   PrintReport(report);
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(report)));

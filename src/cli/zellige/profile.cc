@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/mpi_launch.h"
+#include "cli/zellige/profile_job.h"
 #include "cli/zellige/small_dit_args.h"
 #include "core/json_util.h"
 #include "core/progress.h"
@@ -87,14 +88,10 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
   o.warmup = a.warmup;
   o.seed = a.seed;
   o.model = ToSmallDitConfig(a.model);
-  std::unique_ptr<core::ProgressBar> bar;
+  RankZeroProgress progress(world, "profile");
   ASSIGN_OR_RETURN(zellige::Profile prof,
-                   zellige::engine::MeasureProfile(world, o, [&](int done, int total) {
-                     if (world.rank() != 0) return;
-                     if (!bar) bar = std::make_unique<core::ProgressBar>("profile", total);
-                     bar->Update(done);
-                   }));
-  if (bar) bar->Done();
+                   zellige::engine::MeasureProfile(world, o, std::ref(progress)));
+  progress.Done();
   if (world.rank() != 0) return Status::Ok();
   RETURN_IF_ERROR(core::WriteJsonFile(a.out, zellige::ToJson(prof)));
   PrintSummary(prof, a.out);

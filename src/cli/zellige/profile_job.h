@@ -13,9 +13,10 @@
 
 #include "cli/zellige/small_dit_args.h"
 #include "comm/communicator.h"
+#include "core/progress.h"
 #include "core/status.h"
-#include "zellige/engine/plan_measurement.h"
 #include "zellige/cost_model.h"
+#include "zellige/engine/plan_measurement.h"
 
 namespace tessera::cli {
 
@@ -39,5 +40,37 @@ zellige::engine::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a);
 core::Status RunProfileJob(const ProfileJobArgs& a,
                            const std::function<core::Status(comm::Communicator& world,
                                                             const zellige::CostModel& cost)>& body);
+
+// Copies the job options every measuring service shares (repeats, warmup, seed, SmallDit,
+// profile path) into its options struct (engine::ValidationOptions, engine::CompareOptions).
+template <class Options>
+void CopyJobOptions(const ProfileJobArgs& a, Options* o) {
+  o->repeats = a.repeats;
+  o->warmup = a.warmup;
+  o->seed = a.seed;
+  o->model = ToSmallDitConfig(a.model);
+  o->profile_path = a.profile_path;
+}
+
+// The progress callback of a collective service: a bar called `label` on rank 0 only,
+// created at the first report (when the total is known). Pass it as std::ref(progress).
+class RankZeroProgress {
+ public:
+  RankZeroProgress(const comm::Communicator& world, std::string label)
+      : on_(world.rank() == 0), label_(std::move(label)) {}
+  void operator()(int done, int total) {
+    if (!on_) return;
+    if (!bar_) bar_ = std::make_unique<core::ProgressBar>(label_, total);
+    bar_->Update(done);
+  }
+  void Done() {
+    if (bar_) bar_->Done();
+  }
+
+ private:
+  bool on_;
+  std::string label_;
+  std::unique_ptr<core::ProgressBar> bar_;
+};
 
 }  // namespace tessera::cli

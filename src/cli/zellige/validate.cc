@@ -94,19 +94,11 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
                        const zellige::CostModel& cost) {
   zellige::engine::ValidationOptions o;
   o.token_scale = a.token_scale;
-  o.repeats = a.job.repeats;
-  o.warmup = a.job.warmup;
-  o.seed = a.job.seed;
-  o.model = ToSmallDitConfig(a.job.model);
-  o.profile_path = a.job.profile_path;
-  std::unique_ptr<core::ProgressBar> bar;
+  CopyJobOptions(a.job, &o);
+  RankZeroProgress progress(world, "validate");
   ASSIGN_OR_RETURN(zellige::ValidationReport report,
-                   zellige::engine::RunValidation(world, o, cost, [&](int done, int total) {
-                     if (world.rank() != 0) return;
-                     if (!bar) bar = std::make_unique<core::ProgressBar>("validate", total);
-                     bar->Update(done);
-                   }));
-  if (bar) bar->Done();
+                   zellige::engine::RunValidation(world, o, cost, std::ref(progress)));
+  progress.Done();
   if (world.rank() != 0) return Status::Ok();
   PrintReport(report);
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(report)));

@@ -35,9 +35,9 @@
 #include "core/status.h"
 #include "models/adamw.h"
 #include "models/small_dit.h"
+#include "workload/batch.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/engine_check.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 

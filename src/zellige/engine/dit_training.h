@@ -27,9 +27,9 @@
 #include "models/adamw.h"
 #include "models/flow_matching.h"
 #include "models/small_dit.h"
+#include "workload/batch.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/engine_attention_backend.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 

@@ -22,9 +22,9 @@
 #include "comm/communicator.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "workload/batch.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/plan.h"
-#include "workload/batch.h"
 
 namespace tessera::zellige::engine {
 
