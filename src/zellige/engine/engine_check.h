@@ -8,7 +8,7 @@
 // Reference: per sequence, the whole sequence's Q, K, V, dO through the tiled kernels
 // (kernels/attention.h) in one call on one rank, fp32: O, dQ, dK, dV.
 // Error: per tensor (O, dQ, dK, dV) and per rank, abs = max |engine - reference| over the
-// rank's rows, rel = abs / max |reference| over the same rows (TensorError below: a norm-wise
+// rank's rows, rel = abs / max |reference| over the same rows (core::TensorError: a norm-wise
 // relative error; element-wise ratios are meaningless near zero). The stats keep the max
 // over tensors.
 // RandomPlan draws a legal plan over aligned power-of-two rank blocks (the planners'
@@ -22,6 +22,7 @@
 #include "comm/communicator.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "core/tensor_error.h"
 #include "workload/batch.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/plan.h"
@@ -40,38 +41,12 @@ struct LocalData {
 };
 LocalData MakeLocalData(const AttentionEngine& engine, uint64_t seed);
 
-struct ErrorStats {
-  double max_abs = 0;
-  double max_rel = 0;
-};
-
-// The error of one tensor against its reference, accumulated over element pairs (got, ref):
-//   abs = max |got - ref|   (+inf as soon as got or ref is not finite),
-//   rel = abs / max(max |ref|, kTinyReference)
-// i.e. a norm-wise relative error (the max-norm of the difference over the max-norm of the
-// reference, over the SAME elements); it is well defined for any input, including an all-zero
-// reference (then rel = abs / 1e-30: 0 when equal, huge otherwise). Element-wise ratios are
-// not used: they are meaningless near zero.
-class TensorError {
- public:
-  static constexpr double kTinyReference = 1e-30;
-
-  void Add(double got, double ref);
-  // Element-wise pairs; got and ref must have the same size (CHECK).
-  void Add(std::span<const float> got, std::span<const float> ref);
-  ErrorStats Stats() const;
-
- private:
-  double max_diff_ = 0;
-  double max_ref_ = 0;
-};
-
-// The whole-tensor error (one TensorError over all pairs); sizes must match (CHECK).
-ErrorStats CompareTensors(std::span<const float> got, std::span<const float> ref);
-
-// The worst of two: max of max_abs and max of max_rel (possibly from different tensors);
-// NaN counts as +inf.
-ErrorStats WorstOf(const ErrorStats& a, const ErrorStats& b);
+// The tensor comparison (ErrorStats, TensorError, CompareTensors, WorstOf) is core's
+// (core/tensor_error.h); these names keep the engine's callers unchanged.
+using core::CompareTensors;
+using core::ErrorStats;
+using core::TensorError;
+using core::WorstOf;
 
 // Compares the engine outputs (packed local layout) with the reference slices.
 core::StatusOr<ErrorStats> CompareWithReference(const AttentionEngine& engine,
