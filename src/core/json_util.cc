@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
+#include <vector>
 
+#include "core/input_file.h"
 #include "core/output_file.h"
 
 namespace tessera::core {
@@ -13,28 +16,122 @@ std::string JoinPath(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
-StatusOr<Json> ParseJson(const std::string& text, const std::string& source) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Re-parse with exceptions only to extract the position for the message.
-    try {
-      Json probe = Json::parse(text);
-      (void)probe;
-    } catch (const Json::parse_error& e) {
-      return InvalidArgument(source + ": malformed JSON (byte " + std::to_string(e.byte) +
-                             "): expected a complete JSON document");
+namespace {
+
+// Nesting deeper than this is refused (nlohmann's destructor and dump recurse).
+constexpr int kMaxDepth = 256;
+
+// Parser-callback state: the open objects and arrays, to reject duplicate keys and name
+// where they are.
+class KeyChecker {
+ public:
+  // Returns false to drop the element (only once an error was recorded).
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    if (!error_.empty()) return false;
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        if (frames_.size() >= kMaxDepth) {
+          error_ = "nested deeper than " + std::to_string(kMaxDepth) + " levels at " + Where();
+          return false;
+        }
+        frames_.push_back({event == Json::parse_event_t::object_start, {}, {}, 0});
+        return true;
+      case Json::parse_event_t::key: {
+        Frame& top = frames_.back();
+        const std::string key = parsed.get<std::string>();
+        if (!top.keys.insert(key).second) {
+          top.key = key;
+          error_ = Where() + ": duplicate key (each key may appear once in an object)";
+          return false;
+        }
+        top.key = key;
+        return true;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        ElementDone();
+        return true;
+      case Json::parse_event_t::value:
+        ElementDone();
+        return true;
     }
-    return InvalidArgument(source + ": malformed JSON");
+    return true;
   }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;  // objects: the current key
+    size_t index;     // arrays: the current element
+  };
+  void ElementDone() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string Where() const {
+    std::string path;
+    for (const Frame& f : frames_) {
+      if (f.object) {
+        if (!f.key.empty()) path = JoinPath(path, f.key);
+      } else {
+        path.append(1, '[').append(std::to_string(f.index)).append(1, ']');
+      }
+    }
+    return path.empty() ? "document" : path;
+  }
+  std::vector<Frame> frames_;
+  std::string error_;
+};
+
+// The message for a document nlohmann rejected: where and why.
+std::string ParseFailure(const std::string& text) {
+  try {
+    Json probe = Json::parse(text);
+    (void)probe;
+  } catch (const Json::parse_error& e) {
+    std::string why = "expected a complete JSON document";
+    const std::string what = e.what();
+    if (auto p = what.find("syntax error while parsing value - "); p != std::string::npos) {
+      why = what.substr(p + 35);
+    }
+    return "malformed JSON (byte " + std::to_string(e.byte) + "): " + why;
+  } catch (const Json::out_of_range& e) {
+    const std::string what = e.what();
+    auto p = what.find("number overflow parsing ");
+    if (p != std::string::npos) {
+      return "number out of range: " + what.substr(p + 24) + " (JSON numbers must fit a double)";
+    }
+    return std::string("value out of range: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("malformed JSON: ") + e.what();
+  }
+  return "malformed JSON";
+}
+
+}  // namespace
+
+StatusOr<Json> ParseJson(const std::string& text, const std::string& source) {
+  KeyChecker checker;
+  Json j;
+  try {
+    j = Json::parse(text, std::ref(checker), /*allow_exceptions=*/false);
+  } catch (const std::bad_alloc&) {
+    return InvalidArgument(source + ": out of memory while parsing " + std::to_string(text.size()) +
+                           " bytes of JSON");
+  } catch (const std::exception& e) {
+    return InvalidArgument(source + ": malformed JSON: " + e.what());
+  }
+  if (!checker.error().empty()) return InvalidArgument(source + ": " + checker.error());
+  if (j.is_discarded()) return InvalidArgument(source + ": " + ParseFailure(text));
   return j;
 }
 
 StatusOr<Json> ReadJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseJson(ss.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
+  return ParseJson(text, path);
 }
 
 Status WriteJsonFile(const std::string& path, const Json& j) {
@@ -73,6 +170,11 @@ StatusOr<int64_t> GetInt(const Json& obj, const std::string& path, const std::st
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_number_integer()) {
     return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() + ", must be an integer");
+  }
+  if (v->is_number_unsigned() &&
+      v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() +
+                           ", must be <= " + std::to_string(std::numeric_limits<int64_t>::max()));
   }
   return v->get<int64_t>();
 }
@@ -116,6 +218,26 @@ StatusOr<int64_t> GetNonNegativeInt(const Json& obj, const std::string& path,
     return InvalidArgument(JoinPath(path, key) + ": got " + std::to_string(v) + ", must be >= 0");
   }
   return v;
+}
+
+StatusOr<int64_t> GetIntInRange(const Json& obj, const std::string& path, const std::string& key,
+                                int64_t lo, int64_t hi) {
+  ASSIGN_OR_RETURN(int64_t v, GetInt(obj, path, key));
+  if (v < lo || v > hi) {
+    return InvalidArgument(JoinPath(path, key) + ": got " + std::to_string(v) + ", must be in [" +
+                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, const std::string& key,
+                                  double lo, double hi) {
+  ASSIGN_OR_RETURN(double d, GetNumber(obj, path, key));
+  if (d < lo || d > hi) {
+    return InvalidArgument(JoinPath(path, key) + ": got " + Show(d) + ", must be in [" + Show(lo) +
+                           ", " + Show(hi) + "]");
+  }
+  return d;
 }
 
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key) {

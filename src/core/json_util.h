@@ -15,9 +15,13 @@ namespace tessera::core {
 
 using Json = nlohmann::json;
 
-// Parses `text`; `source` names it in messages (a file path or "<string>").
+// Parses `text`; `source` names it in messages (a file path or "<string>"). Never throws:
+// malformed text (with the byte and what was expected), a number that does not fit a double
+// (1e400), a key that appears twice in one object (named by its dotted path, e.g.
+// `links.intra: duplicate key`) and nesting deeper than 256 levels are InvalidArgument.
 StatusOr<Json> ParseJson(const std::string& text, const std::string& source);
-// Reads and parses a file. NotFound if it cannot be opened.
+// Reads (core/input_file.h: size limit, directories, devices and empty files named) and
+// parses a file.
 StatusOr<Json> ReadJsonFile(const std::string& path);
 // Writes `j` pretty-printed to `path` with WriteFileAtomically (core/output_file.h): through
 // symlinks and devices, via a unique temporary file and rename otherwise, so an interrupted
@@ -27,7 +31,8 @@ Status WriteJsonFile(const std::string& path, const Json& j);
 // Required object member `key` of `obj` (which must be an object).
 StatusOr<const Json*> Member(const Json& obj, const std::string& path, const std::string& key);
 
-// Typed getters for a required member. Each checks type and range.
+// Typed getters for a required member. Each checks type and range; integers above
+// INT64_MAX are refused, never wrapped.
 StatusOr<double> GetPositiveDouble(const Json& obj, const std::string& path,
                                    const std::string& key);
 StatusOr<double> GetNonNegativeDouble(const Json& obj, const std::string& path,
@@ -37,6 +42,12 @@ StatusOr<double> GetFraction(const Json& obj, const std::string& path, const std
 StatusOr<int64_t> GetPositiveInt(const Json& obj, const std::string& path, const std::string& key);
 StatusOr<int64_t> GetNonNegativeInt(const Json& obj, const std::string& path,
                                     const std::string& key);
+// An integer in [lo, hi] (the range check comes before any narrowing by the caller).
+StatusOr<int64_t> GetIntInRange(const Json& obj, const std::string& path, const std::string& key,
+                                int64_t lo, int64_t hi);
+// A finite double in [lo, hi].
+StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, const std::string& key,
+                                  double lo, double hi);
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key);
 
 // "path.key" or "key" when path is empty.

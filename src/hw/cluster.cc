@@ -1,7 +1,6 @@
 #include "hw/cluster.h"
 
-#include <filesystem>
-
+#include "core/input_file.h"
 #include "hw/data_files.h"
 
 namespace tessera::hw {
@@ -131,7 +130,7 @@ StatusOr<Cluster> ClusterPreset(const std::string& name) {
 StatusOr<Cluster> LoadCluster(const std::string& name_or_path) {
   auto preset = ClusterPreset(name_or_path);
   if (preset.ok() || preset.status().code() != core::StatusCode::kNotFound) return preset;
-  if (!std::filesystem::exists(name_or_path)) return preset.status();
+  if (!core::PathExists(name_or_path)) return preset.status();
   ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(name_or_path));
   return ClusterFromJson(j, name_or_path);
 }

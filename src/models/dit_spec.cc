@@ -1,6 +1,6 @@
 #include "models/dit_spec.h"
 
-#include <filesystem>
+#include "core/input_file.h"
 
 namespace tessera::models {
 
@@ -86,7 +86,7 @@ StatusOr<DitModel> DitModelPreset(const std::string& name) {
 
 StatusOr<DitModel> LoadDitModel(const std::string& name_or_path) {
   auto preset = DitModelPreset(name_or_path);
-  if (preset.ok() || !std::filesystem::exists(name_or_path)) return preset;
+  if (preset.ok() || !core::PathExists(name_or_path)) return preset;
   ASSIGN_OR_RETURN(Json j, core::ReadJsonFile(name_or_path));
   return DitModelFromJson(j, name_or_path);
 }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <string>
 
+#include "core/input_file.h"
 #include "core/json_util.h"
 
 namespace tessera::workload {
@@ -37,8 +37,7 @@ core::StatusOr<Batch> LoadBatch(const BatchSource& source, int num_ranks) {
     spec.seed = source.seed;
     ASSIGN_OR_RETURN(batch, GenerateBatch(spec));
   } else {
-    std::error_code ec;
-    if (!std::filesystem::exists(source.workload, ec)) return mix.status();
+    if (!core::PathExists(source.workload)) return mix.status();
     ASSIGN_OR_RETURN(core::Json j, core::ReadJsonFile(source.workload));
     ASSIGN_OR_RETURN(batch, BatchFromJson(j, source.workload));
   }
