@@ -7,52 +7,17 @@
 #include <fstream>
 #include <string>
 
+#include "cli/cli_test_util.h"
 #include "core/json_util.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result RunTessera(const std::string& args) {
-  std::string cmd = std::string(TESSERA_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-// A per-test path: ctest runs the tests of this file as parallel processes.
-std::string TempPath(const std::string& name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/tessera_cli_" + info->name() + "_" + name;
-}
-
-std::string Write(const std::string& name, const std::string& text) {
-  std::string path = TempPath(name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-int Lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-void ExpectUserError(const std::string& args, const std::string& needle) {
-  Result r = RunTessera(args);
-  EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
-  EXPECT_EQ(Lines(r.out), 1) << args << "\n" << r.out;
-  EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
-}
+using tessera::cli::testing::ExpectUserError;
+using tessera::cli::testing::Lines;
+using tessera::cli::testing::Result;
+using tessera::cli::testing::RunTessera;
+using tessera::cli::testing::TempPath;
+using tessera::cli::testing::Write;
 
 TEST(CliTest, HelpWorks) {
   Result r = RunTessera("--help");
@@ -71,7 +36,7 @@ TEST(CliTest, TokensCommand) {
   EXPECT_EQ(RunTessera("zellige tokens --kind image --res 720p").out, "3600\n");
   ExpectUserError("zellige tokens --kind audio", "--kind: got 'audio'");
   ExpectUserError("zellige tokens --res 10x", "res: got '10x'");
-  ExpectUserError("zellige tokens --seconds -1", "seconds: got -1");
+  ExpectUserError("zellige tokens --seconds -1", "--seconds: got '-1'");
 }
 
 TEST(CliTest, BadPresetsAndOptions) {
@@ -80,7 +45,7 @@ TEST(CliTest, BadPresetsAndOptions) {
   ExpectUserError("zellige plan --load 0", "load: got '0'");
   ExpectUserError("zellige plan --load -3", "load: got '-3'");
   ExpectUserError("zellige plan --planner fastest", "planner: got 'fastest'");
-  ExpectUserError("zellige plan --video-seconds 0", "video_seconds: got 0");
+  ExpectUserError("zellige plan --video-seconds 0", "--video-seconds: got '0'");
   ExpectUserError("zellige plan --planner knapformer --option knapformer.bags=g3n1",
                   "knapformer.bags: got 'g3n1'");
   ExpectUserError("zellige plan --model nothing", "model: got 'nothing'");
@@ -216,7 +181,7 @@ TEST(CliTest, BadProfileIsOneLine) {
   ExpectUserError("zellige plan --profile " + TestProfile() + " --model wan2.1-1.3b",
                   "--model: got 'wan2.1-1.3b', cannot be combined with --profile");
   ExpectUserError("zellige plan --profile /nonexistent_profile.json",
-                  "/nonexistent_profile.json: cannot open file");
+                  "/nonexistent_profile.json: no such file");
 }
 
 TEST(CliTest, ProfilerCommandsRejectBadInputBeforeMpi) {
@@ -236,7 +201,7 @@ TEST(CliTest, ProfilerCommandsRejectBadInputBeforeMpi) {
                   "model.hidden: measured for 256, asked for 512");
   ExpectUserError("zellige validate --profile " + TestProfile() + " --ranks 4",
                   "ranks: measured with 2, asked for 4");
-  ExpectUserError("zellige profile --out x.json --buckets 8,0,16", "--buckets: got 0");
+  ExpectUserError("zellige profile --out x.json --buckets 8,0,16", "--buckets: got '0'");
   ExpectUserError("zellige profile --out x.json --hidden 30 --heads 4", "heads must divide hidden");
   ExpectUserError("zellige profile --out x.json --repeats 0", "--repeats");
 }

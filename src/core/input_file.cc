@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "core/memory_info.h"
 
 namespace tessera::core {
 namespace {
@@ -19,19 +19,6 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kMinLimitBytes = 16 * kMiB;
 constexpr int64_t kMaxLimitBytes = 1024 * kMiB;
 constexpr int64_t kMemoryDivisor = 256;
-
-// MemAvailable from /proc/meminfo in bytes, or 0 if it cannot be read.
-int64_t AvailableMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return 0;
-}
 
 std::string Megabytes(int64_t bytes) {
   char buf[64];

@@ -41,6 +41,10 @@ Status WriteAll(int fd, std::string_view contents, const std::string& path) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
+      // A full disk or quota is the user's to fix, not a tessera bug.
+      if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG) {
+        return InvalidArgument(path + ": write failed: " + ErrnoText(errno));
+      }
       return Internal(path + ": write failed: " + ErrnoText(errno));
     }
     done += static_cast<size_t>(n);

@@ -63,6 +63,16 @@ int64_t VecBytes(const std::vector<float>& v) {
 
 }  // namespace
 
+double SmallDitParameterCount(const SmallDitConfig& c) {
+  const double hd = static_cast<double>(c.hidden), f = static_cast<double>(c.ffn_hidden);
+  const double cin = static_cast<double>(c.in_channels);
+  const double tf = static_cast<double>(c.timestep_freq_dim);
+  const double block = (6 * hd * hd + 6 * hd) + (3 * hd * hd + 3 * hd) + (hd * hd + hd) +
+                       (hd * f + f) + (f * hd + hd);
+  return (cin * hd + hd) + (tf * hd + hd) + (hd * hd + hd) +
+         static_cast<double>(c.num_layers) * block + (2 * hd * hd + 2 * hd) + (hd * cin + cin);
+}
+
 Status ValidateSmallDitConfig(const SmallDitConfig& c) {
   auto positive = [](const char* name, int64_t v) -> Status {
     if (v < 1) {
@@ -77,6 +87,26 @@ Status ValidateSmallDitConfig(const SmallDitConfig& c) {
   RETURN_IF_ERROR(positive("num_layers", c.num_layers));
   RETURN_IF_ERROR(positive("ffn_hidden", c.ffn_hidden));
   RETURN_IF_ERROR(positive("timestep_freq_dim", c.timestep_freq_dim));
+  // Sizes are bounded before any product is formed (no int64 overflow below).
+  auto at_most = [](const char* name, int64_t v, int64_t hi) -> Status {
+    if (v > hi) {
+      return core::InvalidArgument(std::string("SmallDitConfig.") + name + ": got " +
+                                   std::to_string(v) + ", must be <= " + std::to_string(hi));
+    }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(at_most("in_channels", c.in_channels, int64_t{1} << 20));
+  RETURN_IF_ERROR(at_most("hidden", c.hidden, int64_t{1} << 20));
+  RETURN_IF_ERROR(at_most("num_layers", c.num_layers, int64_t{1} << 16));
+  RETURN_IF_ERROR(at_most("ffn_hidden", c.ffn_hidden, int64_t{1} << 24));
+  RETURN_IF_ERROR(at_most("timestep_freq_dim", c.timestep_freq_dim, int64_t{1} << 20));
+  const double params = SmallDitParameterCount(c);
+  if (params > static_cast<double>(kMaxSmallDitParameters)) {
+    return core::InvalidArgument(
+        "SmallDitConfig: " + std::to_string(params) +
+        " parameters, must be <= " + std::to_string(kMaxSmallDitParameters) +
+        " (weights, gradients and AdamW state take 16 bytes each)");
+  }
   if (c.hidden % c.num_heads != 0) {
     return core::InvalidArgument("SmallDitConfig.num_heads: got " + std::to_string(c.num_heads) +
                                  ", must divide hidden = " + std::to_string(c.hidden));

@@ -61,7 +61,15 @@ struct SmallDitConfig {
   int64_t head_dim() const { return num_heads > 0 ? hidden / num_heads : 0; }
 };
 
-// InvalidArgument naming the field when a size is < 1, num_heads does not divide hidden,
+// The number of parameters SmallDit::Create allocates for `c` (the tensor list below), in
+// double so it can be computed for any sizes without overflow.
+double SmallDitParameterCount(const SmallDitConfig& c);
+// The largest SmallDit allowed (2^31 parameters: 32 GiB of weights, gradients and AdamW state).
+inline constexpr int64_t kMaxSmallDitParameters = int64_t{1} << 31;
+
+// InvalidArgument naming the field when a size is < 1 or too large (in_channels, hidden,
+// timestep_freq_dim <= 2^20, num_layers <= 2^16, ffn_hidden <= 2^24, parameters <=
+// kMaxSmallDitParameters), num_heads does not divide hidden,
 // timestep_freq_dim is odd, or layer_norm_eps is not positive and finite.
 [[nodiscard]] core::Status ValidateSmallDitConfig(const SmallDitConfig& config);
 

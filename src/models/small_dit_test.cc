@@ -483,3 +483,25 @@ TEST(SmallDitTest, BackwardAccumulatesIntoGradients) {
 
 }  // namespace
 }  // namespace tessera::models
+
+namespace tessera::models {
+namespace {
+
+TEST(SmallDitTest, ParameterCountMatchesTheAllocatedModelAndBoundsHugeConfigs) {
+  for (SmallDitConfig c : {SmallDitConfig{}, SmallDitConfig{4, 32, 2, 1, 64, 16},
+                           SmallDitConfig{3, 48, 3, 5, 100, 8}}) {
+    auto m = SmallDit::Create(c);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(SmallDitParameterCount(c), static_cast<double>(m->NumParameters()));
+  }
+  SmallDitConfig huge;
+  huge.hidden = 1 << 20;
+  huge.ffn_hidden = 1 << 22;
+  EXPECT_NE(ValidateSmallDitConfig(huge).message().find("parameters, must be <="),
+            std::string::npos);
+  huge.hidden = int64_t{1} << 40;
+  EXPECT_NE(ValidateSmallDitConfig(huge).message().find("hidden: got"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::models

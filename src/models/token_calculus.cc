@@ -46,6 +46,11 @@ core::StatusOr<int64_t> CountTokens(MediaKind kind, const Resolution& r, double 
     return core::InvalidArgument("seconds: got " + std::to_string(seconds) +
                                  ", must be in (0, 3600] for a video");
   }
+  if (kind == MediaKind::kVideo && seconds * fps < 1) {
+    return core::InvalidArgument("seconds: got " + std::to_string(seconds) + " at " +
+                                 std::to_string(fps) +
+                                 " fps, less than one frame; must be >= 1 / fps");
+  }
   return LatentFrames(kind, seconds, fps) * TokensPerLatentFrame(r);
 }
 

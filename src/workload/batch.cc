@@ -64,13 +64,20 @@ Status Validate(const WorkloadSpec& s) {
     return core::InvalidArgument("tokens_per_gpu: got " + std::to_string(s.tokens_per_gpu) +
                                  ", must be in [1, 2^34]");
   }
-  if (!(s.video_seconds > 0 && s.video_seconds <= 600)) {
+  if (!(s.video_seconds >= 1 && s.video_seconds <= 600)) {
     return core::InvalidArgument("video_seconds: got " + std::to_string(s.video_seconds) +
-                                 ", must be in (0, 600]");
+                                 ", must be in [1, 600]");
   }
-  if (s.num_ranks < 1) {
+  if (s.num_ranks < 1 || s.num_ranks > kMaxGeneratedRanks) {
     return core::InvalidArgument("num_ranks: got " + std::to_string(s.num_ranks) +
-                                 ", must be >= 1");
+                                 ", must be in [1, " + std::to_string(kMaxGeneratedRanks) + "]");
+  }
+  if (s.tokens_per_gpu * s.num_ranks > kMaxGeneratedTokens) {
+    return core::InvalidArgument(
+        "load: " + std::to_string(s.tokens_per_gpu) + " tokens per rank x " +
+        std::to_string(s.num_ranks) + " ranks is over the " + std::to_string(kMaxGeneratedTokens) +
+        " tokens a generated batch may hold (its sequences would not fit in memory); use a "
+        "smaller --load");
   }
   return Status::Ok();
 }

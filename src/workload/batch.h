@@ -47,6 +47,11 @@ struct WorkloadSpec {
 core::StatusOr<int> ParseMixture(const std::string& name);
 // Tokens per GPU of a load name: "high" = 350K, "low" = 125K, or a positive integer.
 core::StatusOr<int64_t> ParseLoad(const std::string& load);
+
+// Bounds of a generated batch: 2^33 tokens (about 1.5M sequences, 24x the paper's largest
+// batch of 1024 ranks x 350K tokens), at most 2^20 ranks.
+inline constexpr int64_t kMaxGeneratedTokens = int64_t{1} << 33;
+inline constexpr int64_t kMaxGeneratedRanks = int64_t{1} << 20;
 core::Status Validate(const WorkloadSpec& spec);
 core::StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec);
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/zellige/cost_model_args.h"
 #include "core/json_util.h"
 #include "core/progress.h"
@@ -125,21 +126,27 @@ Status RunBenchPlanner(const BenchArgs& a) {
 
 void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
   auto a = std::make_shared<BenchArgs>();
+  auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "bench-planner", "Compare zellige with the joint MILP and the baselines over many batches");
-  AddCostModelOptions(c, &a->cost);
+  AddCostModelOptions(c, &a->cost, paths.get());
   c->add_option("--mixes", a->mixes, "mixtures, comma separated")->delimiter(',');
   c->add_option("--load", a->load, "tokens per GPU: high, low or a number")->capture_default_str();
-  c->add_option("--video-seconds", a->video_seconds, "video length")->capture_default_str();
-  c->add_option("--batches", a->batches, "batches per mixture (seeds seed..seed+N-1)")
+  c->add_option("--video-seconds", a->video_seconds, "video length")
+      ->check(Number(1, 600))
       ->capture_default_str();
-  c->add_option("--seed", a->seed, "first seed")->capture_default_str();
+  c->add_option("--batches", a->batches, "batches per mixture (seeds seed..seed+N-1)")
+      ->transform(Integer(1, 100000))
+      ->capture_default_str();
+  c->add_option("--seed", a->seed, "first seed")->transform(Seed())->capture_default_str();
   c->add_option("--joint-time-limit", a->joint_time_limit_s, "seconds per joint MILP solve")
+      ->check(PositiveNumber(86400))
       ->capture_default_str();
   c->add_flag("--skip-joint", a->skip_joint, "do not run the joint reference");
   c->add_option("--option", a->options, "planner option key=value");
-  c->add_option("--json", a->json_path, "write per-batch JSON here");
-  c->callback([action, a] { *action = [a] { return RunBenchPlanner(*a); }; });
+  paths->Output(c, "--json", &a->json_path, "write per-batch JSON here");
+  c->callback(
+      [action, a, paths] { *action = Checked(paths, [a] { return RunBenchPlanner(*a); }); });
 }
 
 }  // namespace tessera::cli

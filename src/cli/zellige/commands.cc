@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/zellige/cost_model_args.h"
 #include "core/json_util.h"
 #include "core/table.h"
@@ -188,39 +189,47 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   t->add_option("--kind", tok->kind, "image or video")->capture_default_str();
   t->add_option("--res", tok->res, "resolution: 1080p, 720p, ... or WIDTHxHEIGHT")
       ->capture_default_str();
-  t->add_option("--seconds", tok->seconds, "video length in seconds")->capture_default_str();
-  t->add_option("--fps", tok->fps, "frames per second")->capture_default_str();
+  t->add_option("--seconds", tok->seconds, "video length in seconds")
+      ->check(PositiveNumber(3600))
+      ->capture_default_str();
+  t->add_option("--fps", tok->fps, "frames per second")
+      ->transform(Integer(1, 1000))
+      ->capture_default_str();
   t->callback([action, tok] { *action = [tok] { return RunTokens(*tok); }; });
 
   auto pa = std::make_shared<PlanArgs>();
+  auto pp = std::make_shared<CommandPaths>();
   CLI::App* p = z->add_subcommand(
       "plan", "Plan one global batch with each planner and compare the modeled step");
-  AddCostModelOptions(p, &pa->cost);
+  AddCostModelOptions(p, &pa->cost, pp.get());
   p->add_option("--workload", pa->workload, "mixture v35..v60 (video token share) or batch JSON")
       ->capture_default_str();
+  pp->RecordInput("--workload", &pa->workload);
   p->add_option("--load", pa->load,
                 "tokens per GPU: high (350K), low (125K) or a number (small with --profile)")
       ->capture_default_str();
   p->add_option("--video-seconds", pa->video_seconds, "video length: 5, 10 or 15")
+      ->check(Number(1, 600))
       ->capture_default_str();
-  p->add_option("--seed", pa->seed, "workload seed")->capture_default_str();
+  p->add_option("--seed", pa->seed, "workload seed")->transform(Seed())->capture_default_str();
   p->add_option("--planner", pa->planner, "a registered planner or all")->capture_default_str();
   p->add_option("--option", pa->options, "planner option key=value, e.g. knapformer.bags=g8n2");
-  p->add_option("--json", pa->json_path, "write results JSON here");
-  p->add_option("--trace", pa->trace_path,
-                "write a Chrome/Perfetto trace of the step (one planner)");
-  p->add_option("--save-plan", pa->save_plan, "write the plan JSON (one planner)");
-  p->add_option("--save-batch", pa->batch_out, "write the batch JSON");
-  p->callback([action, pa] { *action = [pa] { return RunPlan(*pa); }; });
+  pp->Output(p, "--json", &pa->json_path, "write results JSON here");
+  pp->Output(p, "--trace", &pa->trace_path,
+             "write a Chrome/Perfetto trace of the step (one planner)");
+  pp->Output(p, "--save-plan", &pa->save_plan, "write the plan JSON (one planner)");
+  pp->Output(p, "--save-batch", &pa->batch_out, "write the batch JSON");
+  p->callback([action, pa, pp] { *action = Checked(pp, [pa] { return RunPlan(*pa); }); });
 
   auto sa = std::make_shared<SimulateArgs>();
+  auto sp = std::make_shared<CommandPaths>();
   CLI::App* s = z->add_subcommand("simulate", "Simulate a plan file on a batch file");
-  AddCostModelOptions(s, &sa->cost);
-  s->add_option("--batch", sa->batch_path, "batch JSON")->required();
-  s->add_option("--plan", sa->plan_path, "plan JSON")->required();
-  s->add_option("--json", sa->json_path, "write results JSON here");
-  s->add_option("--trace", sa->trace_path, "write a Chrome/Perfetto trace");
-  s->callback([action, sa] { *action = [sa] { return RunSimulate(*sa); }; });
+  AddCostModelOptions(s, &sa->cost, sp.get());
+  sp->Input(s, "--batch", &sa->batch_path, "batch JSON")->required();
+  sp->Input(s, "--plan", &sa->plan_path, "plan JSON")->required();
+  sp->Output(s, "--json", &sa->json_path, "write results JSON here");
+  sp->Output(s, "--trace", &sa->trace_path, "write a Chrome/Perfetto trace");
+  s->callback([action, sa, sp] { *action = Checked(sp, [sa] { return RunSimulate(*sa); }); });
 
   AddZelligeBenchPlanner(z, action);
 #ifdef TESSERA_HAVE_RUNTIME

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/zellige/profile_job.h"
 #include "core/json_util.h"
 #include "core/progress.h"
@@ -82,26 +83,30 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
 
 void AddZelligeCompare(CLI::App* z, Action* action) {
   auto a = std::make_shared<CompareArgs>();
+  auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "compare",
       "Real SmallDit training steps on the same batches under several planners' placements");
-  AddProfileJobOptions(c, &a->job);
+  AddProfileJobOptions(c, &a->job, paths.get());
   c->add_option("--mixes", a->options.mixes, "mixtures vNN")->delimiter(',')->capture_default_str();
   c->add_option("--planners", a->options.planners, "registered planners")
       ->delimiter(',')
       ->capture_default_str();
   c->add_option("--load", a->options.load, "tokens per rank before scaling: high, low or a number")
       ->capture_default_str();
-  c->add_option("--video-seconds", a->options.video_seconds, "video length")->capture_default_str();
-  c->add_option("--token-scale", a->options.token_scale, "multiply every sequence's tokens by this")
+  c->add_option("--video-seconds", a->options.video_seconds, "video length")
+      ->check(Number(1, 600))
       ->capture_default_str();
-  c->add_option("--json", a->json_path, "write every measurement here");
-  c->callback([action, a] {
-    *action = [a] {
+  c->add_option("--token-scale", a->options.token_scale, "multiply every sequence's tokens by this")
+      ->check(PositiveNumber(1000))
+      ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write every measurement here");
+  c->callback([action, a, paths] {
+    *action = Checked(paths, [a] {
       return RunProfileJob(a->job, [a](comm::Communicator& world, const zellige::CostModel& cost) {
         return CompareOnWorld(*a, world, cost);
       });
-    };
+    });
   });
 }
 

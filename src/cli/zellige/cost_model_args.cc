@@ -6,7 +6,12 @@
 
 namespace tessera::cli {
 
-void AddCostModelOptions(CLI::App* cmd, CostModelArgs* args) {
+void AddCostModelOptions(CLI::App* cmd, CostModelArgs* args, CommandPaths* paths) {
+  if (paths != nullptr) {
+    paths->RecordInput("--cluster", &args->cluster);
+    paths->RecordInput("--model", &args->model);
+    paths->RecordInput("--profile", &args->profile);
+  }
   cmd->add_option(
       "--cluster", args->cluster,
       std::string("preset (a800x8, a800x16, a6000x32, h100x64) or JSON file; default ") +

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/options.h"
 #include "core/status.h"
 #include "zellige/cost_model.h"
 
@@ -31,7 +32,8 @@ struct CostModelArgs {
 
 // Adds --cluster, --model and --profile to `cmd`, storing into *args (which must outlive
 // parsing). Help texts name the defaults above.
-void AddCostModelOptions(CLI::App* cmd, CostModelArgs* args);
+// When `paths` is given, the options are recorded as inputs (a preset name is not a file).
+void AddCostModelOptions(CLI::App* cmd, CostModelArgs* args, CommandPaths* paths = nullptr);
 
 // The cost model for the arguments (empty = not given):
 //   profile non-empty: LoadProfile(profile) and the profile-priced CostModel; InvalidArgument

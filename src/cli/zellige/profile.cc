@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/mpi_launch.h"
+#include "cli/options.h"
 #include "cli/zellige/profile_job.h"
 #include "cli/zellige/small_dit_args.h"
 #include "core/json_util.h"
@@ -120,25 +121,34 @@ Status RunProfile(const ProfileArgs& a) {
 
 void AddZelligeProfile(CLI::App* z, Action* action) {
   auto a = std::make_shared<ProfileArgs>();
+  auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "profile",
       "Measure this machine's per-(length bucket, config) prices, communication alpha-beta and "
       "memory constants for a SmallDit; writes a profile JSON for --profile");
   c->add_option("--ranks", a->ranks, "MPI ranks (relaunches under mpiexec when typed at a shell)")
+      ->transform(Integer(1, kMaxRanks))
       ->capture_default_str();
-  c->add_option("--out", a->out, "profile JSON to write")->required();
+  paths->Output(c, "--out", &a->out, "profile JSON to write")->required();
   c->add_option("--buckets", a->buckets, "sequence lengths to measure (default 8..2048, x sqrt 2)")
+      ->transform(Integer(1, 1 << 30))
       ->delimiter(',');
   c->add_option("--whole-tokens", a->whole_tokens,
                 "whole sequences are measured as max(1, this / L) coalesced copies")
+      ->transform(Integer(1, 1 << 30))
       ->capture_default_str();
-  c->add_option("--repeats", a->repeats, "timed steps per point (median)")->capture_default_str();
-  c->add_option("--warmup", a->warmup, "untimed steps per point")->capture_default_str();
-  c->add_option("--seed", a->seed, "data seed")->capture_default_str();
+  c->add_option("--repeats", a->repeats, "timed steps per point (median)")
+      ->transform(Integer(1, 100000))
+      ->capture_default_str();
+  c->add_option("--warmup", a->warmup, "untimed steps per point")
+      ->transform(Integer(0, 100000))
+      ->capture_default_str();
+  c->add_option("--seed", a->seed, "data seed")->transform(Seed())->capture_default_str();
   c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
+      ->check(PositiveNumber(kMaxOpTimeoutS))
       ->capture_default_str();
   AddSmallDitOptions(c, &a->model);
-  c->callback([action, a] { *action = [a] { return RunProfile(*a); }; });
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunProfile(*a); }); });
 }
 
 }  // namespace tessera::cli

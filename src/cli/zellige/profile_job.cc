@@ -5,15 +5,21 @@
 
 namespace tessera::cli {
 
-void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a) {
-  app->add_option("--profile", a->profile_path, "profile JSON from `tessera zellige profile`")
+void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a, CommandPaths* paths) {
+  paths->Input(app, "--profile", &a->profile_path, "profile JSON from `tessera zellige profile`")
       ->required();
   app->add_option("--ranks", a->ranks, "MPI ranks (relaunches under mpiexec from a shell)")
+      ->transform(Integer(1, kMaxRanks))
       ->capture_default_str();
-  app->add_option("--repeats", a->repeats, "timed steps per plan (median)")->capture_default_str();
-  app->add_option("--warmup", a->warmup, "untimed steps per plan")->capture_default_str();
-  app->add_option("--seed", a->seed, "batch and data seed")->capture_default_str();
+  app->add_option("--repeats", a->repeats, "timed steps per plan (median)")
+      ->transform(Integer(1, 100000))
+      ->capture_default_str();
+  app->add_option("--warmup", a->warmup, "untimed steps per plan")
+      ->transform(Integer(0, 100000))
+      ->capture_default_str();
+  app->add_option("--seed", a->seed, "batch and data seed")->transform(Seed())->capture_default_str();
   app->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
+      ->check(PositiveNumber(kMaxOpTimeoutS))
       ->capture_default_str();
   AddSmallDitOptions(app, &a->model);
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/options.h"
 #include "cli/zellige/small_dit_args.h"
 #include "comm/communicator.h"
 #include "core/progress.h"
@@ -30,7 +31,8 @@ struct ProfileJobArgs {
   SmallDitArgs model;
 };
 
-void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a);
+// Adds the options; --profile is recorded in *paths as an input.
+void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a, CommandPaths* paths);
 
 // MeasurePlan options from the arguments.
 zellige::engine::MeasureOptions ToMeasureOptions(const ProfileJobArgs& a);

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/zellige/small_dit_args.h"
 #include "comm/mpi_environment.h"
 #include "core/heap_tuning.h"
@@ -245,46 +246,68 @@ Status RunZelligeRun(const RunArgs& args) {
 
 void AddZelligeRun(CLI::App* z, Action* action) {
   auto a = std::make_shared<RunArgs>();
+  auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "run",
       "Execute a plan's attention (fwd+bwd), or with --train a SmallDit training, on the MPI "
       "ranks: mpirun -np N tessera ...");
-  c->add_option("--plan", a->plan_path, "plan JSON (with tokens per placement)");
+  paths->Input(c, "--plan", &a->plan_path, "plan JSON (with tokens per placement)");
   c->add_option("--workload", a->workload, "mixture vNN or batch JSON (when no --plan)")
       ->capture_default_str();
+  paths->RecordInput("--workload", &a->workload);
   c->add_option("--planner", a->planner, "a registered planner")->capture_default_str();
-  c->add_option("--seed", a->seed, "workload and data seed")->capture_default_str();
+  c->add_option("--seed", a->seed, "workload and data seed")->transform(Seed())->capture_default_str();
   c->add_option("--load", a->load, "tokens per rank before scaling: high, low or a number")
       ->capture_default_str();
-  c->add_option("--video-seconds", a->video_seconds, "video length")->capture_default_str();
-  c->add_option("--token-scale", a->token_scale, "multiply every sequence's tokens by this")
+  c->add_option("--video-seconds", a->video_seconds, "video length")
+      ->check(Number(1, 600))
       ->capture_default_str();
-  c->add_option("--profile", a->profile,
-                "profile JSON (tessera zellige profile) the planner prices with, instead of "
-                "--cluster");
-  c->add_option("--cluster", a->cluster,
-                "cluster preset or JSON for the planner (default: "
-                "this machine, modeled)");
-  c->add_option("--steps", a->steps, "steps to run")->capture_default_str();
+  c->add_option("--token-scale", a->token_scale, "multiply every sequence's tokens by this")
+      ->check(PositiveNumber(1000))
+      ->capture_default_str();
+  paths->Input(c, "--profile", &a->profile,
+               "profile JSON (tessera zellige profile) the planner prices with, instead of "
+               "--cluster");
+  paths->Input(c, "--cluster", &a->cluster,
+               "cluster preset or JSON for the planner (default: "
+               "this machine, modeled)");
+  c->add_option("--steps", a->steps, "steps to run")
+      ->transform(Integer(1, 1000000))
+      ->capture_default_str();
   c->add_flag("--check", a->check, "compare with the reference (exit 1 above 1e-5 rel)");
-  c->add_option("--json", a->json_path, "write per-rank step times and peak bytes here");
-  c->add_option("--heads", a->heads, "attention heads")->capture_default_str();
-  c->add_option("--head-dim", a->head_dim, "head dimension")->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write per-rank step times and peak bytes here");
+  c->add_option("--heads", a->heads, "attention heads")
+      ->transform(Integer(1, 4096))
+      ->capture_default_str();
+  c->add_option("--head-dim", a->head_dim, "head dimension")
+      ->transform(Integer(1, 65536))
+      ->capture_default_str();
   c->add_flag("--train", a->train,
               "train models::SmallDit (flow matching, AdamW) through the engine instead of "
               "attention only; head dim = hidden / heads");
-  c->add_option("--hidden", a->hidden, "--train: model width")->capture_default_str();
-  c->add_option("--layers", a->layers, "--train: transformer blocks")->capture_default_str();
-  c->add_option("--ffn", a->ffn, "--train: FFN hidden size")->capture_default_str();
-  c->add_option("--channels", a->channels, "--train: latent channels per token")
+  c->add_option("--hidden", a->hidden, "--train: model width")
+      ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
-  c->add_option("--lr", a->lr, "--train: AdamW learning rate")->capture_default_str();
+  c->add_option("--layers", a->layers, "--train: transformer blocks")
+      ->transform(Integer(1, 4096))
+      ->capture_default_str();
+  c->add_option("--ffn", a->ffn, "--train: FFN hidden size")
+      ->transform(Integer(1, 1 << 22))
+      ->capture_default_str();
+  c->add_option("--channels", a->channels, "--train: latent channels per token")
+      ->transform(Integer(1, 1 << 16))
+      ->capture_default_str();
+  c->add_option("--lr", a->lr, "--train: AdamW learning rate")
+      ->check(Number(0, 1000))
+      ->capture_default_str();
   c->add_option("--max-loss-ratio", a->max_loss_ratio,
                 "--train: exit 1 unless mean(last W losses) <= R * mean(first W), "
-                "W = min(5, steps / 2)");
+                "W = min(5, steps / 2)")
+      ->check(Number(0, 1e6));
   c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
+      ->check(PositiveNumber(kMaxOpTimeoutS))
       ->capture_default_str();
-  c->callback([action, a] { *action = [a] { return RunZelligeRun(*a); }; });
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunZelligeRun(*a); }); });
 }
 
 }  // namespace tessera::cli

@@ -2,15 +2,26 @@
 
 #include <string>
 
+#include "cli/options.h"
+
 namespace tessera::cli {
 
 void AddSmallDitOptions(CLI::App* app, SmallDitArgs* a) {
-  app->add_option("--hidden", a->hidden, "SmallDit width")->capture_default_str();
-  app->add_option("--heads", a->heads, "attention heads (head dim = hidden / heads)")
+  app->add_option("--hidden", a->hidden, "SmallDit width")
+      ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
-  app->add_option("--layers", a->layers, "transformer blocks")->capture_default_str();
-  app->add_option("--ffn", a->ffn, "FFN hidden size")->capture_default_str();
-  app->add_option("--channels", a->channels, "latent channels per token")->capture_default_str();
+  app->add_option("--heads", a->heads, "attention heads (head dim = hidden / heads)")
+      ->transform(Integer(1, 4096))
+      ->capture_default_str();
+  app->add_option("--layers", a->layers, "transformer blocks")
+      ->transform(Integer(1, 4096))
+      ->capture_default_str();
+  app->add_option("--ffn", a->ffn, "FFN hidden size")
+      ->transform(Integer(1, 1 << 22))
+      ->capture_default_str();
+  app->add_option("--channels", a->channels, "latent channels per token")
+      ->transform(Integer(1, 1 << 16))
+      ->capture_default_str();
 }
 
 core::Status ValidateSmallDitArgs(const SmallDitArgs& a) {

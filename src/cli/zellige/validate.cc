@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/zellige/profile_job.h"
 #include "core/json_util.h"
 #include "core/progress.h"
@@ -110,21 +111,23 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
 
 void AddZelligeValidate(CLI::App* z, Action* action) {
   auto a = std::make_shared<ValidateArgs>();
+  auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "validate",
       "Run the 21-plan protocol for real and compare with the profile's predictions (step "
       "makespan and peak allocated memory: MAE, MAPE)");
-  AddProfileJobOptions(c, &a->job);
+  AddProfileJobOptions(c, &a->job, paths.get());
   c->add_option("--token-scale", a->token_scale,
                 "multiply the protocol's token counts (15 s 1080p = 497,760) by this")
+      ->check(PositiveNumber(1000))
       ->capture_default_str();
-  c->add_option("--json", a->json_path, "write every prediction and measurement here");
-  c->callback([action, a] {
-    *action = [a] {
+  paths->Output(c, "--json", &a->json_path, "write every prediction and measurement here");
+  c->callback([action, a, paths] {
+    *action = Checked(paths, [a] {
       return RunProfileJob(a->job, [a](comm::Communicator& world, const zellige::CostModel& cost) {
         return ValidateOnWorld(*a, world, cost);
       });
-    };
+    });
   });
 }
 

@@ -8,6 +8,7 @@
 #include "core/stats.h"
 #include "zellige/engine/attention_engine.h"
 #include "zellige/engine/engine_check.h"
+#include "zellige/engine/run_memory.h"
 
 namespace tessera::zellige::engine {
 
@@ -54,6 +55,8 @@ StatusOr<AttentionRunReport> RunAttentionSteps(comm::Communicator& world, const 
   if (a.steps < 1) {
     return core::InvalidArgument("--steps: got " + std::to_string(a.steps) + ", must be >= 1");
   }
+  RETURN_IF_ERROR(CheckRunFitsMemory(
+      world, AttentionRunBytesPerRank(plan, batch, int64_t{a.heads} * a.head_dim, a.check)));
   auto engine_or = AttentionEngine::Create(plan, batch, a.heads, a.head_dim, &world);
   if (!engine_or.ok()) return engine_or.status().WithPrefix(a.plan_source);
   AttentionEngine& engine = **engine_or;

@@ -13,6 +13,7 @@
 #include "zellige/engine/dit_reference_training.h"
 #include "zellige/engine/dit_training.h"
 #include "zellige/engine/engine_attention_backend.h"
+#include "zellige/engine/run_memory.h"
 
 namespace tessera::zellige::engine {
 
@@ -170,6 +171,9 @@ StatusOr<TrainReport> TrainOnPlan(comm::Communicator& world, const zellige::Plan
     return core::InvalidArgument("max_loss_ratio: got " + std::to_string(options.max_loss_ratio) +
                                  ", must be >= 0 (0: not checked)");
   }
+  RETURN_IF_ERROR(models::ValidateSmallDitConfig(options.model));
+  RETURN_IF_ERROR(
+      CheckRunFitsMemory(world, TrainRunBytesPerRank(plan, batch, options.model, options.check)));
   ASSIGN_OR_RETURN(models::SmallDit model, models::SmallDit::Create(options.model));
   auto engine_or = AttentionEngine::Create(plan, batch, static_cast<int>(options.model.num_heads),
                                            static_cast<int>(options.model.head_dim()), &world);

@@ -1,0 +1,91 @@
+#include "cli/options.h"
+
+#include <limits>
+#include <utility>
+
+#include "core/input_file.h"
+#include "core/output_file.h"
+#include "core/parse_number.h"
+
+namespace tessera::cli {
+namespace {
+
+// A CLI11 validator from a core parser: "" when the text is allowed, else the reason.
+template <typename Parse>
+CLI::Validator Rule(std::string description, Parse parse) {
+  CLI::Validator v(
+      [parse](std::string& text) -> std::string {
+        auto r = parse(text);
+        return r.ok() ? std::string() : r.status().message();
+      },
+      std::move(description), kNumberRule);
+  return v;
+}
+
+}  // namespace
+
+CLI::Validator Integer(int64_t lo, int64_t hi) {
+  // CLI11 converts with strtoll base 0 (010 = 8, 0x10 = 16): hand it the canonical decimal.
+  CLI::Validator v(
+      [lo, hi](std::string& text) -> std::string {
+        auto r = core::ParseInteger(text, lo, hi);
+        if (!r.ok()) return r.status().message();
+        text = std::to_string(*r);
+        return std::string();
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", kNumberRule);
+  return v;
+}
+
+CLI::Validator Number(double lo, double hi) {
+  return Rule("", [lo, hi](const std::string& t) { return core::ParseNumber(t, lo, hi); });
+}
+
+CLI::Validator PositiveNumber(double hi) {
+  return Rule("", [hi](const std::string& t) { return core::ParseNumber(t, 0, hi, true); });
+}
+
+CLI::Validator Seed() { return Integer(0, std::numeric_limits<int64_t>::max()); }
+
+CLI::Option* CommandPaths::Input(CLI::App* app, const std::string& name, std::string* path,
+                                 const std::string& help) {
+  RecordInput(name, path);
+  return app->add_option(name, *path, help);
+}
+
+CLI::Option* CommandPaths::Output(CLI::App* app, const std::string& name, std::string* path,
+                                  const std::string& help) {
+  RecordOutput(name, path);
+  CLI::Validator non_empty(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "empty path; give a file name" : std::string();
+      },
+      "", kOutputRule);
+  return app->add_option(name, *path, help)->check(non_empty);
+}
+
+void CommandPaths::RecordInput(const std::string& name, const std::string* path) {
+  inputs_.push_back({name, path});
+}
+
+void CommandPaths::RecordOutput(const std::string& name, const std::string* path) {
+  outputs_.push_back({name, path});
+}
+
+core::Status CommandPaths::Check() const {
+  core::OutputPaths paths;
+  for (const Entry& e : inputs_) {
+    if (core::PathExists(*e.path)) paths.Input(e.name, *e.path);
+  }
+  for (const Entry& e : outputs_) paths.Output(e.name, *e.path);
+  return paths.Check();
+}
+
+Action Checked(std::shared_ptr<const CommandPaths> paths, Action action) {
+  return [paths = std::move(paths), action = std::move(action)]() -> core::Status {
+    RETURN_IF_ERROR(paths->Check());
+    return action();
+  };
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,72 @@
+// Option rules every tessera command shares, applied when the command line is parsed, before
+// any work, so a bad value is one line naming the option, the value and what is allowed:
+//
+//   Integer(lo, hi)      decimal integer in [lo, hi] (core::ParseInteger): `010` is ten,
+//                        `-1` for a seed is refused instead of wrapping to 2^64 - 1;
+//   Number(lo, hi)       finite number in [lo, hi]; PositiveNumber(hi): in (0, hi];
+//   Seed()               Integer(0, 2^63 - 1).
+// Attach Integer and Seed with ->transform() (they hand CLI11 the canonical decimal, since
+// CLI11 itself reads `010` as octal), Number rules with ->check(). Each validator is named
+// kNumberRule, so a test can walk a command tree and find any
+// numeric option that has none (cli_test does, for every subcommand).
+//
+// Files: CommandPaths records which options name files a command reads (Input, or
+// PresetOrInput for "a preset name or a file") and writes (Output). Checked(paths, action)
+// runs core::OutputPaths::Check before the action: an output may not be an input of the same
+// command (same inode or resolved path), two outputs may not share a file, and every output
+// must be writable now (not a directory, directory exists and is writable) — so `--json`
+// onto an input and an unwritable `--out` are refused before minutes of work.
+//
+// Errors found while parsing (CLI11 ParseError) are printed by main() as one line.
+// Thread-safety: used while building and parsing the command line, on one thread.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace tessera::cli {
+
+inline constexpr const char* kNumberRule = "tessera-number";
+inline constexpr const char* kOutputRule = "tessera-output";
+
+// Upper bounds shared by the commands that start MPI jobs.
+inline constexpr int64_t kMaxRanks = 4096;
+inline constexpr double kMaxOpTimeoutS = 1e6;
+
+CLI::Validator Integer(int64_t lo, int64_t hi);
+CLI::Validator Number(double lo, double hi);
+CLI::Validator PositiveNumber(double hi);
+CLI::Validator Seed();
+
+class CommandPaths {
+ public:
+  // Adds a file option and records it. The string must outlive parsing and the action.
+  CLI::Option* Input(CLI::App* app, const std::string& name, std::string* path,
+                     const std::string& help);
+  CLI::Option* Output(CLI::App* app, const std::string& name, std::string* path,
+                      const std::string& help);
+  // Records options added elsewhere (e.g. --cluster, which may be a preset name: only an
+  // existing file counts as an input).
+  void RecordInput(const std::string& name, const std::string* path);
+  void RecordOutput(const std::string& name, const std::string* path);
+  // core::OutputPaths over the values parsed.
+  core::Status Check() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    const std::string* path;
+  };
+  std::vector<Entry> inputs_;
+  std::vector<Entry> outputs_;
+};
+
+// `action` preceded by paths->Check().
+Action Checked(std::shared_ptr<const CommandPaths> paths, Action action);
+
+}  // namespace tessera::cli

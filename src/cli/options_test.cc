@@ -1,0 +1,108 @@
+// The shared option rules (cli/options.h): every numeric option of every subcommand carries
+// a rule and every output option is recorded, so commands added later cannot skip them; and
+// the rules refuse what the issue found accepted (negative seeds, nan, inf, 1e400, octal).
+#include "cli/options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+namespace {
+
+// Every subcommand below `app`, depth first.
+void Collect(CLI::App* app, std::vector<CLI::App*>* out) {
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    out->push_back(sub);
+    Collect(sub, out);
+  }
+}
+
+bool HasRule(CLI::Option* opt, const char* rule) {
+  try {
+    return opt->get_validator(rule) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
+TEST(OptionsTest, EveryNumericOptionHasARuleAndEveryOutputIsRecorded) {
+  CLI::App root{"t"};
+  Action action;
+  AddZelligeCommands(root, &action);
+  std::vector<CLI::App*> apps;
+  Collect(&root, &apps);
+  ASSERT_GE(apps.size(), 5u);
+  int numeric = 0, outputs = 0;
+  for (CLI::App* app : apps) {
+    for (CLI::Option* opt : app->get_options()) {
+      const std::string type = opt->get_type_name();
+      const std::string where = app->get_name() + " " + opt->get_name();
+      if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0) {
+        ++numeric;
+        EXPECT_TRUE(HasRule(opt, kNumberRule)) << where << " (" << type << ") has no rule";
+      }
+      const std::string name = opt->get_name();
+      if (name == "--json" || name == "--out" || name == "--trace" ||
+          name.rfind("--save-", 0) == 0) {
+        ++outputs;
+        EXPECT_TRUE(HasRule(opt, kOutputRule)) << where << " is not a recorded output";
+      }
+    }
+  }
+  EXPECT_GT(numeric, 20);
+  EXPECT_GT(outputs, 5);
+}
+
+// Parses `value` for one option carrying `rule`; the error text, or "" when accepted.
+template <typename T>
+std::string Try(CLI::Validator rule, const std::string& value, T* out, bool transform) {
+  CLI::App app{"t"};
+  CLI::Option* opt = app.add_option("--x", *out);
+  if (transform) {
+    opt->transform(rule);
+  } else {
+    opt->check(rule);
+  }
+  std::vector<std::string> args = {value, "--x"};  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OptionsTest, IntegerAndSeedRules) {
+  uint64_t seed = 0;
+  EXPECT_EQ(Try(Seed(), "7", &seed, true), "");
+  EXPECT_EQ(seed, 7u);
+  EXPECT_EQ(Try(Seed(), "010", &seed, true), "");
+  EXPECT_EQ(seed, 10u) << "decimal, not octal";
+  EXPECT_NE(Try(Seed(), "-1", &seed, true).find("got '-1', must be an integer from 0"),
+            std::string::npos);
+  EXPECT_NE(Try(Seed(), "0x10", &seed, true), "");
+  EXPECT_NE(Try(Seed(), "99999999999999999999", &seed, true), "");
+  EXPECT_NE(Try(Seed(), "", &seed, true), "");
+  int steps = 0;
+  EXPECT_NE(Try(Integer(1, 100), "0", &steps, true), "");
+  EXPECT_NE(Try(Integer(1, 100), "101", &steps, true), "");
+  EXPECT_NE(Try(Integer(1, 100), "1.5", &steps, true), "");
+  EXPECT_EQ(Try(Integer(1, 100), "+100", &steps, true), "");
+  EXPECT_EQ(steps, 100);
+}
+
+TEST(OptionsTest, NumberRules) {
+  double x = 0;
+  for (const char* bad : {"nan", "inf", "-inf", "1e400", "-1", "0", "abc", "", "0x1p3", "1e-400"}) {
+    EXPECT_NE(Try(PositiveNumber(600), bad, &x, false), "") << bad;
+  }
+  EXPECT_EQ(Try(PositiveNumber(600), "1e-3", &x, false), "");
+  EXPECT_DOUBLE_EQ(x, 1e-3);
+  EXPECT_EQ(Try(Number(0, 10), "0", &x, false), "");
+  EXPECT_NE(Try(Number(0, 10), "10.5", &x, false), "");
+}
+
+}  // namespace
+}  // namespace tessera::cli

@@ -1,0 +1,59 @@
+// core::ParseJson and the typed getters on hostile documents: never an exception, always a
+// message naming where.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/json_util.h"
+
+namespace tessera::core {
+namespace {
+
+std::string Error(const std::string& text) {
+  auto r = ParseJson(text, "f.json");
+  return r.ok() ? "" : r.status().message();
+}
+
+TEST(JsonParseTest, DuplicateKeysAreRefusedWithTheirPath) {
+  EXPECT_EQ(Error(R"({"a": 1, "a": 2})"),
+            "f.json: a: duplicate key (each key may appear once "
+            "in an object)");
+  EXPECT_NE(Error(R"({"b": {"c": [1, {"d": 2, "d": 3}]}})").find("f.json: b.c[1].d: duplicate"),
+            std::string::npos);
+  EXPECT_EQ(Error(R"({"a": {"x": 1}, "b": {"x": 1}})"), "");  // same key in two objects is fine
+  EXPECT_EQ(Error(R"([{"x": 1}, {"x": 2}])"), "");
+}
+
+TEST(JsonParseTest, NumbersOutOfRangeAndMalformedText) {
+  EXPECT_EQ(Error(R"({"name": 1e400})"),
+            "f.json: number out of range: '1e400' (JSON numbers must fit a double)");
+  EXPECT_NE(Error("{\"a\": ").find("malformed JSON (byte"), std::string::npos);
+  EXPECT_NE(Error("").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(Error("\xff\xfe").find("malformed JSON"), std::string::npos);
+}
+
+TEST(JsonParseTest, DeepNestingIsRefused) {
+  EXPECT_NE(Error(std::string(100000, '[') + std::string(100000, ']')).find("nested deeper"),
+            std::string::npos);
+  EXPECT_EQ(Error(std::string(100, '[') + std::string(100, ']')), "");
+}
+
+TEST(JsonParseTest, IntegersAreRangeCheckedBeforeNarrowing) {
+  Json j = *ParseJson(R"({"big": 9223372036854775808, "max": 9223372036854775807,
+                          "n": 5, "f": 2.5, "neg": -3})",
+                      "x");
+  auto big = GetPositiveInt(j, "c", "big");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(),
+            "c.big: got 9223372036854775808, must be <= 9223372036854775807");
+  EXPECT_TRUE(GetPositiveInt(j, "c", "max").ok());
+  EXPECT_EQ(*GetIntInRange(j, "", "n", 1, 5), 5);
+  EXPECT_EQ(GetIntInRange(j, "", "n", 6, 9).status().message(), "n: got 5, must be in [6, 9]");
+  EXPECT_FALSE(GetIntInRange(j, "", "f", 0, 9).ok());
+  EXPECT_FALSE(GetNonNegativeInt(j, "", "neg").ok());
+  EXPECT_DOUBLE_EQ(*GetDoubleInRange(j, "", "f", 0, 3), 2.5);
+  EXPECT_FALSE(GetDoubleInRange(j, "", "f", 3, 4).ok());
+}
+
+}  // namespace
+}  // namespace tessera::core
