@@ -17,7 +17,9 @@ void AddProfileJobOptions(CLI::App* app, ProfileJobArgs* a, CommandPaths* paths)
   app->add_option("--warmup", a->warmup, "untimed steps per plan")
       ->transform(Integer(0, 100000))
       ->capture_default_str();
-  app->add_option("--seed", a->seed, "batch and data seed")->transform(Seed())->capture_default_str();
+  app->add_option("--seed", a->seed, "batch and data seed")
+      ->transform(Seed())
+      ->capture_default_str();
   app->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
       ->check(PositiveNumber(kMaxOpTimeoutS))
       ->capture_default_str();

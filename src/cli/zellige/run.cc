@@ -256,7 +256,9 @@ void AddZelligeRun(CLI::App* z, Action* action) {
       ->capture_default_str();
   paths->RecordInput("--workload", &a->workload);
   c->add_option("--planner", a->planner, "a registered planner")->capture_default_str();
-  c->add_option("--seed", a->seed, "workload and data seed")->transform(Seed())->capture_default_str();
+  c->add_option("--seed", a->seed, "workload and data seed")
+      ->transform(Seed())
+      ->capture_default_str();
   c->add_option("--load", a->load, "tokens per rank before scaling: high, low or a number")
       ->capture_default_str();
   c->add_option("--video-seconds", a->video_seconds, "video length")
