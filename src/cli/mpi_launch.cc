@@ -64,7 +64,9 @@ core::Status RelaunchUnderMpi(int ranks) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::string> cmd = {"mpiexec", "-np", std::to_string(ranks), "--oversubscribe",
+  // -q: a user error is printed once by rank 0 (main.cc); mpiexec's own "process returned a
+  // non-zero exit code" banner would only repeat it.
+  std::vector<std::string> cmd = {"mpiexec", "-q", "-np", std::to_string(ranks), "--oversubscribe",
                                   "--bind-to",
                                   static_cast<unsigned>(ranks) <= cores ? "core" : "none", "--mca",
                                   "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism",
