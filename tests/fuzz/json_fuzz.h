@@ -1,0 +1,35 @@
+// JSON mutation fuzz: a case takes one sample JSON input of one kind (cluster, device, model,
+// batch, plan, profile), mutates it (json_mutator.h) into a file of its own under mut/, and
+// runs a command that loads it: plan / simulate / bench-planner / run for every kind that
+// they read, and validate / compare (which relaunch under MPI when valid) for profiles,
+// always with --ranks and --hidden values the sample profile was not measured with, so that
+// even a profile the mutation left valid is refused before any launch.
+// Deterministic given the Rng. Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/status.h"
+#include "fuzz_case.h"
+#include "sample_files.h"
+
+namespace tessera::fuzz {
+
+struct JsonTarget {
+  std::string kind;   // "cluster", "device", ...
+  std::string file;   // the pristine sample
+  std::string focus;  // JSON pointer most edits go under ("" = anywhere)
+  int weight = 1;
+  // Argument lists after "zellige"; "{M}" stands for the mutated file.
+  std::vector<std::vector<std::string>> commands;
+};
+
+std::vector<JsonTarget> JsonTargets(const SampleFiles& s);
+
+// Writes the mutated file (mut/case-<index>.json) and returns the case.
+core::StatusOr<FuzzCase> MakeJsonCase(int index, const std::vector<JsonTarget>& targets,
+                                      const SampleFiles& s, core::Rng& rng);
+
+}  // namespace tessera::fuzz
