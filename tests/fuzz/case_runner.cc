@@ -17,11 +17,12 @@ std::string InsideRoot(const fs::path& path, const fs::path& root) {
   return rel.generic_string();
 }
 
-// The relative paths a case may create: its outputs and what symlinks among them point to.
-std::set<std::string> DeclaredOutputs(const FuzzCase& c, const std::string& root,
-                                      const TreeSnapshot& before) {
+// `paths` (absolute, or relative to root) that lie inside root, with what symlinks among them
+// point to (as `before` has them), as relative paths.
+std::set<std::string> WithLinkTargets(const std::vector<std::string>& paths,
+                                      const std::string& root, const TreeSnapshot& before) {
   std::set<std::string> out;
-  for (const std::string& o : c.outputs) {
+  for (const std::string& o : paths) {
     fs::path p = o.empty() || o[0] != '/' ? fs::path(root) / o : fs::path(o);
     std::string rel = InsideRoot(p, root);
     for (int hop = 0; hop < 8 && !rel.empty(); ++hop) {
@@ -69,22 +70,27 @@ CaseOutcome CaseRunner::Run(const FuzzCase& c) const {
   }
 
   const TreeDiff diff = DiffTree(s_.root, before, skip);
+  // What the case may write: its outputs (through symlinks) when they create a file or replace
+  // a regular file that the case does not also read; a folder or a symlink it names stays.
+  const std::set<std::string> declared = WithLinkTargets(c.outputs, s_.root, before);
+  const std::set<std::string> read = WithLinkTargets(c.inputs, s_.root, before);
   for (const std::string& rel : diff.changed) {
+    const TreeEntry& was = before.at(rel);
+    if (declared.count(rel) > 0 && read.count(rel) == 0 && was.type == TreeEntry::Type::kFile) {
+      continue;
+    }
     const std::optional<TreeEntry> now = ReadTreeEntry(s_.root + "/" + rel);
-    o.failures.push_back(
-        {FailureClass::kInputChanged,
-         rel + ": was " + Describe(before.at(rel)) + ", now " + (now ? Describe(*now) : "gone")});
+    std::string why;
+    if (declared.count(rel) > 0) {
+      why = read.count(rel) > 0 ? " (named as an output and read as an input)"
+                                : " (named as an output, but not a regular file)";
+    }
+    o.failures.push_back({FailureClass::kInputChanged, rel + ": was " + Describe(was) + ", now " +
+                                                           (now ? Describe(*now) : "gone") + why});
   }
-  const std::set<std::string> declared = DeclaredOutputs(c, s_.root, before);
   std::vector<std::string> stray;
-  for (const std::string& rel : diff.added) {
-    if (declared.count(rel) > 0) continue;
-    // Inside a declared output (an output that is a new folder) counts as that output.
-    bool inside = false;
-    for (const std::string& d : declared)
-      if (rel.compare(0, d.size() + 1, d + "/") == 0) inside = true;
-    if (!inside) stray.push_back(rel);
-  }
+  for (const std::string& rel : diff.added)
+    if (declared.count(rel) == 0) stray.push_back(rel);
   for (const std::string& rel : stray) {
     const std::optional<TreeEntry> now = ReadTreeEntry(s_.root + "/" + rel);
     o.failures.push_back(

@@ -1,10 +1,11 @@
 // CaseRunner: runs one FuzzCase against the tessera binary in the harness's work folder and
 // judges it (invariants.h): it snapshots the folder, runs the command (stdin and stdout on
 // /dev/null, stderr captured, the case timeout), then compares the folder with the snapshot.
-// Whatever the case changed is reported (kInputChanged) and put back; whatever it left that
-// it was not asked to write is reported (kStrayFile) and removed; the outputs it was asked to
-// write (and, for a symlink given as an output, the file the link points to) are removed
-// silently. So every case starts from the same pristine folder.
+// Whatever the case changed is reported (kInputChanged) and put back, except a regular file
+// it was asked to write (named by an output option, or the file a symlink so named points to)
+// that it does not also read: replacing that is what an output does. Whatever it left that it
+// was not asked to write is reported (kStrayFile) and removed; the outputs it was asked to
+// write are removed silently. So every case starts from the same pristine folder.
 // Not thread-safe: one runner owns the work folder.
 #pragma once
 

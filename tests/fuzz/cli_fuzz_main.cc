@@ -159,8 +159,8 @@ int Main(const Flags& flags) {
     const std::string repro = Repro(c, bin, s.root);
     if (flags.verbose || (!o.failures.empty() && flags.only >= 0)) {
       std::printf("#%d %s %s [%s] %.2fs exit %d: %s\n", i, FamilyName(c.family),
-                  c.subcommand.c_str(), c.what.c_str(), o.process.wall_s, o.process.exit_code,
-                  FirstLine(o.process.stderr_text).c_str());
+                  c.subcommand.c_str(), Printable(c.what).c_str(), o.process.wall_s,
+                  o.process.exit_code, FirstLine(o.process.stderr_text).c_str());
       for (const Failure& f : o.failures) {
         std::printf("   FAIL [%s] %s\n   %s\n", FailureClassName(f.cls), f.detail.c_str(),
                     repro.c_str());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "shell_quote.h"
+
 namespace tessera::fuzz {
 namespace {
 
@@ -41,7 +43,7 @@ void FuzzReport::Add(const FuzzCase& c, const CaseOutcome& o, const std::string&
     ClassStats& cs = classes_[k];
     ++cs.cases;
     const bool new_signature = cs.by_signature[c.signature]++ == 0;
-    Example e{c.signature, c.what, f.detail, repro};
+    Example e{c.signature, Printable(c.what), f.detail, repro};
     // Keep the first example of each signature, up to a bound, so Print can show variety.
     if (new_signature && cs.examples.size() < 200) cs.examples.push_back(e);
   }

@@ -169,6 +169,22 @@ TEST(CaseRunner, ReportsAndRepairsWhatACaseBroke) {
   EXPECT_EQ(restored, "{}");
   EXPECT_FALSE(fs::exists(s.out_dir + "/result.json"));
   EXPECT_FALSE(fs::exists(s.out_dir + "/result.json.tmp"));
+
+  // An output that reaches an input through a symlink: replacing it is what an output does,
+  // unless the case also reads that file.
+  fs::create_symlink("cluster.json", s.in_dir + "/link");
+  Write(fake, "#!/bin/sh\necho new > in/link\nexit 0\n");
+  c.outputs = {s.in_dir + "/link"};
+  EXPECT_TRUE(runner.Run(c).failures.empty());
+  c.inputs = {"in/cluster.json"};
+  EXPECT_EQ(Classes(runner.Run(c).failures), std::vector<F>{F::kInputChanged});
+  // A folder named as an output is never replaced.
+  fs::create_directory(s.in_dir + "/folder");
+  Write(fake, "#!/bin/sh\nrmdir in/folder && echo x > in/folder\nexit 0\n");
+  c.outputs = {s.in_dir + "/folder"};
+  c.inputs = {};
+  EXPECT_EQ(Classes(runner.Run(c).failures), std::vector<F>{F::kInputChanged});
+  EXPECT_TRUE(fs::is_directory(s.in_dir + "/folder"));
 }
 
 TEST(ShellQuote, RoundTripsThroughBash) {
@@ -194,6 +210,10 @@ TEST(ShellQuote, RoundTripsThroughBash) {
     EXPECT_EQ(r.exit_code, 0) << ShellQuote(a);
     EXPECT_EQ(r.stderr_text, a) << ShellQuote(a);
   }
+}
+
+TEST(ShellQuote, PrintableIsOneLine) {
+  EXPECT_EQ(Printable("a\nb\tc\xff ünï"), "a\\nb\\tc\\xff ünï");
 }
 
 TEST(JsonMutator, DeterministicAndChangesTheFile) {

@@ -119,10 +119,11 @@ core::StatusOr<FuzzCase> MakeJsonCase(int index, const std::vector<JsonTarget>& 
   c.args = {"zellige"};
   for (size_t i = 0; i < cmd.size(); ++i) {
     c.args.push_back(cmd[i] == "{M}" ? path : cmd[i]);
-    if (i > 0 && (cmd[i - 1] == "--json" || cmd[i - 1] == "--trace" ||
-                  cmd[i - 1] == "--save-plan" || cmd[i - 1] == "--save-batch")) {
-      c.outputs.push_back(cmd[i]);
-    }
+    if (i == 0 || cmd[i].rfind("--", 0) == 0) continue;
+    const std::string& option = cmd[i - 1];
+    const bool output = option == "--json" || option == "--trace" || option == "--save-plan" ||
+                        option == "--save-batch";
+    (output ? c.outputs : c.inputs).push_back(c.args.back());
   }
   if (c.subcommand == "validate" || c.subcommand == "compare") c.env.push_back(kNoMpiexecPath);
   const size_t slash = target->file.find_last_of('/');

@@ -48,6 +48,16 @@ std::vector<std::string> PathsOfKind(const SubcommandSpec& spec, const std::vect
   return out;
 }
 
+// The values of every option that is not an output (what the command may read).
+std::vector<std::string> NonOutputValues(const SubcommandSpec& spec, const std::vector<Arg>& args) {
+  std::vector<std::string> out;
+  for (const Arg& a : args) {
+    const OptionSpec* o = spec.Find(a.name);
+    if (a.value && (o == nullptr || o->kind != ValueKind::kOutputFile)) out.push_back(*a.value);
+  }
+  return out;
+}
+
 void Set(std::vector<Arg>* args, const std::string& name, const std::string& value) {
   for (Arg& a : *args) {
     if (a.name == name) {
@@ -186,6 +196,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
 
   c.args = Flatten(spec.name, args);
   c.outputs = PathsOfKind(spec, args, ValueKind::kOutputFile, s.root);
+  c.inputs = NonOutputValues(spec, args);
   for (const std::string& w : what) c.what += (c.what.empty() ? "" : " ") + w;
   c.signature = spec.name;
   for (const std::string& t : touched) c.signature += " " + t;
@@ -197,15 +208,17 @@ std::vector<FuzzCase> BaseCases(const std::vector<SubcommandSpec>& table) {
   for (const SubcommandSpec& spec : table) {
     if (spec.mpi == MpiUse::kRelaunch) continue;  // valid ones would measure for minutes
     for (const std::vector<std::string>& base : spec.bases) {
+      const std::vector<Arg> args = ParseBase(spec, base);
       FuzzCase c;
       c.index = -1;
       c.subcommand = spec.name;
-      c.args = Flatten(spec.name, ParseBase(spec, base));
-      for (const Arg& a : ParseBase(spec, base)) {
+      c.args = Flatten(spec.name, args);
+      for (const Arg& a : args) {
         const OptionSpec* o = spec.Find(a.name);
         if (o != nullptr && o->kind == ValueKind::kOutputFile && a.value)
-          c.outputs.push_back(*a.value);
+          c.outputs.push_back(*a.value);  // the bases use absolute paths
       }
+      c.inputs = NonOutputValues(spec, args);
       c.what = "base command";
       c.signature = spec.name + " base";
       out.push_back(c);

@@ -81,6 +81,29 @@ std::string ShellQuote(const std::string& arg) {
   return out + QuotePiece(piece);
 }
 
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f || (c >= 0x80 && Utf8Length(text, i) == 0)) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else if (c >= 0x80) {
+      const size_t n = Utf8Length(text, i);
+      out.append(text, i, n);
+      i += n - 1;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 std::string ShellJoin(const std::vector<std::string>& args) {
   std::string out;
   for (const std::string& a : args) {

@@ -12,6 +12,10 @@ namespace tessera::fuzz {
 
 std::string ShellQuote(const std::string& arg);
 
+// `text` for a one-line message: newline, tab and other control bytes, and bytes that are not
+// UTF-8, written as \n, \t, \xHH.
+std::string Printable(const std::string& text);
+
 // The arguments quoted and joined by spaces.
 std::string ShellJoin(const std::vector<std::string>& args);
 
