@@ -243,6 +243,31 @@ BadValue BadValues::List(core::Rng& rng, bool integers) const {
   return {t, t.empty() ? "''" : t};
 }
 
+BadValue BadValues::Environment(core::Rng& rng) const {
+  switch (rng.Below(3)) {
+    case 0: {
+      static const std::vector<std::string> mb = {
+          "0", "-1", "abc", "1e400", "99999999999999999999", "0.5", " 5", "1", "1048577", "5x"};
+      const std::string& v = Pick(mb, rng);
+      return {"TESSERA_MAX_INPUT_MB=" + v, "TESSERA_MAX_INPUT_MB=" + v};
+    }
+    case 1: {
+      const std::vector<std::pair<std::string, std::string>> dirs = {
+          {s_.dir, "<empty folder>"},      {s_.missing, "<missing>"}, {s_.cluster, "<a file>"},
+          {s_.loop, "<symlink loop>"},     {s_.in_dir, "<in/>"},      {"/dev/null", "/dev/null"},
+          {"relative/dir", "relative/dir"}};
+      const auto& [v, label] = Pick(dirs, rng);
+      return {"TESSERA_DATA_DIR=" + v, "TESSERA_DATA_DIR=" + label};
+    }
+    default: {
+      static const std::vector<std::string> levels = {"garbage", "5",   "-1",
+                                                      "DEBUG\n", "ünï", "warn,info"};
+      const std::string& v = Pick(levels, rng);
+      return {"TESSERA_LOG=" + v, "TESSERA_LOG=" + v};
+    }
+  }
+}
+
 BadValue BadValues::For(ValueKind kind, core::Rng& rng,
                         const std::vector<std::string>& inputs) const {
   if (rng.Below(6) == 0) {  // a value meant for another kind

@@ -3,7 +3,8 @@
 // UTF-8, newlines, very long strings), awkward input paths (a folder, /dev/null, /dev/zero, a
 // symlink loop, a missing file, a 300-character name, a file of the wrong kind) and awkward
 // output paths (/dev/full, a folder, a missing folder, an input of the same command, a symlink
-// to an input), malformed planner key=value options and lists.
+// to an input), malformed planner key=value options and lists, and bad values of the
+// environment variables tessera reads.
 // Every path is inside the harness's work folder or a device under /dev, so no case can touch
 // anything else. Deterministic given the Rng. Not thread-safe (one per harness).
 #pragma once
@@ -45,6 +46,9 @@ class BadValues {
   BadValue OutputPath(core::Rng& rng, const std::vector<std::string>& inputs) const;
   BadValue KeyValue(core::Rng& rng) const;
   BadValue List(core::Rng& rng, bool integers) const;
+  // An environment entry tessera reads, made bad: "TESSERA_MAX_INPUT_MB=0",
+  // "TESSERA_DATA_DIR=<a file>", "TESSERA_LOG=garbage", ...
+  BadValue Environment(core::Rng& rng) const;
 
   // A bad value for an option of `kind`; now and then one meant for another kind.
   BadValue For(ValueKind kind, core::Rng& rng, const std::vector<std::string>& inputs) const;

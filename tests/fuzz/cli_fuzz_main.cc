@@ -24,6 +24,7 @@
 #include "case_runner.h"
 #include "command_table.h"
 #include "fuzz_report.h"
+#include "help_check.h"
 #include "json_fuzz.h"
 #include "option_fuzz.h"
 #include "sample_files.h"
@@ -60,21 +61,25 @@ std::string Repro(const FuzzCase& c, const std::string& bin, const std::string& 
   return "cd " + ShellQuote(root) + " && " + env + ShellQuote(bin) + " " + ShellJoin(c.args);
 }
 
-// A failing case's own files move to repro/ (left alone by the checks) and its arguments
-// follow them; a passing case's files are removed.
+// A failing case's own files (or folders) move to repro/ (left alone by the checks) and its
+// arguments and environment follow them; a passing case's are removed.
 void Settle(FuzzCase* c, bool failed, const SampleFiles& s) {
   for (const std::string& f : c->case_files) {
     std::error_code ec;
     if (!failed) {
-      fs::remove(f, ec);
+      fs::remove_all(f, ec);
       continue;
     }
     const std::string dest = s.root + "/repro/" + fs::path(f).filename().string();
     fs::create_directories(s.root + "/repro", ec);
     fs::rename(f, dest, ec);
     if (ec) continue;
-    for (std::string& a : c->args)
-      if (a == f) a = dest;
+    for (std::vector<std::string>* list : {&c->args, &c->env}) {
+      for (std::string& a : *list) {
+        const size_t at = a.find(f);
+        if (at != std::string::npos) a.replace(at, f.size(), dest);
+      }
+    }
   }
 }
 
@@ -108,13 +113,18 @@ int Main(const Flags& flags) {
   const std::vector<JsonTarget> targets = JsonTargets(s);
   const BadValues bad(s);
   const CaseRunner runner(bin, s, flags.case_timeout_s);
+  char budget[32] = "none";
+  if (flags.budget_s > 0) std::snprintf(budget, sizeof(budget), "%g s", flags.budget_s);
   std::printf("tessera_cli_fuzz: %s, seed %llu, %d cases, budget %s, case timeout %g s\n",
-              bin.c_str(), static_cast<unsigned long long>(flags.seed), flags.cases,
-              flags.budget_s > 0 ? (std::to_string(flags.budget_s) + " s").c_str() : "none",
+              bin.c_str(), static_cast<unsigned long long>(flags.seed), flags.cases, budget,
               flags.case_timeout_s);
   std::printf("work folder %s\n", s.root.c_str());
   std::fflush(stdout);
 
+  if (core::Status st = CheckTableAgainstHelp(bin, table, s.root); !st.ok()) {
+    std::fprintf(stderr, "tessera_cli_fuzz: %s\n", st.message().c_str());
+    return 2;
+  }
   // The base command lines must be valid and keep the invariants, or the cases built on
   // them test nothing.
   for (const FuzzCase& base : BaseCases(table)) {

@@ -46,6 +46,15 @@ std::vector<OptionSpec> ProfileJobOptions(const SampleFiles& s) {
   return o;
 }
 
+SubcommandSpec Spec(std::string name, MpiUse mpi, int weight, std::vector<OptionSpec> options) {
+  SubcommandSpec s;
+  s.name = std::move(name);
+  s.mpi = mpi;
+  s.weight = weight;
+  s.options = std::move(options);
+  return s;
+}
+
 void Append(std::vector<OptionSpec>* to, const std::vector<OptionSpec>& from) {
   to->insert(to->end(), from.begin(), from.end());
 }
@@ -62,7 +71,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   const std::string out = s.out_dir + "/";
   std::vector<SubcommandSpec> t;
 
-  SubcommandSpec tokens{"tokens", MpiUse::kNone, 8, {}, {}, {}};
+  SubcommandSpec tokens = Spec("tokens", MpiUse::kNone, 8, {});
   tokens.options = {{"--kind", K::kText, {}},
                     {"--res", K::kText, {}},
                     {"--seconds", K::kFloat, {}},
@@ -72,7 +81,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                   {"--kind", "video", "--res", "1280x720", "--seconds", "5", "--fps", "8"}};
   t.push_back(tokens);
 
-  SubcommandSpec plan{"plan", MpiUse::kNone, 30, CostModelOptions(), {}, {}};
+  SubcommandSpec plan = Spec("plan", MpiUse::kNone, 30, CostModelOptions());
   Append(&plan.options, {{"--workload", K::kInputFile, {}},
                          {"--load", K::kText, {}},
                          {"--video-seconds", K::kFloat, {}},
@@ -96,7 +105,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
       {"--cluster", s.cluster, "--video-seconds", "5", "--seed", "3", "--planner", "adaptiveload"}};
   t.push_back(plan);
 
-  SubcommandSpec simulate{"simulate", MpiUse::kNone, 20, CostModelOptions(), {}, {}};
+  SubcommandSpec simulate = Spec("simulate", MpiUse::kNone, 20, CostModelOptions());
   Append(&simulate.options, {{"--batch", K::kInputFile, {}},
                              {"--plan", K::kInputFile, {}},
                              {"--json", K::kOutputFile, {}},
@@ -107,7 +116,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                     {"--profile", s.profile, "--batch", s.batch_profile, "--plan", s.plan_profile}};
   t.push_back(simulate);
 
-  SubcommandSpec bench{"bench-planner", MpiUse::kNone, 10, CostModelOptions(), {}, {}};
+  SubcommandSpec bench = Spec("bench-planner", MpiUse::kNone, 10, CostModelOptions());
   Append(&bench.options, {{"--mixes", K::kTextList, {}},
                           {"--load", K::kText, {}},
                           {"--video-seconds", K::kFloat, {}},
@@ -122,10 +131,12 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                   "--skip-joint", "--json", out + "bench.json"},
                  {"--cluster", s.cluster, "--load", "20000", "--mixes", "v50", "--batches", "1",
                   "--joint-time-limit", "0.05"}};
-  bench.keep = {"--skip-joint"};  // the joint MILP runs a minute by default
+  // The joint MILP runs a minute by default: keep it skipped or its time limit set.
+  bench.keep = {"--skip-joint"};
+  bench.never_drop = {"--joint-time-limit"};
   t.push_back(bench);
 
-  SubcommandSpec run{"run", MpiUse::kSingleton, 12, {}, {}, {}};
+  SubcommandSpec run = Spec("run", MpiUse::kSingleton, 12, {});
   run.options = {{"--plan", K::kInputFile, {}},
                  {"--workload", K::kInputFile, {}},
                  {"--planner", K::kText, {}},
@@ -157,7 +168,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
        "--hidden", "32", "--heads", "2", "--layers", "1", "--ffn", "64", "--channels", "4"}};
   t.push_back(run);
 
-  SubcommandSpec profile{"profile", MpiUse::kRelaunch, 2, {}, {}, {}};
+  SubcommandSpec profile = Spec("profile", MpiUse::kRelaunch, 2, {});
   profile.options = {{"--ranks", K::kInt, With({"0", "-1"})},
                      {"--out", K::kOutputFile, {}},
                      {"--buckets", K::kIntList, {"0", "8,0", "8,-1", "8,x", "x"}},
@@ -172,14 +183,14 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                     "64", "--channels", "4"}};
   t.push_back(profile);
 
-  SubcommandSpec validate{"validate", MpiUse::kRelaunch, 2, ProfileJobOptions(s), {}, {}};
+  SubcommandSpec validate = Spec("validate", MpiUse::kRelaunch, 2, ProfileJobOptions(s));
   Append(&validate.options,
          {{"--token-scale", K::kFloat, kNotANumber}, {"--json", K::kOutputFile, {}}});
   validate.bases = {
       {"--profile", s.profile, "--repeats", "1", "--warmup", "0", "--json", out + "validate.json"}};
   t.push_back(validate);
 
-  SubcommandSpec compare{"compare", MpiUse::kRelaunch, 2, ProfileJobOptions(s), {}, {}};
+  SubcommandSpec compare = Spec("compare", MpiUse::kRelaunch, 2, ProfileJobOptions(s));
   Append(&compare.options, {{"--mixes", K::kTextList, {}},
                             {"--planners", K::kTextList, {}},
                             {"--load", K::kText, {}},

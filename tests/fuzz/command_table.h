@@ -34,6 +34,7 @@ struct SubcommandSpec {
   std::vector<OptionSpec> options;
   std::vector<std::vector<std::string>> bases;  // valid, quick argument lists after the name
   std::vector<std::string> keep;                // options a case never drops or replaces
+  std::vector<std::string> never_drop;          // options a case may make bad but not drop
 
   const OptionSpec* Find(const std::string& option) const;
 };

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "bad_values.h"
 #include "case_runner.h"
 #include "command_table.h"
+#include "help_check.h"
 #include "invariants.h"
 #include "json_mutator.h"
 #include "option_fuzz.h"
@@ -216,6 +218,22 @@ TEST(ShellQuote, PrintableIsOneLine) {
   EXPECT_EQ(Printable("a\nb\tc\xff ünï"), "a\\nb\\tc\\xff ünï");
 }
 
+TEST(HelpCheck, ReadsCli11Help) {
+  const std::string help =
+      "Run it\nUsage: tessera zellige run [OPTIONS]\n\nOptions:\n"
+      "  -h,--help                   Print this help message and exit\n"
+      "  --plan TEXT                 plan JSON\n"
+      "  --token-scale FLOAT=0.015625\n"
+      "                              multiply every sequence's tokens by this\n"
+      "  --mixes TEXT=[v35,v50] ...  mixtures\n"
+      "  --check                     compare\n\nSubcommands:\n"
+      "  tokens                      Count tokens\n"
+      "  bench-planner               Compare\n";
+  EXPECT_EQ(NamesInHelp(help, false),
+            (std::vector<std::string>{"--plan", "--token-scale", "--mixes", "--check"}));
+  EXPECT_EQ(NamesInHelp(help, true), (std::vector<std::string>{"tokens", "bench-planner"}));
+}
+
 TEST(JsonMutator, DeterministicAndChangesTheFile) {
   const std::string text =
       R"({"kind": "cluster", "nodes": 2, "intra": {"bw": 1e9, "name": "nv"}, "ranks": [0, 1]})";
@@ -248,7 +266,7 @@ TEST(OptionFuzz, RelaunchingSubcommandsNeverLaunch) {
     EXPECT_EQ(c.args[0], "zellige");
     if (c.subcommand == "profile" || c.subcommand == "validate" || c.subcommand == "compare") {
       ++relaunching;
-      EXPECT_EQ(c.env, std::vector<std::string>{kNoMpiexecPath}) << c.what;
+      EXPECT_NE(std::find(c.env.begin(), c.env.end(), kNoMpiexecPath), c.env.end()) << c.what;
     }
   }
   EXPECT_GT(relaunching, 0);

@@ -1,5 +1,6 @@
 #include "invariants.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace tessera::fuzz {
@@ -45,8 +46,9 @@ std::string FirstLine(const std::string& text, size_t max) {
 std::vector<Failure> CheckProcess(const ProcessResult& r, double timeout_s) {
   std::vector<Failure> f;
   if (r.timed_out) {
-    f.push_back({FailureClass::kTimeout, "still running after " + std::to_string(timeout_s) +
-                                             " s (killed); stderr: " + LastLine(r.stderr_text)});
+    char after[64];
+    std::snprintf(after, sizeof(after), "still running after %g s (killed); stderr: ", timeout_s);
+    f.push_back({FailureClass::kTimeout, after + LastLine(r.stderr_text)});
     return f;
   }
   if (r.signaled) {

@@ -132,6 +132,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
     c.env.push_back(kNoMpiexecPath);
   }
 
+  std::string trailing;  // an option given last without its value
   std::vector<const OptionSpec*> outputs, fuzzable;
   for (const OptionSpec& o : spec.options) {
     if (o.kind == ValueKind::kOutputFile) outputs.push_back(&o);
@@ -143,8 +144,13 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
     const int r = static_cast<int>(rng.Below(100));
     if (r < 8) {  // drop an option of the base
       std::vector<size_t> droppable;
-      for (size_t i = 0; i < args.size(); ++i)
-        if (used.count(args[i].name) == 0) droppable.push_back(i);
+      for (size_t i = 0; i < args.size(); ++i) {
+        const std::vector<std::string>& nd = spec.never_drop;
+        if (used.count(args[i].name) == 0 &&
+            std::find(nd.begin(), nd.end(), args[i].name) == nd.end()) {
+          droppable.push_back(i);
+        }
+      }
       if (!droppable.empty()) {
         const size_t i = droppable[rng.Below(droppable.size())];
         what.push_back("dropped " + args[i].name);
@@ -153,13 +159,43 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
         args.erase(args.begin() + static_cast<long>(i));
         continue;
       }
-    } else if (r < 13) {  // a misspelt option
+    } else if (r < 11) {  // a misspelt option
       const std::string name = Misspell(spec.options[rng.Below(spec.options.size())].name, rng);
       args.push_back({name, "1"});
       what.push_back("misspelt " + name);
       touched.insert("misspelt");
       continue;
-    } else if (r < 23 && outputs.size() >= 2) {  // two outputs on one path
+    } else if (r < 13) {  // a stray positional argument
+      args.push_back({rng.Below(2) == 0 ? "extra" : "--", std::nullopt});
+      what.push_back("positional " + args.back().name);
+      touched.insert("positional");
+      continue;
+    } else if (r < 15) {  // an option without its value, last
+      const OptionSpec& o = *fuzzable[rng.Below(fuzzable.size())];
+      trailing = o.name;
+      what.push_back(o.name + " without a value");
+      touched.insert("no value");
+      continue;
+    } else if (r < 17 && !args.empty()) {  // an option given twice
+      const Arg a = args[rng.Below(args.size())];
+      const OptionSpec* o = spec.Find(a.name);
+      if (o != nullptr && o->kind != ValueKind::kFlag && used.count(a.name) == 0) {
+        const std::vector<std::string> inputs =
+            PathsOfKind(spec, args, ValueKind::kInputFile, s.root);
+        const BadValue v = bad.For(o->kind, rng, inputs);
+        args.push_back({a.name, v.text});
+        used.insert(a.name);
+        what.push_back(a.name + " twice (" + v.label + ")");
+        touched.insert("twice");
+        continue;
+      }
+    } else if (r < 25) {  // an environment variable tessera reads
+      const BadValue v = bad.Environment(rng);
+      c.env.push_back(v.text);
+      what.push_back(v.label);
+      touched.insert(v.text.substr(0, v.text.find('=')));
+      continue;
+    } else if (r < 35 && outputs.size() >= 2) {  // two outputs on one path
       const OptionSpec* a = outputs[rng.Below(outputs.size())];
       const OptionSpec* b = a;
       while (b == a) b = outputs[rng.Below(outputs.size())];
@@ -175,7 +211,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
       what.push_back(a->name + "=" + b->name + "=" +
                      (path == s.out_dir + "/same.json" ? "<same new file>" : "<an input>"));
       continue;
-    } else if (r < 33 && !outputs.empty()) {  // an output on one of the command's inputs
+    } else if (r < 45 && !outputs.empty()) {  // an output on one of the command's inputs
       const std::vector<std::string> inputs =
           PathsOfKind(spec, args, ValueKind::kInputFile, s.root);
       if (!inputs.empty()) {
@@ -195,6 +231,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
   }
 
   c.args = Flatten(spec.name, args);
+  if (!trailing.empty()) c.args.push_back(trailing);
   c.outputs = PathsOfKind(spec, args, ValueKind::kOutputFile, s.root);
   c.inputs = NonOutputValues(spec, args);
   for (const std::string& w : what) c.what += (c.what.empty() ? "" : " ") + w;

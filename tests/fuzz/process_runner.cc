@@ -34,7 +34,7 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
 // In the child, between fork and exec: only async-signal-safe calls. Reports a failure as
 // errno on `report_fd` and exits 127.
 [[noreturn]] void ExecChild(char* const* argv, char* const* envp, const char* cwd, int err_fd,
-                            int report_fd) {
+                            bool stdout_to_stderr, int report_fd) {
   setpgid(0, 0);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -44,8 +44,8 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   int null_fd = open("/dev/null", O_RDWR);
   int err = 0;
-  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0 || dup2(err_fd, 2) < 0 ||
-      chdir(cwd) != 0) {
+  if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(stdout_to_stderr ? err_fd : null_fd, 1) < 0 ||
+      dup2(err_fd, 2) < 0 || chdir(cwd) != 0) {
     err = errno;
   } else {
     execve(argv[0], argv, envp);
@@ -116,7 +116,10 @@ ProcessResult RunProcess(const ProcessSpec& spec) {
     for (int fd : {err_pipe[0], err_pipe[1], report_pipe[0], report_pipe[1]}) close(fd);
     return r;
   }
-  if (pid == 0) ExecChild(argv.data(), envp.data(), spec.cwd.c_str(), err_pipe[1], report_pipe[1]);
+  if (pid == 0) {
+    ExecChild(argv.data(), envp.data(), spec.cwd.c_str(), err_pipe[1], spec.stdout_to_stderr,
+              report_pipe[1]);
+  }
   setpgid(pid, pid);  // also in the parent, so the kill below never misses the group
   close(err_pipe[1]);
   close(report_pipe[1]);

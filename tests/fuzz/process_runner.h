@@ -18,6 +18,7 @@ struct ProcessSpec {
   std::vector<std::string> env;   // the child's whole environment, "NAME=value"
   std::string cwd;                // working directory of the child
   double timeout_s = 20;
+  bool stdout_to_stderr = false;  // capture stdout too (merged into stderr_text)
   size_t max_stderr_bytes = 1 << 20;
 };
 

@@ -105,7 +105,9 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   one["ranks_per_node"] = 1;
   s.cluster1 = in + "cluster1.json";
   RETURN_IF_ERROR(WriteText(s.cluster1, one.dump(2) + "\n"));
-  ASSIGN_OR_RETURN(Json device, ReadJson((src / "data/hw/devices/a800-sxm4-80gb.json").string()));
+  s.device = in + "device.json";
+  RETURN_IF_ERROR(Copy(src / "data/hw/devices/a800-sxm4-80gb.json", s.device));
+  ASSIGN_OR_RETURN(Json device, ReadJson(s.device));
   Json inline_device = cluster;
   inline_device["device"] = device;
   s.device_cluster = in + "device_cluster.json";

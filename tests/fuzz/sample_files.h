@@ -25,6 +25,7 @@ struct SampleFiles {
   std::string cluster;         // a800x8 preset copy (8 ranks, device by name)
   std::string cluster1;        // the same with 1 rank (for `run`, whose job is 1 rank here)
   std::string device_cluster;  // a800x8 with its device inline (device fields to mutate)
+  std::string device;          // the a800-sxm4-80gb device preset (a800x8 names it)
   std::string model;           // wan2.1-1.3b as JSON
   std::string batch, plan;     // v50 for cluster (usp)
   std::string batch1, plan1;   // load 2000 on cluster1 (usp), what `run --plan` executes
