@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: deps build demo test asan bench bless format clean
+.PHONY: deps build demo test asan bench bless fuzz format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -30,6 +30,17 @@ asan: deps
 	@cmake --preset asan >/dev/null
 	@cmake --build build/asan -j $(JOBS)
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+# Seeded fuzzing of the CLI (tests/fuzz/; issue #21): never crash, never destroy a file.
+# `make fuzz FUZZ_CASES=10000 FUZZ_SEED=7`; failures print a command line to rerun each.
+FUZZ_CASES ?= 10000
+FUZZ_SEED ?= 1
+FUZZ_CASE_TIMEOUT_S ?= 20
+fuzz: deps
+	@cmake --preset release >/dev/null
+	@cmake --build $(BUILD) --target tessera tessera_cli_fuzz -j $(JOBS)
+	./$(BUILD)/tests/fuzz/tessera_cli_fuzz --bin $(BUILD)/src/cli/tessera --seed $(FUZZ_SEED) \
+	  --cases $(FUZZ_CASES) --case-timeout-s $(FUZZ_CASE_TIMEOUT_S)
 
 bench: build
 	bash bench/run_all.sh

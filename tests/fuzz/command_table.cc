@@ -1,0 +1,206 @@
+#include "command_table.h"
+
+namespace tessera::fuzz {
+namespace {
+
+using K = ValueKind;
+
+// Values every integer option of a kRelaunch subcommand refuses at parse time (not numbers).
+const std::vector<std::string> kNotANumber = {"abc", "x1", "ünï", "one", "#"};
+
+std::vector<std::string> With(std::vector<std::string> v) {
+  v.insert(v.end(), kNotANumber.begin(), kNotANumber.end());
+  return v;
+}
+
+std::vector<OptionSpec> CostModelOptions() {
+  return {{"--cluster", K::kInputFile, {}},
+          {"--model", K::kInputFile, {}},
+          {"--profile", K::kInputFile, {}}};
+}
+
+// SmallDit shape options of profile / validate / compare: each refuses < 1 before launching.
+std::vector<OptionSpec> SmallDitOptions() {
+  return {{"--hidden", K::kInt, With({"0", "-4"})},
+          {"--heads", K::kInt, With({"0", "-1"})},
+          {"--layers", K::kInt, With({"0", "-1"})},
+          {"--ffn", K::kInt, With({"0", "-1"})},
+          {"--channels", K::kInt, With({"0", "-2"})}};
+}
+
+// Options every profile-priced job (validate, compare) shares. The sample profile was measured
+// with 2 ranks, so any other --ranks is refused before launching.
+std::vector<OptionSpec> ProfileJobOptions(const SampleFiles& s) {
+  std::vector<OptionSpec> o = {
+      {"--profile",
+       K::kInputFile,
+       {s.missing, s.dir, s.empty_file, "/dev/null", s.loop, s.dangling, s.plan, s.cluster,
+        s.run_plans[0]}},
+      {"--ranks", K::kInt, With({"3", "0", "-1", "1"})},
+      {"--repeats", K::kInt, With({"0", "-1"})},
+      {"--warmup", K::kInt, With({"-1", "-5"})},
+      {"--seed", K::kUint, kNotANumber},
+      {"--op-timeout", K::kFloat, kNotANumber},
+  };
+  for (OptionSpec& d : SmallDitOptions()) o.push_back(d);
+  return o;
+}
+
+SubcommandSpec Spec(std::string name, MpiUse mpi, int weight, std::vector<OptionSpec> options) {
+  SubcommandSpec s;
+  s.name = std::move(name);
+  s.mpi = mpi;
+  s.weight = weight;
+  s.options = std::move(options);
+  return s;
+}
+
+void Append(std::vector<OptionSpec>* to, const std::vector<OptionSpec>& from) {
+  to->insert(to->end(), from.begin(), from.end());
+}
+
+}  // namespace
+
+const OptionSpec* SubcommandSpec::Find(const std::string& option) const {
+  for (const OptionSpec& o : options)
+    if (o.name == option) return &o;
+  return nullptr;
+}
+
+std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
+  const std::string out = s.out_dir + "/";
+  std::vector<SubcommandSpec> t;
+
+  SubcommandSpec tokens = Spec("tokens", MpiUse::kNone, 8, {});
+  tokens.options = {{"--kind", K::kText, {}},
+                    {"--res", K::kText, {}},
+                    {"--seconds", K::kFloat, {}},
+                    {"--fps", K::kInt, {}}};
+  tokens.bases = {{},
+                  {"--kind", "image", "--res", "720p"},
+                  {"--kind", "video", "--res", "1280x720", "--seconds", "5", "--fps", "8"}};
+  t.push_back(tokens);
+
+  SubcommandSpec plan = Spec("plan", MpiUse::kNone, 30, CostModelOptions());
+  Append(&plan.options, {{"--workload", K::kInputFile, {}},
+                         {"--load", K::kText, {}},
+                         {"--video-seconds", K::kFloat, {}},
+                         {"--seed", K::kUint, {}},
+                         {"--planner", K::kText, {}},
+                         {"--option", K::kKeyValue, {}},
+                         {"--json", K::kOutputFile, {}},
+                         {"--trace", K::kOutputFile, {}},
+                         {"--save-plan", K::kOutputFile, {}},
+                         {"--save-batch", K::kOutputFile, {}}});
+  plan.bases = {
+      {"--cluster", s.cluster, "--workload", "v50", "--planner", "usp"},
+      {"--cluster", s.cluster, "--planner", "dp", "--load", "low", "--json", out + "plan.json"},
+      {"--cluster", s.cluster, "--planner", "knapformer", "--option", "knapformer.bags=g8n1"},
+      {"--cluster", s.cluster, "--model", s.model, "--workload", s.batch, "--planner", "usp",
+       "--save-plan", out + "p.json", "--save-batch", out + "b.json", "--trace", out + "t.json",
+       "--json", out + "r.json"},
+      {"--profile", s.profile, "--load", "2000", "--planner", "usp", "--save-plan", out + "p.json"},
+      {"--cluster", s.cluster1, "--load", "2000", "--planner", "zellige", "--option",
+       "zellige.time_limit_s=0.5"},
+      {"--cluster", s.cluster, "--video-seconds", "5", "--seed", "3", "--planner", "adaptiveload"}};
+  t.push_back(plan);
+
+  SubcommandSpec simulate = Spec("simulate", MpiUse::kNone, 20, CostModelOptions());
+  Append(&simulate.options, {{"--batch", K::kInputFile, {}},
+                             {"--plan", K::kInputFile, {}},
+                             {"--json", K::kOutputFile, {}},
+                             {"--trace", K::kOutputFile, {}}});
+  simulate.bases = {{"--cluster", s.cluster, "--batch", s.batch, "--plan", s.plan},
+                    {"--cluster", s.cluster, "--model", s.model, "--batch", s.batch, "--plan",
+                     s.plan, "--json", out + "s.json", "--trace", out + "t.json"},
+                    {"--profile", s.profile, "--batch", s.batch_profile, "--plan", s.plan_profile}};
+  t.push_back(simulate);
+
+  SubcommandSpec bench = Spec("bench-planner", MpiUse::kNone, 10, CostModelOptions());
+  Append(&bench.options, {{"--mixes", K::kTextList, {}},
+                          {"--load", K::kText, {}},
+                          {"--video-seconds", K::kFloat, {}},
+                          {"--batches", K::kInt, {}},
+                          {"--seed", K::kUint, {}},
+                          {"--joint-time-limit", K::kFloat, {}},
+                          {"--skip-joint", K::kFlag, {}},
+                          {"--option", K::kKeyValue, {}},
+                          {"--json", K::kOutputFile, {}}});
+  bench.bases = {{"--cluster", s.cluster, "--mixes", "v50", "--batches", "1", "--skip-joint"},
+                 {"--profile", s.profile, "--load", "2000", "--mixes", "v35,v60", "--batches", "1",
+                  "--skip-joint", "--json", out + "bench.json"},
+                 {"--cluster", s.cluster, "--load", "20000", "--mixes", "v50", "--batches", "1",
+                  "--joint-time-limit", "0.05"}};
+  // The joint MILP runs a minute by default: keep it skipped or its time limit set.
+  bench.keep = {"--skip-joint"};
+  bench.never_drop = {"--joint-time-limit"};
+  t.push_back(bench);
+
+  SubcommandSpec run = Spec("run", MpiUse::kSingleton, 12, {});
+  run.options = {{"--plan", K::kInputFile, {}},
+                 {"--workload", K::kInputFile, {}},
+                 {"--planner", K::kText, {}},
+                 {"--seed", K::kUint, {}},
+                 {"--load", K::kText, {}},
+                 {"--video-seconds", K::kFloat, {}},
+                 {"--token-scale", K::kFloat, {}},
+                 {"--profile", K::kInputFile, {}},
+                 {"--cluster", K::kInputFile, {}},
+                 {"--steps", K::kInt, {}},
+                 {"--check", K::kFlag, {}},
+                 {"--json", K::kOutputFile, {}},
+                 {"--heads", K::kInt, {}},
+                 {"--head-dim", K::kInt, {}},
+                 {"--train", K::kFlag, {}},
+                 {"--hidden", K::kInt, {}},
+                 {"--layers", K::kInt, {}},
+                 {"--ffn", K::kInt, {}},
+                 {"--channels", K::kInt, {}},
+                 {"--lr", K::kFloat, {}},
+                 {"--max-loss-ratio", K::kFloat, {}},
+                 {"--op-timeout", K::kFloat, {}}};
+  run.bases = {
+      {"--workload", "v50", "--planner", "usp", "--token-scale", "0.002", "--steps", "1"},
+      {"--plan", s.plan1, "--steps", "1", "--json", out + "run.json"},
+      {"--cluster", s.cluster1, "--workload", s.batch1, "--planner", "dp", "--steps", "1",
+       "--check"},
+      {"--train", "--workload", "v50", "--planner", "usp", "--token-scale", "0.002", "--steps", "1",
+       "--hidden", "32", "--heads", "2", "--layers", "1", "--ffn", "64", "--channels", "4"}};
+  t.push_back(run);
+
+  SubcommandSpec profile = Spec("profile", MpiUse::kRelaunch, 2, {});
+  profile.options = {{"--ranks", K::kInt, With({"0", "-1"})},
+                     {"--out", K::kOutputFile, {}},
+                     {"--buckets", K::kIntList, {"0", "8,0", "8,-1", "8,x", "x"}},
+                     {"--whole-tokens", K::kInt, With({"0", "-1"})},
+                     {"--repeats", K::kInt, With({"0", "-1"})},
+                     {"--warmup", K::kInt, With({"-1", "-5"})},
+                     {"--seed", K::kUint, kNotANumber},
+                     {"--op-timeout", K::kFloat, kNotANumber}};
+  Append(&profile.options, SmallDitOptions());
+  profile.bases = {{"--out", out + "profile.json", "--buckets", "8,16", "--repeats", "1",
+                    "--warmup", "0", "--hidden", "32", "--heads", "2", "--layers", "1", "--ffn",
+                    "64", "--channels", "4"}};
+  t.push_back(profile);
+
+  SubcommandSpec validate = Spec("validate", MpiUse::kRelaunch, 2, ProfileJobOptions(s));
+  Append(&validate.options,
+         {{"--token-scale", K::kFloat, kNotANumber}, {"--json", K::kOutputFile, {}}});
+  validate.bases = {
+      {"--profile", s.profile, "--repeats", "1", "--warmup", "0", "--json", out + "validate.json"}};
+  t.push_back(validate);
+
+  SubcommandSpec compare = Spec("compare", MpiUse::kRelaunch, 2, ProfileJobOptions(s));
+  Append(&compare.options, {{"--mixes", K::kTextList, {}},
+                            {"--planners", K::kTextList, {}},
+                            {"--load", K::kText, {}},
+                            {"--video-seconds", K::kFloat, kNotANumber},
+                            {"--token-scale", K::kFloat, kNotANumber},
+                            {"--json", K::kOutputFile, {}}});
+  compare.bases = {{"--profile", s.profile, "--repeats", "1", "--warmup", "0", "--mixes", "v50",
+                    "--json", out + "compare.json"}};
+  t.push_back(compare);
+  return t;
+}
+
+}  // namespace tessera::fuzz
