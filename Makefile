@@ -31,7 +31,7 @@ asan: deps
 	@cmake --build build/asan -j $(JOBS)
 	ctest --test-dir build/asan --output-on-failure -j $(JOBS)
 
-# Seeded fuzzing of the CLI (tests/fuzz/; issue #21): never crash, never destroy a file.
+# Seeded fuzzing of the CLI (tests/fuzz/): never crash, never destroy a file.
 # `make fuzz FUZZ_CASES=10000 FUZZ_SEED=7`; failures print a command line to rerun each.
 FUZZ_CASES ?= 10000
 FUZZ_SEED ?= 1
