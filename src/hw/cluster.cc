@@ -1,5 +1,8 @@
 #include "hw/cluster.h"
 
+#include <cmath>
+#include <sstream>
+
 #include "core/input_file.h"
 #include "hw/data_files.h"
 
@@ -11,6 +14,16 @@ using core::StatusOr;
 
 namespace {
 
+std::string Show(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string RanksLimit() {
+  return "must be <= " + std::to_string(kMaxClusterRanks) + " (the largest cluster tessera models)";
+}
+
 Json LinkJson(const Link& l) {
   return {{"name", l.name}, {"bw_bytes_per_s", l.bw_bytes_per_s}, {"latency_s", l.latency_s}};
 }
@@ -20,6 +33,7 @@ StatusOr<Link> LinkFromJson(const Json& j, const std::string& path) {
   ASSIGN_OR_RETURN(l.name, core::GetString(j, path, "name"));
   ASSIGN_OR_RETURN(l.bw_bytes_per_s, core::GetPositiveDouble(j, path, "bw_bytes_per_s"));
   ASSIGN_OR_RETURN(l.latency_s, core::GetNonNegativeDouble(j, path, "latency_s"));
+  RETURN_IF_ERROR(Validate(l, path));
   return l;
 }
 
@@ -44,11 +58,20 @@ StatusOr<Cluster> ParseCluster(const Json& j, const std::string& source,
   } else {
     ASSIGN_OR_RETURN(c.device, DeviceFromJson(*d, "device"));
   }
+  // Each factor is bounded before the product, which then fits easily in 64 bits.
   ASSIGN_OR_RETURN(int64_t nodes, core::GetPositiveInt(j, "", "nodes"));
+  if (nodes > kMaxClusterRanks) {
+    return core::InvalidArgument("nodes: got " + std::to_string(nodes) + ", " + RanksLimit());
+  }
   ASSIGN_OR_RETURN(int64_t rpn, core::GetPositiveInt(j, "", "ranks_per_node"));
-  if (nodes * rpn > 65536) {
-    return core::InvalidArgument("nodes * ranks_per_node: got " + std::to_string(nodes * rpn) +
-                                 ", must be <= 65536");
+  if (rpn > kMaxClusterRanks) {
+    return core::InvalidArgument("ranks_per_node: got " + std::to_string(rpn) + ", " +
+                                 RanksLimit());
+  }
+  if (nodes * rpn > kMaxClusterRanks) {
+    return core::InvalidArgument("nodes * ranks_per_node: got " + std::to_string(nodes) + " * " +
+                                 std::to_string(rpn) + " = " + std::to_string(nodes * rpn) +
+                                 " ranks, " + RanksLimit());
   }
   c.nodes = static_cast<int>(nodes);
   c.ranks_per_node = static_cast<int>(rpn);
@@ -62,6 +85,24 @@ StatusOr<Cluster> ParseCluster(const Json& j, const std::string& source,
 
 }  // namespace
 
+Status Validate(const Link& l, const std::string& path) {
+  const std::string bw = core::JoinPath(path, "bw_bytes_per_s");
+  if (!(l.bw_bytes_per_s > 0) || !std::isfinite(l.bw_bytes_per_s)) {
+    return core::InvalidArgument(bw + ": got " + Show(l.bw_bytes_per_s) + ", must be > 0");
+  }
+  if (l.bw_bytes_per_s < kMinLinkBwBytesPerS || l.bw_bytes_per_s > kMaxLinkBwBytesPerS) {
+    return core::InvalidArgument(bw + ": got " + Show(l.bw_bytes_per_s) + ", must be in [" +
+                                 Show(kMinLinkBwBytesPerS) + ", " + Show(kMaxLinkBwBytesPerS) +
+                                 "] bytes/s (a plausible link)");
+  }
+  if (!(l.latency_s >= 0 && l.latency_s <= kMaxLinkLatencyS)) {
+    return core::InvalidArgument(core::JoinPath(path, "latency_s") + ": got " + Show(l.latency_s) +
+                                 ", must be in [0, " + Show(kMaxLinkLatencyS) +
+                                 "] s (a plausible link)");
+  }
+  return Status::Ok();
+}
+
 Status Validate(const Cluster& c) {
   if (c.name.empty()) return core::InvalidArgument("name: must be a non-empty string");
   RETURN_IF_ERROR(Validate(c.device, "device"));
@@ -71,17 +112,14 @@ Status Validate(const Cluster& c) {
     return core::InvalidArgument("ranks_per_node: got " + std::to_string(c.ranks_per_node) +
                                  ", must be >= 1");
   }
-  if (!(c.intra.bw_bytes_per_s > 0)) {
-    return core::InvalidArgument("intra.bw_bytes_per_s: got " +
-                                 std::to_string(c.intra.bw_bytes_per_s) + ", must be > 0");
+  const int64_t ranks = int64_t{c.nodes} * c.ranks_per_node;
+  if (ranks > kMaxClusterRanks) {
+    return core::InvalidArgument("nodes * ranks_per_node: got " + std::to_string(c.nodes) + " * " +
+                                 std::to_string(c.ranks_per_node) + " = " + std::to_string(ranks) +
+                                 " ranks, " + RanksLimit());
   }
-  if (!(c.inter.bw_bytes_per_s > 0)) {
-    return core::InvalidArgument("inter.bw_bytes_per_s: got " +
-                                 std::to_string(c.inter.bw_bytes_per_s) + ", must be > 0");
-  }
-  if (c.intra.latency_s < 0 || c.inter.latency_s < 0) {
-    return core::InvalidArgument("latency_s: must be >= 0");
-  }
+  RETURN_IF_ERROR(Validate(c.intra, "intra"));
+  RETURN_IF_ERROR(Validate(c.inter, "inter"));
   return Status::Ok();
 }
 

@@ -52,7 +52,19 @@ struct Cluster {
 // Current schema version of cluster data files (and of ToJson's output).
 inline constexpr int kClusterFileVersion = 1;
 
-// Validates every field (positive sizes and rates, fractions in (0,1]).
+// The largest cluster tessera models: nodes * ranks_per_node <= kMaxClusterRanks (plans and
+// profiles are bounded the same way). Each factor is bounded before they are multiplied.
+inline constexpr int kMaxClusterRanks = 65536;
+// Plausible link ranges (per direction, per rank): 1 kB/s (a slow wide-area what-if) to
+// 10 PB/s, latency 0 to 10 s. Outside them a collective's modeled time is nonsense.
+inline constexpr double kMinLinkBwBytesPerS = 1e3;
+inline constexpr double kMaxLinkBwBytesPerS = 1e16;
+inline constexpr double kMaxLinkLatencyS = 10;
+
+// Validates a link; `path` names it in messages ("intra").
+core::Status Validate(const Link& l, const std::string& path);
+// Validates every field: the device (device.h's ranges), nodes and ranks_per_node >= 1 with
+// at most kMaxClusterRanks ranks, and both links.
 core::Status Validate(const Cluster& c);
 
 // Self-contained JSON: kind, version, the device inline, and `source` when set.

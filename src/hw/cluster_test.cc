@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 
+#include "core/rng.h"
 #include "hw/test_util.h"
 
 namespace tessera::hw {
@@ -311,6 +313,136 @@ TEST(ClusterTest, OldFilesStillLoad) {
   EXPECT_EQ(ex->device.PeakFlops(Dtype::kBF16), 989e12);
   EXPECT_EQ(ex->device.PeakFlops(Dtype::kFP8), 0);
   EXPECT_EQ(ex->source, example);
+}
+
+// Everything tessera saves reloads: a cluster written with WriteJsonFile and read back with
+// LoadCluster is the same cluster (presets with their source, a user cluster without one).
+TEST(ClusterTest, SavedClustersReload) {
+  ScopedDataDir no_env(std::nullopt);
+  const std::string dir = ScratchDir();
+  for (const auto& name : ClusterPresetNames()) {
+    SCOPED_TRACE(name);
+    const Cluster c = *ClusterPreset(name);
+    const std::string path = dir + "/" + name + "-saved.json";
+    ASSERT_TRUE(core::WriteJsonFile(path, ToJson(c)).ok());
+    auto back = LoadCluster(path);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(ToJson(*back), ToJson(c));
+    EXPECT_EQ(back->source, c.source);
+    EXPECT_EQ(back->device.peak_flops, c.device.peak_flops);
+  }
+  Cluster mine = *ClusterPreset("h100x64");
+  mine.name = "mine";
+  mine.provenance = "user file";
+  mine.source.clear();
+  mine.nodes = 3;
+  mine.device.peak_flops.fp8 = 0;
+  const std::string path = dir + "/mine.json";
+  ASSERT_TRUE(core::WriteJsonFile(path, ToJson(mine)).ok());
+  auto back = LoadCluster(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->source, path);
+  back->source.clear();
+  EXPECT_EQ(ToJson(*back), ToJson(mine));
+}
+
+// Sizes and rates outside the plausible ranges are refused, each factor before any product:
+// nodes 4.6e18 once became 2 ranks; peak_flops 1e-300 once printed an `inf` makespan.
+TEST(ClusterTest, ImplausibleNumbersAreRefusedBeforeUse) {
+  const core::Json good = ToJson(*ClusterPreset("a800x8"));
+  auto bad = [&](const std::string& pointer, const core::Json& value) {
+    core::Json j = good;
+    j[core::Json::json_pointer(pointer)] = value;
+    auto c = ClusterFromJson(j, "c.json");
+    EXPECT_EQ(c.status().code(), core::StatusCode::kInvalidArgument) << pointer;
+    return c.status().message();
+  };
+  EXPECT_EQ(bad("/nodes", int64_t{4600000000000000000}),
+            "c.json: nodes: got 4600000000000000000, must be <= 65536 (the largest cluster "
+            "tessera models)");
+  EXPECT_EQ(bad("/ranks_per_node", UINT64_MAX),
+            "c.json: ranks_per_node: got 18446744073709551615, must be <= 9223372036854775807");
+  core::Json wide = good;
+  wide["nodes"] = 65536;
+  wide["ranks_per_node"] = 2;
+  EXPECT_EQ(ClusterFromJson(wide, "c.json").status().message(),
+            "c.json: nodes * ranks_per_node: got 65536 * 2 = 131072 ranks, must be <= 65536 (the "
+            "largest cluster tessera models)");
+  EXPECT_EQ(bad("/device/peak_flops/bf16", 1e-300),
+            "c.json: device.peak_flops.bf16: got 1e-300, must be in [1e+06, 1e+19] FLOP/s (a "
+            "plausible device)");
+  EXPECT_EQ(bad("/device/peak_flops/fp8", 1e25),
+            "c.json: device.peak_flops.fp8: got 1e+25, must be 0 (unsupported) or in [1e+06, "
+            "1e+19] FLOP/s (a plausible device)");
+  EXPECT_EQ(bad("/device/mem_bw_bytes_per_s", 1),
+            "c.json: device.mem_bw_bytes_per_s: got 1, must be in [1e+06, 1e+16] bytes/s (a "
+            "plausible device)");
+  EXPECT_EQ(bad("/device/memory_bytes", 1e300),
+            "c.json: device.memory_bytes: got 1e+300, must be in [1e+06, 1e+15] bytes (a "
+            "plausible device)");
+  EXPECT_EQ(bad("/device/compute_efficiency", 1e-300),
+            "c.json: device.compute_efficiency: got 1e-300, must be >= 0.001 (a plausible device)");
+  EXPECT_EQ(bad("/intra/bw_bytes_per_s", 1e-300),
+            "c.json: intra.bw_bytes_per_s: got 1e-300, must be in [1000, 1e+16] bytes/s (a "
+            "plausible link)");
+  EXPECT_EQ(bad("/inter/latency_s", 1e6),
+            "c.json: inter.latency_s: got 1e+06, must be in [0, 10] s (a plausible link)");
+  // Validate holds clusters built in code to the same bounds.
+  Cluster c = *ClusterPreset("a800x8");
+  c.nodes = 70000;
+  c.ranks_per_node = 70000;
+  EXPECT_EQ(Validate(c).message(),
+            "nodes * ranks_per_node: got 70000 * 70000 = 4900000000 ranks, must be <= 65536 (the "
+            "largest cluster tessera models)");
+}
+
+// Seeded: random fields set to extreme or ill-typed values give a named InvalidArgument or a
+// cluster inside every bound; nothing throws or wraps.
+TEST(ClusterTest, RandomExtremeFieldsNeverSlipThrough) {
+  const core::Json good = ToJson(*ClusterPreset("a800x16"));
+  const std::vector<std::string> fields = {"/nodes",
+                                           "/ranks_per_node",
+                                           "/device/peak_flops/bf16",
+                                           "/device/peak_flops/fp32",
+                                           "/device/mem_bw_bytes_per_s",
+                                           "/device/memory_bytes",
+                                           "/device/memory_usable_fraction",
+                                           "/device/compute_efficiency",
+                                           "/intra/bw_bytes_per_s",
+                                           "/inter/latency_s",
+                                           "/device/peak_flops",
+                                           "/name"};
+  const std::vector<core::Json> values = {
+      0,     -1,  1e-300, 1e300,   int64_t{4600000000000000000}, UINT64_MAX,          0.5, 3,
+      65536, 2e6, "x",    nullptr, core::Json::array(),          core::Json::object()};
+  core::Rng rng(21);
+  int accepted = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    core::Json j = good;
+    for (int edit = 0; edit < 2; ++edit) {
+      const core::Json::json_pointer field(fields[rng.Below(fields.size())]);
+      const core::Json& value = values[rng.Below(values.size())];
+      // An earlier edit may have replaced the field's parent object: edit it only if present.
+      if (j.contains(field.parent_pointer()) && j[field.parent_pointer()].is_object()) {
+        j[field] = value;
+      }
+    }
+    auto c = ClusterFromJson(j, "c.json");
+    if (!c.ok()) {
+      EXPECT_EQ(c.status().code(), core::StatusCode::kInvalidArgument) << j.dump();
+      EXPECT_EQ(c.status().message().rfind("c.json: ", 0), 0u) << c.status().message();
+      continue;
+    }
+    ++accepted;
+    EXPECT_TRUE(Validate(*c).ok()) << j.dump();
+    EXPECT_GE(c->num_ranks(), 1);
+    EXPECT_LE(c->num_ranks(), kMaxClusterRanks);
+    EXPECT_GE(c->device.PeakFlops(Dtype::kBF16), kMinPeakFlops);
+    EXPECT_LE(c->device.PeakFlops(Dtype::kBF16), kMaxPeakFlops);
+    EXPECT_GE(c->intra.bw_bytes_per_s, kMinLinkBwBytesPerS);
+    EXPECT_LE(c->inter.latency_s, kMaxLinkLatencyS);
+  }
+  EXPECT_GT(accepted, 0);  // the draws include harmless values too
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -178,12 +179,16 @@ Status CheckDataFileHeader(const Json& j, const std::string& kind, int max_versi
                                    ", must be an integer schema version, e.g. " +
                                    std::to_string(max_version));
     }
-    const int64_t version = v.get<int64_t>();
+    // An unsigned value above INT64_MAX is out of range too (never wrapped to a negative).
+    const bool huge =
+        v.is_number_unsigned() &&
+        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    const int64_t version = huge ? std::numeric_limits<int64_t>::max() : v.get<int64_t>();
     if (version < 1 || version > max_version) {
       const std::string allowed =
           max_version == 1 ? "version 1" : "versions 1 to " + std::to_string(max_version);
-      return core::InvalidArgument("version: got " + std::to_string(version) +
-                                   ", this build reads " + kind + " files of " + allowed +
+      return core::InvalidArgument("version: got " + v.dump() + ", this build reads " + kind +
+                                   " files of " + allowed +
                                    " (upgrade tessera or rewrite the file)");
     }
   }

@@ -123,6 +123,10 @@ TEST(DataFilesTest, HeaderChecks) {
   EXPECT_EQ(CheckDataFileHeader(j, "cluster", 3, false).message(),
             "version: got 5, this build reads cluster files of versions 1 to 3 (upgrade tessera "
             "or rewrite the file)");
+  j["version"] = UINT64_MAX;  // never wrapped to a negative number
+  EXPECT_EQ(CheckDataFileHeader(j, "cluster", 1, false).message(),
+            "version: got 18446744073709551615, this build reads cluster files of version 1 "
+            "(upgrade tessera or rewrite the file)");
   j["version"] = 1;
   j["provenance"] = "";
   EXPECT_EQ(CheckDataFileHeader(j, "cluster", 1, true).message(),

@@ -29,6 +29,20 @@ Status Fraction(double v, const std::string& field) {
   if (!(v > 0 && v <= 1)) {
     return core::InvalidArgument(field + ": got " + Show(v) + ", must be in (0, 1]");
   }
+  if (v < kMinDeviceFraction) {
+    return core::InvalidArgument(field + ": got " + Show(v) + ", must be >= " +
+                                 Show(kMinDeviceFraction) + " (a plausible device)");
+  }
+  return Status::Ok();
+}
+
+// A positive value inside [lo, hi] (checked after Positive, so the message names the range).
+Status Plausible(double v, double lo, double hi, const std::string& field,
+                 const std::string& unit) {
+  if (v < lo || v > hi) {
+    return core::InvalidArgument(field + ": got " + Show(v) + ", must be in [" + Show(lo) + ", " +
+                                 Show(hi) + "] " + unit + " (a plausible device)");
+  }
   return Status::Ok();
 }
 
@@ -108,8 +122,21 @@ Status Validate(const Device& d, const std::string& path) {
     return core::InvalidArgument(f("peak_flops.bf16") + ": got " + Show(d.peak_flops.bf16) +
                                  ", must be > 0 (the cost models price bf16 training)");
   }
+  for (Dtype t : AllDtypes()) {
+    const double v = d.PeakFlops(t);
+    if (v != 0 && (v < kMinPeakFlops || v > kMaxPeakFlops)) {
+      return core::InvalidArgument(f("peak_flops.") + DtypeName(t) + ": got " + Show(v) +
+                                   ", must be " + (t == Dtype::kBF16 ? "" : "0 (unsupported) or ") +
+                                   "in [" + Show(kMinPeakFlops) + ", " + Show(kMaxPeakFlops) +
+                                   "] FLOP/s (a plausible device)");
+    }
+  }
   RETURN_IF_ERROR(Positive(d.mem_bw_bytes_per_s, f("mem_bw_bytes_per_s")));
+  RETURN_IF_ERROR(Plausible(d.mem_bw_bytes_per_s, kMinMemBwBytesPerS, kMaxMemBwBytesPerS,
+                            f("mem_bw_bytes_per_s"), "bytes/s"));
   RETURN_IF_ERROR(Positive(d.memory_bytes, f("memory_bytes")));
+  RETURN_IF_ERROR(
+      Plausible(d.memory_bytes, kMinMemoryBytes, kMaxMemoryBytes, f("memory_bytes"), "bytes"));
   RETURN_IF_ERROR(Fraction(d.memory_usable_fraction, f("memory_usable_fraction")));
   RETURN_IF_ERROR(Fraction(d.compute_efficiency, f("compute_efficiency")));
   return Status::Ok();

@@ -50,7 +50,19 @@ struct Device {
 // Current schema version of device data files.
 inline constexpr int kDeviceFileVersion = 1;
 
-// Validates every field; `path` prefixes field names ("device" -> "device.peak_flops.bf16").
+// Plausible ranges, checked by Validate: a value outside them describes no device that trains
+// a model and would drive the cost models' times to 0, infinity or NaN (a peak of 1e-300
+// FLOP/s once printed `inf` as a feasible makespan).
+inline constexpr double kMinPeakFlops = 1e6;   // 1 MFLOP/s per supported dtype (0 = unsupported)
+inline constexpr double kMaxPeakFlops = 1e19;  // 10 EFLOP/s
+inline constexpr double kMinMemBwBytesPerS = 1e6;   // 1 MB/s
+inline constexpr double kMaxMemBwBytesPerS = 1e16;  // 10 PB/s
+inline constexpr double kMinMemoryBytes = 1e6;      // 1 MB
+inline constexpr double kMaxMemoryBytes = 1e15;     // 1 PB
+inline constexpr double kMinDeviceFraction = 1e-3;  // memory_usable_fraction, compute_efficiency
+
+// Validates every field (signs, fractions in (0, 1], then the plausible ranges above); `path`
+// prefixes field names ("device" -> "device.peak_flops.bf16").
 core::Status Validate(const Device& d, const std::string& path = "device");
 
 // The inline JSON form: {name, peak_flops: {fp32, tf32, bf16, fp8}, mem_bw_bytes_per_s, ...}.

@@ -158,5 +158,44 @@ TEST(DeviceTest, BadDeviceFilesNameFileAndField) {
                                       "neg.json: peak_flops.fp8: got -5e+12, must be >= 0");
 }
 
+// A device written with WriteJsonFile reloads as the same device (the inline form a cluster
+// embeds, read as a device file's body).
+TEST(DeviceTest, SavedDevicesReload) {
+  const std::string dir = ScratchDir();
+  for (const auto& name : DevicePresetNames()) {
+    SCOPED_TRACE(name);
+    const Device d = *DevicePreset(name);
+    const std::string path = dir + "/" + name + ".json";
+    ASSERT_TRUE(core::WriteJsonFile(path, ToJson(d)).ok());
+    auto j = core::ReadJsonFile(path);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    auto back = DeviceFromJson(*j, "");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(ToJson(*back), ToJson(d));
+    EXPECT_EQ(back->peak_flops, d.peak_flops);
+  }
+}
+
+TEST(DeviceTest, ValidateHoldsPlausibleRanges) {
+  const Device good = *DevicePreset("h100-sxm5-80gb");
+  Device d = good;
+  d.peak_flops.tf32 = 10;  // positive but no device is that slow
+  EXPECT_EQ(Validate(d).message(),
+            "device.peak_flops.tf32: got 10, must be 0 (unsupported) or in [1e+06, 1e+19] FLOP/s "
+            "(a plausible device)");
+  d = good;
+  d.mem_bw_bytes_per_s = 1e17;
+  EXPECT_EQ(Validate(d).message(),
+            "device.mem_bw_bytes_per_s: got 1e+17, must be in [1e+06, 1e+16] bytes/s (a plausible "
+            "device)");
+  d = good;
+  d.memory_usable_fraction = 1e-4;
+  EXPECT_EQ(Validate(d).message(),
+            "device.memory_usable_fraction: got 0.0001, must be >= 0.001 (a plausible device)");
+  d = good;
+  d.peak_flops.fp8 = 0;  // unsupported stays allowed
+  EXPECT_TRUE(Validate(d).ok());
+}
+
 }  // namespace
 }  // namespace tessera::hw

@@ -1,6 +1,9 @@
 #include "hw/machine.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 namespace tessera::hw {
 namespace {
@@ -58,6 +61,19 @@ TEST(MachineTest, JsonFormAndErrors) {
   k.erase("kind");
   k.erase("version");
   EXPECT_TRUE(MachineFromJson(k, "m.json").ok());
+}
+
+TEST(MachineTest, SavedMachineReloads) {
+  const Machine m = DescribeThisMachine();
+  const std::string path =
+      ::testing::TempDir() + "/machine_test_" + std::to_string(getpid()) + ".json";
+  ASSERT_TRUE(core::WriteJsonFile(path, ToJson(m)).ok());
+  auto j = core::ReadJsonFile(path);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  auto back = MachineFromJson(*j, path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, m);
+  std::remove(path.c_str());
 }
 
 }  // namespace
