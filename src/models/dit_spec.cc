@@ -17,21 +17,23 @@ double DitModel::params() const {
 }
 
 Status Validate(const DitModel& m) {
-  auto pos = [](int v, const char* f) -> Status {
-    if (v <= 0)
+  auto in_range = [](int64_t v, int64_t lo, int64_t hi, const char* f) -> Status {
+    if (v < lo) {
       return core::InvalidArgument(std::string(f) + ": got " + std::to_string(v) +
-                                   ", must be >= 1");
+                                   ", must be >= " + std::to_string(lo));
+    }
+    if (v > hi) {
+      return core::InvalidArgument(std::string(f) + ": got " + std::to_string(v) +
+                                   ", must be <= " + std::to_string(hi) + " (a plausible model)");
+    }
     return Status::Ok();
   };
-  RETURN_IF_ERROR(pos(m.hidden, "hidden"));
-  RETURN_IF_ERROR(pos(m.heads, "heads"));
-  RETURN_IF_ERROR(pos(m.layers, "layers"));
-  RETURN_IF_ERROR(pos(m.ffn, "ffn"));
-  RETURN_IF_ERROR(pos(m.bytes_per_elem, "bytes_per_elem"));
-  if (m.text_tokens < 0) {
-    return core::InvalidArgument("text_tokens: got " + std::to_string(m.text_tokens) +
-                                 ", must be >= 0");
-  }
+  RETURN_IF_ERROR(in_range(m.hidden, 1, kMaxModelHidden, "hidden"));
+  RETURN_IF_ERROR(in_range(m.heads, 1, kMaxModelHeads, "heads"));
+  RETURN_IF_ERROR(in_range(m.layers, 1, kMaxModelLayers, "layers"));
+  RETURN_IF_ERROR(in_range(m.ffn, 1, kMaxModelFfn, "ffn"));
+  RETURN_IF_ERROR(in_range(m.bytes_per_elem, 1, kMaxModelBytesPerElem, "bytes_per_elem"));
+  RETURN_IF_ERROR(in_range(m.text_tokens, 0, kMaxModelTextTokens, "text_tokens"));
   if (m.hidden % m.heads != 0) {
     return core::InvalidArgument("heads: got " + std::to_string(m.heads) +
                                  ", must divide hidden (" + std::to_string(m.hidden) + ")");
@@ -53,16 +55,15 @@ StatusOr<DitModel> DitModelFromJson(const Json& j, const std::string& source) {
   auto parse = [&]() -> StatusOr<DitModel> {
     DitModel m;
     ASSIGN_OR_RETURN(m.name, core::GetString(j, "", "name"));
-    ASSIGN_OR_RETURN(int64_t hidden, core::GetPositiveInt(j, "", "hidden"));
-    ASSIGN_OR_RETURN(int64_t heads, core::GetPositiveInt(j, "", "heads"));
-    ASSIGN_OR_RETURN(int64_t layers, core::GetPositiveInt(j, "", "layers"));
-    ASSIGN_OR_RETURN(int64_t ffn, core::GetPositiveInt(j, "", "ffn"));
-    ASSIGN_OR_RETURN(int64_t text, core::GetNonNegativeInt(j, "", "text_tokens"));
-    ASSIGN_OR_RETURN(int64_t bpe, core::GetPositiveInt(j, "", "bytes_per_elem"));
-    if (hidden > (1 << 20) || heads > 4096 || layers > 100000 || ffn > (1 << 22) || bpe > 8 ||
-        text > (1 << 24)) {
-      return core::InvalidArgument("model sizes: implausibly large value");
-    }
+    // Each range is checked before the value is narrowed to int.
+    ASSIGN_OR_RETURN(int64_t hidden, core::GetIntInRange(j, "", "hidden", 1, kMaxModelHidden));
+    ASSIGN_OR_RETURN(int64_t heads, core::GetIntInRange(j, "", "heads", 1, kMaxModelHeads));
+    ASSIGN_OR_RETURN(int64_t layers, core::GetIntInRange(j, "", "layers", 1, kMaxModelLayers));
+    ASSIGN_OR_RETURN(int64_t ffn, core::GetIntInRange(j, "", "ffn", 1, kMaxModelFfn));
+    ASSIGN_OR_RETURN(int64_t text,
+                     core::GetIntInRange(j, "", "text_tokens", 0, kMaxModelTextTokens));
+    ASSIGN_OR_RETURN(int64_t bpe,
+                     core::GetIntInRange(j, "", "bytes_per_elem", 1, kMaxModelBytesPerElem));
     m.hidden = static_cast<int>(hidden);
     m.heads = static_cast<int>(heads);
     m.layers = static_cast<int>(layers);

@@ -4,6 +4,7 @@
 // 512 text tokens for cross-attention. Plain value; thread-safe to read.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,17 @@ struct DitModel {
   double params() const;
 };
 
+// Plausible ranges (every real DiT sits well inside them); each JSON field is checked against
+// its range before it is narrowed to int, and the products the cost models form (hidden^2 x
+// layers, tokens x hidden) stay far from overflow.
+inline constexpr int64_t kMaxModelHidden = int64_t{1} << 20;
+inline constexpr int64_t kMaxModelHeads = 4096;
+inline constexpr int64_t kMaxModelLayers = 1024;
+inline constexpr int64_t kMaxModelFfn = int64_t{1} << 22;
+inline constexpr int64_t kMaxModelTextTokens = int64_t{1} << 24;
+inline constexpr int64_t kMaxModelBytesPerElem = 8;
+
+// Every size >= 1 (text_tokens >= 0) and within the ranges above; heads divides hidden.
 core::Status Validate(const DitModel& m);
 core::Json ToJson(const DitModel& m);
 core::StatusOr<DitModel> DitModelFromJson(const core::Json& j, const std::string& source);
