@@ -109,12 +109,18 @@ Sequence MakeSeq(const BucketDef& b, double seconds) {
 
 // Draws sequences from `buckets` until `budget` tokens are used: each draw is uniform over
 // the buckets no larger than 1.25x the remaining budget (the smallest bucket if none).
-void Fill(const std::vector<Sequence>& buckets, int64_t budget, core::Rng& rng,
-          std::vector<Sequence>& out) {
+// InvalidArgument once the batch would hold more than kMaxBatchSequences sequences.
+Status Fill(const std::vector<Sequence>& buckets, int64_t budget, core::Rng& rng,
+            std::vector<Sequence>& out) {
   int64_t smallest = buckets.front().tokens;
   for (const auto& b : buckets) smallest = std::min(smallest, b.tokens);
   int64_t remaining = budget;
   while (remaining * 2 >= smallest) {
+    if (static_cast<int64_t>(out.size()) >= kMaxBatchSequences) {
+      return core::InvalidArgument("workload: the batch would hold more than " +
+                                   std::to_string(kMaxBatchSequences) +
+                                   " sequences (2^20), must hold fewer (lower the load or ranks)");
+    }
     std::vector<const Sequence*> cand;
     for (const auto& b : buckets)
       if (b.tokens * 4 <= remaining * 5) cand.push_back(&b);
@@ -126,6 +132,7 @@ void Fill(const std::vector<Sequence>& buckets, int64_t budget, core::Rng& rng,
     out.push_back(pick);
     remaining -= pick.tokens;
   }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -139,10 +146,10 @@ StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec) {
   std::vector<Sequence> videos, images, out;
   for (const auto& b : kVideoBuckets) videos.push_back(MakeSeq(b, spec.video_seconds));
   for (const auto& b : kImageBuckets) images.push_back(MakeSeq(b, 0));
-  if (video_budget > 0) Fill(videos, video_budget, rng, out);
+  if (video_budget > 0) RETURN_IF_ERROR(Fill(videos, video_budget, rng, out));
   int64_t used = 0;
   for (const auto& s : out) used += s.tokens;
-  if (budget - used > 0) Fill(images, budget - used, rng, out);
+  if (budget - used > 0) RETURN_IF_ERROR(Fill(images, budget - used, rng, out));
   Batch batch;
   char name[96];
   std::snprintf(name, sizeof(name), "v%d-%lldtok-%gs-seed%llu", spec.video_percent,
@@ -154,14 +161,33 @@ StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec) {
   return batch;
 }
 
+namespace {
+
+const char* KindName(models::MediaKind kind) {
+  return kind == models::MediaKind::kVideo ? "video" : "image";
+}
+
+// Whether kind/res/seconds/fps of `s` give exactly its token count (false after scaling).
+bool ResGivesTokens(const Sequence& s) {
+  auto r = models::ParseResolution(s.res);
+  if (!r.ok()) return false;
+  auto t = models::CountTokens(s.kind, *r, s.seconds, s.fps);
+  return t.ok() && *t == s.tokens;
+}
+
+}  // namespace
+
 Json ToJson(const Batch& b) {
   Json seqs = Json::array();
   for (const auto& s : b.sequences) {
     Json j = {{"id", s.id}, {"tokens", s.tokens}};
-    if (!s.res.empty()) {
-      j["kind"] = s.kind == models::MediaKind::kVideo ? "video" : "image";
+    const bool video = s.kind == models::MediaKind::kVideo;
+    const bool with_res = !s.res.empty() && ResGivesTokens(s);
+    if (video || with_res) j["kind"] = KindName(s.kind);
+    if (with_res) {
       j["res"] = s.res;
-      if (s.kind == models::MediaKind::kVideo) j["seconds"] = s.seconds;
+      if (video) j["seconds"] = s.seconds;
+      if (video && s.fps != kDefaultFps) j["fps"] = s.fps;
     }
     seqs.push_back(j);
   }
@@ -178,6 +204,14 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
     if (!seqs->is_array() || seqs->empty()) {
       return core::InvalidArgument("sequences: must be a non-empty array");
     }
+    if (static_cast<int64_t>(seqs->size()) > kMaxBatchSequences) {
+      return core::InvalidArgument("sequences: got " + std::to_string(seqs->size()) +
+                                   " sequences, must be <= " + std::to_string(kMaxBatchSequences) +
+                                   " (2^20)");
+    }
+    const std::string max_tokens =
+        "must be <= " + std::to_string(kMaxSequenceTokens) + " (2^27, the longest sequence)";
+    int64_t total = 0;
     for (size_t i = 0; i < seqs->size(); ++i) {
       const Json& e = (*seqs)[i];
       const std::string path = "sequences[" + std::to_string(i) + "]";
@@ -196,17 +230,22 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
         ASSIGN_OR_RETURN(s.res, core::GetString(e, path, "res"));
         auto r = models::ParseResolution(s.res);
         if (!r.ok()) return r.status().WithPrefix(path);
-        int fps = 16;
+        int fps = kDefaultFps;
         if (e.contains("fps")) {
-          ASSIGN_OR_RETURN(int64_t f, core::GetPositiveInt(e, path, "fps"));
-          fps = static_cast<int>(std::min<int64_t>(f, 100000));
+          ASSIGN_OR_RETURN(int64_t f, core::GetIntInRange(e, path, "fps", 1, 1000));
+          fps = static_cast<int>(f);
         }
         if (s.kind == models::MediaKind::kVideo) {
           ASSIGN_OR_RETURN(s.seconds, core::GetPositiveDouble(e, path, "seconds"));
+          s.fps = fps;
         }
-        auto t = models::CountTokens(s.kind, *r, s.seconds, fps);
+        auto t = models::CountTokens(s.kind, *r, s.seconds, s.fps);
         if (!t.ok()) return t.status().WithPrefix(path);
         s.tokens = *t;
+        if (s.tokens > kMaxSequenceTokens) {
+          return core::InvalidArgument(path + ": kind/res/seconds/fps give " +
+                                       std::to_string(s.tokens) + " tokens, " + max_tokens);
+        }
         if (e.contains("tokens")) {
           ASSIGN_OR_RETURN(int64_t given, core::GetPositiveInt(e, path, "tokens"));
           if (given != s.tokens) {
@@ -217,10 +256,16 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
       } else {
         // Given by token count alone; kind defaults to image.
         ASSIGN_OR_RETURN(s.tokens, core::GetPositiveInt(e, path, "tokens"));
-        if (s.tokens > (int64_t{1} << 32)) {
-          return core::InvalidArgument(path + ".tokens: got " + std::to_string(s.tokens) +
-                                       ", must be <= 2^32");
+        if (s.tokens > kMaxSequenceTokens) {
+          return core::InvalidArgument(path + ".tokens: got " + std::to_string(s.tokens) + ", " +
+                                       max_tokens);
         }
+      }
+      total += s.tokens;  // at most 2^20 sequences of 2^27 tokens: no overflow
+      if (total > kMaxBatchTokens) {
+        return core::InvalidArgument("sequences: got " + std::to_string(total) + " tokens by " +
+                                     path + ", must be <= " + std::to_string(kMaxBatchTokens) +
+                                     " in all (2^36, the largest batch)");
       }
       b.sequences.push_back(s);
     }

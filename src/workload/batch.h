@@ -18,12 +18,25 @@
 
 namespace tessera::workload {
 
+// Limits every batch honours, whether generated or loaded (BatchFromJson refuses more, naming
+// the field; plans are bounded the same way), so a file that asks for a billion-token
+// sequence is an error at load time, not an allocation failure in a planner or `run`.
+// The longest sequence: 2^27 = 134,217,728 tokens (a 10-minute 4K clip at 16 fps is 77.8M).
+inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 27;
+// Sequences in one batch: 2^20 = 1,048,576.
+inline constexpr int64_t kMaxBatchSequences = int64_t{1} << 20;
+// Tokens in one batch: 2^36 = 68,719,476,736 (about 1M tokens on each of 65,536 ranks).
+inline constexpr int64_t kMaxBatchTokens = int64_t{1} << 36;
+// Frames per second a video's tokens are counted at unless the batch says otherwise.
+inline constexpr int kDefaultFps = 16;
+
 struct Sequence {
-  int id = 0;
+  int id = 0;  // its index in the batch
   models::MediaKind kind = models::MediaKind::kImage;
   std::string res;     // "1080p", "1280x720" or "" when given only by token count
   double seconds = 0;  // clip length; 0 for images
   int64_t tokens = 0;
+  int fps = kDefaultFps;  // frame rate the video's tokens were counted at (videos with a res)
   // Bucket label used to group identical sequences, e.g. "video-1080p-15s", "image-720p".
   std::string Bucket() const;
 };
@@ -55,9 +68,17 @@ inline constexpr int64_t kMaxGeneratedRanks = int64_t{1} << 20;
 core::Status Validate(const WorkloadSpec& spec);
 core::StatusOr<Batch> GenerateBatch(const WorkloadSpec& spec);
 
+// {"name", "sequences": [{"id", "tokens", "kind", "res", "seconds", "fps"}]}: "res" (with
+// "seconds" for videos) when kind/res/seconds/fps give the sequence's token count (a batch
+// whose tokens were scaled, batch_source.h, keeps kind and tokens only); "kind" for every
+// video and every sequence saved with its res; "fps" for videos counted at another rate than
+// kDefaultFps. BatchFromJson reads it back to an equal batch.
 core::Json ToJson(const Batch& b);
 // Accepts {"name": "...", "sequences": [ {"tokens": 12345, "kind": "video" (optional)} |
-//   {"kind": "image"|"video", "res": "720p", "seconds": 15 (videos), "fps": 16 (optional)} ]}.
+//   {"kind": "image"|"video", "res": "720p", "seconds": 15 (videos), "fps": 16 (optional),
+//    "tokens": N (optional, must match)} ]}; "id" is ignored (sequences are numbered by
+// position). At most kMaxBatchSequences sequences of at most kMaxSequenceTokens tokens each
+// and kMaxBatchTokens in all.
 core::StatusOr<Batch> BatchFromJson(const core::Json& j, const std::string& source);
 
 }  // namespace tessera::workload

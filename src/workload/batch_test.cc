@@ -1,6 +1,13 @@
 #include "workload/batch.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "workload/batch_source.h"
 
 namespace tessera::workload {
 namespace {
@@ -66,6 +73,95 @@ TEST(WorkloadTest, BadBatchesNameTheField) {
             std::string::npos);
   EXPECT_FALSE(GenerateBatch({50, 0, 15, 16, 1}).ok());
   EXPECT_FALSE(GenerateBatch({50, 1000, -1, 16, 1}).ok());
+}
+
+// Writes `b` with WriteJsonFile, reads it back with BatchFromJson.
+core::StatusOr<Batch> SaveAndReload(const Batch& b) {
+  const std::string path =
+      ::testing::TempDir() + "/batch_test_" + std::to_string(getpid()) + ".json";
+  RETURN_IF_ERROR(core::WriteJsonFile(path, ToJson(b)));
+  auto j = core::ReadJsonFile(path);
+  std::remove(path.c_str());
+  if (!j.ok()) return j.status();
+  return BatchFromJson(*j, path);
+}
+
+void ExpectSameBatch(const Batch& got, const Batch& want) {
+  EXPECT_EQ(ToJson(got), ToJson(want));
+  EXPECT_EQ(got.name, want.name);
+  ASSERT_EQ(got.sequences.size(), want.sequences.size());
+  for (size_t i = 0; i < want.sequences.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got.sequences[i].id, want.sequences[i].id);
+    EXPECT_EQ(got.sequences[i].kind, want.sequences[i].kind);
+    EXPECT_EQ(got.sequences[i].tokens, want.sequences[i].tokens);
+    EXPECT_EQ(got.sequences[i].Bucket(), want.sequences[i].Bucket());
+  }
+  EXPECT_EQ(got.video_token_share(), want.video_token_share());
+}
+
+// Everything tessera saves reloads. A video given by token count used to be saved without
+// its kind (reloaded as an image), and a video counted at another frame rate without its fps
+// (the reload then refused its own token count).
+TEST(WorkloadTest, SavedBatchesReload) {
+  auto generated = GenerateBatch({45, 125000, 10, 8, 5});
+  ASSERT_TRUE(generated.ok());
+  auto back = SaveAndReload(*generated);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameBatch(*back, *generated);
+
+  core::Json hand = {{"name", "hand"},
+                     {"sequences",
+                      {{{"kind", "video"}, {"res", "720p"}, {"seconds", 4}, {"fps", 24}},
+                       {{"kind", "video"}, {"tokens", 5000}},
+                       {{"kind", "image"}, {"res", "1280x720"}, {"fps", 30}},
+                       {{"tokens", 77}}}}};
+  auto h = BatchFromJson(hand, "hand.json");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->sequences[0].fps, 24);
+  EXPECT_EQ(h->sequences[1].kind, models::MediaKind::kVideo);
+  EXPECT_EQ(h->sequences[2].fps, kDefaultFps);  // an image is one frame at any rate
+  back = SaveAndReload(*h);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameBatch(*back, *h);
+  EXPECT_EQ(back->sequences[0].fps, 24);
+  EXPECT_EQ(back->sequences[0].tokens, h->sequences[0].tokens);
+
+  // A scaled batch (tokens no longer given by res) keeps kind and tokens.
+  Batch scaled = *generated;
+  ScaleTokens(1.0 / 64, &scaled);
+  back = SaveAndReload(scaled);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(ToJson(*back), ToJson(scaled));
+  EXPECT_EQ(back->total_tokens(), scaled.total_tokens());
+  EXPECT_EQ(back->video_token_share(), scaled.video_token_share());
+}
+
+// Token counts are bounded at load time: a billion-token sequence once reached `run` and
+// ended in std::bad_alloc.
+TEST(WorkloadTest, TokenCountsAreBounded) {
+  auto bad = [](const core::Json& j) { return BatchFromJson(j, "b.json").status().message(); };
+  EXPECT_EQ(bad({{"sequences", {{{"tokens", 1000000000}}}}}),
+            "b.json: sequences[0].tokens: got 1000000000, must be <= 134217728 (2^27, the "
+            "longest sequence)");
+  EXPECT_EQ(bad({{"sequences", {{{"kind", "video"}, {"res", "4320p"}, {"seconds", 3600}}}}}),
+            "b.json: sequences[0]: kind/res/seconds/fps give 1866369600 tokens, must be <= "
+            "134217728 (2^27, the longest sequence)");
+  EXPECT_EQ(
+      bad({{"sequences", {{{"kind", "video"}, {"res", "720p"}, {"seconds", 4}, {"fps", 100000}}}}}),
+      "b.json: sequences[0].fps: got 100000, must be in [1, 1000]");
+  core::Json many = {{"sequences", core::Json::array()}};
+  for (int i = 0; i < 513; ++i) many["sequences"].push_back({{"tokens", kMaxSequenceTokens}});
+  EXPECT_EQ(bad(many),
+            "b.json: sequences: got 68853694464 tokens by sequences[512], must be <= "
+            "68719476736 in all (2^36, the largest batch)");
+  core::Json crowd = {{"sequences", core::Json::array()}};
+  crowd["sequences"].get_ref<core::Json::array_t&>().resize(kMaxBatchSequences + 1);
+  EXPECT_EQ(bad(crowd), "b.json: sequences: got 1048577 sequences, must be <= 1048576 (2^20)");
+  // The generator refuses a batch of more sequences than a file may hold.
+  EXPECT_EQ(GenerateBatch({0, 1000000, 15, 4096, 1}).status().message(),
+            "workload: the batch would hold more than 1048576 sequences (2^20), must hold fewer "
+            "(lower the load or ranks)");
 }
 
 }  // namespace
