@@ -1,6 +1,7 @@
 #include "zellige/evaluate.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -20,6 +21,12 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
     for (int g = 1; g <= n && g <= s.tokens; g *= 2)
       for (const auto& c : ConfigsOfDegree(g, cost.model().heads))
         best = std::min(best, cost.MemoryBytes(s.tokens, c));
+    if (!std::isfinite(best)) {
+      return core::InvalidArgument("sequences[" + std::to_string(s.id) +
+                                   "]: " + std::to_string(s.tokens) +
+                                   " tokens are priced at a memory that is not finite (check the "
+                                   "cluster's, model's or profile's numbers)");
+    }
     if (best > cap) {
       char buf[256];
       std::snprintf(buf, sizeof(buf),
@@ -43,11 +50,26 @@ core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload:
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!plan.ok()) return plan.status().WithPrefix(entry.name);
   run.plan = std::move(plan).value();
-  auto sim = Simulate(run.plan, batch, cost);
-  if (!sim.ok()) {
-    return core::Internal(std::string(entry.name) +
-                          " produced an invalid plan: " + sim.status().message());
+  // A plan that breaks the plan contract is the planner's bug (Internal). A config the cost
+  // model cannot price (a knapformer.bags size a profile did not measure) or prices that are
+  // not finite are the inputs' fault: InvalidArgument, named.
+  core::Status shape = ValidatePlan(run.plan, batch, cost.model().heads);
+  if (shape.ok() && run.plan.num_ranks != cost.cluster().num_ranks()) {
+    shape = core::InvalidArgument("num_ranks: got " + std::to_string(run.plan.num_ranks) +
+                                  ", must be " + std::to_string(cost.cluster().num_ranks()));
   }
+  if (!shape.ok()) {
+    return core::Internal(std::string(entry.name) +
+                          " produced an invalid plan: " + shape.message());
+  }
+  for (size_t p = 0; p < run.plan.placements.size(); ++p) {
+    core::Status st = cost.Supports(run.plan.placements[p].config);
+    if (!st.ok()) {
+      return st.WithPrefix(std::string(entry.name) + ": placements[" + std::to_string(p) + "]");
+    }
+  }
+  auto sim = Simulate(run.plan, batch, cost);
+  if (!sim.ok()) return sim.status().WithPrefix(entry.name);
   run.sim = std::move(sim).value();
   return run;
 }

@@ -21,7 +21,11 @@ struct PlannerRun {
 // InvalidArgument naming the first sequence that cannot fit one rank's memory capacity
 // under any legal config on all N ranks (the most it can be split).
 core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost);
-// Runs the planner and simulates its plan; a planner failure is returned as its Status.
+// Runs the planner and simulates its plan; a planner failure is returned as its Status. A plan
+// that breaks ValidatePlan is Internal ("<planner> produced an invalid plan: ..."); a config
+// the cost model does not Supports() or a simulation error (prices not finite) is returned
+// prefixed with the planner's name. CheckBatchFits also refuses a memory price that is not
+// finite.
 core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
                                       const CostModel& cost, const PlannerOptions& options);
 

@@ -56,6 +56,7 @@ core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batc
     RETURN_IF_ERROR(ScheduleWithContention(plan, cost, ops, start, end, r.finish_s));
   }
   internal::FinishStep(plan, batch, cost, ops, start, end, trace, &r);
+  RETURN_IF_ERROR(internal::CheckFinite(r));
   return r;
 }
 

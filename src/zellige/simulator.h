@@ -16,7 +16,9 @@
 // The makespan is the latest rank's finish plus cost.StepOverheadS() (per-step work every
 // rank does once: loss, gradient all-reduce, optimizer; 0 for the analytic model); busy_s
 // and finish_s cover the sequences' layers only. A placement whose config the cost model
-// does not Supports() (a profile lacking it) is InvalidArgument before simulating.
+// does not Supports() (a profile lacking it) is InvalidArgument before simulating; so is a
+// price, makespan, busy/finish time or peak memory that is not finite, and a step of more than
+// internal::kMaxStepOps ops (2 x layers x placements): such a step is never "feasible".
 // Reports the makespan, per-rank busy time (priced work, excluding waits), max/mean busy time,
 // attention communication bytes summed over ranks, and per-rank peak memory (base +
 // the sum of the placed sequences' memory, an upper bound). A plan whose peak exceeds a

@@ -79,6 +79,7 @@ core::StatusOr<SimResult> SimulateReference(const Plan& plan, const workload::Ba
     }
   }
   internal::FinishStep(plan, batch, cost, ops, start, end, trace, &r);
+  RETURN_IF_ERROR(internal::CheckFinite(r));
   return r;
 }
 

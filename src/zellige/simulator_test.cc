@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "zellige/cost_model_analytic.h"
+#include "zellige/evaluate.h"
+#include "zellige/simulator_reference.h"
 #include "zellige/test_fixtures.h"
 
 namespace tessera::zellige {
@@ -92,6 +96,44 @@ TEST(SimulatorTest, TraceHasOneTrackPerRank) {
   ASSERT_TRUE(Simulate(p, b, cm, &t).ok());
   // 2 track names + per pass (4 = 2 layers x fwd/bwd): 2 split spans + 2 whole spans.
   EXPECT_EQ(t.size(), 2u + 4u * 4u);
+}
+
+// A price that is not finite (numbers a loader would refuse, built in code here: a 1e-300
+// FLOP/s device once printed `inf` as a feasible makespan) is an InvalidArgument naming the
+// placement, from both simulators and RunPlanner; never a feasible step.
+TEST(SimulatorTest, NonFinitePricesAreErrorsNotFeasibleSteps) {
+  hw::Cluster c = TinyCluster(1, 2);
+  c.device.peak_flops.bf16 = 1e-310;  // 100 tokens take ~1e7 FLOP: inf seconds
+  ASSERT_FALSE(hw::Validate(c).ok());
+  AnalyticCostModel cm(c, TinyModel(1));
+  workload::Batch b = MakeBatch({100, 200});
+  Plan p{"hand", 2, {{0, {}, {0}}, {1, {}, {1}}}};
+  for (auto sim : {&Simulate, &SimulateReference}) {
+    auto r = sim(p, b, cm, nullptr);
+    EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind(
+                  "placements[0]: the cost model prices sequence 0 (100 tokens, config (1,1,1)) "
+                  "at fwd inf s",
+                  0),
+              0u)
+        << r.status().message();
+  }
+  auto run = RunPlanner(**FindPlanner("dp"), b, cm, {});
+  EXPECT_EQ(run.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run.status().message().rfind("dp: placements[", 0), 0u) << run.status().message();
+}
+
+// A step of more than kMaxStepOps ops (2 x layers x placements) is refused before anything is
+// allocated for it.
+TEST(SimulatorTest, HugeStepsAreRefused) {
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(1024));
+  workload::Batch b = MakeBatch(std::vector<int64_t>(8193, 1));
+  Plan p{"hand", 2, {}};
+  for (int s = 0; s < 8193; ++s) p.placements.push_back({s, {}, {s % 2}});
+  auto r = Simulate(p, b, cm);
+  EXPECT_EQ(r.status().message(),
+            "plan: 2 x 1024 layers x 8193 placements = 16779264 ops, must be <= 16777216 (the "
+            "simulator's limit; fewer sequences or layers)");
 }
 
 }  // namespace

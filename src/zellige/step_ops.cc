@@ -1,6 +1,7 @@
 #include "zellige/step_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -22,10 +23,34 @@ core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& bat
   }
 
   const size_t np = plan.placements.size();
+  // 2 x layers x placements ops, each with a duration, a start and an end: bounded so that a
+  // huge plan is an error, not an allocation failure (int64: layers and placements are ints).
+  const int64_t op_count = 2 * int64_t{cost.model().layers} * static_cast<int64_t>(np);
+  if (op_count > kMaxStepOps) {
+    return core::InvalidArgument("plan: 2 x " + std::to_string(cost.model().layers) + " layers x " +
+                                 std::to_string(np) + " placements = " + std::to_string(op_count) +
+                                 " ops, must be <= " + std::to_string(kMaxStepOps) +
+                                 " (the simulator's limit; fewer sequences or layers)");
+  }
   std::vector<SeqCost> costs(np);
   for (size_t p = 0; p < np; ++p) {
     const Placement& pl = plan.placements[p];
-    costs[p] = cost.Cost(batch.sequences[pl.seq].tokens, pl.config, pl.ranks);
+    const int64_t tokens = batch.sequences[pl.seq].tokens;
+    costs[p] = cost.Cost(tokens, pl.config, pl.ranks);
+    const SeqCost& c = costs[p];
+    // A time or size the cost model cannot give (inputs at the edge of their ranges) makes the
+    // whole step meaningless: an error, never a "feasible" makespan of inf or NaN.
+    if (!std::isfinite(c.fwd_s) || !std::isfinite(c.bwd_s) || !std::isfinite(c.mem_bytes) ||
+        !std::isfinite(c.comm_bytes) || c.fwd_s < 0 || c.bwd_s < 0) {
+      char buf[256];
+      std::snprintf(buf, sizeof(buf),
+                    "placements[%zu]: the cost model prices sequence %d (%lld tokens, config %s) "
+                    "at fwd %g s, bwd %g s, %g bytes; must be finite and >= 0 (check the "
+                    "cluster's, model's or profile's numbers)",
+                    p, pl.seq, static_cast<long long>(tokens), pl.config.ToString().c_str(),
+                    c.fwd_s, c.bwd_s, c.mem_bytes);
+      return core::InvalidArgument(buf);
+    }
   }
   // Split sequences with the same config and rank set share one engine segment: its
   // once-per-segment cost is charged to the first of them only (cost_model.h).
@@ -53,7 +78,7 @@ core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& bat
   ops.order = IssueOrder(plan);
   ops.layers = cost.model().layers;
   ops.per_phase = static_cast<int>(ops.order.size());
-  ops.num_ops = 2 * ops.layers * ops.per_phase;
+  ops.num_ops = static_cast<int>(op_count);
   ops.dur_s.resize(ops.num_ops);
   std::vector<double> time_factor(np);
   for (size_t p = 0; p < np; ++p) time_factor[p] = cost.RankTimeFactor(plan.placements[p].ranks);
@@ -137,6 +162,23 @@ void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel&
     r->feasible = false;
     r->infeasible_reason = buf;
   }
+}
+
+core::Status CheckFinite(const SimResult& r) {
+  auto bad = [](const std::string& what, double v) {
+    return core::InvalidArgument(what + ": got " + std::to_string(v) +
+                                 ", must be finite (check the cluster's, model's or profile's "
+                                 "numbers)");
+  };
+  if (!std::isfinite(r.makespan_s)) return bad("makespan_s", r.makespan_s);
+  if (!std::isfinite(r.peak_mem_bytes)) return bad("peak_mem_bytes", r.peak_mem_bytes);
+  for (size_t i = 0; i < r.finish_s.size(); ++i) {
+    if (!std::isfinite(r.finish_s[i]))
+      return bad("rank " + std::to_string(i) + " finish_s", r.finish_s[i]);
+    if (!std::isfinite(r.busy_s[i]))
+      return bad("rank " + std::to_string(i) + " busy_s", r.busy_s[i]);
+  }
+  return core::Status::Ok();
 }
 
 }  // namespace tessera::zellige::internal

@@ -10,6 +10,7 @@
 // placement's CostModel::RankTimeFactor. Internal to the zellige simulator.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/status.h"
@@ -32,8 +33,13 @@ struct StepOps {
   }
 };
 
+// The most ops one step may have (2 x layers x placements): 2^24, e.g. 30 layers x 279,620
+// placements.
+inline constexpr int64_t kMaxStepOps = int64_t{1} << 24;
+
 // Validates the plan (Simulate's contract), prices it and fills `r`'s busy_s, mem_bytes,
-// attn_comm_bytes and split_sequences (finish_s sized and zeroed).
+// attn_comm_bytes and split_sequences (finish_s sized and zeroed). InvalidArgument beyond
+// kMaxStepOps ops, or when a placement's price is not finite (or a time is negative).
 core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch,
                                     const CostModel& cost, SimResult* r);
 
@@ -42,5 +48,9 @@ core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& bat
 void FinishStep(const Plan& plan, const workload::Batch& batch, const CostModel& cost,
                 const StepOps& ops, const std::vector<double>& start_s,
                 const std::vector<double>& end_s, core::TraceWriter* trace, SimResult* r);
+
+// InvalidArgument when the makespan, a rank's busy or finish time or its peak memory is not
+// finite (sums of finite prices can still overflow): such a step is never "feasible".
+core::Status CheckFinite(const SimResult& r);
 
 }  // namespace tessera::zellige::internal
