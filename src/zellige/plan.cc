@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "hw/cluster.h"
+
 namespace tessera::zellige {
 
 using core::Json;
@@ -85,37 +87,89 @@ StatusOr<Plan> PlanFromJson(const Json& j, const std::string& source) {
     Plan plan;
     ASSIGN_OR_RETURN(plan.planner, core::GetString(j, "", "planner"));
     ASSIGN_OR_RETURN(int64_t n, core::GetPositiveInt(j, "", "num_ranks"));
-    if (n > 65536)
-      return core::InvalidArgument("num_ranks: got " + std::to_string(n) + ", must be <= 65536");
+    if (n > hw::kMaxClusterRanks) {
+      return core::InvalidArgument("num_ranks: got " + std::to_string(n) +
+                                   ", must be <= " + std::to_string(hw::kMaxClusterRanks) +
+                                   " (the largest cluster tessera models)");
+    }
     plan.num_ranks = static_cast<int>(n);
     ASSIGN_OR_RETURN(const Json* pls, core::Member(j, "", "placements"));
     if (!pls->is_array()) return core::InvalidArgument("placements: must be an array");
-    for (size_t i = 0; i < pls->size(); ++i) {
-      const Json& e = (*pls)[i];
+    // One placement per sequence: the batch's limits bound the plan's.
+    const int64_t count = static_cast<int64_t>(pls->size());
+    if (count > workload::kMaxBatchSequences) {
+      return core::InvalidArgument(
+          "placements: got " + std::to_string(count) +
+          " placements, must be <= " + std::to_string(workload::kMaxBatchSequences) +
+          " (one per sequence, 2^20 sequences at most)");
+    }
+    int64_t total_tokens = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const Json& e = (*pls)[static_cast<size_t>(i)];
       const std::string path = "placements[" + std::to_string(i) + "]";
       Placement p;
       ASSIGN_OR_RETURN(int64_t seq, core::GetNonNegativeInt(e, path, "seq"));
-      ASSIGN_OR_RETURN(int64_t q, core::GetPositiveInt(e, path, "q"));
-      ASSIGN_OR_RETURN(int64_t h, core::GetPositiveInt(e, path, "h"));
-      ASSIGN_OR_RETURN(int64_t k, core::GetPositiveInt(e, path, "k"));
-      if (seq > (1 << 30) || q > n || h > n || k > n) {
-        return core::InvalidArgument(path + ": seq/q/h/k out of range for " + std::to_string(n) +
-                                     " ranks");
+      if (seq >= count) {
+        return core::InvalidArgument(path + ".seq: got " + std::to_string(seq) +
+                                     ", must be in [0, " + std::to_string(count) +
+                                     ") (one placement per sequence of the batch)");
+      }
+      int64_t qhk[3];
+      const char* keys[3] = {"q", "h", "k"};
+      for (int f = 0; f < 3; ++f) {
+        ASSIGN_OR_RETURN(qhk[f], core::GetPositiveInt(e, path, keys[f]));
+        if (qhk[f] > n) {
+          return core::InvalidArgument(path + "." + keys[f] + ": got " + std::to_string(qhk[f]) +
+                                       ", must be <= num_ranks (" + std::to_string(n) + ")");
+        }
+      }
+      // Each factor is <= 65536, so the product fits in 64 bits; it must fit the ranks.
+      const int64_t degree = qhk[0] * qhk[1] * qhk[2];
+      const std::string config = "(" + std::to_string(qhk[0]) + "," + std::to_string(qhk[1]) + "," +
+                                 std::to_string(qhk[2]) + ")";
+      if (degree > n) {
+        return core::InvalidArgument(path + ": config " + config + " has degree " +
+                                     std::to_string(degree) + ", must be <= num_ranks (" +
+                                     std::to_string(n) + ")");
       }
       p.seq = static_cast<int>(seq);
-      p.config = {static_cast<int>(q), static_cast<int>(h), static_cast<int>(k)};
+      p.config = {static_cast<int>(qhk[0]), static_cast<int>(qhk[1]), static_cast<int>(qhk[2])};
       ASSIGN_OR_RETURN(const Json* ranks, core::Member(e, path, "ranks"));
       if (!ranks->is_array()) return core::InvalidArgument(path + ".ranks: must be an array");
+      if (static_cast<int64_t>(ranks->size()) != degree) {
+        return core::InvalidArgument(path + ".ranks: got " + std::to_string(ranks->size()) +
+                                     " ranks, must be q*h*k = " + std::to_string(degree) +
+                                     " for config " + config);
+      }
       for (const auto& r : *ranks) {
         if (!r.is_number_integer()) {
           return core::InvalidArgument(path + ".ranks: got " + r.dump() + ", must be an integer");
         }
-        int64_t v = r.get<int64_t>();
+        // An unsigned value above INT64_MAX is out of range, never wrapped.
+        const bool huge = r.is_number_unsigned() && r.get<uint64_t>() >= static_cast<uint64_t>(n);
+        const int64_t v = huge ? n : r.get<int64_t>();
         if (v < 0 || v >= n) {
-          return core::InvalidArgument(path + ".ranks: got " + std::to_string(v) +
-                                       ", must be in [0, " + std::to_string(n) + ")");
+          return core::InvalidArgument(path + ".ranks: got " + r.dump() + ", must be in [0, " +
+                                       std::to_string(n) + ")");
         }
         p.ranks.push_back(static_cast<int>(v));
+      }
+      // "tokens" (written by ToJson; what `run` builds its batch from) is optional here but
+      // bounded like a batch's when present.
+      if (e.is_object() && e.contains("tokens")) {
+        ASSIGN_OR_RETURN(int64_t tokens, core::GetPositiveInt(e, path, "tokens"));
+        if (tokens > workload::kMaxSequenceTokens) {
+          return core::InvalidArgument(
+              path + ".tokens: got " + std::to_string(tokens) + ", must be <= " +
+              std::to_string(workload::kMaxSequenceTokens) + " (2^27, the longest sequence)");
+        }
+        total_tokens += tokens;
+        if (total_tokens > workload::kMaxBatchTokens) {
+          return core::InvalidArgument("placements: got " + std::to_string(total_tokens) +
+                                       " tokens by " + path +
+                                       ", must be <= " + std::to_string(workload::kMaxBatchTokens) +
+                                       " in all (2^36, the largest batch)");
+        }
       }
       plan.placements.push_back(std::move(p));
     }

@@ -40,7 +40,15 @@ std::vector<int> IssueOrder(const Plan& plan);
 // Number of placements with degree > 1.
 int SplitCount(const Plan& plan);
 
+// The JSON form above, with each placement's "tokens" from `batch` (omitted for a placement
+// whose seq is not in the batch). PlanFromJson reads it back to an equal plan (planner,
+// num_ranks, placements; solver_gap is not serialised).
 core::Json ToJson(const Plan& plan, const workload::Batch& batch);
+// Parses and bounds every field before narrowing: num_ranks in [1, hw::kMaxClusterRanks], at
+// most workload::kMaxBatchSequences placements, seq in [0, placements), q, h, k >= 1 with
+// q*h*k <= num_ranks, exactly q*h*k ranks in [0, num_ranks), and "tokens" (optional) in
+// [1, workload::kMaxSequenceTokens] with at most workload::kMaxBatchTokens in all. Whether
+// the plan fits a batch and a model is ValidatePlan's. `source` prefixes messages.
 core::StatusOr<Plan> PlanFromJson(const core::Json& j, const std::string& source);
 
 }  // namespace tessera::zellige

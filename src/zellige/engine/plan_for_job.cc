@@ -87,14 +87,21 @@ StatusOr<JobPlan> ParseJobPlan(const Json& json, const std::string& source) {
   JobPlan job;
   job.json = json;
   ASSIGN_OR_RETURN(job.plan, PlanFromJson(json, source));
-  std::vector<int64_t> tokens;
+  // PlanFromJson bounded every seq to [0, placements) and every "tokens" present; here each
+  // placement must carry its tokens and each sequence be placed once.
+  const size_t n = job.plan.placements.size();
+  std::vector<int64_t> tokens(n, 0);
   const Json& pls = json["placements"];
-  for (size_t i = 0; i < job.plan.placements.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const std::string path = "placements[" + std::to_string(i) + "]";
-    ASSIGN_OR_RETURN(int64_t t, core::GetPositiveInt(pls[i], path, "tokens"));
+    auto t = core::GetPositiveInt(pls[i], path, "tokens");
+    if (!t.ok()) return t.status().WithPrefix(source);
     const int seq = job.plan.placements[i].seq;
-    if (seq >= static_cast<int>(tokens.size())) tokens.resize(seq + 1, 0);
-    tokens[seq] = t;
+    if (tokens[seq] != 0) {
+      return core::InvalidArgument(source + ": " + path + ".seq: sequence " + std::to_string(seq) +
+                                   " is placed more than once");
+    }
+    tokens[seq] = *t;
   }
   job.batch = MakeBatch(tokens);
   return job;

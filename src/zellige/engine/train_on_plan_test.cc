@@ -178,5 +178,39 @@ TEST(PlanForJob, RejectsClusterWithOtherRankCountAndClusterWithProfile) {
   EXPECT_FALSE(PlanForJob(r, 2).ok());
 }
 
+// `run` builds its batch from a plan file's "tokens": they are bounded when read, so a
+// billion-token placement (once std::bad_alloc) or a seq far past the placements is a named
+// error.
+TEST(PlanForJob, PlanFileTokensAndSequencesAreBounded) {
+  const core::Json good = {
+      {"planner", "hand"},
+      {"num_ranks", 2},
+      {"placements",
+       {{{"seq", 0}, {"q", 1}, {"h", 1}, {"k", 1}, {"ranks", {0}}, {"tokens", 100}},
+        {{"seq", 1}, {"q", 1}, {"h", 1}, {"k", 1}, {"ranks", {1}}, {"tokens", 50}}}}};
+  auto parsed = ParseJobPlan(good, "p.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->batch.total_tokens(), 150);
+  auto bad = [&](const std::string& pointer, const core::Json& value) {
+    core::Json j = good;
+    j[core::Json::json_pointer(pointer)] = value;
+    auto r = ParseJobPlan(j, "p.json");
+    EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument) << pointer;
+    return r.status().message();
+  };
+  EXPECT_EQ(bad("/placements/0/tokens", 1000000000),
+            "p.json: placements[0].tokens: got 1000000000, must be <= 134217728 (2^27, the "
+            "longest sequence)");
+  EXPECT_EQ(bad("/placements/1/seq", 1000000000),
+            "p.json: placements[1].seq: got 1000000000, must be in [0, 2) (one placement per "
+            "sequence of the batch)");
+  EXPECT_EQ(bad("/placements/1/seq", 0),
+            "p.json: placements[1].seq: sequence 0 is placed more than once");
+  core::Json no_tokens = good;
+  no_tokens["placements"][1].erase("tokens");
+  EXPECT_EQ(ParseJobPlan(no_tokens, "p.json").status().message(),
+            "p.json: placements[1].tokens: missing required field");
+}
+
 }  // namespace
 }  // namespace tessera::zellige::engine

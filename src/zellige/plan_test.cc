@@ -1,0 +1,101 @@
+// Plan JSON: a saved plan reloads to the same plan, and every field is bounded before it is
+// narrowed or multiplied (a billion-token placement once ended in std::bad_alloc in `run`).
+#include "zellige/plan.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "zellige/cost_model_analytic.h"
+#include "zellige/evaluate.h"
+#include "zellige/test_fixtures.h"
+
+namespace tessera::zellige {
+namespace {
+
+using testing::MakeBatch;
+using testing::TinyCluster;
+using testing::TinyModel;
+
+TEST(PlanTest, SavedPlansReload) {
+  AnalyticCostModel cost(TinyCluster(2, 4), TinyModel(2));
+  const workload::Batch batch = *workload::GenerateBatch({50, 20000, 5, 8, 11});
+  for (const char* name : {"zellige", "usp", "knapformer", "dynamic-cp"}) {
+    SCOPED_TRACE(name);
+    auto run = RunPlanner(**FindPlanner(name), batch, cost, {});
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    const std::string path =
+        ::testing::TempDir() + "/plan_test_" + std::to_string(getpid()) + ".json";
+    ASSERT_TRUE(core::WriteJsonFile(path, ToJson(run->plan, batch)).ok());
+    auto j = core::ReadJsonFile(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    auto back = PlanFromJson(*j, path);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(ToJson(*back, batch), ToJson(run->plan, batch));
+    EXPECT_EQ(back->planner, run->plan.planner);
+    EXPECT_EQ(back->num_ranks, run->plan.num_ranks);
+    ASSERT_EQ(back->placements.size(), run->plan.placements.size());
+    for (size_t i = 0; i < back->placements.size(); ++i) {
+      EXPECT_EQ(back->placements[i].seq, run->plan.placements[i].seq);
+      EXPECT_EQ(back->placements[i].config, run->plan.placements[i].config);
+      EXPECT_EQ(back->placements[i].ranks, run->plan.placements[i].ranks);
+    }
+    auto sim = Simulate(*back, batch, cost);
+    ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+    EXPECT_EQ(sim->makespan_s, run->sim.makespan_s);
+  }
+}
+
+TEST(PlanTest, FieldsAreBoundedBeforeUse) {
+  const core::Json good =
+      ToJson(Plan{"hand", 4, {{0, {}, {0}}, {1, {1, 2, 1}, {2, 3}}}}, MakeBatch({100, 200}));
+  ASSERT_TRUE(PlanFromJson(good, "p.json").ok());
+  auto bad = [&](const std::string& pointer, const core::Json& value) {
+    core::Json j = good;
+    j[core::Json::json_pointer(pointer)] = value;
+    auto p = PlanFromJson(j, "p.json");
+    EXPECT_EQ(p.status().code(), core::StatusCode::kInvalidArgument) << pointer;
+    return p.status().message();
+  };
+  EXPECT_EQ(bad("/num_ranks", 1000000),
+            "p.json: num_ranks: got 1000000, must be <= 65536 (the largest cluster tessera "
+            "models)");
+  EXPECT_EQ(bad("/placements/0/seq", 1000000000),
+            "p.json: placements[0].seq: got 1000000000, must be in [0, 2) (one placement per "
+            "sequence of the batch)");
+  EXPECT_EQ(bad("/placements/1/tokens", 1000000000),
+            "p.json: placements[1].tokens: got 1000000000, must be <= 134217728 (2^27, the "
+            "longest sequence)");
+  EXPECT_EQ(bad("/placements/1/q", 5), "p.json: placements[1].q: got 5, must be <= num_ranks (4)");
+  EXPECT_EQ(bad("/placements/1/ranks", core::Json::array({2, 3, 1})),
+            "p.json: placements[1].ranks: got 3 ranks, must be q*h*k = 2 for config (1,2,1)");
+  EXPECT_EQ(bad("/placements/1/ranks/1", UINT64_MAX),
+            "p.json: placements[1].ranks: got 18446744073709551615, must be in [0, 4)");
+  EXPECT_EQ(bad("/placements/0/h", "2"), "p.json: placements[0].h: got \"2\", must be an integer");
+  // q, h and k are each <= num_ranks; their product is checked in 64 bits (65536^3 once
+  // overflowed int).
+  core::Json big = good;
+  big["num_ranks"] = 65536;
+  big["placements"][1]["q"] = 65536;
+  big["placements"][1]["h"] = 65536;
+  big["placements"][1]["k"] = 65536;
+  EXPECT_EQ(PlanFromJson(big, "p.json").status().message(),
+            "p.json: placements[1]: config (65536,65536,65536) has degree 281474976710656, must "
+            "be <= num_ranks (65536)");
+  // The total is bounded like a batch's.
+  core::Json many = {{"planner", "hand"}, {"num_ranks", 1}, {"placements", core::Json::array()}};
+  for (int i = 0; i < 513; ++i) {
+    many["placements"].push_back(
+        {{"seq", i}, {"q", 1}, {"h", 1}, {"k", 1}, {"ranks", {0}}, {"tokens", 134217728}});
+  }
+  EXPECT_EQ(PlanFromJson(many, "p.json").status().message(),
+            "p.json: placements: got 68853694464 tokens by placements[512], must be <= "
+            "68719476736 in all (2^36, the largest batch)");
+}
+
+}  // namespace
+}  // namespace tessera::zellige
