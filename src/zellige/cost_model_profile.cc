@@ -109,7 +109,7 @@ hw::Cluster ProfileCluster(const Profile& p) {
   }
   if (best != nullptr) {
     auto measured = hw::ToLink(best->alpha_beta(), "p2p (measured)");
-    if (measured.ok()) link = *measured;
+    if (measured.ok() && hw::Validate(*measured, "p2p").ok()) link = *measured;
   }
   c.intra = link;
   c.inter = link;

@@ -17,9 +17,9 @@
 //     or for an empty set).
 // There is no ideal setting: options().ideal is false. Only configs the profile measured may
 // be priced: callers check Supports() first (Cost() and MemoryBytes() CHECK-fail
-// otherwise); a valid profile holds every config of every power-of-two degree up to its
-// ranks. Times are seconds, sizes bytes. Immutable; thread-safe (the profile is shared,
-// read-only).
+// otherwise); a valid profile holds every config the planners may use at its ranks
+// (planner_configs.h), so only a knapformer.bags option can ask for one it lacks. Times are
+// seconds, sizes bytes. Immutable; thread-safe (the profile is shared, read-only).
 #pragma once
 
 #include <cstdint>
@@ -61,8 +61,8 @@ class ProfileCostModel final : public CostModel {
 // The cluster a profile describes: "profile:<machine>", provenance = the profile's, one
 // node of `ranks` ranks, memory = usable_bytes_per_rank (usable fraction 1), link (intra and
 // inter) = the point-to-point fit with the fewest ranks (bw = 1 / beta, latency = alpha), or
-// 1 GB/s and 10 us when the profile has none. Device peak_flops / compute_efficiency are
-// positive placeholders, unused for pricing.
+// 1 GB/s and 10 us when the profile has none or its link is outside hw's plausible range. Device
+// peak_flops / compute_efficiency are positive placeholders, unused for pricing.
 hw::Cluster ProfileCluster(const Profile& p);
 // The cost model's view of the profile's SmallDit shape: hidden, heads, layers, ffn, no
 // text, fp32.

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "workload/batch.h"
+#include "zellige/planner_configs.h"
+
 namespace tessera::zellige {
 
 using core::Json;
@@ -14,7 +17,12 @@ namespace {
 
 constexpr const char* kKind = "tessera-zellige-profile";
 constexpr int kVersion = 1;
-constexpr int kMaxRanks = 65536;
+constexpr int kMaxRanks = hw::kMaxClusterRanks;
+// Plausible per-step and per-message times: beyond them the machine is not one a profile
+// describes, and sums of such prices head for infinity.
+constexpr double kMaxStepOverheadS = 3600;
+constexpr double kMaxCommAlphaS = 60;
+constexpr double kMaxCommBetaSPerByte = 1e-3;  // >= 1 kB/s, hw::kMinLinkBwBytesPerS
 
 std::string Show(double v) {
   std::ostringstream os;
@@ -71,25 +79,75 @@ StatusOr<std::array<double, N>> GetFit(const Json& obj, const std::string& path,
 StatusOr<ProfileModel> ModelFromJson(const Json& j) {
   const std::string path = "model";
   ProfileModel m;
-  ASSIGN_OR_RETURN(m.in_channels, core::GetPositiveInt(j, path, "in_channels"));
-  ASSIGN_OR_RETURN(m.hidden, core::GetPositiveInt(j, path, "hidden"));
-  ASSIGN_OR_RETURN(m.heads, core::GetPositiveInt(j, path, "heads"));
-  ASSIGN_OR_RETURN(m.head_dim, core::GetPositiveInt(j, path, "head_dim"));
-  ASSIGN_OR_RETURN(m.layers, core::GetPositiveInt(j, path, "layers"));
-  ASSIGN_OR_RETURN(m.ffn, core::GetPositiveInt(j, path, "ffn"));
+  // Every size is bounded (models::DitModel's ranges) before heads * head_dim is formed.
+  ASSIGN_OR_RETURN(m.in_channels,
+                   core::GetIntInRange(j, path, "in_channels", 1, models::kMaxModelHidden));
+  ASSIGN_OR_RETURN(m.hidden, core::GetIntInRange(j, path, "hidden", 1, models::kMaxModelHidden));
+  ASSIGN_OR_RETURN(m.heads, core::GetIntInRange(j, path, "heads", 1, models::kMaxModelHeads));
+  ASSIGN_OR_RETURN(m.head_dim,
+                   core::GetIntInRange(j, path, "head_dim", 1, models::kMaxModelHidden));
+  ASSIGN_OR_RETURN(m.layers, core::GetIntInRange(j, path, "layers", 1, models::kMaxModelLayers));
+  ASSIGN_OR_RETURN(m.ffn, core::GetIntInRange(j, path, "ffn", 1, models::kMaxModelFfn));
   if (m.hidden != m.heads * m.head_dim) {
     return core::InvalidArgument("model.hidden: got " + std::to_string(m.hidden) +
                                  ", must equal heads * head_dim (" +
                                  std::to_string(m.heads * m.head_dim) + ")");
   }
-  if (m.hidden > (int64_t{1} << 20) || m.heads > 4096 || m.layers > 4096 ||
-      m.ffn > (int64_t{1} << 24)) {
-    return core::InvalidArgument("model: got hidden " + std::to_string(m.hidden) + ", heads " +
-                                 std::to_string(m.heads) + ", layers " + std::to_string(m.layers) +
-                                 ", ffn " + std::to_string(m.ffn) +
-                                 ", must be at most 2^20, 4096, 4096, 2^24");
-  }
   return m;
+}
+
+// The fitted time a + b L + c L^2 must be >= 0 for every length from 1 token to `hi` (twice the
+// longest measured) and finite up to `finite_hi` (the longest sequence a batch may hold): a
+// negative fit, clamped at 0, would price sequences as free.
+Status CheckTimeFit(const std::array<double, 3>& f, double hi, double finite_hi,
+                    const std::string& field) {
+  std::vector<double> at = {1.0, hi};
+  if (f[2] > 0) {
+    const double vertex = -f[1] / (2 * f[2]);
+    if (vertex > 1 && vertex < hi) at.push_back(vertex);
+  }
+  const std::string shown =
+      "got [" + Show(f[0]) + ", " + Show(f[1]) + ", " + Show(f[2]) + "], prices ";
+  for (double L : at) {
+    const double t = core::EvalPolynomial(f, L);
+    if (!(t >= 0)) {
+      return core::InvalidArgument(field + ": " + shown + Show(std::round(L)) + " tokens at " +
+                                   Show(t) + " s, must be >= 0 for every length in [1, " +
+                                   Show(hi) + "] tokens (the profile's range)");
+    }
+  }
+  const double far = core::EvalPolynomial(f, finite_hi);
+  if (!std::isfinite(far)) {
+    return core::InvalidArgument(field + ": " + shown + Show(finite_hi) + " tokens at " +
+                                 Show(far) + " s, must be finite up to the longest sequence");
+  }
+  return Status::Ok();
+}
+
+// The fitted memory m0 + m1 L: m1 >= 0 (memory does not shrink as a sequence grows, so no
+// long sequence is priced at no memory) and > 0 at `hi`. A negative m0 is accepted: measured
+// memory grows slightly faster than linearly, so the least-squares line of real profiles
+// crosses 0 below the shortest lengths, where EvalLine clamps it at 0.
+Status CheckMemFit(const std::array<double, 2>& f, double hi, double finite_hi,
+                   const std::string& field) {
+  if (f[1] < 0) {
+    return core::InvalidArgument(field + "[1]: got " + Show(f[1]) +
+                                 ", must be >= 0 (bytes per token; memory does not shrink as a "
+                                 "sequence grows)");
+  }
+  const double top = core::EvalPolynomial(f, hi);
+  if (!(top > 0)) {
+    return core::InvalidArgument(field + ": got [" + Show(f[0]) + ", " + Show(f[1]) + "], prices " +
+                                 Show(hi) + " tokens at " + Show(top) +
+                                 " bytes, must be > 0 at twice the longest measured length");
+  }
+  const double far = core::EvalPolynomial(f, finite_hi);
+  if (!std::isfinite(far)) {
+    return core::InvalidArgument(field + ": got [" + Show(f[0]) + ", " + Show(f[1]) + "], prices " +
+                                 Show(finite_hi) + " tokens at " + Show(far) +
+                                 " bytes, must be finite up to the longest sequence");
+  }
+  return Status::Ok();
 }
 
 StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, int heads,
@@ -113,8 +171,10 @@ StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, in
   for (size_t i = 0; i < points->size(); ++i) {
     const std::string pp = Index(path + ".points", i);
     PricePoint p;
-    ASSIGN_OR_RETURN(p.tokens, core::GetPositiveInt((*points)[i], pp, "tokens"));
-    ASSIGN_OR_RETURN(p.count, core::GetPositiveInt((*points)[i], pp, "count"));
+    ASSIGN_OR_RETURN(
+        p.tokens, core::GetIntInRange((*points)[i], pp, "tokens", 1, workload::kMaxSequenceTokens));
+    ASSIGN_OR_RETURN(
+        p.count, core::GetIntInRange((*points)[i], pp, "count", 1, workload::kMaxBatchSequences));
     ASSIGN_OR_RETURN(p.fwd_s, core::GetNonNegativeDouble((*points)[i], pp, "fwd_s"));
     ASSIGN_OR_RETURN(p.bwd_s, core::GetNonNegativeDouble((*points)[i], pp, "bwd_s"));
     ASSIGN_OR_RETURN(p.mem_bytes, core::GetNonNegativeDouble((*points)[i], pp, "mem_bytes"));
@@ -128,6 +188,11 @@ StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, in
   ASSIGN_OR_RETURN(c.fwd_fit, GetFit<3>(j, path, "fwd_fit"));
   ASSIGN_OR_RETURN(c.bwd_fit, GetFit<3>(j, path, "bwd_fit"));
   ASSIGN_OR_RETURN(c.mem_fit, GetFit<2>(j, path, "mem_fit"));
+  const double hi = 2.0 * static_cast<double>(c.points.back().tokens);
+  const double finite_hi = std::max(hi, static_cast<double>(workload::kMaxSequenceTokens));
+  RETURN_IF_ERROR(CheckTimeFit(c.fwd_fit, hi, finite_hi, path + ".fwd_fit"));
+  RETURN_IF_ERROR(CheckTimeFit(c.bwd_fit, hi, finite_hi, path + ".bwd_fit"));
+  RETURN_IF_ERROR(CheckMemFit(c.mem_fit, hi, finite_hi, path + ".mem_fit"));
   return c;
 }
 
@@ -144,7 +209,16 @@ StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
                                  ", must be >= 2");
   }
   ASSIGN_OR_RETURN(f.alpha_s, core::GetNonNegativeDouble(j, path, "alpha_s"));
+  if (f.alpha_s > kMaxCommAlphaS) {
+    return core::InvalidArgument(path + ".alpha_s: got " + Show(f.alpha_s) +
+                                 ", must be <= " + Show(kMaxCommAlphaS) + " s per message");
+  }
   ASSIGN_OR_RETURN(f.beta_s_per_byte, core::GetNonNegativeDouble(j, path, "beta_s_per_byte"));
+  if (f.beta_s_per_byte > kMaxCommBetaSPerByte) {
+    return core::InvalidArgument(path + ".beta_s_per_byte: got " + Show(f.beta_s_per_byte) +
+                                 ", must be <= " + Show(kMaxCommBetaSPerByte) +
+                                 " s per byte (>= 1 kB/s)");
+  }
   ASSIGN_OR_RETURN(const Json* points, GetArray(j, path, "points"));
   for (size_t i = 0; i < points->size(); ++i) {
     const std::string pp = Index(path + ".points", i);
@@ -176,9 +250,20 @@ StatusOr<Profile> ParseProfile(const Json& j) {
   ASSIGN_OR_RETURN(const Json* model, core::Member(j, "", "model"));
   ASSIGN_OR_RETURN(p.model, ModelFromJson(*model));
   ASSIGN_OR_RETURN(p.step_overhead_s, core::GetNonNegativeDouble(j, "", "step_overhead_s"));
+  if (p.step_overhead_s > kMaxStepOverheadS) {
+    return core::InvalidArgument("step_overhead_s: got " + Show(p.step_overhead_s) +
+                                 ", must be <= " + Show(kMaxStepOverheadS) + " s per step");
+  }
   ASSIGN_OR_RETURN(p.base_bytes, core::GetNonNegativeDouble(j, "", "base_bytes"));
   ASSIGN_OR_RETURN(p.usable_bytes_per_rank,
                    core::GetPositiveDouble(j, "", "usable_bytes_per_rank"));
+  // The profile's cluster (ProfileCluster) has this much memory per rank: a device's range.
+  if (p.usable_bytes_per_rank < hw::kMinMemoryBytes ||
+      p.usable_bytes_per_rank > hw::kMaxMemoryBytes) {
+    return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
+                                 ", must be in [" + Show(hw::kMinMemoryBytes) + ", " +
+                                 Show(hw::kMaxMemoryBytes) + "] bytes");
+  }
   if (j.contains("solo_speedup")) {
     ASSIGN_OR_RETURN(p.solo_speedup, core::GetPositiveDouble(j, "", "solo_speedup"));
     if (!InSpeedFactorRange(p.solo_speedup)) {
@@ -218,14 +303,15 @@ StatusOr<Profile> ParseProfile(const Json& j) {
     }
     p.configs.push_back(std::move(c));
   }
-  for (int degree = 1; degree <= p.ranks; degree *= 2) {
-    for (const ParallelConfig& c : ConfigsOfDegree(degree, heads)) {
-      if (p.Find(c) == nullptr) {
-        return core::InvalidArgument(
-            "configs: missing " + c.ToString() + " (degree " + std::to_string(degree) +
-            ", needed for " + std::to_string(p.ranks) + " ranks with " + std::to_string(heads) +
-            " heads); re-run `tessera zellige profile --ranks " + std::to_string(p.ranks) + "`");
-      }
+  // Every config a planner may place at this many ranks (planner_configs.h), so that no
+  // planner meets an unpriced config later.
+  for (const ParallelConfig& c : PlannerConfigs(p.ranks, heads)) {
+    if (p.Find(c) == nullptr) {
+      return core::InvalidArgument(
+          "configs: missing " + c.ToString() + " (degree " + std::to_string(c.degree()) +
+          ", needed by the planners for " + std::to_string(p.ranks) + " ranks with " +
+          std::to_string(heads) + " heads); re-run `tessera zellige profile --ranks " +
+          std::to_string(p.ranks) + "`");
     }
   }
   ASSIGN_OR_RETURN(const Json* comm, GetArray(j, "", "comm"));

@@ -2,8 +2,10 @@
 // `tessera zellige profile` and read wherever a cluster preset is accepted (--profile FILE).
 //
 // What is measured (per participating rank, through the engine's real kernels and real MPI,
-// median of repeats): for every parallel config theta of every degree 1 <= lambda <= ranks
-// (power of two, h dividing the heads) and every length bucket L, the forward and backward
+// median of repeats): for every parallel config theta the planners may use at `ranks`
+// (planner_configs.h: every power-of-two degree, plus, when ranks is not a power of two, all
+// ranks and knapformer's default bags; h dividing the heads) and every length bucket L, the
+// forward and backward
 // time of one training step of a batch holding n copies of an L-token sequence placed with
 // theta on ranks 0..lambda-1 (n > 1 only for whole sequences, which coalesce: n = max(1,
 // whole_tokens / L)), divided by n; and the peak allocated bytes above the resident base,
@@ -23,6 +25,14 @@
 // (optional), configs [{q, h, k, points [{tokens, count, fwd_s, bwd_s, mem_bytes}], fwd_fit
 // [a,b,c], bwd_fit [a,b,c], mem_fit [m0,m1]}], comm [{primitive, ranks, alpha_s,
 // beta_s_per_byte, points [{bytes, time_s}]}].
+// Loading checks, besides types and signs: every config of PlannerConfigs(ranks, heads) is
+// present (a missing one is named, with the command that measures it); sizes within
+// models::DitModel's ranges; point tokens <= workload::kMaxSequenceTokens; time fits >= 0
+// from 1 token to twice the longest measured length and finite up to the longest sequence;
+// memory fits with a slope >= 0, positive at twice the longest length (a negative intercept,
+// clamped by EvalLine, is normal for measured memory); usable_bytes_per_rank within a
+// device's memory range (hw/device.h); step_overhead_s <= 3600 s; comm alpha_s <= 60 s and
+// beta_s_per_byte <= 1e-3 s/byte.
 // Errors name the field, the value and what is allowed ("profile.json: configs[2].fwd_s:
 // got -1, must be >= 0"). Plain values (measured data, its JSON round trip and validation);
 // thread-safe to read. Pricing with a profile is ProfileCostModel's (cost_model_profile.h).
@@ -133,6 +143,8 @@ using core::FitQuadraticRelative;
 double EvalQuadratic(const std::array<double, 3>& f, double tokens);
 double EvalLine(const std::array<double, 2>& f, double tokens);
 
+// The JSON form above; ProfileFromJson reads it back to an equal Profile (doubles print so
+// that they parse back exactly).
 core::Json ToJson(const Profile& p);
 // Parses and validates every field; `source` prefixes messages (the file name).
 core::StatusOr<Profile> ProfileFromJson(const core::Json& j, const std::string& source);

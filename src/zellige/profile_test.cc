@@ -1,13 +1,19 @@
 #include "zellige/profile.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <limits>
 #include <memory>
+#include <string>
 
 #include "core/rng.h"
 #include "zellige/cost_model.h"
 #include "zellige/cost_model_analytic.h"
 #include "zellige/cost_model_profile.h"
+#include "zellige/evaluate.h"
+#include "zellige/planner_configs.h"
 #include "zellige/simulator.h"
 #include "zellige/test_fixtures.h"
 
@@ -427,6 +433,158 @@ TEST(ProfileTest, ContentionPathMatchesListScheduleWithoutSpeedup) {
       EXPECT_DOUBLE_EQ(y->busy_s[rank], x->busy_s[rank]) << trial;
     }
   }
+}
+
+// Saved profiles reload: the hand-made one and the measured-format testdata file, through
+// WriteJsonFile and LoadProfile.
+TEST(ProfileTest, SavedProfilesReload) {
+  auto testdata = LoadProfile(std::string(TESSERA_ZELLIGE_TESTDATA) + "/profile_2rank.json");
+  ASSERT_TRUE(testdata.ok()) << testdata.status().ToString();
+  Profile factors = TinyProfile();
+  factors.rank_time_factors = {1.0, 1.125};
+  factors.solo_speedup = 1.08;
+  for (const Profile& p : {TinyProfile(), *testdata, factors}) {
+    const std::string path =
+        ::testing::TempDir() + "/profile_test_" + std::to_string(getpid()) + ".json";
+    ASSERT_TRUE(core::WriteJsonFile(path, ToJson(p)).ok());
+    auto back = LoadProfile(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, p);
+  }
+}
+
+// A fit must price every length of the profile's range at a time >= 0 (once accepted, a
+// negative fit clamped at 0 made sequences free) and stay finite up to the longest sequence.
+TEST(ProfileTest, FitsThatPriceSequencesNegativeOrInfiniteAreRefused) {
+  const core::Json good = ToJson(TinyProfile());  // points 256..4096: range [1, 8192]
+  core::Json j = good;
+  j["configs"][0]["fwd_fit"] = {-1.0, 0.0, 0.0};
+  ExpectError(j,
+              "configs[0].fwd_fit: got [-1, 0, 0], prices 1 tokens at -1 s, must be >= 0 for "
+              "every length in [1, 8192] tokens (the profile's range)");
+  j = good;
+  j["configs"][1]["bwd_fit"] = {1e-3, -1e-6, 0.0};  // negative for long sequences
+  ExpectError(j,
+              "configs[1].bwd_fit: got [0.001, -1e-06, 0], prices 8192 tokens at -0.007192 s, "
+              "must be >= 0");
+  j = good;
+  j["configs"][2]["fwd_fit"] = {1e-3, -1e-6, 1.5e-10};  // positive at both ends, dips between
+  ExpectError(j, "configs[2].fwd_fit: got [0.001, -1e-06, 1.5e-10], prices 3333 tokens at");
+  j = good;
+  j["configs"][0]["fwd_fit"] = {1e-3, 0.0, 1e300};  // finite over the range, not beyond
+  ExpectError(j,
+              "configs[0].fwd_fit: got [0.001, 0, 1e+300], prices 1.34218e+08 tokens at inf "
+              "s, must be finite up to the longest sequence");
+  j = good;
+  j["configs"][3]["mem_fit"] = {1e9, -1.0};
+  ExpectError(j,
+              "configs[3].mem_fit[1]: got -1, must be >= 0 (bytes per token; memory does not "
+              "shrink as a sequence grows)");
+  j = good;
+  j["configs"][3]["mem_fit"] = {-1e12, 1.0};
+  ExpectError(j,
+              "configs[3].mem_fit: got [-1e+12, 1], prices 8192 tokens at -1e+12 bytes, must "
+              "be > 0 at twice the longest measured length");
+  // Measured memory fits cross 0 below the shortest lengths (least squares on slightly
+  // super-linear memory; EvalLine clamps): accepted.
+  j = good;
+  j["configs"][3]["mem_fit"] = {-9e5, 5.66e4};
+  EXPECT_TRUE(ProfileFromJson(j, "p.json").ok());
+}
+
+// Sizes, lengths and times are bounded before any product or narrowing.
+TEST(ProfileTest, ImplausibleNumbersAreRefused) {
+  const core::Json good = ToJson(TinyProfile());
+  auto error = [&](const std::string& pointer, const core::Json& value, const std::string& want) {
+    core::Json j = good;
+    j[core::Json::json_pointer(pointer)] = value;
+    ExpectError(j, want);
+  };
+  // heads * head_dim once overflowed before the range check.
+  error("/model/heads", int64_t{1} << 62,
+        "model.heads: got 4611686018427387904, must be in [1, 4096]");
+  error("/model/layers", 5000, "model.layers: got 5000, must be in [1, 1024]");
+  error("/ranks", 1 << 20, "ranks: got 1048576, must be <= 65536");
+  error("/configs/0/points/0/tokens", int64_t{1} << 40,
+        "configs[0].points[0].tokens: got 1099511627776, must be in [1, 134217728]");
+  error("/step_overhead_s", 1e300, "step_overhead_s: got 1e+300, must be <= 3600 s per step");
+  error("/usable_bytes_per_rank", 1e300,
+        "usable_bytes_per_rank: got 1e+300, must be in [1e+06, 1e+15] bytes");
+  error("/comm/0/alpha_s", 1e9, "comm[0].alpha_s: got 1e+09, must be <= 60 s per message");
+  error("/comm/0/beta_s_per_byte", 1.0,
+        "comm[0].beta_s_per_byte: got 1, must be <= 0.001 s per byte (>= 1 kB/s)");
+}
+
+// A profile for `ranks` ranks (4 heads) pricing every config the planners may use there.
+Profile ProfileFor(int ranks) {
+  Profile p = TinyProfile();
+  p.ranks = ranks;
+  p.configs.clear();
+  for (const ParallelConfig& c : PlannerConfigs(ranks, 4)) {
+    const double d = c.degree();
+    p.configs.push_back(
+        Prices(c, {1e-3, 2e-6 / d, 1e-10 / d}, {2e-3, 4e-6 / d, 2.5e-10 / d}, {1e5, 20000 / d}));
+  }
+  return p;
+}
+
+// A profile must price every config any planner may place at its ranks, checked when it is
+// loaded. At 6 ranks usp places long sequences on all 6 ranks and knapformer uses a bag of 3:
+// a profile of power-of-two degrees only used to load and then fail inside those planners.
+TEST(ProfileTest, EveryConfigThePlannersUseIsPricedAtLoad) {
+  const Profile six = ProfileFor(6);
+  ASSERT_TRUE(ProfileFromJson(ToJson(six), "six.json").ok());
+  Profile powers_only = six;
+  std::erase_if(powers_only.configs, [](const ConfigPrices& c) {
+    const int d = c.config.degree();
+    return (d & (d - 1)) != 0;
+  });
+  ExpectError(ToJson(powers_only),
+              "configs: missing (1,1,3) (degree 3, needed by the planners for 6 ranks with 4 "
+              "heads); re-run `tessera zellige profile --ranks 6`");
+  // With every config priced, every planner plans and simulates.
+  ProfileCostModel cost(std::make_shared<const Profile>(six));
+  const workload::Batch batch = MakeBatch({4000, 2500, 900, 300, 40, 5});
+  for (const PlannerEntry& e : PlannerRegistry()) {
+    if (!e.in_all) continue;  // the exact references are slow
+    auto run = RunPlanner(e, batch, cost, {});
+    EXPECT_TRUE(run.ok()) << e.name << ": " << run.status().ToString();
+  }
+  // A knapformer.bags option may still ask for a size the profile lacks: a named
+  // InvalidArgument, not an internal error.
+  ProfileCostModel four(std::make_shared<const Profile>(ProfileFor(4)));
+  auto run =
+      RunPlanner(**FindPlanner("knapformer"), batch, four, {{"knapformer.bags", "g3n1+g1n1"}});
+  EXPECT_EQ(run.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(run.status().message().find("knapformer: placements["), std::string::npos)
+      << run.status().message();
+  EXPECT_NE(run.status().message().find("config (1,1,3): not measured by the profile"),
+            std::string::npos)
+      << run.status().message();
+}
+
+// Prices that are each finite can still sum past a double: the step is an error, never a
+// feasible step of makespan inf.
+TEST(ProfileTest, SimulatorRefusesANonFiniteMakespan) {
+  Profile p = TinyProfile();
+  p.configs[0].fwd_fit = {1.5e308, 0, 0};  // built in code: the loader would refuse it
+  p.configs[0].bwd_fit = {1.5e308, 0, 0};
+  ProfileCostModel cm(std::make_shared<const Profile>(p));
+  Plan plan{"hand", 2, {{0, {}, {0}}, {1, {}, {1}}}};
+  auto r = Simulate(plan, MakeBatch({100, 200}), cm);
+  EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("makespan_s: got inf, must be finite", 0), 0u)
+      << r.status().message();
+  // A memory price that is not finite is refused before planning.
+  Profile m = TinyProfile();
+  for (ConfigPrices& c : m.configs) c.mem_fit = {1e308, 1e308};
+  ProfileCostModel mem(std::make_shared<const Profile>(m));
+  core::Status fits = CheckBatchFits(MakeBatch({100}), mem);
+  EXPECT_EQ(fits.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fits.message(),
+            "sequences[0]: 100 tokens are priced at a memory that is not finite (check the "
+            "cluster's, model's or profile's numbers)");
 }
 
 }  // namespace

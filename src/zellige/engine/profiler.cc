@@ -13,6 +13,7 @@
 #include "hw/machine.h"
 #include "zellige/engine/engine_check.h"
 #include "zellige/engine/plan_measurement.h"
+#include "zellige/planner_configs.h"
 
 namespace tessera::zellige::engine {
 
@@ -167,11 +168,8 @@ StatusOr<ProfilePlanSet> MakeProfilePlans(int n, const ProfilerOptions& options)
   const std::vector<int64_t> buckets = Buckets(options);
   ProfilePlanSet set;
   set.points.ranks = n;
-  for (int d = 1; d <= n; d *= 2) {
-    for (const auto& c : ConfigsOfDegree(d, static_cast<int>(options.model.num_heads))) {
-      set.points.configs.push_back(c);
-    }
-  }
+  // Every config a planner may use at n ranks: what a profile must price (profile.h).
+  set.points.configs = PlannerConfigs(n, static_cast<int>(options.model.num_heads));
   for (const ParallelConfig& c : set.points.configs) {
     const auto usable =
         std::count_if(buckets.begin(), buckets.end(), [&](int64_t L) { return L >= c.degree(); });

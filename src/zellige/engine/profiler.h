@@ -3,7 +3,9 @@
 // profile (zellige/profile_builder.h has the arithmetic).
 //
 // Prices are measured with every rank busy, as in a real step: for every config of every
-// power-of-two degree d <= ranks and every bucket L >= d, one plan places, on each of the
+// degree d the planners may use at `ranks` (PlannerDegrees, zellige/planner_configs.h: the
+// powers of two <= ranks, plus ranks itself and knapformer's default bags when ranks is not a
+// power of two) and every bucket L >= d, one plan places, on each of the
 // floor(ranks / d) aligned blocks of d ranks, n copies of an L-token sequence with that config
 // (n = max(1, whole_tokens / L) for whole sequences, which coalesce; 1 otherwise). With >= 2
 // ranks a calibration plan (one 8-token sequence on rank 0) and a solo plan (the whole-config
