@@ -119,7 +119,7 @@ Status Fill(const std::vector<Sequence>& buckets, int64_t budget, core::Rng& rng
     if (static_cast<int64_t>(out.size()) >= kMaxBatchSequences) {
       return core::InvalidArgument("workload: the batch would hold more than " +
                                    std::to_string(kMaxBatchSequences) +
-                                   " sequences (2^20), must hold fewer (lower the load or ranks)");
+                                   " sequences (2^22), must hold fewer (lower the load or ranks)");
     }
     std::vector<const Sequence*> cand;
     for (const auto& b : buckets)
@@ -207,7 +207,7 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
     if (static_cast<int64_t>(seqs->size()) > kMaxBatchSequences) {
       return core::InvalidArgument("sequences: got " + std::to_string(seqs->size()) +
                                    " sequences, must be <= " + std::to_string(kMaxBatchSequences) +
-                                   " (2^20)");
+                                   " (2^22)");
     }
     const std::string max_tokens =
         "must be <= " + std::to_string(kMaxSequenceTokens) + " (2^27, the longest sequence)";
@@ -261,7 +261,7 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
                                        max_tokens);
         }
       }
-      total += s.tokens;  // at most 2^20 sequences of 2^27 tokens: no overflow
+      total += s.tokens;  // at most 2^22 sequences of 2^27 tokens: no overflow
       if (total > kMaxBatchTokens) {
         return core::InvalidArgument("sequences: got " + std::to_string(total) + " tokens by " +
                                      path + ", must be <= " + std::to_string(kMaxBatchTokens) +

@@ -23,8 +23,9 @@ namespace tessera::workload {
 // sequence is an error at load time, not an allocation failure in a planner or `run`.
 // The longest sequence: 2^27 = 134,217,728 tokens (a 10-minute 4K clip at 16 fps is 77.8M).
 inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 27;
-// Sequences in one batch: 2^20 = 1,048,576.
-inline constexpr int64_t kMaxBatchSequences = int64_t{1} << 20;
+// Sequences in one batch: 2^22 = 4,194,304 (a generated batch of kMaxGeneratedTokens holds
+// about 3M, so whatever the generator makes reloads).
+inline constexpr int64_t kMaxBatchSequences = int64_t{1} << 22;
 // Tokens in one batch: 2^36 = 68,719,476,736 (about 1M tokens on each of 65,536 ranks).
 inline constexpr int64_t kMaxBatchTokens = int64_t{1} << 36;
 // Frames per second a video's tokens are counted at unless the batch says otherwise.

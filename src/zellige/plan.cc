@@ -101,7 +101,7 @@ StatusOr<Plan> PlanFromJson(const Json& j, const std::string& source) {
       return core::InvalidArgument(
           "placements: got " + std::to_string(count) +
           " placements, must be <= " + std::to_string(workload::kMaxBatchSequences) +
-          " (one per sequence, 2^20 sequences at most)");
+          " (one per sequence, 2^22 sequences at most)");
     }
     int64_t total_tokens = 0;
     for (int64_t i = 0; i < count; ++i) {
