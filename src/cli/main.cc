@@ -32,13 +32,17 @@ bool SameOnEveryRank(tessera::core::StatusCode code) {
          code == StatusCode::kInfeasible;
 }
 
-// One line: newlines inside a message (a CLI11 text, an exception's what()) become spaces.
+// One line: newlines inside a message (a CLI11 text, an exception's what()) become spaces,
+// and a line longer than 2000 characters is cut.
 void PrintError(const std::string& message) {
   std::string line = message;
   for (char& c : line) {
     if (c == '\n' || c == '\r') c = ' ';
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
+  // Messages cut the values they quote; this bounds whatever a library did not.
+  constexpr size_t kMaxLine = 2000;
+  if (line.size() > kMaxLine) line = line.substr(0, kMaxLine) + "...";
   std::fprintf(stderr, "tessera: %s\n", line.c_str());
 }
 

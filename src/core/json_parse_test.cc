@@ -57,3 +57,22 @@ TEST(JsonParseTest, IntegersAreRangeCheckedBeforeNarrowing) {
 
 }  // namespace
 }  // namespace tessera::core
+
+namespace tessera::core {
+namespace {
+
+TEST(JsonParseTest, MessagesQuoteAtMostAShortPieceOfAValue) {
+  Json j = {{"list", Json::array()}, {"bad_utf8", std::string("\xff\xfe")}};
+  for (int i = 0; i < 20000; ++i) j["list"].push_back("a long string element");
+  auto r = GetString(j, "doc", "list");
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(r.status().message().size(), 140u) << r.status().message();
+  EXPECT_NE(r.status().message().find("..."), std::string::npos);
+  // Invalid UTF-8 in a value is shown, not thrown (nlohmann's dump throws on it by default).
+  auto n = GetPositiveDouble(j, "doc", "bad_utf8");
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("must be a number"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::core

@@ -12,6 +12,13 @@
 
 namespace tessera::core {
 
+std::string ShowJson(const Json& v) {
+  constexpr size_t kMaxShown = 60;
+  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  return text;
+}
+
 std::string JoinPath(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
@@ -153,7 +160,7 @@ namespace {
 StatusOr<double> GetNumber(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_number()) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() + ", must be a number");
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowJson(*v) + ", must be a number");
   }
   double d = v->get<double>();
   if (!std::isfinite(d)) return InvalidArgument(JoinPath(path, key) + ": must be finite");
@@ -169,11 +176,11 @@ std::string Show(double d) {
 StatusOr<int64_t> GetInt(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_number_integer()) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() + ", must be an integer");
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowJson(*v) + ", must be an integer");
   }
   if (v->is_number_unsigned() &&
       v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() +
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowJson(*v) +
                            ", must be <= " + std::to_string(std::numeric_limits<int64_t>::max()));
   }
   return v->get<int64_t>();
@@ -243,7 +250,7 @@ StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, cons
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_string()) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + v->dump() + ", must be a string");
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowJson(*v) + ", must be a string");
   }
   return v->get<std::string>();
 }

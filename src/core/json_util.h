@@ -50,6 +50,10 @@ StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, cons
                                   double lo, double hi);
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key);
 
+// `v` as compact JSON for a message, cut to 60 characters with "..." (a value given as a
+// 20,000-element array must not become a megabyte-long error line).
+std::string ShowJson(const Json& v);
+
 // "path.key" or "key" when path is empty.
 std::string JoinPath(const std::string& path, const std::string& key);
 

@@ -175,7 +175,7 @@ Status CheckDataFileHeader(const Json& j, const std::string& kind, int max_versi
     const Json& v = j.contains("version") ? j["version"] : Json();
     if (!j.contains("version")) return core::InvalidArgument("version: missing required field");
     if (!v.is_number_integer()) {
-      return core::InvalidArgument("version: got " + v.dump() +
+      return core::InvalidArgument("version: got " + core::ShowJson(v) +
                                    ", must be an integer schema version, e.g. " +
                                    std::to_string(max_version));
     }
@@ -187,8 +187,8 @@ Status CheckDataFileHeader(const Json& j, const std::string& kind, int max_versi
     if (version < 1 || version > max_version) {
       const std::string allowed =
           max_version == 1 ? "version 1" : "versions 1 to " + std::to_string(max_version);
-      return core::InvalidArgument("version: got " + v.dump() + ", this build reads " + kind +
-                                   " files of " + allowed +
+      return core::InvalidArgument("version: got " + core::ShowJson(v) + ", this build reads " +
+                                   kind + " files of " + allowed +
                                    " (upgrade tessera or rewrite the file)");
     }
   }
@@ -204,7 +204,7 @@ Status CheckDataFileHeader(const Json& j, const std::string& kind, int max_versi
     bool ok = s.is_array();
     for (size_t i = 0; ok && i < s.size(); ++i) ok = s[i].is_string();
     if (!ok) {
-      return core::InvalidArgument("sources: got " + s.dump() +
+      return core::InvalidArgument("sources: got " + core::ShowJson(s) +
                                    ", must be an array of strings (notes on where numbers come "
                                    "from)");
     }

@@ -55,7 +55,7 @@ StatusOr<DtypePeaks> PeaksFromJson(const Json& obj, const std::string& path) {
     return p;
   }
   if (!v->is_object()) {
-    return core::InvalidArgument(field + ": got " + v->dump() +
+    return core::InvalidArgument(field + ": got " + core::ShowJson(*v) +
                                  ", must be an object {\"fp32\": ..., \"tf32\": ..., \"bf16\": "
                                  "..., \"fp8\": ...} of dense FLOP/s (0 = unsupported) or one "
                                  "number (the dense bf16 peak)");

@@ -143,14 +143,15 @@ StatusOr<Plan> PlanFromJson(const Json& j, const std::string& source) {
       }
       for (const auto& r : *ranks) {
         if (!r.is_number_integer()) {
-          return core::InvalidArgument(path + ".ranks: got " + r.dump() + ", must be an integer");
+          return core::InvalidArgument(path + ".ranks: got " + core::ShowJson(r) +
+                                       ", must be an integer");
         }
         // An unsigned value above INT64_MAX is out of range, never wrapped.
         const bool huge = r.is_number_unsigned() && r.get<uint64_t>() >= static_cast<uint64_t>(n);
         const int64_t v = huge ? n : r.get<int64_t>();
         if (v < 0 || v >= n) {
-          return core::InvalidArgument(path + ".ranks: got " + r.dump() + ", must be in [0, " +
-                                       std::to_string(n) + ")");
+          return core::InvalidArgument(path + ".ranks: got " + core::ShowJson(r) +
+                                       ", must be in [0, " + std::to_string(n) + ")");
         }
         p.ranks.push_back(static_cast<int>(v));
       }

@@ -68,7 +68,7 @@ StatusOr<std::array<double, N>> GetFit(const Json& obj, const std::string& path,
   for (size_t i = 0; i < N; ++i) {
     const Json& v = (*a)[i];
     if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      return core::InvalidArgument(Index(field, i) + ": got " + v.dump() +
+      return core::InvalidArgument(Index(field, i) + ": got " + core::ShowJson(v) +
                                    ", must be a finite number");
     }
     f[i] = v.get<double>();
@@ -238,7 +238,7 @@ StatusOr<Profile> ParseProfile(const Json& j) {
   }
   ASSIGN_OR_RETURN(const Json* version, core::Member(j, "", "version"));
   if (!version->is_number_integer() || version->get<int64_t>() != kVersion) {
-    return core::InvalidArgument("version: got " + version->dump() + ", must be " +
+    return core::InvalidArgument("version: got " + core::ShowJson(*version) + ", must be " +
                                  std::to_string(kVersion));
   }
   ASSIGN_OR_RETURN(p.provenance, core::GetString(j, "", "provenance"));
@@ -282,7 +282,7 @@ StatusOr<Profile> ParseProfile(const Json& j) {
       const Json& f = (*factors)[i];
       const std::string path = Index("rank_time_factors", i);
       if (!f.is_number() || !InSpeedFactorRange(f.get<double>())) {
-        return core::InvalidArgument(path + ": got " + f.dump() +
+        return core::InvalidArgument(path + ": got " + core::ShowJson(f) +
                                      ", must be a number in [0.25, 8]");
       }
       p.rank_time_factors.push_back(f.get<double>());

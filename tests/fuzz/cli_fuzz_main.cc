@@ -23,6 +23,7 @@
 #include "bad_values.h"
 #include "case_runner.h"
 #include "command_table.h"
+#include "core/progress.h"
 #include "fuzz_report.h"
 #include "help_check.h"
 #include "json_fuzz.h"
@@ -143,7 +144,9 @@ int Main(const Flags& flags) {
   int first = 0, last = flags.cases;
   if (flags.only >= 0) first = flags.only, last = flags.only + 1;
   bool out_of_time = false;
+  core::ProgressBar progress("fuzz", last - first);  // drawn only on a terminal
   for (int i = first; i < last; ++i) {
+    progress.Update(i - first);
     if (flags.budget_s > 0 && elapsed() >= flags.budget_s) {
       out_of_time = true;
       break;
@@ -179,6 +182,7 @@ int Main(const Flags& flags) {
     }
     report.Add(c, o, repro);
   }
+  progress.Done();
   const double total_s = elapsed();
   std::printf("\n");
   if (out_of_time) {
