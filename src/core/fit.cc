@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -124,6 +125,58 @@ StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& 
                                                      const std::vector<double>& y) {
   ASSIGN_OR_RETURN(std::vector<double> c, FitPolynomial(x, y, 2, FitWeighting::kRelative));
   return std::array<double, 3>{c[0], c[1], c[2]};
+}
+
+StatusOr<std::array<double, 3>> FitQuadraticRelativeNonNegative(const std::vector<double>& x,
+                                                                const std::vector<double>& y) {
+  if (x.size() != y.size()) return SizeMismatch(x.size(), y.size());
+  std::vector<double> xs, ys;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (y[i] > 0 && std::isfinite(y[i]) && std::isfinite(x[i])) {
+      xs.push_back(x[i]);
+      ys.push_back(y[i]);
+    }
+  }
+  if (xs.empty()) return InvalidArgument("fit: no point with y > 0");
+  double scale = 0;
+  for (double v : xs) scale = std::max(scale, std::abs(v));
+  if (scale == 0) scale = 1;
+  std::array<double, 3> best{};
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < 8; ++mask) {  // subsets of {1, t, t^2}
+    std::vector<int> terms;
+    for (int j = 0; j < 3; ++j) {
+      if (mask & (1 << j)) terms.push_back(j);
+    }
+    std::vector<std::vector<double>> rows(xs.size());
+    std::vector<double> weights(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double t = xs[i] / scale;
+      for (int j : terms) rows[i].push_back(std::pow(t, j));
+      weights[i] = 1.0 / (ys[i] * ys[i]);
+    }
+    StatusOr<std::vector<double>> c = SolveWeightedLeastSquares(rows, ys, weights);
+    if (!c.ok()) continue;  // e.g. too few distinct x for this subset
+    std::array<double, 3> f{};
+    bool ok = true;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      const double v = (*c)[k] / std::pow(scale, terms[k]);
+      if (!(v >= 0) || !std::isfinite(v)) ok = false;
+      f[static_cast<size_t>(terms[k])] = v;
+    }
+    if (!ok) continue;
+    double err = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double r = (EvalPolynomial(f, xs[i]) - ys[i]) / ys[i];
+      err += r * r;
+    }
+    if (err < best_err) {
+      best_err = err;
+      best = f;
+    }
+  }
+  if (!std::isfinite(best_err)) return InvalidArgument("fit: no non-negative fit");
+  return best;
 }
 
 StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x,

@@ -40,6 +40,12 @@ StatusOr<std::vector<double>> FitPolynomial(const std::vector<double>& x,
 StatusOr<std::array<double, 3>> FitQuadraticRelative(const std::vector<double>& x,
                                                      const std::vector<double>& y);
 
+// The same relative fit with a, b, c >= 0, so it is >= 0 for every x >= 0: the best (least
+// weighted squared relative error) of the fits on each subset of the three terms whose
+// coefficients all come out >= 0. For noisy points whose unconstrained fit dips below zero.
+StatusOr<std::array<double, 3>> FitQuadraticRelativeNonNegative(const std::vector<double>& x,
+                                                                const std::vector<double>& y);
+
 // m0 + m1 x by ordinary least squares; needs >= 2 distinct x.
 StatusOr<std::array<double, 2>> FitLine(const std::vector<double>& x, const std::vector<double>& y);
 

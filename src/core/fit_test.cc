@@ -136,3 +136,32 @@ TEST(FitTest, EvalPolynomialIsHorner) {
 
 }  // namespace
 }  // namespace tessera::core
+
+namespace tessera::core {
+namespace {
+
+TEST(FitTest, NonNegativeQuadraticNeverDipsBelowZero) {
+  // Noisy times whose unconstrained relative fit has a negative minimum inside the range.
+  const std::vector<double> x = {8, 16, 32, 64, 128};
+  const std::vector<double> y = {0.0024, 0.0015, 0.0002, 0.00005, 0.0069};
+  auto free = FitQuadraticRelative(x, y);
+  ASSERT_TRUE(free.ok());
+  double free_min = 1e9;
+  for (double L = 1; L <= 256; L += 1) free_min = std::min(free_min, EvalPolynomial(*free, L));
+  EXPECT_LT(free_min, 0);
+  auto nn = FitQuadraticRelativeNonNegative(x, y);
+  ASSERT_TRUE(nn.ok());
+  for (double c : *nn) EXPECT_GE(c, 0);
+  for (double L = 1; L <= 256; L += 1) EXPECT_GE(EvalPolynomial(*nn, L), 0);
+  // Clean quadratic data: the constrained fit is the exact one.
+  std::vector<double> y2;
+  for (double v : x) y2.push_back(1e-4 + 2e-6 * v + 3e-8 * v * v);
+  auto exact = FitQuadraticRelativeNonNegative(x, y2);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_NEAR((*exact)[0], 1e-4, 1e-10);
+  EXPECT_NEAR((*exact)[1], 2e-6, 1e-12);
+  EXPECT_NEAR((*exact)[2], 3e-8, 1e-14);
+}
+
+}  // namespace
+}  // namespace tessera::core

@@ -115,6 +115,21 @@ PricePoint PriceOf(const MeasuredPoint& p, int degree, int blocks, const FixedWo
   return pt;
 }
 
+// The relative quadratic fit of measured times; when noise makes it dip below zero anywhere
+// in [1, 2 x the longest length] (a profile with such a fit does not load: profile.h), the
+// fit with non-negative coefficients instead.
+StatusOr<std::array<double, 3>> TimeFit(const std::vector<double>& xs,
+                                        const std::vector<double>& ys) {
+  ASSIGN_OR_RETURN(auto f, FitQuadraticRelative(xs, ys));
+  const double hi = 2 * *std::max_element(xs.begin(), xs.end());
+  std::vector<double> at = {1.0, hi};
+  if (f[2] != 0) at.push_back(std::clamp(-f[1] / (2 * f[2]), 1.0, hi));
+  for (double L : at) {
+    if (!(core::EvalPolynomial(f, L) >= 0)) return core::FitQuadraticRelativeNonNegative(xs, ys);
+  }
+  return f;
+}
+
 StatusOr<ConfigPrices> PriceConfig(const ProfileMeasurements& in, int c, const FixedWork& fixed) {
   ConfigPrices cp;
   cp.config = in.configs[c];
@@ -135,8 +150,8 @@ StatusOr<ConfigPrices> PriceConfig(const ProfileMeasurements& in, int c, const F
                                  std::to_string(cp.points.size()) +
                                  " points, must be >= 3 to fit its prices");
   }
-  ASSIGN_OR_RETURN(cp.fwd_fit, FitQuadraticRelative(xs, fw));
-  ASSIGN_OR_RETURN(cp.bwd_fit, FitQuadraticRelative(xs, bw));
+  ASSIGN_OR_RETURN(cp.fwd_fit, TimeFit(xs, fw));
+  ASSIGN_OR_RETURN(cp.bwd_fit, TimeFit(xs, bw));
   ASSIGN_OR_RETURN(cp.mem_fit, FitLine(xs, mem));
   return cp;
 }
