@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "core/input_file.h"
 #include "core/output_file.h"
+#include "core/parse_number.h"
 
 namespace tessera::core {
 
@@ -167,12 +167,6 @@ StatusOr<double> GetNumber(const Json& obj, const std::string& path, const std::
   return d;
 }
 
-std::string Show(double d) {
-  std::ostringstream os;
-  os << d;
-  return os.str();
-}
-
 StatusOr<int64_t> GetInt(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(const Json* v, Member(obj, path, key));
   if (!v->is_number_integer()) {
@@ -191,21 +185,23 @@ StatusOr<int64_t> GetInt(const Json& obj, const std::string& path, const std::st
 StatusOr<double> GetPositiveDouble(const Json& obj, const std::string& path,
                                    const std::string& key) {
   ASSIGN_OR_RETURN(double d, GetNumber(obj, path, key));
-  if (d <= 0) return InvalidArgument(JoinPath(path, key) + ": got " + Show(d) + ", must be > 0");
+  if (d <= 0)
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowNumber(d) + ", must be > 0");
   return d;
 }
 
 StatusOr<double> GetNonNegativeDouble(const Json& obj, const std::string& path,
                                       const std::string& key) {
   ASSIGN_OR_RETURN(double d, GetNumber(obj, path, key));
-  if (d < 0) return InvalidArgument(JoinPath(path, key) + ": got " + Show(d) + ", must be >= 0");
+  if (d < 0)
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowNumber(d) + ", must be >= 0");
   return d;
 }
 
 StatusOr<double> GetFraction(const Json& obj, const std::string& path, const std::string& key) {
   ASSIGN_OR_RETURN(double d, GetNumber(obj, path, key));
   if (d <= 0 || d > 1) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + Show(d) + ", must be in (0, 1]");
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowNumber(d) + ", must be in (0, 1]");
   }
   return d;
 }
@@ -241,8 +237,8 @@ StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, cons
                                   double lo, double hi) {
   ASSIGN_OR_RETURN(double d, GetNumber(obj, path, key));
   if (d < lo || d > hi) {
-    return InvalidArgument(JoinPath(path, key) + ": got " + Show(d) + ", must be in [" + Show(lo) +
-                           ", " + Show(hi) + "]");
+    return InvalidArgument(JoinPath(path, key) + ": got " + ShowNumber(d) + ", must be in [" +
+                           ShowNumber(lo) + ", " + ShowNumber(hi) + "]");
   }
   return d;
 }

@@ -8,18 +8,18 @@
 namespace tessera::core {
 namespace {
 
-std::string Show(double d) {
-  std::ostringstream os;
-  os << d;
-  return os.str();
-}
-
 std::string Got(const std::string& text) {
   constexpr size_t kMaxShown = 60;
   return "got '" + (text.size() > kMaxShown ? text.substr(0, kMaxShown) + "..." : text) + "'";
 }
 
 }  // namespace
+
+std::string ShowNumber(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 StatusOr<int64_t> ParseInteger(const std::string& text, int64_t lo, int64_t hi) {
   const std::string allowed =
@@ -37,8 +37,8 @@ StatusOr<int64_t> ParseInteger(const std::string& text, int64_t lo, int64_t hi) 
 
 StatusOr<double> ParseNumber(const std::string& text, double lo, double hi, bool lo_open) {
   const std::string allowed =
-      "must be a finite number " +
-      (lo_open ? "> " + Show(lo) + " and <= " + Show(hi) : "from " + Show(lo) + " to " + Show(hi));
+      "must be a finite number " + (lo_open ? "> " + ShowNumber(lo) + " and <= " + ShowNumber(hi)
+                                            : "from " + ShowNumber(lo) + " to " + ShowNumber(hi));
   const size_t first = text.find_first_not_of(" \t");
   if (first == std::string::npos ||
       text.find_first_not_of("0123456789+-.eE") != std::string::npos) {

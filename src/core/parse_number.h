@@ -5,6 +5,7 @@
 //   ParseNumber: a decimal or scientific number that is finite (nan, inf and 1e400 refused)
 //     and within [lo, hi]; `lo_open` makes the lower bound exclusive ("must be > 0").
 // Errors are InvalidArgument "got 'TEXT', must be ..." (the caller prefixes the option name).
+// ShowNumber: how messages quote a number (ostream's default form: 600, 1e-300, 0.001).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -16,6 +17,7 @@
 namespace tessera::core {
 
 StatusOr<int64_t> ParseInteger(const std::string& text, int64_t lo, int64_t hi);
+std::string ShowNumber(double v);
 StatusOr<double> ParseNumber(const std::string& text, double lo, double hi, bool lo_open = false);
 
 }  // namespace tessera::core

@@ -1,9 +1,9 @@
 #include "hw/cluster.h"
 
 #include <cmath>
-#include <sstream>
 
 #include "core/input_file.h"
+#include "core/parse_number.h"
 #include "hw/data_files.h"
 
 namespace tessera::hw {
@@ -13,12 +13,6 @@ using core::Status;
 using core::StatusOr;
 
 namespace {
-
-std::string Show(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 std::string RanksLimit() {
   return "must be <= " + std::to_string(kMaxClusterRanks) + " (the largest cluster tessera models)";
@@ -88,17 +82,19 @@ StatusOr<Cluster> ParseCluster(const Json& j, const std::string& source,
 Status Validate(const Link& l, const std::string& path) {
   const std::string bw = core::JoinPath(path, "bw_bytes_per_s");
   if (!(l.bw_bytes_per_s > 0) || !std::isfinite(l.bw_bytes_per_s)) {
-    return core::InvalidArgument(bw + ": got " + Show(l.bw_bytes_per_s) + ", must be > 0");
+    return core::InvalidArgument(bw + ": got " + core::ShowNumber(l.bw_bytes_per_s) +
+                                 ", must be > 0");
   }
   if (l.bw_bytes_per_s < kMinLinkBwBytesPerS || l.bw_bytes_per_s > kMaxLinkBwBytesPerS) {
-    return core::InvalidArgument(bw + ": got " + Show(l.bw_bytes_per_s) + ", must be in [" +
-                                 Show(kMinLinkBwBytesPerS) + ", " + Show(kMaxLinkBwBytesPerS) +
+    return core::InvalidArgument(bw + ": got " + core::ShowNumber(l.bw_bytes_per_s) +
+                                 ", must be in [" + core::ShowNumber(kMinLinkBwBytesPerS) + ", " +
+                                 core::ShowNumber(kMaxLinkBwBytesPerS) +
                                  "] bytes/s (a plausible link)");
   }
   if (!(l.latency_s >= 0 && l.latency_s <= kMaxLinkLatencyS)) {
-    return core::InvalidArgument(core::JoinPath(path, "latency_s") + ": got " + Show(l.latency_s) +
-                                 ", must be in [0, " + Show(kMaxLinkLatencyS) +
-                                 "] s (a plausible link)");
+    return core::InvalidArgument(core::JoinPath(path, "latency_s") + ": got " +
+                                 core::ShowNumber(l.latency_s) + ", must be in [0, " +
+                                 core::ShowNumber(kMaxLinkLatencyS) + "] s (a plausible link)");
   }
   return Status::Ok();
 }

@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 #include "core/fit.h"
+#include "core/parse_number.h"
 
 namespace tessera::hw {
 
-namespace {
-
-std::string Show(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 core::StatusOr<AlphaBeta> FitAlphaBeta(const std::vector<CommSample>& samples) {
   std::vector<double> xs, ys;
@@ -26,8 +18,8 @@ core::StatusOr<AlphaBeta> FitAlphaBeta(const std::vector<CommSample>& samples) {
     if (!(s.bytes >= 0) || !std::isfinite(s.bytes) || !(s.time_s >= 0) ||
         !std::isfinite(s.time_s)) {
       return core::InvalidArgument("comm fit: samples[" + std::to_string(i) + "]: got bytes " +
-                                   Show(s.bytes) + ", time_s " + Show(s.time_s) +
-                                   ", must be finite and >= 0");
+                                   core::ShowNumber(s.bytes) + ", time_s " +
+                                   core::ShowNumber(s.time_s) + ", must be finite and >= 0");
     }
     xs.push_back(s.bytes);
     ys.push_back(s.time_s);
@@ -44,12 +36,12 @@ core::StatusOr<AlphaBeta> FitAlphaBeta(const std::vector<CommSample>& samples) {
 core::StatusOr<Link> ToLink(const AlphaBeta& fit, const std::string& name) {
   if (!(fit.beta_s_per_byte > 0) || !std::isfinite(fit.beta_s_per_byte)) {
     return core::InvalidArgument("comm fit " + name + ": beta_s_per_byte: got " +
-                                 Show(fit.beta_s_per_byte) +
+                                 core::ShowNumber(fit.beta_s_per_byte) +
                                  ", must be > 0 and finite (a link has a finite bandwidth)");
   }
   if (!(fit.alpha_s >= 0) || !std::isfinite(fit.alpha_s)) {
-    return core::InvalidArgument("comm fit " + name + ": alpha_s: got " + Show(fit.alpha_s) +
-                                 ", must be finite and >= 0");
+    return core::InvalidArgument("comm fit " + name + ": alpha_s: got " +
+                                 core::ShowNumber(fit.alpha_s) + ", must be finite and >= 0");
   }
   return Link{name, 1.0 / fit.beta_s_per_byte, fit.alpha_s};
 }

@@ -1,8 +1,8 @@
 #include "hw/device.h"
 
 #include <cmath>
-#include <sstream>
 
+#include "core/parse_number.h"
 #include "hw/data_files.h"
 
 namespace tessera::hw {
@@ -13,25 +13,19 @@ using core::StatusOr;
 
 namespace {
 
-std::string Show(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 Status Positive(double v, const std::string& field) {
   if (!(v > 0 && std::isfinite(v)))
-    return core::InvalidArgument(field + ": got " + Show(v) + ", must be > 0");
+    return core::InvalidArgument(field + ": got " + core::ShowNumber(v) + ", must be > 0");
   return Status::Ok();
 }
 
 Status Fraction(double v, const std::string& field) {
   if (!(v > 0 && v <= 1)) {
-    return core::InvalidArgument(field + ": got " + Show(v) + ", must be in (0, 1]");
+    return core::InvalidArgument(field + ": got " + core::ShowNumber(v) + ", must be in (0, 1]");
   }
   if (v < kMinDeviceFraction) {
-    return core::InvalidArgument(field + ": got " + Show(v) + ", must be >= " +
-                                 Show(kMinDeviceFraction) + " (a plausible device)");
+    return core::InvalidArgument(field + ": got " + core::ShowNumber(v) + ", must be >= " +
+                                 core::ShowNumber(kMinDeviceFraction) + " (a plausible device)");
   }
   return Status::Ok();
 }
@@ -40,8 +34,9 @@ Status Fraction(double v, const std::string& field) {
 Status Plausible(double v, double lo, double hi, const std::string& field,
                  const std::string& unit) {
   if (v < lo || v > hi) {
-    return core::InvalidArgument(field + ": got " + Show(v) + ", must be in [" + Show(lo) + ", " +
-                                 Show(hi) + "] " + unit + " (a plausible device)");
+    return core::InvalidArgument(field + ": got " + core::ShowNumber(v) + ", must be in [" +
+                                 core::ShowNumber(lo) + ", " + core::ShowNumber(hi) + "] " + unit +
+                                 " (a plausible device)");
   }
   return Status::Ok();
 }
@@ -114,21 +109,24 @@ Status Validate(const Device& d, const std::string& path) {
   for (Dtype t : AllDtypes()) {
     const double v = d.PeakFlops(t);
     if (!(v >= 0 && std::isfinite(v))) {
-      return core::InvalidArgument(f("peak_flops.") + DtypeName(t) + ": got " + Show(v) +
+      return core::InvalidArgument(f("peak_flops.") + DtypeName(t) + ": got " +
+                                   core::ShowNumber(v) +
                                    ", must be >= 0 (dense FLOP/s, 0 = unsupported)");
     }
   }
   if (!(d.peak_flops.bf16 > 0)) {
-    return core::InvalidArgument(f("peak_flops.bf16") + ": got " + Show(d.peak_flops.bf16) +
+    return core::InvalidArgument(f("peak_flops.bf16") + ": got " +
+                                 core::ShowNumber(d.peak_flops.bf16) +
                                  ", must be > 0 (the cost models price bf16 training)");
   }
   for (Dtype t : AllDtypes()) {
     const double v = d.PeakFlops(t);
     if (v != 0 && (v < kMinPeakFlops || v > kMaxPeakFlops)) {
-      return core::InvalidArgument(f("peak_flops.") + DtypeName(t) + ": got " + Show(v) +
-                                   ", must be " + (t == Dtype::kBF16 ? "" : "0 (unsupported) or ") +
-                                   "in [" + Show(kMinPeakFlops) + ", " + Show(kMaxPeakFlops) +
-                                   "] FLOP/s (a plausible device)");
+      return core::InvalidArgument(
+          f("peak_flops.") + DtypeName(t) + ": got " + core::ShowNumber(v) + ", must be " +
+          (t == Dtype::kBF16 ? "" : "0 (unsupported) or ") + "in [" +
+          core::ShowNumber(kMinPeakFlops) + ", " + core::ShowNumber(kMaxPeakFlops) +
+          "] FLOP/s (a plausible device)");
     }
   }
   RETURN_IF_ERROR(Positive(d.mem_bw_bytes_per_s, f("mem_bw_bytes_per_s")));

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
+#include "core/parse_number.h"
 #include "workload/batch.h"
 #include "zellige/planner_configs.h"
 
@@ -23,12 +23,6 @@ constexpr int kMaxRanks = hw::kMaxClusterRanks;
 constexpr double kMaxStepOverheadS = 3600;
 constexpr double kMaxCommAlphaS = 60;
 constexpr double kMaxCommBetaSPerByte = 1e-3;  // >= 1 kB/s, hw::kMinLinkBwBytesPerS
-
-std::string Show(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 std::string Index(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
@@ -106,20 +100,22 @@ Status CheckTimeFit(const std::array<double, 3>& f, double hi, double finite_hi,
     const double vertex = -f[1] / (2 * f[2]);
     if (vertex > 1 && vertex < hi) at.push_back(vertex);
   }
-  const std::string shown =
-      "got [" + Show(f[0]) + ", " + Show(f[1]) + ", " + Show(f[2]) + "], prices ";
+  const std::string shown = "got [" + core::ShowNumber(f[0]) + ", " + core::ShowNumber(f[1]) +
+                            ", " + core::ShowNumber(f[2]) + "], prices ";
   for (double L : at) {
     const double t = core::EvalPolynomial(f, L);
     if (!(t >= 0)) {
-      return core::InvalidArgument(field + ": " + shown + Show(std::round(L)) + " tokens at " +
-                                   Show(t) + " s, must be >= 0 for every length in [1, " +
-                                   Show(hi) + "] tokens (the profile's range)");
+      return core::InvalidArgument(field + ": " + shown + core::ShowNumber(std::round(L)) +
+                                   " tokens at " + core::ShowNumber(t) +
+                                   " s, must be >= 0 for every length in [1, " +
+                                   core::ShowNumber(hi) + "] tokens (the profile's range)");
     }
   }
   const double far = core::EvalPolynomial(f, finite_hi);
   if (!std::isfinite(far)) {
-    return core::InvalidArgument(field + ": " + shown + Show(finite_hi) + " tokens at " +
-                                 Show(far) + " s, must be finite up to the longest sequence");
+    return core::InvalidArgument(field + ": " + shown + core::ShowNumber(finite_hi) +
+                                 " tokens at " + core::ShowNumber(far) +
+                                 " s, must be finite up to the longest sequence");
   }
   return Status::Ok();
 }
@@ -131,21 +127,23 @@ Status CheckTimeFit(const std::array<double, 3>& f, double hi, double finite_hi,
 Status CheckMemFit(const std::array<double, 2>& f, double hi, double finite_hi,
                    const std::string& field) {
   if (f[1] < 0) {
-    return core::InvalidArgument(field + "[1]: got " + Show(f[1]) +
+    return core::InvalidArgument(field + "[1]: got " + core::ShowNumber(f[1]) +
                                  ", must be >= 0 (bytes per token; memory does not shrink as a "
                                  "sequence grows)");
   }
   const double top = core::EvalPolynomial(f, hi);
   if (!(top > 0)) {
-    return core::InvalidArgument(field + ": got [" + Show(f[0]) + ", " + Show(f[1]) + "], prices " +
-                                 Show(hi) + " tokens at " + Show(top) +
+    return core::InvalidArgument(field + ": got [" + core::ShowNumber(f[0]) + ", " +
+                                 core::ShowNumber(f[1]) + "], prices " + core::ShowNumber(hi) +
+                                 " tokens at " + core::ShowNumber(top) +
                                  " bytes, must be > 0 at twice the longest measured length");
   }
   const double far = core::EvalPolynomial(f, finite_hi);
   if (!std::isfinite(far)) {
-    return core::InvalidArgument(field + ": got [" + Show(f[0]) + ", " + Show(f[1]) + "], prices " +
-                                 Show(finite_hi) + " tokens at " + Show(far) +
-                                 " bytes, must be finite up to the longest sequence");
+    return core::InvalidArgument(
+        field + ": got [" + core::ShowNumber(f[0]) + ", " + core::ShowNumber(f[1]) + "], prices " +
+        core::ShowNumber(finite_hi) + " tokens at " + core::ShowNumber(far) +
+        " bytes, must be finite up to the longest sequence");
   }
   return Status::Ok();
 }
@@ -210,14 +208,15 @@ StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
   }
   ASSIGN_OR_RETURN(f.alpha_s, core::GetNonNegativeDouble(j, path, "alpha_s"));
   if (f.alpha_s > kMaxCommAlphaS) {
-    return core::InvalidArgument(path + ".alpha_s: got " + Show(f.alpha_s) +
-                                 ", must be <= " + Show(kMaxCommAlphaS) + " s per message");
+    return core::InvalidArgument(path + ".alpha_s: got " + core::ShowNumber(f.alpha_s) +
+                                 ", must be <= " + core::ShowNumber(kMaxCommAlphaS) +
+                                 " s per message");
   }
   ASSIGN_OR_RETURN(f.beta_s_per_byte, core::GetNonNegativeDouble(j, path, "beta_s_per_byte"));
   if (f.beta_s_per_byte > kMaxCommBetaSPerByte) {
-    return core::InvalidArgument(path + ".beta_s_per_byte: got " + Show(f.beta_s_per_byte) +
-                                 ", must be <= " + Show(kMaxCommBetaSPerByte) +
-                                 " s per byte (>= 1 kB/s)");
+    return core::InvalidArgument(
+        path + ".beta_s_per_byte: got " + core::ShowNumber(f.beta_s_per_byte) +
+        ", must be <= " + core::ShowNumber(kMaxCommBetaSPerByte) + " s per byte (>= 1 kB/s)");
   }
   ASSIGN_OR_RETURN(const Json* points, GetArray(j, path, "points"));
   for (size_t i = 0; i < points->size(); ++i) {
@@ -251,8 +250,9 @@ StatusOr<Profile> ParseProfile(const Json& j) {
   ASSIGN_OR_RETURN(p.model, ModelFromJson(*model));
   ASSIGN_OR_RETURN(p.step_overhead_s, core::GetNonNegativeDouble(j, "", "step_overhead_s"));
   if (p.step_overhead_s > kMaxStepOverheadS) {
-    return core::InvalidArgument("step_overhead_s: got " + Show(p.step_overhead_s) +
-                                 ", must be <= " + Show(kMaxStepOverheadS) + " s per step");
+    return core::InvalidArgument("step_overhead_s: got " + core::ShowNumber(p.step_overhead_s) +
+                                 ", must be <= " + core::ShowNumber(kMaxStepOverheadS) +
+                                 " s per step");
   }
   ASSIGN_OR_RETURN(p.base_bytes, core::GetNonNegativeDouble(j, "", "base_bytes"));
   ASSIGN_OR_RETURN(p.usable_bytes_per_rank,
@@ -260,14 +260,15 @@ StatusOr<Profile> ParseProfile(const Json& j) {
   // The profile's cluster (ProfileCluster) has this much memory per rank: a device's range.
   if (p.usable_bytes_per_rank < hw::kMinMemoryBytes ||
       p.usable_bytes_per_rank > hw::kMaxMemoryBytes) {
-    return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
-                                 ", must be in [" + Show(hw::kMinMemoryBytes) + ", " +
-                                 Show(hw::kMaxMemoryBytes) + "] bytes");
+    return core::InvalidArgument("usable_bytes_per_rank: got " +
+                                 core::ShowNumber(p.usable_bytes_per_rank) + ", must be in [" +
+                                 core::ShowNumber(hw::kMinMemoryBytes) + ", " +
+                                 core::ShowNumber(hw::kMaxMemoryBytes) + "] bytes");
   }
   if (j.contains("solo_speedup")) {
     ASSIGN_OR_RETURN(p.solo_speedup, core::GetPositiveDouble(j, "", "solo_speedup"));
     if (!InSpeedFactorRange(p.solo_speedup)) {
-      return core::InvalidArgument("solo_speedup: got " + Show(p.solo_speedup) +
+      return core::InvalidArgument("solo_speedup: got " + core::ShowNumber(p.solo_speedup) +
                                    ", must be in [0.25, 8]");
     }
   }
@@ -289,8 +290,9 @@ StatusOr<Profile> ParseProfile(const Json& j) {
     }
   }
   if (p.usable_bytes_per_rank <= p.base_bytes) {
-    return core::InvalidArgument("usable_bytes_per_rank: got " + Show(p.usable_bytes_per_rank) +
-                                 ", must be > base_bytes (" + Show(p.base_bytes) + ")");
+    return core::InvalidArgument("usable_bytes_per_rank: got " +
+                                 core::ShowNumber(p.usable_bytes_per_rank) +
+                                 ", must be > base_bytes (" + core::ShowNumber(p.base_bytes) + ")");
   }
   const int heads = static_cast<int>(p.model.heads);
   ASSIGN_OR_RETURN(const Json* configs, GetArray(j, "", "configs"));
