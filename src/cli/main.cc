@@ -3,8 +3,9 @@
 // Exit codes: 0 OK; 1 a user error (bad option or input, infeasible request, failed check),
 // reported as one line "tessera: ..." on stderr; 2 an internal error. Under MPI a user error
 // is reached alike by every rank (inputs are checked before MPI starts or loaded on rank 0
-// and broadcast; command.h), so only rank 0 prints it; communication failures and internal
-// errors may be rank-local and are printed by the rank that saw them.
+// and broadcast; command.h), so only rank 0 prints it and exits 1, the job's exit code; the
+// other ranks exit 0. Communication failures and internal errors may be rank-local and are
+// printed by the rank that saw them.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -64,14 +65,19 @@ int Run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    if (LauncherRank() == 0) PrintError(std::string(e.what()) + " (see --help)");
+    if (LauncherRank() != 0) return 0;  // rank 0 reports it; see below
+    PrintError(std::string(e.what()) + " (see --help)");
     return 1;
   }
   if (!action) return 0;
   const tessera::core::Status st = action();
   if (st.ok()) return 0;
   const auto code = st.code();
-  if (LauncherRank() == 0 || !SameOnEveryRank(code)) PrintError(st.message());
+  // A user error every rank reached: rank 0 prints it and exits 1; the other ranks exit 0
+  // silently, since mpirun ends the whole job at the first non-zero exit and could kill rank
+  // 0 before it has printed.
+  if (LauncherRank() != 0 && SameOnEveryRank(code)) return 0;
+  PrintError(st.message());
   return code == tessera::core::StatusCode::kInternal ? 2 : 1;
 }
 
