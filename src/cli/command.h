@@ -20,6 +20,9 @@ using Action = std::function<core::Status()>;
 core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
     const std::vector<std::string>& kvs);
 
+// Adds every system's subcommands (zellige, compass, xema); main() and the option tests use it.
+void AddAllCommands(CLI::App& root, Action* action);
+
 // Adds `tessera zellige ...`; stores the chosen action in *action.
 void AddZelligeCommands(CLI::App& root, Action* action);
 // Adds `tessera zellige bench-planner` under the zellige subcommand.
@@ -30,5 +33,10 @@ void AddZelligeRun(CLI::App* zellige, Action* action);
 void AddZelligeProfile(CLI::App* zellige, Action* action);
 void AddZelligeValidate(CLI::App* zellige, Action* action);
 void AddZelligeCompare(CLI::App* zellige, Action* action);
+
+// Adds `tessera compass ...` (TP communication/computation overlap).
+void AddCompassCommands(CLI::App& root, Action* action);
+// Adds `tessera xema ...` (memory-planned diffusion serving).
+void AddXemaCommands(CLI::App& root, Action* action);
 
 }  // namespace tessera::cli

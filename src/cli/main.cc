@@ -54,7 +54,7 @@ int Run(int argc, char** argv) {
   CLI::App app{"tessera: plan, model and run distributed deep-learning training and serving"};
   app.require_subcommand(1);
   tessera::cli::Action action;
-  tessera::cli::AddZelligeCommands(app, &action);
+  tessera::cli::AddAllCommands(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -30,7 +30,7 @@ bool HasRule(CLI::Option* opt, const char* rule) {
 TEST(OptionsTest, EveryNumericOptionHasARuleAndEveryOutputIsRecorded) {
   CLI::App root{"t"};
   Action action;
-  AddZelligeCommands(root, &action);
+  AddAllCommands(root, &action);
   std::vector<CLI::App*> apps;
   Collect(&root, &apps);
   ASSERT_GE(apps.size(), 5u);

@@ -1,0 +1,14 @@
+// `tessera compass ...`: the group; each subcommand lives in its own file of this folder and
+// is added here with one line.
+#include "cli/command.h"
+
+namespace tessera::cli {
+
+void AddCompassCommands(CLI::App& root, Action* action) {
+  CLI::App* c =
+      root.add_subcommand("compass", "Compass: overlap tensor-parallel communication with GEMMs");
+  c->require_subcommand(1);
+  (void)action;
+}
+
+}  // namespace tessera::cli

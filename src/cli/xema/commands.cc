@@ -1,0 +1,14 @@
+// `tessera xema ...`: the group; each subcommand lives in its own file of this folder and is
+// added here with one line.
+#include "cli/command.h"
+
+namespace tessera::cli {
+
+void AddXemaCommands(CLI::App& root, Action* action) {
+  CLI::App* x =
+      root.add_subcommand("xema", "Xema: memory-planned diffusion serving under a memory budget");
+  x->require_subcommand(1);
+  (void)action;
+}
+
+}  // namespace tessera::cli
