@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <queue>
 
 #include "comm/futex.h"
@@ -25,18 +26,60 @@ int64_t ThreadCpuNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The median lateness of short absolute sleeps of this thread, clamped to [0, 200 us].
+int64_t MeasureSleepOvershootNs() {
+  std::vector<int64_t> late;
+  for (int i = 0; i < 15; ++i) {
+    const int64_t target = NowNs() + 200'000;
+    SleepUntilNs(target);
+    late.push_back(NowNs() - target);
+  }
+  std::sort(late.begin(), late.end());
+  return std::clamp<int64_t>(late[late.size() / 2], 0, 200'000);
+}
+
 }  // namespace
 
 struct CopyEngine::Active {
   Put put;
   int64_t reserved_wire = 0;  // wire bytes reserved so far
   int64_t reserve_at_ns = 0;  // when the next packet may be reserved
+  int64_t not_before_ns = 0;  // earliest wire start of the next packet
   int in_flight = 0;          // reserved packets not copied yet
   bool Done() const { return reserved_wire >= put.wire_bytes && in_flight == 0; }
 };
 
 CopyEngine::CopyEngine(LinkFabric* fabric, int self_endpoint)
-    : fabric_(fabric), self_(self_endpoint), thread_([this] { Loop(); }) {}
+    : fabric_(fabric), self_(self_endpoint) {
+  // Measured on the engine's own thread (its timer slack), before it takes work.
+  std::promise<void> measured;
+  std::future<void> ready = measured.get_future();
+  // Wake-up latency of a futex signal: ping-pong with the engine thread, half the median
+  // round trip.
+  std::atomic<uint32_t> ping{0}, pong{0};
+  constexpr int kRoundTrips = 15;
+  thread_ = std::thread([this, &measured, &ping, &pong] {
+    UseFineTimerSlack();
+    const int64_t overshoot = MeasureSleepOvershootNs();
+    for (uint32_t i = 1; i <= kRoundTrips; ++i) {
+      WaitAtLeast(&ping, i, kNoDeadline);
+      Bump(&pong);
+    }
+    wake_lead_ns_ = overshoot;
+    measured.set_value();
+    Loop();
+  });
+  std::vector<int64_t> rtt;
+  for (uint32_t i = 1; i <= kRoundTrips; ++i) {
+    const int64_t t0 = NowNs();
+    Bump(&ping);
+    WaitAtLeast(&pong, i, kNoDeadline);
+    rtt.push_back(NowNs() - t0);
+  }
+  ready.wait();
+  std::sort(rtt.begin(), rtt.end());
+  wake_lead_ns_ = std::min<int64_t>(wake_lead_ns_ + rtt[rtt.size() / 2] / 2, 300'000);
+}
 
 CopyEngine::~CopyEngine() {
   {
@@ -74,7 +117,6 @@ CopyEngine::Stats CopyEngine::stats() const {
 }
 
 void CopyEngine::Loop() {
-  UseFineTimerSlack();
   const int64_t packet = fabric_->links().packet_bytes;
   struct Packet {
     int64_t arrival_ns;
@@ -93,6 +135,7 @@ void CopyEngine::Loop() {
       while (!queue_.empty()) {
         auto a = std::make_unique<Active>();
         a->put = queue_.front();
+        a->not_before_ns = a->put.not_before_ns;
         queue_.pop_front();
         active.push_back(std::move(a));
       }
@@ -108,7 +151,7 @@ void CopyEngine::Loop() {
       // A message with no wire bytes still pays its route's latency.
       const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
       const LinkFabric::Reservation r =
-          fabric_->Reserve(self_, a->put.dst_endpoint, w, std::max(now, a->reserve_at_ns));
+          fabric_->Reserve(self_, a->put.dst_endpoint, w, std::max(now, a->not_before_ns));
       // The real bytes in proportion to the wire bytes; the last packet takes the rest.
       const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
       const int64_t b0 = a->put.wire_bytes == 0 ? 0 : a->put.bytes * w0 / a->put.wire_bytes;
@@ -123,10 +166,10 @@ void CopyEngine::Loop() {
     }
     if (n > 0) next_turn = (next_turn + 1) % n;
     // 2. Deliver every packet whose arrival time has come.
-    while (!pending.empty() && pending.top().arrival_ns <= NowNs()) {
+    while (!pending.empty() && pending.top().arrival_ns <= NowNs() + wake_lead_ns_) {
       const Packet p = pending.top();
       pending.pop();
-      local.late_wake_ns += NowNs() - p.arrival_ns;
+      local.late_wake_ns += std::max<int64_t>(0, NowNs() - p.arrival_ns);
       if (p.bytes > 0)
         std::memcpy(p.message->put.dst + p.offset, p.message->put.src + p.offset,
                     static_cast<size_t>(p.bytes));
@@ -148,7 +191,7 @@ void CopyEngine::Loop() {
     }
     // 4. Sleep until the next arrival or reservation turn, or until new work comes.
     int64_t wake = kNoDeadline;
-    if (!pending.empty()) wake = pending.top().arrival_ns;
+    if (!pending.empty()) wake = pending.top().arrival_ns - wake_lead_ns_;
     for (const auto& a : active) {
       if (a->reserved_wire < a->put.wire_bytes || a->reserved_wire == 0) {
         wake = std::min(wake, a->reserve_at_ns);
