@@ -36,6 +36,8 @@ void AddZelligeCompare(CLI::App* zellige, Action* action);
 
 // Adds `tessera compass ...` (TP communication/computation overlap).
 void AddCompassCommands(CLI::App& root, Action* action);
+// Adds `tessera compass topo` (a topology's links, rings and modeled collectives).
+void AddCompassTopo(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
 
