@@ -9,6 +9,9 @@ void AddCompassCommands(CLI::App& root, Action* action) {
       root.add_subcommand("compass", "Compass: overlap tensor-parallel communication with GEMMs");
   c->require_subcommand(1);
   AddCompassTopo(c, action);
+#ifdef TESSERA_HAVE_RUNTIME
+  AddCompassLinks(c, action);
+#endif
 }
 
 }  // namespace tessera::cli
