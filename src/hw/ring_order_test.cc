@@ -12,6 +12,13 @@ namespace {
 
 using core::Json;
 
+// "d3": a prefix and a number (built with append: GCC 12 warns, falsely, on "d" + to_string).
+std::string Named(const char* prefix, int i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
 Topology Preset(const std::string& name) {
   auto t = TopologyPreset(name);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
@@ -179,17 +186,17 @@ TEST(RingOrderTest, BestRingRejectsBadDeviceLists) {
 // a few bandwidths and latencies (ties happen), every device linked to a hub.
 Topology RandomTopology(core::Rng* rng, int n) {
   Json vs = Json::array();
-  for (int i = 0; i < n; ++i) vs.push_back(Vertex("d" + std::to_string(i), "device"));
+  for (int i = 0; i < n; ++i) vs.push_back(Vertex(Named("d", i), "device"));
   const int extra = 1 + static_cast<int>(rng->Below(3));
   const double bws[] = {10e9, 20e9, 40e9};
   for (int k = 0; k < extra; ++k) {
     const bool capped = rng->Below(3) == 0;
-    vs.push_back(Vertex("s" + std::to_string(k), k % 2 ? "host" : "switch",
-                        capped ? bws[rng->Below(3)] * 2 : 0));
+    vs.push_back(
+        Vertex(Named("s", k), k % 2 ? "host" : "switch", capped ? bws[rng->Below(3)] * 2 : 0));
   }
   Json ls = Json::array();
   std::vector<std::vector<char>> linked(n + extra, std::vector<char>(n + extra, 0));
-  auto name = [&](int v) { return v < n ? "d" + std::to_string(v) : "s" + std::to_string(v - n); };
+  auto name = [&](int v) { return v < n ? Named("d", v) : Named("s", v - n); };
   auto add = [&](int a, int b, bool duplex) {
     if (a == b || linked[a][b] || (duplex && linked[b][a])) return;
     linked[a][b] = 1;
@@ -250,13 +257,12 @@ TEST(RingOrderTest, LargeRingsUseGreedyAndTwoOpt) {
   const int n = 12;
   const int ring[n] = {0, 5, 2, 9, 11, 3, 7, 1, 10, 4, 8, 6};
   Json vs = Json::array();
-  for (int i = 0; i < n; ++i) vs.push_back(Vertex("d" + std::to_string(i), "device"));
+  for (int i = 0; i < n; ++i) vs.push_back(Vertex(Named("d", i), "device"));
   vs.push_back(Vertex("sw", "switch"));
   Json ls = Json::array();
   for (int p = 0; p < n; ++p) {
-    ls.push_back(
-        Link("d" + std::to_string(ring[p]), "d" + std::to_string(ring[(p + 1) % n]), 100e9, 1e-6));
-    ls.push_back(Link("d" + std::to_string(p), "sw", 10e9, 1e-6));
+    ls.push_back(Link(Named("d", ring[p]), Named("d", ring[(p + 1) % n]), 100e9, 1e-6));
+    ls.push_back(Link(Named("d", p), "sw", 10e9, 1e-6));
   }
   Topology t =
       FromJson({{"name", "ring12"}, {"device", "h100-sxm5-80gb"}, {"vertices", vs}, {"links", ls}});

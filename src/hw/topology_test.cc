@@ -12,6 +12,13 @@ namespace {
 
 using core::Json;
 
+// "d3": a prefix and a number (built with append: GCC 12 warns, falsely, on "d" + to_string).
+std::string Named(const char* prefix, int i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
 Topology Preset(const std::string& name) {
   auto t = TopologyPreset(name);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
@@ -258,13 +265,13 @@ TEST(TopologyTest, CountsAreBounded) {
   Json j = Small();
   Json vs = Json::array();
   for (int i = 0; i <= kMaxTopologyDevices; ++i) {
-    vs.push_back({{"name", "g" + std::to_string(i)}, {"kind", "device"}});
+    vs.push_back({{"name", Named("g", i)}, {"kind", "device"}});
   }
   j["vertices"] = vs;
   EXPECT_EQ(TopologyFromJson(j, "t").status().message(),
             "t: vertices[64]: device 'g64' is one too many, a topology has at most 64 devices");
   for (int i = 0; i < kMaxTopologyVertices; ++i) {
-    vs.push_back({{"name", "h" + std::to_string(i)}, {"kind", "host"}});
+    vs.push_back({{"name", Named("h", i)}, {"kind", "host"}});
   }
   j["vertices"] = vs;
   EXPECT_EQ(TopologyFromJson(j, "t").status().message(),

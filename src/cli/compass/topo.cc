@@ -97,6 +97,10 @@ void PrintVertices(const hw::Topology& t) {
 Status RunTopo(const TopoArgs& a) {
   ASSIGN_OR_RETURN(hw::Topology t, hw::LoadTopology(a.topology));
   const int n = t.num_devices();
+  if (a.tp > 0 && n < 2) {
+    return core::InvalidArgument("--tp: got " + std::to_string(a.tp) + ", " + t.name() +
+                                 " has one device (no ring)");
+  }
   if (a.tp > n) {
     return core::InvalidArgument("--tp: got " + std::to_string(a.tp) + ", must be in [2, " +
                                  std::to_string(n) + "] for " + t.name());
