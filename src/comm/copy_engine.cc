@@ -65,7 +65,7 @@ CopyEngine::CopyEngine(LinkFabric* fabric, int self_endpoint)
       WaitAtLeast(&ping, i, kNoDeadline);
       Bump(&pong);
     }
-    wake_lead_ns_ = overshoot;
+    wake_lead_ns_.store(overshoot);
     measured.set_value();
     Loop();
   });
@@ -78,7 +78,7 @@ CopyEngine::CopyEngine(LinkFabric* fabric, int self_endpoint)
   }
   ready.wait();
   std::sort(rtt.begin(), rtt.end());
-  wake_lead_ns_ = std::min<int64_t>(wake_lead_ns_ + rtt[rtt.size() / 2] / 2, 300'000);
+  set_wake_lead_ns(std::min<int64_t>(wake_lead_ns_.load() + rtt[rtt.size() / 2] / 2, 300'000));
 }
 
 CopyEngine::~CopyEngine() {
@@ -90,11 +90,17 @@ CopyEngine::~CopyEngine() {
   thread_.join();
 }
 
+void CopyEngine::set_wake_lead_ns(int64_t lead_ns) {
+  wake_lead_ns_.store(std::clamp<int64_t>(lead_ns, 0, 1'000'000), std::memory_order_relaxed);
+  work_cv_.notify_one();  // re-plan the sleep with the new lead
+}
+
 void CopyEngine::Submit(const Put& put) {
   CHECK(put.dst_endpoint != self_ && put.bytes >= 0 && put.wire_bytes >= 0);
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(put);
+    queue_.back().submitted_ns = NowNs();
     ++submitted_;
   }
   work_cv_.notify_one();
@@ -122,11 +128,15 @@ void CopyEngine::Loop() {
     int64_t arrival_ns;
     Active* message;
     int64_t offset, bytes;  // real bytes of this packet within the message
-    bool operator>(const Packet& o) const { return arrival_ns > o.arrival_ns; }
+    uint64_t seq;           // reservation order: breaks ties, so a stream stays in order
+    bool operator>(const Packet& o) const {
+      return arrival_ns != o.arrival_ns ? arrival_ns > o.arrival_ns : seq > o.seq;
+    }
   };
   std::priority_queue<Packet, std::vector<Packet>, std::greater<Packet>> pending;
   std::deque<std::unique_ptr<Active>> active;
-  size_t next_turn = 0;  // round-robin start among active messages
+  std::vector<int> claimed;  // destinations whose stream is taken this round
+  uint64_t next_seq = 0;
   Stats local;
   for (;;) {
     int64_t finished_now = 0;
@@ -135,7 +145,7 @@ void CopyEngine::Loop() {
       while (!queue_.empty()) {
         auto a = std::make_unique<Active>();
         a->put = queue_.front();
-        a->not_before_ns = a->put.not_before_ns;
+        a->not_before_ns = std::max(a->put.not_before_ns, a->put.submitted_ns);
         queue_.pop_front();
         active.push_back(std::move(a));
       }
@@ -143,15 +153,23 @@ void CopyEngine::Loop() {
     }
     const int64_t now = NowNs();
     // 1. Reserve: every message whose turn has come gets its next packet on the timeline.
+    // Messages to one destination form a stream: only the oldest one still reserving may.
     const size_t n = active.size();
+    claimed.clear();
     for (size_t i = 0; i < n; ++i) {
-      Active* a = active[(next_turn + i) % n].get();
+      Active* a = active[i].get();
       if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
+      if (std::find(claimed.begin(), claimed.end(), a->put.dst_endpoint) != claimed.end()) {
+        continue;
+      }
+      claimed.push_back(a->put.dst_endpoint);
       if (a->reserve_at_ns > now) continue;
       // A message with no wire bytes still pays its route's latency.
       const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
-      const LinkFabric::Reservation r =
-          fabric_->Reserve(self_, a->put.dst_endpoint, w, std::max(now, a->not_before_ns));
+      // The first packet may start when the message was submitted; later ones from now.
+      const int64_t earliest =
+          a->reserved_wire == 0 ? a->not_before_ns : std::max(now, a->not_before_ns);
+      const LinkFabric::Reservation r = fabric_->Reserve(self_, a->put.dst_endpoint, w, earliest);
       // The real bytes in proportion to the wire bytes; the last packet takes the rest.
       const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
       const int64_t b0 = a->put.wire_bytes == 0 ? 0 : a->put.bytes * w0 / a->put.wire_bytes;
@@ -160,13 +178,15 @@ void CopyEngine::Loop() {
       a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
       a->reserve_at_ns = r.start_ns;
       ++a->in_flight;
-      pending.push(Packet{r.arrival_ns, a, b0, b1 - b0});
+      pending.push(Packet{r.arrival_ns, a, b0, b1 - b0, next_seq++});
       ++local.packets;
       local.wire_bytes += w;
+      // The stream's next message may queue its first packet right behind this last one.
+      if (a->reserved_wire >= a->put.wire_bytes) claimed.pop_back();
     }
-    if (n > 0) next_turn = (next_turn + 1) % n;
     // 2. Deliver every packet whose arrival time has come.
-    while (!pending.empty() && pending.top().arrival_ns <= NowNs() + wake_lead_ns_) {
+    const int64_t lead = wake_lead_ns_.load(std::memory_order_relaxed);
+    while (!pending.empty() && pending.top().arrival_ns <= NowNs() + lead) {
       const Packet p = pending.top();
       pending.pop();
       local.late_wake_ns += std::max<int64_t>(0, NowNs() - p.arrival_ns);
@@ -191,11 +211,17 @@ void CopyEngine::Loop() {
     }
     // 4. Sleep until the next arrival or reservation turn, or until new work comes.
     int64_t wake = kNoDeadline;
-    if (!pending.empty()) wake = pending.top().arrival_ns - wake_lead_ns_;
+    if (!pending.empty()) wake = pending.top().arrival_ns - lead;
+    // Only the head of each stream may reserve; the messages queued behind it wait for it
+    // (counting them would wake the thread again and again: a busy loop).
+    claimed.clear();
     for (const auto& a : active) {
-      if (a->reserved_wire < a->put.wire_bytes || a->reserved_wire == 0) {
-        wake = std::min(wake, a->reserve_at_ns);
+      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
+      if (std::find(claimed.begin(), claimed.end(), a->put.dst_endpoint) != claimed.end()) {
+        continue;
       }
+      claimed.push_back(a->put.dst_endpoint);
+      wake = std::min(wake, a->reserve_at_ns);
     }
     local.cpu_ns = ThreadCpuNs();
     std::unique_lock<std::mutex> lock(mu_);

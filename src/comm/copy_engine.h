@@ -4,13 +4,21 @@
 // LinkFabric, sleeps until the packet's arrival time (no spinning), copies its bytes and,
 // after the last packet, bumps the message's signal counter (futex.h) so the receiver wakes.
 //
-// Fairness and duplex: the engine keeps at most one packet per message reserved ahead of the
-// one on the wire (it reserves packet k+1 once packet k's start time has come), and serves
-// its messages round-robin, so concurrent flows interleave packet by packet on a shared
-// resource (two flows get half each) while flows on disjoint resources (the two directions
-// of a link) proceed at full rate at once. Arrival times follow the fabric's virtual
-// timeline, so a late wake-up delays a copy but not the packets after it (they were reserved
-// on the timeline already) unless it is later than one packet time.
+// Streams, fairness and duplex: a rank's messages to one destination form a stream, sent one
+// after another in submission order (a GPU copy stream), the next one's first packet queued
+// right behind the previous one's last, and delivered (signals raised) in that order, so a
+// receiver may count a stream's messages. Messages to different destinations run
+// concurrently.
+// The engine keeps at most one packet per message reserved ahead of the one on the wire (it
+// reserves packet k+1 once packet k's start time has come), so concurrent flows interleave
+// packet by packet on a shared resource (two flows get half each) while flows on disjoint
+// resources (the two directions of a link) proceed at full rate at once. Arrival times follow the
+// fabric's virtual timeline, so a late wake-up delays a copy but not the packets after it (they
+// were reserved on the timeline already) unless it is later than one packet time.
+//
+// The first packet of a message may start on the wire as early as the message was submitted
+// (if its resources were free then), not when the engine thread woke up to reserve it: a DMA
+// starts when it is issued.
 //
 // Wake-up lead: a timed sleep on this machine wakes some tens of microseconds late (timer
 // slack is set to 1 ns, the rest is the kernel's and the hypervisor's). The engine measures
@@ -55,6 +63,7 @@ class CopyEngine {
     // scheduled ahead is reserved on the timeline at once, so the engine's wake-up jitter
     // does not delay its start. 0: as soon as submitted.
     int64_t not_before_ns = 0;
+    int64_t submitted_ns = 0;  // set by Submit
   };
   struct Stats {
     int64_t messages = 0;
@@ -78,7 +87,10 @@ class CopyEngine {
   bool WaitAllDone(int64_t deadline_ns);
   Stats stats() const;
   // How early the engine wakes for a packet (the measured median sleep overshoot).
-  int64_t wake_lead_ns() const { return wake_lead_ns_; }
+  int64_t wake_lead_ns() const { return wake_lead_ns_.load(std::memory_order_relaxed); }
+  // Replaces the lead (e.g. with one calibrated on this machine under load; clamped to
+  // [0, 1 ms]).
+  void set_wake_lead_ns(int64_t lead_ns);
 
  private:
   struct Active;
@@ -86,7 +98,7 @@ class CopyEngine {
 
   LinkFabric* fabric_;
   int self_;
-  int64_t wake_lead_ns_ = 0;
+  std::atomic<int64_t> wake_lead_ns_{0};
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // new work or stop
   std::condition_variable done_cv_;  // a message finished

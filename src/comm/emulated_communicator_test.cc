@@ -157,7 +157,7 @@ TEST(LinkCollectives, AlgorithmNamesRoundTrip) {
     EXPECT_EQ(*ParseLinkAlgo(LinkAlgoName(a)), a);
   }
   EXPECT_EQ(ParseLinkAlgo("ring3").status().message(),
-            "collective algorithm: got 'ring3', must be ring1, ring2 or direct");
+            "algo: got 'ring3', must be one of ring1, ring2, direct");
 }
 
 // ---- The copy engine and the fabric ------------------------------------------------------

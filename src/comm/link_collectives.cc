@@ -54,26 +54,6 @@ int64_t AccSize(DType t) { return t == DType::kBF16 ? 4 : DTypeSize(t); }
 
 }  // namespace
 
-const char* LinkAlgoName(LinkAlgo a) {
-  switch (a) {
-    case LinkAlgo::kRing1:
-      return "ring1";
-    case LinkAlgo::kRing2:
-      return "ring2";
-    case LinkAlgo::kDirect:
-      return "direct";
-  }
-  return "?";
-}
-
-StatusOr<LinkAlgo> ParseLinkAlgo(const std::string& name) {
-  for (LinkAlgo a : {LinkAlgo::kRing1, LinkAlgo::kRing2, LinkAlgo::kDirect}) {
-    if (name == LinkAlgoName(a)) return a;
-  }
-  return core::InvalidArgument("collective algorithm: got '" + name +
-                               "', must be ring1, ring2 or direct");
-}
-
 LinkCollectives::LinkCollectives(Communicator& comm, CopyEngine* engine,
                                  LinkCollectivesOptions options,
                                  std::unique_ptr<SymmetricMemory> memory)
@@ -201,44 +181,84 @@ Status LinkCollectives::EndCollective() {
   return Status::Ok();
 }
 
+// Chunk j of [lo, hi): [lo + len*j/k, lo + len*(j+1)/k).
+std::pair<int64_t, int64_t> LinkCollectives::Chunk(int64_t lo, int64_t hi, int j) {
+  const int64_t len = hi - lo;
+  return {lo + len * j / kLinkChunks, lo + len * (j + 1) / kLinkChunks};
+}
+
 template <typename T>
 Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo) {
   const int n = comm_.size(), me = comm_.rank(), p = position_of_rank_[me];
   const auto& order = options_.order;
   const int next = order[Mod(p + 1, n)], prev = order[Mod(p - 1, n)];
-  const int64_t bb = c * static_cast<int64_t>(sizeof(T));
+  constexpr int64_t kT = sizeof(T);
+  const int64_t bb = c * kT;
   std::byte* win = Data(me);
   RETURN_IF_ERROR(BeginCollective());
-  std::memcpy(win + me * bb, send, static_cast<size_t>(bb));
-  std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
-  auto copy_out = [&](int block, int64_t first, int64_t count) {
-    std::memcpy(recv + block * c + first, win + block * bb + first * sizeof(T),
-                static_cast<size_t>(count) * sizeof(T));
-  };
-  if (algo == LinkAlgo::kRing1) {
-    for (int s = 0; s < n - 1; ++s) {
-      const int fwd = order[Mod(p - s, n)];
-      Send(next, fwd * bb, win + fwd * bb, bb, c, CwSlot(s));
-      RETURN_IF_ERROR(Wait(CwSlot(s)));
-      copy_out(order[Mod(p - s - 1, n)], 0, c);
+  // Blocks land in every window at their rank's offset. A rank's own block is sent straight
+  // from `send`; a received chunk is forwarded from the window as soon as it arrives, then
+  // copied out to `recv` while the rest is on the wire.
+  const std::byte* own = reinterpret_cast<const std::byte*>(send);
+  auto send_chunks = [&](int to, int block, const std::byte* src, int64_t lo, int64_t hi,
+                         int slot) {
+    for (int j = 0; j < kLinkChunks; ++j) {
+      const auto [a, b] = Chunk(lo, hi, j);
+      Send(to, block * bb + a * kT, src + a * kT, (b - a) * kT, b - a, slot);
     }
-  } else if (algo == LinkAlgo::kRing2) {
-    const int64_t h0 = c / 2, h1 = c - h0, off1 = h0 * static_cast<int64_t>(sizeof(T));
+  };
+  auto copy_out = [&](int block, int64_t a, int64_t b) {
+    std::memcpy(recv + block * c + a, win + block * bb + a * kT, static_cast<size_t>(b - a) * kT);
+  };
+  // Receives [lo, hi) of `block` on `slot` chunk by chunk; forward(j, a, b) runs for each
+  // chunk before it is copied out.
+  auto receive = [&](int block, int64_t lo, int64_t hi, int slot, auto&& forward) -> Status {
+    for (int j = 0; j < kLinkChunks; ++j) {
+      const auto [a, b] = Chunk(lo, hi, j);
+      RETURN_IF_ERROR(Wait(slot));
+      forward(j, a, b);
+      copy_out(block, a, b);
+    }
+    return Status::Ok();
+  };
+  auto none = [](int, int64_t, int64_t) {};
+  if (algo == LinkAlgo::kRing1 || algo == LinkAlgo::kRing2) {
+    const bool two = algo == LinkAlgo::kRing2;
+    const int64_t h0 = two ? c / 2 : c;  // [0, h0) clockwise, [h0, c) counter-clockwise
+    if (n > 1) {
+      send_chunks(next, me, own, 0, h0, CwSlot(0));
+      if (two) send_chunks(prev, me, own, h0, c, CcwSlot(0));
+    }
+    std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
     for (int s = 0; s < n - 1; ++s) {
-      const int a = order[Mod(p - s, n)], b = order[Mod(p + s, n)];
-      Send(next, a * bb, win + a * bb, off1, h0, CwSlot(s));
-      Send(prev, b * bb + off1, win + b * bb + off1, bb - off1, h1, CcwSlot(s));
-      RETURN_IF_ERROR(Wait(CwSlot(s)));
-      copy_out(order[Mod(p - s - 1, n)], 0, h0);
-      RETURN_IF_ERROR(Wait(CcwSlot(s)));
-      copy_out(order[Mod(p + s + 1, n)], h0, h1);
+      const bool more = s + 1 < n - 1;
+      const int a = order[Mod(p - s - 1, n)];
+      RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int, int64_t x, int64_t y) {
+        if (more)
+          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1));
+      }));
+      if (two) {
+        const int b = order[Mod(p + s + 1, n)];
+        RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int, int64_t x, int64_t y) {
+          if (more)
+            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x, CcwSlot(s + 1));
+        }));
+      }
     }
   } else {
+    // Step s pushes the own block to position p-s; the next step's push is issued once the
+    // data of this step has arrived.
+    if (n > 1) send_chunks(order[Mod(p - 1, n)], me, own, 0, c, DirectSlot(1));
+    std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
     for (int s = 1; s < n; ++s) {
-      Send(order[Mod(p - s, n)], me * bb, win + me * bb, bb, c, DirectSlot(s));
-      RETURN_IF_ERROR(Wait(DirectSlot(s)));
-      copy_out(order[Mod(p + s, n)], 0, c);
+      RETURN_IF_ERROR(
+          receive(order[Mod(p + s, n)], 0, c, DirectSlot(s), [&](int j, int64_t, int64_t) {
+            if (j == kLinkChunks - 1 && s + 1 < n) {
+              send_chunks(order[Mod(p - s - 1, n)], me, own, 0, c, DirectSlot(s + 1));
+            }
+          }));
     }
+    (void)none;
   }
   return EndCollective();
 }
@@ -255,49 +275,76 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
     std::copy(send, send + c, recv);
     return EndCollective();
   }
-  auto slot_in = [&](int s) { return reinterpret_cast<const Acc*>(win + s * c * kAcc); };
   if (algo == LinkAlgo::kDirect) {
-    // Raw contributions (T) land in slot s-1; the sum is taken here in step order.
+    // Raw contributions (T) land in slot s-1; the sum is taken here in step order, chunk by
+    // chunk as they arrive. The next step's push is issued once this step's data arrived.
     const int64_t tb = c * static_cast<int64_t>(sizeof(T));
+    auto push = [&](int s) {
+      const int to = order[Mod(p - s, n)];
+      for (int j = 0; j < kLinkChunks; ++j) {
+        const auto [a, b] = Chunk(0, c, j);
+        Send(to, (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to * c + a,
+             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s));
+      }
+    };
+    push(1);
     std::vector<Acc> sum(c);
     for (int64_t i = 0; i < c; ++i) sum[i] = ToAcc<Acc>(send[me * c + i]);
     for (int s = 1; s < n; ++s) {
-      const int to = order[Mod(p - s, n)];
-      Send(to, (s - 1) * tb, send + to * c, tb, c, DirectSlot(s));
-      RETURN_IF_ERROR(Wait(DirectSlot(s)));
       const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
-      for (int64_t i = 0; i < c; ++i) sum[i] += ToAcc<Acc>(in[i]);
+      for (int j = 0; j < kLinkChunks; ++j) {
+        const auto [a, b] = Chunk(0, c, j);
+        RETURN_IF_ERROR(Wait(DirectSlot(s)));
+        if (j == kLinkChunks - 1 && s + 1 < n) push(s + 1);
+        for (int64_t i = a; i < b; ++i) sum[i] += ToAcc<Acc>(in[i]);
+        if (s == n - 1) {
+          for (int64_t i = a; i < b; ++i) recv[i] = FromAcc<T>(sum[i]);
+        }
+      }
     }
-    for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(sum[i]);
     return EndCollective();
   }
   // Rings: partial sums (Acc) staged in private memory, one buffer per step (the engine
-  // reads them until its messages are done, which may be after an error return).
+  // reads them until its messages are done, which may be after an error return). Each chunk
+  // is added and sent as soon as its input chunk has arrived.
+  auto slot_in = [&](int s) { return reinterpret_cast<const Acc*>(win + s * c * kAcc); };
   stage_.resize(static_cast<size_t>((n - 1) * c * kAcc));
   Acc* stage = reinterpret_cast<Acc*>(stage_.data());
   const bool two = algo == LinkAlgo::kRing2;
   const int64_t h0 = two ? c / 2 : c;  // elements [0, h0) go clockwise, [h0, c) counter
-  for (int s = 0; s < n - 1; ++s) {
+  // One direction of step s: [lo, hi) of block `blk` to `to`, input from slot `in_slot`.
+  auto step_part = [&](int s, int64_t lo, int64_t hi, int blk, int to, int in_slot,
+                       int out_slot) -> Status {
     Acc* out = stage + s * c;
-    const int b0 = order[Mod(p - s - 1, n)];
-    if (s > 0) RETURN_IF_ERROR(Wait(CwSlot(s - 1)));
-    for (int64_t i = 0; i < h0; ++i) {
-      out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[b0 * c + i]);
-    }
-    Send(next, s * c * kAcc, out, h0 * kAcc, h0, CwSlot(s));
-    if (two) {
-      const int b1 = order[Mod(p + s + 1, n)];
-      if (s > 0) RETURN_IF_ERROR(Wait(CcwSlot(s - 1)));
-      for (int64_t i = h0; i < c; ++i) {
-        out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[b1 * c + i]);
+    for (int j = 0; j < kLinkChunks; ++j) {
+      const auto [a, b] = Chunk(lo, hi, j);
+      if (s > 0) RETURN_IF_ERROR(Wait(in_slot));
+      for (int64_t i = a; i < b; ++i) {
+        out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[blk * c + i]);
       }
-      Send(prev, (s * c + h0) * kAcc, out + h0, (c - h0) * kAcc, c - h0, CcwSlot(s));
+      Send(to, (s * c + a) * kAcc, out + a, (b - a) * kAcc, b - a, out_slot);
+    }
+    return Status::Ok();
+  };
+  for (int s = 0; s < n - 1; ++s) {
+    const int in_cw = s > 0 ? CwSlot(s - 1) : 0, in_ccw = s > 0 ? CcwSlot(s - 1) : 0;
+    RETURN_IF_ERROR(step_part(s, 0, h0, order[Mod(p - s - 1, n)], next, in_cw, CwSlot(s)));
+    if (two) {
+      RETURN_IF_ERROR(step_part(s, h0, c, order[Mod(p + s + 1, n)], prev, in_ccw, CcwSlot(s)));
     }
   }
-  RETURN_IF_ERROR(Wait(CwSlot(n - 2)));
-  if (two) RETURN_IF_ERROR(Wait(CcwSlot(n - 2)));
+  // The last partials: add the own contribution chunk by chunk as they arrive.
   const Acc* in = slot_in(n - 2);
-  for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(in[i] + ToAcc<Acc>(send[me * c + i]));
+  auto finish = [&](int64_t lo, int64_t hi, int slot) -> Status {
+    for (int j = 0; j < kLinkChunks; ++j) {
+      const auto [a, b] = Chunk(lo, hi, j);
+      RETURN_IF_ERROR(Wait(slot));
+      for (int64_t i = a; i < b; ++i) recv[i] = FromAcc<T>(in[i] + ToAcc<Acc>(send[me * c + i]));
+    }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(finish(0, h0, CwSlot(n - 2)));
+  if (two) RETURN_IF_ERROR(finish(h0, c, CcwSlot(n - 2)));
   return EndCollective();
 }
 

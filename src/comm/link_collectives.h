@@ -17,6 +17,13 @@
 //  - kDirect (PyTorch async-TP pull order): step s = 1..n-1: position p receives from
 //    position p+s (the sender pushes its own block, or for ReduceScatter its raw contribution
 //    to the receiver's block); ReduceScatter sums own + steps 1..n-1 at the end.
+// Chunks and send order (what compass/collective_model.h models): every message of a step
+// (per direction) goes as kLinkChunks (4) back-to-back chunk messages. A rank sends its own
+// block (or first partial) at once, from the caller's buffer; a ring forwards (or adds to
+// and sends) chunk j as soon as chunk j of the previous step has arrived, before copying it
+// out; direct issues step s+1's push once all of step s has arrived; ring2 handles the
+// clockwise part of a step, then the counter-clockwise one. So copies and additions overlap
+// the transfers and only the last chunk's is exposed.
 // Sums accumulate in fp32 for float and bf16 (bf16 rounds once at the end), in double for
 // double, exactly for int64.
 //
@@ -40,14 +47,10 @@
 
 #include "comm/communicator.h"
 #include "comm/copy_engine.h"
+#include "comm/link_algo.h"
 #include "comm/symmetric_memory.h"
 
 namespace tessera::comm {
-
-enum class LinkAlgo { kRing1, kRing2, kDirect };
-// "ring1", "ring2", "direct".
-const char* LinkAlgoName(LinkAlgo a);
-StatusOr<LinkAlgo> ParseLinkAlgo(const std::string& name);
 
 struct LinkCollectivesOptions {
   // endpoint_of_rank[r]: the fabric endpoint (world rank) of rank r of the communicator.
@@ -92,6 +95,7 @@ class LinkCollectives {
   void Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes, int64_t elements,
             int slot_at_receiver);
   std::byte* Data(int rank) const;
+  static std::pair<int64_t, int64_t> Chunk(int64_t lo, int64_t hi, int j);
   Status Drained(Status st);
   int64_t Deadline() const;
 

@@ -63,15 +63,15 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkFabric> fabric,
                    comm::LinkFabric::Create(world, std::move(links)));
   comm::CopyEngine engine(fabric.get(), me);
+  if (config.wake_lead_ns) engine.set_wake_lead_ns(*config.wake_lead_ns);
   ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
                    comm::SharedBarrier::Create(world));
   // One set of windows per ring order (ranks = devices here, so orders are rank lists).
-  const int64_t window = std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count,
-                                                                             comm::DType::kF32),
-                                  comm::LinkCollectives::ReduceScatterWindowBytes(
-                                      n, max_count, comm::DType::kF32));
-  auto make = [&](const std::vector<int>& order)
-      -> core::StatusOr<std::unique_ptr<comm::LinkCollectives>> {
+  const int64_t window =
+      std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kF32),
+               comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kF32));
+  auto make =
+      [&](const std::vector<int>& order) -> core::StatusOr<std::unique_ptr<comm::LinkCollectives>> {
     comm::LinkCollectivesOptions o;
     o.endpoint_of_rank = devices;
     o.order = order;
@@ -94,7 +94,8 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
     }
   }
   const int total = static_cast<int>(runs.size()) * config.repeats;
-  std::vector<double> my_times(static_cast<size_t>(total));
+  // Per run: this rank's actual begin (after its sleep) and end, ns.
+  std::vector<double> my_begin(static_cast<size_t>(total)), my_end(my_begin.size());
   std::vector<float> send(static_cast<size_t>(n * max_count)), recv(send.size());
   const int64_t wall0 = comm::NowNs();
   const int64_t cpu0 = engine.stats().cpu_ns;
@@ -110,10 +111,12 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       comm::LinkCollectives& lc = run.algo == LinkAlgo::kRing2 ? *dual : *single;
       ASSIGN_OR_RETURN(int64_t start, barrier->Arrive(2'000'000, 600.0));
       comm::SleepUntilNs(start);
+      const int64_t begin = comm::NowNs();
       const comm::ConstBuffer in{send.data(), in_count, comm::DType::kF32};
       const comm::MutableBuffer out{recv.data(), out_count, comm::DType::kF32};
       Status st = ag ? lc.AllGather(in, out, run.algo) : lc.ReduceScatter(in, out, run.algo);
-      my_times[rep * runs.size() + ri] = static_cast<double>(comm::NowNs() - start) * 1e-9;
+      my_end[rep * runs.size() + ri] = static_cast<double>(comm::NowNs() - start);
+      my_begin[rep * runs.size() + ri] = static_cast<double>(begin - start);
       RETURN_IF_ERROR(st);
       // Check against the plain reference (outside the timed region).
       if (failure.ok()) {
@@ -128,11 +131,10 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
           const double got = recv[i];
           const bool ok = ag ? got == want : std::abs(got - want) <= 1e-6 * (1 + std::abs(want));
           if (!ok) {
-            failure = core::Internal(std::string(CollectiveKindName(run.kind)) + " " +
-                                     comm::LinkAlgoName(run.algo) + " block " +
-                                     std::to_string(run.bytes) + " B: element " +
-                                     std::to_string(i) + " is " + std::to_string(got) +
-                                     ", reference " + std::to_string(want));
+            failure = core::Internal(
+                std::string(CollectiveKindName(run.kind)) + " " + comm::LinkAlgoName(run.algo) +
+                " block " + std::to_string(run.bytes) + " B: element " + std::to_string(i) +
+                " is " + std::to_string(got) + ", reference " + std::to_string(want));
           }
         }
       }
@@ -147,9 +149,11 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&bad, 1)));
   if (!failure.ok()) return failure;
   if (bad > 0) return core::Internal("collective bench: a result differed from the reference");
-  // The slowest rank's time of every run.
-  std::vector<double> all(static_cast<size_t>(total) * n);
-  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_times), std::span<double>(all)));
+  // A run takes from the last rank's begin to the last rank's end (the ranks' wake-ups from
+  // the common start differ by tens of microseconds, and no rank can finish before all began).
+  std::vector<double> begins(static_cast<size_t>(total) * n), ends(begins.size());
+  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_begin), std::span<double>(begins)));
+  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_end), std::span<double>(ends)));
   std::vector<double> cpu_all(n);
   RETURN_IF_ERROR(
       world.AllGather(std::span<const double>(&cpu_fraction, 1), std::span<double>(cpu_all)));
@@ -165,11 +169,13 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     std::vector<double> per_rep;
     for (int rep = 0; rep < config.repeats; ++rep) {
-      double slowest = 0;
+      double last_begin = 0, last_end = 0;
       for (int r = 0; r < n; ++r) {
-        slowest = std::max(slowest, all[static_cast<size_t>(r) * total + rep * runs.size() + ri]);
+        const size_t at = static_cast<size_t>(r) * total + rep * runs.size() + ri;
+        last_begin = std::max(last_begin, begins[at]);
+        last_end = std::max(last_end, ends[at]);
       }
-      per_rep.push_back(slowest / scale.scale);
+      per_rep.push_back((last_end - last_begin) * 1e-9 / scale.scale);
     }
     CollectiveRow row;
     row.kind = runs[ri].kind;
@@ -178,12 +184,9 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
     row.median_s = Median(per_rep);
     row.min_s = *std::min_element(per_rep.begin(), per_rep.end());
     row.max_s = *std::max_element(per_rep.begin(), per_rep.end());
-    const std::vector<int>& order = runs[ri].algo == LinkAlgo::kRing2 ? out.ring2_order
-                                                                      : out.ring1_order;
-    const CollectiveAlgo algo = runs[ri].algo == LinkAlgo::kRing1   ? CollectiveAlgo::kRing1
-                                : runs[ri].algo == LinkAlgo::kRing2 ? CollectiveAlgo::kRing2
-                                                                    : CollectiveAlgo::kDirect;
-    row.modeled_s = ModelCollective(topology, order, runs[ri].kind, algo,
+    const std::vector<int>& order =
+        runs[ri].algo == LinkAlgo::kRing2 ? out.ring2_order : out.ring1_order;
+    row.modeled_s = ModelCollective(topology, order, runs[ri].kind, runs[ri].algo,
                                     static_cast<double>(runs[ri].bytes))
                         .total_s;
     out.rows.push_back(row);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ struct CollectiveBenchConfig {
   std::vector<int64_t> block_wire_bytes = {256 << 10, 1 << 20, 4 << 20};
   std::vector<comm::LinkAlgo> algos = {comm::LinkAlgo::kRing1, comm::LinkAlgo::kRing2,
                                        comm::LinkAlgo::kDirect};
-  std::vector<CollectiveKind> kinds = {CollectiveKind::kAllGather,
-                                       CollectiveKind::kReduceScatter};
+  std::vector<CollectiveKind> kinds = {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter};
   int repeats = 7;
+  // The copy engines' wake-up lead (link_check.h: CalibrateWakeLeadNs); unset: measured by
+  // each engine at start.
+  std::optional<int64_t> wake_lead_ns;
   // Called on rank 0 after each run: (runs done, runs in total).
   std::function<void(int, int)> progress;
 };

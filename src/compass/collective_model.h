@@ -1,9 +1,30 @@
-// Closed-form times of the collectives that Compass overlaps with GEMMs, over a hw::Topology:
-// the first piece of Compass's cost model. All times are modeled device seconds.
+// Modeled times of the collectives that Compass overlaps with GEMMs, over a hw::Topology: the
+// first piece of Compass's cost model. All times are modeled device seconds. A rank's messages
+// to one peer leave one after another (a copy stream).
 //
 // A collective runs among n ranks at ring positions 0..n-1 (order[p] = the device of the rank at
-// position p); every rank's block is block_wire_bytes on the wire. It takes n-1 sequential
-// steps; the flows of a step start together and share the topology's resources max-min fairly
+// position p); every rank's block is block_wire_bytes on the wire.
+//
+// ModelCollective follows the messages of comm/link_collectives.h one by one: a rank sends a
+// step's message as soon as the message it depends on has arrived (no global step barrier),
+// every message crosses its route's resources sharing them max-min fairly with the messages in
+// flight at the same time (sim::SimulateFlows), and arrives its route latency after its last
+// byte. Dependencies (p = ring position, (p, s) = the message p sends at step s):
+// Every (p, s) goes as comm::kLinkChunks back-to-back chunk messages (a stream), and a chunk
+// that depends on a message waits for the same chunk of it (rings) or its last chunk (direct).
+//   ring1:  (p, s) goes to p+1 and waits for (p-1, s-1);
+//   ring2:  two messages per step, block/2 each, cw to p+1 and ccw to p-1: cw (p, s) waits
+//           for cw (p-1, s-1) and ccw (p+1, s-2); ccw (p, s) for cw (p-1, s-1) and
+//           ccw (p+1, s-1) (the order in which one thread waits and sends);
+//   direct: (p, s), s = 1..n-1, goes to p-s and waits for the message p received at step s-1,
+//           i.e. (p+s-1, s-1).
+// The same messages serve AllGather and ReduceScatter.
+// The collective ends when the last message arrives. On a ring whose edges are all alike this
+// equals the lock-step form below; on a mixed ring (NVLink pairs joined by PCIe) it is shorter,
+// because a block crosses a fast edge and moves on without waiting for the slow ones.
+//
+// ModelCollectiveLockstep is the closed form (an upper bound): n-1 sequential steps; the
+// flows of a step start together and share the topology's resources max-min fairly
 // (hw::ConcurrentFlowTimesS), and the step ends when its slowest flow completes:
 //   ring1:  flows order[p] -> order[(p+1) % n] of block bytes, for every p;
 //   ring2:  flows order[p] -> order[(p+1) % n] AND order[p] -> order[(p-1+n) % n], block/2
@@ -13,8 +34,7 @@
 //   direct: step s = 1..n-1: flows order[(p+s) % n] -> order[p] of block bytes for every p
 //           (rank p pulls from rank p+s, PyTorch async-TP order).
 // AllGather and ReduceScatter move the same flows (RS sends partial sums the same way); the
-// ReduceScatter's local additions are not counted here. Per-step times are returned so that a
-// caller can add a trace or an emulator's overhead per step.
+// ReduceScatter's local additions and copies are not counted in either form.
 // Pure functions; thread-safe.
 #pragma once
 
@@ -22,32 +42,37 @@
 #include <string>
 #include <vector>
 
+#include "comm/link_algo.h"
 #include "core/status.h"
 #include "hw/topology.h"
 
 namespace tessera::compass {
 
 enum class CollectiveKind { kAllGather, kReduceScatter };
-enum class CollectiveAlgo { kRing1, kRing2, kDirect };
+// The algorithms of comm/link_collectives.h (one enum for the runtime and the model).
+using CollectiveAlgo = comm::LinkAlgo;
 
 // "allgather", "reducescatter".
 const char* CollectiveKindName(CollectiveKind k);
-// "ring1", "ring2", "direct".
-const char* CollectiveAlgoName(CollectiveAlgo a);
-// Every algorithm, in the order above.
-std::vector<CollectiveAlgo> AllCollectiveAlgos();
-// Parses a name above; InvalidArgument "algo: got 'x', must be one of ring1, ring2, direct".
-core::StatusOr<CollectiveAlgo> ParseCollectiveAlgo(const std::string& name);
+inline const char* CollectiveAlgoName(CollectiveAlgo a) { return comm::LinkAlgoName(a); }
+inline std::vector<CollectiveAlgo> AllCollectiveAlgos() { return comm::AllLinkAlgos(); }
+inline core::StatusOr<CollectiveAlgo> ParseCollectiveAlgo(const std::string& name) {
+  return comm::ParseLinkAlgo(name);
+}
 
 struct CollectiveModel {
-  double total_s = 0;          // the sum of step_s
-  std::vector<double> step_s;  // n-1 steps, in order
+  double total_s = 0;
+  std::vector<double> step_s;      // lock-step form: n-1 steps, in order (total = their sum)
+  std::vector<double> position_s;  // message form: when each ring position has all its data
 };
 
-// The modeled time of one collective; fewer than 2 ranks: 0 and no steps. `order` must hold
-// distinct valid device ids and block_wire_bytes must be >= 0 (CHECK: callers validate, e.g.
-// with hw::BestRing).
+// The modeled times of one collective; fewer than 2 ranks: 0. `order` must hold distinct
+// valid device ids and block_wire_bytes must be >= 0 (CHECK: callers validate, e.g. with
+// hw::BestRing).
 CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> order,
                                 CollectiveKind kind, CollectiveAlgo algo, double block_wire_bytes);
+CollectiveModel ModelCollectiveLockstep(const hw::Topology& t, std::span<const int> order,
+                                        CollectiveKind kind, CollectiveAlgo algo,
+                                        double block_wire_bytes);
 
 }  // namespace tessera::compass

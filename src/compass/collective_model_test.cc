@@ -28,7 +28,11 @@ std::vector<int> Best(const hw::Topology& t, hw::RingKind kind) {
 
 double Time(const hw::Topology& t, const std::vector<int>& order, CollectiveAlgo algo,
             double bytes) {
-  return ModelCollective(t, order, CollectiveKind::kAllGather, algo, bytes).total_s;
+  return ModelCollectiveLockstep(t, order, CollectiveKind::kAllGather, algo, bytes).total_s;
+}
+double MessageTime(const hw::Topology& t, const std::vector<int>& order, CollectiveKind kind,
+                   CollectiveAlgo algo, double bytes) {
+  return ModelCollective(t, order, kind, algo, bytes).total_s;
 }
 
 TEST(CollectiveModelTest, NamesParseBack) {
@@ -52,10 +56,12 @@ TEST(CollectiveModelTest, TwoDevicesOnOneLink) {
   const std::vector<int> order = {0, 1};
   for (CollectiveAlgo a : AllCollectiveAlgos()) {
     for (CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
-      CollectiveModel m = ModelCollective(*t, order, k, a, 1e6);
+      CollectiveModel m = ModelCollectiveLockstep(*t, order, k, a, 1e6);
       ASSERT_EQ(m.step_s.size(), 1u) << CollectiveAlgoName(a);
       // latency + bytes / bw; ring2 on 2 ranks: both halves on the one edge, same time.
       EXPECT_NEAR(m.total_s, 5e-6 + 1e6 / 10e9, 1e-15) << CollectiveAlgoName(a);
+      // One message each way: the message form gives the same.
+      EXPECT_NEAR(ModelCollective(*t, order, k, a, 1e6).total_s, 5e-6 + 1e6 / 10e9, 1e-15);
     }
   }
   EXPECT_EQ(ModelCollective(*t, std::vector<int>{1}, CollectiveKind::kAllGather,
@@ -89,12 +95,48 @@ TEST(CollectiveModelTest, A6000RingsAndDirect) {
   // direct loads the shared PCIe / UPI paths: slower than ring1.
   const double d = Time(t, single, CollectiveAlgo::kDirect, big);
   EXPECT_GT(d, 1.3 * r1);
-  CollectiveModel m =
-      ModelCollective(t, single, CollectiveKind::kReduceScatter, CollectiveAlgo::kDirect, big);
+  CollectiveModel m = ModelCollectiveLockstep(t, single, CollectiveKind::kReduceScatter,
+                                              CollectiveAlgo::kDirect, big);
   ASSERT_EQ(m.step_s.size(), 7u);
   // Step 4 pulls across the sockets for every rank: 4 flows per UPI direction.
   EXPECT_NEAR(m.step_s[3], 16e-6 + big / (41.6e9 / 4), 1e-12);
   EXPECT_DOUBLE_EQ(m.total_s, d);
+}
+
+TEST(CollectiveModelTest, MessageFormIsBetweenTheBandwidthBoundAndTheLockstepForm) {
+  hw::Topology t = Preset("a6000x8");
+  const std::vector<int> four = {0, 1, 2, 3};  // NVLink, PCIe, NVLink, PCIe edges
+  const double block = 4 * core::kMiB;
+  for (CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    for (CollectiveAlgo a : AllCollectiveAlgos()) {
+      const double msg = MessageTime(t, four, k, a, block);
+      const double lock = ModelCollectiveLockstep(t, four, k, a, block).total_s;
+      // Rings never wait at a step barrier, so they finish no later than the lock-step form
+      // (direct may: without a barrier a rank's next pull overlaps other ranks' current ones).
+      if (a != CollectiveAlgo::kDirect) {
+        EXPECT_LE(msg, lock * (1 + 1e-12)) << CollectiveAlgoName(a);
+      }
+      // The slowest directed edge carries n-1 messages (or halves) one after another.
+      const double per_edge = a == CollectiveAlgo::kRing2 ? block / 2 : block;
+      EXPECT_GE(msg, 3 * per_edge / 24e9) << CollectiveAlgoName(a);
+    }
+    // ring1 by hand: the PCIe edge 1 -> 2 is the bottleneck; rank 1 always has its next block
+    // (over NVLink) before the previous one has left, so the edge transmits three blocks back
+    // to back and the last arrives one route latency later.
+    const double pcie_latency = t.route(1, 2).latency_s;
+    EXPECT_NEAR(MessageTime(t, four, k, CollectiveAlgo::kRing1, block),
+                3 * block / 24e9 + pcie_latency, 1e-9)
+        << CollectiveKindName(k);
+  }
+  // On the uniform NVSwitch machine the chunks hide most of each step's latency: between
+  // the bandwidth bound (7 blocks through one port) plus one latency, and the lock-step form.
+  hw::Topology h = Preset("h100x8");
+  const std::vector<int> order = Best(h, hw::RingKind::kSingle);
+  for (CollectiveAlgo a : AllCollectiveAlgos()) {
+    const double msg = MessageTime(h, order, CollectiveKind::kAllGather, a, block);
+    EXPECT_GE(msg, 7 * block / 450e9 + 8e-6) << CollectiveAlgoName(a);
+    EXPECT_LE(msg, Time(h, order, a, block)) << CollectiveAlgoName(a);
+  }
 }
 
 TEST(CollectiveModelTest, H100SwitchGivesNoDoubleRingGain) {

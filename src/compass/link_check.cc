@@ -68,6 +68,7 @@ core::StatusOr<LinkAccuracy> MeasureLinkAccuracy(comm::Communicator& world,
   ASSIGN_OR_RETURN(std::unique_ptr<comm::SymmetricMemory> mem,
                    comm::SymmetricMemory::Create(world, kHeader + 2 * shared_bytes));
   CopyEngine engine(fabric.get(), world.rank());
+  if (config.wake_lead_ns) engine.set_wake_lead_ns(*config.wake_lead_ns);
   std::vector<std::byte> src(static_cast<size_t>(shared_bytes), std::byte{0x5A});
   const int me = world.rank();
   auto signal = [&](int rank, int slot) {
@@ -152,6 +153,8 @@ core::StatusOr<LinkAccuracy> MeasureLinkAccuracy(comm::Communicator& world,
   };
   LinkAccuracy out;
   out.config = config;
+  out.wake_lead_ns = engine.wake_lead_ns();
+  RETURN_IF_ERROR(world.Broadcast(std::span<int64_t>(&out.wake_lead_ns, 1), 0));
   ASSIGN_OR_RETURN(single, from_rank(1, single));
   ASSIGN_OR_RETURN(fwd, from_rank(1, fwd));
   ASSIGN_OR_RETURN(rev, from_rank(0, rev));
@@ -173,6 +176,47 @@ core::StatusOr<LinkAccuracy> MeasureLinkAccuracy(comm::Communicator& world,
   return out;
 }
 
+core::StatusOr<int64_t> CalibrateWakeLeadNs(comm::Communicator& world, int64_t latency_ns,
+                                            int repeats) {
+  if (world.size() < 2 || repeats < 1) {
+    return core::InvalidArgument("calibration needs >= 2 ranks and >= 1 repeat");
+  }
+  LinkProbeConfig c;
+  c.latency_ns = latency_ns;
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkFabric> fabric,
+                   comm::LinkFabric::Create(world, ProbeLinks(world.size(), c)));
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::SymmetricMemory> mem,
+                   comm::SymmetricMemory::Create(world, 4096));
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
+                   comm::SharedBarrier::Create(world));
+  CopyEngine engine(fabric.get(), world.rank());
+  engine.set_wake_lead_ns(0);
+  auto* signal = reinterpret_cast<std::atomic<uint32_t>*>(mem->segment(1));
+  std::vector<double> late;
+  for (int rep = 0; rep < repeats; ++rep) {
+    ASSIGN_OR_RETURN(int64_t start, barrier->Arrive(5'000'000, 120.0));
+    if (world.rank() == 0) {
+      CopyEngine::Put put;
+      put.dst_endpoint = 1;
+      put.dst = mem->segment(1) + 64;
+      put.signal = signal;
+      put.not_before_ns = start;
+      engine.Submit(put);
+    }
+    if (world.rank() == 1) {
+      if (!comm::WaitAtLeast(signal, static_cast<uint32_t>(rep + 1), NowNs() + 60'000'000'000)) {
+        return core::DeadlineExceeded("calibration: no signal within 60 s");
+      }
+      late.push_back(static_cast<double>(NowNs() - (start + latency_ns)));
+    }
+    engine.WaitAllDone(comm::kNoDeadline);
+  }
+  double median = world.rank() == 1 ? Median(late) : 0;
+  RETURN_IF_ERROR(world.Broadcast(std::span<double>(&median, 1), 1));
+  RETURN_IF_ERROR(barrier->Arrive(0, 120.0).status());
+  return std::max<int64_t>(0, static_cast<int64_t>(median));
+}
+
 core::Json ToJson(const LinkAccuracy& a) {
   auto fig = [](const ProbeFigure& f) {
     return core::Json{{"expected_s", f.expected_s},
@@ -188,7 +232,8 @@ core::Json ToJson(const LinkAccuracy& a) {
                   {"single", fig(a.single)},
                   {"duplex_forward", fig(a.duplex_forward)},
                   {"duplex_reverse", fig(a.duplex_reverse)},
-                  {"engine_cpu_fraction", a.engine_cpu_fraction}};
+                  {"engine_cpu_fraction", a.engine_cpu_fraction},
+                  {"wake_lead_ns", a.wake_lead_ns}};
   if (a.has_shared) {
     j["shared_share_a"] = a.shared_share_a;
     j["shared_share_b"] = a.shared_share_b;

@@ -13,12 +13,16 @@
 // not_before_ns), and the receiver stamps the time its signal wakes it, so a figure includes
 // the engine's wake-up jitter and the receiver's wake-up, as a consumer would see them.
 // Each probe repeats `repeats` times; medians, minima and maxima are reported.
+// The fixed overhead of a delivery (a timer wake-up, the copy, the receiver's wake-up) is
+// what the engine's wake-up lead compensates (copy_engine.h); CalibrateWakeLeadNs measures it
+// here under load, on messages without payload.
 //
 // Collective over `world` (all ranks call it; ranks beyond the probe's idle). Thread-safety:
 // one thread per rank.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "comm/communicator.h"
 #include "core/json_util.h"
@@ -30,6 +34,8 @@ struct LinkProbeConfig {
   int64_t latency_ns = 1'000'000;  // emulated latency
   int64_t bytes = 64 * 1024;       // wire bytes per transfer
   int repeats = 9;
+  // The copy engines' wake-up lead; unset: what each engine measured when it started.
+  std::optional<int64_t> wake_lead_ns;
 };
 
 struct ProbeFigure {
@@ -46,11 +52,20 @@ struct LinkAccuracy {
   bool has_shared = false;                        // needs >= 3 ranks
   double shared_share_a = 0, shared_share_b = 0;  // median shares of the two flows
   double engine_cpu_fraction = 0;  // the busiest copy thread's CPU / wall, over the probes
+  int64_t wake_lead_ns = 0;        // rank 0's engine lead during the probes
 };
 
 core::StatusOr<LinkAccuracy> MeasureLinkAccuracy(comm::Communicator& world,
                                                  const LinkProbeConfig& config);
 
 core::Json ToJson(const LinkAccuracy& a);
+
+// The emulator's fixed delivery overhead on this machine under the current load: messages
+// with no payload go from rank 0 to rank 1 with the engines' lead set to 0, and the receiver
+// measures how long after (start + latency) it wakes; returns the median over `repeats`, on
+// every rank. Used as the engines' wake-up lead, so that data arrive on time on average.
+// It is measured on empty messages, so the probes above still test the pacing of payloads.
+core::StatusOr<int64_t> CalibrateWakeLeadNs(comm::Communicator& world, int64_t latency_ns,
+                                            int repeats = 15);
 
 }  // namespace tessera::compass

@@ -20,8 +20,7 @@ double Bottleneck(const hw::Topology& t, const hw::Route& r) {
 
 }  // namespace
 
-core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world,
-                                          const hw::Topology& topology,
+core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::Topology& topology,
                                           const LinksOptions& options) {
   const int n = world.size();
   if (n < 2 || n > topology.num_devices()) {
@@ -59,6 +58,10 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world,
   }
   std::vector<std::pair<int, int>> pairs = {{fs, fd}};
   if (slow < fast) pairs.push_back({ss, sd});
+  // The fixed delivery overhead, at the slowest pair's latency.
+  const int64_t slow_latency_ns = static_cast<int64_t>(
+      topology.route(pairs.back().first, pairs.back().second).latency_s * out.scale.scale * 1e9);
+  ASSIGN_OR_RETURN(out.calibrated_lead_ns, CalibrateWakeLeadNs(world, slow_latency_ns));
   for (size_t k = 0; k < pairs.size(); ++k) {
     const auto [s, d] = pairs[k];
     const hw::Route& route = topology.route(s, d);
@@ -76,11 +79,15 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world,
     c.latency_ns = static_cast<int64_t>(p.latency_s * out.scale.scale * 1e9);
     c.bytes = options.probe_bytes;
     c.repeats = options.probe_repeats;
-    ASSIGN_OR_RETURN(p.accuracy, MeasureLinkAccuracy(world, c));
+    ASSIGN_OR_RETURN(p.raw, MeasureLinkAccuracy(world, c));
+    c.wake_lead_ns = out.calibrated_lead_ns;
+    ASSIGN_OR_RETURN(p.calibrated, MeasureLinkAccuracy(world, c));
     out.probes.push_back(p);
   }
   // 3. The collectives.
-  ASSIGN_OR_RETURN(out.bench, RunCollectiveBench(world, topology, out.scale, options.bench));
+  CollectiveBenchConfig bench = options.bench;
+  bench.wake_lead_ns = out.calibrated_lead_ns;
+  ASSIGN_OR_RETURN(out.bench, RunCollectiveBench(world, topology, out.scale, bench));
   return out;
 }
 
@@ -92,13 +99,15 @@ core::Json ToJson(const LinksReport& r) {
                       {"dst_device", p.dst_device},
                       {"device_bw_bytes_per_s", p.bw_bytes_per_s},
                       {"device_latency_s", p.latency_s},
-                      {"emulated", ToJson(p.accuracy)}});
+                      {"emulated_raw", ToJson(p.raw)},
+                      {"emulated_calibrated", ToJson(p.calibrated)}});
   }
   return {{"kind", "compass-links"},
           {"topology", r.topology},
           {"provenance", r.provenance},
           {"time_scale", r.scale.scale},
           {"time_scale_source", r.scale.source},
+          {"calibrated_wake_lead_ns", r.calibrated_lead_ns},
           {"probes", probes},
           {"collectives", ToJson(r.bench)}};
 }

@@ -47,23 +47,30 @@ void Print(const compass::LinksReport& r) {
               r.provenance.c_str(), b.ranks, b.ranks - 1);
   std::printf("time scale s = %.1f (%s); emulated bandwidth = bandwidth / s, latency x s\n",
               r.scale.scale, r.scale.source.c_str());
-  core::Table lt({"probe (measured, emulated)", "expected ms", "single ms", "error", "duplex fwd",
-                  "duplex rev", "shared flows", "copy CPU"});
+  core::Table lt({"probe (measured, emulated)", "lead us", "expected ms", "single ms", "error",
+                  "duplex fwd", "duplex rev", "shared flows", "copy CPU"});
   for (const compass::LinkProbe& p : r.probes) {
-    const compass::LinkAccuracy& a = p.accuracy;
-    lt.AddRow({p.label, core::Fixed(a.single.expected_s * 1e3, 3),
-               core::Fixed(a.single.median_s * 1e3, 3), Pct(a.single.error()),
-               Pct(a.duplex_forward.error()), Pct(a.duplex_reverse.error()),
-               a.has_shared ? core::Fixed(a.shared_share_a, 3) + " / " +
-                                  core::Fixed(a.shared_share_b, 3)
-                            : "-",
-               core::Fixed(100 * a.engine_cpu_fraction, 1) + "%"});
+    for (const compass::LinkAccuracy* acc : {&p.raw, &p.calibrated}) {
+      const compass::LinkAccuracy& a = *acc;
+      lt.AddRow({p.label, core::Fixed(static_cast<double>(a.wake_lead_ns) / 1e3, 0),
+                 core::Fixed(a.single.expected_s * 1e3, 3), core::Fixed(a.single.median_s * 1e3, 3),
+                 Pct(a.single.error()), Pct(a.duplex_forward.error()),
+                 Pct(a.duplex_reverse.error()),
+                 a.has_shared
+                     ? core::Fixed(a.shared_share_a, 3) + " / " + core::Fixed(a.shared_share_b, 3)
+                     : "-",
+                 core::Fixed(100 * a.engine_cpu_fraction, 1) + "%"});
+    }
   }
   std::printf("%s", lt.Render().c_str());
+  std::printf(
+      "(each pair: first with the copy engines' start-up wake-up lead, then with the "
+      "lead calibrated on empty messages, %.0f us, used below)\n",
+      static_cast<double>(r.calibrated_lead_ns) / 1e3);
   std::printf("ring1 order %s, ring2 order %s\n", core::Json(b.ring1_order).dump().c_str(),
               core::Json(b.ring2_order).dump().c_str());
-  core::Table ct({"collective", "block", "algo", "measured ms (min-max)", "modeled ms",
-                  "error", "GB/s per rank"});
+  core::Table ct({"collective", "block", "algo", "measured ms (min-max)", "modeled ms", "error",
+                  "GB/s per rank"});
   for (const compass::CollectiveRow& row : b.rows) {
     ct.AddRow({compass::CollectiveKindName(row.kind),
                core::Fixed(static_cast<double>(row.block_wire_bytes) / core::kKiB, 0) + " KiB",
@@ -74,8 +81,9 @@ void Print(const compass::LinksReport& r) {
                core::Fixed(row.bandwidth_bytes_per_s(b.ranks) / core::kGB, 2)});
   }
   std::printf("%s", ct.Render().c_str());
-  std::printf("device times: measured = emulated wall time / s (median of the runs); modeled = "
-              "closed form on the topology\n");
+  std::printf(
+      "device times: measured = emulated wall time / s (median of the runs); modeled = "
+      "closed form on the topology\n");
   for (compass::CollectiveKind k :
        {compass::CollectiveKind::kAllGather, compass::CollectiveKind::kReduceScatter}) {
     std::string line;
@@ -139,8 +147,9 @@ void AddCompassLinks(CLI::App* compass, Action* action) {
   c->add_option("--ranks", a->ranks, "MPI ranks = devices 0..N-1 (relaunches under mpiexec)")
       ->transform(Integer(2, 64))
       ->capture_default_str();
-  c->add_option("--topology", a->topology, "a topology preset (a6000x8, h100x8, rtx4090x4) or "
-                                           "a topology JSON file")
+  c->add_option("--topology", a->topology,
+                "a topology preset (a6000x8, h100x8, rtx4090x4) or "
+                "a topology JSON file")
       ->capture_default_str();
   paths->RecordInput("--topology", &a->topology);
   c->add_option("--sizes-kib", a->sizes_kib, "block sizes per rank, KiB on the wire")
