@@ -25,7 +25,9 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The value rank r contributes at element i (exact in fp32 sums of up to 2^12 ranks).
+// The value rank r contributes at element i: exact in bf16, and sums of up to 2^12 ranks
+// are exact in fp32 (the accumulator), so a ReduceScatter result is the bf16 rounding of the
+// exact sum.
 float Value(int rank, int64_t i, int rep) {
   return static_cast<float>((rank * 131 + i * 7 + rep * 17) % 512) / 8.0f - 32.0f;
 }
@@ -68,8 +70,8 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
                    comm::SharedBarrier::Create(world));
   // One set of windows per ring order (ranks = devices here, so orders are rank lists).
   const int64_t window =
-      std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kF32),
-               comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kF32));
+      std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kBF16),
+               comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kBF16));
   auto make =
       [&](const std::vector<int>& order) -> core::StatusOr<std::unique_ptr<comm::LinkCollectives>> {
     comm::LinkCollectivesOptions o;
@@ -96,7 +98,7 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   const int total = static_cast<int>(runs.size()) * config.repeats;
   // Per run: this rank's actual begin (after its sleep) and end, ns.
   std::vector<double> my_begin(static_cast<size_t>(total)), my_end(my_begin.size());
-  std::vector<float> send(static_cast<size_t>(n * max_count)), recv(send.size());
+  std::vector<comm::Bf16> send(static_cast<size_t>(n * max_count)), recv(send.size());
   const int64_t wall0 = comm::NowNs();
   const int64_t cpu0 = engine.stats().cpu_ns;
   Status failure = Status::Ok();
@@ -107,13 +109,13 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       const int64_t c = run.bytes / 2;
       const bool ag = run.kind == CollectiveKind::kAllGather;
       const int64_t in_count = ag ? c : n * c, out_count = ag ? n * c : c;
-      for (int64_t i = 0; i < in_count; ++i) send[i] = Value(me, i, rep);
+      for (int64_t i = 0; i < in_count; ++i) send[i] = comm::FloatToBf16(Value(me, i, rep));
       comm::LinkCollectives& lc = run.algo == LinkAlgo::kRing2 ? *dual : *single;
       ASSIGN_OR_RETURN(int64_t start, barrier->Arrive(2'000'000, 600.0));
       comm::SleepUntilNs(start);
       const int64_t begin = comm::NowNs();
-      const comm::ConstBuffer in{send.data(), in_count, comm::DType::kF32};
-      const comm::MutableBuffer out{recv.data(), out_count, comm::DType::kF32};
+      const comm::ConstBuffer in{send.data(), in_count, comm::DType::kBF16};
+      const comm::MutableBuffer out{recv.data(), out_count, comm::DType::kBF16};
       Status st = ag ? lc.AllGather(in, out, run.algo) : lc.ReduceScatter(in, out, run.algo);
       my_end[rep * runs.size() + ri] = static_cast<double>(comm::NowNs() - start);
       my_begin[rep * runs.size() + ri] = static_cast<double>(begin - start);
@@ -125,11 +127,13 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
           if (ag) {
             want = Value(static_cast<int>(i / c), i % c, rep);
           } else {
-            want = 0;
-            for (int r = 0; r < n; ++r) want += Value(r, me * c + i, rep);
+            double sum = 0;
+            for (int r = 0; r < n; ++r) sum += Value(r, me * c + i, rep);
+            // fp32 accumulation is exact here; bf16 rounds once at the end.
+            want = comm::Bf16ToFloat(comm::FloatToBf16(static_cast<float>(sum)));
           }
-          const double got = recv[i];
-          const bool ok = ag ? got == want : std::abs(got - want) <= 1e-6 * (1 + std::abs(want));
+          const double got = comm::Bf16ToFloat(recv[i]);
+          const bool ok = got == want;
           if (!ok) {
             failure = core::Internal(
                 std::string(CollectiveKindName(run.kind)) + " " + comm::LinkAlgoName(run.algo) +
