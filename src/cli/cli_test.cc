@@ -237,7 +237,9 @@ TEST(CliTest, CompassTopoPresetShowsNvlinkPairsInRingOrder) {
   EXPECT_EQ((*j)["topology"]["name"], "a6000x8");
   EXPECT_EQ((*j)["single_ring"]["order"], (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ((*j)["allgather"]["algos"].size(), 3u);
-  EXPECT_EQ((*j)["allgather"]["algos"][0]["step_s"].size(), 7u);
+  EXPECT_EQ((*j)["allgather"]["algos"][0]["lockstep_step_s"].size(), 7u);
+  EXPECT_LE((*j)["allgather"]["algos"][0]["total_s"].get<double>(),
+            (*j)["allgather"]["algos"][0]["lockstep_total_s"].get<double>());
 
   r = RunTessera("compass topo --topology " + CliTestdata("topo_two_gpus.json") + " --tp 2");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -259,5 +261,18 @@ TEST(CliTest, CompassTopoBadInputIsOneLine) {
   const std::string in = CliTestdata("topo_two_gpus.json");
   ExpectUserError("compass topo --topology " + in + " --json " + in, "--json");
 }
+
+#ifdef TESSERA_HAVE_RUNTIME
+// `compass links` checks its topology and rank count before starting MPI: one line, exit 1.
+TEST(CliTest, CompassLinksBadInputIsOneLineBeforeMpi) {
+  ExpectUserError("compass links --ranks 9 --topology a6000x8",
+                  "--ranks: got 9, must be in [2, 8] for a6000x8");
+  ExpectUserError("compass links --ranks 4 --topology b200x8", "topology: got 'b200x8'");
+  ExpectUserError("compass links --ranks 2 --topology " + CliTestdata("topo_unknown_device.json"),
+                  "links[2].dst: got 'gpu9', not a vertex");
+  ExpectUserError("compass links --ranks 2 --time-scale 0", "--time-scale");
+  ExpectUserError("compass links --ranks 2 --sizes-kib 0", "--sizes-kib");
+}
+#endif
 
 }  // namespace
