@@ -1,0 +1,73 @@
+// `tessera xema intervals`: the memory-pressure intervals of a trace under a budget.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "core/byte_size.h"
+#include "core/table.h"
+#include "xema/memory_trace.h"
+#include "xema/pressure_intervals.h"
+
+namespace tessera::cli {
+namespace {
+
+struct IntervalsArgs {
+  std::string trace_path;
+  int64_t budget_bytes = 0;
+  int64_t reserve_bytes = 0;
+};
+
+core::Status RunIntervals(const IntervalsArgs& a) {
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::ReadTraceFile(a.trace_path));
+  ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
+  ASSIGN_OR_RETURN(xema::PressureReport r,
+                   xema::FindPressureIntervals(trace, x, a.budget_bytes, a.reserve_bytes));
+  std::printf("trace %s: %zu ops, %zu tensor instances\n", xema::Describe(trace).c_str(),
+              x.ops.size(), x.tensors.size());
+  std::printf("budget %s - weights %s - reserve %s = available %s; peak activations %s\n",
+              core::FormatBytes(r.budget_bytes).c_str(), core::FormatBytes(r.weight_bytes).c_str(),
+              core::FormatBytes(r.reserve_bytes).c_str(),
+              core::FormatBytes(r.available_bytes).c_str(),
+              core::FormatBytes(r.peak_live_bytes).c_str());
+  if (r.intervals.empty()) {
+    std::printf("no pressure interval: every op fits the budget\n");
+    return core::Status::Ok();
+  }
+  core::Table t({"#", "ops", "first op", "last op", "phases", "excess", "peak at"});
+  for (size_t i = 0; i < r.intervals.size(); ++i) {
+    const xema::PressureInterval& iv = r.intervals[i];
+    std::string phases;
+    for (xema::Phase p : iv.phases)
+      phases += (phases.empty() ? "" : "+") + std::string(PhaseName(p));
+    t.AddRow(
+        {std::to_string(i + 1), std::to_string(iv.first_op) + ".." + std::to_string(iv.last_op),
+         xema::FlatOpName(trace, x.ops[iv.first_op]), xema::FlatOpName(trace, x.ops[iv.last_op]),
+         phases, core::FormatBytes(iv.excess_bytes), xema::FlatOpName(trace, x.ops[iv.peak_op])});
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf("%zu intervals, %d of %zu ops under pressure, max excess %s\n", r.intervals.size(),
+              r.ops_under_pressure, x.ops.size(), core::FormatBytes(r.max_excess_bytes).c_str());
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+void AddXemaIntervals(CLI::App* xema, Action* action) {
+  auto a = std::make_shared<IntervalsArgs>();
+  auto paths = std::make_shared<CommandPaths>();
+  CLI::App* c = xema->add_subcommand(
+      "intervals", "Op ranges where a trace needs more than the budget leaves, and the excess");
+  paths->Input(c, "--trace", &a->trace_path, "memory trace JSON (tessera.xema.trace/1)")
+      ->required();
+  c->add_option("--budget", a->budget_bytes, "device memory budget, e.g. 512MiB, 80GB")
+      ->transform(ByteSize(1, core::kMaxByteSize))
+      ->required();
+  c->add_option("--reserve", a->reserve_bytes,
+                "memory the trace does not show (CUDA context, workspaces), e.g. 1GiB")
+      ->transform(ByteSize(0, core::kMaxByteSize))
+      ->capture_default_str();
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunIntervals(*a); }); });
+}
+
+}  // namespace tessera::cli
