@@ -290,4 +290,29 @@ TEST(CliTest, XemaAllocsim) {
                   "tensors[6].bytes: got -4096");
 }
 
+TEST(CliTest, XemaAnalyticTraces) {
+  Result r = RunTessera("xema layout --analytic flux2-dev --size 1024x1024 --steps 28 --algo xla");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("flux2-dev 1024x1024x1 steps 28 cfg off sp 1 bf16 (modeled)"),
+            std::string::npos)
+      << r.out;
+  r = RunTessera(
+      "xema intervals --analytic cogvideox-5b --size 720x480 --frames 49 --steps 50 "
+      "--budget 32GiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vae.up"), std::string::npos) << r.out;
+  r = RunTessera("xema allocsim --analytic ltx-2 --size 768x512 --frames 121 --steps 4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  ExpectUserError("xema intervals --analytic flux2-dev --budget 80GiB",
+                  "budget: got 80 GiB (85899345920 bytes), below the resident weights");
+  ExpectUserError("xema layout", "--trace / --analytic: give exactly one (got neither)");
+  ExpectUserError("xema layout --analytic flux2-dev --trace " + XemaTrace("tiny_t2i.json"),
+                  "give exactly one (got both)");
+  ExpectUserError("xema layout --analytic sdxl", "analytic: got 'sdxl', must be one of");
+  ExpectUserError("xema layout --analytic flux2-dev --size 1000x1000",
+                  "size: got 1000x1000, each side must be a multiple of 16");
+  ExpectUserError("xema layout --analytic flux2-dev --cfg maybe", "--cfg: got 'maybe'");
+  ExpectUserError("xema layout --analytic flux2-dev --steps 0", "--steps: got '0'");
+}
+
 }  // namespace

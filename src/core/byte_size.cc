@@ -59,7 +59,11 @@ StatusOr<int64_t> ParseByteSize(const std::string& text, int64_t lo, int64_t hi)
 }
 
 std::string FormatBytes(int64_t bytes) {
-  if (bytes < 0) return "-" + FormatBytes(bytes == INT64_MIN ? INT64_MAX : -bytes);
+  if (bytes < 0) {
+    std::string s = "-";
+    s += FormatBytes(bytes == INT64_MIN ? INT64_MAX : -bytes);
+    return s;
+  }
   static const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(bytes);
   int u = 0;

@@ -199,6 +199,17 @@ Status Validate(const MemoryTrace& t) {
         return InvalidArgument(path + ".last_free_op: got " + std::to_string(x.last_free_op) +
                                ", only allowed with free_next_step: true");
       }
+      if (x.free_step != -1) {
+        if (as != Section::kPrologue || fs != Section::kBody) {
+          return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
+                                 ", only allowed for a prologue tensor freed at a body op");
+        }
+        if (x.free_step < 0 || x.free_step >= k.steps) {
+          return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
+                                 ", must be in [0, " + std::to_string(k.steps) +
+                                 ") (key.steps) or -1 for the last step");
+        }
+      }
       if (x.free_op < x.alloc_op) {
         return InvalidArgument(path + ".free_op: got " + std::to_string(x.free_op) +
                                ", before alloc_op " + std::to_string(x.alloc_op) +
@@ -324,6 +335,7 @@ Json ToJson(const MemoryTrace& t) {
         e["free_next_step"] = true;
         e["last_free_op"] = x.last_free_op;
       }
+      if (x.free_step != -1) e["free_step"] = x.free_step;
     }
     tensors.push_back(std::move(e));
   }
@@ -379,7 +391,7 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
       const std::string path = TensorPath(i);
       RETURN_IF_ERROR(CheckKeys(e, path,
                                 {"id", "name", "bytes", "phase", "kind", "alloc_op", "free_op",
-                                 "free_next_step", "last_free_op"}));
+                                 "free_next_step", "last_free_op", "free_step"}));
       TraceTensor x;
       ASSIGN_OR_RETURN(x.id, core::GetIntInRange(e, path, "id", INT64_MIN + 1, INT64_MAX));
       ASSIGN_OR_RETURN(x.name, core::GetString(e, path, "name"));
@@ -389,7 +401,8 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
       ASSIGN_OR_RETURN(std::string kind, core::GetString(e, path, "kind"));
       ASSIGN_OR_RETURN(x.kind, ParseKind(kind, path + ".kind"));
       if (x.kind == TensorKind::kWeight) {
-        for (const char* k : {"alloc_op", "free_op", "free_next_step", "last_free_op"}) {
+        for (const char* k :
+             {"alloc_op", "free_op", "free_next_step", "last_free_op", "free_step"}) {
           if (e.contains(k)) {
             return InvalidArgument(path + "." + k +
                                    ": not allowed on a weight (weights live for the whole "
@@ -409,6 +422,11 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
                                    ", must be true or false");
           }
           x.free_next_step = v.get<bool>();
+        }
+        if (e.contains("free_step")) {
+          ASSIGN_OR_RETURN(int64_t fs,
+                           core::GetIntInRange(e, path, "free_step", -kIntLimit, kIntLimit));
+          x.free_step = static_cast<int>(fs);
         }
         if (e.contains("last_free_op")) {
           ASSIGN_OR_RETURN(int64_t l,
@@ -472,7 +490,7 @@ StatusOr<ExpandedTrace> Expand(const MemoryTrace& t) {
     const Section as = t.SectionOf(tt.alloc_op);
     if (as != Section::kBody) {
       f.alloc_op = flat(tt.alloc_op, 0);
-      f.free_op = flat(tt.free_op, steps - 1);  // a body free_op means the last step
+      f.free_op = flat(tt.free_op, tt.free_step < 0 ? steps - 1 : tt.free_step);
       x.tensors.push_back(f);
       continue;
     }

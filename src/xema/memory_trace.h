@@ -21,8 +21,9 @@
 //   - weight tensors (kind weight) live for the whole request: flat ops 0 .. last; they have
 //     no alloc_op / free_op (in memory both are 0 and ignored);
 //   - allocated in the prologue, freed in the prologue or epilogue: one instance; freed at a
-//     body op: the instance is freed at that op of the LAST step (e.g. text embeddings that
-//     every step reads);
+//     body op: the instance is freed at that op of step `free_step` (0-based; default, and
+//     -1: the LAST step, e.g. text embeddings that every step reads; 0: the initial noise
+//     latent, consumed by the first step);
 //   - allocated in the body: one instance per step. free_op in the body at or after alloc_op:
 //     freed in the same step; free_op in the epilogue: every step's instance lives until that
 //     op. `free_next_step: true` means the instance of step i is freed at body op free_op of
@@ -43,6 +44,8 @@
 //                 "kind": "weight"},
 //                {"id": 1, "name": "x", "bytes": 4096, "phase": "denoise", "kind": "act",
 //                 "alloc_op": 3, "free_op": 3, "free_next_step": true, "last_free_op": 7},
+//                {"id": 2, "name": "noise", "bytes": 4096, "phase": "denoise", "kind": "act",
+//                 "alloc_op": 1, "free_op": 4, "free_step": 0},
 //                ...]}
 // `id` is the tensor's position in the array; phases are text, denoise, vae; kinds are
 // weight, act, workspace; body ops must be phase denoise. Unknown keys are refused (a typo
@@ -114,6 +117,7 @@ struct TraceTensor {
   int free_op = 0;   // template op index (ignored for weights)
   bool free_next_step = false;
   int last_free_op = -1;  // template op index in the epilogue, iff free_next_step
+  int free_step = -1;     // prologue tensors freed at a body op: that step (-1: the last)
 };
 
 struct MemoryTrace {

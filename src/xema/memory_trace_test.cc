@@ -59,6 +59,24 @@ TEST(MemoryTraceTest, ExpandsTheHandMadeTrace) {
   EXPECT_EQ(LowerBoundBytes(*x), 64 * kMiB);
 }
 
+TEST(MemoryTraceTest, FreeStepPicksTheStepOfAPrologueTensor) {
+  // noise (tensor 5) is allocated in the prologue (op 1) and freed at dit.attn (body op 2):
+  // by default in the last step (flat 5), with free_step 0 in the first (flat 2).
+  core::Json j = ToJson(Tiny());
+  for (int step : {-1, 0, 1}) {
+    j["tensors"][5]["free_step"] = step;
+    auto t = TraceFromJson(j, "<t>");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    auto x = Expand(*t);
+    ASSERT_TRUE(x.ok());
+    for (const FlatTensor& f : x->tensors) {
+      if (f.tensor == 5) {
+        EXPECT_EQ(f.free_op, step == 0 ? 2 : 5) << step;
+      }
+    }
+  }
+}
+
 TEST(MemoryTraceTest, JsonRoundTrip) {
   for (uint64_t seed = 0; seed < 50; ++seed) {
     MemoryTrace t = RandomTrace(seed);
@@ -113,6 +131,10 @@ TEST(MemoryTraceTest, BadInputIsOneLineNamingTheField) {
          j["tensors"][3]["last_free_op"] = 5;
        },
        "tensors[3].free_next_step: true needs alloc_op and free_op in the body"},
+      {[](core::Json& j) { j["tensors"][5]["free_step"] = 2; },
+       "tensors[5].free_step: got 2, must be in [0, 2) (key.steps) or -1"},
+      {[](core::Json& j) { j["tensors"][6]["free_step"] = 0; },
+       "tensors[6].free_step: got 0, only allowed for a prologue tensor freed at a body op"},
       {[](core::Json& j) { j["tensors"][6]["fre_op"] = 2; }, "tensors[6]: unknown key 'fre_op'"},
       {[](core::Json& j) { j["body"][0]["phase"] = "vae"; },
        "body[0].phase: got 'vae', must be denoise"},

@@ -74,6 +74,10 @@ MemoryTrace RandomTrace(uint64_t seed, const RandomTraceOptions& o) {
         x.alloc_op = k < p ? k : p + s + (k - p);
         x.free_op = x.alloc_op + static_cast<int>(rng.Below(n - x.alloc_op));
       }
+      if (t.SectionOf(x.alloc_op) == Section::kPrologue &&
+          t.SectionOf(x.free_op) == Section::kBody && rng.Uniform() < 0.5) {
+        x.free_step = static_cast<int>(rng.Below(o.steps));
+      }
       x.phase = t.SectionOf(x.alloc_op) == Section::kPrologue ? Phase::kText : Phase::kVae;
       if (t.SectionOf(x.alloc_op) == Section::kBody) x.phase = Phase::kDenoise;
     }

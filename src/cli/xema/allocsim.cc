@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
 #include "core/table.h"
 #include "xema/caching_allocator.h"
@@ -15,7 +16,7 @@ namespace tessera::cli {
 namespace {
 
 struct AllocsimArgs {
-  std::string trace_path;
+  TraceSourceArgs source;
   std::string policy = "pytorch";
   int64_t device_memory_bytes = 0;
 };
@@ -23,7 +24,7 @@ struct AllocsimArgs {
 core::Status RunAllocsim(const AllocsimArgs& a) {
   ASSIGN_OR_RETURN(xema::AllocatorPolicy policy, xema::ParseAllocatorPolicy(a.policy));
   policy.device_limit_bytes = a.device_memory_bytes;
-  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::ReadTraceFile(a.trace_path));
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, LoadTraceSource(a.source));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
   const xema::ReplayReport r = xema::ReplayTrace(x, policy);
   // The best greedy layout (milp is left out: it is for small traces).
@@ -68,8 +69,7 @@ void AddXemaAllocsim(CLI::App* xema, Action* action) {
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = xema->add_subcommand(
       "allocsim", "Replay a trace on PyTorch's caching-allocator rules (reserved vs allocated)");
-  paths->Input(c, "--trace", &a->trace_path, "memory trace JSON (tessera.xema.trace/1)")
-      ->required();
+  AddTraceSourceOptions(c, &a->source, paths.get());
   c->add_option("--policy", a->policy, "pytorch[:expandable_segments][,max_split_size_mb=N]")
       ->capture_default_str();
   c->add_option("--device-memory", a->device_memory_bytes,

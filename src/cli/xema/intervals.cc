@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
 #include "core/table.h"
 #include "xema/memory_trace.h"
@@ -13,13 +14,13 @@ namespace tessera::cli {
 namespace {
 
 struct IntervalsArgs {
-  std::string trace_path;
+  TraceSourceArgs source;
   int64_t budget_bytes = 0;
   int64_t reserve_bytes = 0;
 };
 
 core::Status RunIntervals(const IntervalsArgs& a) {
-  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::ReadTraceFile(a.trace_path));
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, LoadTraceSource(a.source));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
   ASSIGN_OR_RETURN(xema::PressureReport r,
                    xema::FindPressureIntervals(trace, x, a.budget_bytes, a.reserve_bytes));
@@ -58,8 +59,7 @@ void AddXemaIntervals(CLI::App* xema, Action* action) {
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = xema->add_subcommand(
       "intervals", "Op ranges where a trace needs more than the budget leaves, and the excess");
-  paths->Input(c, "--trace", &a->trace_path, "memory trace JSON (tessera.xema.trace/1)")
-      ->required();
+  AddTraceSourceOptions(c, &a->source, paths.get());
   c->add_option("--budget", a->budget_bytes, "device memory budget, e.g. 512MiB, 80GB")
       ->transform(ByteSize(1, core::kMaxByteSize))
       ->required();

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
 #include "core/table.h"
@@ -14,14 +15,14 @@ namespace tessera::cli {
 namespace {
 
 struct LayoutArgs {
-  std::string trace_path;
+  TraceSourceArgs source;
   std::string algo = "all";
   double milp_time_limit_s = 10;
   std::string out_path;
 };
 
 core::Status RunLayout(const LayoutArgs& a) {
-  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::ReadTraceFile(a.trace_path));
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, LoadTraceSource(a.source));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
   xema::LayoutOptions options;
   options.milp_time_limit_s = a.milp_time_limit_s;
@@ -66,8 +67,7 @@ void AddXemaLayout(CLI::App* xema, Action* action) {
   auto a = std::make_shared<LayoutArgs>();
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = xema->add_subcommand("layout", "Offsets for every tensor of a trace in one arena");
-  paths->Input(c, "--trace", &a->trace_path, "memory trace JSON (tessera.xema.trace/1)")
-      ->required();
+  AddTraceSourceOptions(c, &a->source, paths.get());
   c->add_option("--algo", a->algo, "tflite, tflm, xla, milp or all")->capture_default_str();
   c->add_option("--milp-time-limit", a->milp_time_limit_s, "seconds for the exact MILP")
       ->check(PositiveNumber(3600))
