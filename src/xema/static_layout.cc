@@ -92,6 +92,12 @@ StatusOr<Layout> PlanLayout(const ExpandedTrace& x, const std::string& algorithm
                             const LayoutOptions& options) {
   for (const AlgorithmEntry& e : Table()) {
     if (algorithm != e.name) continue;
+    if (x.tensors.size() > static_cast<size_t>(kMaxLayoutInstances)) {
+      return core::InvalidArgument(
+          "layout: the trace has " + std::to_string(x.tensors.size()) +
+          " tensor instances, must be <= " + std::to_string(kMaxLayoutInstances) +
+          " (fewer steps: every step adds the body's tensors again)");
+    }
     const auto t0 = std::chrono::steady_clock::now();
     LayoutProblem p = internal::ProblemOf(x);
     ASSIGN_OR_RETURN(Layout l, e.plan(p, options));

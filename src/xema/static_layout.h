@@ -35,6 +35,10 @@
 
 namespace tessera::xema {
 
+// The greedy layouts compare each instance with every placed one (O(n^2): ~36 ms for 6,600
+// instances on the 2-core VM, so ~10 s at this limit); larger traces are refused.
+inline constexpr int kMaxLayoutInstances = 100'000;
+
 struct LayoutOptions {
   double milp_time_limit_s = 10.0;
   int milp_max_tensors = 60;
@@ -57,7 +61,8 @@ struct Layout {
 std::vector<std::string> LayoutAlgorithmNames();
 
 // Plans with one algorithm. InvalidArgument for an unknown name (listing the names) or a
-// trace too large for milp / brute (naming the count and the limit).
+// trace too large (kMaxLayoutInstances; milp and brute: their option limits), naming the
+// count and the limit.
 core::StatusOr<Layout> PlanLayout(const ExpandedTrace& x, const std::string& algorithm,
                                   const LayoutOptions& options = {});
 

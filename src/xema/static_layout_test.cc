@@ -155,6 +155,18 @@ TEST(StaticLayoutTest, LimitsAndNames) {
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 3u);
   EXPECT_NE(skipped.find("milp skipped"), std::string::npos);
+  RandomTraceOptions big;
+  big.steps = 10000;
+  big.body_ops = 2;
+  big.tensors = 40;
+  big.body_fraction = 1.0;
+  MemoryTrace huge = RandomTrace(3, big);
+  auto hx = Expand(huge);
+  ASSERT_TRUE(hx.ok());
+  ASSERT_GT(hx->tensors.size(), 100'000u);
+  auto h = PlanLayout(*hx, "tflite");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("must be <= 100000"), std::string::npos);
   auto u = PlanLayout(*x, "best");
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(u.status().message(),

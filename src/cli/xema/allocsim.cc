@@ -30,9 +30,14 @@ core::Status RunAllocsim(const AllocsimArgs& a) {
   // The best greedy layout (milp is left out: it is for small traces).
   const xema::Layout* best = nullptr;
   std::vector<xema::Layout> layouts;
+  std::string no_layout;  // why there is no layout to compare with
   for (const char* algo : {"tflite", "tflm", "xla"}) {
-    ASSIGN_OR_RETURN(xema::Layout l, xema::PlanLayout(x, algo));
-    layouts.push_back(std::move(l));
+    auto l = xema::PlanLayout(x, algo);
+    if (!l.ok()) {
+      no_layout = l.status().message();
+      break;
+    }
+    layouts.push_back(std::move(l).value());
   }
   for (const xema::Layout& l : layouts)
     if (best == nullptr || l.arena_bytes < best->arena_bytes) best = &l;
@@ -47,13 +52,16 @@ core::Status RunAllocsim(const AllocsimArgs& a) {
                                               std::to_string(s.segments_created) + ")"});
   t.AddRow({"cache flushes", std::to_string(s.cache_flushes)});
   t.AddRow({"lower bound (peak live)", core::FormatBytes(xema::LowerBoundBytes(x))});
-  t.AddRow({"best layout arena (" + best->algorithm + ")", core::FormatBytes(best->arena_bytes)});
-  t.AddRow(
-      {"reserved / best layout arena",
-       best->arena_bytes > 0
-           ? core::Fixed(static_cast<double>(s.peak_reserved_bytes) / best->arena_bytes, 3) + "x"
-           : "-"});
+  if (best != nullptr) {
+    t.AddRow({"best layout arena (" + best->algorithm + ")", core::FormatBytes(best->arena_bytes)});
+    t.AddRow(
+        {"reserved / best layout arena",
+         best->arena_bytes > 0
+             ? core::Fixed(static_cast<double>(s.peak_reserved_bytes) / best->arena_bytes, 3) + "x"
+             : "-"});
+  }
   std::printf("%s", t.Render().c_str());
+  if (best == nullptr) std::printf("no layout to compare with: %s\n", no_layout.c_str());
   if (r.oom) {
     std::printf("OOM at op %d (%s): %s\n", r.oom_op,
                 xema::FlatOpName(trace, x.ops[r.oom_op]).c_str(), r.oom_message.c_str());
