@@ -253,6 +253,13 @@ TEST(CliTest, XemaLayout) {
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["arena_bytes"], int64_t{64} << 20);
   EXPECT_EQ((*j)["tensors"].size(), 16u);
+  // A trace where every greedy layout misses the bound the MILP reaches.
+  r = RunTessera("xema layout --trace " + XemaTrace("greedy_gap.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tflite  9.464 MiB      9923584         1.2276x"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("milp    7.709 MiB      8083968         1.0000x"), std::string::npos)
+      << r.out;
   r = RunTessera("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --algo tflm");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("milp"), std::string::npos) << r.out;

@@ -63,7 +63,7 @@ core::StatusOr<ExactResult> LayoutMilp(const LayoutProblem& p, double time_limit
   }
   if (shortcut && ArenaOf(p, start) == lower_bound) {
     r.proven_optimal = true;
-    r.detail = "milp: the best greedy meets the lower bound, no solve needed";
+    r.detail = "milp: greedy meets the lower bound (optimal, no solve)";
     return r;
   }
   // Work in units of kAlignmentBytes so coefficients stay small.

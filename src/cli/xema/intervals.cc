@@ -36,7 +36,9 @@ core::Status RunIntervals(const IntervalsArgs& a) {
     return core::Status::Ok();
   }
   core::Table t({"#", "ops", "first op", "last op", "phases", "excess", "peak at"});
-  for (size_t i = 0; i < r.intervals.size(); ++i) {
+  // In timeline order, the first kMaxRows (a step-by-step interval repeats every step).
+  constexpr size_t kMaxRows = 30;
+  for (size_t i = 0; i < r.intervals.size() && i < kMaxRows; ++i) {
     const xema::PressureInterval& iv = r.intervals[i];
     std::string phases;
     for (xema::Phase p : iv.phases)
@@ -47,6 +49,8 @@ core::Status RunIntervals(const IntervalsArgs& a) {
          phases, core::FormatBytes(iv.excess_bytes), xema::FlatOpName(trace, x.ops[iv.peak_op])});
   }
   std::printf("%s", t.Render().c_str());
+  if (r.intervals.size() > kMaxRows)
+    std::printf("... %zu more intervals not shown\n", r.intervals.size() - kMaxRows);
   std::printf("%zu intervals, %d of %zu ops under pressure, max excess %s\n", r.intervals.size(),
               r.ops_under_pressure, x.ops.size(), core::FormatBytes(r.max_excess_bytes).c_str());
   return core::Status::Ok();

@@ -46,7 +46,8 @@ core::Status RunLayout(const LayoutArgs& a) {
     if (!v.ok()) return core::Internal(v.message());
     if (best == nullptr || l.arena_bytes < best->arena_bytes) best = &l;
     std::string note = l.detail;
-    if (l.proven_optimal) note += note.empty() ? "optimal" : " (optimal)";
+    if (l.proven_optimal && note.find("optimal") == std::string::npos)
+      note += note.empty() ? "optimal" : " (optimal)";
     t.AddRow({l.algorithm, core::FormatBytes(l.arena_bytes), std::to_string(l.arena_bytes),
               lb > 0 ? core::Fixed(static_cast<double>(l.arena_bytes) / lb, 4) + "x" : "-",
               core::Fixed(l.time_ms, 2), note});
