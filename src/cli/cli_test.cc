@@ -226,6 +226,15 @@ TEST(CliTest, XemaIntervals) {
   EXPECT_NE(r.out.find("2 intervals, 3 of 10 ops under pressure, max excess 24 MiB"),
             std::string::npos)
       << r.out;
+  std::string json = TempPath("intervals.json");
+  r = RunTessera("xema intervals --trace " + XemaTrace("tiny_t2i.json") +
+                 " --budget 40MiB --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  ASSERT_EQ((*j)["intervals"].size(), 2u);
+  EXPECT_EQ((*j)["intervals"][1]["excess_bytes"], 24 << 20);
+  EXPECT_EQ((*j)["intervals"][1]["phases"][0], "vae");
   r = RunTessera("xema intervals --trace " + XemaTrace("tiny_t2i.json") + " --budget 1GB");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("no pressure interval"), std::string::npos) << r.out;
@@ -260,6 +269,15 @@ TEST(CliTest, XemaLayout) {
       << r.out;
   EXPECT_NE(r.out.find("milp    7.709 MiB      8083968         1.0000x"), std::string::npos)
       << r.out;
+  std::string cmp = TempPath("cmp.json");
+  r = RunTessera("xema layout --trace " + XemaTrace("greedy_gap.json") + " --json " + cmp);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto c = tessera::core::ReadJsonFile(cmp);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ((*c)["layouts"].size(), 4u);
+  EXPECT_EQ((*c)["layouts"][3]["algorithm"], "milp");
+  EXPECT_EQ((*c)["layouts"][3]["arena_bytes"], 8083968);
+  EXPECT_EQ((*c)["layouts"][3]["proven_optimal"], true);
   r = RunTessera("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --algo tflm");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("milp"), std::string::npos) << r.out;
@@ -285,6 +303,13 @@ TEST(CliTest, XemaAllocsim) {
   EXPECT_NE(r.out.find("policy pytorch:expandable_segments,max_split_size_mb=64"),
             std::string::npos)
       << r.out;
+  std::string json = TempPath("allocsim.json");
+  r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json") + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["stats"]["peak_reserved_bytes"], 84 << 20);
+  EXPECT_EQ((*j)["best_layout_arena_bytes"], 64 << 20);
   r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json") + " --device-memory 50MiB");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("OOM at op"), std::string::npos) << r.out;

@@ -88,6 +88,16 @@ double AllocatorStats::Fragmentation() const {
                    static_cast<double>(peak_reserved_bytes);
 }
 
+core::Json ToJson(const AllocatorStats& s) {
+  return core::Json{{"peak_allocated_bytes", s.peak_allocated_bytes},
+                    {"peak_reserved_bytes", s.peak_reserved_bytes},
+                    {"allocated_at_peak_reserved_bytes", s.allocated_at_peak_reserved_bytes},
+                    {"fragmentation", s.Fragmentation()},
+                    {"segments_at_peak_reserved", s.segments_at_peak_reserved},
+                    {"segments_created", s.segments_created},
+                    {"cache_flushes", s.cache_flushes}};
+}
+
 CachingAllocatorSim::CachingAllocatorSim(AllocatorPolicy policy) : policy_(policy) {}
 
 void CachingAllocatorSim::Insert(int b) {

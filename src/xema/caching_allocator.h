@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/json_util.h"
 #include "core/status.h"
 #include "xema/memory_trace.h"
 
@@ -116,6 +117,10 @@ class CachingAllocatorSim {
   int64_t next_addr_ = int64_t{1} << 40;
   int expandable_[2] = {-1, -1};  // segment per pool: [0] large, [1] small
 };
+
+// {"peak_allocated_bytes", "peak_reserved_bytes", "allocated_at_peak_reserved_bytes",
+//  "fragmentation", "segments_at_peak_reserved", "segments_created", "cache_flushes"}
+core::Json ToJson(const AllocatorStats& stats);
 
 struct ReplayReport {
   AllocatorStats stats;

@@ -56,4 +56,30 @@ core::StatusOr<PressureReport> FindPressureIntervals(const MemoryTrace& trace,
   return r;
 }
 
+core::Json ToJson(const MemoryTrace& trace, const ExpandedTrace& x, const PressureReport& r) {
+  core::Json intervals = core::Json::array();
+  for (const PressureInterval& iv : r.intervals) {
+    core::Json phases = core::Json::array();
+    for (Phase p : iv.phases) phases.push_back(PhaseName(p));
+    intervals.push_back({{"first_op", iv.first_op},
+                         {"last_op", iv.last_op},
+                         {"first_op_name", FlatOpName(trace, x.ops[iv.first_op])},
+                         {"last_op_name", FlatOpName(trace, x.ops[iv.last_op])},
+                         {"peak_op", iv.peak_op},
+                         {"peak_op_name", FlatOpName(trace, x.ops[iv.peak_op])},
+                         {"excess_bytes", iv.excess_bytes},
+                         {"phases", std::move(phases)}});
+  }
+  return core::Json{{"trace", Describe(trace)},
+                    {"budget_bytes", r.budget_bytes},
+                    {"weight_bytes", r.weight_bytes},
+                    {"reserve_bytes", r.reserve_bytes},
+                    {"available_bytes", r.available_bytes},
+                    {"peak_live_bytes", r.peak_live_bytes},
+                    {"max_excess_bytes", r.max_excess_bytes},
+                    {"ops", x.ops.size()},
+                    {"ops_under_pressure", r.ops_under_pressure},
+                    {"intervals", std::move(intervals)}};
+}
+
 }  // namespace tessera::xema

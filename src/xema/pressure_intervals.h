@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json_util.h"
 #include "core/status.h"
 #include "xema/memory_trace.h"
 
@@ -42,6 +43,13 @@ struct PressureReport {
   int ops_under_pressure = 0;
   std::vector<PressureInterval> intervals;
 };
+
+// {"budget_bytes", "weight_bytes", "reserve_bytes", "available_bytes", "peak_live_bytes",
+//  "max_excess_bytes", "ops", "ops_under_pressure", "trace": Describe(trace),
+//  "intervals": [{"first_op", "last_op", "first_op_name", "last_op_name", "peak_op",
+//                 "peak_op_name", "excess_bytes", "phases": ["vae"]}]}
+core::Json ToJson(const MemoryTrace& trace, const ExpandedTrace& expanded,
+                  const PressureReport& report);
 
 core::StatusOr<PressureReport> FindPressureIntervals(const MemoryTrace& trace,
                                                      const ExpandedTrace& expanded,

@@ -197,6 +197,18 @@ Status VerifyLayout(const MemoryTrace& trace, const ExpandedTrace& x, const Layo
   return Status::Ok();
 }
 
+core::Json SummaryJson(const Layout& l, int64_t lower_bound_bytes) {
+  return core::Json{
+      {"algorithm", l.algorithm},
+      {"arena_bytes", l.arena_bytes},
+      {"ratio_to_lower_bound", lower_bound_bytes > 0 ? static_cast<double>(l.arena_bytes) /
+                                                           static_cast<double>(lower_bound_bytes)
+                                                     : 1.0},
+      {"time_ms", l.time_ms},
+      {"proven_optimal", l.proven_optimal},
+      {"detail", l.detail}};
+}
+
 core::Json LayoutToJson(const MemoryTrace& trace, const ExpandedTrace& x, const Layout& l) {
   core::Json tensors = core::Json::array();
   for (size_t i = 0; i < x.tensors.size(); ++i) {

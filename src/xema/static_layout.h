@@ -76,6 +76,10 @@ core::StatusOr<std::vector<Layout>> PlanAllLayouts(const ExpandedTrace& x,
 // both live (or an offset that is negative, unaligned, or beyond arena_bytes).
 core::Status VerifyLayout(const MemoryTrace& trace, const ExpandedTrace& x, const Layout& layout);
 
+// {"algorithm", "arena_bytes", "ratio_to_lower_bound", "time_ms", "proven_optimal",
+//  "detail"}: one row of a comparison (no offsets).
+core::Json SummaryJson(const Layout& layout, int64_t lower_bound_bytes);
+
 // {"format": "tessera.xema.layout/1", "algorithm", "arena_bytes", "lower_bound_bytes",
 //  "alignment_bytes", "trace": Describe(trace),
 //  "tensors": [{"tensor", "name", "step", "bytes", "alloc_op", "free_op", "offset"}]}

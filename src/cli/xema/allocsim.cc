@@ -7,6 +7,7 @@
 #include "cli/options.h"
 #include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
+#include "core/json_util.h"
 #include "core/table.h"
 #include "xema/caching_allocator.h"
 #include "xema/memory_trace.h"
@@ -19,6 +20,7 @@ struct AllocsimArgs {
   TraceSourceArgs source;
   std::string policy = "pytorch";
   int64_t device_memory_bytes = 0;
+  std::string json_path;
 };
 
 core::Status RunAllocsim(const AllocsimArgs& a) {
@@ -67,6 +69,21 @@ core::Status RunAllocsim(const AllocsimArgs& a) {
                 xema::FlatOpName(trace, x.ops[r.oom_op]).c_str(), r.oom_message.c_str());
   }
   std::printf("(modeled: a replay of the allocator's rules on the trace, not a GPU run)\n");
+  if (!a.json_path.empty()) {
+    core::Json j{{"trace", xema::Describe(trace)},
+                 {"policy", xema::PolicyName(policy)},
+                 {"device_limit_bytes", policy.device_limit_bytes},
+                 {"stats", xema::ToJson(s)},
+                 {"lower_bound_bytes", xema::LowerBoundBytes(x)},
+                 {"oom", r.oom},
+                 {"label", "modeled"}};
+    if (r.oom) j["oom_message"] = r.oom_message;
+    if (best != nullptr) {
+      j["best_layout"] = best->algorithm;
+      j["best_layout_arena_bytes"] = best->arena_bytes;
+    }
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
+  }
   return core::Status::Ok();
 }
 
@@ -85,6 +102,7 @@ void AddXemaAllocsim(CLI::App* xema, Action* action) {
                 "flushed, then OOM")
       ->transform(ByteSize(0, core::kMaxByteSize))
       ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write the results as JSON here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunAllocsim(*a); }); });
 }
 

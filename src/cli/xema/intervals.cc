@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
+#include "core/json_util.h"
 #include "core/table.h"
 #include "xema/memory_trace.h"
 #include "xema/pressure_intervals.h"
@@ -17,6 +18,7 @@ struct IntervalsArgs {
   TraceSourceArgs source;
   int64_t budget_bytes = 0;
   int64_t reserve_bytes = 0;
+  std::string json_path;
 };
 
 core::Status RunIntervals(const IntervalsArgs& a) {
@@ -24,6 +26,11 @@ core::Status RunIntervals(const IntervalsArgs& a) {
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
   ASSIGN_OR_RETURN(xema::PressureReport r,
                    xema::FindPressureIntervals(trace, x, a.budget_bytes, a.reserve_bytes));
+  if (!a.json_path.empty()) {
+    core::Json j = xema::ToJson(trace, x, r);
+    j["label"] = "modeled";
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
+  }
   std::printf("trace %s: %zu ops, %zu tensor instances\n", xema::Describe(trace).c_str(),
               x.ops.size(), x.tensors.size());
   std::printf("budget %s - weights %s - reserve %s = available %s; peak activations %s\n",
@@ -71,6 +78,7 @@ void AddXemaIntervals(CLI::App* xema, Action* action) {
                 "memory the trace does not show (CUDA context, workspaces), e.g. 1GiB")
       ->transform(ByteSize(0, core::kMaxByteSize))
       ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write the intervals as JSON here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunIntervals(*a); }); });
 }
 

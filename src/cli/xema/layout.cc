@@ -19,6 +19,7 @@ struct LayoutArgs {
   std::string algo = "all";
   double milp_time_limit_s = 10;
   std::string out_path;
+  std::string json_path;
 };
 
 core::Status RunLayout(const LayoutArgs& a) {
@@ -55,6 +56,16 @@ core::Status RunLayout(const LayoutArgs& a) {
   std::printf("%s", t.Render().c_str());
   if (!skipped.empty()) std::printf("%s\n", skipped.c_str());
   std::printf("(arena sizes exact; times measured on this machine)\n");
+  if (!a.json_path.empty()) {
+    core::Json rows = core::Json::array();
+    for (const xema::Layout& l : layouts) rows.push_back(xema::SummaryJson(l, lb));
+    RETURN_IF_ERROR(core::WriteJsonFile(
+        a.json_path, core::Json{{"trace", xema::Describe(trace)},
+                                {"lower_bound_bytes", lb},
+                                {"layouts", std::move(rows)},
+                                {"skipped", skipped},
+                                {"label", "arena sizes exact; times measured"}}));
+  }
   if (!a.out_path.empty() && best != nullptr) {
     RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::LayoutToJson(trace, x, *best)));
     std::printf("wrote the %s layout to %s\n", best->algorithm.c_str(), a.out_path.c_str());
@@ -74,6 +85,7 @@ void AddXemaLayout(CLI::App* xema, Action* action) {
       ->check(PositiveNumber(3600))
       ->capture_default_str();
   paths->Output(c, "--out", &a->out_path, "write the (best) layout JSON here");
+  paths->Output(c, "--json", &a->json_path, "write the comparison as JSON here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunLayout(*a); }); });
 }
 
