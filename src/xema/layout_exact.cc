@@ -96,6 +96,8 @@ core::StatusOr<ExactResult> LayoutMilp(const LayoutProblem& p, double time_limit
   so.time_limit_s = time_limit_s;
   so.warm_start = warm;
   so.absolute_gap = 0.5;  // the arena is an integer number of units
+  // CBC can crash when a very short limit expires inside its preprocessing (cbc_solver.h).
+  so.preprocess = time_limit_s >= 1.0;
   ASSIGN_OR_RETURN(solver::SolveResult res, solver::Solve(m, so));
   if (res.has_solution()) {
     std::vector<int64_t> offs(n);

@@ -131,6 +131,24 @@ TEST(StaticLayoutTest, MilpBeatsTheGreedyLayouts) {
   EXPECT_EQ(PlanLayout(*x, "brute")->arena_bytes, lb);
 }
 
+// testdata/milp_hard.json: 45 instances where the greedy layouts are 1.20x the bound and CBC
+// finds nothing better in 10 s. Under a short limit the MILP returns a valid layout, never
+// worse than the greedy warm start, not marked optimal.
+TEST(StaticLayoutTest, MilpUnderATimeLimitIsNeverWorseThanGreedy) {
+  auto t = ReadTraceFile(std::string(TESSERA_XEMA_TESTDATA) + "/milp_hard.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto x = Expand(*t);
+  ASSERT_TRUE(x.ok());
+  LayoutOptions o;
+  o.milp_time_limit_s = 0.5;
+  auto m = PlanLayout(*x, "milp", o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(VerifyLayout(*t, *x, *m).ok());
+  EXPECT_FALSE(m->proven_optimal) << m->detail;
+  EXPECT_LE(m->arena_bytes, PlanLayout(*x, "tflite")->arena_bytes);
+  EXPECT_LT(m->time_ms, 3000);
+}
+
 TEST(StaticLayoutTest, VerifyNamesTheOverlappingTensors) {
   auto t = ReadTraceFile(std::string(TESSERA_XEMA_TESTDATA) + "/tiny_t2i.json");
   ASSERT_TRUE(t.ok());
