@@ -347,4 +347,54 @@ TEST(CliTest, XemaAnalyticTraces) {
   ExpectUserError("xema layout --analytic flux2-dev --steps 0", "--steps: got '0'");
 }
 
+std::string CliTestdata(const std::string& name) {
+  return std::string(TESSERA_CLI_TESTDATA) + "/" + name;
+}
+
+TEST(CliTest, CompassTopoPresetShowsNvlinkPairsInRingOrder) {
+  const std::string json = TempPath("topo.json");
+  Result r = RunTessera("compass topo --topology a6000x8 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("topology a6000x8: 8 x RTX-A6000-48GB, modeled from datasheets"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gpu0  gpu1  nvlink"), std::string::npos) << r.out;
+  const std::string ring = "best single ring over devices 0..7: ";
+  const size_t at = r.out.find(ring);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string order = r.out.substr(at + ring.size(), r.out.find('\n', at) - at - ring.size());
+  for (const char* pair : {"gpu0 gpu1", "gpu2 gpu3", "gpu4 gpu5", "gpu6 gpu7"}) {
+    EXPECT_NE(order.find(pair), std::string::npos) << order;
+  }
+  EXPECT_NE(r.out.find("bottleneck 24.00 GB/s per direction"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ring2"), std::string::npos) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ((*j)["label"], "modeled");
+  EXPECT_EQ((*j)["topology"]["name"], "a6000x8");
+  EXPECT_EQ((*j)["single_ring"]["order"], (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ((*j)["allgather"]["algos"].size(), 3u);
+  EXPECT_EQ((*j)["allgather"]["algos"][0]["step_s"].size(), 7u);
+
+  r = RunTessera("compass topo --topology " + CliTestdata("topo_two_gpus.json") + " --tp 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("best single ring over devices 0..1: gpu0 gpu1"), std::string::npos)
+      << r.out;
+}
+
+TEST(CliTest, CompassTopoBadInputIsOneLine) {
+  ExpectUserError("compass topo --topology a6000x8 --tp 9",
+                  "--tp: got 9, must be in [2, 8] for a6000x8");
+  ExpectUserError("compass topo --topology rtx4090x4 --tp 1", "--tp: got '1'");
+  ExpectUserError("compass topo --topology b200x8",
+                  "topology: got 'b200x8', must be one of a6000x8, h100x8, rtx4090x4 or a JSON "
+                  "file");
+  ExpectUserError("compass topo --topology " + CliTestdata("topo_unknown_device.json"),
+                  "topo_unknown_device.json: links[2].dst: got 'gpu9', not a vertex (vertices: "
+                  "gpu0, gpu1, cpu0)");
+  ExpectUserError("compass topo --topology " + CliTestdata("malformed.json"), "malformed.json");
+  const std::string in = CliTestdata("topo_two_gpus.json");
+  ExpectUserError("compass topo --topology " + in + " --json " + in, "--json");
+}
+
 }  // namespace

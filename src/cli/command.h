@@ -36,6 +36,10 @@ void AddZelligeCompare(CLI::App* zellige, Action* action);
 
 // Adds `tessera compass ...` (TP communication/computation overlap).
 void AddCompassCommands(CLI::App& root, Action* action);
+// Adds `tessera compass topo` (a topology's links, rings and modeled collectives).
+void AddCompassTopo(CLI::App* compass, Action* action);
+// Adds `tessera compass links` (emulated links and collectives measured on MPI ranks).
+void AddCompassLinks(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
 // Add `tessera xema intervals`, `layout` and `allocsim` (memory traces) under xema.

@@ -153,6 +153,10 @@ class Communicator {
   // Terminates every rank of the job with `status` as the reason (MPI_Abort for MPI).
   [[noreturn]] virtual void Abort(const Status& status) = 0;
 
+  // True when the ranks are threads of one process (the fake backend), so memory one rank
+  // allocates is addressable by all (symmetric_memory.h relies on it).
+  virtual bool ranks_share_address_space() const { return false; }
+
  protected:
   Communicator(int rank, std::vector<int> world_ranks);
 

@@ -94,6 +94,7 @@ class FakeRequest final : public RequestImpl {
 
 class FakeCommunicator final : public Communicator {
  public:
+  bool ranks_share_address_space() const override { return true; }
   FakeCommunicator(std::shared_ptr<FakeHub> hub, uint64_t context, int rank,
                    std::vector<int> world_ranks)
       : Communicator(rank, std::move(world_ranks)), hub_(std::move(hub)), context_(context) {}

@@ -5,6 +5,12 @@
 //                                                      (non-blocking collectives + polling)
 //   mpirun -np 3 comm_mpi_test --scenario=rank_death   rank 1 exits mid-step; must not hang
 //   mpirun -np 3 comm_mpi_test --scenario=hung_peer    rank 1 hangs; the watchdog aborts the job
+//   mpirun -np N comm_mpi_test --emulated=ring1|ring2|direct   the same checks on the emulated
+//                                                      backend (link emulator over MPI-3
+//                                                      shared windows) with that algorithm
+//   mpirun -np 3 comm_mpi_test --scenario=emulated_rank_death   rank 1 exits while the others
+//                                                      wait in an emulated AllGather (futex
+//                                                      waits, no timeout); must not hang
 //   mpirun -np 3 comm_mpi_test --scenario=injected_failure   a check fails on rank 1 only; every
 //                                                      rank must exit 1
 //
@@ -19,6 +25,7 @@
 #include <thread>
 
 #include "comm/conformance.h"
+#include "comm/emulated_communicator.h"
 #include "comm/mpi_environment.h"
 
 namespace tessera::comm {
@@ -95,6 +102,23 @@ int RunHungPeer(Communicator& world) {
   return 1;
 }
 
+// Rank 1 dies while the others wait for its block inside an emulated AllGather.
+int RunEmulatedRankDeath(Communicator& world) {
+  PacedLinks links = FullMeshLinks(world.size(), 100e6, 1'000'000);
+  auto emulated = EmulatedCommunicator::Create(world, links, EmulatedOptions{});
+  if (!emulated.ok()) world.Abort(emulated.status());
+  if (world.rank() == 1) {
+    std::printf("rank 1: exiting abnormally before the collective\n");
+    std::fflush(stdout);
+    _exit(3);
+  }
+  std::vector<float> send(1024), recv(1024 * world.size());
+  Status s = (*emulated)->AllGather(std::span<const float>(send), std::span<float>(recv));
+  std::printf("rank %d: AllGather returned %s (expected the job to be killed)\n", world.rank(),
+              s.ToString().c_str());
+  return 1;
+}
+
 // A check that fails on rank 1 only: the reduced result must make every rank exit 1.
 int RunInjectedFailure(Communicator& world) {
   const Status injected = world.rank() == 1 ? core::Internal("injected failure") : Status::Ok();
@@ -112,14 +136,30 @@ int main(int argc, char** argv) {
     return 2;
   }
   tessera::comm::Communicator& world = (*env)->world();
-  std::string scenario;
+  std::string scenario, emulated;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--scenario=", 0) == 0) scenario = arg.substr(11);
+    if (arg.rfind("--emulated=", 0) == 0) emulated = arg.substr(11);
   }
   int rc = 0;
-  if (scenario.empty()) {
+  if (scenario.empty() && !emulated.empty()) {
+    using namespace tessera::comm;  // NOLINT
+    auto algo = ParseLinkAlgo(emulated);
+    if (!algo.ok()) {
+      std::fprintf(stderr, "comm_mpi_test: %s\n", algo.status().ToString().c_str());
+      return 2;
+    }
+    EmulatedOptions o;
+    o.algo = *algo;
+    o.window_bytes = 4 << 20;
+    auto comm = EmulatedCommunicator::Create(world, FullMeshLinks(world.size(), 50e9, 0), o);
+    if (!comm.ok()) world.Abort(comm.status());
+    rc = RunConformance(**comm);
+  } else if (scenario.empty()) {
     rc = tessera::comm::RunConformance(world);
+  } else if (scenario == "emulated_rank_death") {
+    rc = tessera::comm::RunEmulatedRankDeath(world);
   } else if (scenario == "rank_death") {
     rc = tessera::comm::RunRankDeath(world);
   } else if (scenario == "hung_peer") {
@@ -129,7 +169,7 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(stderr,
                  "comm_mpi_test: unknown --scenario=%s (rank_death, hung_peer, "
-                 "injected_failure)\n",
+                 "emulated_rank_death, injected_failure)\n",
                  scenario.c_str());
     rc = 2;
   }

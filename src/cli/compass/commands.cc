@@ -8,7 +8,10 @@ void AddCompassCommands(CLI::App& root, Action* action) {
   CLI::App* c =
       root.add_subcommand("compass", "Compass: overlap tensor-parallel communication with GEMMs");
   c->require_subcommand(1);
-  (void)action;
+  AddCompassTopo(c, action);
+#ifdef TESSERA_HAVE_RUNTIME
+  AddCompassLinks(c, action);
+#endif
 }
 
 }  // namespace tessera::cli

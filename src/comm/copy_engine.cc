@@ -1,0 +1,217 @@
+#include "comm/copy_engine.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <queue>
+
+#include "comm/futex.h"
+#include "core/check.h"
+
+namespace tessera::comm {
+
+namespace {
+
+std::chrono::steady_clock::time_point ToTimePoint(int64_t ns) {
+  // libstdc++'s steady_clock is CLOCK_MONOTONIC, the clock of NowNs().
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
+}
+
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The median lateness of short absolute sleeps of this thread, clamped to [0, 200 us].
+int64_t MeasureSleepOvershootNs() {
+  std::vector<int64_t> late;
+  for (int i = 0; i < 15; ++i) {
+    const int64_t target = NowNs() + 200'000;
+    SleepUntilNs(target);
+    late.push_back(NowNs() - target);
+  }
+  std::sort(late.begin(), late.end());
+  return std::clamp<int64_t>(late[late.size() / 2], 0, 200'000);
+}
+
+}  // namespace
+
+struct CopyEngine::Active {
+  Put put;
+  int64_t reserved_wire = 0;  // wire bytes reserved so far
+  int64_t reserve_at_ns = 0;  // when the next packet may be reserved
+  int64_t not_before_ns = 0;  // earliest wire start of the next packet
+  int in_flight = 0;          // reserved packets not copied yet
+  bool Done() const { return reserved_wire >= put.wire_bytes && in_flight == 0; }
+};
+
+CopyEngine::CopyEngine(LinkFabric* fabric, int self_endpoint)
+    : fabric_(fabric), self_(self_endpoint) {
+  // Measured on the engine's own thread (its timer slack), before it takes work.
+  std::promise<void> measured;
+  std::future<void> ready = measured.get_future();
+  // Wake-up latency of a futex signal: ping-pong with the engine thread, half the median
+  // round trip.
+  std::atomic<uint32_t> ping{0}, pong{0};
+  constexpr int kRoundTrips = 15;
+  thread_ = std::thread([this, &measured, &ping, &pong] {
+    UseFineTimerSlack();
+    const int64_t overshoot = MeasureSleepOvershootNs();
+    for (uint32_t i = 1; i <= kRoundTrips; ++i) {
+      WaitAtLeast(&ping, i, kNoDeadline);
+      Bump(&pong);
+    }
+    wake_lead_ns_ = overshoot;
+    measured.set_value();
+    Loop();
+  });
+  std::vector<int64_t> rtt;
+  for (uint32_t i = 1; i <= kRoundTrips; ++i) {
+    const int64_t t0 = NowNs();
+    Bump(&ping);
+    WaitAtLeast(&pong, i, kNoDeadline);
+    rtt.push_back(NowNs() - t0);
+  }
+  ready.wait();
+  std::sort(rtt.begin(), rtt.end());
+  wake_lead_ns_ = std::min<int64_t>(wake_lead_ns_ + rtt[rtt.size() / 2] / 2, 300'000);
+}
+
+CopyEngine::~CopyEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+void CopyEngine::Submit(const Put& put) {
+  CHECK(put.dst_endpoint != self_ && put.bytes >= 0 && put.wire_bytes >= 0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(put);
+    ++submitted_;
+  }
+  work_cv_.notify_one();
+}
+
+bool CopyEngine::WaitAllDone(int64_t deadline_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = submitted_;
+  auto done = [&] { return finished_ >= target; };
+  if (deadline_ns == kNoDeadline) {
+    done_cv_.wait(lock, done);
+    return true;
+  }
+  return done_cv_.wait_until(lock, ToTimePoint(deadline_ns), done);
+}
+
+CopyEngine::Stats CopyEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CopyEngine::Loop() {
+  const int64_t packet = fabric_->links().packet_bytes;
+  struct Packet {
+    int64_t arrival_ns;
+    Active* message;
+    int64_t offset, bytes;  // real bytes of this packet within the message
+    bool operator>(const Packet& o) const { return arrival_ns > o.arrival_ns; }
+  };
+  std::priority_queue<Packet, std::vector<Packet>, std::greater<Packet>> pending;
+  std::deque<std::unique_ptr<Active>> active;
+  size_t next_turn = 0;  // round-robin start among active messages
+  Stats local;
+  for (;;) {
+    int64_t finished_now = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!queue_.empty()) {
+        auto a = std::make_unique<Active>();
+        a->put = queue_.front();
+        a->not_before_ns = a->put.not_before_ns;
+        queue_.pop_front();
+        active.push_back(std::move(a));
+      }
+      if (stop_ && active.empty()) break;
+    }
+    const int64_t now = NowNs();
+    // 1. Reserve: every message whose turn has come gets its next packet on the timeline.
+    const size_t n = active.size();
+    for (size_t i = 0; i < n; ++i) {
+      Active* a = active[(next_turn + i) % n].get();
+      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
+      if (a->reserve_at_ns > now) continue;
+      // A message with no wire bytes still pays its route's latency.
+      const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
+      const LinkFabric::Reservation r =
+          fabric_->Reserve(self_, a->put.dst_endpoint, w, std::max(now, a->not_before_ns));
+      // The real bytes in proportion to the wire bytes; the last packet takes the rest.
+      const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
+      const int64_t b0 = a->put.wire_bytes == 0 ? 0 : a->put.bytes * w0 / a->put.wire_bytes;
+      const int64_t b1 =
+          w1 >= a->put.wire_bytes ? a->put.bytes : a->put.bytes * w1 / a->put.wire_bytes;
+      a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
+      a->reserve_at_ns = r.start_ns;
+      ++a->in_flight;
+      pending.push(Packet{r.arrival_ns, a, b0, b1 - b0});
+      ++local.packets;
+      local.wire_bytes += w;
+    }
+    if (n > 0) next_turn = (next_turn + 1) % n;
+    // 2. Deliver every packet whose arrival time has come.
+    while (!pending.empty() && pending.top().arrival_ns <= NowNs() + wake_lead_ns_) {
+      const Packet p = pending.top();
+      pending.pop();
+      local.late_wake_ns += std::max<int64_t>(0, NowNs() - p.arrival_ns);
+      if (p.bytes > 0)
+        std::memcpy(p.message->put.dst + p.offset, p.message->put.src + p.offset,
+                    static_cast<size_t>(p.bytes));
+      if (--p.message->in_flight == 0 && p.message->reserved_wire >= p.message->put.wire_bytes) {
+        if (p.message->put.signal != nullptr) Bump(p.message->put.signal);
+        ++finished_now;
+      }
+    }
+    // 3. Retire finished messages.
+    if (finished_now > 0) {
+      active.erase(std::remove_if(active.begin(), active.end(),
+                                  [](const std::unique_ptr<Active>& a) {
+                                    return a->in_flight == 0 &&
+                                           a->reserved_wire >= a->put.wire_bytes &&
+                                           a->reserved_wire > 0;
+                                  }),
+                   active.end());
+      local.messages += finished_now;
+    }
+    // 4. Sleep until the next arrival or reservation turn, or until new work comes.
+    int64_t wake = kNoDeadline;
+    if (!pending.empty()) wake = pending.top().arrival_ns - wake_lead_ns_;
+    for (const auto& a : active) {
+      if (a->reserved_wire < a->put.wire_bytes || a->reserved_wire == 0) {
+        wake = std::min(wake, a->reserve_at_ns);
+      }
+    }
+    local.cpu_ns = ThreadCpuNs();
+    std::unique_lock<std::mutex> lock(mu_);
+    finished_ += static_cast<uint64_t>(finished_now);
+    stats_ = local;
+    if (finished_now > 0) done_cv_.notify_all();
+    if (!queue_.empty() || (stop_ && active.empty())) continue;
+    if (wake == kNoDeadline) {
+      work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+    } else if (wake > NowNs()) {
+      work_cv_.wait_until(lock, ToTimePoint(wake), [&] { return !queue_.empty() || stop_; });
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  local.cpu_ns = ThreadCpuNs();
+  stats_ = local;
+}
+
+}  // namespace tessera::comm

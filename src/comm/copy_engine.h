@@ -1,0 +1,100 @@
+// CopyEngine: one rank's emulated DMA engine. A thread that takes Put requests (copy `bytes`
+// from local memory into a peer's symmetric memory, then raise a signal there), cuts each
+// into packets of PacedLinks::packet_bytes wire bytes, reserves every packet's path in the
+// LinkFabric, sleeps until the packet's arrival time (no spinning), copies its bytes and,
+// after the last packet, bumps the message's signal counter (futex.h) so the receiver wakes.
+//
+// Fairness and duplex: the engine keeps at most one packet per message reserved ahead of the
+// one on the wire (it reserves packet k+1 once packet k's start time has come), and serves
+// its messages round-robin, so concurrent flows interleave packet by packet on a shared
+// resource (two flows get half each) while flows on disjoint resources (the two directions
+// of a link) proceed at full rate at once. Arrival times follow the fabric's virtual
+// timeline, so a late wake-up delays a copy but not the packets after it (they were reserved
+// on the timeline already) unless it is later than one packet time.
+//
+// Wake-up lead: a timed sleep on this machine wakes some tens of microseconds late (timer
+// slack is set to 1 ns, the rest is the kernel's and the hypervisor's). The engine measures
+// the median overshoot of a few short sleeps and half the median round trip of a futex
+// signal (the receiver's wake-up) when it starts, and delivers that much early (at most
+// 300 us), so that a receiver sees the data at its arrival time on average instead of
+// always late (wake_lead_ns(), reported).
+//
+// Wire bytes vs bytes: a message moves `bytes` real bytes but is paced as `wire_bytes` (the
+// training dtype's width: fp32 math, bf16 on the wire), so comm:compute ratios match the
+// emulated machine.
+//
+// Ownership and lifetime: the source must stay unchanged and the destination reserved until
+// the message is done (WaitAllDone, or the receiver's signal). The destructor finishes every
+// submitted message, then stops the thread. Thread-safety: Submit/WaitAllDone/stats may be
+// called from any thread; one engine per rank.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/link_fabric.h"
+
+namespace tessera::comm {
+
+class CopyEngine {
+ public:
+  struct Put {
+    int dst_endpoint = 0;                     // the fabric endpoint (rank) receiving the bytes
+    std::byte* dst = nullptr;                 // in the receiver's symmetric memory
+    const std::byte* src = nullptr;           // local, stable until done
+    int64_t bytes = 0;                        // real bytes copied (>= 0)
+    int64_t wire_bytes = 0;                   // bytes paced on the wire (>= 0)
+    std::atomic<uint32_t>* signal = nullptr;  // bumped by 1 when done (may be null)
+    // The first packet starts on the wire no earlier than this (NowNs clock): a transfer
+    // scheduled ahead is reserved on the timeline at once, so the engine's wake-up jitter
+    // does not delay its start. 0: as soon as submitted.
+    int64_t not_before_ns = 0;
+  };
+  struct Stats {
+    int64_t messages = 0;
+    int64_t packets = 0;
+    int64_t wire_bytes = 0;
+    int64_t cpu_ns = 0;        // CPU time of the engine thread so far
+    int64_t late_wake_ns = 0;  // total lateness of packet copies past their arrival time
+  };
+
+  // `self_endpoint` is this rank's endpoint in the fabric. The fabric must outlive the engine.
+  CopyEngine(LinkFabric* fabric, int self_endpoint);
+  ~CopyEngine();
+  CopyEngine(const CopyEngine&) = delete;
+  CopyEngine& operator=(const CopyEngine&) = delete;
+
+  int self_endpoint() const { return self_; }
+  LinkFabric& fabric() const { return *fabric_; }
+  // Queues a message (dst_endpoint != self). Returns at once.
+  void Submit(const Put& put);
+  // Waits until every message submitted so far is done; false at the deadline (NowNs clock).
+  bool WaitAllDone(int64_t deadline_ns);
+  Stats stats() const;
+  // How early the engine wakes for a packet (the measured median sleep overshoot).
+  int64_t wake_lead_ns() const { return wake_lead_ns_; }
+
+ private:
+  struct Active;
+  void Loop();
+
+  LinkFabric* fabric_;
+  int self_;
+  int64_t wake_lead_ns_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // new work or stop
+  std::condition_variable done_cv_;  // a message finished
+  std::deque<Put> queue_;
+  uint64_t submitted_ = 0, finished_ = 0;
+  bool stop_ = false;
+  Stats stats_;
+  std::thread thread_;
+};
+
+}  // namespace tessera::comm

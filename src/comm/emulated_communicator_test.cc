@@ -1,0 +1,259 @@
+#include "comm/emulated_communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "comm/conformance.h"
+#include "comm/copy_engine.h"
+#include "comm/fake_communicator.h"
+#include "comm/futex.h"
+#include "comm/link_fabric.h"
+#include "core/rng.h"
+
+namespace tessera::comm {
+namespace {
+
+// Fast links: the conformance checks test semantics, not timing.
+PacedLinks FastLinks(int n) { return FullMeshLinks(n, 50e9, 0); }
+
+std::vector<Status> OnEmulatedRanks(
+    int n, LinkAlgo algo, PacedLinks links, const std::function<Status(Communicator&)>& fn,
+    std::function<std::vector<int>(const std::vector<int>&)> ring_order = nullptr) {
+  std::vector<Status> results(n);
+  RunFakeRanks(n, [&](Communicator& base) {
+    EmulatedOptions o;
+    o.algo = algo;
+    o.window_bytes = 4 << 20;
+    o.ring_order = ring_order;
+    auto comm = EmulatedCommunicator::Create(base, links, o);
+    if (!comm.ok()) {
+      results[base.rank()] = comm.status();
+      return;
+    }
+    results[base.rank()] = fn(**comm);
+  });
+  return results;
+}
+
+std::vector<std::string> CheckNames() {
+  std::vector<std::string> names;
+  for (const auto& c : testing::ConformanceChecks()) names.push_back(c.name);
+  return names;
+}
+
+// ---- The conformance suite on the emulated backend, every algorithm, 1..4 ranks ----------
+
+class EmulatedConformance
+    : public ::testing::TestWithParam<std::tuple<int, std::string, LinkAlgo>> {};
+
+TEST_P(EmulatedConformance, PassesOnEmulatedLinks) {
+  const auto& [n, name, algo] = GetParam();
+  testing::CheckFn fn;
+  for (const auto& c : testing::ConformanceChecks()) {
+    if (c.name == name) fn = c.fn;
+  }
+  ASSERT_TRUE(fn != nullptr);
+  // A reversed ring order, so positions differ from ranks.
+  auto reversed = [](const std::vector<int>& endpoints) {
+    std::vector<int> order(endpoints.size());
+    std::iota(order.rbegin(), order.rend(), 0);
+    return order;
+  };
+  std::vector<Status> results = OnEmulatedRanks(
+      n, algo, FastLinks(n),
+      [&](Communicator& comm) {
+        comm.set_op_timeout_s(60.0);
+        return fn(comm, 4321 + n);
+      },
+      reversed);
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(results[r].ok()) << results[r].ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllChecks, EmulatedConformance,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::ValuesIn(CheckNames()),
+                       ::testing::Values(LinkAlgo::kRing1, LinkAlgo::kRing2, LinkAlgo::kDirect)),
+    [](const auto& info) {
+      return std::get<1>(info.param) + "_" + std::to_string(std::get<0>(info.param)) + "ranks_" +
+             LinkAlgoName(std::get<2>(info.param));
+    });
+
+// ---- Every algorithm against a plain reference on seeded inputs, random ring orders,
+// slow links with many small packets (so packets of concurrent messages interleave) -------
+
+TEST(LinkCollectives, EqualThePlainReferenceOnRandomRingsAndSizes) {
+  for (int n : {2, 3, 5}) {
+    for (LinkAlgo algo : {LinkAlgo::kRing1, LinkAlgo::kRing2, LinkAlgo::kDirect}) {
+      core::Rng rng(100 + n);
+      std::vector<int> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      for (int i = n - 1; i > 0; --i) std::swap(order[i], order[rng.Below(i + 1)]);
+      PacedLinks links = FullMeshLinks(n, 400e6, 20'000);
+      links.packet_bytes = 512;
+      const int64_t c = 1 + static_cast<int64_t>(rng.Below(3000));
+      std::vector<Status> results = OnEmulatedRanks(
+          n, algo, links,
+          [&](Communicator& comm) -> Status {
+            const int me = comm.rank();
+            auto value = [&](int rank, int64_t i) {
+              return static_cast<float>((rank * 7919 + i * 104729) % 1000) / 64.0f - 7.0f;
+            };
+            std::vector<float> send(c), all(n * c);
+            for (int64_t i = 0; i < c; ++i) send[i] = value(me, i);
+            RETURN_IF_ERROR(comm.AllGather(std::span<const float>(send), std::span<float>(all)));
+            for (int r = 0; r < n; ++r) {
+              for (int64_t i = 0; i < c; ++i) {
+                if (all[r * c + i] != value(r, i)) {
+                  return core::Internal("AllGather block " + std::to_string(r) + " element " +
+                                        std::to_string(i));
+                }
+              }
+            }
+            // ReduceScatter: every rank contributes n blocks; values are exact in fp32 sums.
+            std::vector<float> contrib(n * c), mine(c);
+            for (int64_t i = 0; i < n * c; ++i) contrib[i] = value(me, i);
+            RETURN_IF_ERROR(
+                comm.ReduceScatter(std::span<const float>(contrib), std::span<float>(mine)));
+            for (int64_t i = 0; i < c; ++i) {
+              double want = 0;
+              for (int r = 0; r < n; ++r) want += value(r, me * c + i);
+              if (mine[i] != static_cast<float>(want)) {
+                return core::Internal("ReduceScatter element " + std::to_string(i) + ": got " +
+                                      std::to_string(mine[i]) + ", want " + std::to_string(want));
+              }
+            }
+            return Status::Ok();
+          },
+          [&](const std::vector<int>&) { return order; });
+      for (int r = 0; r < n; ++r) {
+        EXPECT_TRUE(results[r].ok()) << "n=" << n << " " << LinkAlgoName(algo) << " rank " << r
+                                     << ": " << results[r].ToString();
+      }
+    }
+  }
+}
+
+TEST(LinkCollectives, AMessageLargerThanTheWindowIsRefusedOnEveryRank) {
+  std::vector<Status> results =
+      OnEmulatedRanks(2, LinkAlgo::kRing1, FastLinks(2), [](Communicator& comm) {
+        std::vector<float> send(1 << 20), recv(2 << 20);  // 8 MiB gathered, window 4 MiB
+        return comm.AllGather(std::span<const float>(send), std::span<float>(recv));
+      });
+  for (const Status& s : results) {
+    EXPECT_EQ(s.code(), core::StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("window"), std::string::npos) << s.message();
+  }
+}
+
+TEST(LinkCollectives, AlgorithmNamesRoundTrip) {
+  for (LinkAlgo a : {LinkAlgo::kRing1, LinkAlgo::kRing2, LinkAlgo::kDirect}) {
+    EXPECT_EQ(*ParseLinkAlgo(LinkAlgoName(a)), a);
+  }
+  EXPECT_EQ(ParseLinkAlgo("ring3").status().message(),
+            "collective algorithm: got 'ring3', must be ring1, ring2 or direct");
+}
+
+// ---- The copy engine and the fabric ------------------------------------------------------
+
+TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
+  RunFakeRanks(2, [](Communicator& base) {
+    PacedLinks links = FullMeshLinks(2, 200e6, 5'000);
+    links.packet_bytes = 1024;
+    auto fabric = LinkFabric::Create(base, links);
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    auto mem = SymmetricMemory::Create(base, 1 << 20);
+    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+    CopyEngine engine(fabric->get(), base.rank());
+    auto* signal = reinterpret_cast<std::atomic<uint32_t>*>((*mem)->segment(base.rank()));
+    const int peer = 1 - base.rank();
+    // Three messages of odd sizes (wire bytes half the real bytes) and one empty one.
+    std::vector<std::byte> src(100'000);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 31 + base.rank()) & 0xFF);
+    const int64_t sizes[] = {1, 4097, 60'000, 0};
+    int64_t offset = 64;
+    for (int64_t b : sizes) {
+      CopyEngine::Put put;
+      put.dst_endpoint = peer;
+      put.dst = (*mem)->segment(peer) + offset;
+      put.src = src.data();
+      put.bytes = b;
+      put.wire_bytes = b / 2;
+      put.signal = reinterpret_cast<std::atomic<uint32_t>*>((*mem)->segment(peer));
+      engine.Submit(put);
+      offset += b;
+    }
+    EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+    EXPECT_TRUE(WaitAtLeast(signal, 4, NowNs() + 20'000'000'000));
+    ASSERT_TRUE(base.Barrier().ok());
+    offset = 64;
+    const std::byte* mine = (*mem)->segment(base.rank());
+    for (int64_t b : sizes) {
+      for (int64_t i = 0; i < b; ++i) {
+        ASSERT_EQ(mine[offset + i], std::byte((i * 31 + peer) & 0xFF)) << "byte " << i;
+      }
+      offset += b;
+    }
+    const CopyEngine::Stats st = engine.stats();
+    EXPECT_EQ(st.messages, 4);
+    EXPECT_EQ(st.wire_bytes, 0 + 2048 + 30'000);
+    ASSERT_TRUE(base.Barrier().ok());
+  });
+}
+
+TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
+  RunFakeRanks(1, [](Communicator& base) {
+    // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
+    PacedLinks links;
+    links.num_endpoints = 3;
+    links.resources = {{"a", 1e9}, {"s", 0.5e9}, {"x", 1e9}};
+    links.routes.resize(9, PacedRoute{{2}, 0});
+    links.routes[0 * 3 + 1] = {{0, 1}, 1000};
+    links.routes[0 * 3 + 2] = {{1}, 0};
+    // The fabric is built on a 1-rank communicator but describes 3 endpoints: refused.
+    EXPECT_EQ(LinkFabric::Create(base, links).status().code(), core::StatusCode::kInvalidArgument);
+  });
+  RunFakeRanks(3, [](Communicator& base) {
+    PacedLinks links;
+    links.num_endpoints = 3;
+    links.resources = {{"a", 1e9}, {"s", 0.5e9}, {"x", 1e9}};
+    links.routes.resize(9, PacedRoute{{2}, 0});
+    links.routes[0 * 3 + 1] = {{0, 1}, 1000};
+    links.routes[0 * 3 + 2] = {{1}, 0};
+    auto fabric = LinkFabric::Create(base, links);
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    if (base.rank() == 0) {
+      // 1000 wire bytes: 1000 ns on a, 2000 ns on s; arrival = start + 2000 + latency.
+      auto r1 = (*fabric)->Reserve(0, 1, 1000, 10'000);
+      EXPECT_EQ(r1.start_ns, 10'000);
+      EXPECT_EQ(r1.arrival_ns, 10'000 + 2000 + 1000);
+      // The next packet on the shared resource s waits for it to be free at 12'000.
+      auto r2 = (*fabric)->Reserve(0, 2, 500, 10'000);
+      EXPECT_EQ(r2.start_ns, 12'000);
+      EXPECT_EQ(r2.arrival_ns, 12'000 + 1000);
+    }
+    ASSERT_TRUE(base.Barrier().ok());
+  });
+}
+
+TEST(PacedLinks, ValidateNamesTheBadField) {
+  PacedLinks links = FullMeshLinks(2, 1e9, 0);
+  links.resources[1].bytes_per_s = 0;
+  EXPECT_NE(Validate(links).message().find("resource '1->0' has bandwidth 0"), std::string::npos)
+      << Validate(links).message();
+  links = FullMeshLinks(2, 1e9, 0);
+  links.routes[1].resources = {7};
+  EXPECT_NE(Validate(links).message().find("route 0->1 names resource 7"), std::string::npos)
+      << Validate(links).message();
+  links = FullMeshLinks(2, 1e9, -5);
+  EXPECT_NE(Validate(links).message().find("latency -5 ns"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::comm

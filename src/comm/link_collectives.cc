@@ -1,0 +1,374 @@
+#include "comm/link_collectives.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "comm/futex.h"
+#include "core/check.h"
+
+namespace tessera::comm {
+
+namespace {
+
+constexpr int kMaxSteps = PacedLinks::kMaxEndpoints;
+// Window header: signal counters. Slot 0: "a peer finished the previous collective";
+// then one data slot per step for each of three directions.
+constexpr int kReadySlot = 0;
+constexpr int kSlots = 1 + 3 * kMaxSteps;
+constexpr int64_t kHeaderBytes = 4096;
+static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kHeaderBytes);
+
+int CwSlot(int step) { return 1 + step; }
+int CcwSlot(int step) { return 1 + kMaxSteps + step; }
+int DirectSlot(int step) { return 1 + 2 * kMaxSteps + step; }
+
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+template <typename T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<Bf16> {
+  using type = float;
+};
+
+template <typename Acc, typename T>
+Acc ToAcc(T v) {
+  if constexpr (std::is_same_v<T, Bf16>)
+    return Bf16ToFloat(v);
+  else
+    return static_cast<Acc>(v);
+}
+template <typename T, typename Acc>
+T FromAcc(Acc v) {
+  if constexpr (std::is_same_v<T, Bf16>)
+    return FloatToBf16(v);
+  else
+    return static_cast<T>(v);
+}
+
+int64_t AccSize(DType t) { return t == DType::kBF16 ? 4 : DTypeSize(t); }
+
+}  // namespace
+
+const char* LinkAlgoName(LinkAlgo a) {
+  switch (a) {
+    case LinkAlgo::kRing1:
+      return "ring1";
+    case LinkAlgo::kRing2:
+      return "ring2";
+    case LinkAlgo::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
+StatusOr<LinkAlgo> ParseLinkAlgo(const std::string& name) {
+  for (LinkAlgo a : {LinkAlgo::kRing1, LinkAlgo::kRing2, LinkAlgo::kDirect}) {
+    if (name == LinkAlgoName(a)) return a;
+  }
+  return core::InvalidArgument("collective algorithm: got '" + name +
+                               "', must be ring1, ring2 or direct");
+}
+
+LinkCollectives::LinkCollectives(Communicator& comm, CopyEngine* engine,
+                                 LinkCollectivesOptions options,
+                                 std::unique_ptr<SymmetricMemory> memory)
+    : comm_(comm),
+      engine_(engine),
+      options_(std::move(options)),
+      memory_(std::move(memory)),
+      position_of_rank_(comm.size()),
+      expected_(kSlots, 0) {
+  for (int p = 0; p < comm.size(); ++p) position_of_rank_[options_.order[p]] = p;
+}
+
+LinkCollectives::~LinkCollectives() = default;
+
+StatusOr<std::unique_ptr<LinkCollectives>> LinkCollectives::Create(Communicator& comm,
+                                                                   CopyEngine* engine,
+                                                                   LinkCollectivesOptions options) {
+  const int n = comm.size();
+  if (n > kMaxSteps) {
+    return core::InvalidArgument("link collectives: " + std::to_string(n) + " ranks, at most " +
+                                 std::to_string(kMaxSteps));
+  }
+  if (static_cast<int>(options.endpoint_of_rank.size()) != n) {
+    return core::InvalidArgument("link collectives: endpoint_of_rank has " +
+                                 std::to_string(options.endpoint_of_rank.size()) + " entries for " +
+                                 std::to_string(n) + " ranks");
+  }
+  const int endpoints = engine->fabric().links().num_endpoints;
+  for (int e : options.endpoint_of_rank) {
+    if (e < 0 || e >= endpoints) {
+      return core::InvalidArgument("link collectives: endpoint " + std::to_string(e) +
+                                   " not in [0, " + std::to_string(endpoints) + ")");
+    }
+  }
+  if (options.endpoint_of_rank[comm.rank()] != engine->self_endpoint()) {
+    return core::InvalidArgument("link collectives: this rank's endpoint " +
+                                 std::to_string(options.endpoint_of_rank[comm.rank()]) +
+                                 " is not the copy engine's " +
+                                 std::to_string(engine->self_endpoint()));
+  }
+  std::vector<int> sorted = options.order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<int>(sorted.size()) != n || sorted[i] != i) {
+      return core::InvalidArgument(
+          "link collectives: the ring order must be a permutation of "
+          "0.." +
+          std::to_string(n - 1));
+    }
+  }
+  if (options.window_bytes < 1 || options.window_bytes > SymmetricMemory::kMaxSegmentBytes) {
+    return core::InvalidArgument("link collectives: window_bytes " +
+                                 std::to_string(options.window_bytes) + " out of range");
+  }
+  if (options.wire_element_bytes < 1 || options.wire_element_bytes > 8) {
+    return core::InvalidArgument("link collectives: wire_element_bytes " +
+                                 std::to_string(options.wire_element_bytes) +
+                                 ", must be in [1, 8]");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<SymmetricMemory> memory,
+                   SymmetricMemory::Create(comm, kHeaderBytes + options.window_bytes));
+  return std::unique_ptr<LinkCollectives>(
+      new LinkCollectives(comm, engine, std::move(options), std::move(memory)));
+}
+
+int64_t LinkCollectives::AllGatherWindowBytes(int n, int64_t count, DType t) {
+  return n * count * DTypeSize(t);
+}
+int64_t LinkCollectives::ReduceScatterWindowBytes(int n, int64_t count, DType t) {
+  return (n - 1) * count * std::max(AccSize(t), DTypeSize(t));
+}
+
+std::atomic<uint32_t>* LinkCollectives::Signal(int rank, int slot) const {
+  return reinterpret_cast<std::atomic<uint32_t>*>(memory_->segment(rank)) + slot;
+}
+
+std::byte* LinkCollectives::Data(int rank) const { return memory_->segment(rank) + kHeaderBytes; }
+
+int64_t LinkCollectives::Deadline() const {
+  const double t = comm_.op_timeout_s();
+  if (t == kNoTimeout) return kNoDeadline;
+  return NowNs() + static_cast<int64_t>(t * 1e9);
+}
+
+Status LinkCollectives::Wait(int slot) {
+  const uint32_t target = ++expected_[slot];
+  if (!WaitAtLeast(Signal(comm_.rank(), slot), target, Deadline())) {
+    return core::DeadlineExceeded("emulated collective: no data from a peer within " +
+                                  std::to_string(comm_.op_timeout_s()) + " s");
+  }
+  return Status::Ok();
+}
+
+void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes,
+                           int64_t elements, int slot_at_receiver) {
+  CopyEngine::Put put;
+  put.dst_endpoint = options_.endpoint_of_rank[to_rank];
+  put.dst = Data(to_rank) + dst_offset;
+  put.src = static_cast<const std::byte*>(src);
+  put.bytes = bytes;
+  put.wire_bytes = elements * options_.wire_element_bytes;
+  put.signal = Signal(to_rank, slot_at_receiver);
+  engine_->Submit(put);
+}
+
+Status LinkCollectives::BeginCollective() {
+  const uint32_t target = collectives_done_ * static_cast<uint32_t>(comm_.size() - 1);
+  if (!WaitAtLeast(Signal(comm_.rank(), kReadySlot), target, Deadline())) {
+    return core::DeadlineExceeded(
+        "emulated collective: a peer did not finish the previous collective within " +
+        std::to_string(comm_.op_timeout_s()) + " s");
+  }
+  return Status::Ok();
+}
+
+Status LinkCollectives::EndCollective() {
+  if (!engine_->WaitAllDone(Deadline())) {
+    return core::DeadlineExceeded("emulated collective: the copy engine did not finish within " +
+                                  std::to_string(comm_.op_timeout_s()) + " s");
+  }
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (r != comm_.rank()) Bump(Signal(r, kReadySlot));
+  }
+  ++collectives_done_;
+  return Status::Ok();
+}
+
+template <typename T>
+Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo) {
+  const int n = comm_.size(), me = comm_.rank(), p = position_of_rank_[me];
+  const auto& order = options_.order;
+  const int next = order[Mod(p + 1, n)], prev = order[Mod(p - 1, n)];
+  const int64_t bb = c * static_cast<int64_t>(sizeof(T));
+  std::byte* win = Data(me);
+  RETURN_IF_ERROR(BeginCollective());
+  std::memcpy(win + me * bb, send, static_cast<size_t>(bb));
+  std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
+  auto copy_out = [&](int block, int64_t first, int64_t count) {
+    std::memcpy(recv + block * c + first, win + block * bb + first * sizeof(T),
+                static_cast<size_t>(count) * sizeof(T));
+  };
+  if (algo == LinkAlgo::kRing1) {
+    for (int s = 0; s < n - 1; ++s) {
+      const int fwd = order[Mod(p - s, n)];
+      Send(next, fwd * bb, win + fwd * bb, bb, c, CwSlot(s));
+      RETURN_IF_ERROR(Wait(CwSlot(s)));
+      copy_out(order[Mod(p - s - 1, n)], 0, c);
+    }
+  } else if (algo == LinkAlgo::kRing2) {
+    const int64_t h0 = c / 2, h1 = c - h0, off1 = h0 * static_cast<int64_t>(sizeof(T));
+    for (int s = 0; s < n - 1; ++s) {
+      const int a = order[Mod(p - s, n)], b = order[Mod(p + s, n)];
+      Send(next, a * bb, win + a * bb, off1, h0, CwSlot(s));
+      Send(prev, b * bb + off1, win + b * bb + off1, bb - off1, h1, CcwSlot(s));
+      RETURN_IF_ERROR(Wait(CwSlot(s)));
+      copy_out(order[Mod(p - s - 1, n)], 0, h0);
+      RETURN_IF_ERROR(Wait(CcwSlot(s)));
+      copy_out(order[Mod(p + s + 1, n)], h0, h1);
+    }
+  } else {
+    for (int s = 1; s < n; ++s) {
+      Send(order[Mod(p - s, n)], me * bb, win + me * bb, bb, c, DirectSlot(s));
+      RETURN_IF_ERROR(Wait(DirectSlot(s)));
+      copy_out(order[Mod(p + s, n)], 0, c);
+    }
+  }
+  return EndCollective();
+}
+
+template <typename T, typename Acc>
+Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAlgo algo) {
+  const int n = comm_.size(), me = comm_.rank(), p = position_of_rank_[me];
+  const auto& order = options_.order;
+  const int next = order[Mod(p + 1, n)], prev = order[Mod(p - 1, n)];
+  constexpr int64_t kAcc = sizeof(Acc);
+  std::byte* win = Data(me);
+  RETURN_IF_ERROR(BeginCollective());
+  if (n == 1) {
+    std::copy(send, send + c, recv);
+    return EndCollective();
+  }
+  auto slot_in = [&](int s) { return reinterpret_cast<const Acc*>(win + s * c * kAcc); };
+  if (algo == LinkAlgo::kDirect) {
+    // Raw contributions (T) land in slot s-1; the sum is taken here in step order.
+    const int64_t tb = c * static_cast<int64_t>(sizeof(T));
+    std::vector<Acc> sum(c);
+    for (int64_t i = 0; i < c; ++i) sum[i] = ToAcc<Acc>(send[me * c + i]);
+    for (int s = 1; s < n; ++s) {
+      const int to = order[Mod(p - s, n)];
+      Send(to, (s - 1) * tb, send + to * c, tb, c, DirectSlot(s));
+      RETURN_IF_ERROR(Wait(DirectSlot(s)));
+      const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
+      for (int64_t i = 0; i < c; ++i) sum[i] += ToAcc<Acc>(in[i]);
+    }
+    for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(sum[i]);
+    return EndCollective();
+  }
+  // Rings: partial sums (Acc) staged in private memory, one buffer per step (the engine
+  // reads them until its messages are done, which may be after an error return).
+  stage_.resize(static_cast<size_t>((n - 1) * c * kAcc));
+  Acc* stage = reinterpret_cast<Acc*>(stage_.data());
+  const bool two = algo == LinkAlgo::kRing2;
+  const int64_t h0 = two ? c / 2 : c;  // elements [0, h0) go clockwise, [h0, c) counter
+  for (int s = 0; s < n - 1; ++s) {
+    Acc* out = stage + s * c;
+    const int b0 = order[Mod(p - s - 1, n)];
+    if (s > 0) RETURN_IF_ERROR(Wait(CwSlot(s - 1)));
+    for (int64_t i = 0; i < h0; ++i) {
+      out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[b0 * c + i]);
+    }
+    Send(next, s * c * kAcc, out, h0 * kAcc, h0, CwSlot(s));
+    if (two) {
+      const int b1 = order[Mod(p + s + 1, n)];
+      if (s > 0) RETURN_IF_ERROR(Wait(CcwSlot(s - 1)));
+      for (int64_t i = h0; i < c; ++i) {
+        out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[b1 * c + i]);
+      }
+      Send(prev, (s * c + h0) * kAcc, out + h0, (c - h0) * kAcc, c - h0, CcwSlot(s));
+    }
+  }
+  RETURN_IF_ERROR(Wait(CwSlot(n - 2)));
+  if (two) RETURN_IF_ERROR(Wait(CcwSlot(n - 2)));
+  const Acc* in = slot_in(n - 2);
+  for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(in[i] + ToAcc<Acc>(send[me * c + i]));
+  return EndCollective();
+}
+
+Status LinkCollectives::Drained(Status st) {
+  // After a failure the engine may still read sources (the caller's buffers, the staging)
+  // and write windows: let it finish (it never waits on peers, so this is bounded).
+  if (!st.ok()) engine_->WaitAllDone(kNoDeadline);
+  return st;
+}
+
+Status LinkCollectives::AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo algo) {
+  const int n = comm_.size();
+  CHECK(send.dtype == recv.dtype && recv.count == n * send.count);
+  const int64_t need = AllGatherWindowBytes(n, send.count, send.dtype);
+  if (need > options_.window_bytes) {
+    return core::InvalidArgument("emulated AllGather needs " + std::to_string(need) +
+                                 " bytes of symmetric memory per rank, the window has " +
+                                 std::to_string(options_.window_bytes));
+  }
+  Status st = core::Internal("emulated AllGather: unknown dtype");
+  switch (send.dtype) {
+    case DType::kF32:
+      st = AllGatherT(static_cast<const float*>(send.data), static_cast<float*>(recv.data),
+                      send.count, algo);
+      break;
+    case DType::kBF16:
+      st = AllGatherT(static_cast<const Bf16*>(send.data), static_cast<Bf16*>(recv.data),
+                      send.count, algo);
+      break;
+    case DType::kI64:
+      st = AllGatherT(static_cast<const int64_t*>(send.data), static_cast<int64_t*>(recv.data),
+                      send.count, algo);
+      break;
+    case DType::kF64:
+      st = AllGatherT(static_cast<const double*>(send.data), static_cast<double*>(recv.data),
+                      send.count, algo);
+      break;
+  }
+  return Drained(std::move(st));
+}
+
+Status LinkCollectives::ReduceScatter(ConstBuffer send, MutableBuffer recv, LinkAlgo algo) {
+  const int n = comm_.size();
+  CHECK(send.dtype == recv.dtype && send.count == n * recv.count);
+  const int64_t need = ReduceScatterWindowBytes(n, recv.count, send.dtype);
+  if (need > options_.window_bytes) {
+    return core::InvalidArgument("emulated ReduceScatter needs " + std::to_string(need) +
+                                 " bytes of symmetric memory per rank, the window has " +
+                                 std::to_string(options_.window_bytes));
+  }
+  const int64_t c = recv.count;
+  Status st = core::Internal("emulated ReduceScatter: unknown dtype");
+  switch (send.dtype) {
+    case DType::kF32:
+      st = ReduceScatterT<float, float>(static_cast<const float*>(send.data),
+                                        static_cast<float*>(recv.data), c, algo);
+      break;
+    case DType::kBF16:
+      st = ReduceScatterT<Bf16, float>(static_cast<const Bf16*>(send.data),
+                                       static_cast<Bf16*>(recv.data), c, algo);
+      break;
+    case DType::kI64:
+      st = ReduceScatterT<int64_t, int64_t>(static_cast<const int64_t*>(send.data),
+                                            static_cast<int64_t*>(recv.data), c, algo);
+      break;
+    case DType::kF64:
+      st = ReduceScatterT<double, double>(static_cast<const double*>(send.data),
+                                          static_cast<double*>(recv.data), c, algo);
+      break;
+  }
+  return Drained(std::move(st));
+}
+
+}  // namespace tessera::comm

@@ -1,0 +1,56 @@
+// LinkFabric: the machine-wide reservation table of the link emulator. Every resource of a
+// PacedLinks (a directed link, a shared uplink, ...) has a next-free time in a table shared by
+// all ranks (one MPI shared window, or heap memory for the fake backend). A packet of w wire
+// bytes on route src->dst is reserved atomically on all of its resources:
+//     start   = max(earliest_ns, max over the route's resources r of next_free[r])
+//     next_free[r] = start + w / bw_r                      for every r on the route
+//     arrival = start + max_r (w / bw_r) + route latency
+// so flows that share a resource queue behind each other packet by packet (fair sharing when
+// each flow keeps at most one packet reserved ahead, as copy_engine.h does), while the two
+// directions of a link, being separate resources, run at full rate at once.
+//
+// Collective rules: Create is collective over the communicator whose ranks are the
+// PacedLinks endpoints (normally the world); destroy it on every rank. Reserve may be called
+// by any thread of any rank concurrently (a process-shared mutex guards the table).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.h"
+#include "comm/paced_links.h"
+#include "comm/symmetric_memory.h"
+
+namespace tessera::comm {
+
+class LinkFabric {
+ public:
+  struct Reservation {
+    int64_t start_ns = 0;    // first byte on the wire
+    int64_t arrival_ns = 0;  // last byte delivered (includes the route latency)
+  };
+
+  // Validates `links` (InvalidArgument) and checks that links.num_endpoints equals the
+  // communicator's size.
+  static StatusOr<std::unique_ptr<LinkFabric>> Create(Communicator& comm, PacedLinks links);
+  ~LinkFabric();
+  LinkFabric(const LinkFabric&) = delete;
+  LinkFabric& operator=(const LinkFabric&) = delete;
+
+  const PacedLinks& links() const { return links_; }
+  // Reserves one packet of `wire_bytes` on route src->dst (src != dst), starting no earlier
+  // than earliest_ns.
+  Reservation Reserve(int src, int dst, int64_t wire_bytes, int64_t earliest_ns);
+  // Forgets every reservation (all resources free now); collective use only, between runs.
+  void Reset();
+
+ private:
+  LinkFabric(PacedLinks links, std::unique_ptr<SymmetricMemory> memory);
+  struct Table;
+  PacedLinks links_;
+  std::vector<double> ns_per_byte_;  // per resource
+  std::unique_ptr<SymmetricMemory> memory_;
+  Table* table_ = nullptr;  // in rank 0's segment
+};
+
+}  // namespace tessera::comm

@@ -1,0 +1,229 @@
+#include "compass/collective_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "comm/copy_engine.h"
+#include "comm/futex.h"
+#include "comm/link_fabric.h"
+#include "comm/shared_barrier.h"
+#include "compass/emulated_links.h"
+#include "hw/ring_order.h"
+
+namespace tessera::compass {
+
+namespace {
+
+using comm::LinkAlgo;
+using core::Status;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The value rank r contributes at element i (exact in fp32 sums of up to 2^12 ranks).
+float Value(int rank, int64_t i, int rep) {
+  return static_cast<float>((rank * 131 + i * 7 + rep * 17) % 512) / 8.0f - 32.0f;
+}
+
+}  // namespace
+
+core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
+                                                   const hw::Topology& topology,
+                                                   const TimeScale& scale,
+                                                   const CollectiveBenchConfig& config) {
+  const int n = world.size(), me = world.rank();
+  if (n < 2 || n > topology.num_devices()) {
+    return core::InvalidArgument("collective bench: " + std::to_string(n) + " ranks, " +
+                                 topology.name() + " has " +
+                                 std::to_string(topology.num_devices()) + " devices (need 2.." +
+                                 std::to_string(topology.num_devices()) + ")");
+  }
+  if (config.repeats < 1 || config.block_wire_bytes.empty() || config.algos.empty() ||
+      config.kinds.empty()) {
+    return core::InvalidArgument("collective bench: nothing to measure");
+  }
+  int64_t max_count = 0;
+  for (int64_t b : config.block_wire_bytes) {
+    if (b < 2 || b > (int64_t{1} << 30) || b % 2 != 0) {
+      return core::InvalidArgument("collective bench: block of " + std::to_string(b) +
+                                   " wire bytes, must be even and in [2, 2^30]");
+    }
+    max_count = std::max(max_count, b / 2);
+  }
+  std::vector<int> devices(n);
+  std::iota(devices.begin(), devices.end(), 0);
+  ASSIGN_OR_RETURN(hw::RingAnalysis ring1, hw::BestRing(topology, devices, hw::RingKind::kSingle));
+  ASSIGN_OR_RETURN(hw::RingAnalysis ring2, hw::BestRing(topology, devices, hw::RingKind::kDouble));
+  ASSIGN_OR_RETURN(comm::PacedLinks links, EmulatedLinks(topology, devices, scale));
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkFabric> fabric,
+                   comm::LinkFabric::Create(world, std::move(links)));
+  comm::CopyEngine engine(fabric.get(), me);
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
+                   comm::SharedBarrier::Create(world));
+  // One set of windows per ring order (ranks = devices here, so orders are rank lists).
+  const int64_t window = std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count,
+                                                                             comm::DType::kF32),
+                                  comm::LinkCollectives::ReduceScatterWindowBytes(
+                                      n, max_count, comm::DType::kF32));
+  auto make = [&](const std::vector<int>& order)
+      -> core::StatusOr<std::unique_ptr<comm::LinkCollectives>> {
+    comm::LinkCollectivesOptions o;
+    o.endpoint_of_rank = devices;
+    o.order = order;
+    o.window_bytes = window;
+    o.wire_element_bytes = 2;
+    return comm::LinkCollectives::Create(world, &engine, std::move(o));
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkCollectives> single, make(ring1.order));
+  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkCollectives> dual, make(ring2.order));
+
+  struct Run {
+    CollectiveKind kind;
+    int64_t bytes;
+    LinkAlgo algo;
+  };
+  std::vector<Run> runs;
+  for (CollectiveKind k : config.kinds) {
+    for (int64_t b : config.block_wire_bytes) {
+      for (LinkAlgo a : config.algos) runs.push_back({k, b, a});
+    }
+  }
+  const int total = static_cast<int>(runs.size()) * config.repeats;
+  std::vector<double> my_times(static_cast<size_t>(total));
+  std::vector<float> send(static_cast<size_t>(n * max_count)), recv(send.size());
+  const int64_t wall0 = comm::NowNs();
+  const int64_t cpu0 = engine.stats().cpu_ns;
+  Status failure = Status::Ok();
+  int done = 0;
+  for (int rep = 0; rep < config.repeats; ++rep) {
+    for (size_t ri = 0; ri < runs.size(); ++ri) {
+      const Run& run = runs[ri];
+      const int64_t c = run.bytes / 2;
+      const bool ag = run.kind == CollectiveKind::kAllGather;
+      const int64_t in_count = ag ? c : n * c, out_count = ag ? n * c : c;
+      for (int64_t i = 0; i < in_count; ++i) send[i] = Value(me, i, rep);
+      comm::LinkCollectives& lc = run.algo == LinkAlgo::kRing2 ? *dual : *single;
+      ASSIGN_OR_RETURN(int64_t start, barrier->Arrive(2'000'000, 600.0));
+      comm::SleepUntilNs(start);
+      const comm::ConstBuffer in{send.data(), in_count, comm::DType::kF32};
+      const comm::MutableBuffer out{recv.data(), out_count, comm::DType::kF32};
+      Status st = ag ? lc.AllGather(in, out, run.algo) : lc.ReduceScatter(in, out, run.algo);
+      my_times[rep * runs.size() + ri] = static_cast<double>(comm::NowNs() - start) * 1e-9;
+      RETURN_IF_ERROR(st);
+      // Check against the plain reference (outside the timed region).
+      if (failure.ok()) {
+        for (int64_t i = 0; i < out_count && failure.ok(); ++i) {
+          double want;
+          if (ag) {
+            want = Value(static_cast<int>(i / c), i % c, rep);
+          } else {
+            want = 0;
+            for (int r = 0; r < n; ++r) want += Value(r, me * c + i, rep);
+          }
+          const double got = recv[i];
+          const bool ok = ag ? got == want : std::abs(got - want) <= 1e-6 * (1 + std::abs(want));
+          if (!ok) {
+            failure = core::Internal(std::string(CollectiveKindName(run.kind)) + " " +
+                                     comm::LinkAlgoName(run.algo) + " block " +
+                                     std::to_string(run.bytes) + " B: element " +
+                                     std::to_string(i) + " is " + std::to_string(got) +
+                                     ", reference " + std::to_string(want));
+          }
+        }
+      }
+      ++done;
+      if (me == 0 && config.progress) config.progress(done, total);
+    }
+  }
+  const double cpu_fraction = static_cast<double>(engine.stats().cpu_ns - cpu0) /
+                              static_cast<double>(comm::NowNs() - wall0);
+  // Any rank's mismatch fails the bench on every rank.
+  double bad = failure.ok() ? 0 : 1;
+  RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&bad, 1)));
+  if (!failure.ok()) return failure;
+  if (bad > 0) return core::Internal("collective bench: a result differed from the reference");
+  // The slowest rank's time of every run.
+  std::vector<double> all(static_cast<size_t>(total) * n);
+  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_times), std::span<double>(all)));
+  std::vector<double> cpu_all(n);
+  RETURN_IF_ERROR(
+      world.AllGather(std::span<const double>(&cpu_fraction, 1), std::span<double>(cpu_all)));
+
+  CollectiveBench out;
+  out.topology = topology.name();
+  out.ranks = n;
+  out.scale = scale;
+  for (int r : ring1.order) out.ring1_order.push_back(devices[r]);
+  for (int r : ring2.order) out.ring2_order.push_back(devices[r]);
+  out.engine_cpu_fraction = *std::max_element(cpu_all.begin(), cpu_all.end());
+  out.wake_lead_ns = engine.wake_lead_ns();
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    std::vector<double> per_rep;
+    for (int rep = 0; rep < config.repeats; ++rep) {
+      double slowest = 0;
+      for (int r = 0; r < n; ++r) {
+        slowest = std::max(slowest, all[static_cast<size_t>(r) * total + rep * runs.size() + ri]);
+      }
+      per_rep.push_back(slowest / scale.scale);
+    }
+    CollectiveRow row;
+    row.kind = runs[ri].kind;
+    row.algo = runs[ri].algo;
+    row.block_wire_bytes = runs[ri].bytes;
+    row.median_s = Median(per_rep);
+    row.min_s = *std::min_element(per_rep.begin(), per_rep.end());
+    row.max_s = *std::max_element(per_rep.begin(), per_rep.end());
+    const std::vector<int>& order = runs[ri].algo == LinkAlgo::kRing2 ? out.ring2_order
+                                                                      : out.ring1_order;
+    const CollectiveAlgo algo = runs[ri].algo == LinkAlgo::kRing1   ? CollectiveAlgo::kRing1
+                                : runs[ri].algo == LinkAlgo::kRing2 ? CollectiveAlgo::kRing2
+                                                                    : CollectiveAlgo::kDirect;
+    row.modeled_s = ModelCollective(topology, order, runs[ri].kind, algo,
+                                    static_cast<double>(runs[ri].bytes))
+                        .total_s;
+    out.rows.push_back(row);
+  }
+  return out;
+}
+
+double Ring2Speedup(const CollectiveBench& b, CollectiveKind kind, int64_t block_wire_bytes) {
+  double t1 = 0, t2 = 0;
+  for (const CollectiveRow& r : b.rows) {
+    if (r.kind != kind || r.block_wire_bytes != block_wire_bytes) continue;
+    if (r.algo == comm::LinkAlgo::kRing1) t1 = r.median_s;
+    if (r.algo == comm::LinkAlgo::kRing2) t2 = r.median_s;
+  }
+  return t1 > 0 && t2 > 0 ? t1 / t2 : 0;
+}
+
+core::Json ToJson(const CollectiveBench& b) {
+  core::Json rows = core::Json::array();
+  for (const CollectiveRow& r : b.rows) {
+    rows.push_back({{"collective", CollectiveKindName(r.kind)},
+                    {"algo", comm::LinkAlgoName(r.algo)},
+                    {"block_wire_bytes", r.block_wire_bytes},
+                    {"measured_median_s", r.median_s},
+                    {"measured_min_s", r.min_s},
+                    {"measured_max_s", r.max_s},
+                    {"modeled_s", r.modeled_s},
+                    {"error", r.error()},
+                    {"measured_bandwidth_bytes_per_s", r.bandwidth_bytes_per_s(b.ranks)}});
+  }
+  return {{"topology", b.topology},
+          {"ranks", b.ranks},
+          {"time_scale", b.scale.scale},
+          {"time_scale_source", b.scale.source},
+          {"ring1_order", b.ring1_order},
+          {"ring2_order", b.ring2_order},
+          {"engine_cpu_fraction", b.engine_cpu_fraction},
+          {"wake_lead_ns", b.wake_lead_ns},
+          {"times", "device seconds: measured = emulated wall time / time_scale"},
+          {"rows", rows}};
+}
+
+}  // namespace tessera::compass
