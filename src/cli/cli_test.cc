@@ -210,6 +210,143 @@ TEST(CliTest, ProfilerCommandsRejectBadInputBeforeMpi) {
 
 namespace {
 
+// Xema's memory-trace commands on the hand-made trace of src/xema/testdata (weights 28 MiB,
+// activations peak at 36 MiB during vae.up2; lower bound 64 MiB).
+std::string XemaTrace(const std::string& name) {
+  return std::string(TESSERA_XEMA_TESTDATA) + "/" + name;
+}
+
+TEST(CliTest, XemaIntervals) {
+  Result r = RunTessera("xema intervals --trace " + XemaTrace("tiny_t2i.json") + " --budget 40MiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("budget 40 MiB - weights 28 MiB - reserve 0 B = available 12 MiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("dit.attn@step1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 intervals, 3 of 10 ops under pressure, max excess 24 MiB"),
+            std::string::npos)
+      << r.out;
+  std::string json = TempPath("intervals.json");
+  r = RunTessera("xema intervals --trace " + XemaTrace("tiny_t2i.json") +
+                 " --budget 40MiB --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  ASSERT_EQ((*j)["intervals"].size(), 2u);
+  EXPECT_EQ((*j)["intervals"][1]["excess_bytes"], 24 << 20);
+  EXPECT_EQ((*j)["intervals"][1]["phases"][0], "vae");
+  r = RunTessera("xema intervals --trace " + XemaTrace("tiny_t2i.json") + " --budget 1GB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no pressure interval"), std::string::npos) << r.out;
+  ExpectUserError("xema intervals --trace " + XemaTrace("tiny_t2i.json") + " --budget 20MiB",
+                  "budget: got 20 MiB (20971520 bytes), below the resident weights 28 MiB");
+  ExpectUserError("xema intervals --trace " + XemaTrace("tiny_t2i.json") + " --budget 12XB",
+                  "--budget: got '12XB', must be a size");
+  ExpectUserError(
+      "xema intervals --trace " + XemaTrace("free_before_alloc.json") + " --budget 1GiB",
+      "tensors[8].free_op: got 2, before alloc_op 3 (free before alloc)");
+  ExpectUserError("xema intervals --trace " + XemaTrace("negative_size.json") + " --budget 1GiB",
+                  "tensors[6].bytes: got -4096, must be in [1, ");
+  ExpectUserError("xema intervals --trace /nonexistent_trace.json --budget 1GiB",
+                  "/nonexistent_trace.json: no such file");
+}
+
+TEST(CliTest, XemaLayout) {
+  std::string out = TempPath("layout.json");
+  Result r = RunTessera("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* algo : {"tflite", "tflm", "xla", "milp"})
+    EXPECT_NE(r.out.find(algo), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lower bound (peak live) 64 MiB"), std::string::npos) << r.out;
+  auto j = tessera::core::ReadJsonFile(out);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["arena_bytes"], int64_t{64} << 20);
+  EXPECT_EQ((*j)["tensors"].size(), 16u);
+  // A trace where every greedy layout misses the bound the MILP reaches.
+  r = RunTessera("xema layout --trace " + XemaTrace("greedy_gap.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tflite  9.464 MiB      9923584         1.2276x"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("milp    7.709 MiB      8083968         1.0000x"), std::string::npos)
+      << r.out;
+  std::string cmp = TempPath("cmp.json");
+  r = RunTessera("xema layout --trace " + XemaTrace("greedy_gap.json") + " --json " + cmp);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto c = tessera::core::ReadJsonFile(cmp);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ((*c)["layouts"].size(), 4u);
+  EXPECT_EQ((*c)["layouts"][3]["algorithm"], "milp");
+  EXPECT_EQ((*c)["layouts"][3]["arena_bytes"], 8083968);
+  EXPECT_EQ((*c)["layouts"][3]["proven_optimal"], true);
+  r = RunTessera("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --algo tflm");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("milp"), std::string::npos) << r.out;
+  ExpectUserError("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --algo best",
+                  "--algo: algo: got 'best', must be one of tflite, tflm, xla, milp");
+  ExpectUserError("xema layout --trace " + XemaTrace("free_before_alloc.json"),
+                  "free before alloc");
+  ExpectUserError(
+      "xema layout --trace " + XemaTrace("tiny_t2i.json") + " --out " + XemaTrace("tiny_t2i.json"),
+      "is also the input of --trace");
+  ExpectUserError("xema layout --trace " + XemaTrace("tiny_t2i.json") + " --milp-time-limit 0",
+                  "--milp-time-limit: got '0'");
+}
+
+TEST(CliTest, XemaAllocsim) {
+  Result r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("peak reserved"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reserved / best layout arena"), std::string::npos) << r.out;
+  r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json") +
+                 " --policy pytorch:expandable_segments,max_split_size_mb=64");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("policy pytorch:expandable_segments,max_split_size_mb=64"),
+            std::string::npos)
+      << r.out;
+  std::string json = TempPath("allocsim.json");
+  r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json") + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["stats"]["peak_reserved_bytes"], 84 << 20);
+  EXPECT_EQ((*j)["best_layout_arena_bytes"], 64 << 20);
+  r = RunTessera("xema allocsim --trace " + XemaTrace("tiny_t2i.json") + " --device-memory 50MiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("OOM at op"), std::string::npos) << r.out;
+  ExpectUserError("xema allocsim --trace " + XemaTrace("tiny_t2i.json") + " --policy tcmalloc",
+                  "policy: got 'tcmalloc'");
+  ExpectUserError("xema allocsim --trace " + XemaTrace("tiny_t2i.json") +
+                      " --policy pytorch,max_split_size_mb=5",
+                  "max_split_size_mb");
+  ExpectUserError("xema allocsim --trace " + XemaTrace("negative_size.json"),
+                  "tensors[6].bytes: got -4096");
+}
+
+TEST(CliTest, XemaAnalyticTraces) {
+  Result r = RunTessera("xema layout --analytic flux2-dev --size 1024x1024 --steps 28 --algo xla");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("flux2-dev 1024x1024x1 steps 28 cfg off sp 1 bf16 (modeled)"),
+            std::string::npos)
+      << r.out;
+  r = RunTessera(
+      "xema intervals --analytic cogvideox-5b --size 720x480 --frames 49 --steps 50 "
+      "--budget 32GiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vae.up"), std::string::npos) << r.out;
+  r = RunTessera("xema allocsim --analytic ltx-2 --size 768x512 --frames 121 --steps 4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  ExpectUserError("xema intervals --analytic flux2-dev --budget 80GiB",
+                  "budget: got 80 GiB (85899345920 bytes), below the resident weights");
+  ExpectUserError("xema layout", "--trace / --analytic: give exactly one (got neither)");
+  ExpectUserError("xema layout --analytic flux2-dev --trace " + XemaTrace("tiny_t2i.json"),
+                  "give exactly one (got both)");
+  ExpectUserError("xema layout --analytic sdxl", "analytic: got 'sdxl', must be one of");
+  ExpectUserError("xema layout --analytic flux2-dev --size 1000x1000",
+                  "size: got 1000x1000, each side must be a multiple of 16");
+  ExpectUserError("xema layout --analytic flux2-dev --cfg maybe", "--cfg: got 'maybe'");
+  ExpectUserError("xema layout --analytic flux2-dev --steps 0", "--steps: got '0'");
+}
+
 std::string CliTestdata(const std::string& name) {
   return std::string(TESSERA_CLI_TESTDATA) + "/" + name;
 }

@@ -42,5 +42,9 @@ void AddCompassTopo(CLI::App* compass, Action* action);
 void AddCompassLinks(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
+// Add `tessera xema intervals`, `layout` and `allocsim` (memory traces) under xema.
+void AddXemaIntervals(CLI::App* xema, Action* action);
+void AddXemaLayout(CLI::App* xema, Action* action);
+void AddXemaAllocsim(CLI::App* xema, Action* action);
 
 }  // namespace tessera::cli

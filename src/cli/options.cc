@@ -3,6 +3,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/byte_size.h"
 #include "core/input_file.h"
 #include "core/output_file.h"
 #include "core/parse_number.h"
@@ -47,10 +48,23 @@ CLI::Validator PositiveNumber(double hi) {
 
 CLI::Validator Seed() { return Integer(0, std::numeric_limits<int64_t>::max()); }
 
+CLI::Validator ByteSize(int64_t lo, int64_t hi) {
+  CLI::Validator v(
+      [lo, hi](std::string& text) -> std::string {
+        auto r = core::ParseByteSize(text, lo, hi);
+        if (!r.ok()) return r.status().message();
+        text = std::to_string(*r);
+        return std::string();
+      },
+      "SIZE", kNumberRule);
+  return v;
+}
+
 CLI::Option* CommandPaths::Input(CLI::App* app, const std::string& name, std::string* path,
                                  const std::string& help) {
   RecordInput(name, path);
-  return app->add_option(name, *path, help);
+  CLI::Validator marker([](std::string&) { return std::string(); }, "", kInputRule);
+  return app->add_option(name, *path, help)->check(marker);
 }
 
 CLI::Option* CommandPaths::Output(CLI::App* app, const std::string& name, std::string* path,

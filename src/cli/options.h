@@ -4,9 +4,11 @@
 //   Integer(lo, hi)      decimal integer in [lo, hi] (core::ParseInteger): `010` is ten,
 //                        `-1` for a seed is refused instead of wrapping to 2^64 - 1;
 //   Number(lo, hi)       finite number in [lo, hi]; PositiveNumber(hi): in (0, hi];
-//   Seed()               Integer(0, 2^63 - 1).
-// Attach Integer and Seed with ->transform() (they hand CLI11 the canonical decimal, since
-// CLI11 itself reads `010` as octal), Number rules with ->check(). Each validator is named
+//   Seed()               Integer(0, 2^63 - 1);
+//   ByteSize(lo, hi)     a size with an optional unit (core::ParseByteSize: 512MiB, 80GB,
+//                        4096) in [lo, hi] bytes, handed to CLI11 as decimal bytes.
+// Attach Integer, Seed and ByteSize with ->transform() (they hand CLI11 the canonical decimal,
+// since CLI11 itself reads `010` as octal), Number rules with ->check(). Each validator is named
 // kNumberRule, so a test can walk a command tree and find any
 // numeric option that has none (cli_test does, for every subcommand).
 //
@@ -33,6 +35,8 @@ namespace tessera::cli {
 
 inline constexpr const char* kNumberRule = "tessera-number";
 inline constexpr const char* kOutputRule = "tessera-output";
+// Marks an option recorded by CommandPaths::Input (accepts every value).
+inline constexpr const char* kInputRule = "tessera-input";
 
 // Upper bounds shared by the commands that start MPI jobs.
 inline constexpr int64_t kMaxRanks = 4096;
@@ -42,6 +46,7 @@ CLI::Validator Integer(int64_t lo, int64_t hi);
 CLI::Validator Number(double lo, double hi);
 CLI::Validator PositiveNumber(double hi);
 CLI::Validator Seed();
+CLI::Validator ByteSize(int64_t lo, int64_t hi);
 
 class CommandPaths {
  public:

@@ -44,10 +44,15 @@ TEST(OptionsTest, EveryNumericOptionHasARuleAndEveryOutputIsRecorded) {
         EXPECT_TRUE(HasRule(opt, kNumberRule)) << where << " (" << type << ") has no rule";
       }
       const std::string name = opt->get_name();
-      if (name == "--json" || name == "--out" || name == "--trace" ||
-          name.rfind("--save-", 0) == 0) {
+      if (name == "--json" || name == "--out" || name.rfind("--save-", 0) == 0) {
         ++outputs;
         EXPECT_TRUE(HasRule(opt, kOutputRule)) << where << " is not a recorded output";
+      }
+      // --trace is a Chrome trace written (zellige) or a memory trace read (xema): either
+      // way a recorded file.
+      if (name == "--trace") {
+        EXPECT_TRUE(HasRule(opt, kOutputRule) || HasRule(opt, kInputRule))
+            << where << " is not a recorded output or input";
       }
     }
   }
@@ -91,6 +96,17 @@ TEST(OptionsTest, IntegerAndSeedRules) {
   EXPECT_NE(Try(Integer(1, 100), "1.5", &steps, true), "");
   EXPECT_EQ(Try(Integer(1, 100), "+100", &steps, true), "");
   EXPECT_EQ(steps, 100);
+}
+
+TEST(OptionsTest, ByteSizeRule) {
+  int64_t bytes = 0;
+  EXPECT_EQ(Try(ByteSize(1, int64_t{1} << 50), "512MiB", &bytes, true), "");
+  EXPECT_EQ(bytes, int64_t{512} << 20);
+  EXPECT_EQ(Try(ByteSize(1, int64_t{1} << 50), "80GB", &bytes, true), "");
+  EXPECT_EQ(bytes, 80'000'000'000);
+  EXPECT_NE(Try(ByteSize(1, int64_t{1} << 50), "0", &bytes, true).find("got '0', must be a size"),
+            std::string::npos);
+  EXPECT_NE(Try(ByteSize(1, int64_t{1} << 50), "12XB", &bytes, true), "");
 }
 
 TEST(OptionsTest, NumberRules) {

@@ -8,7 +8,9 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   CLI::App* x =
       root.add_subcommand("xema", "Xema: memory-planned diffusion serving under a memory budget");
   x->require_subcommand(1);
-  (void)action;
+  AddXemaIntervals(x, action);
+  AddXemaLayout(x, action);
+  AddXemaAllocsim(x, action);
 }
 
 }  // namespace tessera::cli

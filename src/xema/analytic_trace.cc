@@ -1,0 +1,314 @@
+#include "xema/analytic_trace.h"
+
+#include <cmath>
+
+#include "core/byte_size.h"
+#include "core/parse_number.h"
+
+namespace tessera::xema {
+namespace {
+
+constexpr double kBytesPerElement = 2.0;  // bf16
+constexpr double kModeledFlopsPerS = 4e14;
+
+struct VaeBlock {
+  int64_t channels;
+  int64_t spatial_div;  // output pixels = (W / div) x (H / div)
+  int64_t time_div;     // output frames = ceil(F / div)
+};
+
+struct ModelSpec {
+  const char* name;
+  // Text encoder.
+  double enc_params;
+  int enc_layers;
+  int64_t enc_hidden, enc_ffn, enc_tokens;
+  // DiT.
+  double dit_params;
+  int double_blocks, single_blocks;  // double blocks are named "double" (MMDiT)
+  int64_t hidden, heads, ffn;
+  int64_t pixels_per_token;  // VAE spatial factor x patch
+  int64_t frame_div;         // VAE temporal factor (1 for images)
+  int64_t text_tokens_in_attention;
+  int64_t latent_channels, vae_spatial;
+  double vae_params;
+  std::vector<VaeBlock> vae;
+  bool default_cfg;
+};
+
+const std::vector<ModelSpec>& Specs() {
+  static const std::vector<ModelSpec> specs = {
+      {"flux2-dev",
+       24e9,
+       40,
+       5120,
+       32768,
+       512,
+       32e9,
+       8,
+       48,
+       6144,
+       48,
+       18432,
+       16,
+       1,
+       512,
+       32,
+       8,
+       0.1e9,
+       {{512, 8, 1}, {512, 4, 1}, {256, 2, 1}, {128, 1, 1}},
+       false},
+      {"cogvideox-5b",
+       4.7e9,
+       24,
+       4096,
+       10240,
+       226,
+       5.6e9,
+       0,
+       42,
+       3072,
+       48,
+       12288,
+       16,
+       4,
+       226,
+       16,
+       8,
+       0.2e9,
+       {{512, 8, 4}, {256, 4, 2}, {256, 2, 1}, {128, 1, 1}},
+       true},
+      {"ltx-2",
+       12e9,
+       48,
+       3840,
+       15360,
+       1024,
+       19e9,
+       0,
+       48,
+       4096,
+       32,
+       16384,
+       32,
+       8,
+       0,
+       128,
+       32,
+       0.4e9,
+       {{1024, 16, 8}, {512, 8, 4}, {256, 4, 2}, {128, 2, 1}, {128, 1, 1}},
+       true},
+  };
+  return specs;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Builds the trace: ops first (so template indices are known), then tensors.
+class Builder {
+ public:
+  Builder(MemoryTrace* t) : t_(t) {}
+  int Pro(int i) const { return i; }
+  int Body(int i) const { return static_cast<int>(t_->prologue.size()) + i; }
+  int Epi(int i) const { return static_cast<int>(t_->prologue.size() + t_->body.size()) + i; }
+
+  // Adds a tensor of `bytes` (a double, checked against the trace bounds).
+  TraceTensor& Add(const std::string& name, double bytes, Phase phase, TensorKind kind,
+                   int alloc_op = 0, int free_op = 0) {
+    TraceTensor x;
+    x.id = static_cast<int64_t>(t_->tensors.size());
+    x.name = name;
+    if (!(bytes <= static_cast<double>(kMaxTensorBytes))) {
+      if (error_.empty()) {
+        error_ = "tensor '" + name + "' would be " + core::ShowNumber(bytes) +
+                 " bytes, must be <= " + core::FormatBytes(kMaxTensorBytes) +
+                 "; choose a smaller size or fewer frames";
+      }
+      bytes = 1;
+    }
+    x.bytes = AlignBytes(std::max<int64_t>(1, std::llround(bytes)));
+    x.phase = phase;
+    x.kind = kind;
+    x.alloc_op = alloc_op;
+    x.free_op = free_op;
+    t_->tensors.push_back(x);
+    return t_->tensors.back();
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  MemoryTrace* t_;
+  std::string error_;
+};
+
+TraceOp Op(std::string name, Phase phase, double flops, double bytes) {
+  return {std::move(name), phase, flops, bytes, flops / kModeledFlopsPerS};
+}
+
+}  // namespace
+
+std::vector<std::string> AnalyticModelNames() {
+  std::vector<std::string> names;
+  for (const ModelSpec& s : Specs()) names.push_back(s.name);
+  return names;
+}
+
+core::StatusOr<std::pair<int64_t, int64_t>> ParseImageSize(const std::string& text) {
+  const std::string bad = "size: got '" + text + "', must be WIDTHxHEIGHT with each in [16, 16384]";
+  const size_t x = text.find('x');
+  if (x == std::string::npos) return core::InvalidArgument(bad);
+  auto w = core::ParseInteger(text.substr(0, x), 16, 16384);
+  auto h = core::ParseInteger(text.substr(x + 1), 16, 16384);
+  if (!w.ok() || !h.ok()) return core::InvalidArgument(bad);
+  return std::make_pair(*w, *h);
+}
+
+core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
+  const ModelSpec* spec = nullptr;
+  for (const ModelSpec& s : Specs())
+    if (r.model == s.name) spec = &s;
+  if (spec == nullptr) {
+    std::string names;
+    for (const std::string& n : AnalyticModelNames()) names += (names.empty() ? "" : ", ") + n;
+    return core::InvalidArgument("analytic: got '" + r.model + "', must be one of " + names);
+  }
+  const ModelSpec& m = *spec;
+  const std::string who = "analytic " + r.model + ": ";
+  if (r.width < 16 || r.height < 16 || r.width > 16384 || r.height > 16384 ||
+      r.width % m.pixels_per_token != 0 || r.height % m.pixels_per_token != 0) {
+    return core::InvalidArgument(who + "size: got " + std::to_string(r.width) + "x" +
+                                 std::to_string(r.height) + ", each side must be a multiple of " +
+                                 std::to_string(m.pixels_per_token) + " in [16, 16384]");
+  }
+  if (m.frame_div == 1 && r.frames != 1) {
+    return core::InvalidArgument(who + "frames: got " + std::to_string(r.frames) +
+                                 ", must be 1 (an image model)");
+  }
+  if (m.frame_div > 1 && (r.frames < 1 || r.frames > 1025 || (r.frames - 1) % m.frame_div != 0)) {
+    return core::InvalidArgument(who + "frames: got " + std::to_string(r.frames) + ", must be " +
+                                 std::to_string(m.frame_div) + "k+1 in [1, 1025]");
+  }
+  if (r.steps < 1 || r.steps > kMaxSteps) {
+    return core::InvalidArgument(who + "steps: got " + std::to_string(r.steps) +
+                                 ", must be in [1, " + std::to_string(kMaxSteps) + "]");
+  }
+  const bool cfg = r.cfg < 0 ? m.default_cfg : r.cfg != 0;
+  const double b = cfg ? 2.0 : 1.0;  // batch under classifier-free guidance
+  const double e = kBytesPerElement;
+  const int64_t latent_frames = (r.frames - 1) / m.frame_div + 1;
+  const double video_tokens = static_cast<double>(latent_frames) *
+                              static_cast<double>(r.width / m.pixels_per_token) *
+                              static_cast<double>(r.height / m.pixels_per_token);
+  const double tokens = video_tokens + static_cast<double>(m.text_tokens_in_attention);
+  const double latent_bytes =
+      static_cast<double>(m.latent_channels) * static_cast<double>(r.width / m.vae_spatial) *
+      static_cast<double>(r.height / m.vae_spatial) * static_cast<double>(latent_frames) * e;
+  const int blocks = m.double_blocks + m.single_blocks;
+
+  MemoryTrace t;
+  t.provenance = "modeled";
+  t.key.model = m.name;
+  t.key.width = r.width;
+  t.key.height = r.height;
+  t.key.frames = r.frames;
+  t.key.steps = r.steps;
+  t.key.cfg = cfg;
+  t.key.dtype = "bf16";
+  // Ops.
+  const double te = static_cast<double>(m.enc_tokens);
+  const double enc_layer_params = m.enc_params / m.enc_layers;
+  for (int i = 0; i < m.enc_layers; ++i) {
+    t.prologue.push_back(Op("text.l" + std::to_string(i), Phase::kText,
+                            2 * enc_layer_params * te * b, enc_layer_params * e));
+  }
+  t.prologue.push_back(Op("text.pool", Phase::kText, 0, te * m.enc_hidden * e * b));
+  t.prologue.push_back(Op("latent.init", Phase::kDenoise, 0, latent_bytes));
+  const double block_params = 0.97 * m.dit_params / blocks;
+  const double d = static_cast<double>(m.hidden);
+  t.body.push_back(
+      Op("dit.embed", Phase::kDenoise, 2 * 0.03 * m.dit_params * tokens * b, tokens * d * e * b));
+  for (int i = 0; i < blocks; ++i) {
+    const std::string name = i < m.double_blocks
+                                 ? "dit.double" + std::to_string(i)
+                                 : "dit.block" + std::to_string(i - m.double_blocks);
+    const double flops = (2 * block_params * tokens + 4 * tokens * tokens * d) * b;
+    t.body.push_back(Op(name, Phase::kDenoise, flops, block_params * e + 4 * tokens * d * e * b));
+  }
+  t.body.push_back(
+      Op("dit.final", Phase::kDenoise, 2 * tokens * d * m.latent_channels * b, tokens * d * e * b));
+  t.body.push_back(Op("sched.step", Phase::kDenoise, 3 * latent_bytes / e, 3 * latent_bytes));
+  std::vector<double> vae_elems;  // output elements per block
+  for (size_t k = 0; k < m.vae.size(); ++k) {
+    const VaeBlock& v = m.vae[k];
+    const double elems = static_cast<double>(v.channels) *
+                         static_cast<double>(r.width / v.spatial_div) *
+                         static_cast<double>(r.height / v.spatial_div) *
+                         static_cast<double>(CeilDiv(r.frames, v.time_div));
+    vae_elems.push_back(elems);
+    t.epilogue.push_back(Op("vae.up" + std::to_string(k), Phase::kVae,
+                            2 * 2 * 9 * static_cast<double>(v.channels) * elems, 3 * elems * e));
+  }
+
+  // Tensors.
+  Builder bld(&t);
+  for (int i = 0; i < m.enc_layers; ++i)
+    bld.Add("text.l" + std::to_string(i) + ".w", enc_layer_params * e, Phase::kText,
+            TensorKind::kWeight);
+  bld.Add("dit.embeddings.w", 0.03 * m.dit_params * e, Phase::kDenoise, TensorKind::kWeight);
+  for (int i = 0; i < blocks; ++i)
+    bld.Add(t.body[1 + i].name + ".w", block_params * e, Phase::kDenoise, TensorKind::kWeight);
+  bld.Add("vae.decoder.w", m.vae_params * e, Phase::kVae, TensorKind::kWeight);
+  // Prologue: the encoder's layers, then the prompt embedding and the initial noise.
+  const int pool_op = m.enc_layers, init_op = m.enc_layers + 1;
+  for (int i = 0; i < m.enc_layers; ++i) {
+    const std::string l = "text.l" + std::to_string(i);
+    bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b, Phase::kText, TensorKind::kWorkspace,
+            bld.Pro(i), bld.Pro(i));
+    bld.Add(l + ".ffn", te * m.enc_ffn * e * b, Phase::kText, TensorKind::kActivation, bld.Pro(i),
+            bld.Pro(i));
+    bld.Add(l + ".out", te * m.enc_hidden * e * b, Phase::kText, TensorKind::kActivation,
+            bld.Pro(i), bld.Pro(i + 1));
+  }
+  const int sched = bld.Body(blocks + 2);
+  bld.Add("text.prompt_emb", te * m.enc_hidden * e * b, Phase::kText, TensorKind::kActivation,
+          bld.Pro(pool_op), sched);  // read by every step: freed in the last one
+  bld.Add("latent.noise", latent_bytes, Phase::kDenoise, TensorKind::kActivation, bld.Pro(init_op),
+          sched)
+      .free_step = 0;  // replaced by the first step's next latent
+  // Body: one denoising step.
+  const double x_bytes = tokens * d * e * b;
+  bld.Add("dit.tokens", x_bytes, Phase::kDenoise, TensorKind::kActivation, bld.Body(0),
+          bld.Body(1));
+  for (int i = 0; i < blocks; ++i) {
+    const int op = bld.Body(1 + i);
+    const std::string& n = t.body[1 + i].name;
+    bld.Add(n + ".qkv", 3 * x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op);
+    bld.Add(n + ".attn", x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op);
+    if (!r.fused_attention) {
+      bld.Add(n + ".scores", static_cast<double>(m.heads) * tokens * tokens * e * b,
+              Phase::kDenoise, TensorKind::kActivation, op, op);
+    }
+    bld.Add(n + ".mlp", tokens * m.ffn * e * b, Phase::kDenoise, TensorKind::kActivation, op, op);
+    bld.Add(n + ".out", x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op + 1);
+  }
+  bld.Add("dit.velocity", latent_bytes * b, Phase::kDenoise, TensorKind::kActivation,
+          bld.Body(blocks + 1), sched);
+  TraceTensor& next =
+      bld.Add("latent.next", latent_bytes, Phase::kDenoise, TensorKind::kActivation, sched, sched);
+  next.free_next_step = true;  // the next step's latent, replaced by the step after
+  next.last_free_op = bld.Epi(0);
+  // Epilogue: VAE up blocks.
+  for (size_t k = 0; k < m.vae.size(); ++k) {
+    const int op = bld.Epi(static_cast<int>(k));
+    const std::string n = "vae.up" + std::to_string(k);
+    bld.Add(n + ".tmp", 2 * vae_elems[k] * e, Phase::kVae, TensorKind::kWorkspace, op, op);
+    const int free_op = k + 1 < m.vae.size() ? op + 1 : op;
+    bld.Add(n + ".out", vae_elems[k] * e, Phase::kVae, TensorKind::kActivation, op, free_op);
+  }
+  if (!bld.error().empty()) return core::InvalidArgument(who + bld.error());
+  core::Status st = Validate(t);
+  if (!st.ok()) return st.WithPrefix("analytic " + r.model);
+  return t;
+}
+
+}  // namespace tessera::xema

@@ -1,0 +1,64 @@
+// Analytic memory traces of real diffusion models at paper scale, built from their public
+// configurations (bf16, 2 bytes per parameter and per activation element), labelled
+// provenance "modeled": no GPU run produced them. They give `layout`, `intervals` and
+// `allocsim` realistic shapes until the pipeline records traces.
+//
+// Models (AnalyticModelNames()):
+//   flux2-dev     DiT 32B: 8 double + 48 single blocks, hidden 6144 (48 heads x 128), MLP
+//                 ratio 3; Mistral-Small 24B text encoder (40 layers, hidden 5120, FFN 32768,
+//                 512 tokens); image tokens = W*H/256 (VAE /8, patch 2) + 512 text tokens;
+//                 VAE decoder up blocks 512-512-256-128 channels; guidance-distilled (cfg off).
+//   cogvideox-5b  42 layers, hidden 3072 (48 x 64), FFN 12288, 5.6B; T5-XXL 4.7B encoder
+//                 (24 layers, hidden 4096, FFN 10240, 226 tokens); VAE 8x8 spatial, x4 time,
+//                 patch 2: tokens = ((F-1)/4+1) * (H/16) * (W/16) + 226 (720x480x49: 17,550
+//                 video tokens); decoder 512-256-256-128; cfg on.
+//   ltx-2         19B: 48 layers, video hidden 4096 (32 x 128) (the audio stream's weights
+//                 are in the 19B, its activations are not modeled); Gemma-3-12B encoder
+//                 (48 layers, hidden 3840, FFN 15360, 1024 tokens); VAE /32 spatial, /8 time,
+//                 patch 1: tokens = ((F-1)/8+1) * (H/32) * (W/32); decoder
+//                 1024-512-256-128-128; cfg on.
+// Structure (what a recorded trace of the pipeline would show, one tensor per block output):
+//   weights: one tensor per encoder layer, per DiT block, plus embeddings and the VAE
+//     decoder (resident for the whole request);
+//   prologue: one op per encoder layer (output hidden state carried to the next layer, FFN
+//     intermediate transient), then the prompt embedding, kept until the last step (x2 with
+//     cfg: the negative prompt);
+//   body (one step): dit.embed, one op per block (QKV, attention output and MLP intermediate
+//     transient; the block output carried to the next block; with fused_attention false, the
+//     H x L^2 score matrix too), dit.final (the velocity) and sched.step (the next latent,
+//     freed by the next step's embed, the last one by the VAE);
+//     cfg doubles the batch of every activation;
+//   epilogue: one op per VAE up block (its output carried to the next block, two transient
+//     full-size intermediates).
+// Flops and time_s are modeled (time at 400 TFLOP/s). Thread-safe (no state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "xema/memory_trace.h"
+
+namespace tessera::xema {
+
+struct AnalyticRequest {
+  std::string model;  // one of AnalyticModelNames()
+  int64_t width = 1024;
+  int64_t height = 1024;
+  int64_t frames = 1;  // 1 for flux2-dev; 4k+1 for cogvideox-5b, 8k+1 for ltx-2
+  int64_t steps = 28;
+  int cfg = -1;  // -1: the model's default; 0 off; 1 on
+  bool fused_attention = true;
+};
+
+std::vector<std::string> AnalyticModelNames();
+
+// "1024x1024" -> (width, height); each in [16, 16384]. InvalidArgument "size: got ..." else.
+core::StatusOr<std::pair<int64_t, int64_t>> ParseImageSize(const std::string& text);
+
+// InvalidArgument naming the field for an unknown model, a size not a multiple of the model's
+// pixel granularity, frames the VAE cannot produce, or a trace beyond the trace bounds.
+core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& request);
+
+}  // namespace tessera::xema
