@@ -46,21 +46,25 @@ StatusOr<std::unique_ptr<LinkFabric>> LinkFabric::Create(Communicator& comm, Pac
 LinkFabric::Reservation LinkFabric::Reserve(int src, int dst, int64_t wire_bytes,
                                             int64_t earliest_ns) {
   const PacedRoute& route = links_.route(src, dst);
-  double longest_ns = 0;
-  for (int r : route.resources) {
-    longest_ns = std::max(longest_ns, static_cast<double>(wire_bytes) * ns_per_byte_[r]);
-  }
   Reservation out;
   pthread_mutex_lock(&table_->mutex);
-  int64_t start = earliest_ns;
-  for (int r : route.resources) start = std::max(start, table_->next_free_ns[r]);
-  for (int r : route.resources) {
-    table_->next_free_ns[r] =
-        start + std::llround(static_cast<double>(wire_bytes) * ns_per_byte_[r]);
+  // Cut-through along the path: each resource carries the packet as soon as it is free and
+  // the packet has reached it, never finishing before the previous resource did.
+  double prev_start = static_cast<double>(earliest_ns), prev_end = prev_start;
+  for (size_t i = 0; i < route.resources.size(); ++i) {
+    const int r = route.resources[i];
+    const double busy = static_cast<double>(wire_bytes) * ns_per_byte_[r];
+    const double start =
+        std::max({prev_start, static_cast<double>(table_->next_free_ns[r]), prev_end - busy});
+    const double end = start + busy;
+    table_->next_free_ns[r] = std::llround(end);
+    if (i == 0) out.start_ns = std::llround(start);
+    prev_start = start;
+    prev_end = end;
   }
   pthread_mutex_unlock(&table_->mutex);
-  out.start_ns = start;
-  out.arrival_ns = start + std::llround(longest_ns) + route.latency_ns;
+  if (route.resources.empty()) out.start_ns = earliest_ns;
+  out.arrival_ns = std::llround(prev_end) + route.latency_ns;
   return out;
 }
 

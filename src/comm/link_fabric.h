@@ -1,13 +1,17 @@
 // LinkFabric: the machine-wide reservation table of the link emulator. Every resource of a
 // PacedLinks (a directed link, a shared uplink, ...) has a next-free time in a table shared by
 // all ranks (one MPI shared window, or heap memory for the fake backend). A packet of w wire
-// bytes on route src->dst is reserved atomically on all of its resources:
-//     start   = max(earliest_ns, max over the route's resources r of next_free[r])
-//     next_free[r] = start + w / bw_r                      for every r on the route
-//     arrival = start + max_r (w / bw_r) + route latency
-// so flows that share a resource queue behind each other packet by packet (fair sharing when
-// each flow keeps at most one packet reserved ahead, as copy_engine.h does), while the two
-// directions of a link, being separate resources, run at full rate at once.
+// bytes on route src->dst (resources r_1..r_m in path order) is reserved atomically,
+// cut-through along the path: with start_0 = end_0 = earliest_ns,
+//     start_i = max(start_{i-1}, next_free[r_i], end_{i-1} - w / bw_i)
+//     end_i   = start_i + w / bw_i,   next_free[r_i] = end_i
+//     arrival = end_m + route latency
+// so a resource carries the packet as soon as it is free and the packet has reached it (no
+// resource idles waiting for the others to be free together), and a packet never leaves a
+// slower resource before it came through the faster one before it. Flows that share a
+// resource queue behind each other packet by packet (fair sharing when each flow keeps at
+// most one packet reserved ahead, as copy_engine.h does), while the two directions of a link,
+// being separate resources, run at full rate at once.
 //
 // Collective rules: Create is collective over the communicator whose ranks are the
 // PacedLinks endpoints (normally the world); destroy it on every rank. Reserve may be called
@@ -26,7 +30,7 @@ namespace tessera::comm {
 class LinkFabric {
  public:
   struct Reservation {
-    int64_t start_ns = 0;    // first byte on the wire
+    int64_t start_ns = 0;    // first byte on the route's first resource
     int64_t arrival_ns = 0;  // last byte delivered (includes the route latency)
   };
 
