@@ -94,8 +94,8 @@ core::StatusOr<FlowTimes> SimulateFlows(std::span<const double> bw,
     }
     for (int d : s.tx_after) {
       if (d < 0 || d >= n || d == f) {
-        return core::InvalidArgument("flow sim: flow " + std::to_string(f) +
-                                     " transmits after " + std::to_string(d));
+        return core::InvalidArgument("flow sim: flow " + std::to_string(f) + " transmits after " +
+                                     std::to_string(d));
       }
       ++waiting[f];
       tx_dependents[d].push_back(f);

@@ -10,8 +10,9 @@
 // it arrives route latency_s after its last byte was transmitted. A flow with no bytes
 // arrives latency_s after its release. Returns every flow's arrival time, seconds.
 //
-// Errors: InvalidArgument for a dependency id out of range, a cycle of dependencies, negative bytes or latency, a resource index out of
-// range, or a non-positive bandwidth. Pure function; thread-safe.
+// Errors: InvalidArgument for a dependency id out of range, a cycle of dependencies, negative bytes
+// or latency, a resource index out of range, or a non-positive bandwidth. Pure function;
+// thread-safe.
 #pragma once
 
 #include <span>

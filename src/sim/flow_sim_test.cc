@@ -42,8 +42,7 @@ TEST(FlowSim, MaxMinSharingAndSpeedUpWhenAFlowLeaves) {
 TEST(FlowSim, DependenciesChainArrivals) {
   // B starts when A arrives (5 + 1); C has no bytes: B's arrival + latency.
   const std::vector<double> bw = {1.0, 2.0};
-  const std::vector<FlowSpec> flows = {F({0}, 5.0, 1.0, 0.0, {}),
-                                       F({1}, 4.0, 0.5, 0.0, {0}),
+  const std::vector<FlowSpec> flows = {F({0}, 5.0, 1.0, 0.0, {}), F({1}, 4.0, 0.5, 0.0, {0}),
                                        F({}, 0.0, 0.25, 0.0, {1})};
   auto t = SimulateFlows(bw, flows);
   ASSERT_TRUE(t.ok());

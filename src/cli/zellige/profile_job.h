@@ -55,5 +55,4 @@ void CopyJobOptions(const ProfileJobArgs& a, Options* o) {
   o->profile_path = a.profile_path;
 }
 
-
 }  // namespace tessera::cli
