@@ -1,5 +1,5 @@
-// Test helpers for hw_test: a scratch data root and a scoped $TESSERA_DATA_DIR. Not thread-safe
-// (the environment is process-wide); tests using them run sequentially.
+// Test helpers for hw_test: a scratch data root, a scoped $TESSERA_DATA_DIR, topology presets. Not
+// thread-safe (the environment is process-wide); tests using them run sequentially.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +11,23 @@
 #include <string>
 
 #include "hw/data_files.h"
+#include "hw/topology.h"
 
 namespace tessera::hw::testing {
+
+// "d3": a prefix and a number (built with append: GCC 12 warns, falsely, on "d" + to_string).
+inline std::string Named(const char* prefix, int i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
+// A topology preset, failing the test (and returning an empty topology) when it does not load.
+inline Topology PresetTopology(const std::string& name) {
+  auto t = TopologyPreset(name);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? std::move(t).value() : Topology();
+}
 
 // Sets (or, with nullopt, unsets) $TESSERA_DATA_DIR for its lifetime; restores it after.
 class ScopedDataDir {

@@ -12,18 +12,8 @@ namespace {
 
 using core::Json;
 
-// "d3": a prefix and a number (built with append: GCC 12 warns, falsely, on "d" + to_string).
-std::string Named(const char* prefix, int i) {
-  std::string s = prefix;
-  s += std::to_string(i);
-  return s;
-}
-
-Topology Preset(const std::string& name) {
-  auto t = TopologyPreset(name);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return std::move(t).value();
-}
+using testing::Named;
+Topology Preset(const std::string& name) { return testing::PresetTopology(name); }
 
 std::vector<std::string> ResourceNames(const Topology& t, const Route& r) {
   std::vector<std::string> out;
