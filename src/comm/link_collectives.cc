@@ -26,6 +26,11 @@ int DirectSlot(int step) { return 1 + 2 * kMaxSteps + step; }
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 
+// memcpy that accepts empty ranges with null pointers (empty collectives pass them).
+void CopyBytes(void* dst, const void* src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
 template <typename T>
 struct AccOf {
   using type = T;
@@ -208,7 +213,7 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
     }
   };
   auto copy_out = [&](int block, int64_t a, int64_t b) {
-    std::memcpy(recv + block * c + a, win + block * bb + a * kT, static_cast<size_t>(b - a) * kT);
+    CopyBytes(recv + block * c + a, win + block * bb + a * kT, (b - a) * kT);
   };
   // Receives [lo, hi) of `block` on `slot` chunk by chunk; forward(j, a, b) runs for each
   // chunk before it is copied out.
@@ -229,7 +234,7 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
       send_chunks(next, me, own, 0, h0, CwSlot(0));
       if (two) send_chunks(prev, me, own, h0, c, CcwSlot(0));
     }
-    std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
+    CopyBytes(recv + me * c, send, bb);
     for (int s = 0; s < n - 1; ++s) {
       const bool more = s + 1 < n - 1;
       const int a = order[Mod(p - s - 1, n)];
@@ -249,7 +254,7 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
     // Step s pushes the own block to position p-s; the next step's push is issued once the
     // data of this step has arrived.
     if (n > 1) send_chunks(order[Mod(p - 1, n)], me, own, 0, c, DirectSlot(1));
-    std::memcpy(recv + me * c, send, static_cast<size_t>(bb));
+    CopyBytes(recv + me * c, send, bb);
     for (int s = 1; s < n; ++s) {
       RETURN_IF_ERROR(
           receive(order[Mod(p + s, n)], 0, c, DirectSlot(s), [&](int j, int64_t, int64_t) {
