@@ -200,6 +200,79 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   compare.bases = {{"--profile", s.profile, "--repeats", "1", "--warmup", "0", "--mixes", "v50",
                     "--json", out + "compare.json"}};
   t.push_back(compare);
+
+  // ---- compass ----
+  SubcommandSpec topo = Spec("topo", MpiUse::kNone, 6, {});
+  topo.group = "compass";
+  topo.options = {
+      {"--topology", K::kInputFile, {}}, {"--tp", K::kInt, {}}, {"--json", K::kOutputFile, {}}};
+  topo.bases = {{"--topology", "a6000x8"},
+                {"--topology", s.topology, "--tp", "4", "--json", out + "topo.json"},
+                {"--topology", "h100x8", "--tp", "2"}};
+  t.push_back(topo);
+
+  // links checks its topology and --ranks (at most 8 devices in every preset) before mpiexec.
+  SubcommandSpec links = Spec("links", MpiUse::kRelaunch, 2, {});
+  links.group = "compass";
+  links.options = {{"--ranks", K::kInt, With({"9", "0", "1", "-1"})},
+                   {"--topology", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+                   {"--sizes-kib", K::kIntList, {"0", "x", "64,0", "64,-1"}},
+                   {"--repeats", K::kInt, With({"0", "-1"})},
+                   {"--probe-bytes", K::kInt, With({"1", "0"})},
+                   {"--probe-repeats", K::kInt, With({"0", "-1"})},
+                   {"--time-scale", K::kFloat, With({"0", "-1", "1e9"})},
+                   {"--json", K::kOutputFile, {}},
+                   {"--op-timeout", K::kFloat, kNotANumber}};
+  links.bases = {{"--ranks", "2", "--repeats", "1", "--probe-repeats", "1", "--sizes-kib", "64",
+                  "--time-scale", "10", "--json", out + "links.json"}};
+  t.push_back(links);
+
+  // ---- xema ----
+  auto trace_source = [](std::vector<OptionSpec> more) {
+    std::vector<OptionSpec> o = {{"--trace", K::kInputFile, {}},
+                                 {"--analytic", K::kText, {}},
+                                 {"--size", K::kText, {}},
+                                 {"--frames", K::kInt, {}},
+                                 {"--steps", K::kInt, {}},
+                                 {"--cfg", K::kText, {}},
+                                 {"--unfused-attention", K::kFlag, {}}};
+    Append(&o, more);
+    return o;
+  };
+  SubcommandSpec intervals = Spec("intervals", MpiUse::kNone, 6,
+                                  trace_source({{"--budget", K::kText, {}},
+                                                {"--reserve", K::kText, {}},
+                                                {"--json", K::kOutputFile, {}}}));
+  intervals.group = "xema";
+  intervals.bases = {{"--trace", s.trace, "--budget", "40MiB"},
+                     {"--trace", s.trace, "--budget", "1GiB", "--json", out + "intervals.json"},
+                     {"--analytic", "flux2-dev", "--steps", "2", "--budget", "141GB"}};
+  t.push_back(intervals);
+
+  SubcommandSpec layout = Spec("layout", MpiUse::kNone, 6,
+                               trace_source({{"--algo", K::kText, {}},
+                                             {"--milp-time-limit", K::kFloat, {}},
+                                             {"--out", K::kOutputFile, {}},
+                                             {"--json", K::kOutputFile, {}}}));
+  layout.group = "xema";
+  layout.bases = {
+      {"--trace", s.trace, "--algo", "tflite"},
+      {"--trace", s.trace, "--algo", "all", "--milp-time-limit", "2", "--out", out + "layout.json"},
+      {"--analytic", "cogvideox-5b", "--steps", "2", "--algo", "xla", "--json",
+       out + "layout_cmp.json"}};
+  t.push_back(layout);
+
+  SubcommandSpec allocsim = Spec("allocsim", MpiUse::kNone, 6,
+                                 trace_source({{"--policy", K::kText, {}},
+                                               {"--device-memory", K::kText, {}},
+                                               {"--json", K::kOutputFile, {}}}));
+  allocsim.group = "xema";
+  allocsim.bases = {{"--trace", s.trace},
+                    {"--trace", s.trace, "--policy", "pytorch:expandable_segments", "--json",
+                     out + "allocsim.json"},
+                    {"--analytic", "ltx-2", "--steps", "2", "--policy",
+                     "pytorch,max_split_size_mb=64", "--device-memory", "141GB"}};
+  t.push_back(allocsim);
   return t;
 }
 

@@ -1,11 +1,11 @@
-// The CLI fuzz harness's table of `tessera zellige` subcommands: every option with the kind
-// of value it takes (as `tessera zellige <cmd> --help` lists them), quick valid base command
-// lines to start a case from, and how the subcommand uses MPI.
+// The CLI fuzz harness's table of subcommands (`tessera zellige|compass|xema <cmd>`): every
+// option with the kind of value it takes (as `tessera <group> <cmd> --help` lists them),
+// quick valid base command lines to start a case from, and how the subcommand uses MPI.
 //
 // MPI: `run` starts MPI in this process (a 1-rank singleton, about half a second);
-// `profile`, `validate` and `compare` re-run themselves under mpiexec once their options are
-// valid and then measure for minutes, so their cases must fail before that: each of their
-// options lists `parse_time_invalid` values that are refused before any launch (a value that
+// `profile`, `validate`, `compare` and `compass links` re-run themselves under mpiexec once their
+// options are valid and then measure for minutes, so their cases must fail before that: each of
+// their options lists `parse_time_invalid` values that are refused before any launch (a value that
 // is not a number, or a SmallDit / repeats / ranks value the command checks first), and each
 // case of theirs carries one (the "anchor").
 // Not thread-safe; built once per harness.
@@ -28,7 +28,8 @@ struct OptionSpec {
 };
 
 struct SubcommandSpec {
-  std::string name;  // "plan"
+  std::string group = "zellige";  // the system's command group
+  std::string name;               // "plan"
   MpiUse mpi = MpiUse::kNone;
   int weight = 1;  // share of the option-fuzz cases
   std::vector<OptionSpec> options;

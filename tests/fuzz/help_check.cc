@@ -65,19 +65,25 @@ std::vector<std::string> NamesInHelp(const std::string& help, bool subcommands) 
 
 core::Status CheckTableAgainstHelp(const std::string& bin, const std::vector<SubcommandSpec>& table,
                                    const std::string& cwd) {
-  ASSIGN_OR_RETURN(std::string top, Help(bin, {"zellige"}, cwd));
-  std::set<std::string> subs_binary, subs_table;
-  for (const std::string& n : NamesInHelp(top, true)) subs_binary.insert(n);
-  for (const SubcommandSpec& s : table) subs_table.insert(s.name);
-  std::string diff = Diff("subcommand", subs_binary, subs_table);
-  for (const SubcommandSpec& s : table) {
-    if (subs_binary.count(s.name) == 0) continue;
-    ASSIGN_OR_RETURN(std::string help, Help(bin, {"zellige", s.name}, cwd));
-    std::set<std::string> binary, listed;
-    for (const std::string& n : NamesInHelp(help, false))
-      if (n != "--help") binary.insert(n);
-    for (const OptionSpec& o : s.options) listed.insert(o.name);
-    diff += Diff(s.name + " option", binary, listed);
+  std::set<std::string> groups;
+  for (const SubcommandSpec& s : table) groups.insert(s.group);
+  std::string diff;
+  for (const std::string& group : groups) {
+    ASSIGN_OR_RETURN(std::string top, Help(bin, {group}, cwd));
+    std::set<std::string> subs_binary, subs_table;
+    for (const std::string& n : NamesInHelp(top, true)) subs_binary.insert(n);
+    for (const SubcommandSpec& s : table)
+      if (s.group == group) subs_table.insert(s.name);
+    diff += Diff(group + " subcommand", subs_binary, subs_table);
+    for (const SubcommandSpec& s : table) {
+      if (s.group != group || subs_binary.count(s.name) == 0) continue;
+      ASSIGN_OR_RETURN(std::string help, Help(bin, {group, s.name}, cwd));
+      std::set<std::string> binary, listed;
+      for (const std::string& n : NamesInHelp(help, false))
+        if (n != "--help") binary.insert(n);
+      for (const OptionSpec& o : s.options) listed.insert(o.name);
+      diff += Diff(group + " " + s.name + " option", binary, listed);
+    }
   }
   if (diff.empty()) return core::Status::Ok();
   diff.pop_back();

@@ -1,7 +1,9 @@
 // CheckTableAgainstHelp: keeps the CLI fuzz harness's command table (command_table.h) in step
-// with the binary. It reads `tessera zellige --help` and `tessera zellige <cmd> --help` and
-// fails, naming what differs, when the binary has a subcommand or an option the table lacks
-// or the other way round, so a new option is fuzzed from the day it appears.
+// with the binary. For every command group in the table (zellige, compass, xema) it reads
+// `tessera <group> --help` and `tessera <group> <cmd> --help` and fails, naming what differs,
+// when the binary has a subcommand or an option the table lacks or the other way round, so a
+// new option is fuzzed from the day it appears. (A group the table does not name at all is not
+// checked: add its first subcommand to the table.)
 // Not thread-safe (runs child processes).
 #pragma once
 

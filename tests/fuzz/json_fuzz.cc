@@ -24,7 +24,12 @@ std::vector<JsonTarget> JsonTargets(const SampleFiles& s) {
   const std::string out = s.out_dir + "/";
   std::vector<JsonTarget> t;
   auto add = [&t](std::string kind, std::string file, int weight, std::vector<Cmd> commands) {
-    t.push_back({std::move(kind), std::move(file), "", weight, "", std::move(commands)});
+    JsonTarget target;
+    target.kind = std::move(kind);
+    target.file = std::move(file);
+    target.weight = weight;
+    target.commands = std::move(commands);
+    t.push_back(std::move(target));
     return &t.back();
   };
   auto run = [](const Cmd& more) {
@@ -78,6 +83,19 @@ std::vector<JsonTarget> JsonTargets(const SampleFiles& s) {
   add("profile", s.profile, 2,
       {{"validate", "--profile", "{M}", "--ranks", "3", "--hidden", "128"},
        {"compare", "--profile", "{M}", "--ranks", "3", "--hidden", "128"}});
+  // Compass: a topology file (links also reads it before mpiexec; --ranks 9 is refused for
+  // any topology of at most 8 devices, and the harness keeps mpiexec off the PATH).
+  add("topology", s.topology, 8,
+      {{"topo", "--topology", "{M}"},
+       {"topo", "--topology", "{M}", "--tp", "2", "--json", out + "topo.json"},
+       {"links", "--topology", "{M}", "--ranks", "9"}})
+      ->group = "compass";
+  // Xema: a memory trace.
+  add("trace", s.trace, 10,
+      {{"intervals", "--trace", "{M}", "--budget", "40MiB"},
+       {"layout", "--trace", "{M}", "--algo", "tflite", "--out", out + "layout.json"},
+       {"allocsim", "--trace", "{M}", "--json", out + "allocsim.json"}})
+      ->group = "xema";
   return t;
 }
 
@@ -118,16 +136,18 @@ core::StatusOr<FuzzCase> MakeJsonCase(int index, const std::vector<JsonTarget>& 
   }
   const Cmd& cmd = target->commands[rng.Below(target->commands.size())];
   c.subcommand = cmd[0];
-  c.args = {"zellige"};
+  c.args = {target->group};
   for (size_t i = 0; i < cmd.size(); ++i) {
     c.args.push_back(cmd[i] == "{M}" ? path : cmd[i]);
     if (i == 0 || cmd[i].rfind("--", 0) == 0) continue;
     const std::string& option = cmd[i - 1];
-    const bool output = option == "--json" || option == "--trace" || option == "--save-plan" ||
-                        option == "--save-batch";
+    const bool output = option == "--json" || option == "--save-plan" || option == "--save-batch" ||
+                        option == "--out" || (option == "--trace" && target->group == "zellige");
     (output ? c.outputs : c.inputs).push_back(c.args.back());
   }
-  if (c.subcommand == "validate" || c.subcommand == "compare") c.env.push_back(kNoMpiexecPath);
+  if (c.subcommand == "validate" || c.subcommand == "compare" || c.subcommand == "links") {
+    c.env.push_back(kNoMpiexecPath);
+  }
   const size_t slash = target->file.find_last_of('/');
   c.what = target->file.substr(slash + 1) + ": " + m.description;
   c.signature = "json " + target->kind + " -> " + c.subcommand;

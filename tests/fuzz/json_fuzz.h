@@ -26,7 +26,8 @@ struct JsonTarget {
   // When set, the mutated file is a data preset: it is written to mut/case-<i>/<preset> and
   // $TESSERA_DATA_DIR names mut/case-<i> (e.g. "hw/devices/a800-sxm4-80gb.json").
   std::string preset;
-  // Argument lists after "zellige"; "{M}" stands for the mutated file.
+  std::string group = "zellige";  // the command group the commands belong to
+  // Argument lists after the group; "{M}" stands for the mutated file.
   std::vector<std::vector<std::string>> commands;
 };
 

@@ -23,8 +23,8 @@ std::vector<Arg> ParseBase(const SubcommandSpec& spec, const std::vector<std::st
   return args;
 }
 
-std::vector<std::string> Flatten(const std::string& sub, const std::vector<Arg>& args) {
-  std::vector<std::string> out = {"zellige", sub};
+std::vector<std::string> Flatten(const SubcommandSpec& spec, const std::vector<Arg>& args) {
+  std::vector<std::string> out = {spec.group, spec.name};
   for (const Arg& a : args) {
     out.push_back(a.name);
     if (a.value) out.push_back(*a.value);
@@ -230,7 +230,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
     set_bad(o->name, bad.For(o->kind, rng, inputs));
   }
 
-  c.args = Flatten(spec.name, args);
+  c.args = Flatten(spec, args);
   if (!trailing.empty()) c.args.push_back(trailing);
   c.outputs = PathsOfKind(spec, args, ValueKind::kOutputFile, s.root);
   c.inputs = NonOutputValues(spec, args);
@@ -249,7 +249,7 @@ std::vector<FuzzCase> BaseCases(const std::vector<SubcommandSpec>& table) {
       FuzzCase c;
       c.index = -1;
       c.subcommand = spec.name;
-      c.args = Flatten(spec.name, args);
+      c.args = Flatten(spec, args);
       for (const Arg& a : args) {
         const OptionSpec* o = spec.Find(a.name);
         if (o != nullptr && o->kind == ValueKind::kOutputFile && a.value)

@@ -69,6 +69,8 @@ std::vector<std::string> SampleFiles::AllInputs() const {
   std::vector<std::string> v = {cluster, cluster1, device_cluster, model,         batch,       plan,
                                 batch1,  plan1,    profile,        batch_profile, plan_profile};
   v.insert(v.end(), run_plans.begin(), run_plans.end());
+  v.push_back(topology);
+  v.push_back(trace);
   return v;
 }
 
@@ -114,6 +116,10 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   RETURN_IF_ERROR(WriteText(s.device_cluster, inline_device.dump(2) + "\n"));
   s.profile = in + "profile.json";
   RETURN_IF_ERROR(Copy(src / "src/zellige/testdata/profile_2rank.json", s.profile));
+  s.topology = in + "topology.json";
+  RETURN_IF_ERROR(Copy(src / "data/hw/topologies/a6000x8.json", s.topology));
+  s.trace = in + "trace.json";
+  RETURN_IF_ERROR(Copy(src / "src/xema/testdata/tiny_t2i.json", s.trace));
   for (const char* name : {"mixed4.json", "illegal_config4.json", "train_mixed2.json"}) {
     s.run_plans.push_back(in + "run_" + name);
     RETURN_IF_ERROR(Copy(src / "src/cli/testdata" / name, s.run_plans.back()));

@@ -32,6 +32,8 @@ struct SampleFiles {
   std::string profile;         // hand-made 2-rank profile
   std::string batch_profile, plan_profile;  // planned with the profile (2 ranks)
   std::vector<std::string> run_plans;       // copies of src/cli/testdata plans (4 and 2 ranks)
+  std::string topology;                     // the a6000x8 topology preset (compass)
+  std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
 
   // Awkward paths (all inside root except the devices).
   std::string dir;               // an existing folder
