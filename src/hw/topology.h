@@ -111,7 +111,7 @@ class Topology {
   bool route_overridden(int src_device, int dst_device) const;
 
  private:
-  friend struct TopologyAccess;  // the parser and ToJson (topology.cc)
+  friend struct TopologyAccess;  // parser, ToJson, routes (topology_access.h)
 
   struct RouteOverride {
     int src_device = 0;
