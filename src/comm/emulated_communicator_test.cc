@@ -208,24 +208,18 @@ TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
 }
 
 TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
-  RunFakeRanks(1, [](Communicator& base) {
-    // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
-    PacedLinks links;
-    links.num_endpoints = 3;
-    links.resources = {{"a", 1e9}, {"s", 0.5e9}, {"x", 1e9}};
-    links.routes.resize(9, PacedRoute{{2}, 0});
-    links.routes[0 * 3 + 1] = {{0, 1}, 1000};
-    links.routes[0 * 3 + 2] = {{1}, 0};
+  // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
+  PacedLinks links;
+  links.num_endpoints = 3;
+  links.resources = {{"a", 1e9}, {"s", 0.5e9}, {"x", 1e9}};
+  links.routes.resize(9, PacedRoute{{2}, 0});
+  links.routes[0 * 3 + 1] = {{0, 1}, 1000};
+  links.routes[0 * 3 + 2] = {{1}, 0};
+  RunFakeRanks(1, [&](Communicator& base) {
     // The fabric is built on a 1-rank communicator but describes 3 endpoints: refused.
     EXPECT_EQ(LinkFabric::Create(base, links).status().code(), core::StatusCode::kInvalidArgument);
   });
-  RunFakeRanks(3, [](Communicator& base) {
-    PacedLinks links;
-    links.num_endpoints = 3;
-    links.resources = {{"a", 1e9}, {"s", 0.5e9}, {"x", 1e9}};
-    links.routes.resize(9, PacedRoute{{2}, 0});
-    links.routes[0 * 3 + 1] = {{0, 1}, 1000};
-    links.routes[0 * 3 + 2] = {{1}, 0};
+  RunFakeRanks(3, [&](Communicator& base) {
     auto fabric = LinkFabric::Create(base, links);
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     if (base.rank() == 0) {

@@ -10,6 +10,7 @@
 #include "comm/link_fabric.h"
 #include "comm/shared_barrier.h"
 #include "compass/emulated_links.h"
+#include "core/stats.h"
 #include "hw/ring_order.h"
 
 namespace tessera::compass {
@@ -17,13 +18,8 @@ namespace tessera::compass {
 namespace {
 
 using comm::LinkAlgo;
+using core::Median;
 using core::Status;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The value rank r contributes at element i: exact in bf16, and sums of up to 2^12 ranks
 // are exact in fp32 (the accumulator), so a ReduceScatter result is the bf16 rounding of the

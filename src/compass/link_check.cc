@@ -17,6 +17,7 @@ namespace {
 
 using comm::CopyEngine;
 using comm::NowNs;
+using core::Median;
 using core::Status;
 
 // The probe fabric: private links "a->b" for every ordered pair, except that every flow
@@ -31,12 +32,6 @@ comm::PacedLinks ProbeLinks(int n, const LinkProbeConfig& c) {
     }
   }
   return links;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 ProbeFigure Figure(const std::vector<double>& times, double expected) {

@@ -7,19 +7,6 @@
 
 namespace tessera::compass {
 
-namespace {
-
-double Bottleneck(const hw::Topology& t, const hw::Route& r) {
-  double bw = 0;
-  for (int i : r.resources) {
-    const double b = t.resources()[i].bw_bytes_per_s;
-    bw = bw == 0 ? b : std::min(bw, b);
-  }
-  return bw;
-}
-
-}  // namespace
-
 core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::Topology& topology,
                                           const LinksOptions& options) {
   const int n = world.size();
@@ -51,7 +38,7 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::T
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
       if (s == d) continue;
-      const double bw = Bottleneck(topology, topology.route(s, d));
+      const double bw = topology.route(s, d).bw_bytes_per_s;
       if (fast < 0 || bw > fast) fast = bw, fs = s, fd = d;
       if (slow < 0 || bw < slow) slow = bw, ss = s, sd = d;
     }
@@ -68,7 +55,7 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::T
     LinkProbe p;
     p.src_device = s;
     p.dst_device = d;
-    p.bw_bytes_per_s = Bottleneck(topology, route);
+    p.bw_bytes_per_s = route.bw_bytes_per_s;
     p.latency_s = route.latency_s;
     std::string via;
     for (int r : route.resources) via += (via.empty() ? "" : ", ") + topology.resources()[r].name;

@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "sim/flow_sim.h"
+
 namespace tessera::hw {
 
 namespace {
@@ -140,84 +142,29 @@ std::vector<int> GreedyTwoOpt(const Topology& t, RingEvaluator* ev, const std::v
 }  // namespace
 
 std::vector<double> ConcurrentFlowTimesS(const Topology& t, std::span<const Flow> flows) {
-  const size_t nf = flows.size();
-  std::vector<double> done(nf, 0);
-  std::vector<double> remaining(nf, 0), rate(nf, 0);
-  std::vector<const Route*> route(nf, nullptr);
-  std::vector<size_t> active;
-  for (size_t i = 0; i < nf; ++i) {
+  // The flow-level simulation with every flow released at 0 and no dependencies.
+  std::vector<double> bw;
+  for (const Resource& r : t.resources()) bw.push_back(r.bw_bytes_per_s);
+  std::vector<sim::FlowSpec> specs;
+  std::vector<size_t> of_spec;  // the flow each spec models
+  for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows[i];
     CheckDevice(t, f.src_device);
     CheckDevice(t, f.dst_device);
     CHECK(f.bytes >= 0) << "flow " << i << " has " << f.bytes << " bytes";
-    if (f.src_device == f.dst_device || f.bytes == 0) continue;
-    route[i] = &t.route(f.src_device, f.dst_device);
-    remaining[i] = f.bytes;
-    active.push_back(i);
+    if (f.src_device == f.dst_device || f.bytes == 0) continue;  // local: done at 0
+    const Route& route = t.route(f.src_device, f.dst_device);
+    sim::FlowSpec spec;
+    spec.resources = route.resources;
+    spec.bytes = f.bytes;
+    spec.latency_s = route.latency_s;
+    specs.push_back(std::move(spec));
+    of_spec.push_back(i);
   }
-  const size_t nr = t.resources().size();
-  std::vector<double> cap_left(nr, 0);
-  std::vector<int> users(nr, 0);
-  std::vector<char> frozen(nf, 0);
-  double now = 0;
-  while (!active.empty()) {
-    // Progressive filling: the resource with the smallest fair share fixes its flows' rate.
-    std::vector<int> used;
-    for (size_t i : active) {
-      frozen[i] = 0;
-      for (int r : route[i]->resources) {
-        if (users[r]++ == 0) {
-          used.push_back(r);
-          cap_left[r] = t.resources()[r].bw_bytes_per_s;
-        }
-      }
-    }
-    size_t unfrozen = active.size();
-    while (unfrozen > 0) {
-      int bottleneck = -1;
-      double share = kInf;
-      for (int r : used) {
-        if (users[r] > 0 && cap_left[r] / users[r] < share) {
-          share = cap_left[r] / users[r];
-          bottleneck = r;
-        }
-      }
-      CHECK(bottleneck >= 0) << "an unfrozen flow uses no resource";
-      for (size_t i : active) {
-        if (frozen[i]) continue;
-        const auto& rs = route[i]->resources;
-        if (std::find(rs.begin(), rs.end(), bottleneck) == rs.end()) continue;
-        frozen[i] = 1;
-        --unfrozen;
-        rate[i] = share;
-        for (int r : rs) {
-          cap_left[r] = std::max(0.0, cap_left[r] - share);
-          --users[r];
-        }
-      }
-    }
-    for (int r : used) users[r] = 0;
-    // Advance to the next completion.
-    double dt = kInf;
-    size_t first = active[0];
-    for (size_t i : active) {
-      if (remaining[i] / rate[i] < dt) {
-        dt = remaining[i] / rate[i];
-        first = i;
-      }
-    }
-    now += dt;
-    std::vector<size_t> still;
-    for (size_t i : active) {
-      remaining[i] -= rate[i] * dt;
-      if (i == first || remaining[i] <= 1e-12 * flows[i].bytes) {
-        done[i] = now + route[i]->latency_s;
-      } else {
-        still.push_back(i);
-      }
-    }
-    active = std::move(still);
-  }
+  std::vector<double> done(flows.size(), 0);
+  auto times = sim::SimulateFlows(bw, specs);
+  CHECK(times.ok()) << times.status().ToString();
+  for (size_t k = 0; k < specs.size(); ++k) done[of_spec[k]] = times->arrival_s[k];
   return done;
 }
 

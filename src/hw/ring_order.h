@@ -2,7 +2,8 @@
 //
 // Units: bytes, bytes per second per direction, seconds. Devices are Topology device indices.
 //
-// ConcurrentFlowTimesS is a fluid max-min fair model: flows that all start at time 0 share
+// ConcurrentFlowTimesS is a fluid max-min fair model (sim::SimulateFlows with every flow
+// released at 0): flows that all start at time 0 share
 // every resource on their routes (topology.h: directed links and capacity vertices) max-min
 // fairly (progressive filling); the rates are recomputed each time a flow finishes. A flow's
 // completion time = the time its last byte leaves its bottleneck + its route latency. A flow
