@@ -1,0 +1,53 @@
+// LayoutDeviceAllocator: replays a run from a static layout (static_layout.h) inside one
+// arena of exactly layout.arena_bytes, mapped and touched up front (the device memory a
+// server would reserve). Allocation k gets the arena at layout.offsets[k]; the run must be
+// the one the trace recorded: allocation k must have the bytes of instance k of the expanded
+// trace and happen at its alloc op, and be released at its free op (weights: outside ops, and
+// never during the request). A run that diverges gets FailedPrecondition ("run diverged from
+// the trace at allocation k ...") from the next Allocate, and status() keeps the first
+// divergence, so a caller checks status() after the run: a diverged run may have overwritten
+// live data (two instances the layout thought disjoint in time).
+//
+// Thread-safety: one thread (DeviceAllocator).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/device_allocator.h"
+#include "xema/static_layout.h"
+
+namespace tessera::xema {
+
+class LayoutDeviceAllocator final : public DeviceAllocator {
+ public:
+  // Maps the arena (Infeasible if the host cannot) and checks that `layout` has one offset per
+  // instance of `x` (InvalidArgument otherwise).
+  static core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> Create(const ExpandedTrace& x,
+                                                                       const Layout& layout);
+  ~LayoutDeviceAllocator() override;
+
+  std::string name() const override { return "layout:" + algorithm_; }
+  int64_t arena_bytes() const { return arena_bytes_; }
+  // OK, or the first divergence from the trace.
+  const core::Status& status() const { return status_; }
+
+ protected:
+  core::StatusOr<void*> DoAllocate(int64_t id, int64_t aligned, const std::string& name,
+                                   TensorKind kind) override;
+  void DoRelease(int64_t id, void* data, int64_t aligned) override;
+
+ private:
+  LayoutDeviceAllocator(const ExpandedTrace& x, const Layout& layout, void* arena);
+
+  const ExpandedTrace& x_;
+  std::vector<int64_t> offsets_;
+  std::string algorithm_;
+  int64_t arena_bytes_ = 0;
+  char* arena_ = nullptr;
+  core::Status status_;
+};
+
+}  // namespace tessera::xema

@@ -1,0 +1,78 @@
+// TraceRecorder: an AllocationObserver that records one request run through a DeviceAllocator
+// (weights loaded, then ops bracketed by the pipeline) and folds it into a MemoryTrace
+// (memory_trace.h): the prologue and epilogue ops as they ran, the ops of one denoising step
+// stored once, every tensor with its alloc and free op, and each op's FLOPs, bytes and
+// measured seconds (body ops: the mean over the steps).
+//
+// Folding rules (the recording must be a template, else Finish refuses it):
+//   - ops come in sections prologue*, body*, epilogue*; body ops carry steps 0, 1, ...,
+//     steps - 1 in order, and every step has the same op names and phases;
+//   - allocations outside ops must be weights (TensorKind::kWeight) made before the first op
+//     and released (if at all) after the last; every other tensor must be released by Finish;
+//   - the allocations of every step match step 0's (names and bytes, in order); each body
+//     tensor is freed in its own step, in the next step (free_next_step; the last step's
+//     instance in the epilogue) or in the epilogue;
+//   - a prologue tensor freed in the body records the step it was freed in (free_step).
+// Finally the trace is expanded again and compared with the recording allocation by
+// allocation (bytes, alloc op, free op), so a trace that Finish returns describes the run
+// exactly: its LowerBoundBytes equals the allocator's peak_bytes() over the recording, and
+// the k-th allocation of the run is instance k of Expand(trace).
+//
+// Thread-safety: like the allocator it observes (one thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/device_allocator.h"
+
+namespace tessera::xema {
+
+class TraceRecorder final : public AllocationObserver {
+ public:
+  // Attaches to `allocator` (its first op and allocation must come after this).
+  explicit TraceRecorder(DeviceAllocator& allocator);
+  ~TraceRecorder() override;
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  // Folds the recording into a trace with `key` (key.steps is set from the recording),
+  // provenance "recorded". FailedPrecondition naming the op or tensor when the run is not a
+  // template (see the file comment); Internal when the fold does not reproduce the run.
+  core::StatusOr<MemoryTrace> Finish(const TraceKey& key) const;
+
+  void OnAllocate(int64_t id, const std::string& name, TensorKind kind, int64_t bytes,
+                  int64_t op) override;
+  void OnRelease(int64_t id, int64_t op) override;
+  void OnBeginOp(int64_t op, const OpInfo& info) override;
+  void OnEndOp(int64_t op, double flops, double bytes) override;
+
+ private:
+  struct Op {
+    OpInfo info;
+    double flops = 0, bytes = 0, time_s = 0;
+  };
+  struct Alloc {
+    std::string name;
+    TensorKind kind = TensorKind::kActivation;
+    int64_t bytes = 0;
+    int64_t alloc_op = -1;  // flat op, -1 outside ops
+    int64_t free_op = -1;   // flat op, -1 outside ops
+    bool released = false;
+    int64_t ops_before_alloc = 0;    // ops begun when it was allocated
+    int64_t ops_before_release = 0;  // ops begun when it was released
+  };
+
+  DeviceAllocator& allocator_;
+  int64_t first_id_ = 0;  // allocator ids and ops before the recorder attached are not ours
+  int64_t first_op_ = 0;
+  std::vector<Op> ops_;
+  std::vector<Alloc> allocs_;  // by id - first_id_
+  std::chrono::steady_clock::time_point op_start_;
+};
+
+}  // namespace tessera::xema

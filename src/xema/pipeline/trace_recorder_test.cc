@@ -1,0 +1,251 @@
+#include "xema/pipeline/trace_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "xema/caching_allocator.h"
+#include "xema/pipeline/caching_device_allocator.h"
+#include "xema/pipeline/layout_allocator.h"
+#include "xema/pipeline/trace_player.h"
+#include "xema/static_layout.h"
+#include "xema/trace_generator.h"
+
+namespace tessera::xema {
+namespace {
+
+using Life = std::tuple<int, int, int64_t, int>;  // alloc op, free op, bytes, kind
+
+std::vector<Life> Lives(const ExpandedTrace& x) {
+  std::vector<Life> v;
+  for (const FlatTensor& f : x.tensors) {
+    v.emplace_back(f.alloc_op, f.free_op, f.bytes, static_cast<int>(f.kind));
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+RandomTraceOptions SmallOptions(uint64_t seed) {
+  RandomTraceOptions o;
+  o.steps = 1 + static_cast<int>(seed % 4);
+  o.tensors = 4 + static_cast<int>(seed % 13);
+  o.weights = static_cast<int>(seed % 3);
+  o.max_bytes = int64_t{1} << 20;
+  return o;
+}
+
+// Records `trace` played through a heap allocator.
+MemoryTrace Rerecord(const MemoryTrace& trace, const ExpandedTrace& x, int64_t* peak) {
+  HeapDeviceAllocator heap;
+  TraceRecorder recorder(heap);
+  EXPECT_TRUE(PlayTrace(trace, x, heap).ok());
+  auto recorded = recorder.Finish(trace.key);
+  EXPECT_TRUE(recorded.ok()) << recorded.status().ToString();
+  *peak = heap.peak_bytes();
+  return *recorded;
+}
+
+TEST(TraceRecorderTest, RecordingARandomTraceGivesItBack) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const MemoryTrace trace = RandomTrace(seed, SmallOptions(seed));
+    auto x = Expand(trace);
+    ASSERT_TRUE(x.ok());
+    int64_t peak = 0;
+    const MemoryTrace recorded = Rerecord(trace, *x, &peak);
+    EXPECT_EQ(recorded.provenance, "recorded");
+    EXPECT_EQ(recorded.key.steps, trace.key.steps);
+    EXPECT_EQ(recorded.body.size(), trace.body.size());
+    auto y = Expand(recorded);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    EXPECT_EQ(Lives(*x), Lives(*y)) << "seed " << seed;
+    // The allocator's measured peak is the trace's lower bound, to the byte.
+    EXPECT_EQ(peak, LowerBoundBytes(*x)) << "seed " << seed;
+    EXPECT_EQ(LowerBoundBytes(*y), LowerBoundBytes(*x));
+  }
+}
+
+TEST(TraceRecorderTest, EveryLayoutReplaysInItsArenaWithoutOverwritingLiveData) {
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const MemoryTrace trace = RandomTrace(seed, SmallOptions(seed));
+    auto x0 = Expand(trace);
+    ASSERT_TRUE(x0.ok());
+    int64_t peak = 0;
+    const MemoryTrace recorded = Rerecord(trace, *x0, &peak);
+    auto x = Expand(recorded);
+    ASSERT_TRUE(x.ok());
+    for (const char* algo : {"tflite", "tflm", "xla"}) {
+      auto layout = PlanLayout(*x, algo);
+      ASSERT_TRUE(layout.ok());
+      auto arena = LayoutDeviceAllocator::Create(*x, *layout);
+      ASSERT_TRUE(arena.ok());
+      const core::Status played = PlayTrace(recorded, *x, **arena);
+      EXPECT_TRUE(played.ok()) << algo << " seed " << seed << ": " << played.ToString();
+      EXPECT_TRUE((*arena)->status().ok()) << (*arena)->status().ToString();
+      EXPECT_EQ((*arena)->peak_bytes(), peak);
+    }
+  }
+}
+
+TEST(TraceRecorderTest, AnOverlappingLayoutIsCaughtInRealMemory) {
+  const MemoryTrace trace = RandomTrace(7, SmallOptions(7));
+  auto x = Expand(trace);
+  ASSERT_TRUE(x.ok());
+  int64_t peak = 0;
+  const MemoryTrace recorded = Rerecord(trace, *x, &peak);
+  auto y = Expand(recorded);
+  ASSERT_TRUE(y.ok());
+  Layout bad;
+  bad.algorithm = "everything-at-0";
+  bad.offsets.assign(y->tensors.size(), 0);
+  for (const FlatTensor& f : y->tensors) bad.arena_bytes = std::max(bad.arena_bytes, f.bytes);
+  auto arena = LayoutDeviceAllocator::Create(*y, bad);
+  ASSERT_TRUE(arena.ok());
+  const core::Status played = PlayTrace(recorded, *y, **arena);
+  EXPECT_EQ(played.code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(played.message().find("was overwritten while live"), std::string::npos)
+      << played.message();
+}
+
+TEST(TraceRecorderTest, ADivergingRunIsRefusedByTheLayoutAllocator) {
+  const MemoryTrace a = RandomTrace(3, SmallOptions(3));
+  const MemoryTrace b = RandomTrace(4, SmallOptions(4));
+  auto xa = Expand(a);
+  auto xb = Expand(b);
+  ASSERT_TRUE(xa.ok() && xb.ok());
+  auto layout = PlanLayout(*xa, "tflite");
+  ASSERT_TRUE(layout.ok());
+  auto arena = LayoutDeviceAllocator::Create(*xa, *layout);
+  ASSERT_TRUE(arena.ok());
+  const core::Status played = PlayTrace(b, *xb, **arena);
+  EXPECT_EQ(played.code(), core::StatusCode::kFailedPrecondition) << played.ToString();
+  EXPECT_NE(played.message().find("run diverged from the trace at allocation"), std::string::npos)
+      << played.message();
+  EXPECT_EQ((*arena)->live_bytes(), 0);
+}
+
+TEST(TraceRecorderTest, CachingAllocatorRunMatchesTheReplayOfItsTrace) {
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    RandomTraceOptions o = SmallOptions(seed);
+    o.max_bytes = int64_t{48} << 20;
+    const MemoryTrace trace = RandomTrace(seed, o);
+    auto x0 = Expand(trace);
+    ASSERT_TRUE(x0.ok());
+    int64_t peak = 0;
+    const MemoryTrace recorded = Rerecord(trace, *x0, &peak);
+    auto x = Expand(recorded);
+    ASSERT_TRUE(x.ok());
+    for (const char* policy_text : {"pytorch", "pytorch:expandable_segments"}) {
+      auto policy = ParseAllocatorPolicy(policy_text);
+      ASSERT_TRUE(policy.ok());
+      CachingDeviceAllocator caching(*policy);
+      ASSERT_TRUE(PlayTrace(recorded, *x, caching).ok());
+      const ReplayReport replay = ReplayTrace(*x, *policy);
+      EXPECT_EQ(caching.stats().peak_reserved_bytes, replay.stats.peak_reserved_bytes)
+          << policy_text << " seed " << seed;
+      EXPECT_EQ(caching.stats().peak_allocated_bytes, replay.stats.peak_allocated_bytes);
+      EXPECT_EQ(caching.peak_bytes(), peak);
+    }
+  }
+}
+
+TEST(TraceRecorderTest, CachingAllocatorRefusesBeyondItsLimit) {
+  AllocatorPolicy policy;
+  policy.device_limit_bytes = int64_t{24} << 20;
+  CachingDeviceAllocator caching(policy);
+  auto a = caching.Allocate(int64_t{15} << 20, "a", TensorKind::kActivation);
+  ASSERT_TRUE(a.ok());
+  // 10 MiB takes a new 20 MiB segment: 16 + 20 MiB reserved > 24 MiB.
+  auto b = caching.Allocate(int64_t{10} << 20, "b", TensorKind::kActivation);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(b.status().message().find("tensor b needs"), std::string::npos);
+  EXPECT_EQ(caching.live_bytes(), int64_t{15} << 20);
+}
+
+// A hand-made run: weights, text embedding kept to the last step, noise consumed by step 0,
+// the latent carried from step to step, a workspace, a decode.
+void RunMini(DeviceAllocator& a, int steps, bool diverge_step1) {
+  auto w = a.Allocate(4096, "w", TensorKind::kWeight);
+  ASSERT_TRUE(w.ok());
+  a.BeginOp({"text", Phase::kText, Section::kPrologue, -1});
+  auto text = a.Allocate(2048, "text", TensorKind::kActivation);
+  a.EndOp();
+  a.BeginOp({"noise", Phase::kDenoise, Section::kPrologue, -1});
+  auto latent = a.Allocate(1024, "latent", TensorKind::kActivation);
+  a.EndOp();
+  for (int i = 0; i < steps; ++i) {
+    a.BeginOp({"dit", Phase::kDenoise, Section::kBody, i});
+    auto ws = a.Allocate(diverge_step1 && i == 1 ? 9999 : 8192, "ws", TensorKind::kWorkspace);
+    auto next = a.Allocate(1024, "latent", TensorKind::kActivation);
+    latent->Reset();
+    *latent = std::move(*next);
+    ws->Reset();
+    a.EndOp();
+    a.BeginOp({"sched", Phase::kDenoise, Section::kBody, i});
+    if (i == steps - 1) text->Reset();
+    a.EndOp();
+  }
+  a.BeginOp({"vae", Phase::kVae, Section::kEpilogue, -1});
+  auto image = a.Allocate(65536, "image", TensorKind::kActivation);
+  latent->Reset();
+  image->Reset();
+  a.EndOp();
+  w->Reset();
+}
+
+TEST(TraceRecorderTest, FoldsAHandMadeRun) {
+  HeapDeviceAllocator heap;
+  TraceRecorder recorder(heap);
+  RunMini(heap, 3, false);
+  TraceKey key;
+  key.model = "mini";
+  key.dtype = "f32";
+  auto t = recorder.Finish(key);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->key.steps, 3);
+  EXPECT_EQ(t->prologue.size(), 2u);
+  EXPECT_EQ(t->body.size(), 2u);
+  EXPECT_EQ(t->epilogue.size(), 1u);
+  ASSERT_EQ(t->tensors.size(), 6u);  // w, text, latent(prologue), ws, latent(body), image
+  EXPECT_EQ(t->tensors[0].kind, TensorKind::kWeight);
+  EXPECT_EQ(t->tensors[1].free_op, 3);  // text: body op "sched" of the last step
+  EXPECT_EQ(t->tensors[1].free_step, 2);
+  EXPECT_EQ(t->tensors[2].free_step, 0);  // the noise latent: step 0
+  EXPECT_TRUE(t->tensors[4].free_next_step);
+  EXPECT_EQ(t->tensors[4].last_free_op, 4);
+  auto x = Expand(*t);
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(LowerBoundBytes(*x), heap.peak_bytes());
+}
+
+TEST(TraceRecorderTest, RefusesARunWhoseStepsDiffer) {
+  HeapDeviceAllocator heap;
+  TraceRecorder recorder(heap);
+  RunMini(heap, 3, true);
+  auto t = recorder.Finish({});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("allocation 0 of step 1 ('ws', 10240 bytes"),
+            std::string::npos)
+      << t.status().message();
+}
+
+TEST(TraceRecorderTest, RefusesATensorLeftLive) {
+  HeapDeviceAllocator heap;
+  TraceRecorder recorder(heap);
+  heap.BeginOp({"op", Phase::kText, Section::kPrologue, -1});
+  auto leak = heap.Allocate(100, "leak", TensorKind::kActivation);
+  heap.EndOp();
+  heap.BeginOp({"step", Phase::kDenoise, Section::kBody, 0});
+  heap.EndOp();
+  auto t = recorder.Finish({});
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("'leak' allocated at op 0 'op' was not freed"),
+            std::string::npos)
+      << t.status().message();
+}
+
+}  // namespace
+}  // namespace tessera::xema
