@@ -10,6 +10,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-matplotlib
 )
 
 missing=()
