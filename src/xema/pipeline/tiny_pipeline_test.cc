@@ -1,5 +1,6 @@
 #include "xema/pipeline/tiny_pipeline.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -244,7 +245,9 @@ TEST(TinyPipelineTest, OutOfMemoryIsInfeasibleAndLeaksNothing) {
     EXPECT_EQ(p.status().code(), core::StatusCode::kInfeasible);
     EXPECT_EQ(tiny.live_bytes(), 0);
   }
-  for (int64_t extra : {int64_t{64} << 10, int64_t{1} << 20, int64_t{3} << 20}) {
+  // Fails in the text encoder, and at the VAE's im2col spike (about 10.8 MiB above the
+  // weights at 64x64) after the whole denoising loop.
+  for (int64_t extra : {int64_t{64} << 10, int64_t{10} << 20}) {
     HeapDeviceAllocator allocator(weights + extra);
     auto p = DiffusionPipeline::Load(*spec, allocator);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -263,13 +266,20 @@ TEST(TinyPipelineTest, HeapOutsideTheAllocatorStaysSmall) {
   Loaded& l = Shared("tiny-t2i");
   DiffusionRequest r;  // 64x64, 4 steps, cfg
   std::vector<float> out(OutputFloats(r));
-  const int64_t before = core::AllocatedBytes();
-  core::ResetPeakAllocatedBytes();
-  const core::Status st = l.pipeline->Run(r, out);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  const int64_t growth = core::PeakAllocatedBytes() - before;
-  EXPECT_LT(growth, int64_t{1} << 20) << growth << " bytes of heap during Run";
-  EXPECT_LE(core::AllocatedBytes(), before);
+  // The first run may include the GEMM library's one-time caches (kept for the process); the
+  // second shows the steady state, which must not keep anything.
+  for (int run = 0; run < 2; ++run) {
+    const int64_t before = core::AllocatedBytes();
+    core::ResetPeakAllocatedBytes();
+    const core::Status st = l.pipeline->Run(r, out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const int64_t growth = core::PeakAllocatedBytes() - before;
+    EXPECT_LT(growth, int64_t{1} << 20) << growth << " bytes of heap during run " << run;
+    if (run == 1) {
+      EXPECT_LE(core::AllocatedBytes(), before);
+    }
+    RecordProperty(fmt::format("heap_growth_bytes_run{}", run), std::to_string(growth));
+  }
 }
 
 }  // namespace
