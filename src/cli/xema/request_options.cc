@@ -1,0 +1,66 @@
+#include "cli/xema/request_options.h"
+
+#include "cli/options.h"
+#include "xema/analytic_trace.h"
+
+namespace tessera::cli {
+
+void AddRequestOptions(CLI::App* app, RequestArgs* a) {
+  app->add_option("--model", a->model, "tiny-t2i or tiny-t2v")->capture_default_str();
+  app->add_option("--size", a->size, "WIDTHxHEIGHT in pixels (multiples of 16)")
+      ->capture_default_str();
+  app->add_option("--frames", a->frames, "video frames, 4k+1 (1 for images)")
+      ->transform(Integer(1, 1025))
+      ->capture_default_str();
+  app->add_option("--steps", a->steps, "denoising steps")
+      ->transform(Integer(1, 1000))
+      ->capture_default_str();
+  app->add_option("--cfg", a->cfg, "classifier-free guidance: on or off")->capture_default_str();
+  app->add_option("--guidance", a->guidance, "guidance scale")
+      ->check(Number(0, 100))
+      ->capture_default_str();
+  app->add_option("--prompt", a->prompt, "the text prompt")->capture_default_str();
+  app->add_option("--seed", a->seed, "initial noise seed")->check(Seed())->capture_default_str();
+  app->add_option("--attention", a->attention,
+                  "fused (tiled kernel) or chunked (scores materialised per query chunk)")
+      ->capture_default_str();
+  app->add_option("--attention-chunks", a->attention_chunks,
+                  "query chunks with --attention chunked")
+      ->transform(Integer(1, 4096))
+      ->capture_default_str();
+  app->add_option("--vae-slices", a->vae_slices, "video: decode the frames in this many slices")
+      ->transform(Integer(1, 1025))
+      ->capture_default_str();
+}
+
+core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a) {
+  xema::DiffusionRequest r;
+  r.model = a.model;
+  ASSIGN_OR_RETURN(auto size, xema::ParseImageSize(a.size));
+  r.width = size.first;
+  r.height = size.second;
+  r.frames = a.frames;
+  r.steps = a.steps;
+  if (a.cfg != "on" && a.cfg != "off") {
+    return core::InvalidArgument("--cfg: got '" + a.cfg + "', must be on or off");
+  }
+  r.cfg = a.cfg == "on";
+  r.guidance = static_cast<float>(a.guidance);
+  r.prompt = a.prompt;
+  r.seed = a.seed;
+  if (a.attention == "fused") {
+    r.attention = xema::AttentionMode::kFused;
+  } else if (a.attention == "chunked") {
+    r.attention = xema::AttentionMode::kChunked;
+  } else {
+    return core::InvalidArgument("--attention: got '" + a.attention +
+                                 "', must be fused or chunked");
+  }
+  r.attention_chunks = a.attention_chunks;
+  r.vae_frame_slices = a.vae_slices;
+  ASSIGN_OR_RETURN(xema::TinyModelSpec spec, xema::TinyModel(r.model));
+  RETURN_IF_ERROR(xema::ValidateRequest(spec, r));
+  return r;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,67 @@
+// `tessera xema trace`: runs one request of the tiny diffusion pipeline for real under a
+// recording allocator and writes its template memory trace (and the live-bytes timeline).
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/xema/request_options.h"
+#include "core/byte_size.h"
+#include "core/json_util.h"
+#include "core/output_file.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/template_check.h"
+#include "xema/timeline.h"
+
+namespace tessera::cli {
+namespace {
+
+struct TraceArgs {
+  RequestArgs request;
+  std::string out_path;
+  std::string timeline_path;
+};
+
+core::Status RunTrace(const TraceArgs& a) {
+  ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request));
+  ASSIGN_OR_RETURN(xema::RecordedRequest r, xema::RecordRequest(request));
+  ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(r.trace));
+  const int64_t lb = xema::LowerBoundBytes(x);
+  std::printf("trace %s\n", xema::Describe(r.trace).c_str());
+  std::printf("ops: %zu prologue, %zu per step x %lld steps, %zu epilogue (%zu in all)\n",
+              r.trace.prologue.size(), r.trace.body.size(),
+              static_cast<long long>(r.trace.key.steps), r.trace.epilogue.size(), x.ops.size());
+  std::printf("tensors: %zu in the template, %zu instances; weights %s\n", r.trace.tensors.size(),
+              x.tensors.size(), core::FormatBytes(r.weight_bytes).c_str());
+  std::printf("peak live: %s (%lld bytes) measured by the allocator, %lld in the trace: %s\n",
+              core::FormatBytes(r.measured_peak_bytes).c_str(),
+              static_cast<long long>(r.measured_peak_bytes), static_cast<long long>(lb),
+              lb == r.measured_peak_bytes ? "equal" : "DIFFERENT");
+  std::printf("request time: %.3f s measured on this machine\n", r.run_s);
+  RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::ToJson(r.trace)));
+  std::printf("wrote %s\n", a.out_path.c_str());
+  if (!a.timeline_path.empty()) {
+    RETURN_IF_ERROR(core::WriteFileAtomically(a.timeline_path, xema::TimelineCsv(r.trace, x)));
+    std::printf("wrote %s (plot: python3 scripts/plot_xema_timeline.py %s --budget SIZE)\n",
+                a.timeline_path.c_str(), a.timeline_path.c_str());
+  }
+  if (lb != r.measured_peak_bytes) {
+    return core::Internal("the trace's peak differs from the measured peak");
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+void AddXemaTrace(CLI::App* xema, Action* action) {
+  auto a = std::make_shared<TraceArgs>();
+  auto paths = std::make_shared<CommandPaths>();
+  CLI::App* c = xema->add_subcommand(
+      "trace", "Run one request of the tiny diffusion pipeline and record its memory trace");
+  AddRequestOptions(c, &a->request);
+  paths->Output(c, "--out", &a->out_path, "write the trace JSON here")->required();
+  paths->Output(c, "--timeline", &a->timeline_path, "write the live-bytes timeline CSV here");
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunTrace(*a); }); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,136 @@
+#include "xema/pipeline/template_check.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "xema/pipeline/caching_device_allocator.h"
+#include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/layout_allocator.h"
+#include "xema/pipeline/trace_recorder.h"
+
+namespace tessera::xema {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Loads the model into `allocator`, runs the request, unloads; the output in *output.
+core::Status RunOnce(const TinyModelSpec& spec, const DiffusionRequest& request,
+                     DeviceAllocator& allocator, std::vector<float>* output, double* run_s) {
+  ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> pipeline,
+                   DiffusionPipeline::Load(spec, allocator));
+  output->assign(static_cast<size_t>(OutputFloats(request)), 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  core::Status s = pipeline->Run(request, *output);
+  *run_s = SecondsSince(t0);
+  return s;
+}
+
+}  // namespace
+
+core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request) {
+  ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
+  RETURN_IF_ERROR(ValidateRequest(spec, request));
+  RecordedRequest r;
+  HeapDeviceAllocator heap;
+  {
+    TraceRecorder recorder(heap);
+    RETURN_IF_ERROR(RunOnce(spec, request, heap, &r.output, &r.run_s));
+    // The pipeline is unloaded here: the weights are released after the last op.
+    ASSIGN_OR_RETURN(r.trace, recorder.Finish(KeyOf(request)));
+  }
+  r.measured_peak_bytes = heap.peak_bytes();
+  ASSIGN_OR_RETURN(ExpandedTrace x, Expand(r.trace));
+  r.weight_bytes = WeightBytes(x);
+  return r;
+}
+
+core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
+                                            const TemplateCheckOptions& options) {
+  ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
+  TemplateCheck c;
+  ASSIGN_OR_RETURN(c.recorded, RecordRequest(request));
+  ASSIGN_OR_RETURN(ExpandedTrace x, Expand(c.recorded.trace));
+  c.lower_bound_bytes = LowerBoundBytes(x);
+  ASSIGN_OR_RETURN(std::vector<Layout> layouts,
+                   PlanAllLayouts(x, options.layout, &c.layouts_skipped));
+  std::vector<AllocatorPolicy> policies;
+  for (const std::string& p : options.policies) {
+    ASSIGN_OR_RETURN(AllocatorPolicy policy, ParseAllocatorPolicy(p));
+    policies.push_back(policy);
+  }
+  const int total = 1 + static_cast<int>(layouts.size() + policies.size());
+  int done = 1;
+  if (options.progress) options.progress(done, total);
+
+  c.ok = c.recorded.measured_peak_bytes == c.lower_bound_bytes;
+  for (Layout& layout : layouts) {
+    LayoutRunRow row;
+    ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> arena,
+                     LayoutDeviceAllocator::Create(x, layout));
+    std::vector<float> out;
+    core::Status s = RunOnce(spec, request, *arena, &out, &row.run_s);
+    if (s.ok()) s = arena->status();
+    if (!s.ok()) row.error = s.ToString();
+    row.output_equal = s.ok() && BitwiseEqual(out, c.recorded.output);
+    c.ok = c.ok && row.output_equal;
+    row.layout = std::move(layout);
+    c.layouts.push_back(std::move(row));
+    if (options.progress) options.progress(++done, total);
+  }
+  for (const AllocatorPolicy& policy : policies) {
+    CachingRunRow row;
+    row.policy = PolicyName(policy);
+    CachingDeviceAllocator caching(policy);
+    std::vector<float> out;
+    const core::Status s = RunOnce(spec, request, caching, &out, &row.run_s);
+    if (!s.ok()) row.error = s.ToString();
+    row.stats = caching.stats();
+    row.replay_peak_reserved = ReplayTrace(x, policy).stats.peak_reserved_bytes;
+    row.output_equal = s.ok() && BitwiseEqual(out, c.recorded.output);
+    c.ok = c.ok && row.output_equal && row.stats.peak_reserved_bytes == row.replay_peak_reserved;
+    c.caching.push_back(std::move(row));
+    if (options.progress) options.progress(++done, total);
+  }
+  return c;
+}
+
+core::Json ToJson(const TemplateCheck& c) {
+  core::Json layouts = core::Json::array();
+  for (const LayoutRunRow& r : c.layouts) {
+    core::Json j = SummaryJson(r.layout, c.lower_bound_bytes);
+    j["output_equal"] = r.output_equal;
+    j["run_s"] = r.run_s;
+    j["error"] = r.error;
+    layouts.push_back(std::move(j));
+  }
+  core::Json caching = core::Json::array();
+  for (const CachingRunRow& r : c.caching) {
+    caching.push_back({{"policy", r.policy},
+                       {"peak_reserved_bytes", r.stats.peak_reserved_bytes},
+                       {"replay_peak_reserved_bytes", r.replay_peak_reserved},
+                       {"peak_allocated_bytes", r.stats.peak_allocated_bytes},
+                       {"fragmentation", r.stats.Fragmentation()},
+                       {"output_equal", r.output_equal},
+                       {"run_s", r.run_s},
+                       {"error", r.error}});
+  }
+  return {{"trace", Describe(c.recorded.trace)},
+          {"measured_peak_bytes", c.recorded.measured_peak_bytes},
+          {"lower_bound_bytes", c.lower_bound_bytes},
+          {"weight_bytes", c.recorded.weight_bytes},
+          {"plain_run_s", c.recorded.run_s},
+          {"layouts", std::move(layouts)},
+          {"layouts_skipped", c.layouts_skipped},
+          {"caching", std::move(caching)},
+          {"ok", c.ok},
+          {"label", "measured on this machine (sizes exact, times wall-clock)"}};
+}
+
+}  // namespace tessera::xema

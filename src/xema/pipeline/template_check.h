@@ -1,0 +1,88 @@
+// Recording and checking a request template of the tiny diffusion pipeline for real:
+//
+// RecordRequest runs the request once under the plain heap allocator with a TraceRecorder
+// attached (weights loaded first) and returns the template trace, the output frames and the
+// peak the allocator measured.
+//
+// CheckTemplate is the end-to-end proof of Xema's memory layer on one template:
+//   1. record (as above); the trace's lower bound (peak live bytes) must equal the measured
+//      peak to the byte;
+//   2. plan every static layout (tflite, tflm, xla; milp when the trace is small enough), and
+//      run the request again for real inside an arena of exactly each layout's size
+//      (LayoutDeviceAllocator); each run's output must equal the plain run's bitwise and the
+//      run must not diverge from the trace;
+//   3. run the request under each caching-allocator policy (CachingDeviceAllocator): output
+//      bitwise equal, and the peak reserved equal to the replay of the trace (ReplayTrace), so
+//      `xema allocsim` on a recorded trace predicts the real run.
+// `ok` says whether all of it held; each row keeps its own figures and message.
+//
+// Progress: `progress` (may be empty) is called with (runs done, runs total) after each run.
+// Thread-safety: reentrant; runs on the calling thread (GEMMs use the BLAS's threads).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "xema/caching_allocator.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/tiny_pipeline.h"
+#include "xema/static_layout.h"
+
+namespace tessera::xema {
+
+struct RecordedRequest {
+  MemoryTrace trace;
+  std::vector<float> output;  // (frames, 3, height, width)
+  int64_t measured_peak_bytes = 0;
+  int64_t weight_bytes = 0;
+  double run_s = 0;  // wall-clock seconds of the request (weights loaded before)
+};
+
+// InvalidArgument / NotFound for a bad request; the pipeline's errors pass through.
+core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request);
+
+struct LayoutRunRow {
+  Layout layout;  // offsets included
+  bool output_equal = false;
+  double run_s = 0;
+  std::string error;  // empty when the run completed without diverging
+};
+
+struct CachingRunRow {
+  std::string policy;
+  AllocatorStats stats;              // of the real run
+  int64_t replay_peak_reserved = 0;  // ReplayTrace on the recorded trace
+  bool output_equal = false;
+  double run_s = 0;
+  std::string error;
+};
+
+struct TemplateCheck {
+  RecordedRequest recorded;
+  int64_t lower_bound_bytes = 0;
+  std::vector<LayoutRunRow> layouts;
+  std::string layouts_skipped;  // why milp was skipped, if it was
+  std::vector<CachingRunRow> caching;
+  bool ok = false;
+};
+
+struct TemplateCheckOptions {
+  LayoutOptions layout;
+  std::vector<std::string> policies = {"pytorch", "pytorch:expandable_segments"};
+  std::function<void(int, int)> progress;
+};
+
+core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
+                                            const TemplateCheckOptions& options = {});
+
+// {"trace", "measured_peak_bytes", "lower_bound_bytes", "weight_bytes", "plain_run_s",
+//  "layouts": [SummaryJson + "output_equal", "run_s", "error"], "layouts_skipped",
+//  "caching": [{"policy", "peak_reserved_bytes", "replay_peak_reserved_bytes",
+//  "peak_allocated_bytes", "fragmentation", "output_equal", "run_s", "error"}], "ok"}
+core::Json ToJson(const TemplateCheck& check);
+
+}  // namespace tessera::xema

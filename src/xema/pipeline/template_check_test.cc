@@ -1,0 +1,93 @@
+#include "xema/pipeline/template_check.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::xema {
+namespace {
+
+void ExpectAllHeld(const TemplateCheck& c) {
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.recorded.measured_peak_bytes, c.lower_bound_bytes);
+  ASSERT_GE(c.layouts.size(), 3u);
+  for (const LayoutRunRow& r : c.layouts) {
+    EXPECT_TRUE(r.output_equal) << r.layout.algorithm << ": " << r.error;
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_GE(r.layout.arena_bytes, c.lower_bound_bytes);
+  }
+  ASSERT_EQ(c.caching.size(), 2u);
+  for (const CachingRunRow& r : c.caching) {
+    EXPECT_TRUE(r.output_equal) << r.policy << ": " << r.error;
+    EXPECT_EQ(r.stats.peak_reserved_bytes, r.replay_peak_reserved) << r.policy;
+    EXPECT_GE(r.stats.peak_reserved_bytes, c.lower_bound_bytes);
+  }
+}
+
+TEST(TemplateCheckTest, ImageTemplateReplaysFromEveryLayoutBitwise) {
+  DiffusionRequest r;
+  r.width = 32;
+  r.height = 48;
+  r.steps = 3;
+  auto c = CheckTemplate(r);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ExpectAllHeld(*c);
+  EXPECT_EQ(c->recorded.trace.key.steps, 3);
+  EXPECT_EQ(c->recorded.trace.provenance, "recorded");
+  EXPECT_EQ(c->recorded.output.size(), static_cast<size_t>(3 * 32 * 48));
+}
+
+TEST(TemplateCheckTest, VideoAndChunkedAttentionWithoutCfg) {
+  DiffusionRequest r;
+  r.model = "tiny-t2v";
+  r.width = 32;
+  r.height = 32;
+  r.frames = 5;
+  r.steps = 2;
+  r.cfg = false;
+  r.attention = AttentionMode::kChunked;
+  r.attention_chunks = 2;
+  r.vae_frame_slices = 2;
+  int calls = 0;
+  TemplateCheckOptions options;
+  options.progress = [&calls](int done, int total) {
+    ++calls;
+    EXPECT_LE(done, total);
+  };
+  auto c = CheckTemplate(r, options);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ExpectAllHeld(*c);
+  EXPECT_EQ(calls, 1 + static_cast<int>(c->layouts.size() + c->caching.size()));
+}
+
+TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
+  DiffusionRequest r;
+  r.width = 16;
+  r.height = 16;
+  r.steps = 2;
+  auto rec = RecordRequest(r);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  auto back = TraceFromJson(ToJson(rec->trace), "recorded");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  auto x = Expand(*back);
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(LowerBoundBytes(*x), rec->measured_peak_bytes);
+  EXPECT_EQ(WeightBytes(*x), rec->weight_bytes);
+}
+
+TEST(TemplateCheckTest, BadRequestsNameTheField) {
+  DiffusionRequest r;
+  r.width = 70;
+  auto rec = RecordRequest(r);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(rec.status().message().find("width"), std::string::npos);
+  r = DiffusionRequest{};
+  r.model = "tiny-nope";
+  EXPECT_EQ(CheckTemplate(r).status().code(), core::StatusCode::kNotFound);
+  r = DiffusionRequest{};
+  TemplateCheckOptions options;
+  options.policies = {"tensorflow"};
+  EXPECT_EQ(CheckTemplate(r, options).status().code(), core::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera::xema

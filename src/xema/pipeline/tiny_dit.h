@@ -1,0 +1,113 @@
+// TinyDit: an inference-only Diffusion Transformer with text conditioning whose every tensor
+// (weights, activations, workspaces) goes through a DeviceAllocator. It is SmallDit
+// (models/small_dit.h) extended MMDiT / Flux-single-block style:
+//
+// Weights: "dit.params" holds exactly SmallDit's parameter tensors (same names, shapes, order
+// and values as SmallDit::Create(config)); "dit.text" holds the text tensors
+//   w_txt (text_hidden, Hd), b_txt (Hd)    text tokens -> the stream
+//   w_pool (text_hidden, Hd), b_pool (Hd)  pooled text -> added to the timestep conditioning
+// drawn as W ~ N(0, 1 / text_hidden) from core::Rng(text_seed), biases 0.
+//
+// ProjectText (run inside the caller's op): ctx_b = text_b W_txt + b_txt (T_txt, Hd) and
+// pool_b = pooled_b W_pool + b_pool (Hd) for each of the B prompts.
+//
+// Forward on B sequences that share the image latent x (N, C_in) and time t (classifier-free
+// guidance runs cond and uncond as B = 2):
+//   c_b   = W_t2 SiLU(W_t1 freq(1000 t) + b_t1) + b_t2 (+ pool_b when given)
+//   h_b   = [ctx_b ; x W_in + b_in + pos(0 .. N-1)]     joint sequence, L = T_txt + N rows
+//   every block: SmallDit's adaLN block over the joint sequence (attention over all L tokens)
+//   out_b = final adaLN layer on the N image rows of h_b    -> (B, N, C_in)
+// With no text (T_txt = 0, no pooled) it is SmallDit::Forward on one sequence (tested).
+// Attention: kFused runs kernels::AttentionForward (its small tile scratch is internal);
+// kChunked with k chunks materialises the scores of ceil(L / k) query rows for every
+// (sequence, head) in one workspace (B * H, ceil(L / k), L), then softmax and P V by GEMM:
+// the unfused attention of diffusers (k = 1: the whole (L, L) matrix per head).
+//
+// Ops (opened with the given context): "dit.embed" (allocates the stream "dit.h" (B L, Hd) and
+// "dit.cond" (B, Hd), frees the text context when Input::release_context), "dit.block<l>"
+// (workspaces only, the stream updated in place), "dit.final" (allocates "dit.out" (B N,
+// C_in), frees the stream and "dit.cond"). Every call makes the same allocations in the same
+// order, so the denoising steps of a request are identical.
+// Errors: Create validates the config; Infeasible (out of device memory) passes out with
+// nothing leaked and no op left open. Thread-safety: const methods; one thread per allocator.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "models/small_dit.h"
+#include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/op_scope.h"
+
+namespace tessera::xema {
+
+enum class AttentionMode { kFused, kChunked };
+
+// The largest batch Forward takes (cond + uncond needs 2).
+inline constexpr int64_t kMaxDitBatch = 8;
+
+struct DitAttention {
+  AttentionMode mode = AttentionMode::kFused;
+  int64_t chunks = 1;  // kChunked: query chunks, >= 1
+};
+
+class TinyDit {
+ public:
+  static core::StatusOr<TinyDit> Create(const models::SmallDitConfig& config, int64_t text_hidden,
+                                        uint64_t text_seed, DeviceAllocator& allocator);
+
+  const models::SmallDitConfig& config() const { return config_; }
+  int64_t text_hidden() const { return text_hidden_; }
+  int64_t WeightBytes() const { return AlignBytes(params_.bytes()) + AlignBytes(text_.bytes()); }
+  // SmallDit's flat parameter buffer (in "dit.params").
+  std::span<const float> Parameters() const {
+    return {params_.f32(), static_cast<size_t>(params_.f32_count())};
+  }
+
+  // text[b] (text_tokens, text_hidden), pooled[b] (text_hidden) for b < B = text.size() (equal
+  // sizes, 1 <= B <= kMaxDitBatch, text_tokens >= 1). Allocates "dit.text_ctx" (B, T, Hd) and
+  // "dit.pool_ctx" (B, Hd); adds its FLOPs to *flops.
+  [[nodiscard]] core::Status ProjectText(DeviceAllocator& allocator,
+                                         std::span<const float* const> text,
+                                         std::span<const float* const> pooled, int64_t text_tokens,
+                                         DeviceTensor* text_ctx, DeviceTensor* pool_ctx,
+                                         double* flops) const;
+
+  struct Input {
+    const float* latent = nullptr;     // (N, C_in) image tokens shared by every sequence
+    int64_t image_tokens = 0;          // N >= 1
+    float t = 1.0f;                    // diffusion time
+    int64_t batch = 1;                 // B in [1, kMaxDitBatch]
+    DeviceTensor* text_ctx = nullptr;  // (B, T_txt, Hd) from ProjectText, or null: no text
+    int64_t text_tokens = 0;           // T_txt (0 without text)
+    DeviceTensor* pool_ctx = nullptr;  // (B, Hd) from ProjectText, or null: no pooled term
+    bool release_context = false;      // free *text_ctx and *pool_ctx in "dit.embed"
+  };
+
+  // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.
+  core::StatusOr<DeviceTensor> Forward(DeviceAllocator& allocator, const Input& input,
+                                       const DitAttention& attention,
+                                       const OpContext& context) const;
+
+ private:
+  struct BlockOffsets {
+    int64_t w_mod, b_mod, w_qkv, b_qkv, w_o, b_o, w_ff1, b_ff1, w_ff2, b_ff2;
+  };
+  struct Offsets {
+    int64_t w_in, b_in, w_t1, b_t1, w_t2, b_t2;
+    std::vector<BlockOffsets> blocks;
+    int64_t w_fmod, b_fmod, w_out, b_out;
+    int64_t w_txt, b_txt, w_pool, b_pool;  // in "dit.text"
+  };
+  TinyDit() = default;
+
+  models::SmallDitConfig config_;
+  int64_t text_hidden_ = 0;
+  Offsets off_{};
+  DeviceTensor params_;
+  DeviceTensor text_;
+};
+
+}  // namespace tessera::xema

@@ -1,0 +1,329 @@
+#include "xema/pipeline/tiny_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "core/rng.h"
+#include "xema/pipeline/op_scope.h"
+
+namespace tessera::xema {
+namespace {
+
+// The request's latent geometry.
+struct Geometry {
+  int64_t latent_height, latent_width;  // latent pixels
+  int64_t grid_height, grid_width;      // DiT patches per latent frame
+  int64_t latent_frames;
+  int64_t tokens;  // N
+};
+
+Geometry GeometryOf(const TinyModelSpec& spec, const DiffusionRequest& r) {
+  Geometry g{};
+  g.latent_height = r.height / spec.spatial_factor;
+  g.latent_width = r.width / spec.spatial_factor;
+  g.grid_height = g.latent_height / spec.patch;
+  g.grid_width = g.latent_width / spec.patch;
+  g.latent_frames = (r.frames - 1) / spec.temporal_factor + 1;
+  g.tokens = g.latent_frames * g.grid_height * g.grid_width;
+  return g;
+}
+
+TinyModelSpec BaseSpec(const std::string& name) {
+  TinyModelSpec s;
+  s.name = name;
+  s.dit.in_channels = s.latent_channels * s.patch * s.patch;
+  s.dit.hidden = 256;
+  s.dit.num_heads = 4;
+  s.dit.num_layers = 4;
+  s.dit.ffn_hidden = 1024;
+  s.dit.init_seed = s.seed;
+  return s;
+}
+
+core::Status SpecError(const std::string& field, const std::string& got, const std::string& want) {
+  return core::InvalidArgument(fmt::format("spec.{}: got {}, {}", field, got, want));
+}
+
+}  // namespace
+
+std::vector<std::string> TinyModelNames() { return {"tiny-t2i", "tiny-t2v"}; }
+
+core::StatusOr<TinyModelSpec> TinyModel(const std::string& name) {
+  if (name == "tiny-t2i") return BaseSpec(name);
+  if (name == "tiny-t2v") {
+    TinyModelSpec s = BaseSpec(name);
+    s.video = true;
+    s.temporal_factor = 4;
+    return s;
+  }
+  return core::NotFound(
+      fmt::format("model: got \"{}\", known models: {}", name, fmt::join(TinyModelNames(), ", ")));
+}
+
+core::Status ValidateSpec(const TinyModelSpec& s) {
+  if (s.name.empty()) return SpecError("name", "\"\"", "must not be empty");
+  if (s.latent_channels < 1 || s.latent_channels > 4096) {
+    return SpecError("latent_channels", std::to_string(s.latent_channels), "must be in [1, 4096]");
+  }
+  if (s.patch < 1 || s.patch > 16) {
+    return SpecError("patch", std::to_string(s.patch), "must be in [1, 16]");
+  }
+  if (s.temporal_factor < 1 || s.temporal_factor > 64 || (!s.video && s.temporal_factor != 1)) {
+    return SpecError("temporal_factor", std::to_string(s.temporal_factor),
+                     "must be 1 for an image model and in [1, 64] for a video model");
+  }
+  RETURN_IF_ERROR(models::ValidateSmallDitConfig(s.dit));
+  if (s.dit.in_channels != s.latent_channels * s.patch * s.patch) {
+    return SpecError("dit.in_channels", std::to_string(s.dit.in_channels),
+                     fmt::format("must be latent_channels * patch * patch = {}",
+                                 s.latent_channels * s.patch * s.patch));
+  }
+  RETURN_IF_ERROR(ValidateTextEncoderConfig(s.text));
+  RETURN_IF_ERROR(ValidateVaeDecoderConfig(s.vae));
+  if (s.vae.latent_channels != s.latent_channels) {
+    return SpecError("vae.latent_channels", std::to_string(s.vae.latent_channels),
+                     fmt::format("must equal latent_channels = {}", s.latent_channels));
+  }
+  if (s.vae.out_channels != 3) {
+    return SpecError("vae.out_channels", std::to_string(s.vae.out_channels), "must be 3 (RGB)");
+  }
+  const int64_t factor = int64_t{1} << (s.vae.channels.size() - 1);
+  if (s.spatial_factor != factor) {
+    return SpecError("spatial_factor", std::to_string(s.spatial_factor),
+                     fmt::format("must be 2^(VAE blocks - 1) = {}", factor));
+  }
+  return core::Status::Ok();
+}
+
+core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& r) {
+  auto bad = [](const char* field, const std::string& got, const std::string& want) {
+    return core::InvalidArgument(fmt::format("request.{}: got {}, {}", field, got, want));
+  };
+  if (r.model != spec.name) {
+    return bad("model", fmt::format("\"{}\"", r.model),
+               fmt::format("must be the loaded model \"{}\"", spec.name));
+  }
+  const int64_t multiple = spec.spatial_factor * spec.patch;
+  for (const auto& [field, value] : {std::pair<const char*, int64_t>{"width", r.width},
+                                     std::pair<const char*, int64_t>{"height", r.height}}) {
+    if (value < 1 || value % multiple != 0 || value > kMaxRequestPixels) {
+      return bad(field, std::to_string(value),
+                 fmt::format("must be a positive multiple of {} (VAE factor {} x patch {}) up to "
+                             "{} pixels",
+                             multiple, spec.spatial_factor, spec.patch, kMaxRequestPixels));
+    }
+  }
+  if (!spec.video && r.frames != 1) {
+    return bad("frames", std::to_string(r.frames),
+               fmt::format("must be 1 for the image model {}", spec.name));
+  }
+  if (spec.video && (r.frames < 1 || r.frames > kMaxRequestFrames ||
+                     (r.frames - 1) % spec.temporal_factor != 0)) {
+    return bad("frames", std::to_string(r.frames),
+               fmt::format("must be {}k+1 in [1, {}] for the video model {}", spec.temporal_factor,
+                           kMaxRequestFrames, spec.name));
+  }
+  if (r.steps < 1 || r.steps > kMaxRequestSteps) {
+    return bad("steps", std::to_string(r.steps),
+               fmt::format("must be in [1, {}]", kMaxRequestSteps));
+  }
+  if (!std::isfinite(r.guidance) || r.guidance < 0.0f || r.guidance > kMaxGuidance) {
+    return bad("guidance", fmt::format("{}", r.guidance),
+               fmt::format("must be finite and in [0, {}]", kMaxGuidance));
+  }
+  if (static_cast<int64_t>(r.prompt.size()) > kMaxPromptBytes) {
+    return bad("prompt", fmt::format("{} bytes", r.prompt.size()),
+               fmt::format("must be at most {} bytes", kMaxPromptBytes));
+  }
+  if (r.attention != AttentionMode::kFused && r.attention != AttentionMode::kChunked) {
+    return bad("attention", std::to_string(static_cast<int>(r.attention)),
+               "must be kFused or kChunked");
+  }
+  if (r.attention_chunks < 1 || r.attention_chunks > kMaxAttentionChunks) {
+    return bad("attention_chunks", std::to_string(r.attention_chunks),
+               fmt::format("must be in [1, {}]", kMaxAttentionChunks));
+  }
+  if (r.vae_frame_slices < 1 || r.vae_frame_slices > r.frames) {
+    return bad("vae_frame_slices", std::to_string(r.vae_frame_slices),
+               fmt::format("must be in [1, frames = {}]", r.frames));
+  }
+  return core::Status::Ok();
+}
+
+TraceKey KeyOf(const DiffusionRequest& r) {
+  TraceKey key;
+  key.model = r.model;
+  key.width = r.width;
+  key.height = r.height;
+  key.frames = r.frames;
+  key.steps = r.steps;
+  key.cfg = r.cfg;
+  key.sp_degree = 1;
+  key.dtype = "f32";
+  return key;
+}
+
+int64_t OutputFloats(const DiffusionRequest& r) { return r.frames * 3 * r.height * r.width; }
+
+DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator,
+                                     TextEncoder text, TinyDit dit, VaeDecoder vae)
+    : spec_(spec),
+      allocator_(allocator),
+      text_(std::move(text)),
+      dit_(std::move(dit)),
+      vae_(std::move(vae)) {}
+
+core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
+    const TinyModelSpec& spec, DeviceAllocator& allocator) {
+  RETURN_IF_ERROR(ValidateSpec(spec));
+  ASSIGN_OR_RETURN(TextEncoder text, TextEncoder::Create(spec.text, spec.seed, allocator));
+  models::SmallDitConfig dit_config = spec.dit;
+  dit_config.init_seed = spec.seed;
+  const uint64_t text_seed = core::Rng(spec.seed).Fork(0xd17).NextU64();
+  ASSIGN_OR_RETURN(TinyDit dit,
+                   TinyDit::Create(dit_config, spec.text.hidden, text_seed, allocator));
+  ASSIGN_OR_RETURN(VaeDecoder vae, VaeDecoder::Create(spec.vae, spec.seed, allocator));
+  return std::unique_ptr<DiffusionPipeline>(
+      new DiffusionPipeline(spec, allocator, std::move(text), std::move(dit), std::move(vae)));
+}
+
+int64_t DiffusionPipeline::WeightBytes() const {
+  return text_.WeightBytes() + dit_.WeightBytes() + vae_.WeightBytes();
+}
+
+core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output) {
+  RETURN_IF_ERROR(ValidateRequest(spec_, r));
+  if (static_cast<int64_t>(output.size()) != OutputFloats(r)) {
+    return core::InvalidArgument(
+        fmt::format("output: got {} floats, need frames * 3 * height * width = {}", output.size(),
+                    OutputFloats(r)));
+  }
+  const Geometry g = GeometryOf(spec_, r);
+  const int64_t n = g.tokens, cin = spec_.dit.in_channels, p = spec_.patch;
+  const int64_t lc = spec_.latent_channels, batch = r.cfg ? 2 : 1;
+  const int64_t text_tokens = spec_.text.tokens;
+  const double latent_floats = static_cast<double>(n * cin);
+
+  // Tensors that cross ops. Declared before every OpScope, so on an error return they are
+  // destroyed after the open op has ended and are freed at once.
+  DeviceTensor text_ctx, pool_ctx, x;
+
+  // Prologue: text encoding, projection for the DiT, initial noise.
+  const OpContext text_op{Phase::kText, Section::kPrologue, -1};
+  {
+    DeviceTensor tokens[2], pooled[2];
+    RETURN_IF_ERROR(
+        text_.Encode(allocator_, r.prompt, "text.cond", text_op, &tokens[0], &pooled[0]));
+    if (r.cfg) {
+      RETURN_IF_ERROR(text_.Encode(allocator_, "", "text.uncond", text_op, &tokens[1], &pooled[1]));
+    }
+    OpScope op(allocator_, "dit.text_proj", text_op);
+    std::array<const float*, 2> text_ptrs{}, pool_ptrs{};
+    for (int64_t b = 0; b < batch; ++b) {
+      text_ptrs[b] = tokens[b].f32();
+      pool_ptrs[b] = pooled[b].f32();
+    }
+    double flops = 0;
+    RETURN_IF_ERROR(dit_.ProjectText(
+        allocator_, std::span<const float* const>(text_ptrs.data(), static_cast<size_t>(batch)),
+        std::span<const float* const>(pool_ptrs.data(), static_cast<size_t>(batch)), text_tokens,
+        &text_ctx, &pool_ctx, &flops));
+    for (int64_t b = 0; b < batch; ++b) {
+      tokens[b].Reset();
+      pooled[b].Reset();
+    }
+    op.Count(flops);
+  }
+  {
+    OpScope op(allocator_, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
+    ASSIGN_OR_RETURN(x, allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
+    core::Rng rng(r.seed);
+    for (int64_t i = 0; i < n * cin; ++i) x.f32()[i] = static_cast<float>(rng.Normal());
+    op.Count(0, 4.0 * latent_floats);
+  }
+
+  // Body: identical ops and allocations in every step.
+  const DitAttention attention{r.attention, r.attention_chunks};
+  for (int64_t i = 0; i < r.steps; ++i) {
+    const OpContext body{Phase::kDenoise, Section::kBody, static_cast<int>(i)};
+    const double steps = static_cast<double>(r.steps);
+    const float t = static_cast<float>(1.0 - static_cast<double>(i) / steps);
+    const float t_next = static_cast<float>(1.0 - static_cast<double>(i + 1) / steps);
+    TinyDit::Input in;
+    in.latent = x.f32();
+    in.image_tokens = n;
+    in.t = t;
+    in.batch = batch;
+    in.text_ctx = &text_ctx;
+    in.text_tokens = text_tokens;
+    in.pool_ctx = &pool_ctx;
+    in.release_context = i == r.steps - 1;
+    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, attention, body));
+    if (r.cfg) {
+      OpScope op(allocator_, "cfg.combine", body);
+      ASSIGN_OR_RETURN(DeviceTensor guided,
+                       allocator_.AllocateF32(n * cin, "cfg.v", TensorKind::kActivation));
+      const float* vc = v.f32();
+      const float* vu = v.f32() + n * cin;
+      for (int64_t j = 0; j < n * cin; ++j) guided.f32()[j] = vu[j] + r.guidance * (vc[j] - vu[j]);
+      v = std::move(guided);  // frees the (2, N, C_in) prediction
+      op.Count(3.0 * latent_floats, 12.0 * latent_floats);
+    }
+    OpScope op(allocator_, "euler.step", body);
+    ASSIGN_OR_RETURN(DeviceTensor next,
+                     allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
+    const float dt = t_next - t;
+    for (int64_t j = 0; j < n * cin; ++j) next.f32()[j] = x.f32()[j] + dt * v.f32()[j];
+    x = std::move(next);  // frees x_i
+    v.Reset();
+    op.Count(2.0 * latent_floats, 12.0 * latent_floats);
+  }
+
+  // Epilogue: unpatchify, VAE decode, copy out.
+  const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
+  DeviceTensor latent;
+  {
+    OpScope op(allocator_, "vae.unpatchify", epi);
+    ASSIGN_OR_RETURN(latent,
+                     allocator_.AllocateF32(g.latent_frames * lc * g.latent_height * g.latent_width,
+                                            "vae.latent", TensorKind::kActivation));
+    const float* xs = x.f32();
+    float* out = latent.f32();
+    for (int64_t f = 0; f < g.latent_frames; ++f) {
+      for (int64_t gy = 0; gy < g.grid_height; ++gy) {
+        for (int64_t gx = 0; gx < g.grid_width; ++gx) {
+          const float* token = xs + ((f * g.grid_height + gy) * g.grid_width + gx) * cin;
+          for (int64_t c = 0; c < lc; ++c) {
+            for (int64_t py = 0; py < p; ++py) {
+              for (int64_t px = 0; px < p; ++px) {
+                const int64_t y = gy * p + py, xx = gx * p + px;
+                out[((f * lc + c) * g.latent_height + y) * g.latent_width + xx] =
+                    token[(c * p + py) * p + px];
+              }
+            }
+          }
+        }
+      }
+    }
+    x.Reset();
+    op.Count(0, 8.0 * latent_floats);
+  }
+  VaeGeometry vg;
+  vg.latent_frames = g.latent_frames;
+  vg.latent_height = g.latent_height;
+  vg.latent_width = g.latent_width;
+  vg.frames = r.frames;
+  vg.temporal_factor = spec_.temporal_factor;
+  vg.slices = r.vae_frame_slices;
+  ASSIGN_OR_RETURN(DeviceTensor image, vae_.Decode(allocator_, std::move(latent), vg, epi));
+  OpScope op(allocator_, "vae.output", epi);
+  std::copy(image.f32(), image.f32() + output.size(), output.begin());
+  image.Reset();
+  op.Count(0, 8.0 * static_cast<double>(output.size()));
+  return core::Status::Ok();
+}
+
+}  // namespace tessera::xema

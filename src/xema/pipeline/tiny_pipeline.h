@@ -1,0 +1,131 @@
+// DiffusionPipeline: a real text-to-image / text-to-video diffusion pipeline on CPU (fp32,
+// seeded synthetic weights) whose every tensor goes through a DeviceAllocator, so that Xema
+// can record the memory trace of a request, plan a static layout and replay the request.
+//
+// Models (TinyModel): "tiny-t2i" and "tiny-t2v": a text encoder (text_encoder.h: 4 layers,
+// hidden 256, 77 tokens), a text-conditioned DiT (tiny_dit.h: hidden 256, 4 heads, 4 layers,
+// FFN 1024, patch 2 over 16 latent channels) and a VAE decoder (vae_decoder.h: x8 spatial;
+// the video model also x4 temporal: F = 4 (Lf - 1) + 1 frames from Lf latent frames).
+//
+// A request (DiffusionRequest) runs flow-matching sampling (models/flow_matching.h: x_t =
+// (1 - t) x0 + t e, velocity v = e - x0) from t = 1 (noise) to t = 0 in `steps` Euler steps
+// t_i = 1 - i / steps: x_{i+1} = x_i + (t_{i+1} - t_i) v(x_i, t_i), with classifier-free
+// guidance v = v_u + guidance (v_c - v_u), v_u the prediction for the empty prompt.
+// Latents stay patchified during denoising: x (N, C_in), N = Lf (H / 16) (W / 16) tokens, token
+// (f, gy, gx) holding channel (c p + py) p + px of latent pixel (f, c, gy p + py, gx p + px); the
+// initial noise is core::Rng(request.seed) normals in that order.
+//
+// Ops of Run (the trace template; names as recorded):
+//   prologue (Phase kText, step -1): "text.cond.embed", "text.cond.layer<l>", "text.cond.final";
+//     with cfg the same for "text.uncond" (prompt ""); "dit.text_proj" (text tokens and pooled
+//     vectors projected for the DiT, kept until "dit.embed" of the last step frees them);
+//     then "latent.init" (Phase kDenoise) allocating the noise latent "latent.x".
+//   body (Phase kDenoise, step i): "dit.embed", "dit.block<l>", "dit.final" (one DiT pass over a
+//     batch of 2 sequences with cfg, 1 without), "cfg.combine" (cfg only), "euler.step"
+//     (allocates x_{i+1} "latent.x", frees x_i and the prediction). Identical in every step
+//     except that the last step's "dit.embed" frees the prologue's text context.
+//   epilogue (Phase kVae): "vae.unpatchify" (frees the last latent), the VAE block ops, and
+//     "vae.output", which copies the frames into the caller's buffer and frees the image.
+// Every allocation of Run happens inside an op; on error every tensor of the request is freed
+// and no op is left open (RAII). Same request -> bitwise the same output on any allocator.
+// Heap outside the allocator during Run: op names and the attention kernel's tile scratch
+// (tens of KiB at 64x64; tested < 1 MiB).
+//
+// Errors: ValidateRequest returns InvalidArgument naming the field; Load and Run pass
+// Infeasible (out of device memory) out with nothing leaked.
+// Lifetime: the allocator must outlive the pipeline. Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/small_dit.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/text_encoder.h"
+#include "xema/pipeline/tiny_dit.h"
+#include "xema/pipeline/vae_decoder.h"
+
+namespace tessera::xema {
+
+struct TinyModelSpec {  // the model presets
+  std::string name;     // "tiny-t2i" or "tiny-t2v"
+  bool video = false;
+  int64_t latent_channels = 16;
+  int64_t patch = 2;            // DiT patch over the latent
+  int64_t spatial_factor = 8;   // VAE: pixels per latent pixel
+  int64_t temporal_factor = 1;  // 4 for video
+  models::SmallDitConfig dit;   // in_channels = latent_channels * patch * patch; init_seed unused
+  TextEncoderConfig text;       // text.hidden is the DiT's text_hidden
+  VaeDecoderConfig vae;         // latent_channels as above; 2^(blocks - 1) = spatial_factor
+  uint64_t seed = 1;            // every weight (text, DiT, VAE) is drawn from it
+};
+
+std::vector<std::string> TinyModelNames();                         // {"tiny-t2i", "tiny-t2v"}
+core::StatusOr<TinyModelSpec> TinyModel(const std::string& name);  // NotFound listing names
+
+// InvalidArgument naming the first inconsistent field of a (possibly edited) spec.
+core::Status ValidateSpec(const TinyModelSpec& spec);
+
+// Bounds of a request.
+inline constexpr int64_t kMaxRequestPixels = 2048;  // width and height
+inline constexpr int64_t kMaxRequestFrames = 129;
+inline constexpr int64_t kMaxRequestSteps = 1000;
+inline constexpr int64_t kMaxAttentionChunks = 4096;
+inline constexpr int64_t kMaxPromptBytes = 4096;
+inline constexpr float kMaxGuidance = 100.0f;
+
+struct DiffusionRequest {
+  std::string model = "tiny-t2i";
+  int64_t width = 64, height = 64;  // pixels, multiples of spatial_factor * patch (16)
+  int64_t frames = 1;               // 1 for images; 4k+1 for video
+  int64_t steps = 4;                // Euler steps, [1, 1000]
+  bool cfg = true;  // classifier-free guidance: conditional + unconditional ("" prompt) per step
+  float guidance = 4.0f;                                // finite, in [0, kMaxGuidance]
+  std::string prompt = "a red cube on a wooden table";  // <= kMaxPromptBytes
+  uint64_t seed = 1;                                    // initial noise
+  AttentionMode attention = AttentionMode::kFused;
+  int64_t attention_chunks = 1;  // kChunked: query chunks, [1, kMaxAttentionChunks]
+  int64_t vae_frame_slices = 1;  // decode in this many slices, [1, frames]
+};
+
+// InvalidArgument "request.width: got 70, must be a positive multiple of 16 ..." style for
+// every field: model must be spec.name; width/height positive multiples of spatial_factor *
+// patch up to kMaxRequestPixels; frames 1 for an image model, temporal_factor k + 1 up to
+// kMaxRequestFrames for a video model; steps in [1, 1000]; guidance finite in [0, 100];
+// prompt at most kMaxPromptBytes; attention a known mode; chunks and slices in range.
+core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& request);
+TraceKey KeyOf(const DiffusionRequest& request);        // dtype "f32", sp_degree 1
+int64_t OutputFloats(const DiffusionRequest& request);  // frames * 3 * height * width
+
+class DiffusionPipeline {
+ public:
+  // Allocates every weight (TensorKind::kWeight, outside any op: "text.embed",
+  // "text.layer<l>", "dit.params", "dit.text", "vae.conv<i>.w/.b") and initialises it from
+  // spec.seed. InvalidArgument for a bad spec; Infeasible passes out (nothing leaked).
+  static core::StatusOr<std::unique_ptr<DiffusionPipeline>> Load(const TinyModelSpec& spec,
+                                                                 DeviceAllocator& allocator);
+
+  const TinyModelSpec& spec() const { return spec_; }
+  int64_t WeightBytes() const;  // aligned (AlignBytes) sum of the weight tensors
+
+  // Runs one request; writes the decoded frames (frames, 3, height, width) into `output`
+  // (size OutputFloats). Validates first (InvalidArgument, also for a wrong output size).
+  core::Status Run(const DiffusionRequest& request, std::span<float> output);
+
+ private:
+  DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator, TextEncoder text,
+                    TinyDit dit, VaeDecoder vae);
+
+  TinyModelSpec spec_;
+  DeviceAllocator& allocator_;
+  TextEncoder text_;
+  TinyDit dit_;
+  VaeDecoder vae_;
+};
+
+}  // namespace tessera::xema
