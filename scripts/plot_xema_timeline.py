@@ -41,7 +41,11 @@ def main():
     ap.add_argument("--title", default=None)
     args = ap.parse_args()
 
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("plot_xema_timeline.py needs matplotlib: scripts/install-deps.sh installs "
+                 "python3-matplotlib for Debian's /usr/bin/python3")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -347,6 +347,61 @@ TEST(CliTest, XemaAnalyticTraces) {
   ExpectUserError("xema layout --analytic flux2-dev --steps 0", "--steps: got '0'");
 }
 
+// `xema trace` runs the tiny pipeline for real; its trace feeds the other commands.
+TEST(CliTest, XemaTraceRecordsARealRun) {
+  const std::string trace = TempPath("recorded.json");
+  const std::string csv = TempPath("timeline.csv");
+  Result r = RunTessera("xema trace --model tiny-t2i --size 32x32 --steps 2 --out " + trace +
+                        " --timeline " + csv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trace tiny-t2i 32x32x1 steps 2 cfg on sp 1 f32 (recorded)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("in the trace: equal"), std::string::npos) << r.out;
+  r = RunTessera("xema layout --trace " + trace + " --algo tflite");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1.0000x"), std::string::npos) << r.out;
+  r = RunTessera("xema intervals --trace " + trace + " --budget 40MiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto text = tessera::core::ReadJsonFile(trace);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ((*text)["provenance"], "recorded");
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("op,name,section,step,phase,live_bytes", 0), 0u) << header;
+}
+
+TEST(CliTest, XemaCheckRerunsFromEveryLayout) {
+  const std::string json = TempPath("check.json");
+  Result r = RunTessera(
+      "xema check --model tiny-t2v --size 16x16 --frames 5 --steps 1 --cfg off "
+      "--json " +
+      json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* row : {"layout:tflite", "layout:tflm", "layout:xla", "caching:pytorch"}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["ok"], true);
+  EXPECT_EQ((*j)["measured_peak_bytes"], (*j)["lower_bound_bytes"]);
+}
+
+TEST(CliTest, XemaRequestBadInputIsOneLine) {
+  const std::string out = TempPath("never.json");
+  ExpectUserError("xema trace --size 70x64 --out " + out, "request.width: got 70");
+  ExpectUserError("xema trace --size 0x64 --out " + out, "size: got '0x64'");
+  ExpectUserError("xema trace --model tiny-nope --out " + out, "tiny-nope");
+  ExpectUserError("xema trace --model tiny-t2i --frames 5 --out " + out, "request.frames: got 5");
+  ExpectUserError("xema trace --model tiny-t2v --frames 6 --out " + out, "request.frames: got 6");
+  ExpectUserError("xema check --cfg maybe", "--cfg: got 'maybe', must be on or off");
+  ExpectUserError("xema check --attention flash", "--attention: got 'flash'");
+  ExpectUserError("xema check --steps 0", "--steps: got '0'");
+  ExpectUserError("xema trace", "--out is required");
+}
+
 std::string CliTestdata(const std::string& name) {
   return std::string(TESSERA_CLI_TESTDATA) + "/" + name;
 }

@@ -46,5 +46,7 @@ void AddXemaCommands(CLI::App& root, Action* action);
 void AddXemaIntervals(CLI::App* xema, Action* action);
 void AddXemaLayout(CLI::App* xema, Action* action);
 void AddXemaAllocsim(CLI::App* xema, Action* action);
+void AddXemaTrace(CLI::App* xema, Action* action);
+void AddXemaCheck(CLI::App* xema, Action* action);
 
 }  // namespace tessera::cli

@@ -273,6 +273,35 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                     {"--analytic", "ltx-2", "--steps", "2", "--policy",
                      "pytorch,max_split_size_mb=64", "--device-memory", "141GB"}};
   t.push_back(allocsim);
+
+  // trace and check run the tiny pipeline for real: bases are tiny (16x16, 1 step) so a case
+  // stays well under a second; check reruns it about six times.
+  auto request = [](std::vector<OptionSpec> more) {
+    std::vector<OptionSpec> o = {{"--model", K::kText, {}},     {"--size", K::kText, {}},
+                                 {"--frames", K::kInt, {}},     {"--steps", K::kInt, {}},
+                                 {"--cfg", K::kText, {}},       {"--guidance", K::kFloat, {}},
+                                 {"--prompt", K::kText, {}},    {"--seed", K::kUint, {}},
+                                 {"--attention", K::kText, {}}, {"--attention-chunks", K::kInt, {}},
+                                 {"--vae-slices", K::kInt, {}}};
+    Append(&o, more);
+    return o;
+  };
+  SubcommandSpec trace =
+      Spec("trace", MpiUse::kNone, 3,
+           request({{"--out", K::kOutputFile, {}}, {"--timeline", K::kOutputFile, {}}}));
+  trace.group = "xema";
+  trace.bases = {
+      {"--size", "16x16", "--steps", "1", "--out", out + "trace.json"},
+      {"--model", "tiny-t2v", "--size", "16x16", "--frames", "5", "--steps", "1", "--vae-slices",
+       "2", "--out", out + "trace.json", "--timeline", out + "timeline.csv"}};
+  t.push_back(trace);
+
+  SubcommandSpec check =
+      Spec("check", MpiUse::kNone, 2,
+           request({{"--milp-time-limit", K::kFloat, {}}, {"--json", K::kOutputFile, {}}}));
+  check.group = "xema";
+  check.bases = {{"--size", "16x16", "--steps", "1", "--cfg", "off", "--json", out + "check.json"}};
+  t.push_back(check);
   return t;
 }
 

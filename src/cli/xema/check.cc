@@ -9,6 +9,7 @@
 #include "cli/xema/request_options.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
+#include "kernels/gemm.h"
 #include "core/progress.h"
 #include "core/table.h"
 #include "xema/pipeline/template_check.h"
@@ -28,6 +29,8 @@ std::string Ratio(int64_t a, int64_t b) {
 
 core::Status RunCheck(const CheckArgs& a) {
   ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request));
+  // A device is one core: the GEMMs run single-threaded (as each MPI rank does).
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
   xema::TemplateCheckOptions options;
   options.layout.milp_time_limit_s = a.milp_time_limit_s;
   std::unique_ptr<core::ProgressBar> bar;

@@ -11,6 +11,8 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaIntervals(x, action);
   AddXemaLayout(x, action);
   AddXemaAllocsim(x, action);
+  AddXemaTrace(x, action);
+  AddXemaCheck(x, action);
 }
 
 }  // namespace tessera::cli

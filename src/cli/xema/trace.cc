@@ -8,6 +8,7 @@
 #include "cli/xema/request_options.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
+#include "kernels/gemm.h"
 #include "core/output_file.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/template_check.h"
@@ -24,6 +25,8 @@ struct TraceArgs {
 
 core::Status RunTrace(const TraceArgs& a) {
   ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request));
+  // A device is one core: the GEMMs run single-threaded (as each MPI rank does).
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
   ASSIGN_OR_RETURN(xema::RecordedRequest r, xema::RecordRequest(request));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(r.trace));
   const int64_t lb = xema::LowerBoundBytes(x);

@@ -1,9 +1,12 @@
 #include "xema/pipeline/template_check.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <memory>
 
+#include "core/memory_info.h"
 #include "xema/pipeline/caching_device_allocator.h"
 #include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/layout_allocator.h"
@@ -32,13 +35,32 @@ core::Status RunOnce(const TinyModelSpec& spec, const DiffusionRequest& request,
   return s;
 }
 
+// The host budget for a run of `request`, or Infeasible when it cannot fit.
+core::StatusOr<int64_t> HostBudget(const TinyModelSpec& spec, const DiffusionRequest& request,
+                                   int64_t host_budget_bytes) {
+  int64_t budget = host_budget_bytes;
+  if (budget <= 0) budget = core::AvailableMemoryBytes() / 10 * 8;
+  if (budget <= 0) return int64_t{0};  // unknown: unbounded
+  const int64_t need = MinimumPeakBytes(spec, request);
+  if (need > budget) {
+    return core::Infeasible(fmt::format(
+        "request {}x{}x{}: needs at least {} bytes of memory (weights and the VAE's "
+        "full-resolution activations), more than the {} bytes this host can give it; use a "
+        "smaller size, fewer frames or more VAE slices",
+        request.width, request.height, request.frames, need, budget));
+  }
+  return budget;
+}
+
 }  // namespace
 
-core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request) {
+core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request,
+                                              int64_t host_budget_bytes) {
   ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
   RETURN_IF_ERROR(ValidateRequest(spec, request));
+  ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, host_budget_bytes));
   RecordedRequest r;
-  HeapDeviceAllocator heap;
+  HeapDeviceAllocator heap(budget);
   {
     TraceRecorder recorder(heap);
     RETURN_IF_ERROR(RunOnce(spec, request, heap, &r.output, &r.run_s));
@@ -55,7 +77,8 @@ core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
                                             const TemplateCheckOptions& options) {
   ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
   TemplateCheck c;
-  ASSIGN_OR_RETURN(c.recorded, RecordRequest(request));
+  ASSIGN_OR_RETURN(c.recorded, RecordRequest(request, options.host_budget_bytes));
+  ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, options.host_budget_bytes));
   ASSIGN_OR_RETURN(ExpandedTrace x, Expand(c.recorded.trace));
   c.lower_bound_bytes = LowerBoundBytes(x);
   ASSIGN_OR_RETURN(std::vector<Layout> layouts,
@@ -87,12 +110,14 @@ core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
   for (const AllocatorPolicy& policy : policies) {
     CachingRunRow row;
     row.policy = PolicyName(policy);
-    CachingDeviceAllocator caching(policy);
+    AllocatorPolicy limited = policy;
+    limited.device_limit_bytes = budget;  // host memory: the replay below gets the same limit
+    CachingDeviceAllocator caching(limited);
     std::vector<float> out;
     const core::Status s = RunOnce(spec, request, caching, &out, &row.run_s);
     if (!s.ok()) row.error = s.ToString();
     row.stats = caching.stats();
-    row.replay_peak_reserved = ReplayTrace(x, policy).stats.peak_reserved_bytes;
+    row.replay_peak_reserved = ReplayTrace(x, limited).stats.peak_reserved_bytes;
     row.output_equal = s.ok() && BitwiseEqual(out, c.recorded.output);
     c.ok = c.ok && row.output_equal && row.stats.peak_reserved_bytes == row.replay_peak_reserved;
     c.caching.push_back(std::move(row));

@@ -4,6 +4,11 @@
 // attached (weights loaded first) and returns the template trace, the output frames and the
 // peak the allocator measured.
 //
+// Host memory: every run here allocates real memory, so it is bounded by `host_budget_bytes`
+// (0: 80% of the memory available now, core::AvailableMemoryBytes). A request whose
+// MinimumPeakBytes exceeds it is refused before any work (Infeasible naming both figures);
+// a run that reaches it stops with Infeasible (out of device memory), never the OOM killer.
+//
 // CheckTemplate is the end-to-end proof of Xema's memory layer on one template:
 //   1. record (as above); the trace's lower bound (peak live bytes) must equal the measured
 //      peak to the byte;
@@ -43,7 +48,8 @@ struct RecordedRequest {
 };
 
 // InvalidArgument / NotFound for a bad request; the pipeline's errors pass through.
-core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request);
+core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request,
+                                              int64_t host_budget_bytes = 0);
 
 struct LayoutRunRow {
   Layout layout;  // offsets included
@@ -74,6 +80,7 @@ struct TemplateCheckOptions {
   LayoutOptions layout;
   std::vector<std::string> policies = {"pytorch", "pytorch:expandable_segments"};
   std::function<void(int, int)> progress;
+  int64_t host_budget_bytes = 0;  // see RecordRequest
 };
 
 core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,

@@ -91,3 +91,58 @@ TEST(TemplateCheckTest, BadRequestsNameTheField) {
 
 }  // namespace
 }  // namespace tessera::xema
+
+namespace tessera::xema {
+namespace {
+
+TEST(TemplateCheckTest, MinimumPeakIsALowerBoundOfTheMeasuredPeak) {
+  struct Case {
+    const char* model;
+    int64_t w, h, frames, slices;
+  };
+  for (const Case& k : {Case{"tiny-t2i", 16, 16, 1, 1}, Case{"tiny-t2i", 128, 96, 1, 1},
+                        Case{"tiny-t2v", 64, 64, 5, 1}, Case{"tiny-t2v", 64, 64, 9, 3}}) {
+    DiffusionRequest r;
+    r.model = k.model;
+    r.width = k.w;
+    r.height = k.h;
+    r.frames = k.frames;
+    r.vae_frame_slices = k.slices;
+    r.steps = 1;
+    auto spec = TinyModel(r.model);
+    ASSERT_TRUE(spec.ok());
+    auto rec = RecordRequest(r);
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    const int64_t bound = MinimumPeakBytes(*spec, r);
+    EXPECT_LE(bound, rec->measured_peak_bytes) << k.model << " " << k.w << "x" << k.h;
+    // Tight enough to be useful where the VAE's full-resolution blocks dominate.
+    if (k.w >= 64) {
+      EXPECT_GE(bound, rec->measured_peak_bytes * 7 / 10) << k.model << " " << k.w << "x" << k.h;
+    }
+  }
+}
+
+TEST(TemplateCheckTest, ARequestBeyondTheHostBudgetIsRefusedBeforeRunning) {
+  DiffusionRequest r;
+  r.width = 2048;
+  r.height = 2048;
+  r.steps = 1000;
+  auto rec = RecordRequest(r, int64_t{1} << 30);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(rec.status().message().find("request 2048x2048x1: needs at least"), std::string::npos)
+      << rec.status().message();
+  // A budget the run itself reaches: out of device memory, not a crash.
+  r = DiffusionRequest{};
+  r.steps = 1;
+  auto spec = TinyModel(r.model);
+  ASSERT_TRUE(spec.ok());
+  rec = RecordRequest(r, MinimumPeakBytes(*spec, r));
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(rec.status().message().find("out of device memory"), std::string::npos)
+      << rec.status().message();
+}
+
+}  // namespace
+}  // namespace tessera::xema

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -167,6 +168,40 @@ TraceKey KeyOf(const DiffusionRequest& r) {
 }
 
 int64_t OutputFloats(const DiffusionRequest& r) { return r.frames * 3 * r.height * r.width; }
+
+int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
+  const std::vector<int64_t>& ch = spec.vae.channels;
+  const int64_t plane = r.height * r.width;
+  const int64_t nf = r.frames / std::max<int64_t>(1, r.vae_frame_slices);  // first slice
+  // The last block (conv to RGB): its input, the im2col of one frame, the image.
+  const int64_t c_last = ch.back();
+  const int64_t last = AlignBytes(4 * nf * c_last * plane) + AlignBytes(4 * 9 * c_last * plane) +
+                       AlignBytes(4 * r.frames * spec.vae.out_channels * plane);
+  // The block before it, at full resolution too when it upsamples: the upsampled input, its
+  // im2col, the output.
+  int64_t before = 0;
+  if (ch.size() >= 2) {
+    const int64_t c_in = ch[ch.size() - 2];
+    before = AlignBytes(4 * nf * c_in * plane) + AlignBytes(4 * 9 * c_in * plane) +
+             AlignBytes(4 * nf * c_last * plane);
+  }
+  int64_t bytes = std::max(last, before);
+  // The weights as Load allocates them (the DiT's text projections left out): the text
+  // encoder's embedding and layers, the DiT's parameters, the VAE's convolutions.
+  const TextEncoderConfig& t = spec.text;
+  bytes += AlignBytes(4 * t.vocab * t.hidden) +
+           t.num_layers * AlignBytes(4 * (4 * t.hidden * t.hidden + 5 * t.hidden +
+                                          2 * t.hidden * t.ffn_hidden + t.ffn_hidden));
+  bytes += AlignBytes(4 * static_cast<int64_t>(models::SmallDitParameterCount(spec.dit)));
+  int64_t c_in = spec.vae.latent_channels;
+  for (size_t i = 0; i <= spec.vae.channels.size(); ++i) {
+    const int64_t c_out =
+        i < spec.vae.channels.size() ? spec.vae.channels[i] : spec.vae.out_channels;
+    bytes += AlignBytes(4 * c_out * c_in * 9) + AlignBytes(4 * c_out);
+    c_in = c_out;
+  }
+  return bytes;
+}
 
 DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator,
                                      TextEncoder text, TinyDit dit, VaeDecoder vae)

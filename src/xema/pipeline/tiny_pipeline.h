@@ -102,6 +102,13 @@ core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& 
 TraceKey KeyOf(const DiffusionRequest& request);        // dtype "f32", sp_degree 1
 int64_t OutputFloats(const DiffusionRequest& request);  // frames * 3 * height * width
 
+// A lower bound on the peak device bytes of `request` (valid for `spec`), computed without
+// running it: the weights (but the DiT's text projections) plus the most that one of the VAE's two
+// full-resolution blocks holds at once for the first slice (input, the im2col workspace of one
+// frame, output or the image of all frames), each rounded as the allocator does. Lets a caller
+// refuse a request that cannot fit before any work is done. Tested <= the measured peak.
+int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& request);
+
 class DiffusionPipeline {
  public:
   // Allocates every weight (TensorKind::kWeight, outside any op: "text.embed",
