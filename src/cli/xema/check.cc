@@ -9,9 +9,9 @@
 #include "cli/xema/request_options.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
-#include "kernels/gemm.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "kernels/gemm.h"
 #include "xema/pipeline/template_check.h"
 
 namespace tessera::cli {
