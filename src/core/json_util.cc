@@ -12,6 +12,23 @@
 
 namespace tessera::core {
 
+Status CheckKnownKeys(const Json& obj, const std::string& path,
+                      std::initializer_list<const char*> allowed) {
+  if (!obj.is_object()) {
+    return InvalidArgument(path + ": got " + ShowJson(obj) + ", must be an object");
+  }
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || it.key() == a;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      return InvalidArgument(path + ": unknown key '" + it.key() + "', must be one of " + list);
+    }
+  }
+  return Status::Ok();
+}
+
 std::string ShowJson(const Json& v) {
   constexpr size_t kMaxShown = 60;
   std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -50,6 +51,11 @@ StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, cons
                                   double lo, double hi);
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key);
 
+// OK when `obj` is an object whose keys are all in `allowed`; else InvalidArgument
+// "path: unknown key 'x', must be one of a, b, c" (a typo must not be silently ignored) or
+// "path: got ..., must be an object".
+Status CheckKnownKeys(const Json& obj, const std::string& path,
+                      std::initializer_list<const char*> allowed);
 // `v` as compact JSON for a message, cut to 60 characters with "..." (a value given as a
 // 20,000-element array must not become a megabyte-long error line).
 std::string ShowJson(const Json& v);

@@ -239,23 +239,6 @@ Json OpJson(const TraceOp& op) {
               {"time_s", op.time_s}};
 }
 
-Status CheckKeys(const Json& obj, const std::string& path,
-                 std::initializer_list<const char*> allowed) {
-  if (!obj.is_object()) {
-    return InvalidArgument(path + ": got " + core::ShowJson(obj) + ", must be an object");
-  }
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || it.key() == a;
-    if (!ok) {
-      std::string list;
-      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-      return InvalidArgument(path + ": unknown key '" + it.key() + "', must be one of " + list);
-    }
-  }
-  return Status::Ok();
-}
-
 StatusOr<Phase> ParsePhase(const std::string& s, const std::string& path) {
   if (s == "text") return Phase::kText;
   if (s == "denoise") return Phase::kDenoise;
@@ -290,7 +273,7 @@ StatusOr<std::vector<TraceOp>> ParseOps(const Json& j, const char* section) {
   for (size_t i = 0; i < arr->size(); ++i) {
     const Json& o = (*arr)[i];
     const std::string path = std::string(section) + "[" + std::to_string(i) + "]";
-    RETURN_IF_ERROR(CheckKeys(o, path, {"name", "phase", "flops", "bytes", "time_s"}));
+    RETURN_IF_ERROR(core::CheckKnownKeys(o, path, {"name", "phase", "flops", "bytes", "time_s"}));
     TraceOp op;
     ASSIGN_OR_RETURN(op.name, core::GetString(o, path, "name"));
     ASSIGN_OR_RETURN(std::string phase, core::GetString(o, path, "phase"));
@@ -345,7 +328,7 @@ Json ToJson(const MemoryTrace& t) {
 
 StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
   auto parse = [&]() -> StatusOr<MemoryTrace> {
-    RETURN_IF_ERROR(CheckKeys(
+    RETURN_IF_ERROR(core::CheckKnownKeys(
         j, "trace", {"format", "provenance", "key", "prologue", "body", "epilogue", "tensors"}));
     ASSIGN_OR_RETURN(std::string format, core::GetString(j, "", "format"));
     if (format != kTraceFormat) {
@@ -360,7 +343,7 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
       }
     }
     ASSIGN_OR_RETURN(const Json* key, core::Member(j, "", "key"));
-    RETURN_IF_ERROR(CheckKeys(
+    RETURN_IF_ERROR(core::CheckKnownKeys(
         *key, "key", {"model", "width", "height", "frames", "steps", "cfg", "sp_degree", "dtype"}));
     ASSIGN_OR_RETURN(t.key.model, core::GetString(*key, "key", "model"));
     ASSIGN_OR_RETURN(t.key.width, core::GetIntInRange(*key, "key", "width", 0, 1'000'000));
@@ -389,9 +372,10 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
     for (size_t i = 0; i < arr->size(); ++i) {
       const Json& e = (*arr)[i];
       const std::string path = TensorPath(i);
-      RETURN_IF_ERROR(CheckKeys(e, path,
-                                {"id", "name", "bytes", "phase", "kind", "alloc_op", "free_op",
-                                 "free_next_step", "last_free_op", "free_step"}));
+      RETURN_IF_ERROR(
+          core::CheckKnownKeys(e, path,
+                               {"id", "name", "bytes", "phase", "kind", "alloc_op", "free_op",
+                                "free_next_step", "last_free_op", "free_step"}));
       TraceTensor x;
       ASSIGN_OR_RETURN(x.id, core::GetIntInRange(e, path, "id", INT64_MIN + 1, INT64_MAX));
       ASSIGN_OR_RETURN(x.name, core::GetString(e, path, "name"));

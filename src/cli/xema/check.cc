@@ -12,6 +12,7 @@
 #include "core/progress.h"
 #include "core/table.h"
 #include "kernels/gemm.h"
+#include "xema/pipeline/model_file.h"
 #include "xema/pipeline/template_check.h"
 
 namespace tessera::cli {
@@ -28,7 +29,8 @@ std::string Ratio(int64_t a, int64_t b) {
 }
 
 core::Status RunCheck(const CheckArgs& a) {
-  ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request));
+  ASSIGN_OR_RETURN(xema::TinyModelSpec spec, xema::ResolveTinyModel(a.request.model));
+  ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request, spec));
   // A device is one core: the GEMMs run single-threaded (as each MPI rank does).
   RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
   xema::TemplateCheckOptions options;
@@ -38,7 +40,7 @@ core::Status RunCheck(const CheckArgs& a) {
     if (!bar) bar = std::make_unique<core::ProgressBar>("xema check", total);
     bar->Update(done);
   };
-  ASSIGN_OR_RETURN(xema::TemplateCheck c, xema::CheckTemplate(request, options));
+  ASSIGN_OR_RETURN(xema::TemplateCheck c, xema::CheckTemplate(spec, request, options));
   if (bar) bar->Done();
   const int64_t lb = c.lower_bound_bytes;
   std::printf("trace %s\n", xema::Describe(c.recorded.trace).c_str());
@@ -85,6 +87,7 @@ void AddXemaCheck(CLI::App* xema, Action* action) {
   CLI::App* c = xema->add_subcommand(
       "check", "Record a request, then rerun it from every static layout and allocator policy");
   AddRequestOptions(c, &a->request);
+  paths->RecordInput("--model", &a->request.model);  // a preset name or a model file
   c->add_option("--milp-time-limit", a->milp_time_limit_s, "seconds for the exact MILP")
       ->check(PositiveNumber(3600))
       ->capture_default_str();

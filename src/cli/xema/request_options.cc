@@ -6,7 +6,8 @@
 namespace tessera::cli {
 
 void AddRequestOptions(CLI::App* app, RequestArgs* a) {
-  app->add_option("--model", a->model, "tiny-t2i or tiny-t2v")->capture_default_str();
+  app->add_option("--model", a->model, "tiny-t2i, tiny-t2v or a model JSON file")
+      ->capture_default_str();
   app->add_option("--size", a->size, "WIDTHxHEIGHT in pixels (multiples of 16)")
       ->capture_default_str();
   app->add_option("--frames", a->frames, "video frames, 4k+1 (1 for images)")
@@ -33,9 +34,10 @@ void AddRequestOptions(CLI::App* app, RequestArgs* a) {
       ->capture_default_str();
 }
 
-core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a) {
+core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,
+                                                 const xema::TinyModelSpec& spec) {
   xema::DiffusionRequest r;
-  r.model = a.model;
+  r.model = spec.name;
   ASSIGN_OR_RETURN(auto size, xema::ParseImageSize(a.size));
   r.width = size.first;
   r.height = size.second;
@@ -58,7 +60,6 @@ core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a) {
   }
   r.attention_chunks = a.attention_chunks;
   r.vae_frame_slices = a.vae_slices;
-  ASSIGN_OR_RETURN(xema::TinyModelSpec spec, xema::TinyModel(r.model));
   RETURN_IF_ERROR(xema::ValidateRequest(spec, r));
   return r;
 }

@@ -1,5 +1,5 @@
 // The request template a `tessera xema` command runs on the tiny diffusion pipeline:
-// --model tiny-t2i|tiny-t2v --size WxH [--frames F] --steps N [--cfg on|off] [--guidance G]
+// --model tiny-t2i|tiny-t2v|FILE --size WxH [--frames F] --steps N [--cfg on|off] [--guidance G]
 // [--prompt TEXT] [--seed S] [--attention fused|chunked] [--attention-chunks K]
 // [--vae-slices N]. Values are checked by the library (ValidateRequest), so the messages are
 // the same from every entry point.
@@ -29,6 +29,8 @@ struct RequestArgs {
 };
 
 void AddRequestOptions(CLI::App* app, RequestArgs* args);
-core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& args);
+// The request for `spec` (its name becomes request.model), validated against it.
+core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& args,
+                                                 const xema::TinyModelSpec& spec);
 
 }  // namespace tessera::cli

@@ -11,6 +11,7 @@
 #include "core/output_file.h"
 #include "kernels/gemm.h"
 #include "xema/memory_trace.h"
+#include "xema/pipeline/model_file.h"
 #include "xema/pipeline/template_check.h"
 #include "xema/timeline.h"
 
@@ -24,10 +25,11 @@ struct TraceArgs {
 };
 
 core::Status RunTrace(const TraceArgs& a) {
-  ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request));
+  ASSIGN_OR_RETURN(xema::TinyModelSpec spec, xema::ResolveTinyModel(a.request.model));
+  ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request, spec));
   // A device is one core: the GEMMs run single-threaded (as each MPI rank does).
   RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
-  ASSIGN_OR_RETURN(xema::RecordedRequest r, xema::RecordRequest(request));
+  ASSIGN_OR_RETURN(xema::RecordedRequest r, xema::RecordRequest(spec, request));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(r.trace));
   const int64_t lb = xema::LowerBoundBytes(x);
   std::printf("trace %s\n", xema::Describe(r.trace).c_str());
@@ -62,6 +64,7 @@ void AddXemaTrace(CLI::App* xema, Action* action) {
   CLI::App* c = xema->add_subcommand(
       "trace", "Run one request of the tiny diffusion pipeline and record its memory trace");
   AddRequestOptions(c, &a->request);
+  paths->RecordInput("--model", &a->request.model);  // a preset name or a model file
   paths->Output(c, "--out", &a->out_path, "write the trace JSON here")->required();
   paths->Output(c, "--timeline", &a->timeline_path, "write the live-bytes timeline CSV here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunTrace(*a); }); });

@@ -54,9 +54,9 @@ core::StatusOr<int64_t> HostBudget(const TinyModelSpec& spec, const DiffusionReq
 
 }  // namespace
 
-core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request,
+core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
+                                              const DiffusionRequest& request,
                                               int64_t host_budget_bytes) {
-  ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
   RETURN_IF_ERROR(ValidateRequest(spec, request));
   ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, host_budget_bytes));
   RecordedRequest r;
@@ -73,11 +73,11 @@ core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request,
   return r;
 }
 
-core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
+core::StatusOr<TemplateCheck> CheckTemplate(const TinyModelSpec& spec,
+                                            const DiffusionRequest& request,
                                             const TemplateCheckOptions& options) {
-  ASSIGN_OR_RETURN(TinyModelSpec spec, TinyModel(request.model));
   TemplateCheck c;
-  ASSIGN_OR_RETURN(c.recorded, RecordRequest(request, options.host_budget_bytes));
+  ASSIGN_OR_RETURN(c.recorded, RecordRequest(spec, request, options.host_budget_bytes));
   ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, options.host_budget_bytes));
   ASSIGN_OR_RETURN(ExpandedTrace x, Expand(c.recorded.trace));
   c.lower_bound_bytes = LowerBoundBytes(x);

@@ -47,8 +47,10 @@ struct RecordedRequest {
   double run_s = 0;  // wall-clock seconds of the request (weights loaded before)
 };
 
-// InvalidArgument / NotFound for a bad request; the pipeline's errors pass through.
-core::StatusOr<RecordedRequest> RecordRequest(const DiffusionRequest& request,
+// `spec` is the model (TinyModel, or ResolveTinyModel for a model file); request.model must
+// be its name. InvalidArgument for a bad request; the pipeline's errors pass through.
+core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
+                                              const DiffusionRequest& request,
                                               int64_t host_budget_bytes = 0);
 
 struct LayoutRunRow {
@@ -83,7 +85,8 @@ struct TemplateCheckOptions {
   int64_t host_budget_bytes = 0;  // see RecordRequest
 };
 
-core::StatusOr<TemplateCheck> CheckTemplate(const DiffusionRequest& request,
+core::StatusOr<TemplateCheck> CheckTemplate(const TinyModelSpec& spec,
+                                            const DiffusionRequest& request,
                                             const TemplateCheckOptions& options = {});
 
 // {"trace", "measured_peak_bytes", "lower_bound_bytes", "weight_bytes", "plain_run_s",

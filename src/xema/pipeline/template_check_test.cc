@@ -2,8 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include "core/check.h"
+#include "xema/pipeline/model_file.h"
+
 namespace tessera::xema {
 namespace {
+
+// The preset the request names (a test bug if there is none).
+TinyModelSpec SpecOf(const DiffusionRequest& r) {
+  auto spec = TinyModel(r.model);
+  CHECK(spec.ok()) << spec.status().ToString();
+  return *spec;
+}
 
 void ExpectAllHeld(const TemplateCheck& c) {
   EXPECT_TRUE(c.ok);
@@ -27,7 +37,7 @@ TEST(TemplateCheckTest, ImageTemplateReplaysFromEveryLayoutBitwise) {
   r.width = 32;
   r.height = 48;
   r.steps = 3;
-  auto c = CheckTemplate(r);
+  auto c = CheckTemplate(SpecOf(r), r);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ExpectAllHeld(*c);
   EXPECT_EQ(c->recorded.trace.key.steps, 3);
@@ -52,7 +62,7 @@ TEST(TemplateCheckTest, VideoAndChunkedAttentionWithoutCfg) {
     ++calls;
     EXPECT_LE(done, total);
   };
-  auto c = CheckTemplate(r, options);
+  auto c = CheckTemplate(SpecOf(r), r, options);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ExpectAllHeld(*c);
   EXPECT_EQ(calls, 1 + static_cast<int>(c->layouts.size() + c->caching.size()));
@@ -63,7 +73,7 @@ TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
   r.width = 16;
   r.height = 16;
   r.steps = 2;
-  auto rec = RecordRequest(r);
+  auto rec = RecordRequest(SpecOf(r), r);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   auto back = TraceFromJson(ToJson(rec->trace), "recorded");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -76,17 +86,20 @@ TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
 TEST(TemplateCheckTest, BadRequestsNameTheField) {
   DiffusionRequest r;
   r.width = 70;
-  auto rec = RecordRequest(r);
+  auto rec = RecordRequest(SpecOf(r), r);
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.status().code(), core::StatusCode::kInvalidArgument);
   EXPECT_NE(rec.status().message().find("width"), std::string::npos);
   r = DiffusionRequest{};
-  r.model = "tiny-nope";
-  EXPECT_EQ(CheckTemplate(r).status().code(), core::StatusCode::kNotFound);
+  r.model = "tiny-t2v";  // not the spec's model
+  EXPECT_EQ(CheckTemplate(*TinyModel("tiny-t2i"), r).status().code(),
+            core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveTinyModel("tiny-nope").status().code(), core::StatusCode::kNotFound);
   r = DiffusionRequest{};
   TemplateCheckOptions options;
   options.policies = {"tensorflow"};
-  EXPECT_EQ(CheckTemplate(r, options).status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckTemplate(SpecOf(r), r, options).status().code(),
+            core::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
@@ -111,7 +124,7 @@ TEST(TemplateCheckTest, MinimumPeakIsALowerBoundOfTheMeasuredPeak) {
     r.steps = 1;
     auto spec = TinyModel(r.model);
     ASSERT_TRUE(spec.ok());
-    auto rec = RecordRequest(r);
+    auto rec = RecordRequest(SpecOf(r), r);
     ASSERT_TRUE(rec.ok()) << rec.status().ToString();
     const int64_t bound = MinimumPeakBytes(*spec, r);
     EXPECT_LE(bound, rec->measured_peak_bytes) << k.model << " " << k.w << "x" << k.h;
@@ -127,7 +140,7 @@ TEST(TemplateCheckTest, ARequestBeyondTheHostBudgetIsRefusedBeforeRunning) {
   r.width = 2048;
   r.height = 2048;
   r.steps = 1000;
-  auto rec = RecordRequest(r, int64_t{1} << 30);
+  auto rec = RecordRequest(SpecOf(r), r, int64_t{1} << 30);
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.status().code(), core::StatusCode::kInfeasible);
   EXPECT_NE(rec.status().message().find("request 2048x2048x1: needs at least"), std::string::npos)
@@ -137,7 +150,7 @@ TEST(TemplateCheckTest, ARequestBeyondTheHostBudgetIsRefusedBeforeRunning) {
   r.steps = 1;
   auto spec = TinyModel(r.model);
   ASSERT_TRUE(spec.ok());
-  rec = RecordRequest(r, MinimumPeakBytes(*spec, r));
+  rec = RecordRequest(SpecOf(r), r, MinimumPeakBytes(*spec, r));
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.status().code(), core::StatusCode::kInfeasible);
   EXPECT_NE(rec.status().message().find("out of device memory"), std::string::npos)
