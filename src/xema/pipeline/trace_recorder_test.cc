@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/check.h"
 #include "xema/caching_allocator.h"
 #include "xema/pipeline/caching_device_allocator.h"
 #include "xema/pipeline/layout_allocator.h"
@@ -47,62 +48,64 @@ MemoryTrace Rerecord(const MemoryTrace& trace, const ExpandedTrace& x, int64_t* 
   return *recorded;
 }
 
+// A random trace, and the same trace played through the heap allocator and recorded.
+struct Recorded {
+  MemoryTrace original, trace;
+  ExpandedTrace original_x, x;
+  int64_t peak = 0;
+};
+
+Recorded RecordRandom(uint64_t seed, const RandomTraceOptions& options) {
+  Recorded r;
+  r.original = RandomTrace(seed, options);
+  auto x0 = Expand(r.original);
+  CHECK(x0.ok()) << x0.status().ToString();
+  r.original_x = *x0;
+  r.trace = Rerecord(r.original, r.original_x, &r.peak);
+  auto x = Expand(r.trace);
+  CHECK(x.ok()) << x.status().ToString();
+  r.x = *x;
+  return r;
+}
+
 TEST(TraceRecorderTest, RecordingARandomTraceGivesItBack) {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
-    const MemoryTrace trace = RandomTrace(seed, SmallOptions(seed));
-    auto x = Expand(trace);
-    ASSERT_TRUE(x.ok());
-    int64_t peak = 0;
-    const MemoryTrace recorded = Rerecord(trace, *x, &peak);
-    EXPECT_EQ(recorded.provenance, "recorded");
-    EXPECT_EQ(recorded.key.steps, trace.key.steps);
-    EXPECT_EQ(recorded.body.size(), trace.body.size());
-    auto y = Expand(recorded);
-    ASSERT_TRUE(y.ok()) << y.status().ToString();
-    EXPECT_EQ(Lives(*x), Lives(*y)) << "seed " << seed;
+    const Recorded r = RecordRandom(seed, SmallOptions(seed));
+    EXPECT_EQ(r.trace.provenance, "recorded");
+    EXPECT_EQ(r.trace.key.steps, r.original.key.steps);
+    EXPECT_EQ(r.trace.body.size(), r.original.body.size());
+    EXPECT_EQ(Lives(r.original_x), Lives(r.x)) << "seed " << seed;
     // The allocator's measured peak is the trace's lower bound, to the byte.
-    EXPECT_EQ(peak, LowerBoundBytes(*x)) << "seed " << seed;
-    EXPECT_EQ(LowerBoundBytes(*y), LowerBoundBytes(*x));
+    EXPECT_EQ(r.peak, LowerBoundBytes(r.original_x)) << "seed " << seed;
+    EXPECT_EQ(LowerBoundBytes(r.x), LowerBoundBytes(r.original_x));
   }
 }
 
 TEST(TraceRecorderTest, EveryLayoutReplaysInItsArenaWithoutOverwritingLiveData) {
   for (uint64_t seed = 1; seed <= 100; ++seed) {
-    const MemoryTrace trace = RandomTrace(seed, SmallOptions(seed));
-    auto x0 = Expand(trace);
-    ASSERT_TRUE(x0.ok());
-    int64_t peak = 0;
-    const MemoryTrace recorded = Rerecord(trace, *x0, &peak);
-    auto x = Expand(recorded);
-    ASSERT_TRUE(x.ok());
+    const Recorded r = RecordRandom(seed, SmallOptions(seed));
     for (const char* algo : {"tflite", "tflm", "xla"}) {
-      auto layout = PlanLayout(*x, algo);
+      auto layout = PlanLayout(r.x, algo);
       ASSERT_TRUE(layout.ok());
-      auto arena = LayoutDeviceAllocator::Create(*x, *layout);
+      auto arena = LayoutDeviceAllocator::Create(r.x, *layout);
       ASSERT_TRUE(arena.ok());
-      const core::Status played = PlayTrace(recorded, *x, **arena);
+      const core::Status played = PlayTrace(r.trace, r.x, **arena);
       EXPECT_TRUE(played.ok()) << algo << " seed " << seed << ": " << played.ToString();
       EXPECT_TRUE((*arena)->status().ok()) << (*arena)->status().ToString();
-      EXPECT_EQ((*arena)->peak_bytes(), peak);
+      EXPECT_EQ((*arena)->peak_bytes(), r.peak);
     }
   }
 }
 
 TEST(TraceRecorderTest, AnOverlappingLayoutIsCaughtInRealMemory) {
-  const MemoryTrace trace = RandomTrace(7, SmallOptions(7));
-  auto x = Expand(trace);
-  ASSERT_TRUE(x.ok());
-  int64_t peak = 0;
-  const MemoryTrace recorded = Rerecord(trace, *x, &peak);
-  auto y = Expand(recorded);
-  ASSERT_TRUE(y.ok());
+  const Recorded r = RecordRandom(7, SmallOptions(7));
   Layout bad;
   bad.algorithm = "everything-at-0";
-  bad.offsets.assign(y->tensors.size(), 0);
-  for (const FlatTensor& f : y->tensors) bad.arena_bytes = std::max(bad.arena_bytes, f.bytes);
-  auto arena = LayoutDeviceAllocator::Create(*y, bad);
+  bad.offsets.assign(r.x.tensors.size(), 0);
+  for (const FlatTensor& f : r.x.tensors) bad.arena_bytes = std::max(bad.arena_bytes, f.bytes);
+  auto arena = LayoutDeviceAllocator::Create(r.x, bad);
   ASSERT_TRUE(arena.ok());
-  const core::Status played = PlayTrace(recorded, *y, **arena);
+  const core::Status played = PlayTrace(r.trace, r.x, **arena);
   EXPECT_EQ(played.code(), core::StatusCode::kFailedPrecondition);
   EXPECT_NE(played.message().find("was overwritten while live"), std::string::npos)
       << played.message();
@@ -129,23 +132,17 @@ TEST(TraceRecorderTest, CachingAllocatorRunMatchesTheReplayOfItsTrace) {
   for (uint64_t seed = 1; seed <= 100; ++seed) {
     RandomTraceOptions o = SmallOptions(seed);
     o.max_bytes = int64_t{48} << 20;
-    const MemoryTrace trace = RandomTrace(seed, o);
-    auto x0 = Expand(trace);
-    ASSERT_TRUE(x0.ok());
-    int64_t peak = 0;
-    const MemoryTrace recorded = Rerecord(trace, *x0, &peak);
-    auto x = Expand(recorded);
-    ASSERT_TRUE(x.ok());
+    const Recorded r = RecordRandom(seed, o);
     for (const char* policy_text : {"pytorch", "pytorch:expandable_segments"}) {
       auto policy = ParseAllocatorPolicy(policy_text);
       ASSERT_TRUE(policy.ok());
       CachingDeviceAllocator caching(*policy);
-      ASSERT_TRUE(PlayTrace(recorded, *x, caching).ok());
-      const ReplayReport replay = ReplayTrace(*x, *policy);
+      ASSERT_TRUE(PlayTrace(r.trace, r.x, caching).ok());
+      const ReplayReport replay = ReplayTrace(r.x, *policy);
       EXPECT_EQ(caching.stats().peak_reserved_bytes, replay.stats.peak_reserved_bytes)
           << policy_text << " seed " << seed;
       EXPECT_EQ(caching.stats().peak_allocated_bytes, replay.stats.peak_allocated_bytes);
-      EXPECT_EQ(caching.peak_bytes(), peak);
+      EXPECT_EQ(caching.peak_bytes(), r.peak);
     }
   }
 }
