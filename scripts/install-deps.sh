@@ -10,7 +10,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-matplotlib
+  python3-matplotlib libcpp-httplib-dev libpng-dev
 )
 
 missing=()
