@@ -69,6 +69,9 @@ def main():
             ax.axvspan(start - 0.5, i - 0.5, color=colors.get(rows[start]["phase"], "white"),
                        zorder=0)
             start = i
+    peak_op = max(range(len(rows)), key=lambda i: int(rows[i]["live_bytes"]))
+    ax.plot([ops[peak_op]], [peak / scale], marker="v", color="black", linestyle="none",
+            label=f"peak at {rows[peak_op].get('name', peak_op)}")
     if args.budget:
         ax.axhline(args.budget / scale, color="#cb181d", linestyle="--",
                    label=f"budget {args.budget / scale:.4g} {unit}")

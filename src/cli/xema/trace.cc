@@ -10,6 +10,7 @@
 #include "core/json_util.h"
 #include "core/output_file.h"
 #include "kernels/gemm.h"
+#include "xema/analytic_trace.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/model_file.h"
 #include "xema/pipeline/template_check.h"
@@ -20,11 +21,48 @@ namespace {
 
 struct TraceArgs {
   RequestArgs request;
+  std::string analytic;
   std::string out_path;
   std::string timeline_path;
 };
 
+core::Status WriteOutputs(const TraceArgs& a, const xema::MemoryTrace& trace,
+                          const xema::ExpandedTrace& x) {
+  RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::ToJson(trace)));
+  std::printf("wrote %s\n", a.out_path.c_str());
+  if (!a.timeline_path.empty()) {
+    RETURN_IF_ERROR(core::WriteFileAtomically(a.timeline_path, xema::TimelineCsv(trace, x)));
+    std::printf("wrote %s (plot: python3 scripts/plot_xema_timeline.py %s --budget SIZE)\n",
+                a.timeline_path.c_str(), a.timeline_path.c_str());
+  }
+  return core::Status::Ok();
+}
+
+// --analytic: the modeled trace of a public model at paper scale (nothing runs).
+core::Status RunAnalytic(const TraceArgs& a) {
+  xema::AnalyticRequest r;
+  r.model = a.analytic;
+  ASSIGN_OR_RETURN(auto size, xema::ParseImageSize(a.request.size));
+  r.width = size.first;
+  r.height = size.second;
+  r.frames = a.request.frames;
+  r.steps = a.request.steps;
+  if (a.request.cfg != "on" && a.request.cfg != "off") {
+    return core::InvalidArgument("--cfg: got '" + a.request.cfg + "', must be on or off");
+  }
+  r.cfg = a.request.cfg == "on" ? 1 : 0;
+  r.fused_attention = a.request.attention == "fused";
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::AnalyticTrace(r));
+  ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
+  std::printf("trace %s\n", xema::Describe(trace).c_str());
+  std::printf("%zu ops, %zu tensor instances; weights %s; peak live %s (modeled)\n", x.ops.size(),
+              x.tensors.size(), core::FormatBytes(xema::WeightBytes(x)).c_str(),
+              core::FormatBytes(xema::LowerBoundBytes(x)).c_str());
+  return WriteOutputs(a, trace, x);
+}
+
 core::Status RunTrace(const TraceArgs& a) {
+  if (!a.analytic.empty()) return RunAnalytic(a);
   ASSIGN_OR_RETURN(xema::TinyModelSpec spec, xema::ResolveTinyModel(a.request.model));
   ASSIGN_OR_RETURN(xema::DiffusionRequest request, ToRequest(a.request, spec));
   // A device is one core: the GEMMs run single-threaded (as each MPI rank does).
@@ -43,13 +81,7 @@ core::Status RunTrace(const TraceArgs& a) {
               static_cast<long long>(r.measured_peak_bytes), static_cast<long long>(lb),
               lb == r.measured_peak_bytes ? "equal" : "DIFFERENT");
   std::printf("request time: %.3f s measured on this machine\n", r.run_s);
-  RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::ToJson(r.trace)));
-  std::printf("wrote %s\n", a.out_path.c_str());
-  if (!a.timeline_path.empty()) {
-    RETURN_IF_ERROR(core::WriteFileAtomically(a.timeline_path, xema::TimelineCsv(r.trace, x)));
-    std::printf("wrote %s (plot: python3 scripts/plot_xema_timeline.py %s --budget SIZE)\n",
-                a.timeline_path.c_str(), a.timeline_path.c_str());
-  }
+  RETURN_IF_ERROR(WriteOutputs(a, r.trace, x));
   if (lb != r.measured_peak_bytes) {
     return core::Internal("the trace's peak differs from the measured peak");
   }
@@ -65,6 +97,9 @@ void AddXemaTrace(CLI::App* xema, Action* action) {
       "trace", "Run one request of the tiny diffusion pipeline and record its memory trace");
   AddRequestOptions(c, &a->request);
   paths->RecordInput("--model", &a->request.model);  // a preset name or a model file
+  c->add_option("--analytic", a->analytic,
+                "instead of running --model: the modeled trace of flux2-dev, cogvideox-5b or "
+                "ltx-2 (--size, --frames, --steps, --cfg, --attention apply)");
   paths->Output(c, "--out", &a->out_path, "write the trace JSON here")->required();
   paths->Output(c, "--timeline", &a->timeline_path, "write the live-bytes timeline CSV here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunTrace(*a); }); });
