@@ -372,6 +372,22 @@ TEST(CliTest, XemaTraceRecordsARealRun) {
   EXPECT_EQ(header.rfind("op,name,section,step,phase,live_bytes", 0), 0u) << header;
 }
 
+TEST(CliTest, XemaTraceAnalyticWritesTheModeledTrace) {
+  const std::string trace = TempPath("flux.json");
+  Result r = RunTessera(
+      "xema trace --analytic flux2-dev --size 512x512 --steps 2 --cfg off "
+      "--out " +
+      trace);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("flux2-dev 512x512x1 steps 2 cfg off sp 1 bf16 (modeled)"),
+            std::string::npos)
+      << r.out;
+  auto j = tessera::core::ReadJsonFile(trace);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["provenance"], "modeled");
+  ExpectUserError("xema trace --analytic sdxl --out " + trace, "analytic: got 'sdxl'");
+}
+
 TEST(CliTest, XemaCheckRerunsFromEveryLayout) {
   const std::string json = TempPath("check.json");
   Result r = RunTessera(
