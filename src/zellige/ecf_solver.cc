@@ -503,6 +503,7 @@ void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, cons
       *values = *searched_values;
   }
   const double warm_obj = m2.ObjectiveValue(*values);
+  if (st.split_time_limit_s <= 0) return;  // the combinatorial search only
   opt2.warm_start = *values;
   opt2.objective_cutoff = warm_obj - 1e-7;
   const auto cbc_start = Clock::now();

@@ -41,7 +41,7 @@ struct EcfProblem {
 
 struct EcfSettings {
   double time_limit_s = 10;         // makespan solve
-  double split_time_limit_s = 10;   // split-minimising solve
+  double split_time_limit_s = 10;   // split-minimising solve; <= 0: split search only, no CBC
   double relative_gap = 1e-6;       // makespan solve stops within this proven gap
   double split_tolerance = 1e-3;    // second solve keeps T <= (1 + tol) T*
   double split_bytes_weight = 0.5;  // second objective: splits + weight x bytes / bound

@@ -94,7 +94,7 @@ class ZelligePlanner : public Planner {
     ASSIGN_OR_RETURN(st.time_limit_s, PositiveOption(pb.options, "zellige.time_limit_s", 1.0));
     ASSIGN_OR_RETURN(st.relative_gap, PositiveOption(pb.options, "zellige.gap", 1e-3));
     ASSIGN_OR_RETURN(st.split_time_limit_s,
-                     PositiveOption(pb.options, "zellige.split_time_limit_s", 0.05));
+                     OptionalPositive(pb.options, "zellige.split_time_limit_s"));
     ASSIGN_OR_RETURN(st.split_bytes_weight,
                      PositiveOption(pb.options, "zellige.split_bytes_weight", 0.5));
     ASSIGN_OR_RETURN(st.split_tolerance,
@@ -199,7 +199,8 @@ PlannerEntry ZelligePlannerEntry() {
           {{"zellige.time_limit_s", "CBC time limit of the makespan solve, seconds (default 1)"},
            {"zellige.gap", "CBC relative gap of the makespan solve (default 1e-3)"},
            {"zellige.split_time_limit_s",
-            "CBC's part of the split-minimising solve, seconds (default 0.05)"},
+            "CBC's part of the split-minimising solve, seconds (default none: the "
+            "combinatorial split search only)"},
            {"zellige.split_tolerance",
             "loads may exceed the makespan by this fraction to save splits (default 1e-3)"},
            {"zellige.split_bytes_weight",
