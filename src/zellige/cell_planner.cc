@@ -6,9 +6,13 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <queue>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include "core/log.h"
 
 namespace tessera::zellige {
 namespace {
@@ -74,28 +78,27 @@ int ChooseCellRanks(const std::vector<SeqGroup>& groups,
 std::vector<std::vector<SeqGroup>> DealToCells(const std::vector<SeqGroup>& groups,
                                                const std::vector<std::vector<GroupOption>>& options,
                                                int cells, int cell_ranks) {
+  // Longest processing time first: sequences heaviest group first, each to the cell with the
+  // least work so far (ties: fewer tokens, then the lower cell).
+  using Load = std::tuple<double, double, int>;  // work, tokens, cell
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> least;
+  for (int c = 0; c < cells; ++c) least.emplace(0.0, 0.0, c);
   std::vector<std::vector<SeqGroup>> out(cells);
-  std::vector<double> work(cells, 0.0), tokens(cells, 0.0);
-  std::vector<int> order(cells);
   for (size_t g = 0; g < groups.size(); ++g) {
     const double w = LeastWorkAndTime(options[g], cell_ranks).first;
-    const size_t n = groups[g].seqs.size(), base = n / cells, rem = n % cells;
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return work[a] < work[b] || (work[a] == work[b] && tokens[a] < tokens[b]);
-    });
-    std::vector<size_t> take(cells, base);
-    for (size_t i = 0; i < rem; ++i) ++take[order[i]];
-    size_t next = 0;
     for (int c = 0; c < cells; ++c) {
-      if (take[c] == 0) continue;
-      SeqGroup part = groups[g];
-      part.seqs.assign(groups[g].seqs.begin() + next, groups[g].seqs.begin() + next + take[c]);
-      next += take[c];
-      work[c] += w * take[c];
-      tokens[c] += static_cast<double>(groups[g].tokens) * take[c];
-      out[c].push_back(std::move(part));
+      out[c].push_back(groups[g]);
+      out[c].back().seqs.clear();
     }
+    for (int seq : groups[g].seqs) {
+      auto [work, tokens, c] = least.top();
+      least.pop();
+      out[c].back().seqs.push_back(seq);
+      least.emplace(work + w, tokens + static_cast<double>(groups[g].tokens), c);
+    }
+  }
+  for (auto& cell : out) {
+    std::erase_if(cell, [](const SeqGroup& g) { return g.seqs.empty(); });
   }
   return out;
 }
@@ -185,6 +188,8 @@ core::StatusOr<TwoStageResult> PlanInCells(const std::vector<SeqGroup>& groups,
       out.solver_gap = std::max(out.solver_gap, r->solver_gap);
     }
     max_load = std::max(max_load, r->max_rank_load_s);
+    TLOG(kDebug, "cells: cell {} (plan of {}): {} groups, max load {:.3f} s, bound {:.3f} s", c,
+         rep[c], dealt[c].size(), r->max_rank_load_s, r->lower_bound_s);
   }
   out.max_rank_load_s = max_load;
   out.stage1_makespan_s = max_load;

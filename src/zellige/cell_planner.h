@@ -8,9 +8,10 @@
 //   N, gives every group an option of degree <= C and keeps every sequence's least time at
 //   those degrees <= half the average per-rank work; C = N (flat: no cells) when none does or
 //   N / C < 2.
-//   Dealing (DealToCells): groups heaviest first; each cell takes floor(n_g / P) of group g,
-//   the remaining ones go one each to the cells with the least work so far (work = the
-//   least-work option's time x degree; ties: fewer tokens, then the lower cell).
+//   Dealing (DealToCells): longest processing time first over the sequences, heaviest group
+//   first: each goes to the cell with the least work so far (work = the least-work option's
+//   time x degree at degrees <= C; ties: fewer tokens, then the lower cell), so cells end
+//   within about one light sequence of each other.
 //   Symmetry: cells dealt the same multiset of groups are planned once and the plan reused.
 //   Threads: cells are planned on `threads` threads (CBC itself runs one at a time).
 //   Time budget: with a deadline, each cell's CBC limits are cut to its share of the time
