@@ -118,13 +118,16 @@ core::StatusOr<TwoStageResult> PlanInCells(const std::vector<SeqGroup>& groups,
   std::vector<int> rep(cells);
   std::vector<int> to_plan;
   for (int c = 0; c < cells; ++c) {
-    auto [it, inserted] = first_of.emplace(KeyOf(dealt[c]), c);
+    CellKey key = KeyOf(dealt[c]);
+    if (!settings.reuse_identical_cells) key.emplace_back(-1, c);  // unique per cell
+    auto [it, inserted] = first_of.emplace(std::move(key), c);
     rep[c] = it->second;
     if (inserted) to_plan.push_back(c);
   }
   TwoStageResult out;
   out.stats.cells = cells;
   out.stats.cell_ranks = cell_ranks;
+  out.stats.cells_planned = static_cast<int>(to_plan.size());
   out.stats.catalog_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
   std::vector<std::optional<core::StatusOr<TwoStageResult>>> planned(cells);

@@ -177,6 +177,18 @@ TEST(CellPlannerTest, ThreadsDoNotChangeThePlan) {
   }
 }
 
+TEST(CellPlannerTest, ReusedCellPlansEqualSolvedOnes) {
+  const hw::Cluster cl = *hw::ClusterPreset("h100x64");
+  AnalyticCostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));
+  const workload::Batch batch = Generated(50, 64, 1);
+  auto reuse = RunPlanner(**FindPlanner("zellige"), batch, cost, {});
+  auto solve = RunPlanner(**FindPlanner("zellige"), batch, cost, {{"zellige.reuse_cells", "off"}});
+  ASSERT_TRUE(reuse.ok() && solve.ok());
+  EXPECT_EQ(solve->plan.stats.cells_planned, 4);
+  EXPECT_LE(reuse->plan.stats.cells_planned, 4);
+  EXPECT_DOUBLE_EQ(reuse->plan.stats.max_rank_load_s, solve->plan.stats.max_rank_load_s);
+}
+
 TEST(CellPlannerTest, AnExhaustedTimeLimitStillGivesAValidPlanWithItsGap) {
   const hw::Cluster cl = *hw::ClusterPreset("h100x64");
   AnalyticCostModel cost(cl, *models::DitModelPreset("wan2.1-1.3b"));

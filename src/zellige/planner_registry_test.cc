@@ -53,7 +53,7 @@ TEST(PlannerRegistry, OptionKeysAreDeclared) {
             "planner options: got 'zellige.gapp', must be one of zellige.time_limit_s, "
             "zellige.gap, zellige.split_time_limit_s, zellige.split_tolerance, "
             "zellige.split_bytes_weight, zellige.total_time_limit_s, zellige.cell_ranks, "
-            "zellige.threads, joint.time_limit_s, joint.gap, knapformer.bags");
+            "zellige.threads, zellige.reuse_cells, joint.time_limit_s, joint.gap, knapformer.bags");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct PlannerStats {
   double stage2_ms = 0;
   int cells = 0;               // cells planned independently (0: one flat solve)
   int cell_ranks = 0;          // ranks per cell (0: flat)
+  int cells_planned = 0;       // distinct cells solved (identical cells reuse one plan)
   double lower_bound_s = 0;    // proven bound on the max per-rank load
   double max_rank_load_s = 0;  // the plan's max per-rank load (the MILP's makespan)
   bool deadline_hit = false;   // the planner's time budget ran out; the best plan was kept

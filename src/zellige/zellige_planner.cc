@@ -103,6 +103,11 @@ class ZelligePlanner : public Planner {
                      OptionalPositive(pb.options, "zellige.total_time_limit_s"));
     ASSIGN_OR_RETURN(int min_cell, PowerOfTwoOption(pb.options, "zellige.cell_ranks", 16));
     ASSIGN_OR_RETURN(double threads, PositiveOption(pb.options, "zellige.threads", 2));
+    const auto reuse = pb.options.find("zellige.reuse_cells");
+    if (reuse != pb.options.end() && reuse->second != "on" && reuse->second != "off") {
+      return core::InvalidArgument("zellige.reuse_cells: got '" + reuse->second +
+                                   "', must be on or off");
+    }
     const CostModel& cost = pb.cost;
     const int n = cost.cluster().num_ranks();
     const double cap = cost.MemoryCapacityBytes();
@@ -131,6 +136,7 @@ class ZelligePlanner : public Planner {
       cs.ecf = st;
       cs.deadline = deadline;
       cs.progress = pb.progress;
+      cs.reuse_identical_cells = reuse == pb.options.end() || reuse->second == "on";
       planned = PlanInCells(in.groups, in.options, n, cell, cap, cs);
     } else {
       for (size_t g = 0; g < in.groups.size(); ++g) {
@@ -210,7 +216,9 @@ PlannerEntry ZelligePlannerEntry() {
             "so far and its gap over the bound"},
            {"zellige.cell_ranks",
             "above 32 ranks, plan cells of at least this many ranks (power of two, default 16)"},
-           {"zellige.threads", "threads planning cells (default 2)"}}};
+           {"zellige.threads", "threads planning cells (default 2)"},
+           {"zellige.reuse_cells",
+            "on: cells dealt the same sequences share one plan (default); off: each planned"}}};
 }
 
 PlannerEntry JointPlannerEntry() {
