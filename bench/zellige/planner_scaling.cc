@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
           auto planner = zellige.make();
           const auto t0 = std::chrono::steady_clock::now();
           auto again = planner->MakePlan({*batch, cost, popts});
-          r.solve_ms.push_back(std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - t0)
-                                   .count());
+          r.solve_ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                  .count());
           if (!again.ok()) return 1;
         }
         std::fprintf(stderr, "%d ranks %s seed %d: %.1f ms\n", n, mix.c_str(), seed,
@@ -164,13 +164,15 @@ int main(int argc, char** argv) {
   std::printf("\n");
   if (!csv.empty()) {
     std::ofstream out(csv);
-    out << "ranks,mix,seed,sequences,cells,cells_planned,solve_ms_min,solve_ms_median,solve_ms_max,load_s,"
+    out << "ranks,mix,seed,sequences,cells,cells_planned,solve_ms_min,solve_ms_median,solve_ms_max,"
+           "load_s,"
            "bound_s,makespan_s\n";
     for (const Row& r : rows) {
-      out << r.ranks << ',' << r.mix << ',' << r.seed << ',' << r.sequences << ',' << r.cells
-          << ',' << r.cells_planned << ',' << *std::min_element(r.solve_ms.begin(), r.solve_ms.end()) << ','
-          << Median(r.solve_ms) << ',' << *std::max_element(r.solve_ms.begin(), r.solve_ms.end())
-          << ',' << r.load_s << ',' << r.bound_s << ',' << r.makespan_s << '\n';
+      out << r.ranks << ',' << r.mix << ',' << r.seed << ',' << r.sequences << ',' << r.cells << ','
+          << r.cells_planned << ',' << *std::min_element(r.solve_ms.begin(), r.solve_ms.end())
+          << ',' << Median(r.solve_ms) << ','
+          << *std::max_element(r.solve_ms.begin(), r.solve_ms.end()) << ',' << r.load_s << ','
+          << r.bound_s << ',' << r.makespan_s << '\n';
     }
   }
   return 0;

@@ -137,7 +137,8 @@ StatusOr<BenchReport> BenchPlanners(const CostModel& cost, const BenchOptions& o
         bb.planners[e->name] = ResultOf(RunPlanner(*e, batch, cost, options, plan_progress));
       }
       Summarise(&bb, &mix);
-      if (const BenchPlannerResult* z = bb.Find("zellige")) report.zellige_stages.AddStages(z->stats);
+      if (const BenchPlannerResult* z = bb.Find("zellige"))
+        report.zellige_stages.AddStages(z->stats);
       report.batches.push_back(std::move(bb));
       if (progress) progress(++done, total);
     }

@@ -73,9 +73,9 @@ struct BenchMixSummary {
 struct BenchReport {
   std::vector<BenchBatch> batches;
   std::vector<BenchMixSummary> mixes;
-  SampleStats zellige_ms;  // over all batches
+  SampleStats zellige_ms;       // over all batches
   PlannerStats zellige_stages;  // zellige's stage times summed over all batches
-  SampleStats excess_pct;  // over all batches with joint
+  SampleStats excess_pct;       // over all batches with joint
 };
 
 // InvalidArgument naming the option: batches, joint time limit, mixtures, planner options.

@@ -43,8 +43,8 @@ CellKey KeyOf(const std::vector<SeqGroup>& groups) {
 // The plan of cell `to`, from the plan of a cell with the same key (`from`): each sequence
 // replaced by the one at the same position of the same group, ranks shifted by `shift`.
 std::vector<Placement> ReusePlan(const std::vector<Placement>& plan,
-                                 const std::vector<SeqGroup>& from,
-                                 const std::vector<SeqGroup>& to, int shift) {
+                                 const std::vector<SeqGroup>& from, const std::vector<SeqGroup>& to,
+                                 int shift) {
   std::unordered_map<int, int> seq_to;
   for (size_t g = 0; g < from.size(); ++g)
     for (size_t i = 0; i < from[g].seqs.size(); ++i) seq_to[from[g].seqs[i]] = to[g].seqs[i];
@@ -111,8 +111,7 @@ core::StatusOr<TwoStageResult> PlanInCells(const std::vector<SeqGroup>& groups,
   const int cells = num_ranks / cell_ranks;
   std::map<int64_t, size_t> group_of;
   for (size_t g = 0; g < groups.size(); ++g) group_of[groups[g].tokens] = g;
-  const std::vector<std::vector<SeqGroup>> dealt =
-      DealToCells(groups, options, cells, cell_ranks);
+  const std::vector<std::vector<SeqGroup>> dealt = DealToCells(groups, options, cells, cell_ranks);
   // Representatives: the first cell of every distinct key.
   std::map<CellKey, int> first_of;
   std::vector<int> rep(cells);

@@ -35,10 +35,10 @@
 namespace tessera::zellige {
 
 struct CellPlanSettings {
-  int min_cell_ranks = 16;  // power of two
-  int threads = 1;          // >= 1
+  int min_cell_ranks = 16;            // power of two
+  int threads = 1;                    // >= 1
   bool reuse_identical_cells = true;  // false: every cell solved (the symmetry-free cost)
-  EcfSettings ecf;          // per cell
+  EcfSettings ecf;                    // per cell
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::function<void(int done, int total)> progress;
 };

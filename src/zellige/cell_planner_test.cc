@@ -70,7 +70,7 @@ TEST(CellPlannerTest, DealingPlacesEverySequenceOnceAndBalancesWork) {
     for (int c : seen) EXPECT_EQ(c, 1);
     const auto [lo, hi] = std::minmax_element(work.begin(), work.end());
     EXPECT_LE(*hi - *lo, heaviest * (1 + 1e-9)) << "seed " << seed;  // the LPT guarantee
-    EXPECT_LE(*hi - *lo, 0.01 * *hi) << "seed " << seed;  // many light sequences
+    EXPECT_LE(*hi - *lo, 0.01 * *hi) << "seed " << seed;             // many light sequences
   }
 }
 
@@ -134,7 +134,8 @@ TEST(CellPlannerTest, BoundAndPlanAgreeWithTheJointReference) {
     std::vector<int64_t> tokens;
     const int count = 8 + static_cast<int>(rng.Below(16));
     for (int i = 0; i < count; ++i)
-      tokens.push_back(static_cast<int64_t>(std::exp(rng.Uniform(std::log(200.0), std::log(6000.0)))));
+      tokens.push_back(
+          static_cast<int64_t>(std::exp(rng.Uniform(std::log(200.0), std::log(6000.0)))));
     const workload::Batch batch = testing::MakeBatch(tokens);
     if (!CheckBatchFits(batch, cost).ok()) continue;
     const GroupSetup s = GroupsOf(batch, cost);

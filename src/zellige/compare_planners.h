@@ -46,12 +46,10 @@ struct PlannerComparison {
 
 // Checks that the batch fits (CheckBatchFits) and options are known (ValidatePlannerOptions),
 // then runs `planners` in order (`progress`, optional, goes to each planner).
-core::StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch,
-                                                  const CostModel& cost,
-                                                  const std::vector<const PlannerEntry*>& planners,
-                                                  const PlannerOptions& options,
-                                                  const std::function<void(int, int)>& progress =
-                                                      nullptr);
+core::StatusOr<PlannerComparison> ComparePlanners(
+    const workload::Batch& batch, const CostModel& cost,
+    const std::vector<const PlannerEntry*>& planners, const PlannerOptions& options,
+    const std::function<void(int, int)>& progress = nullptr);
 
 // The "results" array of `zellige plan --json`: one object per row (infeasible_reason only
 // when infeasible).

@@ -67,7 +67,7 @@ struct EcfResult {
   double gap = 0;                 // (T - bound) / T of the makespan solve
   bool proven_optimal = false;
   int split_sequences = 0;
-  double solve_ms = 0;  // both solves, model building included
+  double solve_ms = 0;         // both solves, model building included
   double build_ms = 0;         // greedy warm starts and the MILP's rows
   double cbc_ms = 0;           // both CBC solves
   double split_search_ms = 0;  // the combinatorial split search

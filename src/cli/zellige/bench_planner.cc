@@ -126,8 +126,8 @@ Status RunBenchPlanner(const BenchArgs& a) {
   std::printf("\n(vs X = X's makespan / zellige's, mean over batches; OOM baselines included)\n");
   if (ms.n) {
     PlannerStats mean = report->zellige_stages;
-    for (double* v : {&mean.catalog_ms, &mean.model_ms, &mean.cbc_ms, &mean.split_search_ms,
-                      &mean.stage2_ms})
+    for (double* v :
+         {&mean.catalog_ms, &mean.model_ms, &mean.cbc_ms, &mean.split_search_ms, &mean.stage2_ms})
       *v /= ms.n;
     std::printf("%s (mean per batch)\n", StatsLine("zellige", mean).c_str());
   }

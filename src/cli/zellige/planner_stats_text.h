@@ -1,7 +1,8 @@
 // StatsLine: one line of a Zellige plan's stage times (measured wall clock) and its bound
 // (modeled), as `zellige plan` and `bench-planner` print it, e.g.
 //   "zellige stages ms (measured): catalog 3.1, model 1.2, cbc 10.4, split search 2.0,
-//    stage 2 0.3; 16 cells x 16 ranks (6 distinct); max rank load 125.02 s >= bound 124.90 s (gap 0.096%)"
+//    stage 2 0.3; 16 cells x 16 ranks (6 distinct); max rank load 125.02 s >= bound 124.90 s (gap
+//    0.096%)"
 // Pure function.
 #pragma once
 
