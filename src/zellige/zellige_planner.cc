@@ -125,7 +125,7 @@ class ZelligePlanner : public Planner {
     for (const auto& g : in.groups) in.options.push_back(GroupOptions(g.tokens, cost, cap));
     in.settings = st;
     in.deadline = deadline;
-    const int cell = n > kFlatMaxRanks ? ChooseCellRanks(in.groups, in.options, n, min_cell) : n;
+    int cell = n > kFlatMaxRanks ? ChooseCellRanks(in.groups, in.options, n, min_cell) : n;
     const double catalog_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     core::StatusOr<TwoStageResult> planned = core::Internal("not planned");
@@ -138,7 +138,10 @@ class ZelligePlanner : public Planner {
       cs.progress = pb.progress;
       cs.reuse_identical_cells = reuse == pb.options.end() || reuse->second == "on";
       planned = PlanInCells(in.groups, in.options, n, cell, cap, cs);
-    } else {
+      // A cell can lack the memory the whole cluster has: then plan flat.
+      if (!planned.ok() && planned.status().code() != core::StatusCode::kInternal) cell = n;
+    }
+    if (cell == n) {
       for (size_t g = 0; g < in.groups.size(); ++g) {
         if (in.options[g].empty()) {
           return core::Infeasible("planning failed: sequences of " +

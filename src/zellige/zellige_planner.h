@@ -3,7 +3,8 @@
 //                 than 2% of the average per-rank work are promoted to anchors); ECF over
 //                 anchors with the fillers as fluid work; greedy whole-sequence filler
 //                 packing. Above 32 ranks, hierarchical (cell_planner.h): sequences dealt to
-//                 cells of aligned blocks (16 ranks by default), each cell planned two-stage.
+//                 cells of aligned blocks (16 ranks by default), each cell planned two-stage;
+//                 flat again when a cell fails (a cell may lack memory the cluster has).
 //   joint         the same ECF over all sequences: the exact reference.
 //   joint-binary  one 0/1 variable per sequence and option (no grouping).
 // Options (PlannerOptions): "zellige.time_limit_s" (default 1), "zellige.gap" (1e-3),
