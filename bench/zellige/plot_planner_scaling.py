@@ -3,7 +3,9 @@
 lower bound (modeled) against ranks, one line per mixture, log-log time axis with a linear
 reference through the smallest rank count.
 
-Usage: plot_planner_scaling.py SCALING.csv OUT.png [LABEL]
+Usage: plot_planner_scaling.py SCALING.csv OUT.png [LABEL [NO_REUSE.csv]]
+NO_REUSE.csv (optional, run with --option zellige.reuse_cells=off) adds the median over its
+mixtures as a dotted "every cell solved" line.
 """
 import csv
 import statistics
@@ -16,7 +18,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(path, out, label=""):
+def medians_by_ranks(path):
+    by = defaultdict(list)
+    for row in csv.DictReader(open(path)):
+        by[int(row["ranks"])].append(float(row["solve_ms_median"]))
+    return {n: statistics.median(v) for n, v in by.items()}
+
+
+def main(path, out, label="", no_reuse=None):
     ms = defaultdict(lambda: defaultdict(list))
     over = defaultdict(lambda: defaultdict(list))
     for row in csv.DictReader(open(path)):
@@ -31,6 +40,10 @@ def main(path, out, label=""):
         ax2.plot(xs, [max(over[mix][n]) for n in xs], "o-", label=mix)
     first = statistics.median([v for m in ms.values() for v in m[ranks[0]]])
     ax1.plot(ranks, [first * n / ranks[0] for n in ranks], "k--", lw=0.8, label="linear")
+    if no_reuse:
+        off = medians_by_ranks(no_reuse)
+        xs = sorted(off)
+        ax1.plot(xs, [off[n] for n in xs], "k:", marker="x", label="every cell solved")
     ax1.set_xscale("log", base=2)
     ax1.set_yscale("log")
     ax1.set_xlabel("ranks")
@@ -48,4 +61,4 @@ def main(path, out, label=""):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
