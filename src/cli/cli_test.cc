@@ -46,6 +46,10 @@ TEST(CliTest, BadPresetsAndOptions) {
   ExpectUserError("zellige plan --load -3", "load: got '-3'");
   ExpectUserError("zellige plan --planner fastest", "planner: got 'fastest'");
   ExpectUserError("zellige plan --video-seconds 0", "--video-seconds: got '0'");
+  ExpectUserError("zellige plan --time-limit 0", "--time-limit: got '0'");
+  ExpectUserError("zellige bench-planner --time-limit -1", "--time-limit: got '-1'");
+  ExpectUserError("zellige plan --planner zellige --option zellige.cell_ranks=12",
+                  "zellige.cell_ranks: got '12', must be a power of two");
   ExpectUserError("zellige plan --planner knapformer --option knapformer.bags=g3n1",
                   "knapformer.bags: got 'g3n1'");
   ExpectUserError("zellige plan --model nothing", "model: got 'nothing'");

@@ -90,6 +90,7 @@ BenchPlannerResult ResultOf(const StatusOr<PlannerRun>& run) {
   r.split_sequences = run->sim.split_sequences;
   r.attn_comm_bytes = run->sim.attn_comm_bytes;
   r.max_over_mean = run->sim.max_over_mean;
+  r.stats = run->plan.stats;
   return r;
 }
 
@@ -102,7 +103,8 @@ void Merge(const SampleStats& s, SampleStats* into) {
 }  // namespace
 
 StatusOr<BenchReport> BenchPlanners(const CostModel& cost, const BenchOptions& o,
-                                    const std::function<void(long, long)>& progress) {
+                                    const std::function<void(long, long)>& progress,
+                                    const std::function<void(int, int)>& plan_progress) {
   RETURN_IF_ERROR(ValidateBenchOptions(o));
   PlannerOptions options = o.options;
   options["joint.time_limit_s"] = std::to_string(o.joint_time_limit_s);
@@ -132,9 +134,11 @@ StatusOr<BenchReport> BenchPlanners(const CostModel& cost, const BenchOptions& o
                                                 cost.cluster().num_ranks(), bb.seed}));
       RETURN_IF_ERROR(CheckBatchFits(batch, cost));
       for (const PlannerEntry* e : entries) {
-        bb.planners[e->name] = ResultOf(RunPlanner(*e, batch, cost, options));
+        bb.planners[e->name] = ResultOf(RunPlanner(*e, batch, cost, options, plan_progress));
       }
       Summarise(&bb, &mix);
+      if (const BenchPlannerResult* z = bb.Find("zellige"))
+        report.zellige_stages.AddStages(z->stats);
       report.batches.push_back(std::move(bb));
       if (progress) progress(++done, total);
     }
@@ -161,6 +165,15 @@ Json ToJson(const BenchReport& report) {
                         {"split_sequences", r.split_sequences},
                         {"attn_comm_bytes", r.attn_comm_bytes},
                         {"max_over_mean", r.max_over_mean}};
+      if (name == "zellige") {
+        planners[name]["stages_ms"] = {{"catalog", r.stats.catalog_ms},
+                                       {"model", r.stats.model_ms},
+                                       {"cbc", r.stats.cbc_ms},
+                                       {"split_search", r.stats.split_search_ms},
+                                       {"stage2", r.stats.stage2_ms}};
+        planners[name]["lower_bound_s"] = r.stats.lower_bound_s;
+        planners[name]["max_rank_load_s"] = r.stats.max_rank_load_s;
+      }
     }
     Json bj = {{"mix", b.mix}, {"seed", b.seed}, {"planners", planners}};
     if (b.has_excess) bj["zellige_excess_pct"] = b.zellige_excess_pct;

@@ -47,6 +47,7 @@ struct BenchPlannerResult {
   double makespan_s = 0, solve_ms = 0, gap = -1, attn_comm_bytes = 0, max_over_mean = 0;
   bool feasible = false;
   int split_sequences = 0;
+  PlannerStats stats;  // zellige's stage times and bound
 };
 
 struct BenchBatch {
@@ -72,19 +73,23 @@ struct BenchMixSummary {
 struct BenchReport {
   std::vector<BenchBatch> batches;
   std::vector<BenchMixSummary> mixes;
-  SampleStats zellige_ms;  // over all batches
-  SampleStats excess_pct;  // over all batches with joint
+  SampleStats zellige_ms;       // over all batches
+  PlannerStats zellige_stages;  // zellige's stage times summed over all batches
+  SampleStats excess_pct;       // over all batches with joint
 };
 
 // InvalidArgument naming the option: batches, joint time limit, mixtures, planner options.
 core::Status ValidateBenchOptions(const BenchOptions& options);
 
+// `plan_progress` (optional) is passed to every planner run (PlanningProblem::progress).
 core::StatusOr<BenchReport> BenchPlanners(
     const CostModel& cost, const BenchOptions& options,
-    const std::function<void(long done, long total)>& progress = nullptr);
+    const std::function<void(long done, long total)>& progress = nullptr,
+    const std::function<void(int done, int total)>& plan_progress = nullptr);
 
 // The "batches" array of `bench-planner --json`: per batch mix, seed, planners (by name:
-// makespan_s, solve_ms, feasible, gap, split_sequences, attn_comm_bytes, max_over_mean, or
+// makespan_s, solve_ms, feasible, gap, split_sequences, attn_comm_bytes, max_over_mean,
+// stages_ms (zellige: catalog, model, cbc, split_search, stage2), or
 // error and feasible = false) and zellige_excess_pct when joint ran.
 core::Json ToJson(const BenchReport& report);
 

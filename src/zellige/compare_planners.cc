@@ -21,12 +21,13 @@ StatusOr<std::vector<const PlannerEntry*>> SelectPlanners(const std::string& nam
 
 StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch, const CostModel& cost,
                                             const std::vector<const PlannerEntry*>& planners,
-                                            const PlannerOptions& options) {
+                                            const PlannerOptions& options,
+                                            const std::function<void(int, int)>& progress) {
   RETURN_IF_ERROR(ValidatePlannerOptions(options));
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   PlannerComparison out;
   for (const PlannerEntry* e : planners) {
-    auto run = RunPlanner(*e, batch, cost, options);
+    auto run = RunPlanner(*e, batch, cost, options, progress);
     if (!run.ok()) {
       if (run.status().code() == core::StatusCode::kInternal) return run.status();
       if (planners.size() == 1) return run.status();
@@ -42,6 +43,7 @@ StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch, const 
     PlannerComparisonRow row;
     row.planner = r.planner;
     row.makespan_s = r.sim.makespan_s;
+    row.stats = r.plan.stats;
     row.vs_usp = usp_makespan > 0 ? usp_makespan / r.sim.makespan_s : 0;
     row.max_over_mean = r.sim.max_over_mean;
     row.attn_comm_bytes = r.sim.attn_comm_bytes;

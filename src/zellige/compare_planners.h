@@ -7,6 +7,7 @@
 // Plain functions; thread-safe as the planners.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct PlannerComparisonRow {
   bool feasible = true;
   std::string infeasible_reason;  // when !feasible
   double solve_ms = 0;
+  PlannerStats stats;  // the Zellige planners' stage times and bound
 };
 
 struct PlannerComparison {
@@ -43,11 +45,11 @@ struct PlannerComparison {
 };
 
 // Checks that the batch fits (CheckBatchFits) and options are known (ValidatePlannerOptions),
-// then runs `planners` in order.
-core::StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch,
-                                                  const CostModel& cost,
-                                                  const std::vector<const PlannerEntry*>& planners,
-                                                  const PlannerOptions& options);
+// then runs `planners` in order (`progress`, optional, goes to each planner).
+core::StatusOr<PlannerComparison> ComparePlanners(
+    const workload::Batch& batch, const CostModel& cost,
+    const std::vector<const PlannerEntry*>& planners, const PlannerOptions& options,
+    const std::function<void(int, int)>& progress = nullptr);
 
 // The "results" array of `zellige plan --json`: one object per row (infeasible_reason only
 // when infeasible).

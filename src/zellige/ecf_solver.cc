@@ -22,6 +22,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+using Clock = std::chrono::steady_clock;
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
 struct Loads {
   std::vector<double> load, mem;
 };
@@ -457,7 +462,7 @@ Candidate SearchSplits(const EcfInstance& inst, const SplitSearchSpace& space,
 // Replaces `values` by the best solution found.
 void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, const EcfModel& model,
                     const EcfSettings& st, const Candidate& refined, double makespan_s, bool debug,
-                    std::vector<double>* values) {
+                    std::vector<double>* values, EcfResult* res) {
   const double split_slack = SplitSlack(st);
   solver::MilpModel m2 = model.milp;
   m2.SetObjectiveCoef(model.t_var, 0.0);
@@ -488,6 +493,7 @@ void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, cons
       limit, debug);
   const double search_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+  res->split_search_ms += 1e3 * search_s;
   opt2.time_limit_s = std::max(0.2 * st.split_time_limit_s, st.split_time_limit_s - search_s);
   TLOG(kDebug, "ecf: split search {:.1f} ms", 1e3 * search_s);
   if (!searched.picks.empty() && searched.t <= makespan_s * split_slack) {
@@ -497,10 +503,13 @@ void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, cons
       *values = *searched_values;
   }
   const double warm_obj = m2.ObjectiveValue(*values);
+  if (st.split_time_limit_s <= 0) return;  // the combinatorial search only
   opt2.warm_start = *values;
   opt2.objective_cutoff = warm_obj - 1e-7;
+  const auto cbc_start = Clock::now();
   auto second = warm_obj >= 1.0 ? solver::Solve(m2, opt2)
                                 : core::StatusOr<solver::SolveResult>(core::Internal("none"));
+  res->cbc_ms += MsSince(cbc_start);
   if (debug && second.ok()) {
     TLOG(kDebug, "ecf: second {} obj {:.4f} {:.1f} ms", solver::SolveStatusName(second->status),
          second->objective_value, second->solve_ms);
@@ -548,13 +557,16 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& problem, const EcfSettings&
   const EcfModel model = BuildEcfModel(inst, ub * SplitSlack(st), st.symmetry_breaking);
   EcfResult res;
   res.variables = model.milp.num_variables();
+  res.build_ms = MsSince(t_start);
+  const auto cbc_start = Clock::now();
   core::StatusOr<std::vector<double>> values = SolveMakespan(
       model, st,
       PlacementValues(inst, model, st.symmetry_breaking, warm.best.picks, warm.best.fluid), ub,
       debug, &res);
+  res.cbc_ms += MsSince(cbc_start);
   if (!values.ok()) return values.status();
   if (st.minimize_splits) {
-    MinimiseSplits(inst, space, model, st, warm.refined, res.makespan_s, debug, &*values);
+    MinimiseSplits(inst, space, model, st, warm.refined, res.makespan_s, debug, &*values, &res);
   }
   Decode(inst, model, *values, &res);
   res.solve_ms =

@@ -41,7 +41,7 @@ struct EcfProblem {
 
 struct EcfSettings {
   double time_limit_s = 10;         // makespan solve
-  double split_time_limit_s = 10;   // split-minimising solve
+  double split_time_limit_s = 10;   // split-minimising solve; <= 0: split search only, no CBC
   double relative_gap = 1e-6;       // makespan solve stops within this proven gap
   double split_tolerance = 1e-3;    // second solve keeps T <= (1 + tol) T*
   double split_bytes_weight = 0.5;  // second objective: splits + weight x bytes / bound
@@ -67,7 +67,10 @@ struct EcfResult {
   double gap = 0;                 // (T - bound) / T of the makespan solve
   bool proven_optimal = false;
   int split_sequences = 0;
-  double solve_ms = 0;  // both solves, model building included
+  double solve_ms = 0;         // both solves, model building included
+  double build_ms = 0;         // greedy warm starts and the MILP's rows
+  double cbc_ms = 0;           // both CBC solves
+  double split_search_ms = 0;  // the combinatorial split search
   int variables = 0;
 };
 

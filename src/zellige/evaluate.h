@@ -3,6 +3,7 @@
 // Stateless; thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -26,7 +27,9 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
 // the cost model does not Supports() or a simulation error (prices not finite) is returned
 // prefixed with the planner's name. CheckBatchFits also refuses a memory price that is not
 // finite.
+// `progress` (optional) is passed to the planner (PlanningProblem::progress).
 core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
-                                      const CostModel& cost, const PlannerOptions& options);
+                                      const CostModel& cost, const PlannerOptions& options,
+                                      const std::function<void(int, int)>& progress = nullptr);
 
 }  // namespace tessera::zellige

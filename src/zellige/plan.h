@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "workload/batch.h"
 #include "zellige/parallel_config.h"
+#include "zellige/planner_stats.h"
 
 namespace tessera::zellige {
 
@@ -30,6 +31,8 @@ struct Plan {
   // For MILP planners: the proven relative gap of the makespan solve (0 = optimal);
   // -1 for heuristics. Not serialised with the plan.
   double solver_gap = -1;
+  // For the Zellige planners: stage times and the proven bound. Not serialised.
+  PlannerStats stats = {};
 };
 
 // Checks that every sequence of `batch` is placed exactly once, ranks are distinct and in

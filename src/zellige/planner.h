@@ -6,6 +6,7 @@
 // Planners are stateless; MakePlan is thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct PlanningProblem {
   const workload::Batch& batch;
   const CostModel& cost;
   const PlannerOptions& options;
+  // Optional: called by long-running planners with (parts done, parts in all), possibly
+  // from worker threads (one call at a time).
+  std::function<void(int done, int total)> progress = nullptr;
 };
 
 class Planner {

@@ -52,7 +52,8 @@ TEST(PlannerRegistry, OptionKeysAreDeclared) {
   EXPECT_EQ(typo.message(),
             "planner options: got 'zellige.gapp', must be one of zellige.time_limit_s, "
             "zellige.gap, zellige.split_time_limit_s, zellige.split_tolerance, "
-            "zellige.split_bytes_weight, joint.time_limit_s, joint.gap, knapformer.bags");
+            "zellige.split_bytes_weight, zellige.total_time_limit_s, zellige.cell_ranks, "
+            "zellige.threads, zellige.reuse_cells, joint.time_limit_s, joint.gap, knapformer.bags");
 }
 
 }  // namespace

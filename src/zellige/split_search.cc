@@ -18,6 +18,11 @@ class LoadState {
   LoadState(const SplitSearchSpace& s, double limit_s)
       : s_(s), limit_(limit_s), load_(s.num_ranks, 0.0), mem_(s.num_ranks, 0.0) {
     for (int r = 0; r < s.num_ranks; ++r) room_ += Room(0.0, 0.0);
+    // Per-rank terms of the sums, cached so that a removal need not recompute them (the same
+    // function of the same loads: the sums are bit for bit those of recomputing).
+    room_r_.assign(s.num_ranks, Room(0.0, 0.0));
+    over_r_.assign(s.num_ranks, Over(0.0, 0.0));
+    violated_r_.assign(s.num_ranks, Violated(0.0, 0.0));
   }
 
   const GroupOption& Option(const AnchorPick& p) const { return s_.options[p.group][p.option]; }
@@ -27,14 +32,17 @@ class LoadState {
     const GroupOption& o = Option(p);
     const RankBlock& b = s_.blocks[p.block];
     for (int r : b.RankRange()) {
-      room_ -= Room(load_[r], mem_[r]);
-      violations_ -= Violated(load_[r], mem_[r]);
-      over_ -= Over(load_[r], mem_[r]);
+      room_ -= room_r_[r];
+      violations_ -= violated_r_[r];
+      over_ -= over_r_[r];
       load_[r] += sign * o.time_s;
       mem_[r] += sign * o.mem_bytes;
-      room_ += Room(load_[r], mem_[r]);
-      violations_ += Violated(load_[r], mem_[r]);
-      over_ += Over(load_[r], mem_[r]);
+      room_r_[r] = Room(load_[r], mem_[r]);
+      violated_r_[r] = Violated(load_[r], mem_[r]);
+      over_r_[r] = Over(load_[r], mem_[r]);
+      room_ += room_r_[r];
+      violations_ += violated_r_[r];
+      over_ += over_r_[r];
     }
   }
 
@@ -49,8 +57,8 @@ class LoadState {
     for (int r : b.RankRange()) {
       const double l = load_[r] + o.time_s, m = mem_[r] + o.mem_bytes;
       if (Violated(l, m)) return false;
-      violations -= Violated(load_[r], mem_[r]);
-      r_sum += Room(l, m) - Room(load_[r], mem_[r]);
+      violations -= violated_r_[r];
+      r_sum += Room(l, m) - room_r_[r];
     }
     *room = r_sum;
     return violations == 0 && r_sum >= Need();
@@ -68,8 +76,8 @@ class LoadState {
     double over = over_, room = room_;
     for (int r : b.RankRange()) {
       const double l = load_[r] + o.time_s, m = mem_[r] + o.mem_bytes;
-      over += Over(l, m) - Over(load_[r], mem_[r]);
-      room += Room(l, m) - Room(load_[r], mem_[r]);
+      over += Over(l, m) - over_r_[r];
+      room += Room(l, m) - room_r_[r];
     }
     return std::max(0.0, over) + std::max(0.0, Need() - room);
   }
@@ -93,6 +101,8 @@ class LoadState {
   const SplitSearchSpace& s_;
   double limit_;
   std::vector<double> load_, mem_;
+  std::vector<double> room_r_, over_r_;  // Room and Over of each rank's load and memory
+  std::vector<int> violated_r_;          // Violated of each rank's load and memory
   double room_ = 0;
   double over_ = 0;
   int violations_ = 0;
@@ -353,9 +363,20 @@ int ImproveSplits(const SplitSearchSpace& space, double limit_s, std::vector<Anc
         const double ca = cost(a);
         if (ca >= cur_i - kEps) break;
         st.Apply(a, 1.0);
+        // Adding `a` to a feasible state can only break ranks of a's block: while it does,
+        // only a sequence on a block meeting it (aligned blocks meet iff one holds the
+        // other) can clear them. Skipping the others changes nothing but the time.
+        const RankBlock& block_a = space.blocks[a.block];
+        const bool a_violates = st.violations() > 0;
         for (size_t k = 0; k < m && evaluations < max_evaluations; ++k) {
           if (k == i) continue;
           const AnchorPick q = (*picks)[k];
+          if (a_violates) {
+            const RankBlock& block_q = space.blocks[q.block];
+            if (block_q.first >= block_a.first + block_a.size ||
+                block_a.first >= block_q.first + block_q.size)
+              continue;
+          }
           st.Apply(q, -1.0);
           // Removing q must clear every per-rank violation (adding only adds load).
           if (st.violations() == 0) {

@@ -1,11 +1,14 @@
 #include "zellige/zellige_planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <utility>
 
+#include "zellige/cell_planner.h"
 #include "zellige/filler_packing.h"
+#include "zellige/two_stage_planner.h"
 
 namespace tessera::zellige {
 
@@ -65,80 +68,101 @@ double MaxRankLoad(const Plan& plan, const workload::Batch& batch, const CostMod
 
 namespace {
 
+// Reads an optional positive option; 0 when absent.
+core::StatusOr<double> OptionalPositive(const PlannerOptions& options, const std::string& key) {
+  if (options.find(key) == options.end()) return 0.0;
+  return PositiveOption(options, key, 0.0);
+}
+
+// Reads a power-of-two count option in [1, 1 << 20], or `fallback`.
+core::StatusOr<int> PowerOfTwoOption(const PlannerOptions& options, const std::string& key,
+                                     int fallback) {
+  ASSIGN_OR_RETURN(double v, PositiveOption(options, key, fallback));
+  const int i = static_cast<int>(v);
+  if (i != v || (i & (i - 1)) != 0) {
+    return core::InvalidArgument(key + ": got '" + options.at(key) +
+                                 "', must be a power of two in [1, 1e6]");
+  }
+  return i;
+}
+
 class ZelligePlanner : public Planner {
  public:
   core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
-    ASSIGN_OR_RETURN(double limit, PositiveOption(pb.options, "zellige.time_limit_s", 1.0));
-    ASSIGN_OR_RETURN(double gap, PositiveOption(pb.options, "zellige.gap", 1e-3));
-    ASSIGN_OR_RETURN(double split_limit,
-                     PositiveOption(pb.options, "zellige.split_time_limit_s", 0.05));
-    ASSIGN_OR_RETURN(double bytes_weight,
+    const auto t0 = std::chrono::steady_clock::now();
+    EcfSettings st;
+    ASSIGN_OR_RETURN(st.time_limit_s, PositiveOption(pb.options, "zellige.time_limit_s", 1.0));
+    ASSIGN_OR_RETURN(st.relative_gap, PositiveOption(pb.options, "zellige.gap", 1e-3));
+    ASSIGN_OR_RETURN(st.split_time_limit_s,
+                     OptionalPositive(pb.options, "zellige.split_time_limit_s"));
+    ASSIGN_OR_RETURN(st.split_bytes_weight,
                      PositiveOption(pb.options, "zellige.split_bytes_weight", 0.5));
-    ASSIGN_OR_RETURN(double split_tol, PositiveOption(pb.options, "zellige.split_tolerance", 1e-3));
-    const CostModel& cost = pb.cost;
-    std::vector<SeqGroup> groups = GroupSequences(pb.batch, cost);
-    int k = CatalogCut(groups);
-    // Fillers must be small against a rank's load: a filler group whose whole time exceeds
-    // 2% of the average per-rank work is promoted to the anchors (small batches).
-    double total = 0;
-    for (const auto& g : groups) total += g.whole_time_s * g.seqs.size();
-    const double avg = total / cost.cluster().num_ranks();
-    const int m = static_cast<int>(groups.size());
-    while (k < m && groups[k].whole_time_s > 0.02 * avg) ++k;
-    // If whole-sequence fillers land more than 0.2% above the stage-1 makespan (they are
-    // too coarse for the slack left), promote the heaviest filler group and plan again
-    // (at most 3 times); keep the best plan.
-    std::optional<Plan> best;
-    double best_load = 0;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      ASSIGN_OR_RETURN(auto planned, PlanTwoStage(groups, k, pb, limit, gap, split_limit,
-                                                  bytes_weight, split_tol));
-      const double load = MaxRankLoad(planned.first, pb.batch, cost);
-      if (!best || load < best_load) {
-        best = std::move(planned.first);
-        best_load = load;
-      }
-      if (load <= planned.second * (1 + 2e-3) || k >= m) break;
-      ++k;
+    ASSIGN_OR_RETURN(st.split_tolerance,
+                     PositiveOption(pb.options, "zellige.split_tolerance", 1e-3));
+    ASSIGN_OR_RETURN(double total_limit_s,
+                     OptionalPositive(pb.options, "zellige.total_time_limit_s"));
+    ASSIGN_OR_RETURN(int min_cell, PowerOfTwoOption(pb.options, "zellige.cell_ranks", 16));
+    ASSIGN_OR_RETURN(double threads, PositiveOption(pb.options, "zellige.threads", 2));
+    const auto reuse = pb.options.find("zellige.reuse_cells");
+    if (reuse != pb.options.end() && reuse->second != "on" && reuse->second != "off") {
+      return core::InvalidArgument("zellige.reuse_cells: got '" + reuse->second +
+                                   "', must be on or off");
     }
-    return std::move(*best);
+    const CostModel& cost = pb.cost;
+    const int n = cost.cluster().num_ranks();
+    const double cap = cost.MemoryCapacityBytes();
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (total_limit_s > 0) {
+      deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(total_limit_s));
+      st.time_limit_s = std::min(st.time_limit_s, total_limit_s);
+      st.split_time_limit_s = std::min(st.split_time_limit_s, total_limit_s / 4);
+    }
+    TwoStageInput in;
+    in.num_ranks = n;
+    in.mem_cap_bytes = cap;
+    in.groups = GroupSequences(pb.batch, cost);
+    for (const auto& g : in.groups) in.options.push_back(GroupOptions(g.tokens, cost, cap));
+    in.settings = st;
+    in.deadline = deadline;
+    int cell = n > kFlatMaxRanks ? ChooseCellRanks(in.groups, in.options, n, min_cell) : n;
+    const double catalog_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    core::StatusOr<TwoStageResult> planned = core::Internal("not planned");
+    if (cell < n) {
+      CellPlanSettings cs;
+      cs.min_cell_ranks = min_cell;
+      cs.threads = std::clamp(static_cast<int>(threads), 1, 64);
+      cs.ecf = st;
+      cs.deadline = deadline;
+      cs.progress = pb.progress;
+      cs.reuse_identical_cells = reuse == pb.options.end() || reuse->second == "on";
+      planned = PlanInCells(in.groups, in.options, n, cell, cap, cs);
+      // A cell can lack the memory the whole cluster has: then plan flat.
+      if (!planned.ok() && planned.status().code() != core::StatusCode::kInternal) cell = n;
+    }
+    if (cell == n) {
+      for (size_t g = 0; g < in.groups.size(); ++g) {
+        if (in.options[g].empty()) {
+          return core::Infeasible("planning failed: sequences of " +
+                                  std::to_string(in.groups[g].tokens) +
+                                  " tokens fit no rank's memory under any config");
+        }
+      }
+      planned = PlanTwoStage(in);
+    }
+    if (!planned.ok()) return planned.status();
+    Plan plan{"zellige", n, std::move(planned->placements), 0};
+    plan.stats = planned->stats;
+    plan.stats.catalog_ms += catalog_ms;
+    if (deadline && std::chrono::steady_clock::now() > *deadline) plan.stats.deadline_hit = true;
+    plan.solver_gap = cell < n ? std::max(0.0, plan.stats.Gap()) : planned->solver_gap;
+    return plan;
   }
 
  private:
-  // Plans with groups[0, k) as anchors; returns the plan and stage 1's makespan.
-  static core::StatusOr<std::pair<Plan, double>> PlanTwoStage(
-      const std::vector<SeqGroup>& groups, int k, const PlanningProblem& pb, double limit,
-      double gap, double split_limit, double bytes_weight, double split_tol) {
-    const CostModel& cost = pb.cost;
-    std::vector<SeqGroup> anchors(groups.begin(), groups.begin() + k);
-    std::vector<SeqGroup> fillers(groups.begin() + k, groups.end());
-    double fluid_time = 0, fluid_mem = 0;
-    std::vector<FillerItem> items;
-    for (const auto& g : fillers) {
-      for (int s : g.seqs) {
-        items.push_back({s, g.whole_time_s, g.whole_mem_bytes});
-        fluid_time += g.whole_time_s;
-        fluid_mem += g.whole_mem_bytes;
-      }
-    }
-    EcfSettings st;
-    st.time_limit_s = limit;
-    st.relative_gap = gap;
-    st.split_time_limit_s = split_limit;
-    st.split_bytes_weight = bytes_weight;
-    st.split_tolerance = split_tol;
-    ASSIGN_OR_RETURN(ExactPlacement exact,
-                     PlanGroupsExactly(anchors, cost, st, fluid_time, fluid_mem, false));
-    Plan plan{"zellige", cost.cluster().num_ranks(), {}, exact.result.gap};
-    AppendPlacements(anchors, exact, &plan);
-    std::vector<double> mem = exact.result.mem_bytes;
-    ASSIGN_OR_RETURN(std::vector<int> rank_of,
-                     PackFillers(items, exact.result.fluid_s, mem, cost.MemoryCapacityBytes()));
-    for (size_t i = 0; i < items.size(); ++i) {
-      plan.placements.push_back({items[i].seq, ParallelConfig{}, {rank_of[i]}});
-    }
-    return std::make_pair(std::move(plan), exact.result.makespan_s);
-  }
+  // Clusters up to this size are planned flat (one ECF over all ranks).
+  static constexpr int kFlatMaxRanks = 32;
 };
 
 class JointPlanner : public Planner {
@@ -184,11 +208,20 @@ PlannerEntry ZelligePlannerEntry() {
           {{"zellige.time_limit_s", "CBC time limit of the makespan solve, seconds (default 1)"},
            {"zellige.gap", "CBC relative gap of the makespan solve (default 1e-3)"},
            {"zellige.split_time_limit_s",
-            "CBC's part of the split-minimising solve, seconds (default 0.05)"},
+            "CBC's part of the split-minimising solve, seconds (default none: the "
+            "combinatorial split search only)"},
            {"zellige.split_tolerance",
             "loads may exceed the makespan by this fraction to save splits (default 1e-3)"},
            {"zellige.split_bytes_weight",
-            "weight of bytes / bound against splits in the second objective (default 0.5)"}}};
+            "weight of bytes / bound against splits in the second objective (default 0.5)"},
+           {"zellige.total_time_limit_s",
+            "budget for the whole planner, seconds (default none); when hit, the best plan "
+            "so far and its gap over the bound"},
+           {"zellige.cell_ranks",
+            "above 32 ranks, plan cells of at least this many ranks (power of two, default 16)"},
+           {"zellige.threads", "threads planning cells (default 2)"},
+           {"zellige.reuse_cells",
+            "on: cells dealt the same sequences share one plan (default); off: each planned"}}};
 }
 
 PlannerEntry JointPlannerEntry() {

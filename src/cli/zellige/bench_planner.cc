@@ -9,6 +9,8 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/zellige/cost_model_args.h"
+#include "cli/zellige/plan_progress.h"
+#include "cli/zellige/planner_stats_text.h"
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
@@ -32,6 +34,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   double joint_time_limit_s = 60;
   bool skip_joint = false;
+  double time_limit_s = 0;  // zellige.total_time_limit_s when > 0
   std::vector<std::string> options;
   std::string json_path;
 };
@@ -85,6 +88,7 @@ Status RunBenchPlanner(const BenchArgs& a) {
   o.joint_time_limit_s = a.joint_time_limit_s;
   o.skip_joint = a.skip_joint;
   ASSIGN_OR_RETURN(o.options, ParseKeyValues(a.options));
+  if (a.time_limit_s > 0) o.options["zellige.total_time_limit_s"] = std::to_string(a.time_limit_s);
   RETURN_IF_ERROR(ValidatePlannerOptions(o.options));
   RETURN_IF_ERROR(ValidateBenchOptions(o));
   std::printf(
@@ -94,7 +98,15 @@ Status RunBenchPlanner(const BenchArgs& a) {
       cost.model().name.c_str(), a.video_seconds, static_cast<long long>(o.load_tokens_per_rank),
       a.joint_time_limit_s, DescribeCostModel(cost).c_str());
   core::ProgressBar bar("bench-planner", static_cast<long>(a.mixes.size()) * a.batches);
-  auto report = BenchPlanners(cost, o, [&](long done, long) { bar.Update(done); });
+  SlowPlanProgress plan_progress("bench-planner");
+  std::function<void(int, int)> per_plan = plan_progress.ForPlan();
+  auto report = BenchPlanners(
+      cost, o,
+      [&](long done, long) {
+        bar.Update(done);
+        per_plan = plan_progress.ForPlan();
+      },
+      [&](int done, int total) { per_plan(done, total); });
   bar.Done();
   if (!report.ok()) return report.status();
   core::Table per_batch({"mix", "seed", "zellige s", "joint s", "joint gap %", "excess %",
@@ -112,6 +124,13 @@ Status RunBenchPlanner(const BenchArgs& a) {
               ms.n);
   if (ex.n) std::printf("; excess over joint mean %.3f%% max %.3f%%", ex.mean(), ex.max);
   std::printf("\n(vs X = X's makespan / zellige's, mean over batches; OOM baselines included)\n");
+  if (ms.n) {
+    PlannerStats mean = report->zellige_stages;
+    for (double* v :
+         {&mean.catalog_ms, &mean.model_ms, &mean.cbc_ms, &mean.split_search_ms, &mean.stage2_ms})
+      *v /= ms.n;
+    std::printf("%s (mean per batch)\n", StatsLine("zellige", mean).c_str());
+  }
   if (!a.json_path.empty()) {
     RETURN_IF_ERROR(core::WriteJsonFile(
         a.json_path, Json{{"cluster", hw::ToJson(cluster)},
@@ -144,6 +163,10 @@ void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
       ->capture_default_str();
   c->add_flag("--skip-joint", a->skip_joint, "do not run the joint reference");
   c->add_option("--option", a->options, "planner option key=value");
+  c->add_option("--time-limit", a->time_limit_s,
+                "seconds per zellige plan; when hit, the best plan so far and its gap "
+                "(zellige.total_time_limit_s)")
+      ->check(PositiveNumber(86400));
   paths->Output(c, "--json", &a->json_path, "write per-batch JSON here");
   c->callback(
       [action, a, paths] { *action = Checked(paths, [a] { return RunBenchPlanner(*a); }); });

@@ -6,6 +6,8 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/zellige/cost_model_args.h"
+#include "cli/zellige/plan_progress.h"
+#include "cli/zellige/planner_stats_text.h"
 #include "core/json_util.h"
 #include "core/table.h"
 #include "core/trace.h"
@@ -52,6 +54,7 @@ struct PlanArgs {
   uint64_t seed = 1;
   std::string planner = "all";
   std::vector<std::string> options;  // key=value
+  double time_limit_s = 0;           // zellige.total_time_limit_s when > 0
   std::string json_path, trace_path, save_plan, batch_out;
 };
 
@@ -64,6 +67,7 @@ Status RunPlan(const PlanArgs& a) {
       workload::Batch batch,
       workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, 1}, cluster.num_ranks()));
   ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
+  if (a.time_limit_s > 0) options["zellige.total_time_limit_s"] = std::to_string(a.time_limit_s);
   RETURN_IF_ERROR(ValidatePlannerOptions(options));
   ASSIGN_OR_RETURN(std::vector<const PlannerEntry*> entries, SelectPlanners(a.planner));
   if (!a.save_plan.empty() && entries.size() != 1) {
@@ -72,7 +76,9 @@ Status RunPlan(const PlanArgs& a) {
   if (!a.trace_path.empty() && entries.size() != 1) {
     return core::InvalidArgument("--trace: needs a single --planner, got '" + a.planner + "'");
   }
-  ASSIGN_OR_RETURN(PlannerComparison cmp, ComparePlanners(batch, cost, entries, options));
+  SlowPlanProgress progress("plan");
+  ASSIGN_OR_RETURN(PlannerComparison cmp,
+                   ComparePlanners(batch, cost, entries, options, progress.ForPlan()));
   const std::vector<PlannerRun>& runs = cmp.runs;
   std::printf(
       "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
@@ -91,6 +97,8 @@ Status RunPlan(const PlanArgs& a) {
   }
   std::printf("%s", t.Render().c_str());
   std::printf("(modeled: %s; one training step)\n", DescribeCostModel(cost).c_str());
+  for (const PlannerComparisonRow& r : cmp.rows)
+    if (r.planner == "zellige") std::printf("%s\n", StatsLine(r.planner, r.stats).c_str());
   for (const PlannerComparisonRow& r : cmp.rows)
     if (!r.feasible) std::printf("%s: %s\n", r.planner.c_str(), r.infeasible_reason.c_str());
   for (const auto& f : cmp.failures) std::printf("failed: %s\n", f.c_str());
@@ -214,6 +222,10 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   p->add_option("--seed", pa->seed, "workload seed")->transform(Seed())->capture_default_str();
   p->add_option("--planner", pa->planner, "a registered planner or all")->capture_default_str();
   p->add_option("--option", pa->options, "planner option key=value, e.g. knapformer.bags=g8n2");
+  p->add_option("--time-limit", pa->time_limit_s,
+                "seconds for the whole zellige planner; when hit, the best plan so far and its "
+                "gap over the bound (zellige.total_time_limit_s)")
+      ->check(PositiveNumber(86400));
   pp->Output(p, "--json", &pa->json_path, "write results JSON here");
   pp->Output(p, "--trace", &pa->trace_path,
              "write a Chrome/Perfetto trace of the step (one planner)");
