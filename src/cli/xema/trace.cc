@@ -6,11 +6,11 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/xema/request_options.h"
+#include "cli/xema/trace_source.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
 #include "core/output_file.h"
 #include "kernels/gemm.h"
-#include "xema/analytic_trace.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/model_file.h"
 #include "xema/pipeline/template_check.h"
@@ -40,19 +40,14 @@ core::Status WriteOutputs(const TraceArgs& a, const xema::MemoryTrace& trace,
 
 // --analytic: the modeled trace of a public model at paper scale (nothing runs).
 core::Status RunAnalytic(const TraceArgs& a) {
-  xema::AnalyticRequest r;
-  r.model = a.analytic;
-  ASSIGN_OR_RETURN(auto size, xema::ParseImageSize(a.request.size));
-  r.width = size.first;
-  r.height = size.second;
-  r.frames = a.request.frames;
-  r.steps = a.request.steps;
-  if (a.request.cfg != "on" && a.request.cfg != "off") {
-    return core::InvalidArgument("--cfg: got '" + a.request.cfg + "', must be on or off");
-  }
-  r.cfg = a.request.cfg == "on" ? 1 : 0;
-  r.fused_attention = a.request.attention == "fused";
-  ASSIGN_OR_RETURN(xema::MemoryTrace trace, xema::AnalyticTrace(r));
+  TraceSourceArgs source;
+  source.analytic = a.analytic;
+  source.size = a.request.size;
+  source.frames = a.request.frames;
+  source.steps = a.request.steps;
+  source.cfg = a.request.cfg;
+  source.unfused_attention = a.request.attention != "fused";
+  ASSIGN_OR_RETURN(xema::MemoryTrace trace, LoadTraceSource(source));
   ASSIGN_OR_RETURN(xema::ExpandedTrace x, xema::Expand(trace));
   std::printf("trace %s\n", xema::Describe(trace).c_str());
   std::printf("%zu ops, %zu tensor instances; weights %s; peak live %s (modeled)\n", x.ops.size(),
