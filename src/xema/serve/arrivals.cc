@@ -63,8 +63,8 @@ core::StatusOr<std::vector<double>> ArrivalTimes(ArrivalKind kind, double rate_r
     t += gap;
     if (t >= duration_s) break;
     if (static_cast<int64_t>(times.size()) >= kMaxArrivals) {
-      return core::InvalidArgument(fmt::format("arrivals: more than {} in {} s", kMaxArrivals,
-                                               duration_s));
+      return core::InvalidArgument(
+          fmt::format("arrivals: more than {} in {} s", kMaxArrivals, duration_s));
     }
     times.push_back(t);
   }

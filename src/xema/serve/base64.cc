@@ -25,7 +25,8 @@ std::string EncodeBase64(const std::string& bytes) {
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
     const uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) |
-                       (static_cast<uint8_t>(bytes[i + 1]) << 8) | static_cast<uint8_t>(bytes[i + 2]);
+                       (static_cast<uint8_t>(bytes[i + 1]) << 8) |
+                       static_cast<uint8_t>(bytes[i + 2]);
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
@@ -63,8 +64,7 @@ core::StatusOr<std::string> DecodeBase64(const std::string& text) {
       }
       v[k] = Value(c);
       if (v[k] < 0 || pad > 0) {
-        return core::InvalidArgument("base64: bad character at position " +
-                                     std::to_string(i + k));
+        return core::InvalidArgument("base64: bad character at position " + std::to_string(i + k));
       }
     }
     const uint32_t w = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];

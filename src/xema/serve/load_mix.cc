@@ -19,8 +19,8 @@ core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string path = fmt::format("{}: mix[{}]", source, i);
     const core::Json& e = j[i];
-    RETURN_IF_ERROR(core::CheckKnownKeys(
-        e, path, {"model", "size", "frames", "steps", "guidance", "weight"}));
+    RETURN_IF_ERROR(
+        core::CheckKnownKeys(e, path, {"model", "size", "frames", "steps", "guidance", "weight"}));
     LoadTemplate t;
     DiffusionRequest& r = t.request;
     ASSIGN_OR_RETURN(r.model, core::GetString(e, path, "model"));

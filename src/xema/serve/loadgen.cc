@@ -54,14 +54,16 @@ core::Status ValidateOptions(const LoadgenOptions& o, std::string* host, int* po
   RETURN_IF_ERROR(ParseHttpUrl(o.url, host, port));
   if (o.mix.empty()) return core::InvalidArgument("mix: got no templates, need at least one");
   if (!(o.slo_scale > 0) || o.slo_scale > 1e6) {
-    return core::InvalidArgument(fmt::format("slo-scale: got {}, must be in (0, 1e6]", o.slo_scale));
+    return core::InvalidArgument(
+        fmt::format("slo-scale: got {}, must be in (0, 1e6]", o.slo_scale));
   }
   if (o.max_in_flight < 1 || o.max_in_flight > 4096) {
     return core::InvalidArgument(
         fmt::format("max-in-flight: got {}, must be in [1, 4096]", o.max_in_flight));
   }
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
-    return core::InvalidArgument(fmt::format("timeout: got {}, must be in [1, 86400] s", o.timeout_s));
+    return core::InvalidArgument(
+        fmt::format("timeout: got {}, must be in [1, 86400] s", o.timeout_s));
   }
   return core::Status::Ok();
 }
@@ -116,16 +118,19 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
     client.set_connection_timeout(5, 0);
     auto res = client.Get("/healthz");
     if (!res || res->status != 200) {
-      return core::Unavailable(fmt::format(
-          "cannot reach a healthy server at {}: {}", o.url,
-          res ? "GET /healthz answered " + std::to_string(res->status)
-              : httplib::to_string(res.error())));
+      return core::Unavailable(
+          fmt::format("cannot reach a healthy server at {}: {}", o.url,
+                      res ? "GET /healthz answered " + std::to_string(res->status)
+                          : httplib::to_string(res.error())));
     }
   }
   LoadgenReport report;
   core::Rng rng = core::Rng(o.seed).Fork(1);
   for (const LoadTemplate& t : o.mix) {
-    const Outcome solo = Send(host, port, t, o.seed, o.timeout_s);
+    // The first request of a template may load a model or plan the template: warm up, then
+    // time a second one.
+    Outcome solo = Send(host, port, t, o.seed, o.timeout_s);
+    if (solo.status == 200) solo = Send(host, port, t, o.seed + 1, o.timeout_s);
     if (solo.status != 200) {
       return core::FailedPrecondition(fmt::format(
           "solo request of template {}: {}: {}", t.label,

@@ -4,7 +4,8 @@
 // thread and connection, at most max_in_flight at once (an arrival beyond that is counted
 // not_sent and as an SLO miss: open loop means the generator never slows down).
 //
-// SLO: first every template is sent once, alone and in order (its "solo" latency); then a
+// SLO: first every template is sent twice, alone and in order (a warm-up that may load the
+// model or plan the template, then its "solo" latency, timed); then a
 // request of template t meets its SLO when it is answered 200 within slo_scale x solo(t).
 // Attainment = met / planned arrivals (errors, refusals and not_sent count as misses).
 // Latencies are client-side wall-clock seconds, request sent to reply read.
@@ -56,7 +57,7 @@ struct LoadgenReport {
   int64_t transport_errors = 0;
   std::map<int, int64_t> status_counts;  // by HTTP status
   int64_t slo_met = 0;
-  double slo_attainment = 0;  // slo_met / planned
+  double slo_attainment = 0;                    // slo_met / planned
   double latency_p50_s = 0, latency_p99_s = 0;  // of completed requests
   double throughput_rps = 0;                    // completed / wall_s
   double wall_s = 0;                            // first arrival to last reply

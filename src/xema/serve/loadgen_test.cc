@@ -97,8 +97,8 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
   EXPECT_GT(r->templates[0].solo_latency_s, 0);
   const core::Json j = ToJson(*r, o);
   EXPECT_EQ(j["completed"], r->planned);
-  // Server metrics saw the solo request and every load request.
-  EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + 1);
+  // Server metrics saw the warm-up, the solo request and every load request.
+  EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + 2);
 }
 
 TEST(LoadgenTest, UnreachableServerIsOneLine) {

@@ -103,13 +103,12 @@ core::StatusOr<std::string> FramePng(std::span<const float> frames, int64_t fram
                                      int64_t height) {
   const int64_t n = 3 * width * height;
   if (frame < 0 || (frame + 1) * n > static_cast<int64_t>(frames.size())) {
-    return core::InvalidArgument(fmt::format("png: frame {} is outside the {} floats given",
-                                             frame, frames.size()));
+    return core::InvalidArgument(
+        fmt::format("png: frame {} is outside the {} floats given", frame, frames.size()));
   }
-  ASSIGN_OR_RETURN(Rgb8Image img,
-                   FrameToRgb8(frames.subspan(static_cast<size_t>(frame * n),
-                                              static_cast<size_t>(n)),
-                               width, height));
+  ASSIGN_OR_RETURN(Rgb8Image img, FrameToRgb8(frames.subspan(static_cast<size_t>(frame * n),
+                                                             static_cast<size_t>(n)),
+                                              width, height));
   return EncodePng(img);
 }
 

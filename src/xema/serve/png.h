@@ -26,8 +26,7 @@ struct Rgb8Image {
   std::vector<uint8_t> rgb;  // height * width * 3, rows top to bottom
 };
 
-core::StatusOr<Rgb8Image> FrameToRgb8(std::span<const float> planar, int64_t width,
-                                      int64_t height);
+core::StatusOr<Rgb8Image> FrameToRgb8(std::span<const float> planar, int64_t width, int64_t height);
 core::StatusOr<std::string> EncodePng(const Rgb8Image& image);
 core::StatusOr<Rgb8Image> DecodePng(const std::string& png);
 

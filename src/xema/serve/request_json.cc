@@ -40,9 +40,9 @@ core::Status ParseSize(const std::string& text, const std::string& field, int64_
                        int64_t* height) {
   const size_t x = text.find('x');
   auto bad = [&] {
-    return core::InvalidArgument(fmt::format(
-        "{}: got {}, must be WxH in pixels with each side in [1, {}] (e.g. 64x64)", field,
-        Quote(text), kMaxRequestPixels));
+    return core::InvalidArgument(
+        fmt::format("{}: got {}, must be WxH in pixels with each side in [1, {}] (e.g. 64x64)",
+                    field, Quote(text), kMaxRequestPixels));
   };
   if (x == std::string::npos || text.size() > 16) return bad();
   auto w = core::ParseInteger(text.substr(0, x), 1, kMaxRequestPixels);
@@ -58,14 +58,15 @@ core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body
   ASSIGN_OR_RETURN(const core::Json j, core::ParseJson(body, "body"));
   const bool video = kind == GenerationKind::kVideo;
   if (video) {
-    RETURN_IF_ERROR(core::CheckKnownKeys(
-        j, "", {"model", "prompt", "size", "frames", "num_inference_steps", "guidance_scale",
-                "seed", "response_format", "deadline_s"}));
+    RETURN_IF_ERROR(
+        core::CheckKnownKeys(j, "",
+                             {"model", "prompt", "size", "frames", "num_inference_steps",
+                              "guidance_scale", "seed", "response_format", "deadline_s"}));
   } else {
-    RETURN_IF_ERROR(core::CheckKnownKeys(j, "",
-                                         {"model", "prompt", "size", "num_inference_steps",
-                                          "guidance_scale", "seed", "response_format",
-                                          "deadline_s"}));
+    RETURN_IF_ERROR(
+        core::CheckKnownKeys(j, "",
+                             {"model", "prompt", "size", "num_inference_steps", "guidance_scale",
+                              "seed", "response_format", "deadline_s"}));
   }
   GenerationRequest g;
   g.kind = kind;
@@ -74,14 +75,13 @@ core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body
   ASSIGN_OR_RETURN(r.model, core::GetString(j, "", "model"));
   auto spec = TinyModel(r.model);
   if (!spec.ok()) {
-    return core::InvalidArgument(fmt::format("model: got {}, must be one of tiny-t2i, tiny-t2v",
-                                             Quote(r.model)));
+    return core::InvalidArgument(
+        fmt::format("model: got {}, must be one of tiny-t2i, tiny-t2v", Quote(r.model)));
   }
   if (spec->video != video) {
-    return core::InvalidArgument(fmt::format("model: got {}, {} needs {} model (e.g. {})",
-                                             Quote(r.model), GenerationRoute(kind),
-                                             video ? "a video" : "an image",
-                                             video ? "tiny-t2v" : "tiny-t2i"));
+    return core::InvalidArgument(fmt::format(
+        "model: got {}, {} needs {} model (e.g. {})", Quote(r.model), GenerationRoute(kind),
+        video ? "a video" : "an image", video ? "tiny-t2v" : "tiny-t2i"));
   }
   ASSIGN_OR_RETURN(r.prompt, core::GetString(j, "", "prompt"));
   if (r.prompt.empty() || static_cast<int64_t>(r.prompt.size()) > kMaxPromptBytes) {
@@ -98,8 +98,7 @@ core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body
   }
   r.steps = 4;
   if (j.contains("num_inference_steps")) {
-    ASSIGN_OR_RETURN(r.steps,
-                     core::GetIntInRange(j, "", "num_inference_steps", 1, kMaxServeSteps));
+    ASSIGN_OR_RETURN(r.steps, core::GetIntInRange(j, "", "num_inference_steps", 1, kMaxServeSteps));
   }
   double guidance = 4.0;
   if (j.contains("guidance_scale")) {
@@ -108,21 +107,20 @@ core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body
   r.guidance = static_cast<float>(guidance);
   r.cfg = guidance > 1.0;
   if (j.contains("seed")) {
-    ASSIGN_OR_RETURN(const int64_t seed, core::GetIntInRange(j, "", "seed", 0,
-                                                             std::numeric_limits<int64_t>::max()));
+    ASSIGN_OR_RETURN(const int64_t seed,
+                     core::GetIntInRange(j, "", "seed", 0, std::numeric_limits<int64_t>::max()));
     r.seed = static_cast<uint64_t>(seed);
   }
   if (j.contains("response_format")) {
     ASSIGN_OR_RETURN(const std::string format, core::GetString(j, "", "response_format"));
     if (format != "b64_json" && format != "none") {
-      return core::InvalidArgument(fmt::format(
-          "response_format: got {}, must be b64_json or none", Quote(format)));
+      return core::InvalidArgument(
+          fmt::format("response_format: got {}, must be b64_json or none", Quote(format)));
     }
     g.return_images = format == "b64_json";
   }
   if (j.contains("deadline_s")) {
-    ASSIGN_OR_RETURN(g.deadline_s,
-                     core::GetDoubleInRange(j, "", "deadline_s", 0, kMaxDeadlineS));
+    ASSIGN_OR_RETURN(g.deadline_s, core::GetDoubleInRange(j, "", "deadline_s", 0, kMaxDeadlineS));
     if (g.deadline_s <= 0) {
       return core::InvalidArgument(
           fmt::format("deadline_s: got 0, must be in (0, {}] seconds", kMaxDeadlineS));

@@ -32,7 +32,8 @@ TEST(RequestJsonTest, ValidImageRequest) {
   EXPECT_EQ(r->request.seed, 7u);
   EXPECT_FALSE(r->return_images);
   EXPECT_EQ(r->deadline_s, 2);
-  auto d = ParseGenerationRequest(R"({"model": "tiny-t2i", "prompt": "x"})", GenerationKind::kImage);
+  auto d =
+      ParseGenerationRequest(R"({"model": "tiny-t2i", "prompt": "x"})", GenerationKind::kImage);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->request.width, 64);
   EXPECT_TRUE(d->request.cfg);
@@ -66,8 +67,7 @@ TEST(RequestJsonTest, EveryBadFieldIsNamed) {
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": "4096x64"})"), "size: got '4096x64'");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "num_inference_steps": 0})"),
                  "num_inference_steps: got 0, must be in [1, 200]");
-  EXPECT_REFUSED(ImageError("{" + ok + R"(, "num_inference_steps": 2.5})"),
-                 "num_inference_steps");
+  EXPECT_REFUSED(ImageError("{" + ok + R"(, "num_inference_steps": 2.5})"), "num_inference_steps");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "guidance_scale": -1})"), "guidance_scale: got -1");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "seed": -1})"), "seed: got -1");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "response_format": "url"})"),
@@ -77,9 +77,9 @@ TEST(RequestJsonTest, EveryBadFieldIsNamed) {
                  "frames: request.frames: got 6");
   EXPECT_REFUSED(VideoError(R"({"model": "tiny-t2v", "prompt": "p", "frames": 1000})"),
                  "frames: got 1000");
-  EXPECT_REFUSED(ImageError(R"({"model": "tiny-t2i", "prompt": ")" + std::string(5000, 'a') +
-                            R"("})"),
-                 "prompt: got 5000 bytes");
+  EXPECT_REFUSED(
+      ImageError(R"({"model": "tiny-t2i", "prompt": ")" + std::string(5000, 'a') + R"("})"),
+      "prompt: got 5000 bytes");
 }
 
 }  // namespace

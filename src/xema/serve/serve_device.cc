@@ -31,8 +31,7 @@ std::string TemplateKeyString(const DiffusionRequest& r) {
                      r.cfg ? "on" : "off");
 }
 
-ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes,
-                         TemplateCache* cache)
+ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache)
     : index_(index), policy_(policy), budget_bytes_(budget_bytes), cache_(cache) {
   if (policy_ == MemoryPolicy::kNone) {
     AllocatorPolicy p;  // PyTorch's defaults
@@ -52,8 +51,7 @@ void ServeDevice::DropArena() {
   arena_plan_.reset();
 }
 
-void ServeDevice::Publish(int64_t live_bytes, int64_t request_peak_bytes,
-                          int64_t reserved_bytes) {
+void ServeDevice::Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes) {
   live_bytes_.store(live_bytes);
   if (request_peak_bytes > peak_bytes_.load()) peak_bytes_.store(request_peak_bytes);
   if (reserved_bytes > peak_reserved_bytes_.load()) peak_reserved_bytes_.store(reserved_bytes);
@@ -71,8 +69,7 @@ DeviceSnapshot ServeDevice::Snapshot() const {
 core::StatusOr<DeviceRun> ServeDevice::Execute(const DiffusionRequest& request) {
   requests_.fetch_add(1);
   ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
-  return policy_ == MemoryPolicy::kNone ? ExecuteNone(spec, request)
-                                        : ExecuteStatic(spec, request);
+  return policy_ == MemoryPolicy::kNone ? ExecuteNone(spec, request) : ExecuteStatic(spec, request);
 }
 
 core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,
@@ -82,8 +79,7 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,
     auto loaded = DiffusionPipeline::Load(spec, *caching_);
     if (!loaded.ok()) {
       Publish(caching_->live_bytes(), 0, caching_->stats().peak_reserved_bytes);
-      return loaded.status().WithPrefix(
-          fmt::format("device {}: loading {}", index_, spec.name));
+      return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
     }
     it = pipelines_.emplace(spec.name, std::move(*loaded)).first;
   }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <future>
 
+#include "core/memory_info.h"
 #include "kernels/gemm.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
@@ -67,15 +68,23 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
     return core::InvalidArgument(fmt::format("port: got {}, must be in [0, 65535]", o.port));
   }
   if (o.max_requests < 0) {
-    return core::InvalidArgument(
-        fmt::format("max-requests: got {}, must be >= 0", o.max_requests));
+    return core::InvalidArgument(fmt::format("max-requests: got {}, must be >= 0", o.max_requests));
   }
   if (!(o.duration_s >= 0) || o.duration_s > 1e7) {
     return core::InvalidArgument(
         fmt::format("duration-s: got {}, must be in [0, 1e7] seconds", o.duration_s));
   }
+  // Runs allocate real memory: the devices together may use at most 80% of what the host has.
+  const int64_t host = core::AvailableMemoryBytes() / 10 * 8;
+  if (host > 0 && o.budget_bytes > host / o.devices) {
+    return core::InvalidArgument(fmt::format(
+        "budget: got {} bytes per device x {} devices, more than the {} bytes (80% of the "
+        "memory available) this host can give them",
+        o.budget_bytes, o.devices, host));
+  }
   if (o.max_body_bytes < 1024 || o.http_threads < 1 || o.http_threads > 1024) {
-    return core::InvalidArgument("server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
+    return core::InvalidArgument(
+        "server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
   }
   return core::Status::Ok();
 }
@@ -122,8 +131,9 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     json_reply(res, res.status, ErrorBody(res.status, why));
   });
 
-  s->port_ = options.port == 0 ? http.bind_to_any_port(options.host)
-                               : (http.bind_to_port(options.host, options.port) ? options.port : -1);
+  s->port_ = options.port == 0
+                 ? http.bind_to_any_port(options.host)
+                 : (http.bind_to_port(options.host, options.port) ? options.port : -1);
   if (s->port_ <= 0) {
     return core::Unavailable(fmt::format("cannot listen on {}:{}: address in use or not allowed",
                                          options.host, options.port));
@@ -238,9 +248,9 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return finish(503, "server is stopping", false);
     if (static_cast<int>(queue_.size()) >= options_.queue_capacity) {
-      return finish(429, fmt::format("queue full: {} requests waiting, retry later",
-                                     options_.queue_capacity),
-                    false);
+      return finish(
+          429, fmt::format("queue full: {} requests waiting, retry later", options_.queue_capacity),
+          false);
     }
     queue_.push_back(job);
   }

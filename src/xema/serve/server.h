@@ -71,7 +71,8 @@ struct ServerOptions {
   std::function<void(int device)> before_run;
 };
 
-// InvalidArgument naming the first bad option.
+// InvalidArgument naming the first bad option (budget x devices above 80% of the host's
+// available memory included: runs allocate real memory).
 core::Status ValidateServerOptions(const ServerOptions& options);
 
 class DiffusionServer {

@@ -70,8 +70,8 @@ std::vector<Rgb8Image> DirectRun(const std::string& body, GenerationKind kind) {
   std::vector<Rgb8Image> frames;
   const size_t n = static_cast<size_t>(3 * r.width * r.height);
   for (int64_t f = 0; f < r.frames; ++f) {
-    frames.push_back(*FrameToRgb8(std::span<const float>(out).subspan(f * n, n), r.width,
-                                  r.height));
+    frames.push_back(
+        *FrameToRgb8(std::span<const float>(out).subspan(f * n, n), r.width, r.height));
   }
   return frames;
 }
@@ -183,6 +183,26 @@ TEST(ServerTest, TooLargeForTheBudgetIs507AndLeaksNothing) {
   EXPECT_EQ(PostImage(*s, kImage).status, 200);  // still serving
 }
 
+TEST(ServerTest, StaticTemplateThatCannotFitIs507Once) {
+  DiffusionRequest big;
+  big.width = big.height = 128;
+  big.steps = 1;
+  const int64_t budget = MinimumPeakBytes(*TinyModel("tiny-t2i"), big) + 1;
+  auto s = StartServer(Options(MemoryPolicy::kStatic, budget));
+  ASSERT_NE(s, nullptr);
+  const std::string body =
+      R"({"model": "tiny-t2i", "prompt": "p", "size": "128x128", "num_inference_steps": 1})";
+  for (int i = 0; i < 2; ++i) {  // the second is refused from the cached plan
+    const Reply r = PostImage(*s, body);
+    EXPECT_EQ(r.status, 507) << r.body.dump();
+    EXPECT_NE(r.body["error"]["message"].get<std::string>().find("out of device memory"),
+              std::string::npos);
+  }
+  EXPECT_EQ(s->Metrics()["templates_planned"], 1);
+  EXPECT_EQ(s->Metrics()["devices"][0]["live_bytes"], 0);
+  EXPECT_EQ(PostImage(*s, kImage).status, 200);
+}
+
 TEST(ServerTest, QueueFullIs429) {
   std::promise<void> release;
   std::shared_future<void> go = release.get_future().share();
@@ -261,9 +281,10 @@ TEST(ServerTest, ClientsThatDisconnectDoNotHurtTheServer) {
   close(fd);
   // A whole request, closed while the server holds it.
   fd = Connect(s->port());
-  const std::string whole = "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                            "application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string whole =
+      "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(send(fd, whole.data(), whole.size(), 0), static_cast<ssize_t>(whole.size()));
   ASSERT_TRUE(Eventually([&] { return s->Metrics()["in_flight"] == 1; }));
   close(fd);
