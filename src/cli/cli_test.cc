@@ -10,6 +10,7 @@
 #include "cli/cli_test_util.h"
 #include "core/json_util.h"
 #include "xema/serve/arrivals.h"
+#include "xema/serve/loadgen.h"
 
 namespace {
 
@@ -431,7 +432,7 @@ TEST(CliTest, XemaServeAndLoadgenBadInputIsOneLine) {
 TEST(CliTest, XemaLoadgenAgainstServe) {
   auto arrivals = tessera::xema::ArrivalTimes(tessera::xema::ArrivalKind::kPoisson, 3, 1, 1, 5);
   ASSERT_TRUE(arrivals.ok());
-  const size_t replies = arrivals->size() + 2;  // warm-up and solo first
+  const size_t replies = arrivals->size() + tessera::xema::kSoloRuns;
   const std::string cmd = std::string(TESSERA_BIN) +
                           " xema serve --port 0 --budget 1GiB --duration-s 60 --max-requests " +
                           std::to_string(replies) + " 2>&1";

@@ -46,11 +46,17 @@ core::Status RunLoadgenCommand(const LoadgenArgs& a) {
   if (bar) bar->Done();
   core::Table t({"template", "solo s", "SLO s", "sent", "completed", "SLO met"});
   for (const xema::TemplateLoad& tl : r.templates) {
-    t.AddRow({tl.label, core::Fixed(tl.solo_latency_s, 3),
-              core::Fixed(a.slo_scale * tl.solo_latency_s, 3), std::to_string(tl.sent),
+    const bool solo = tl.solo_error.empty();
+    t.AddRow({tl.label, solo ? core::Fixed(tl.solo_latency_s, 3) : "refused",
+              solo ? core::Fixed(a.slo_scale * tl.solo_latency_s, 3) : "-", std::to_string(tl.sent),
               std::to_string(tl.completed), std::to_string(tl.slo_met)});
   }
   std::printf("%s", t.Render().c_str());
+  for (const xema::TemplateLoad& tl : r.templates) {
+    if (!tl.solo_error.empty()) {
+      std::printf("solo %s refused: %s\n", tl.label.c_str(), tl.solo_error.c_str());
+    }
+  }
   std::string status;
   for (const auto& [code, n] : r.status_counts) {
     status += (status.empty() ? "" : ", ") + std::to_string(code) + ": " + std::to_string(n);

@@ -4,15 +4,17 @@
 // thread and connection, at most max_in_flight at once (an arrival beyond that is counted
 // not_sent and as an SLO miss: open loop means the generator never slows down).
 //
-// SLO: first every template is sent twice, alone and in order (a warm-up that may load the
-// model or plan the template, then its "solo" latency, timed); then a
-// request of template t meets its SLO when it is answered 200 within slo_scale x solo(t).
+// SLO: first every template is sent kSoloRuns times in a row, alone and in order (the first
+// requests may load a model, plan the template or map its arena); the last one's latency is
+// its "solo" latency. A request of template t meets its SLO when it is answered 200 within
+// slo_scale x solo(t). A template whose solo requests are refused (e.g. 507) keeps the error
+// in solo_error; its requests are still sent and never meet the SLO.
 // Attainment = met / planned arrivals (errors, refusals and not_sent count as misses).
 // Latencies are client-side wall-clock seconds, request sent to reply read.
 //
 // Errors: InvalidArgument for bad options (naming the option: url, rate, cv, duration,
 // slo-scale, mix); Unavailable when the server cannot be reached; FailedPrecondition when a
-// solo request is not answered 200 (the server's message included), since no SLO exists then.
+// solo request of any template is answered 200 (the first template's error included).
 // Thread-safety: RunLoadgen is reentrant; `progress` is called on the calling thread.
 #pragma once
 
@@ -43,9 +45,12 @@ struct LoadgenOptions {
   std::function<void(int64_t done, int64_t total)> progress;
 };
 
+inline constexpr int kSoloRuns = 3;
+
 struct TemplateLoad {
   std::string label;
   double solo_latency_s = 0;
+  std::string solo_error;  // why its solo requests failed; empty when they were served
   int64_t sent = 0, completed = 0, slo_met = 0;
 };
 

@@ -97,8 +97,36 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
   EXPECT_GT(r->templates[0].solo_latency_s, 0);
   const core::Json j = ToJson(*r, o);
   EXPECT_EQ(j["completed"], r->planned);
-  // Server metrics saw the warm-up, the solo request and every load request.
-  EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + 2);
+  // Server metrics saw the solo requests and every load request.
+  EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + kSoloRuns);
+}
+
+TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
+  DiffusionRequest big;
+  big.width = big.height = 128;
+  big.steps = 1;
+  ServerOptions so;
+  so.budget_bytes = MinimumPeakBytes(*TinyModel("tiny-t2i"), big) + 1;  // 128x128 runs out
+  so.http_threads = 8;
+  auto server = DiffusionServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  LoadgenOptions o;
+  o.url = (*server)->url();
+  o.rate_rps = 4;
+  o.duration_s = 1;
+  o.seed = 4;
+  o.slo_scale = 1000;
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1},
+                         {"model": "tiny-t2i", "size": "128x128", "steps": 1, "guidance": 1}])");
+  ASSERT_TRUE(mix.ok());
+  o.mix = *mix;
+  auto r = RunLoadgen(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->templates[0].solo_error.empty());
+  EXPECT_NE(r->templates[1].solo_error.find("HTTP 507"), std::string::npos);
+  EXPECT_EQ(r->templates[1].slo_met, 0);
+  EXPECT_EQ(r->status_counts[507], r->templates[1].sent);
+  EXPECT_EQ(r->slo_met, r->templates[0].sent);
 }
 
 TEST(LoadgenTest, UnreachableServerIsOneLine) {
