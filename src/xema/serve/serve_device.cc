@@ -42,13 +42,21 @@ ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, T
 
 ServeDevice::~ServeDevice() {
   pipelines_.clear();
-  DropArena();
+  DropArenas();
 }
 
-void ServeDevice::DropArena() {
-  arena_pipeline_.reset();
-  arena_.reset();
-  arena_plan_.reset();
+void ServeDevice::DropArenas() { arenas_.clear(); }
+
+int64_t ServeDevice::ArenaBytes() const {
+  int64_t sum = 0;
+  for (const Arena& a : arenas_) sum += a.allocator->arena_bytes();
+  return sum;
+}
+
+int64_t ServeDevice::ArenaLiveBytes() const {
+  int64_t sum = 0;
+  for (const Arena& a : arenas_) sum += a.allocator->live_bytes();
+  return sum;
 }
 
 void ServeDevice::Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes) {
@@ -123,7 +131,7 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteStatic(const TinyModelSpec& spec,
   std::shared_ptr<const TemplatePlan> plan = cache_->Find(key);
   if (plan == nullptr) {
     // The recording run is this device's memory now: no arena besides it.
-    DropArena();
+    DropArenas();
     Publish(0, 0, 0);
     DeviceRun recorded;
     ASSIGN_OR_RETURN(plan, Plan(spec, r, &recorded));
@@ -137,35 +145,40 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteStatic(const TinyModelSpec& spec,
   RETURN_IF_ERROR(plan->refused);
   DeviceRun run;
   run.template_hit = true;
-  core::Status s;
-  if (arena_plan_ == plan) {
-    s = arena_->Rearm();
-    if (!s.ok()) DropArena();
+  auto it = arenas_.begin();
+  while (it != arenas_.end() && it->plan != plan) ++it;
+  if (it != arenas_.end()) {
+    arenas_.splice(arenas_.begin(), arenas_, it);  // most recently used first
+    if (!arenas_.front().allocator->Rearm().ok()) arenas_.pop_front();
   }
-  if (arena_plan_ != plan) {
-    DropArena();
-    ASSIGN_OR_RETURN(arena_, LayoutDeviceAllocator::Create(plan->expanded, plan->layout));
-    arena_plan_ = plan;
-    auto loaded = DiffusionPipeline::Load(spec, *arena_);
+  if (arenas_.empty() || arenas_.front().plan != plan) {
+    // Room for the new arena: the least recently used go.
+    while (!arenas_.empty() && ArenaBytes() + plan->layout.arena_bytes > budget_bytes_) {
+      arenas_.pop_back();
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> allocator,
+                     LayoutDeviceAllocator::Create(plan->expanded, plan->layout));
+    arenas_.emplace_front();
+    arenas_.front().plan = plan;
+    arenas_.front().allocator = std::move(allocator);
+    auto loaded = DiffusionPipeline::Load(spec, *arenas_.front().allocator);
     if (!loaded.ok()) {
-      DropArena();
-      Publish(0, 0, 0);
+      arenas_.pop_front();
+      Publish(ArenaLiveBytes(), 0, ArenaBytes());
       return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
     }
-    arena_pipeline_ = std::move(*loaded);
+    arenas_.front().pipeline = std::move(*loaded);
   }
+  Arena& arena = arenas_.front();
   run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
-  arena_->ResetPeak();
-  s = arena_pipeline_->Run(r, run.output);
-  if (s.ok()) s = arena_->status();
-  run.peak_bytes = arena_->peak_bytes();
-  const int64_t arena_bytes = arena_->arena_bytes();
-  if (!s.ok()) {
-    DropArena();
-    Publish(0, run.peak_bytes, arena_bytes);
-    return s.WithPrefix(fmt::format("device {}", index_));
-  }
-  Publish(arena_->live_bytes(), run.peak_bytes, arena_bytes);
+  arena.allocator->ResetPeak();
+  core::Status s = arena.pipeline->Run(r, run.output);
+  if (s.ok()) s = arena.allocator->status();
+  run.peak_bytes = arena.allocator->peak_bytes();
+  const int64_t reserved = ArenaBytes();
+  if (!s.ok()) arenas_.pop_front();
+  Publish(ArenaLiveBytes(), run.peak_bytes, reserved);
+  if (!s.ok()) return s.WithPrefix(fmt::format("device {}", index_));
   return run;
 }
 

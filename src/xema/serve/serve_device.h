@@ -7,8 +7,10 @@
 //           the first request of a template is recorded under a heap allocator bounded by
 //           the budget (its output is the reply, template_hit false), then a tflite layout is
 //           planned; a template whose arena exceeds the budget is refused from then on. The
-//           device holds one arena at a time (the template it ran last, weights loaded in
-//           it), so its memory is the arena and nothing else; another template replaces it.
+//           device keeps the arenas of the templates it ran (each with its model's weights
+//           loaded in it) while their sum fits the budget, evicting the least recently used
+//           to make room; the device's memory is its arenas and nothing else (a recording run
+//           first drops them all).
 //
 // Errors: Infeasible (out of device memory, or a static arena above the budget: HTTP 507);
 // FailedPrecondition when a replay diverged from its trace (the arena is dropped); the
@@ -19,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,7 +95,7 @@ class ServeDevice {
   core::StatusOr<std::shared_ptr<const TemplatePlan>> Plan(const TinyModelSpec& spec,
                                                            const DiffusionRequest& r,
                                                            DeviceRun* recorded);
-  void DropArena();
+  void DropArenas();
   void Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes);
 
   int index_;
@@ -104,10 +107,16 @@ class ServeDevice {
   std::unique_ptr<CachingDeviceAllocator> caching_;
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines_;
 
-  // static: the current arena (plan kept alive for the allocator's trace reference).
-  std::shared_ptr<const TemplatePlan> arena_plan_;
-  std::unique_ptr<LayoutDeviceAllocator> arena_;
-  std::unique_ptr<DiffusionPipeline> arena_pipeline_;
+  // static: the arenas held, most recently used first (the plan kept alive for the
+  // allocator's trace reference; members destroyed in reverse order: the pipeline first).
+  struct Arena {
+    std::shared_ptr<const TemplatePlan> plan;
+    std::unique_ptr<LayoutDeviceAllocator> allocator;
+    std::unique_ptr<DiffusionPipeline> pipeline;
+  };
+  std::list<Arena> arenas_;
+  int64_t ArenaBytes() const;  // sum over arenas_
+  int64_t ArenaLiveBytes() const;
 
   std::atomic<int64_t> live_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};

@@ -250,6 +250,24 @@ TEST(ServerTest, StaticPolicyHitsTheTemplateBitwiseAsNone) {
   EXPECT_EQ(fixed->Metrics()["template_hits"], 2);
 }
 
+TEST(ServerTest, StaticPolicyKeepsTheArenasThatFit) {
+  auto s = StartServer(Options(MemoryPolicy::kStatic));
+  ASSERT_NE(s, nullptr);
+  const std::string a =
+      R"({"model": "tiny-t2i", "prompt": "p", "size": "16x16", "num_inference_steps": 1})";
+  const std::string b =
+      R"({"model": "tiny-t2i", "prompt": "p", "size": "32x16", "num_inference_steps": 1})";
+  for (const std::string* body : {&a, &b, &a, &b, &a}) {
+    ASSERT_EQ(PostImage(*s, *body).status, 200);
+  }
+  const core::Json m = s->Metrics();
+  EXPECT_EQ(m["template_hits"], 3);
+  // Two arenas held at once, each with its own copy of the weights.
+  const core::Json& d = m["devices"][0];
+  EXPECT_GT(d["peak_reserved_bytes"].get<int64_t>(), d["peak_bytes"].get<int64_t>());
+  EXPECT_GT(d["live_bytes"].get<int64_t>(), d["peak_bytes"].get<int64_t>() / 2);
+}
+
 // Connects a raw socket to the server.
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
