@@ -59,12 +59,12 @@ core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body
   const bool video = kind == GenerationKind::kVideo;
   if (video) {
     RETURN_IF_ERROR(
-        core::CheckKnownKeys(j, "",
+        core::CheckKnownKeys(j, "body",
                              {"model", "prompt", "size", "frames", "num_inference_steps",
                               "guidance_scale", "seed", "response_format", "deadline_s"}));
   } else {
     RETURN_IF_ERROR(
-        core::CheckKnownKeys(j, "",
+        core::CheckKnownKeys(j, "body",
                              {"model", "prompt", "size", "num_inference_steps", "guidance_scale",
                               "seed", "response_format", "deadline_s"}));
   }
