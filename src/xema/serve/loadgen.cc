@@ -160,7 +160,19 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   std::deque<double> latencies;
   std::atomic<int64_t> finished{0};
   std::atomic<int> in_flight{0};
-  std::vector<std::thread> threads;
+  // Request threads; finished ones are joined as arrivals go, so at most about max_in_flight
+  // are held however long the run.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Worker> workers;
+  auto reap = [&workers] {
+    for (Worker& w : workers) {
+      if (w.done->load()) w.thread.join();
+    }
+    std::erase_if(workers, [](const Worker& w) { return !w.thread.joinable(); });
+  };
   const Clock::time_point t0 = Clock::now();
   auto tick = [&] {
     if (o.progress) o.progress(finished.load() + report.not_sent, report.planned);
@@ -185,35 +197,40 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
       ++report.templates[k].sent;
     }
     in_flight.fetch_add(1);
-    threads.emplace_back([&, k, seed] {
-      const Outcome out = Send(host, port, o.mix[k], seed, o.timeout_s);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (out.status == 0) {
-          ++report.transport_errors;
-        } else {
-          ++report.status_counts[out.status];
-        }
-        if (out.status == 200) {
-          ++report.completed;
-          ++report.templates[k].completed;
-          latencies.push_back(out.latency_s);
-          if (report.templates[k].solo_error.empty() &&
-              out.latency_s <= o.slo_scale * report.templates[k].solo_latency_s) {
-            ++report.slo_met;
-            ++report.templates[k].slo_met;
-          }
-        }
-      }
-      in_flight.fetch_sub(1);
-      finished.fetch_add(1);
-    });
+    reap();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers.push_back({std::thread([&, k, seed, done] {
+                         const Outcome out = Send(host, port, o.mix[k], seed, o.timeout_s);
+                         {
+                           std::lock_guard<std::mutex> lock(mu);
+                           if (out.status == 0) {
+                             ++report.transport_errors;
+                           } else {
+                             ++report.status_counts[out.status];
+                           }
+                           if (out.status == 200) {
+                             ++report.completed;
+                             ++report.templates[k].completed;
+                             latencies.push_back(out.latency_s);
+                             if (report.templates[k].solo_error.empty() &&
+                                 out.latency_s <=
+                                     o.slo_scale * report.templates[k].solo_latency_s) {
+                               ++report.slo_met;
+                               ++report.templates[k].slo_met;
+                             }
+                           }
+                         }
+                         in_flight.fetch_sub(1);
+                         finished.fetch_add(1);
+                         done->store(true);
+                       }),
+                       done});
   }
   while (in_flight.load() > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     tick();
   }
-  for (std::thread& t : threads) t.join();
+  for (Worker& w : workers) w.thread.join();
   tick();
   report.wall_s = Since(t0);
   report.slo_attainment =

@@ -225,6 +225,31 @@ TEST(ServerTest, QueueFullIs429) {
   EXPECT_EQ(s->Metrics()["status"]["429"], 1);
 }
 
+TEST(ServerTest, DeadlinePassedInTheQueueIs503AndBodiesAreBounded) {
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  ServerOptions o = Options();
+  o.before_run = [go](int) { go.wait(); };
+  auto s = StartServer(o);
+  ASSERT_NE(s, nullptr);
+  const std::string small =
+      R"({"model": "tiny-t2i", "prompt": "p", "size": "16x16", "num_inference_steps": 1)";
+  auto a = std::async(std::launch::async, [&] { return PostImage(*s, small + "}").status; });
+  ASSERT_TRUE(Eventually([&] { return s->Metrics()["in_flight"] == 1; }));
+  auto b = std::async(std::launch::async,
+                      [&] { return PostImage(*s, small + R"(, "deadline_s": 0.05})"); });
+  ASSERT_TRUE(Eventually([&] { return s->queue_length() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  release.set_value();
+  EXPECT_EQ(a.get(), 200);
+  const Reply late = b.get();
+  EXPECT_EQ(late.status, 503);
+  EXPECT_NE(late.body["error"]["message"].get<std::string>().find("deadline_s"), std::string::npos);
+  const Reply big = PostImage(
+      *s, R"({"model": "tiny-t2i", "prompt": ")" + std::string(100 * 1024, 'a') + R"("})");
+  EXPECT_EQ(big.status, 413);
+}
+
 TEST(ServerTest, StaticPolicyHitsTheTemplateBitwiseAsNone) {
   auto plain = StartServer(Options(MemoryPolicy::kNone));
   auto fixed = StartServer(Options(MemoryPolicy::kStatic));
