@@ -157,6 +157,24 @@ TEST(ServerTest, VideoRepliesOnePngPerFrame) {
   EXPECT_TRUE(SameFrames(Frames(r), DirectRun(body, GenerationKind::kVideo)));
 }
 
+TEST(ServerTest, ConcurrentRequestsOnTwoDevicesGiveTheDirectRunsImage) {
+  ServerOptions o = Options();
+  o.devices = 2;
+  auto s = StartServer(o);
+  ASSERT_NE(s, nullptr);
+  std::vector<std::future<Reply>> replies;
+  for (int i = 0; i < 4; ++i) {
+    replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, kImage); }));
+  }
+  const std::vector<Rgb8Image> direct = DirectRun(kImage, GenerationKind::kImage);
+  for (auto& f : replies) {
+    const Reply r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    EXPECT_TRUE(SameFrames(Frames(r), direct));
+  }
+  EXPECT_EQ(s->Metrics()["devices"].size(), 2u);
+}
+
 TEST(ServerTest, TooLargeForTheBudgetIs507AndLeaksNothing) {
   HeapDeviceAllocator heap;
   auto p = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
