@@ -9,6 +9,8 @@
 
 #include "cli/cli_test_util.h"
 #include "core/json_util.h"
+#include "xema/serve/arrivals.h"
+#include "xema/serve/loadgen.h"
 
 namespace {
 
@@ -420,6 +422,63 @@ TEST(CliTest, XemaRequestBadInputIsOneLine) {
   ExpectUserError("xema check --attention flash", "--attention: got 'flash'");
   ExpectUserError("xema check --steps 0", "--steps: got '0'");
   ExpectUserError("xema trace", "--out is required");
+}
+
+TEST(CliTest, XemaServeAndLoadgenBadInputIsOneLine) {
+  ExpectUserError("xema serve --policy fast --max-requests 1",
+                  "policy: got 'fast', must be none or static");
+  ExpectUserError("xema serve --budget 12XB", "--budget");
+  ExpectUserError("xema serve --budget 0", "--budget");
+  ExpectUserError("xema serve --budget 1000TB", "budget: got");
+  ExpectUserError("xema serve --devices 0", "--devices: got '0'");
+  ExpectUserError("xema serve --queue 0", "--queue: got '0'");
+  const std::string mix = R"( --mix '[{"model":"tiny-t2i","size":"16x16","steps":1}]')";
+  ExpectUserError("xema loadgen --url localhost:80" + mix, "url: got 'localhost:80'");
+  ExpectUserError("xema loadgen --url http://127.0.0.1:1 --mix /nonexistent_mix.json",
+                  "/nonexistent_mix.json");
+  ExpectUserError(
+      R"(xema loadgen --url http://127.0.0.1:1 --mix '[{"model":"tiny-t2i","steps":0}]')",
+      "mix[0].steps: got 0");
+  ExpectUserError("xema loadgen --url http://127.0.0.1:1 --mix " + Write("mix.json", "[{"),
+                  "mix.json");
+  ExpectUserError("xema loadgen --url http://127.0.0.1:1 --duration 1" + mix, "cannot reach");
+  ExpectUserError("xema loadgen --url http://127.0.0.1:1 --arrivals uniform" + mix,
+                  "arrivals: got 'uniform'");
+  ExpectUserError("xema loadgen --url http://127.0.0.1:1 --rate 0" + mix, "--rate: got '0'");
+  ExpectUserError("xema loadgen --mix x", "--url is required");
+}
+
+// serve on a free port, stopping itself after the loadgen's requests (warm-up, solo, arrivals).
+TEST(CliTest, XemaLoadgenAgainstServe) {
+  auto arrivals = tessera::xema::ArrivalTimes(tessera::xema::ArrivalKind::kPoisson, 3, 1, 1, 5);
+  ASSERT_TRUE(arrivals.ok());
+  const size_t replies = arrivals->size() + tessera::xema::kSoloRuns;
+  const std::string cmd = std::string(TESSERA_BIN) +
+                          " xema serve --port 0 --budget 1GiB --duration-s 60 --max-requests " +
+                          std::to_string(replies) + " 2>&1";
+  FILE* server = popen(cmd.c_str(), "r");
+  ASSERT_NE(server, nullptr);
+  char line[512] = {0};
+  ASSERT_NE(fgets(line, sizeof(line), server), nullptr);
+  const std::string first = line;
+  const size_t at = first.find("http://");
+  ASSERT_NE(at, std::string::npos) << first;
+  const std::string url = first.substr(at, first.find(' ', at) - at);
+  const std::string json = TempPath("loadgen.json");
+  Result r = RunTessera("xema loadgen --url " + url +
+                        " --rate 3 --duration 1 --seed 5 --slo-scale 1000 --json " + json +
+                        R"( --mix '[{"model":"tiny-t2i","size":"16x16","steps":1,"guidance":1}]')");
+  std::string rest;
+  while (fgets(line, sizeof(line), server) != nullptr) rest += line;
+  const int st = pclose(server);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("SLO attainment 100.0%"), std::string::npos) << r.out;
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << rest;
+  EXPECT_NE(rest.find("stopped after " + std::to_string(replies) + " replies"), std::string::npos)
+      << rest;
+  auto j = tessera::core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["completed"], arrivals->size());
 }
 
 std::string CliTestdata(const std::string& name) {

@@ -302,6 +302,45 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   check.group = "xema";
   check.bases = {{"--size", "16x16", "--steps", "1", "--cfg", "off", "--json", out + "check.json"}};
   t.push_back(check);
+
+  // serve listens for 0.2 s on a free port of the loopback (kept), then stops by itself.
+  SubcommandSpec serve = Spec("serve", MpiUse::kNone, 2,
+                              {{"--host", K::kText, {}},
+                               {"--port", K::kInt, {}},
+                               {"--policy", K::kText, {}},
+                               {"--budget", K::kText, {}},
+                               {"--devices", K::kInt, {}},
+                               {"--queue", K::kInt, {}},
+                               {"--max-requests", K::kInt, {}},
+                               {"--duration-s", K::kFloat, {}}});
+  serve.group = "xema";
+  serve.bases = {
+      {"--host", "127.0.0.1", "--port", "0", "--budget", "256MiB", "--duration-s", "0.2"},
+      {"--host", "127.0.0.1", "--port", "0", "--policy", "static", "--budget", "1GiB", "--devices",
+       "2", "--queue", "4", "--max-requests", "1", "--duration-s", "0.2"}};
+  serve.keep = {"--host", "--port", "--duration-s"};
+  t.push_back(serve);
+
+  // loadgen needs a server: no base passes here (needs_server); a closed port of the loopback
+  // (kept) answers "cannot reach" at once.
+  SubcommandSpec loadgen = Spec("loadgen", MpiUse::kNone, 2,
+                                {{"--url", K::kText, {}},
+                                 {"--rate", K::kFloat, {}},
+                                 {"--arrivals", K::kText, {}},
+                                 {"--cv", K::kFloat, {}},
+                                 {"--mix", K::kInputFile, {}},
+                                 {"--duration", K::kFloat, {}},
+                                 {"--seed", K::kUint, {}},
+                                 {"--slo-scale", K::kFloat, {}},
+                                 {"--json", K::kOutputFile, {}}});
+  loadgen.group = "xema";
+  loadgen.needs_server = true;
+  loadgen.bases = {
+      {"--url", "http://127.0.0.1:1", "--mix", s.mix, "--duration", "1"},
+      {"--url", "http://127.0.0.1:1", "--mix", s.mix, "--arrivals", "gamma", "--cv", "2", "--rate",
+       "2", "--duration", "1", "--seed", "3", "--slo-scale", "4", "--json", out + "loadgen.json"}};
+  loadgen.keep = {"--url"};
+  t.push_back(loadgen);
   return t;
 }
 

@@ -8,6 +8,8 @@
 // their options lists `parse_time_invalid` values that are refused before any launch (a value that
 // is not a number, or a SmallDit / repeats / ranks value the command checks first), and each
 // case of theirs carries one (the "anchor").
+// Servers: `xema serve` runs until stopped, so its bases listen on a free port for a fraction
+// of a second (--duration-s, kept: never dropped or replaced) and exit 0.
 // Not thread-safe; built once per harness.
 #pragma once
 
@@ -36,6 +38,9 @@ struct SubcommandSpec {
   std::vector<std::vector<std::string>> bases;  // valid, quick argument lists after the name
   std::vector<std::string> keep;                // options a case never drops or replaces
   std::vector<std::string> never_drop;          // options a case may make bad but not drop
+  // A valid run needs a live server the harness does not start (`xema loadgen`): its bases
+  // stop at "cannot reach" with exit 1, so BaseCases leaves them out; its cases are fuzzed.
+  bool needs_server = false;
 
   const OptionSpec* Find(const std::string& option) const;
 };

@@ -71,6 +71,7 @@ std::vector<std::string> SampleFiles::AllInputs() const {
   v.insert(v.end(), run_plans.begin(), run_plans.end());
   v.push_back(topology);
   v.push_back(trace);
+  v.push_back(mix);
   return v;
 }
 
@@ -120,6 +121,8 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   RETURN_IF_ERROR(Copy(src / "data/hw/topologies/a6000x8.json", s.topology));
   s.trace = in + "trace.json";
   RETURN_IF_ERROR(Copy(src / "src/xema/testdata/tiny_t2i.json", s.trace));
+  s.mix = in + "mix.json";
+  RETURN_IF_ERROR(Copy(src / "src/xema/serve/testdata/tiny_mix.json", s.mix));
   for (const char* name : {"mixed4.json", "illegal_config4.json", "train_mixed2.json"}) {
     s.run_plans.push_back(in + "run_" + name);
     RETURN_IF_ERROR(Copy(src / "src/cli/testdata" / name, s.run_plans.back()));

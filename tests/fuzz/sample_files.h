@@ -34,6 +34,7 @@ struct SampleFiles {
   std::vector<std::string> run_plans;       // copies of src/cli/testdata plans (4 and 2 ranks)
   std::string topology;                     // the a6000x8 topology preset (compass)
   std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
+  std::string mix;                          // src/xema/serve/testdata/tiny_mix.json (xema loadgen)
 
   // Awkward paths (all inside root except the devices).
   std::string dir;               // an existing folder

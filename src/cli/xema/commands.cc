@@ -13,6 +13,8 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaAllocsim(x, action);
   AddXemaTrace(x, action);
   AddXemaCheck(x, action);
+  AddXemaServe(x, action);
+  AddXemaLoadgen(x, action);
 }
 
 }  // namespace tessera::cli

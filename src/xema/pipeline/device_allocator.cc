@@ -103,6 +103,15 @@ void DeviceAllocator::Release(int64_t id) {
   if (observer_ != nullptr) observer_->OnRelease(id, in_op_ ? ops_ - 1 : -1);
 }
 
+void DeviceAllocator::Rewind(int64_t next_id) {
+  CHECK(!in_op_) << "Rewind inside an open op";
+  for (const auto& [id, live] : live_) {
+    CHECK(id < next_id) << "Rewind to id " << next_id << " with tensor " << id << " live";
+  }
+  next_id_ = next_id;
+  ops_ = 0;
+}
+
 core::StatusOr<void*> HeapDeviceAllocator::DoAllocate(int64_t /*id*/, int64_t aligned,
                                                       const std::string& name,
                                                       TensorKind /*kind*/) {

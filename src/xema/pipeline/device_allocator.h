@@ -128,6 +128,10 @@ class DeviceAllocator {
   virtual core::StatusOr<void*> DoAllocate(int64_t id, int64_t aligned, const std::string& name,
                                            TensorKind kind) = 0;
   virtual void DoRelease(int64_t id, void* data, int64_t aligned) = 0;
+  // Starts allocation ids again at `next_id` and the op count at 0, so that a replay of the
+  // same run can begin again (LayoutDeviceAllocator::Rearm). CHECKs that no op is open and
+  // that every live tensor has an id below `next_id`.
+  void Rewind(int64_t next_id);
 
  private:
   friend class DeviceTensor;

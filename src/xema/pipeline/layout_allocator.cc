@@ -65,6 +65,25 @@ core::StatusOr<void*> LayoutDeviceAllocator::DoAllocate(int64_t id, int64_t alig
   return static_cast<void*>(arena_ + offsets_[id]);
 }
 
+core::Status LayoutDeviceAllocator::Rearm() {
+  if (!status_.ok()) return status_;
+  if (in_op()) return core::FailedPrecondition("layout arena: Rearm inside an open op");
+  int64_t weights = 0, weight_bytes = 0;
+  while (weights < static_cast<int64_t>(x_.tensors.size()) &&
+         x_.tensors[weights].kind == TensorKind::kWeight) {
+    weight_bytes += x_.tensors[weights].bytes;
+    ++weights;
+  }
+  if (allocations() < weights || live_bytes() != weight_bytes) {
+    return core::FailedPrecondition(fmt::format(
+        "layout arena: cannot rearm with {} bytes live after {} allocations; the template's "
+        "{} weights hold {} bytes",
+        live_bytes(), allocations(), weights, weight_bytes));
+  }
+  Rewind(weights);
+  return core::Status::Ok();
+}
+
 void LayoutDeviceAllocator::DoRelease(int64_t id, void* /*data*/, int64_t /*aligned*/) {
   if (!status_.ok() || id >= static_cast<int64_t>(x_.tensors.size())) return;
   const FlatTensor& f = x_.tensors[id];

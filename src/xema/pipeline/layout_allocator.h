@@ -8,6 +8,10 @@
 // divergence, so a caller checks status() after the run: a diverged run may have overwritten
 // live data (two instances the layout thought disjoint in time).
 //
+// Several requests of one template: after a run completes with the weights still loaded (the
+// pipeline kept), Rearm() starts the replay again after the weights, so the next request of
+// the same template runs from the same arena without reloading them.
+//
 // Thread-safety: one thread (DeviceAllocator).
 #pragma once
 
@@ -33,6 +37,10 @@ class LayoutDeviceAllocator final : public DeviceAllocator {
   int64_t arena_bytes() const { return arena_bytes_; }
   // OK, or the first divergence from the trace.
   const core::Status& status() const { return status_; }
+  // Ready for the next run of the template with the weights (the trace's leading weight
+  // instances) still live: FailedPrecondition when the run diverged or anything but those
+  // weights is live (then the caller drops the arena).
+  core::Status Rearm();
 
  protected:
   core::StatusOr<void*> DoAllocate(int64_t id, int64_t aligned, const std::string& name,

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/check.h"
+#include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/model_file.h"
+#include "xema/static_layout.h"
 
 namespace tessera::xema {
 namespace {
@@ -155,6 +157,49 @@ TEST(TemplateCheckTest, ARequestBeyondTheHostBudgetIsRefusedBeforeRunning) {
   EXPECT_EQ(rec.status().code(), core::StatusCode::kInfeasible);
   EXPECT_NE(rec.status().message().find("out of device memory"), std::string::npos)
       << rec.status().message();
+}
+
+}  // namespace
+}  // namespace tessera::xema
+
+// Several requests of one template from one arena: Rearm restarts the replay after the
+// weights, and refuses while anything but the weights is live.
+namespace tessera::xema {
+namespace {
+
+TEST(LayoutRearmTest, RequestsOfATemplateRunAgainFromOneArena) {
+  const TinyModelSpec spec = *TinyModel("tiny-t2i");
+  DiffusionRequest r;
+  r.width = 32;
+  r.height = 16;
+  r.steps = 1;
+  auto rec = RecordRequest(spec, r);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  auto x = Expand(rec->trace);
+  ASSERT_TRUE(x.ok());
+  auto layout = PlanLayout(*x, "tflite");
+  ASSERT_TRUE(layout.ok());
+  auto arena = LayoutDeviceAllocator::Create(*x, *layout);
+  ASSERT_TRUE(arena.ok());
+  {
+    auto p = DiffusionPipeline::Load(spec, **arena);
+    ASSERT_TRUE(p.ok());
+    DiffusionRequest other = r;
+    other.seed = 11;  // same template, another image
+    std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
+    for (const DiffusionRequest* req : {&r, &other, &r}) {
+      ASSERT_TRUE((*arena)->Rearm().ok());
+      ASSERT_TRUE((*p)->Run(*req, out).ok());
+      ASSERT_TRUE((*arena)->status().ok()) << (*arena)->status().ToString();
+      if (req == &r) {
+        EXPECT_EQ(out, rec->output);
+      }
+    }
+    ASSERT_TRUE((*arena)->Rearm().ok());
+    auto extra = (*arena)->Allocate(512, "stray", TensorKind::kActivation);
+    EXPECT_FALSE(extra.ok());  // outside an op: diverges from the trace
+    EXPECT_EQ((*arena)->Rearm().code(), core::StatusCode::kFailedPrecondition);
+  }
 }
 
 }  // namespace

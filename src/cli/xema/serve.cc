@@ -1,0 +1,92 @@
+// `tessera xema serve`: runs the diffusion server (xema/serve/server.h) until Ctrl-C /
+// SIGTERM, --max-requests replies or --duration-s seconds, then stops it gracefully and prints
+// the reply counts.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "core/byte_size.h"
+#include "xema/serve/server.h"
+
+namespace tessera::cli {
+namespace {
+
+struct ServeArgs {
+  std::string host = "127.0.0.1";
+  int64_t port = 8000;
+  std::string policy = "none";
+  int64_t budget_bytes = int64_t{2} << 30;
+  int64_t devices = 1;
+  int64_t queue = 64;
+  int64_t max_requests = 0;
+  double duration_s = 0;
+};
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void OnSignal(int) { g_interrupted = 1; }
+
+core::Status RunServe(const ServeArgs& a) {
+  xema::ServerOptions o;
+  o.host = a.host;
+  o.port = static_cast<int>(a.port);
+  ASSIGN_OR_RETURN(o.policy, xema::ParseMemoryPolicy(a.policy));
+  o.budget_bytes = a.budget_bytes;
+  o.devices = static_cast<int>(a.devices);
+  o.queue_capacity = static_cast<int>(a.queue);
+  o.max_requests = a.max_requests;
+  o.duration_s = a.duration_s;
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-reply is an error return, not a signal
+  ASSIGN_OR_RETURN(std::unique_ptr<xema::DiffusionServer> server, xema::DiffusionServer::Start(o));
+  g_interrupted = 0;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::printf(
+      "serving on %s (policy %s, budget %s per device, %d device%s, queue %d); "
+      "Ctrl-C stops\n",
+      server->url().c_str(), a.policy.c_str(), core::FormatBytes(a.budget_bytes).c_str(), o.devices,
+      o.devices == 1 ? "" : "s", o.queue_capacity);
+  std::fflush(stdout);
+  server->Wait([] { return g_interrupted != 0; });
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  const core::Json m = server->Metrics();
+  std::printf("stopped after %lld replies: status %s, latency p50 %.3f s p99 %.3f s\n",
+              static_cast<long long>(m["requests"].get<int64_t>()), m["status"].dump().c_str(),
+              m["latency_p50_s"].get<double>(), m["latency_p99_s"].get<double>());
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+void AddXemaServe(CLI::App* xema, Action* action) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* c = xema->add_subcommand(
+      "serve", "Serve OpenAI-style image/video generation over HTTP under a memory budget");
+  c->add_option("--host", a->host, "address to listen on")->capture_default_str();
+  c->add_option("--port", a->port, "TCP port (0: any free port)")
+      ->transform(Integer(0, 65535))
+      ->capture_default_str();
+  c->add_option("--policy", a->policy, "memory policy: none (caching allocator) or static")
+      ->capture_default_str();
+  c->add_option("--budget", a->budget_bytes, "device memory budget per device, e.g. 512MiB")
+      ->transform(ByteSize(1, core::kMaxByteSize))
+      ->capture_default_str();
+  c->add_option("--devices", a->devices, "serving devices (one request at a time each)")
+      ->transform(Integer(1, xema::kMaxServeDevices))
+      ->capture_default_str();
+  c->add_option("--queue", a->queue, "requests that may wait for a device (then 429)")
+      ->transform(Integer(1, xema::kMaxServeQueue))
+      ->capture_default_str();
+  c->add_option("--max-requests", a->max_requests,
+                "stop after this many generation replies (0: never)")
+      ->transform(Integer(0, int64_t{1} << 40))
+      ->capture_default_str();
+  c->add_option("--duration-s", a->duration_s, "stop after this many seconds (0: never)")
+      ->check(Number(0, 1e7))
+      ->capture_default_str();
+  c->callback([action, a] { *action = [a] { return RunServe(*a); }; });
+}
+
+}  // namespace tessera::cli

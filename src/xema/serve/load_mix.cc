@@ -1,0 +1,80 @@
+#include "xema/serve/load_mix.h"
+
+#include <fmt/format.h>
+
+#include "xema/serve/request_json.h"
+#include "xema/serve/serve_device.h"
+
+namespace tessera::xema {
+
+core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
+                                                      const std::string& source) {
+  if (!j.is_array() || j.empty() || j.size() > kMaxMixTemplates) {
+    return core::InvalidArgument(fmt::format(
+        "{}: got {}, must be an array of 1 to {} templates like [{{\"model\": \"tiny-t2i\", "
+        "\"size\": \"64x64\", \"steps\": 4, \"weight\": 1}}]",
+        source, core::ShowJson(j), kMaxMixTemplates));
+  }
+  std::vector<LoadTemplate> mix;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string path = fmt::format("{}: mix[{}]", source, i);
+    const core::Json& e = j[i];
+    RETURN_IF_ERROR(
+        core::CheckKnownKeys(e, path, {"model", "size", "frames", "steps", "guidance", "weight"}));
+    LoadTemplate t;
+    DiffusionRequest& r = t.request;
+    ASSIGN_OR_RETURN(r.model, core::GetString(e, path, "model"));
+    auto spec = TinyModel(r.model);
+    if (!spec.ok()) return spec.status().WithPrefix(path + ".model");
+    t.video = spec->video;
+    if (e.contains("size")) {
+      ASSIGN_OR_RETURN(const std::string size, core::GetString(e, path, "size"));
+      RETURN_IF_ERROR(ParseSize(size, path + ".size", &r.width, &r.height));
+    }
+    r.frames = t.video ? 5 : 1;
+    if (e.contains("frames")) {
+      ASSIGN_OR_RETURN(r.frames, core::GetIntInRange(e, path, "frames", 1, kMaxRequestFrames));
+    }
+    if (e.contains("steps")) {
+      ASSIGN_OR_RETURN(r.steps, core::GetIntInRange(e, path, "steps", 1, kMaxServeSteps));
+    }
+    double guidance = 4.0;
+    if (e.contains("guidance")) {
+      ASSIGN_OR_RETURN(guidance, core::GetDoubleInRange(e, path, "guidance", 0, kMaxGuidance));
+    }
+    r.guidance = static_cast<float>(guidance);
+    r.cfg = guidance > 1.0;
+    if (e.contains("weight")) {
+      ASSIGN_OR_RETURN(t.weight, core::GetPositiveDouble(e, path, "weight"));
+    }
+    RETURN_IF_ERROR(ValidateRequest(*spec, r).WithPrefix(path));
+    t.label = TemplateKeyString(r);
+    mix.push_back(std::move(t));
+  }
+  return mix;
+}
+
+core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec) {
+  const size_t first = spec.find_first_not_of(" \t\n");
+  if (first != std::string::npos && spec[first] == '[') {
+    ASSIGN_OR_RETURN(const core::Json j, core::ParseJson(spec, "mix"));
+    return MixFromJson(j, "mix");
+  }
+  ASSIGN_OR_RETURN(const core::Json j, core::ReadJsonFile(spec));
+  return MixFromJson(j, spec);
+}
+
+std::string RequestBody(const LoadTemplate& t, uint64_t seed) {
+  const DiffusionRequest& r = t.request;
+  core::Json j = {{"model", r.model},
+                  {"prompt", r.prompt},
+                  {"size", fmt::format("{}x{}", r.width, r.height)},
+                  {"num_inference_steps", r.steps},
+                  {"guidance_scale", r.guidance},
+                  {"seed", seed & 0x7fffffffffffffffULL},
+                  {"response_format", "none"}};
+  if (t.video) j["frames"] = r.frames;
+  return j.dump();
+}
+
+}  // namespace tessera::xema

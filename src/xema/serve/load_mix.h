@@ -1,0 +1,42 @@
+// The template mix of a load generator: which requests it sends and how often.
+//
+//   [{"model": "tiny-t2i", "size": "64x64", "steps": 4, "weight": 3},
+//    {"model": "tiny-t2v", "size": "32x32", "frames": 5, "steps": 2, "guidance": 1.0,
+//     "weight": 1}]
+//
+// Given inline (text starting with '[') or as a JSON file holding that array. Per template:
+// model (required, a preset), size ("WxH", default 64x64), frames (video only, default 5),
+// steps (default 4), guidance (default 4.0), weight (> 0, default 1): the template is drawn
+// with probability weight / sum of weights. Each template must be a valid request
+// (ValidateRequest), so a typo fails before any load is sent; unknown keys are refused.
+// Errors: InvalidArgument "mix[1].steps: got 0, must be in [1, 200]" style; at most
+// kMaxMixTemplates templates. Thread-safety: reentrant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "xema/pipeline/tiny_pipeline.h"
+
+namespace tessera::xema {
+
+inline constexpr size_t kMaxMixTemplates = 64;
+
+struct LoadTemplate {
+  DiffusionRequest request;  // prompt and seed are set per request by the generator
+  bool video = false;
+  double weight = 1;
+  std::string label;  // "tiny-t2i 64x64x1 steps 4 cfg on"
+};
+
+core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
+                                                      const std::string& source);
+// Inline JSON when `spec` starts with '[' (after spaces), else a file path.
+core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec);
+
+// The body of one generation request of template `t` (response_format "none").
+std::string RequestBody(const LoadTemplate& t, uint64_t seed);
+
+}  // namespace tessera::xema

@@ -1,0 +1,145 @@
+#include "xema/serve/loadgen.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "xema/serve/server.h"
+
+namespace tessera::xema {
+namespace {
+
+TEST(ArrivalsTest, RateAndBurstinessAsAsked) {
+  auto p = ArrivalTimes(ArrivalKind::kPoisson, 100, 1, 100, 7);
+  ASSERT_TRUE(p.ok());
+  EXPECT_NEAR(static_cast<double>(p->size()), 10000, 400);
+  EXPECT_EQ(*p, *ArrivalTimes(ArrivalKind::kPoisson, 100, 1, 100, 7));  // seeded
+  for (double cv : {0.5, 2.0}) {
+    auto g = ArrivalTimes(ArrivalKind::kGamma, 100, cv, 200, 3);
+    ASSERT_TRUE(g.ok());
+    double sum = 0, sum2 = 0, prev = 0;
+    for (double t : *g) {
+      sum += t - prev;
+      sum2 += (t - prev) * (t - prev);
+      prev = t;
+    }
+    const double n = static_cast<double>(g->size());
+    const double mean = sum / n;
+    EXPECT_NEAR(mean, 0.01, 0.001) << cv;
+    EXPECT_NEAR(std::sqrt(sum2 / n - mean * mean) / mean, cv, 0.1 * cv) << cv;
+  }
+  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kPoisson, 0, 1, 1, 1).ok());
+  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kGamma, 1, 0, 1, 1).ok());
+  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kPoisson, 1e6, 1, 1e6, 1).ok());
+  EXPECT_FALSE(ParseArrivalKind("uniform").ok());
+}
+
+TEST(LoadMixTest, InlineMixAndBadTemplatesNamed) {
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "weight": 3},
+                         {"model": "tiny-t2v", "size": "16x16", "frames": 5, "steps": 1}])");
+  ASSERT_TRUE(mix.ok()) << mix.status().ToString();
+  EXPECT_EQ(mix->size(), 2u);
+  EXPECT_EQ((*mix)[0].weight, 3);
+  EXPECT_TRUE((*mix)[1].video);
+  auto error = [](const std::string& spec) {
+    auto m = ReadMix(spec);
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_NE(error("[]").find("must be an array of 1 to"), std::string::npos);
+  EXPECT_NE(error(R"([{"model": "tiny-t2i", "steps": 0}])").find("mix[0].steps: got 0"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"model": "tiny-t2i", "weight": 0}])").find("mix[0].weight"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"model": "tiny-t2i", "sise": "1x1"}])").find("unknown key 'sise'"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"model": "sdxl"}])").find("mix[0].model"), std::string::npos);
+  EXPECT_NE(error("/nonexistent/mix.json").find("/nonexistent/mix.json"), std::string::npos);
+}
+
+TEST(LoadgenTest, UrlsAreChecked) {
+  std::string host;
+  int port = 0;
+  ASSERT_TRUE(ParseHttpUrl("http://127.0.0.1:8000", &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 8000);
+  for (const char* bad : {"127.0.0.1:80", "https://x:1", "http://x", "http://x:0", "http://:80",
+                          "http://a b:80", "http://x:99999"}) {
+    EXPECT_FALSE(ParseHttpUrl(bad, &host, &port).ok()) << bad;
+  }
+}
+
+TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
+  ServerOptions so;
+  so.budget_bytes = int64_t{1} << 30;
+  so.http_threads = 8;
+  auto server = DiffusionServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  LoadgenOptions o;
+  o.url = (*server)->url();
+  o.rate_rps = 4;
+  o.duration_s = 1;
+  o.seed = 3;
+  o.slo_scale = 1000;  // generous: the test checks completion, not speed
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1}])");
+  ASSERT_TRUE(mix.ok());
+  o.mix = *mix;
+  int64_t last_done = -1;
+  o.progress = [&](int64_t done, int64_t) { last_done = done; };
+  auto r = RunLoadgen(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->planned, 0);
+  EXPECT_EQ(r->sent, r->planned);
+  EXPECT_EQ(r->completed, r->planned);
+  EXPECT_EQ(r->status_counts[200], r->planned);
+  EXPECT_EQ(r->slo_met, r->planned);
+  EXPECT_EQ(r->slo_attainment, 1.0);
+  EXPECT_EQ(last_done, r->planned);
+  EXPECT_GT(r->templates[0].solo_latency_s, 0);
+  const core::Json j = ToJson(*r, o);
+  EXPECT_EQ(j["completed"], r->planned);
+  // Server metrics saw the solo requests and every load request.
+  EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + kSoloRuns);
+}
+
+TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
+  DiffusionRequest big;
+  big.width = big.height = 128;
+  big.steps = 1;
+  ServerOptions so;
+  so.budget_bytes = MinimumPeakBytes(*TinyModel("tiny-t2i"), big) + 1;  // 128x128 runs out
+  so.http_threads = 8;
+  auto server = DiffusionServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  LoadgenOptions o;
+  o.url = (*server)->url();
+  o.rate_rps = 4;
+  o.duration_s = 1;
+  o.seed = 4;
+  o.slo_scale = 1000;
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1},
+                         {"model": "tiny-t2i", "size": "128x128", "steps": 1, "guidance": 1}])");
+  ASSERT_TRUE(mix.ok());
+  o.mix = *mix;
+  auto r = RunLoadgen(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->templates[0].solo_error.empty());
+  EXPECT_NE(r->templates[1].solo_error.find("HTTP 507"), std::string::npos);
+  EXPECT_EQ(r->templates[1].slo_met, 0);
+  EXPECT_EQ(r->status_counts[507], r->templates[1].sent);
+  EXPECT_EQ(r->slo_met, r->templates[0].sent);
+}
+
+TEST(LoadgenTest, UnreachableServerIsOneLine) {
+  LoadgenOptions o;
+  o.url = "http://127.0.0.1:1";
+  o.duration_s = 1;
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1}])");
+  o.mix = *mix;
+  auto r = RunLoadgen(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), core::StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("cannot reach"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::xema

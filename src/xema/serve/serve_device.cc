@@ -1,0 +1,185 @@
+#include "xema/serve/serve_device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "xema/caching_allocator.h"
+#include "xema/pipeline/template_check.h"
+
+namespace tessera::xema {
+
+std::shared_ptr<const TemplatePlan> TemplateCache::Find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  return it == plans_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const TemplatePlan> TemplateCache::Insert(
+    const std::string& key, std::shared_ptr<const TemplatePlan> plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plans_.emplace(key, std::move(plan)).first->second;
+}
+
+int64_t TemplateCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(plans_.size());
+}
+
+std::string TemplateKeyString(const DiffusionRequest& r) {
+  return fmt::format("{} {}x{}x{} steps {} cfg {}", r.model, r.width, r.height, r.frames, r.steps,
+                     r.cfg ? "on" : "off");
+}
+
+ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache)
+    : index_(index), policy_(policy), budget_bytes_(budget_bytes), cache_(cache) {
+  if (policy_ == MemoryPolicy::kNone) {
+    AllocatorPolicy p;  // PyTorch's defaults
+    p.device_limit_bytes = budget_bytes_;
+    caching_ = std::make_unique<CachingDeviceAllocator>(p);
+  }
+}
+
+ServeDevice::~ServeDevice() {
+  pipelines_.clear();
+  DropArenas();
+}
+
+void ServeDevice::DropArenas() { arenas_.clear(); }
+
+int64_t ServeDevice::ArenaBytes() const {
+  int64_t sum = 0;
+  for (const Arena& a : arenas_) sum += a.allocator->arena_bytes();
+  return sum;
+}
+
+int64_t ServeDevice::ArenaLiveBytes() const {
+  int64_t sum = 0;
+  for (const Arena& a : arenas_) sum += a.allocator->live_bytes();
+  return sum;
+}
+
+void ServeDevice::Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes) {
+  live_bytes_.store(live_bytes);
+  if (request_peak_bytes > peak_bytes_.load()) peak_bytes_.store(request_peak_bytes);
+  if (reserved_bytes > peak_reserved_bytes_.load()) peak_reserved_bytes_.store(reserved_bytes);
+}
+
+DeviceSnapshot ServeDevice::Snapshot() const {
+  DeviceSnapshot s;
+  s.live_bytes = live_bytes_.load();
+  s.peak_bytes = peak_bytes_.load();
+  s.peak_reserved_bytes = peak_reserved_bytes_.load();
+  s.requests = requests_.load();
+  return s;
+}
+
+core::StatusOr<DeviceRun> ServeDevice::Execute(const DiffusionRequest& request) {
+  requests_.fetch_add(1);
+  ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
+  return policy_ == MemoryPolicy::kNone ? ExecuteNone(spec, request) : ExecuteStatic(spec, request);
+}
+
+core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,
+                                                   const DiffusionRequest& r) {
+  auto it = pipelines_.find(spec.name);
+  if (it == pipelines_.end()) {
+    auto loaded = DiffusionPipeline::Load(spec, *caching_);
+    if (!loaded.ok()) {
+      Publish(caching_->live_bytes(), 0, caching_->stats().peak_reserved_bytes);
+      return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
+    }
+    it = pipelines_.emplace(spec.name, std::move(*loaded)).first;
+  }
+  DeviceRun run;
+  run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
+  caching_->ResetPeak();
+  const core::Status s = it->second->Run(r, run.output);
+  run.peak_bytes = caching_->peak_bytes();
+  Publish(caching_->live_bytes(), run.peak_bytes, caching_->stats().peak_reserved_bytes);
+  if (!s.ok()) return s.WithPrefix(fmt::format("device {}", index_));
+  return run;
+}
+
+core::StatusOr<std::shared_ptr<const TemplatePlan>> ServeDevice::Plan(const TinyModelSpec& spec,
+                                                                      const DiffusionRequest& r,
+                                                                      DeviceRun* recorded) {
+  auto plan = std::make_shared<TemplatePlan>();
+  // Record under the budget: a template whose plain run does not fit never will.
+  auto rec = RecordRequest(spec, r, budget_bytes_);
+  if (!rec.ok()) {
+    if (rec.status().code() != core::StatusCode::kInfeasible) return rec.status();
+    plan->refused = rec.status().WithPrefix("template " + TemplateKeyString(r));
+  } else {
+    plan->trace = std::move(rec->trace);
+    ASSIGN_OR_RETURN(plan->expanded, Expand(plan->trace));
+    ASSIGN_OR_RETURN(plan->layout, PlanLayout(plan->expanded, "tflite", LayoutOptions{}));
+    if (plan->layout.arena_bytes > budget_bytes_) {
+      plan->refused = core::Infeasible(fmt::format(
+          "out of device memory: template {} needs a static arena of {} bytes, the budget is {}",
+          TemplateKeyString(r), plan->layout.arena_bytes, budget_bytes_));
+    }
+    recorded->output = std::move(rec->output);
+    recorded->peak_bytes = rec->measured_peak_bytes;
+  }
+  return cache_->Insert(TemplateKeyString(r), std::move(plan));
+}
+
+core::StatusOr<DeviceRun> ServeDevice::ExecuteStatic(const TinyModelSpec& spec,
+                                                     const DiffusionRequest& r) {
+  const std::string key = TemplateKeyString(r);
+  std::shared_ptr<const TemplatePlan> plan = cache_->Find(key);
+  if (plan == nullptr) {
+    // The recording run is this device's memory now: no arena besides it.
+    DropArenas();
+    Publish(0, 0, 0);
+    DeviceRun recorded;
+    ASSIGN_OR_RETURN(plan, Plan(spec, r, &recorded));
+    RETURN_IF_ERROR(plan->refused);
+    if (!recorded.output.empty()) {
+      Publish(0, recorded.peak_bytes, recorded.peak_bytes);
+      return recorded;  // the recording run served the request
+    }
+    // Another device planned the template meanwhile: run from the arena below.
+  }
+  RETURN_IF_ERROR(plan->refused);
+  DeviceRun run;
+  run.template_hit = true;
+  auto it = arenas_.begin();
+  while (it != arenas_.end() && it->plan != plan) ++it;
+  if (it != arenas_.end()) {
+    arenas_.splice(arenas_.begin(), arenas_, it);  // most recently used first
+    if (!arenas_.front().allocator->Rearm().ok()) arenas_.pop_front();
+  }
+  if (arenas_.empty() || arenas_.front().plan != plan) {
+    // Room for the new arena: the least recently used go.
+    while (!arenas_.empty() && ArenaBytes() + plan->layout.arena_bytes > budget_bytes_) {
+      arenas_.pop_back();
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> allocator,
+                     LayoutDeviceAllocator::Create(plan->expanded, plan->layout));
+    arenas_.emplace_front();
+    arenas_.front().plan = plan;
+    arenas_.front().allocator = std::move(allocator);
+    auto loaded = DiffusionPipeline::Load(spec, *arenas_.front().allocator);
+    if (!loaded.ok()) {
+      arenas_.pop_front();
+      Publish(ArenaLiveBytes(), 0, ArenaBytes());
+      return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
+    }
+    arenas_.front().pipeline = std::move(*loaded);
+  }
+  Arena& arena = arenas_.front();
+  run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
+  arena.allocator->ResetPeak();
+  core::Status s = arena.pipeline->Run(r, run.output);
+  if (s.ok()) s = arena.allocator->status();
+  run.peak_bytes = arena.allocator->peak_bytes();
+  const int64_t reserved = ArenaBytes();
+  if (!s.ok()) arenas_.pop_front();
+  Publish(ArenaLiveBytes(), run.peak_bytes, reserved);
+  if (!s.ok()) return s.WithPrefix(fmt::format("device {}", index_));
+  return run;
+}
+
+}  // namespace tessera::xema

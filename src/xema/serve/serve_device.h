@@ -1,0 +1,127 @@
+// ServeDevice: one serving device, i.e. one memory budget and one request at a time, under a
+// MemoryPolicy (memory_policy.h). Owned and driven by one worker thread of DiffusionServer.
+//
+//   none    one CachingDeviceAllocator (PyTorch rules, device limit = budget_bytes) for the
+//           device's life; a pipeline per model is loaded on first use and stays resident.
+//   static  templates are planned once per server (a TemplateCache shared by the devices):
+//           the first request of a template is recorded under a heap allocator bounded by
+//           the budget (its output is the reply, template_hit false), then a tflite layout is
+//           planned; a template whose arena exceeds the budget is refused from then on. The
+//           device keeps the arenas of the templates it ran (each with its model's weights
+//           loaded in it) while their sum fits the budget, evicting the least recently used
+//           to make room; the device's memory is its arenas and nothing else (a recording run
+//           first drops them all).
+//
+// Errors: Infeasible (out of device memory, or a static arena above the budget: HTTP 507);
+// FailedPrecondition when a replay diverged from its trace (the arena is dropped); the
+// pipeline's own errors otherwise. After any error the device holds only weights (none) or
+// nothing (static): nothing of the request is leaked.
+// Thread-safety: Execute on one thread at a time; Snapshot from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "xema/memory_trace.h"
+#include "xema/pipeline/caching_device_allocator.h"
+#include "xema/pipeline/layout_allocator.h"
+#include "xema/pipeline/tiny_pipeline.h"
+#include "xema/serve/memory_policy.h"
+#include "xema/static_layout.h"
+
+namespace tessera::xema {
+
+// A planned template: its trace, expansion and layout, or why it cannot run.
+struct TemplatePlan {
+  MemoryTrace trace;
+  ExpandedTrace expanded;
+  Layout layout;
+  core::Status refused;  // OK when the template runs from `layout`
+};
+
+// The plans of a server's templates, by TemplateKeyString. Thread-safe.
+class TemplateCache {
+ public:
+  std::shared_ptr<const TemplatePlan> Find(const std::string& key) const;
+  // Keeps the first plan inserted for `key` and returns it.
+  std::shared_ptr<const TemplatePlan> Insert(const std::string& key,
+                                             std::shared_ptr<const TemplatePlan> plan);
+  int64_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const TemplatePlan>> plans_;
+};
+
+// "tiny-t2i 64x64x1 steps 4 cfg on": what a static layout depends on.
+std::string TemplateKeyString(const DiffusionRequest& request);
+
+struct DeviceRun {
+  std::vector<float> output;  // (frames, 3, height, width)
+  int64_t peak_bytes = 0;     // peak live bytes of the request's run, weights included
+  bool template_hit = false;  // static: ran from an already planned arena
+};
+
+struct DeviceSnapshot {
+  int64_t live_bytes = 0;           // now (weights between requests)
+  int64_t peak_bytes = 0;           // most live bytes of any request so far
+  int64_t peak_reserved_bytes = 0;  // none: caching allocator's peak reserved; static: arena
+  int64_t requests = 0;             // requests executed (any outcome)
+};
+
+class ServeDevice {
+ public:
+  // `cache` is shared by the devices of a server and must outlive them (static only).
+  ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache);
+  ~ServeDevice();
+  ServeDevice(const ServeDevice&) = delete;
+  ServeDevice& operator=(const ServeDevice&) = delete;
+
+  // `request` must pass ValidateRequest for its preset model.
+  core::StatusOr<DeviceRun> Execute(const DiffusionRequest& request);
+  DeviceSnapshot Snapshot() const;
+  int index() const { return index_; }
+
+ private:
+  core::StatusOr<DeviceRun> ExecuteNone(const TinyModelSpec& spec, const DiffusionRequest& r);
+  core::StatusOr<DeviceRun> ExecuteStatic(const TinyModelSpec& spec, const DiffusionRequest& r);
+  core::StatusOr<std::shared_ptr<const TemplatePlan>> Plan(const TinyModelSpec& spec,
+                                                           const DiffusionRequest& r,
+                                                           DeviceRun* recorded);
+  void DropArenas();
+  void Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes);
+
+  int index_;
+  MemoryPolicy policy_;
+  int64_t budget_bytes_;
+  TemplateCache* cache_;
+
+  // none: the allocator, then the pipelines (destroyed first).
+  std::unique_ptr<CachingDeviceAllocator> caching_;
+  std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines_;
+
+  // static: the arenas held, most recently used first (the plan kept alive for the
+  // allocator's trace reference; members destroyed in reverse order: the pipeline first).
+  struct Arena {
+    std::shared_ptr<const TemplatePlan> plan;
+    std::unique_ptr<LayoutDeviceAllocator> allocator;
+    std::unique_ptr<DiffusionPipeline> pipeline;
+  };
+  std::list<Arena> arenas_;
+  int64_t ArenaBytes() const;  // sum over arenas_
+  int64_t ArenaLiveBytes() const;
+
+  std::atomic<int64_t> live_bytes_{0};
+  std::atomic<int64_t> peak_bytes_{0};
+  std::atomic<int64_t> peak_reserved_bytes_{0};
+  std::atomic<int64_t> requests_{0};
+};
+
+}  // namespace tessera::xema

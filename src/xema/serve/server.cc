@@ -1,0 +1,320 @@
+#include "xema/serve/server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <future>
+
+#include "core/memory_info.h"
+#include "kernels/gemm.h"
+#include "xema/serve/base64.h"
+#include "xema/serve/png.h"
+
+namespace tessera::xema {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+core::Json ErrorBody(int status, const std::string& message) {
+  return {{"error", {{"message", message}, {"code", status}}}};
+}
+
+int HttpStatus(const core::Status& s) {
+  switch (s.code()) {
+    case core::StatusCode::kInvalidArgument:
+      return 400;
+    case core::StatusCode::kInfeasible:
+      return 507;
+    case core::StatusCode::kDeadlineExceeded:
+    case core::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+}  // namespace
+
+struct DiffusionServer::Job {
+  GenerationRequest request;
+  Clock::time_point arrival;
+  std::promise<void> done;
+  // Set by the worker before `done`.
+  core::Status status;
+  DeviceRun run;
+  double queue_s = 0;
+  int device = -1;
+};
+
+core::Status ValidateServerOptions(const ServerOptions& o) {
+  if (o.budget_bytes <= 0) {
+    return core::InvalidArgument(fmt::format("budget: got {}, must be > 0 bytes", o.budget_bytes));
+  }
+  if (o.devices < 1 || o.devices > kMaxServeDevices) {
+    return core::InvalidArgument(
+        fmt::format("devices: got {}, must be in [1, {}]", o.devices, kMaxServeDevices));
+  }
+  if (o.queue_capacity < 1 || o.queue_capacity > kMaxServeQueue) {
+    return core::InvalidArgument(
+        fmt::format("queue: got {}, must be in [1, {}]", o.queue_capacity, kMaxServeQueue));
+  }
+  if (o.port < 0 || o.port > 65535) {
+    return core::InvalidArgument(fmt::format("port: got {}, must be in [0, 65535]", o.port));
+  }
+  if (o.max_requests < 0) {
+    return core::InvalidArgument(fmt::format("max-requests: got {}, must be >= 0", o.max_requests));
+  }
+  if (!(o.duration_s >= 0) || o.duration_s > 1e7) {
+    return core::InvalidArgument(
+        fmt::format("duration-s: got {}, must be in [0, 1e7] seconds", o.duration_s));
+  }
+  // Runs allocate real memory: the devices together may use at most 80% of what the host has.
+  const int64_t host = core::AvailableMemoryBytes() / 10 * 8;
+  if (host > 0 && o.budget_bytes > host / o.devices) {
+    return core::InvalidArgument(fmt::format(
+        "budget: got {} bytes per device x {} devices, more than the {} bytes (80% of the "
+        "memory available) this host can give them",
+        o.budget_bytes, o.devices, host));
+  }
+  if (o.max_body_bytes < 1024 || o.http_threads < 1 || o.http_threads > 1024) {
+    return core::InvalidArgument(
+        "server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
+  }
+  return core::Status::Ok();
+}
+
+DiffusionServer::DiffusionServer(const ServerOptions& options)
+    : options_(options), http_(std::make_unique<httplib::Server>()) {}
+
+core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
+    const ServerOptions& options) {
+  RETURN_IF_ERROR(ValidateServerOptions(options));
+  std::unique_ptr<DiffusionServer> s(new DiffusionServer(options));
+  httplib::Server& http = *s->http_;
+  const int threads = options.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
+  http.set_read_timeout(5, 0);
+  http.set_write_timeout(5, 0);
+  DiffusionServer* self = s.get();
+  auto json_reply = [](httplib::Response& res, int status, const core::Json& body) {
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+  };
+  for (GenerationKind kind : {GenerationKind::kImage, GenerationKind::kVideo}) {
+    http.Post(GenerationRoute(kind),
+              [self, kind, json_reply](const httplib::Request& req, httplib::Response& res) {
+                Reply r = self->Generate(kind, req.body);
+                json_reply(res, r.status, r.body);
+              });
+  }
+  http.Get("/v1/metrics", [self, json_reply](const httplib::Request&, httplib::Response& res) {
+    json_reply(res, 200, self->Metrics());
+  });
+  http.Get("/healthz", [self, json_reply](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    json_reply(res, self->accepting_ ? 200 : 503,
+               {{"status", self->accepting_ ? "ok" : "stopping"}});
+  });
+  http.set_error_handler([json_reply](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string why = res.status == 404   ? "no such route: " + req.method + " " + req.path
+                      : res.status == 413 ? "body too large"
+                                          : "bad request";
+    if (why.size() > 200) why = why.substr(0, 200) + "...";
+    json_reply(res, res.status, ErrorBody(res.status, why));
+  });
+
+  s->port_ = options.port == 0
+                 ? http.bind_to_any_port(options.host)
+                 : (http.bind_to_port(options.host, options.port) ? options.port : -1);
+  if (s->port_ <= 0) {
+    return core::Unavailable(fmt::format("cannot listen on {}:{}: address in use or not allowed",
+                                         options.host, options.port));
+  }
+  for (int d = 0; d < options.devices; ++d) {
+    s->devices_.push_back(
+        std::make_unique<ServeDevice>(d, options.policy, options.budget_bytes, &s->templates_));
+  }
+  for (int d = 0; d < options.devices; ++d) s->workers_.emplace_back([self, d] { self->Work(d); });
+  s->listener_ = std::thread([self] { self->http_->listen_after_bind(); });
+  return s;
+}
+
+DiffusionServer::~DiffusionServer() { Stop(); }
+
+std::string DiffusionServer::url() const {
+  return fmt::format("http://{}:{}", options_.host, port_);
+}
+
+void DiffusionServer::RequestStop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_requested_ = true;
+  stop_cv_.notify_all();
+}
+
+void DiffusionServer::Wait(const std::function<bool()>& interrupted) {
+  const Clock::time_point t0 = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_requested_) {
+    if (options_.duration_s > 0 && Since(t0) >= options_.duration_s) break;
+    if (interrupted && interrupted()) break;
+    stop_cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  lock.unlock();
+  Stop();
+}
+
+void DiffusionServer::Stop() {
+  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    workers_exit_ = true;  // after the queue drains
+    stop_requested_ = true;
+  }
+  work_cv_.notify_all();
+  stop_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  http_->stop();  // handlers have their replies now; the pool finishes writing them
+  if (listener_.joinable()) listener_.join();
+}
+
+int64_t DiffusionServer::queue_length() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+core::Json DiffusionServer::Metrics() const {
+  core::Json j = metrics_.ToJson();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    j["queue_length"] = queue_.size();
+    j["in_flight"] = in_flight_;
+  }
+  j["queue_capacity"] = options_.queue_capacity;
+  j["policy"] = MemoryPolicyName(options_.policy);
+  j["budget_bytes"] = options_.budget_bytes;
+  j["templates_planned"] = templates_.size();
+  core::Json devices = core::Json::array();
+  for (const auto& d : devices_) {
+    const DeviceSnapshot s = d->Snapshot();
+    devices.push_back({{"device", d->index()},
+                       {"live_bytes", s.live_bytes},
+                       {"peak_bytes", s.peak_bytes},
+                       {"peak_reserved_bytes", s.peak_reserved_bytes},
+                       {"requests", s.requests}});
+  }
+  j["devices"] = devices;
+  return j;
+}
+
+DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std::string& body) {
+  const Clock::time_point arrival = Clock::now();
+  Reply reply;
+  auto finish = [&](int status, const std::string& message, bool hit) {
+    if (status != 200) reply = {status, ErrorBody(status, message)};
+    reply.status = status;
+    metrics_.Record(status, Since(arrival), hit);
+    if (options_.max_requests > 0 && metrics_.replies() >= options_.max_requests) RequestStop();
+    return reply;
+  };
+  auto parsed = ParseGenerationRequest(body, kind);
+  if (!parsed.ok()) return finish(400, parsed.status().message(), false);
+  const DiffusionRequest& r = parsed->request;
+  auto spec = TinyModel(r.model);
+  if (!spec.ok()) return finish(400, spec.status().message(), false);
+  const int64_t need = MinimumPeakBytes(*spec, r);
+  if (need > options_.budget_bytes) {
+    return finish(507,
+                  fmt::format("out of device memory: {} needs at least {} bytes (weights and the "
+                              "VAE's full-resolution activations), the budget is {}",
+                              TemplateKeyString(r), need, options_.budget_bytes),
+                  false);
+  }
+  auto job = std::make_shared<Job>();
+  job->request = std::move(*parsed);
+  job->arrival = arrival;
+  std::future<void> done = job->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return finish(503, "server is stopping", false);
+    if (static_cast<int>(queue_.size()) >= options_.queue_capacity) {
+      return finish(
+          429, fmt::format("queue full: {} requests waiting, retry later", options_.queue_capacity),
+          false);
+    }
+    queue_.push_back(job);
+  }
+  work_cv_.notify_one();
+  done.wait();
+  if (!job->status.ok()) return finish(HttpStatus(job->status), job->status.message(), false);
+
+  const DiffusionRequest& req = job->request.request;
+  core::Json data = core::Json::array();
+  if (job->request.return_images) {
+    for (int64_t f = 0; f < req.frames; ++f) {
+      auto png = FramePng(job->run.output, f, req.width, req.height);
+      if (!png.ok()) return finish(500, png.status().message(), false);
+      data.push_back({{"b64_json", EncodeBase64(*png)}});
+    }
+  }
+  reply.body = {{"created", static_cast<int64_t>(std::time(nullptr))},
+                {"data", std::move(data)},
+                {"latency_s", Since(arrival)},
+                {"queue_s", job->queue_s},
+                {"peak_bytes", job->run.peak_bytes},
+                {"template_hit", job->run.template_hit},
+                {"template", TemplateKeyString(req)},
+                {"policy", MemoryPolicyName(options_.policy)},
+                {"device", job->device}};
+  return finish(200, "", job->run.template_hit);
+}
+
+void DiffusionServer::Work(int device) {
+  // A device is one core: GEMMs single-threaded (the setting is process-wide; every worker
+  // asks for the same).
+  (void)kernels::SetBlasNumThreads(1);
+  ServeDevice& dev = *devices_[static_cast<size_t>(device)];
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [this] { return !queue_.empty() || workers_exit_; });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      ++in_flight_;
+    }
+    job->device = device;
+    job->queue_s = Since(job->arrival);
+    const double deadline_s = job->request.deadline_s;
+    if (deadline_s > 0 && job->queue_s > deadline_s) {
+      job->status = core::DeadlineExceeded(
+          fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job->queue_s));
+    } else {
+      if (options_.before_run) options_.before_run(device);
+      auto run = dev.Execute(job->request.request);
+      if (run.ok()) {
+        job->run = std::move(*run);
+      } else {
+        job->status = run.status();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --in_flight_;
+    }
+    job->done.set_value();
+  }
+}
+
+}  // namespace tessera::xema

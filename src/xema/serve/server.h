@@ -1,0 +1,131 @@
+// DiffusionServer: an HTTP server (cpp-httplib) that runs the tiny diffusion pipeline for
+// OpenAI-style generation requests on D serving devices under a memory policy.
+//
+// Endpoints:
+//   POST /v1/images/generations, /v1/videos/generations  body: request_json.h
+//   GET  /v1/metrics  replies per status, queue length, in flight, p50 / p99 latency,
+//                     per device live / peak / peak reserved bytes, templates planned
+//   GET  /healthz     {"status": "ok"} (503 while stopping)
+// A generation reply (200): {"data": [{"b64_json": PNG}, ...] (one per frame; [] with
+// response_format "none"), "latency_s" (arrival to reply), "queue_s", "peak_bytes" (peak
+// live device bytes of the run), "template_hit", "template", "policy", "device"}.
+// Errors: {"error": {"message": one line, "code": status}} with
+//   400 a bad body (the field named), 413 a body over max_body_bytes, 404 an unknown route,
+//   429 the queue is full, 503 stopping or the request's deadline_s passed while queued,
+//   507 the request cannot fit the budget (MinimumPeakBytes above it: refused before
+//       queueing; out of device memory while running; a static arena above the budget),
+//   500 anything else (a replay that diverged).
+//
+// Execution: handlers (a pool of http_threads) parse, check and enqueue into one bounded
+// FIFO queue (queue_capacity) and wait for the reply; each device is a worker thread with
+// one BLAS thread that takes the oldest request and runs it on its ServeDevice (one request
+// at a time per device). Every request is bounded: body size, prompt length and sizes
+// (ValidateRequest), and the budget.
+//
+// Stopping: Stop() (also from Wait() when max_requests replies were sent, duration_s passed or
+// `interrupted` returned true) refuses new requests with 503, lets the devices finish every
+// request already queued or running, answers them, then closes the listener. Idempotent; the
+// destructor calls it.
+// Thread-safety: all public methods may be called from any thread (Stop not from a handler).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/status.h"
+#include "xema/serve/memory_policy.h"
+#include "xema/serve/request_json.h"
+#include "xema/serve/serve_device.h"
+#include "xema/serve/serve_metrics.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera::xema {
+
+inline constexpr int kMaxServeDevices = 64;
+inline constexpr int kMaxServeQueue = 100000;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (see port())
+  MemoryPolicy policy = MemoryPolicy::kNone;
+  int64_t budget_bytes = 0;  // per device, > 0
+  int devices = 1;           // [1, kMaxServeDevices]
+  int queue_capacity = 16;   // [1, kMaxServeQueue] requests waiting for a device
+  int64_t max_requests = 0;  // stop after this many generation replies; 0: never
+  double duration_s = 0;     // stop after this long; 0: never
+  int64_t max_body_bytes = 64 * 1024;
+  int http_threads = 64;
+  // Test hook: called by a device's worker before it runs each request.
+  std::function<void(int device)> before_run;
+};
+
+// InvalidArgument naming the first bad option (budget x devices above 80% of the host's
+// available memory included: runs allocate real memory).
+core::Status ValidateServerOptions(const ServerOptions& options);
+
+class DiffusionServer {
+ public:
+  // Binds (Unavailable when the address cannot be bound) and starts the listener and the
+  // device workers.
+  static core::StatusOr<std::unique_ptr<DiffusionServer>> Start(const ServerOptions& options);
+  ~DiffusionServer();
+  DiffusionServer(const DiffusionServer&) = delete;
+  DiffusionServer& operator=(const DiffusionServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const;  // "http://HOST:PORT"
+
+  // Blocks until a stop condition (see the file comment), then Stop(). `interrupted` (may be
+  // empty) is polled every 50 ms.
+  void Wait(const std::function<bool()>& interrupted = {});
+  void Stop();
+
+  core::Json Metrics() const;
+  int64_t queue_length() const;
+
+ private:
+  struct Reply {
+    int status = 200;
+    core::Json body;
+  };
+  struct Job;
+
+  explicit DiffusionServer(const ServerOptions& options);
+  Reply Generate(GenerationKind kind, const std::string& body);
+  void Work(int device);
+  void RequestStop();
+
+  ServerOptions options_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  TemplateCache templates_;
+  std::vector<std::unique_ptr<ServeDevice>> devices_;
+  std::vector<std::thread> workers_;
+  ServeMetrics metrics_;
+
+  mutable std::mutex mu_;  // guards the queue and the flags below
+  std::condition_variable work_cv_;
+  std::condition_variable stop_cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int in_flight_ = 0;
+  bool accepting_ = true;
+  bool workers_exit_ = false;
+  bool stop_requested_ = false;
+  std::mutex stop_mu_;  // serialises Stop()
+  bool stopped_ = false;
+};
+
+}  // namespace tessera::xema
