@@ -82,7 +82,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   t.push_back(tokens);
 
   SubcommandSpec plan = Spec("plan", MpiUse::kNone, 30, CostModelOptions());
-  Append(&plan.options, {{"--workload", K::kInputFile, {}},
+  Append(&plan.options, {{"--time-limit", K::kFloat, {}},
+                         {"--workload", K::kInputFile, {}},
                          {"--load", K::kText, {}},
                          {"--video-seconds", K::kFloat, {}},
                          {"--seed", K::kUint, {}},
@@ -123,6 +124,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                           {"--batches", K::kInt, {}},
                           {"--seed", K::kUint, {}},
                           {"--joint-time-limit", K::kFloat, {}},
+                          {"--time-limit", K::kFloat, {}},
                           {"--skip-joint", K::kFlag, {}},
                           {"--option", K::kKeyValue, {}},
                           {"--json", K::kOutputFile, {}}});
@@ -286,9 +288,10 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
     Append(&o, more);
     return o;
   };
-  SubcommandSpec trace =
-      Spec("trace", MpiUse::kNone, 3,
-           request({{"--out", K::kOutputFile, {}}, {"--timeline", K::kOutputFile, {}}}));
+  SubcommandSpec trace = Spec("trace", MpiUse::kNone, 3,
+                              request({{"--out", K::kOutputFile, {}},
+                                       {"--timeline", K::kOutputFile, {}},
+                                       {"--analytic", K::kText, {}}}));
   trace.group = "xema";
   trace.bases = {
       {"--size", "16x16", "--steps", "1", "--out", out + "trace.json"},
