@@ -122,6 +122,18 @@ struct SmallDitActivations {
   int64_t Bytes() const;
 };
 
+// Where each parameter tensor starts in the flat buffer (floats; the same as
+// ParameterTensors()' offsets), for code that runs the model's weights elsewhere (e.g. an
+// inference forward on other memory).
+struct SmallDitBlockOffsets {
+  int64_t w_mod, b_mod, w_qkv, b_qkv, w_o, b_o, w_ff1, b_ff1, w_ff2, b_ff2;
+};
+struct SmallDitOffsets {
+  int64_t w_in, b_in, w_t1, b_t1, w_t2, b_t2;
+  std::vector<SmallDitBlockOffsets> blocks;
+  int64_t w_fmod, b_fmod, w_out, b_out;
+};
+
 class SmallDit {
  public:
   // Validates the config and initialises the parameters from config.init_seed; biases are 0.
@@ -148,6 +160,7 @@ class SmallDit {
   void ZeroGradients();
   int64_t NumParameters() const { return static_cast<int64_t>(params_.size()); }
   const std::vector<ParameterTensor>& ParameterTensors() const { return tensors_; }
+  const SmallDitOffsets& ParameterOffsets() const { return off_; }
   // One entry per parameter: 1 for weight matrices, 0 for biases (AdamW's decay_mask).
   std::vector<uint8_t> DecayMask() const;
 
@@ -175,14 +188,8 @@ class SmallDit {
   static int64_t TrainingStepFlops(const SmallDitConfig& config, std::span<const int64_t> seq_lens);
 
  private:
-  struct BlockOffsets {
-    int64_t w_mod, b_mod, w_qkv, b_qkv, w_o, b_o, w_ff1, b_ff1, w_ff2, b_ff2;
-  };
-  struct Offsets {
-    int64_t w_in, b_in, w_t1, b_t1, w_t2, b_t2;
-    std::vector<BlockOffsets> blocks;
-    int64_t w_fmod, b_fmod, w_out, b_out;
-  };
+  using BlockOffsets = SmallDitBlockOffsets;
+  using Offsets = SmallDitOffsets;
 
   explicit SmallDit(const SmallDitConfig& config);
   int64_t AddTensor(const std::string& name, int64_t rows, int64_t cols);

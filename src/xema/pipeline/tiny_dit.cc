@@ -19,13 +19,6 @@ namespace {
 namespace ops = models::ops;
 using kernels::Transpose;
 
-core::StatusOr<int64_t> OffsetOf(const models::SmallDit& model, const std::string& name) {
-  for (const models::ParameterTensor& t : model.ParameterTensors()) {
-    if (t.name == name) return t.offset;
-  }
-  return core::Internal(fmt::format("SmallDit has no parameter tensor {}", name));
-}
-
 // Softmax of each of `rows` rows of length `cols` in place.
 void SoftmaxRows(float* s, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -93,31 +86,7 @@ core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, in
   dit.config_ = config;
   dit.text_hidden_ = text_hidden;
   Offsets& o = dit.off_;
-  ASSIGN_OR_RETURN(o.w_in, OffsetOf(reference, "w_in"));
-  ASSIGN_OR_RETURN(o.b_in, OffsetOf(reference, "b_in"));
-  ASSIGN_OR_RETURN(o.w_t1, OffsetOf(reference, "w_t1"));
-  ASSIGN_OR_RETURN(o.b_t1, OffsetOf(reference, "b_t1"));
-  ASSIGN_OR_RETURN(o.w_t2, OffsetOf(reference, "w_t2"));
-  ASSIGN_OR_RETURN(o.b_t2, OffsetOf(reference, "b_t2"));
-  for (int64_t l = 0; l < config.num_layers; ++l) {
-    const std::string p = fmt::format("block{}.", l);
-    BlockOffsets b{};
-    ASSIGN_OR_RETURN(b.w_mod, OffsetOf(reference, p + "w_mod"));
-    ASSIGN_OR_RETURN(b.b_mod, OffsetOf(reference, p + "b_mod"));
-    ASSIGN_OR_RETURN(b.w_qkv, OffsetOf(reference, p + "w_qkv"));
-    ASSIGN_OR_RETURN(b.b_qkv, OffsetOf(reference, p + "b_qkv"));
-    ASSIGN_OR_RETURN(b.w_o, OffsetOf(reference, p + "w_o"));
-    ASSIGN_OR_RETURN(b.b_o, OffsetOf(reference, p + "b_o"));
-    ASSIGN_OR_RETURN(b.w_ff1, OffsetOf(reference, p + "w_ff1"));
-    ASSIGN_OR_RETURN(b.b_ff1, OffsetOf(reference, p + "b_ff1"));
-    ASSIGN_OR_RETURN(b.w_ff2, OffsetOf(reference, p + "w_ff2"));
-    ASSIGN_OR_RETURN(b.b_ff2, OffsetOf(reference, p + "b_ff2"));
-    o.blocks.push_back(b);
-  }
-  ASSIGN_OR_RETURN(o.w_fmod, OffsetOf(reference, "w_fmod"));
-  ASSIGN_OR_RETURN(o.b_fmod, OffsetOf(reference, "b_fmod"));
-  ASSIGN_OR_RETURN(o.w_out, OffsetOf(reference, "w_out"));
-  ASSIGN_OR_RETURN(o.b_out, OffsetOf(reference, "b_out"));
+  static_cast<models::SmallDitOffsets&>(o) = reference.ParameterOffsets();
 
   const std::span<const float> params = reference.Parameters();
   ASSIGN_OR_RETURN(dit.params_, allocator.AllocateF32(static_cast<int64_t>(params.size()),

@@ -92,14 +92,10 @@ class TinyDit {
                                        const OpContext& context) const;
 
  private:
-  struct BlockOffsets {
-    int64_t w_mod, b_mod, w_qkv, b_qkv, w_o, b_o, w_ff1, b_ff1, w_ff2, b_ff2;
-  };
-  struct Offsets {
-    int64_t w_in, b_in, w_t1, b_t1, w_t2, b_t2;
-    std::vector<BlockOffsets> blocks;
-    int64_t w_fmod, b_fmod, w_out, b_out;
-    int64_t w_txt, b_txt, w_pool, b_pool;  // in "dit.text"
+  using BlockOffsets = models::SmallDitBlockOffsets;
+  // SmallDit's tensors in "dit.params", and the text tensors in "dit.text".
+  struct Offsets : models::SmallDitOffsets {
+    int64_t w_txt, b_txt, w_pool, b_pool;
   };
   TinyDit() = default;
 
