@@ -39,7 +39,7 @@ core::Status RunOnce(const TinyModelSpec& spec, const DiffusionRequest& request,
 core::StatusOr<int64_t> HostBudget(const TinyModelSpec& spec, const DiffusionRequest& request,
                                    int64_t host_budget_bytes) {
   int64_t budget = host_budget_bytes;
-  if (budget <= 0) budget = core::AvailableMemoryBytes() / 10 * 8;
+  if (budget <= 0) budget = HostMemoryBudgetBytes();
   if (budget <= 0) return int64_t{0};  // unknown: unbounded
   const int64_t need = MinimumPeakBytes(spec, request);
   if (need > budget) {
@@ -53,6 +53,8 @@ core::StatusOr<int64_t> HostBudget(const TinyModelSpec& spec, const DiffusionReq
 }
 
 }  // namespace
+
+int64_t HostMemoryBudgetBytes() { return core::AvailableMemoryBytes() / 10 * 8; }
 
 core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
                                               const DiffusionRequest& request,

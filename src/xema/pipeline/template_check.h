@@ -5,9 +5,9 @@
 // peak the allocator measured.
 //
 // Host memory: every run here allocates real memory, so it is bounded by `host_budget_bytes`
-// (0: 80% of the memory available now, core::AvailableMemoryBytes). A request whose
-// MinimumPeakBytes exceeds it is refused before any work (Infeasible naming both figures);
-// a run that reaches it stops with Infeasible (out of device memory), never the OOM killer.
+// (0: HostMemoryBudgetBytes()). A request whose MinimumPeakBytes exceeds it is refused before
+// any work (Infeasible naming both figures); a run that reaches it stops with Infeasible (out
+// of device memory), never the OOM killer.
 //
 // CheckTemplate is the end-to-end proof of Xema's memory layer on one template:
 //   1. record (as above); the trace's lower bound (peak live bytes) must equal the measured
@@ -49,6 +49,10 @@ struct RecordedRequest {
 
 // `spec` is the model (TinyModel, or ResolveTinyModel for a model file); request.model must
 // be its name. InvalidArgument for a bad request; the pipeline's errors pass through.
+// 80% of the memory available now (core::AvailableMemoryBytes), 0 when unknown: what real
+// runs on this host may allocate, here and in the server.
+int64_t HostMemoryBudgetBytes();
+
 core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
                                               const DiffusionRequest& request,
                                               int64_t host_budget_bytes = 0);

@@ -7,8 +7,8 @@
 #include <ctime>
 #include <future>
 
-#include "core/memory_info.h"
 #include "kernels/gemm.h"
+#include "xema/pipeline/template_check.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
 
@@ -75,7 +75,7 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
         fmt::format("duration-s: got {}, must be in [0, 1e7] seconds", o.duration_s));
   }
   // Runs allocate real memory: the devices together may use at most 80% of what the host has.
-  const int64_t host = core::AvailableMemoryBytes() / 10 * 8;
+  const int64_t host = HostMemoryBudgetBytes();
   if (host > 0 && o.budget_bytes > host / o.devices) {
     return core::InvalidArgument(fmt::format(
         "budget: got {} bytes per device x {} devices, more than the {} bytes (80% of the "
