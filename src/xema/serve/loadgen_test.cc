@@ -68,21 +68,28 @@ TEST(LoadgenTest, UrlsAreChecked) {
   }
 }
 
+// 4 requests/s for 1 s; a generous SLO: the tests check completion, not speed.
+LoadgenOptions LowRate(const std::string& url, uint64_t seed,
+                       const std::vector<LoadTemplate>& mix) {
+  LoadgenOptions o;
+  o.url = url;
+  o.rate_rps = 4;
+  o.duration_s = 1;
+  o.seed = seed;
+  o.slo_scale = 1000;
+  o.mix = mix;
+  return o;
+}
+
 TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
   ServerOptions so;
   so.budget_bytes = int64_t{1} << 30;
   so.http_threads = 8;
   auto server = DiffusionServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  LoadgenOptions o;
-  o.url = (*server)->url();
-  o.rate_rps = 4;
-  o.duration_s = 1;
-  o.seed = 3;
-  o.slo_scale = 1000;  // generous: the test checks completion, not speed
   auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1}])");
   ASSERT_TRUE(mix.ok());
-  o.mix = *mix;
+  LoadgenOptions o = LowRate((*server)->url(), 3, *mix);
   int64_t last_done = -1;
   o.progress = [&](int64_t done, int64_t) { last_done = done; };
   auto r = RunLoadgen(o);
@@ -110,16 +117,10 @@ TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
   so.http_threads = 8;
   auto server = DiffusionServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  LoadgenOptions o;
-  o.url = (*server)->url();
-  o.rate_rps = 4;
-  o.duration_s = 1;
-  o.seed = 4;
-  o.slo_scale = 1000;
   auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1},
                          {"model": "tiny-t2i", "size": "128x128", "steps": 1, "guidance": 1}])");
   ASSERT_TRUE(mix.ok());
-  o.mix = *mix;
+  LoadgenOptions o = LowRate((*server)->url(), 4, *mix);
   auto r = RunLoadgen(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->templates[0].solo_error.empty());
