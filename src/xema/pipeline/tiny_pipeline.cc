@@ -151,6 +151,14 @@ core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& 
     return bad("vae_frame_slices", std::to_string(r.vae_frame_slices),
                fmt::format("must be in [1, frames = {}]", r.frames));
   }
+  if (r.ffn_chunks < 1 || r.ffn_chunks > kMaxFfnChunks) {
+    return bad("ffn_chunks", std::to_string(r.ffn_chunks),
+               fmt::format("must be in [1, {}]", kMaxFfnChunks));
+  }
+  if (r.vae_tiles < 1 || r.vae_tiles > kMaxVaeTiles) {
+    return bad("vae_tiles", std::to_string(r.vae_tiles),
+               fmt::format("must be in [1, {}]", kMaxVaeTiles));
+  }
   return core::Status::Ok();
 }
 

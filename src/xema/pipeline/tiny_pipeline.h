@@ -78,6 +78,18 @@ inline constexpr int64_t kMaxRequestSteps = 1000;
 inline constexpr int64_t kMaxAttentionChunks = 4096;
 inline constexpr int64_t kMaxPromptBytes = 4096;
 inline constexpr float kMaxGuidance = 100.0f;
+inline constexpr int64_t kMaxFfnChunks = 4096;
+inline constexpr int64_t kMaxVaeTiles = 64;
+
+// Tensors parked in the host tier (host_tier.h) over the ops where they are idle, and copied
+// back before their next use: exact (outputs bitwise unchanged), paid for in copy time.
+struct OffloadSet {
+  bool text_context = false;  // the DiT's projected text context, between uses in each step
+  bool latent = false;        // the latent x_i, while the DiT pass of step i runs
+  bool image = false;         // the decoded frames of earlier VAE slices / tiles
+  bool idle_weights = false;  // text-encoder weights after the prologue, DiT weights in the VAE
+  bool any() const { return text_context || latent || image || idle_weights; }
+};
 
 struct DiffusionRequest {
   std::string model = "tiny-t2i";
@@ -91,6 +103,10 @@ struct DiffusionRequest {
   AttentionMode attention = AttentionMode::kFused;
   int64_t attention_chunks = 1;  // kChunked: query chunks, [1, kMaxAttentionChunks]
   int64_t vae_frame_slices = 1;  // decode in this many slices, [1, frames]
+  // Mitigations (Xema part 2); the defaults run the unmitigated pipeline.
+  int64_t ffn_chunks = 1;  // the DiT's FFN over this many token chunks, [1, kMaxFfnChunks]
+  int64_t vae_tiles = 1;   // the VAE decodes a vae_tiles x vae_tiles grid, [1, kMaxVaeTiles]
+  OffloadSet offload;
 };
 
 // InvalidArgument "request.width: got 70, must be a positive multiple of 16 ..." style for
