@@ -14,8 +14,6 @@ namespace {
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 // Seconds per MiB of shortfall: far above any request's time, so z > 0 only when nothing fits.
 constexpr double kShortfallPenaltyPerMiB = 1e6;
-// Seconds per MiB of an option's largest saving: a tie-break far below timing resolution.
-constexpr double kTieBreakPerMiB = 1e-9;
 
 bool Binds(const MitigationRow& row, const std::vector<int>& option) {
   return row.condition.action < 0 || option[row.condition.action] == row.condition.option;
@@ -78,7 +76,7 @@ int64_t PredictedRowBytes(const MitigationRow& row, const std::vector<int>& opti
 
 core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& p,
                                                  const std::vector<ForbiddenChoice>& forbidden,
-                                                 double time_limit_s) {
+                                                 double time_tolerance_s, double time_limit_s) {
   RETURN_IF_ERROR(ValidateProblem(p));
   for (size_t f = 0; f < forbidden.size(); ++f) {
     if (forbidden[f].option.size() != p.actions.size()) {
@@ -86,7 +84,11 @@ core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& p,
                                                forbidden[f].option.size(), p.actions.size()));
     }
   }
-  // The largest saving of each option (the tie-break weight).
+  if (!(time_tolerance_s >= 0)) {
+    return core::InvalidArgument(
+        fmt::format("time_tolerance_s: got {}, must be >= 0", time_tolerance_s));
+  }
+  // The strength of each option (stage 2's weight).
   std::vector<std::vector<double>> largest(p.actions.size());
   for (size_t a = 0; a < p.actions.size(); ++a) largest[a].assign(p.actions[a].options.size(), 0);
   for (const MitigationRow& row : p.rows) {
@@ -100,9 +102,8 @@ core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& p,
   for (size_t a = 0; a < p.actions.size(); ++a) {
     std::vector<solver::MilpTerm> one;
     for (size_t o = 0; o < p.actions[a].options.size(); ++o) {
-      const double cost =
-          p.actions[a].options[o].added_s + kTieBreakPerMiB * largest[a][o] / kBytesPerMiB;
-      x[a].push_back(m.AddVariable(0, 1, cost, true, fmt::format("x_{}_{}", a, o)));
+      x[a].push_back(
+          m.AddVariable(0, 1, p.actions[a].options[o].added_s, true, fmt::format("x_{}_{}", a, o)));
       one.push_back({x[a].back(), 1.0});
     }
     m.AddConstraint(std::move(one), 1, 1, fmt::format("one_{}", p.actions[a].name));
@@ -137,13 +138,35 @@ core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& p,
   solver::SolveOptions options;
   options.time_limit_s = time_limit_s;
   options.relative_gap = 0;
-  ASSIGN_OR_RETURN(solver::SolveResult result, solver::Solve(m, options));
-  if (!result.has_solution()) {
+  ASSIGN_OR_RETURN(solver::SolveResult first, solver::Solve(m, options));
+  if (!first.has_solution()) {
     return core::Internal(fmt::format("mitigation MILP: {} after {:.0f} ms",
-                                      solver::SolveStatusName(result.status), result.solve_ms));
+                                      solver::SolveStatusName(first.status), first.solve_ms));
   }
+  // Stage 2: the same shortfall, the time within the tolerance, the least strength.
+  const double time_s = first.objective_value - kShortfallPenaltyPerMiB * first.values[z];
+  std::vector<solver::MilpTerm> time_row;
+  for (size_t a = 0; a < p.actions.size(); ++a) {
+    for (size_t o = 0; o < x[a].size(); ++o) {
+      if (p.actions[a].options[o].added_s > 0) {
+        time_row.push_back({x[a][o], p.actions[a].options[o].added_s});
+      }
+      const double strength = p.actions[a].options[o].saved_bytes > 0
+                                  ? static_cast<double>(p.actions[a].options[o].saved_bytes)
+                                  : largest[a][o];
+      m.SetObjectiveCoef(x[a][o], strength / kBytesPerMiB);
+    }
+  }
+  m.SetObjectiveCoef(z, 0);
+  m.SetVariableBounds(z, 0, first.values[z] + 1e-9);
+  if (!time_row.empty()) {
+    m.AddConstraint(std::move(time_row), -solver::kInfinity, time_s + time_tolerance_s, "time");
+  }
+  options.warm_start = first.values;
+  ASSIGN_OR_RETURN(solver::SolveResult result, solver::Solve(m, options));
+  if (!result.has_solution()) result = first;
   MitigationChoice choice;
-  choice.solve_ms = result.solve_ms;
+  choice.solve_ms = first.solve_ms + result.solve_ms;
   for (size_t a = 0; a < p.actions.size(); ++a) {
     int chosen = 0;
     for (size_t o = 0; o < x[a].size(); ++o) {

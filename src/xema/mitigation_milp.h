@@ -20,9 +20,11 @@
 //   z >= 0 is the shortfall (bytes over the limit that no choice removes), penalised far above
 //   any time: the solve is always feasible, and z > 0 says the request cannot fit and by how
 //   much.
-//   minimise  sum_ao c_ao x_ao + kShortfallPenaltyPerByte z + tie * sum_ao g_ao x_ao
-//   where g_ao = max_r s_rao (the option's largest saving) and tie is tiny, so that among
-//   equally fast choices the one saving the fewest bytes wins.
+//   Stage 1: minimise  sum_ao c_ao x_ao + kShortfallPenaltyPerByte z.
+//   Stage 2 (only as much as needed): with z fixed at its optimum and the time at most the
+//   optimum + time_tolerance_s (measured times closer than that are not told apart),
+//   minimise sum_ao g_ao x_ao, g_ao the option's strength (saved_bytes: the most it saves at
+//   any point; for an option without it, the largest s_rao over the rows).
 // Bytes enter the model in MiB (doubles) so that CBC's tolerances are meaningful.
 //
 // Result: the chosen option per action, the added time, the predicted peak of every row after
@@ -45,8 +47,9 @@
 namespace tessera::xema {
 
 struct MitigationOptionSpec {
-  std::string label;   // e.g. "ffn_chunks=4"
-  double added_s = 0;  // seconds added to the whole request, >= 0
+  std::string label;        // e.g. "ffn_chunks=4"
+  double added_s = 0;       // seconds added to the whole request, >= 0
+  int64_t saved_bytes = 0;  // strength: the most it saves at any point (0: from the rows)
 };
 
 struct MitigationActionSpec {
@@ -97,6 +100,7 @@ core::Status ValidateProblem(const MitigationProblem& problem);
 
 core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& problem,
                                                  const std::vector<ForbiddenChoice>& forbidden = {},
+                                                 double time_tolerance_s = 1e-3,
                                                  double time_limit_s = 30);
 
 // Predicted live bytes of `row` under `option` (per action); 0 when the row does not bind.
