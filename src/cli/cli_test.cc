@@ -425,8 +425,9 @@ TEST(CliTest, XemaRequestBadInputIsOneLine) {
 }
 
 TEST(CliTest, XemaServeAndLoadgenBadInputIsOneLine) {
-  ExpectUserError("xema serve --policy fast --max-requests 1",
-                  "policy: got 'fast', must be none or static");
+  ExpectUserError(
+      "xema serve --policy fast --max-requests 1",
+      "policy: got 'fast', must be one of none, static, offload, tiling, caching, xema");
   ExpectUserError("xema serve --budget 12XB", "--budget");
   ExpectUserError("xema serve --budget 0", "--budget");
   ExpectUserError("xema serve --budget 1000TB", "budget: got");

@@ -13,6 +13,7 @@ class ProgressBar {
   ProgressBar(std::string label, long total, bool force = false);
   ~ProgressBar();
   void Update(long done);
+  void SetTotal(long total) { total_ = total; }  // when the work grows while it runs
   void Done();
 
  private:

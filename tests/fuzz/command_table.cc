@@ -306,6 +306,18 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   check.bases = {{"--size", "16x16", "--steps", "1", "--cfg", "off", "--json", out + "check.json"}};
   t.push_back(check);
 
+  // mitigate profiles every candidate: a 16x16 one-step template keeps a case under a second.
+  SubcommandSpec mitigate = Spec("mitigate", MpiUse::kNone, 2,
+                                 request({{"--budget", K::kText, {}},
+                                          {"--reserve", K::kText, {}},
+                                          {"--repeats", K::kInt, {}},
+                                          {"--profile-steps", K::kInt, {}},
+                                          {"--json", K::kOutputFile, {}}}));
+  mitigate.group = "xema";
+  mitigate.bases = {{"--size", "16x16", "--steps", "1", "--cfg", "off", "--budget", "40MiB",
+                     "--repeats", "1", "--json", out + "mitigate.json"}};
+  t.push_back(mitigate);
+
   // serve listens for 0.2 s on a free port of the loopback (kept), then stops by itself.
   SubcommandSpec serve = Spec("serve", MpiUse::kNone, 2,
                               {{"--host", K::kText, {}},

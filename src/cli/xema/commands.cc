@@ -13,6 +13,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaAllocsim(x, action);
   AddXemaTrace(x, action);
   AddXemaCheck(x, action);
+  AddXemaMitigate(x, action);
   AddXemaServe(x, action);
   AddXemaLoadgen(x, action);
 }

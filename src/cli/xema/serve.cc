@@ -68,7 +68,8 @@ void AddXemaServe(CLI::App* xema, Action* action) {
   c->add_option("--port", a->port, "TCP port (0: any free port)")
       ->transform(Integer(0, 65535))
       ->capture_default_str();
-  c->add_option("--policy", a->policy, "memory policy: none (caching allocator) or static")
+  c->add_option("--policy", a->policy,
+                "memory policy: none, static, offload, tiling, caching or xema")
       ->capture_default_str();
   c->add_option("--budget", a->budget_bytes, "device memory budget per device, e.g. 512MiB")
       ->transform(ByteSize(1, core::kMaxByteSize))

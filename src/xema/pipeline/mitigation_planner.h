@@ -21,7 +21,7 @@
 // those of v's own run; options that act in the VAE (offload_image, offload_weights) are
 // re-recorded on top of v. Rows where live bytes cannot exceed the limit are dropped, identical
 // rows (repeated steps) merged.
-// Time: an option's added seconds = max(0, its run's time - the base run's time) over the
+// Time: the base is measured twice (the first is the warm-up), then an option's added seconds = max(0, its run's time - the base run's time) over the
 // phases it touches (denoise for DiT options, vae for VAE options, the whole run for
 // offloads), each the minimum over `repeats` recordings, scaled to the request's steps.
 //

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "xema/caching_allocator.h"
+#include "xema/pipeline/mitigation_planner.h"
 #include "xema/pipeline/template_check.h"
 
 namespace tessera::xema {
@@ -21,6 +22,44 @@ std::shared_ptr<const TemplatePlan> TemplateCache::Insert(
   return plans_.emplace(key, std::move(plan)).first->second;
 }
 
+std::shared_ptr<const MitigatedTemplate> TemplateCache::FindMitigated(
+    const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = mitigated_.find(key);
+  return it == mitigated_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const MitigatedTemplate> TemplateCache::InsertMitigated(
+    const std::string& key, std::shared_ptr<const MitigatedTemplate> plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mitigated_.emplace(key, std::move(plan)).first->second;
+}
+
+DiffusionRequest CopyMitigations(const DiffusionRequest& from, const DiffusionRequest& to) {
+  DiffusionRequest r = to;
+  r.ffn_chunks = from.ffn_chunks;
+  r.attention_chunks = from.attention_chunks;
+  r.vae_frame_slices = from.vae_frame_slices;
+  r.vae_tiles = from.vae_tiles;
+  r.offload = from.offload;
+  return r;
+}
+
+std::vector<std::string> MitigationLabels(const DiffusionRequest& r) {
+  std::vector<std::string> l;
+  if (r.ffn_chunks > 1) l.push_back(fmt::format("ffn_chunks={}", r.ffn_chunks));
+  if (r.attention == AttentionMode::kChunked && r.attention_chunks > 1) {
+    l.push_back(fmt::format("attention_chunks={}", r.attention_chunks));
+  }
+  if (r.vae_frame_slices > 1) l.push_back(fmt::format("vae_slices={}", r.vae_frame_slices));
+  if (r.vae_tiles > 1) l.push_back(fmt::format("vae_tiles={}", r.vae_tiles));
+  if (r.offload.text_context) l.push_back("offload:text");
+  if (r.offload.latent) l.push_back("offload:latent");
+  if (r.offload.image) l.push_back("offload:image");
+  if (r.offload.idle_weights) l.push_back("offload:weights");
+  return l;
+}
+
 int64_t TemplateCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(plans_.size());
@@ -33,7 +72,7 @@ std::string TemplateKeyString(const DiffusionRequest& r) {
 
 ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache)
     : index_(index), policy_(policy), budget_bytes_(budget_bytes), cache_(cache) {
-  if (policy_ == MemoryPolicy::kNone) {
+  if (!UsesStaticArena(policy_)) {
     AllocatorPolicy p;  // PyTorch's defaults
     p.device_limit_bytes = budget_bytes_;
     caching_ = std::make_unique<CachingDeviceAllocator>(p);
@@ -77,7 +116,48 @@ DeviceSnapshot ServeDevice::Snapshot() const {
 core::StatusOr<DeviceRun> ServeDevice::Execute(const DiffusionRequest& request) {
   requests_.fetch_add(1);
   ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
-  return policy_ == MemoryPolicy::kNone ? ExecuteNone(spec, request) : ExecuteStatic(spec, request);
+  DiffusionRequest r = AlwaysOnMitigations(policy_, spec, request);
+  if (UsesPlannedMitigations(policy_)) {
+    ASSIGN_OR_RETURN(r, Mitigate(spec, request));
+  }
+  core::StatusOr<DeviceRun> run =
+      UsesStaticArena(policy_) ? ExecuteStatic(spec, r) : ExecuteNone(spec, r);
+  if (run.ok()) run->mitigations = MitigationLabels(r);
+  return run;
+}
+
+core::StatusOr<DiffusionRequest> ServeDevice::Mitigate(const TinyModelSpec& spec,
+                                                       const DiffusionRequest& r) {
+  const std::string key = TemplateKeyString(r);
+  std::shared_ptr<const MitigatedTemplate> m = cache_->FindMitigated(key);
+  if (m == nullptr) {
+    // Plan on the template's first request (the planner records real runs on the heap,
+    // bounded by the host's memory: the unmitigated run may exceed the device budget); later
+    // requests of the template reuse it.
+    MitigationPlanOptions o;
+    o.budget_bytes = budget_bytes_;
+    o.repeats = 1;
+    auto planned = std::make_shared<MitigatedTemplate>();
+    auto plan = PlanMitigations(spec, r, o);
+    if (!plan.ok()) {
+      if (plan.status().code() != core::StatusCode::kInfeasible) return plan.status();
+      planned->refused = plan.status().WithPrefix("template " + key);
+    } else {
+      planned->settings = plan->request;
+      planned->verified_peak_bytes = plan->verified_peak_bytes;
+      planned->added_s = plan->choice.added_s;
+      planned->labels = MitigationLabels(plan->request);
+      if (!plan->fits) {
+        planned->refused = core::Infeasible(fmt::format(
+            "out of device memory: template {} cannot fit the budget of {} bytes with every "
+            "mitigation ({} bytes over)",
+            key, budget_bytes_, plan->shortfall_bytes));
+      }
+    }
+    m = cache_->InsertMitigated(key, std::move(planned));
+  }
+  RETURN_IF_ERROR(m->refused);
+  return CopyMitigations(m->settings, r);
 }
 
 core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,

@@ -46,27 +46,49 @@ struct TemplatePlan {
   core::Status refused;  // OK when the template runs from `layout`
 };
 
-// The plans of a server's templates, by TemplateKeyString. Thread-safe.
+// A template's planned mitigations (caching, xema): the mitigation fields to run it with, or
+// why it cannot fit.
+struct MitigatedTemplate {
+  DiffusionRequest settings;        // only the mitigation fields are used (CopyMitigations)
+  std::vector<std::string> labels;  // the chosen options that are not "off"
+  int64_t verified_peak_bytes = 0;
+  double added_s = 0;    // modeled from the profiled options
+  core::Status refused;  // Infeasible when nothing fits the budget
+};
+
+// The plans of a server's templates (layouts and mitigations), by TemplateKeyString.
+// Thread-safe.
 class TemplateCache {
  public:
   std::shared_ptr<const TemplatePlan> Find(const std::string& key) const;
   // Keeps the first plan inserted for `key` and returns it.
   std::shared_ptr<const TemplatePlan> Insert(const std::string& key,
                                              std::shared_ptr<const TemplatePlan> plan);
-  int64_t size() const;
+  std::shared_ptr<const MitigatedTemplate> FindMitigated(const std::string& key) const;
+  std::shared_ptr<const MitigatedTemplate> InsertMitigated(
+      const std::string& key, std::shared_ptr<const MitigatedTemplate> plan);
+  int64_t size() const;  // templates with a layout plan
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const TemplatePlan>> plans_;
+  std::map<std::string, std::shared_ptr<const MitigatedTemplate>> mitigated_;
 };
+
+// `to` with the mitigation fields of `from` (ffn_chunks, attention_chunks, vae_frame_slices,
+// vae_tiles, offload); every other field (prompt, seed, ...) stays.
+DiffusionRequest CopyMitigations(const DiffusionRequest& from, const DiffusionRequest& to);
+// The mitigations a request runs with, e.g. {"ffn_chunks=4", "vae_tiles=2", "offload:latent"}.
+std::vector<std::string> MitigationLabels(const DiffusionRequest& request);
 
 // "tiny-t2i 64x64x1 steps 4 cfg on": what a static layout depends on.
 std::string TemplateKeyString(const DiffusionRequest& request);
 
 struct DeviceRun {
-  std::vector<float> output;  // (frames, 3, height, width)
-  int64_t peak_bytes = 0;     // peak live bytes of the request's run, weights included
-  bool template_hit = false;  // static: ran from an already planned arena
+  std::vector<float> output;             // (frames, 3, height, width)
+  int64_t peak_bytes = 0;                // peak live bytes of the request's run, weights included
+  bool template_hit = false;             // static: ran from an already planned arena
+  std::vector<std::string> mitigations;  // MitigationLabels of the request as run
 };
 
 struct DeviceSnapshot {
@@ -90,6 +112,7 @@ class ServeDevice {
   int index() const { return index_; }
 
  private:
+  core::StatusOr<DiffusionRequest> Mitigate(const TinyModelSpec& spec, const DiffusionRequest& r);
   core::StatusOr<DeviceRun> ExecuteNone(const TinyModelSpec& spec, const DiffusionRequest& r);
   core::StatusOr<DeviceRun> ExecuteStatic(const TinyModelSpec& spec, const DiffusionRequest& r);
   core::StatusOr<std::shared_ptr<const TemplatePlan>> Plan(const TinyModelSpec& spec,
@@ -103,7 +126,7 @@ class ServeDevice {
   int64_t budget_bytes_;
   TemplateCache* cache_;
 
-  // none: the allocator, then the pipelines (destroyed first).
+  // Caching-allocator policies: the allocator, then the pipelines (destroyed first).
   std::unique_ptr<CachingDeviceAllocator> caching_;
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines_;
 

@@ -232,7 +232,8 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   const DiffusionRequest& r = parsed->request;
   auto spec = TinyModel(r.model);
   if (!spec.ok()) return finish(400, spec.status().message(), false);
-  const int64_t need = MinimumPeakBytes(*spec, r);
+  // The least the request can need under this policy: with its strongest mitigations.
+  const int64_t need = MinimumPeakBytes(*spec, StrongestMitigations(options_.policy, *spec, r));
   if (need > options_.budget_bytes) {
     return finish(507,
                   fmt::format("out of device memory: {} needs at least {} bytes (weights and the "
@@ -273,6 +274,7 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
                 {"queue_s", job->queue_s},
                 {"peak_bytes", job->run.peak_bytes},
                 {"template_hit", job->run.template_hit},
+                {"mitigations", job->run.mitigations},
                 {"template", TemplateKeyString(req)},
                 {"policy", MemoryPolicyName(options_.policy)},
                 {"device", job->device}};

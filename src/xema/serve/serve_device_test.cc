@@ -1,0 +1,104 @@
+#include "xema/serve/serve_device.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "xema/pipeline/device_allocator.h"
+#include "xema/serve/memory_policy.h"
+
+namespace tessera::xema {
+namespace {
+
+// A 128x128 image whose unmitigated VAE needs more than MinimumPeakBytes + 1 bytes.
+DiffusionRequest Big() {
+  DiffusionRequest r;
+  r.width = r.height = 128;
+  r.steps = 1;
+  r.seed = 3;
+  return r;
+}
+
+std::vector<float> DirectRun(const DiffusionRequest& r) {
+  HeapDeviceAllocator heap;
+  auto p = DiffusionPipeline::Load(*TinyModel(r.model), heap);
+  EXPECT_TRUE(p.ok());
+  std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
+  EXPECT_TRUE((*p)->Run(r, out).ok());
+  return out;
+}
+
+float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+TEST(ServeDeviceTest, XemaFitsWhereNoneRunsOutWithTheSameImage) {
+  const DiffusionRequest r = Big();
+  const int64_t budget = MinimumPeakBytes(*TinyModel("tiny-t2i"), r) + 1;
+  TemplateCache none_cache;
+  ServeDevice none(0, MemoryPolicy::kNone, budget, &none_cache);
+  auto refused = none.Execute(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), core::StatusCode::kInfeasible);
+
+  TemplateCache cache;
+  ServeDevice xema(0, MemoryPolicy::kXema, budget, &cache);
+  const std::vector<float> reference = DirectRun(r);
+  for (int i = 0; i < 2; ++i) {  // the first records the template, the second hits its arena
+    auto run = xema.Execute(r);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->template_hit, i == 1);
+    EXPECT_LE(run->peak_bytes, budget);
+    EXPECT_FALSE(run->mitigations.empty());
+    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6f);
+  }
+  EXPECT_LE(xema.Snapshot().peak_reserved_bytes, budget);
+  ASSERT_NE(cache.FindMitigated(TemplateKeyString(r)), nullptr);
+}
+
+TEST(ServeDeviceTest, TilingRunsEveryRequestTiled) {
+  const DiffusionRequest r = Big();
+  TemplateCache cache;
+  ServeDevice tiling(0, MemoryPolicy::kTiling, int64_t{1} << 30, &cache);
+  auto run = tiling.Execute(r);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->mitigations, std::vector<std::string>{"vae_tiles=4"});
+  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6f);
+}
+
+TEST(ServeDeviceTest, PolicyNamesAndStrongestMitigations) {
+  for (const std::string& name : MemoryPolicyNames()) {
+    auto p = ParseMemoryPolicy(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_EQ(MemoryPolicyName(*p), name);
+  }
+  EXPECT_EQ(ParseMemoryPolicy("fast").status().message(),
+            "policy: got 'fast', must be one of none, static, offload, tiling, caching, xema");
+  DiffusionRequest v;
+  v.model = "tiny-t2v";
+  v.frames = 9;
+  v.width = 32;
+  v.height = 64;
+  v.attention = AttentionMode::kChunked;
+  const TinyModelSpec spec = *TinyModel("tiny-t2v");
+  const DiffusionRequest s = StrongestMitigations(MemoryPolicy::kXema, spec, v);
+  EXPECT_EQ(s.vae_frame_slices, 9);
+  EXPECT_EQ(s.vae_tiles, 4);  // min(4, 32 / 8)
+  EXPECT_EQ(s.attention_chunks, kAlwaysOnAttentionChunks);
+  EXPECT_TRUE(s.offload.text_context && s.offload.latent && s.offload.image &&
+              s.offload.idle_weights);
+  EXPECT_EQ(StrongestMitigations(MemoryPolicy::kNone, spec, v).vae_tiles, 1);
+  EXPECT_EQ(StrongestMitigations(MemoryPolicy::kStatic, spec, v).vae_frame_slices, 1);
+  const DiffusionRequest off = AlwaysOnMitigations(MemoryPolicy::kOffload, spec, v);
+  EXPECT_TRUE(off.offload.any());
+  EXPECT_EQ(off.vae_tiles, 1);
+  EXPECT_EQ(MitigationLabels(off), (std::vector<std::string>{"offload:text", "offload:latent",
+                                                             "offload:image", "offload:weights"}));
+}
+
+}  // namespace
+}  // namespace tessera::xema
