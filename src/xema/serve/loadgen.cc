@@ -61,6 +61,10 @@ core::Status ValidateOptions(const LoadgenOptions& o, std::string* host, int* po
     return core::InvalidArgument(
         fmt::format("max-in-flight: got {}, must be in [1, 4096]", o.max_in_flight));
   }
+  if (!o.reference_solo_s.empty() && o.reference_solo_s.size() != o.mix.size()) {
+    return core::InvalidArgument(fmt::format("reference_solo_s: got {} values for {} templates",
+                                             o.reference_solo_s.size(), o.mix.size()));
+  }
   if (!(o.timeout_s >= 1) || o.timeout_s > 86400) {
     return core::InvalidArgument(
         fmt::format("timeout: got {}, must be in [1, 86400] s", o.timeout_s));
@@ -105,6 +109,20 @@ core::Status ParseHttpUrl(const std::string& url, std::string* host, int* port) 
   *host = h;
   *port = static_cast<int>(*p);
   return core::Status::Ok();
+}
+
+double AttainmentAt(const LoadgenReport& report, const std::vector<double>& solo_s,
+                    double slo_scale) {
+  if (report.planned <= 0) return 0;
+  int64_t met = 0;
+  for (const RequestOutcome& r : report.outcomes) {
+    const size_t t = static_cast<size_t>(r.template_index);
+    if (r.status == 200 && t < solo_s.size() && solo_s[t] > 0 &&
+        r.latency_s <= slo_scale * solo_s[t]) {
+      ++met;
+    }
+  }
+  return static_cast<double>(met) / static_cast<double>(report.planned);
 }
 
 core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
@@ -155,6 +173,13 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
         report.templates[0].solo_error);
   }
 
+  // The SLO reference of each template: given, or its solo latency here.
+  std::vector<double> slo_s;
+  for (size_t t = 0; t < o.mix.size(); ++t) {
+    slo_s.push_back(!o.reference_solo_s.empty()              ? o.reference_solo_s[t]
+                    : report.templates[t].solo_error.empty() ? report.templates[t].solo_latency_s
+                                                             : 0.0);
+  }
   report.planned = static_cast<int64_t>(arrivals.size());
   std::mutex mu;  // guards report and latencies
   std::deque<double> latencies;
@@ -199,32 +224,32 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
     in_flight.fetch_add(1);
     reap();
     auto done = std::make_shared<std::atomic<bool>>(false);
-    workers.push_back({std::thread([&, k, seed, done] {
-                         const Outcome out = Send(host, port, o.mix[k], seed, o.timeout_s);
-                         {
-                           std::lock_guard<std::mutex> lock(mu);
-                           if (out.status == 0) {
-                             ++report.transport_errors;
-                           } else {
-                             ++report.status_counts[out.status];
-                           }
-                           if (out.status == 200) {
-                             ++report.completed;
-                             ++report.templates[k].completed;
-                             latencies.push_back(out.latency_s);
-                             if (report.templates[k].solo_error.empty() &&
-                                 out.latency_s <=
-                                     o.slo_scale * report.templates[k].solo_latency_s) {
-                               ++report.slo_met;
-                               ++report.templates[k].slo_met;
-                             }
-                           }
-                         }
-                         in_flight.fetch_sub(1);
-                         finished.fetch_add(1);
-                         done->store(true);
-                       }),
-                       done});
+    workers.push_back(
+        {std::thread([&, k, seed, done] {
+           const Outcome out = Send(host, port, o.mix[k], seed, o.timeout_s);
+           {
+             std::lock_guard<std::mutex> lock(mu);
+             if (out.status == 0) {
+               ++report.transport_errors;
+             } else {
+               ++report.status_counts[out.status];
+             }
+             report.outcomes.push_back({static_cast<int>(k), out.status, out.latency_s});
+             if (out.status == 200) {
+               ++report.completed;
+               ++report.templates[k].completed;
+               latencies.push_back(out.latency_s);
+               if (slo_s[k] > 0 && out.latency_s <= o.slo_scale * slo_s[k]) {
+                 ++report.slo_met;
+                 ++report.templates[k].slo_met;
+               }
+             }
+           }
+           in_flight.fetch_sub(1);
+           finished.fetch_add(1);
+           done->store(true);
+         }),
+         done});
   }
   while (in_flight.load() > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

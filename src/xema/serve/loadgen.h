@@ -42,6 +42,10 @@ struct LoadgenOptions {
   double slo_scale = 5;
   int max_in_flight = 256;
   double timeout_s = 600;  // per request
+  // SLO reference per mix template (size mix.size()): the SLO of template t is slo_scale x
+  // reference_solo_s[t] instead of this server's own solo latency (the solo requests are still
+  // sent, as warm-up). Lets policies be compared against one isolated latency. Empty: own.
+  std::vector<double> reference_solo_s;
   std::function<void(int64_t done, int64_t total)> progress;
 };
 
@@ -52,6 +56,14 @@ struct TemplateLoad {
   double solo_latency_s = 0;
   std::string solo_error;  // why its solo requests failed; empty when they were served
   int64_t sent = 0, completed = 0, slo_met = 0;
+};
+
+// One sent request: its template (index into the mix), HTTP status (0: transport error) and
+// latency.
+struct RequestOutcome {
+  int template_index = 0;
+  int status = 0;
+  double latency_s = 0;
 };
 
 struct LoadgenReport {
@@ -67,7 +79,14 @@ struct LoadgenReport {
   double throughput_rps = 0;                    // completed / wall_s
   double wall_s = 0;                            // first arrival to last reply
   std::vector<TemplateLoad> templates;
+  std::vector<RequestOutcome> outcomes;  // every sent request, in completion order
 };
+
+// Attainment of `report` at another SLO: requests answered 200 within slo_scale x solo_s[t]
+// over the planned arrivals (solo_s: one per template; a template with solo_s <= 0 never meets
+// it). The report's own figure is AttainmentAt(report, SLO references used, its slo_scale).
+double AttainmentAt(const LoadgenReport& report, const std::vector<double>& solo_s,
+                    double slo_scale);
 
 // "http://HOST:PORT" -> host and port; InvalidArgument "url: got '...', must be ...".
 core::Status ParseHttpUrl(const std::string& url, std::string* host, int* port);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "xema/serve/server.h"
@@ -106,6 +107,23 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
   EXPECT_EQ(j["completed"], r->planned);
   // Server metrics saw the solo requests and every load request.
   EXPECT_EQ((*server)->Metrics()["status"]["200"], r->planned + kSoloRuns);
+  // Every request is kept; attainment at another SLO comes from them.
+  ASSERT_EQ(static_cast<int64_t>(r->outcomes.size()), r->sent);
+  const std::vector<double> own = {r->templates[0].solo_latency_s};
+  EXPECT_EQ(AttainmentAt(*r, own, 1000), r->slo_attainment);
+  double slowest = 0;
+  for (const RequestOutcome& out : r->outcomes) slowest = std::max(slowest, out.latency_s);
+  EXPECT_EQ(AttainmentAt(*r, {slowest}, 1.0), 1.0);
+  EXPECT_LT(AttainmentAt(*r, {slowest / 2}, 1.0), 1.0);
+  EXPECT_EQ(AttainmentAt(*r, {0.0}, 1000), 0.0);
+  // A given reference replaces the server's own solo latency.
+  o.reference_solo_s = {1e-9};
+  auto tight = RunLoadgen(o);
+  ASSERT_TRUE(tight.ok()) << tight.status().ToString();
+  EXPECT_EQ(tight->slo_met, 0);
+  o.reference_solo_s = {1.0, 2.0};
+  EXPECT_NE(RunLoadgen(o).status().message().find("reference_solo_s: got 2 values for 1"),
+            std::string::npos);
 }
 
 TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
