@@ -49,6 +49,7 @@ void AddXemaAllocsim(CLI::App* xema, Action* action);
 void AddXemaTrace(CLI::App* xema, Action* action);
 void AddXemaCheck(CLI::App* xema, Action* action);
 void AddXemaMitigate(CLI::App* xema, Action* action);
+void AddXemaBench(CLI::App* xema, Action* action);
 // Add `tessera xema serve` (the HTTP server) and `loadgen` (open-loop load against it).
 void AddXemaServe(CLI::App* xema, Action* action);
 void AddXemaLoadgen(CLI::App* xema, Action* action);

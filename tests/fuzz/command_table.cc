@@ -356,6 +356,23 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
        "2", "--duration", "1", "--seed", "3", "--slo-scale", "4", "--json", out + "loadgen.json"}};
   loadgen.keep = {"--url"};
   t.push_back(loadgen);
+
+  // bench starts in-process servers: one policy, one short point keeps a case about 3 s.
+  SubcommandSpec xema_bench = Spec("bench", MpiUse::kNone, 2,
+                                   {{"--policies", K::kText, {}},
+                                    {"--budgets", K::kText, {}},
+                                    {"--rates", K::kText, {}},
+                                    {"--slo-scales", K::kText, {}},
+                                    {"--mix", K::kInputFile, {}},
+                                    {"--duration", K::kFloat, {}},
+                                    {"--seed", K::kUint, {}},
+                                    {"--devices", K::kInt, {}},
+                                    {"--queue", K::kInt, {}},
+                                    {"--json", K::kOutputFile, {}}});
+  xema_bench.group = "xema";
+  xema_bench.bases = {{"--policies", "none", "--budgets", "256MiB", "--rates", "2", "--mix", s.mix,
+                       "--duration", "0.5", "--json", out + "bench.json"}};
+  t.push_back(xema_bench);
   return t;
 }
 

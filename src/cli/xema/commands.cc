@@ -16,6 +16,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaMitigate(x, action);
   AddXemaServe(x, action);
   AddXemaLoadgen(x, action);
+  AddXemaBench(x, action);
 }
 
 }  // namespace tessera::cli
