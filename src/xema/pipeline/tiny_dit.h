@@ -18,18 +18,32 @@
 //   every block: SmallDit's adaLN block over the joint sequence (attention over all L tokens)
 //   out_b = final adaLN layer on the N image rows of h_b    -> (B, N, C_in)
 // With no text (T_txt = 0, no pooled) it is SmallDit::Forward on one sequence (tested).
+// How a pass runs is DitExecution (outputs equal whatever it says, within float rounding):
 // Attention: kFused runs kernels::AttentionForward (its small tile scratch is internal);
 // kChunked with k chunks materialises the scores of ceil(L / k) query rows for every
 // (sequence, head) in one workspace (B * H, ceil(L / k), L), then softmax and P V by GEMM:
 // the unfused attention of diffusers (k = 1: the whole (L, L) matrix per head).
+// FFN token chunks (ffn_chunks = k >= 1): the FFN is row-wise, so its B L rows (all
+// sequences flattened; a chunk may span two sequences) are cut into chunks of
+// R = ceil(B L / k) rows (k > B L gives R = 1) and each chunk runs GEMM in, GELU, GEMM out
+// through ONE reused hidden workspace "dit.block<l>.ffn" of R x ffn_hidden floats instead of
+// B L x ffn_hidden. Bytes saved per block op: AlignBytes(4 B L F) - AlignBytes(4 R F)
+// (F = ffn_hidden), nothing else changes; compute is the same (2 m n k summed over the
+// chunks), paid in k - 1 more, smaller GEMM calls. Chunking only changes how many rows one
+// GEMM call sees: with oneDNN (the default GEMM) outputs equal k = 1 bitwise (tested within
+// 1e-6 absolute on seeded random configs); OpenBLAS blocks rows by count, which moves the last
+// bits (tested within 1e-6 of the output's scale; 4e-7 seen).
 //
 // Ops (opened with the given context): "dit.embed" (allocates the stream "dit.h" (B L, Hd) and
 // "dit.cond" (B, Hd), frees the text context when Input::release_context), "dit.block<l>"
-// (workspaces only, the stream updated in place), "dit.final" (allocates "dit.out" (B N,
+// (workspaces only, the stream updated in place: "mod" (B, 6 Hd); "norm", "modx", "q", "k",
+// "v", "attn" (B L, Hd) each; "rstd" (B L); "ffn" (R, F); then "lse" (B L, H) when fused or
+// "scores" (B H, ceil(L / k_att), L) when chunked), "dit.final" (allocates "dit.out" (B N,
 // C_in), frees the stream and "dit.cond"). Every call makes the same allocations in the same
 // order, so the denoising steps of a request are identical.
-// Errors: Create validates the config; Infeasible (out of device memory) passes out with
-// nothing leaked and no op left open. Thread-safety: const methods; one thread per allocator.
+// Errors: Create validates the config; Forward returns InvalidArgument for chunk counts below
+// 1; Infeasible (out of device memory) passes out with nothing leaked and no op left open.
+// Thread-safety: const methods; one thread per allocator.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +62,11 @@ enum class AttentionMode { kFused, kChunked };
 // The largest batch Forward takes (cond + uncond needs 2).
 inline constexpr int64_t kMaxDitBatch = 8;
 
-struct DitAttention {
-  AttentionMode mode = AttentionMode::kFused;
-  int64_t chunks = 1;  // kChunked: query chunks, >= 1
+// How Forward runs (see the file comment); the defaults are the unmitigated pass.
+struct DitExecution {
+  AttentionMode attention = AttentionMode::kFused;
+  int64_t attention_chunks = 1;  // kChunked: query chunks, >= 1
+  int64_t ffn_chunks = 1;        // FFN row chunks, >= 1 (above B L: one row per chunk)
 };
 
 class TinyDit {
@@ -88,7 +104,7 @@ class TinyDit {
 
   // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.
   core::StatusOr<DeviceTensor> Forward(DeviceAllocator& allocator, const Input& input,
-                                       const DitAttention& attention,
+                                       const DitExecution& execution,
                                        const OpContext& context) const;
 
  private:

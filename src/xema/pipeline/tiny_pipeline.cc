@@ -289,7 +289,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   }
 
   // Body: identical ops and allocations in every step.
-  const DitAttention attention{r.attention, r.attention_chunks};
+  const DitExecution execution{r.attention, r.attention_chunks, r.ffn_chunks};
   for (int64_t i = 0; i < r.steps; ++i) {
     const OpContext body{Phase::kDenoise, Section::kBody, static_cast<int>(i)};
     const double steps = static_cast<double>(r.steps);
@@ -304,7 +304,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     in.text_tokens = text_tokens;
     in.pool_ctx = &pool_ctx;
     in.release_context = i == r.steps - 1;
-    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, attention, body));
+    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, execution, body));
     if (r.cfg) {
       OpScope op(allocator_, "cfg.combine", body);
       ASSIGN_OR_RETURN(DeviceTensor guided,
