@@ -2,7 +2,8 @@
 // OpPeakObserver records, for every op of a run on one allocator, the most live bytes the
 // allocator held while the op was open (its peak: live at BeginOp, raised by each allocation;
 // frees inside an op are released only at its end, so nothing lowers it), the aligned bytes
-// of each tensor it allocated (by name) and its counted FLOPs. MaxAbsDiff compares outputs.
+// of each tensor it allocated (by name) and its counted FLOPs. MaxAbsDiff compares outputs;
+// BackendGuard restores the process-wide GEMM backend a test switched.
 // Thread-safety: as the allocator (one thread).
 #pragma once
 
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
+#include "kernels/gemm.h"
 #include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema::testing {
@@ -87,5 +90,17 @@ inline double MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
   }
   return diff;
 }
+
+// Restores the GEMM backend in use at construction when it goes out of scope.
+class BackendGuard {
+ public:
+  BackendGuard() : saved_(kernels::CurrentGemmBackend()) {}
+  ~BackendGuard() { CHECK(kernels::SetGemmBackend(saved_).ok()); }
+  BackendGuard(const BackendGuard&) = delete;
+  BackendGuard& operator=(const BackendGuard&) = delete;
+
+ private:
+  kernels::GemmBackend saved_;
+};
 
 }  // namespace tessera::xema::testing

@@ -75,6 +75,13 @@ core::Status ChunkedAttention(DeviceAllocator& allocator, const std::string& nam
 
 }  // namespace
 
+int64_t FfnChunkRows(int64_t rows, int64_t chunks) {
+  const int64_t m = kFfnChunkRowMultiple;
+  int64_t r = ((rows + chunks - 1) / chunks + m - 1) / m * m;
+  while (r < rows && rows % r == 1) r += m;
+  return std::min(r, rows);
+}
+
 core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, int64_t text_hidden,
                                         uint64_t text_seed, DeviceAllocator& allocator) {
   if (text_hidden < 1 || text_hidden > (int64_t{1} << 16)) {
@@ -174,7 +181,7 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
   }
   const int64_t l_n = txt + n, rows = b_n * l_n;
   // FFN rows per chunk (the reused hidden workspace's height).
-  const int64_t ffn_rows = (rows + execution.ffn_chunks - 1) / execution.ffn_chunks;
+  const int64_t ffn_rows = FfnChunkRows(rows, execution.ffn_chunks);
   const double rows_d = static_cast<double>(rows), hd_d = static_cast<double>(hd);
   const float* p = params_.f32();
   std::array<int64_t, kMaxDitBatch + 1> cu_all{}, cu_img_all{};

@@ -24,16 +24,18 @@
 // (sequence, head) in one workspace (B * H, ceil(L / k), L), then softmax and P V by GEMM:
 // the unfused attention of diffusers (k = 1: the whole (L, L) matrix per head).
 // FFN token chunks (ffn_chunks = k >= 1): the FFN is row-wise, so its B L rows (all
-// sequences flattened; a chunk may span two sequences) are cut into chunks of
-// R = ceil(B L / k) rows (k > B L gives R = 1) and each chunk runs GEMM in, GELU, GEMM out
-// through ONE reused hidden workspace "dit.block<l>.ffn" of R x ffn_hidden floats instead of
-// B L x ffn_hidden. Bytes saved per block op: AlignBytes(4 B L F) - AlignBytes(4 R F)
-// (F = ffn_hidden), nothing else changes; compute is the same (2 m n k summed over the
-// chunks), paid in k - 1 more, smaller GEMM calls. Chunking only changes how many rows one
-// GEMM call sees: with oneDNN (the default GEMM) outputs equal k = 1 bitwise (tested within
-// 1e-6 absolute on seeded random configs); OpenBLAS blocks rows by count, which moves the last
-// bits (tested within 1e-6 of the output's scale; 4e-7 seen).
-//
+// sequences flattened; a chunk may span two sequences) are cut into chunks of R =
+// FfnChunkRows(B L, k) rows, about ceil(B L / k) (the last chunk takes the rest), and each
+// chunk runs GEMM in, GELU, GEMM out through ONE reused hidden workspace "dit.block<l>.ffn" of
+// R x ffn_hidden floats instead of B L x ffn_hidden. Bytes saved per block op:
+// AlignBytes(4 B L F) - AlignBytes(4 R F) (F = ffn_hidden); nothing else changes. Compute is
+// the same (2 m n k summed over the chunks), paid in ceil(B L / R) - 1 more, smaller GEMM calls.
+// Exactness: R is a multiple of kFfnChunkRowMultiple = 8 and the last chunk is never a single
+// row, because the GEMM libraries compute a row alike only on those terms: OpenBLAS rounds
+// rows of odd-sized calls' tails differently, and oneDNN sends a one-row product to its
+// matrix-vector kernel. So the output equals k = 1 bitwise on both backends (tested on seeded
+// random configs, k dividing B L or not and k > B L, one BLAS thread); plain ceil(B L / k)
+// rows moved it by up to ~6 ulp.//
 // Ops (opened with the given context): "dit.embed" (allocates the stream "dit.h" (B L, Hd) and
 // "dit.cond" (B, Hd), frees the text context when Input::release_context), "dit.block<l>"
 // (workspaces only, the stream updated in place: "mod" (B, 6 Hd); "norm", "modx", "q", "k",
@@ -61,12 +63,19 @@ enum class AttentionMode { kFused, kChunked };
 
 // The largest batch Forward takes (cond + uncond needs 2).
 inline constexpr int64_t kMaxDitBatch = 8;
+// FFN chunks hold a multiple of this many rows (see the file comment).
+inline constexpr int64_t kFfnChunkRowMultiple = 8;
+
+// The rows of one FFN chunk for `rows` rows in `chunks` chunks (rows, chunks >= 1): ceil(rows /
+// chunks) rounded up to a multiple of kFfnChunkRowMultiple, then raised by that multiple while
+// it would leave a last chunk of one row; at most `rows`.
+int64_t FfnChunkRows(int64_t rows, int64_t chunks);
 
 // How Forward runs (see the file comment); the defaults are the unmitigated pass.
 struct DitExecution {
   AttentionMode attention = AttentionMode::kFused;
   int64_t attention_chunks = 1;  // kChunked: query chunks, >= 1
-  int64_t ffn_chunks = 1;        // FFN row chunks, >= 1 (above B L: one row per chunk)
+  int64_t ffn_chunks = 1;        // FFN row chunks, >= 1 (FfnChunkRows rows each)
 };
 
 class TinyDit {
