@@ -35,7 +35,8 @@
 // rows of odd-sized calls' tails differently, and oneDNN sends a one-row product to its
 // matrix-vector kernel. So the output equals k = 1 bitwise on both backends (tested on seeded
 // random configs, k dividing B L or not and k > B L, one BLAS thread); plain ceil(B L / k)
-// rows moved it by up to ~6 ulp.//
+// rows moved it by up to ~6 ulp.
+//
 // Ops (opened with the given context): "dit.embed" (allocates the stream "dit.h" (B L, Hd) and
 // "dit.cond" (B, Hd), frees the text context when Input::release_context), "dit.block<l>"
 // (workspaces only, the stream updated in place: "mod" (B, 6 Hd); "norm", "modx", "q", "k",
