@@ -284,7 +284,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                  {"--cfg", K::kText, {}},       {"--guidance", K::kFloat, {}},
                                  {"--prompt", K::kText, {}},    {"--seed", K::kUint, {}},
                                  {"--attention", K::kText, {}}, {"--attention-chunks", K::kInt, {}},
-                                 {"--vae-slices", K::kInt, {}}};
+                                 {"--vae-slices", K::kInt, {}}, {"--ffn-chunks", K::kInt, {}},
+                                 {"--vae-tiles", K::kInt, {}}};
     Append(&o, more);
     return o;
   };
@@ -296,7 +297,9 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   trace.bases = {
       {"--size", "16x16", "--steps", "1", "--out", out + "trace.json"},
       {"--model", "tiny-t2v", "--size", "16x16", "--frames", "5", "--steps", "1", "--vae-slices",
-       "2", "--out", out + "trace.json", "--timeline", out + "timeline.csv"}};
+       "2", "--out", out + "trace.json", "--timeline", out + "timeline.csv"},
+      {"--size", "32x16", "--steps", "1", "--ffn-chunks", "3", "--vae-tiles", "2", "--out",
+       out + "trace.json"}};
   t.push_back(trace);
 
   SubcommandSpec check =

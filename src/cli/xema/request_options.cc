@@ -32,6 +32,14 @@ void AddRequestOptions(CLI::App* app, RequestArgs* a) {
   app->add_option("--vae-slices", a->vae_slices, "video: decode the frames in this many slices")
       ->transform(Integer(1, 1025))
       ->capture_default_str();
+  app->add_option("--ffn-chunks", a->ffn_chunks,
+                  "run the DiT's FFN over this many token chunks (one reused workspace)")
+      ->transform(Integer(1, xema::kMaxFfnChunks))
+      ->capture_default_str();
+  app->add_option("--vae-tiles", a->vae_tiles,
+                  "decode a TxT grid of latent tiles with exact halos (clamped to the latent size)")
+      ->transform(Integer(1, xema::kMaxVaeTiles))
+      ->capture_default_str();
 }
 
 core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,
@@ -60,6 +68,8 @@ core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,
   }
   r.attention_chunks = a.attention_chunks;
   r.vae_frame_slices = a.vae_slices;
+  r.ffn_chunks = a.ffn_chunks;
+  r.vae_tiles = a.vae_tiles;
   RETURN_IF_ERROR(xema::ValidateRequest(spec, r));
   return r;
 }

@@ -1,8 +1,8 @@
 // The request template a `tessera xema` command runs on the tiny diffusion pipeline:
 // --model tiny-t2i|tiny-t2v|FILE --size WxH [--frames F] --steps N [--cfg on|off] [--guidance G]
 // [--prompt TEXT] [--seed S] [--attention fused|chunked] [--attention-chunks K]
-// [--vae-slices N]. Values are checked by the library (ValidateRequest), so the messages are
-// the same from every entry point.
+// [--vae-slices N] [--ffn-chunks K] [--vae-tiles T]. Values are checked by the library
+// (ValidateRequest), so the messages are the same from every entry point.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -26,6 +26,8 @@ struct RequestArgs {
   std::string attention = "fused";
   int64_t attention_chunks = 1;
   int64_t vae_slices = 1;
+  int64_t ffn_chunks = 1;
+  int64_t vae_tiles = 1;
 };
 
 void AddRequestOptions(CLI::App* app, RequestArgs* args);

@@ -46,7 +46,7 @@ core::StatusOr<int64_t> HostBudget(const TinyModelSpec& spec, const DiffusionReq
     return core::Infeasible(fmt::format(
         "request {}x{}x{}: needs at least {} bytes of memory (weights and the VAE's "
         "full-resolution activations), more than the {} bytes this host can give it; use a "
-        "smaller size, fewer frames or more VAE slices",
+        "smaller size, fewer frames, more VAE slices or more VAE tiles",
         request.width, request.height, request.frames, need, budget));
   }
   return budget;

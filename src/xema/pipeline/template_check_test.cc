@@ -113,16 +113,19 @@ namespace {
 TEST(TemplateCheckTest, MinimumPeakIsALowerBoundOfTheMeasuredPeak) {
   struct Case {
     const char* model;
-    int64_t w, h, frames, slices;
+    int64_t w, h, frames, slices, tiles;
   };
-  for (const Case& k : {Case{"tiny-t2i", 16, 16, 1, 1}, Case{"tiny-t2i", 128, 96, 1, 1},
-                        Case{"tiny-t2v", 64, 64, 5, 1}, Case{"tiny-t2v", 64, 64, 9, 3}}) {
+  for (const Case& k : {Case{"tiny-t2i", 16, 16, 1, 1, 1}, Case{"tiny-t2i", 128, 96, 1, 1, 1},
+                        Case{"tiny-t2v", 64, 64, 5, 1, 1}, Case{"tiny-t2v", 64, 64, 9, 3, 1},
+                        Case{"tiny-t2i", 16, 16, 1, 1, 2}, Case{"tiny-t2i", 128, 96, 1, 1, 3},
+                        Case{"tiny-t2v", 64, 64, 9, 3, 2}, Case{"tiny-t2i", 256, 256, 1, 1, 4}}) {
     DiffusionRequest r;
     r.model = k.model;
     r.width = k.w;
     r.height = k.h;
     r.frames = k.frames;
     r.vae_frame_slices = k.slices;
+    r.vae_tiles = k.tiles;
     r.steps = 1;
     auto spec = TinyModel(r.model);
     ASSERT_TRUE(spec.ok());

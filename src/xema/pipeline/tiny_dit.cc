@@ -75,6 +75,13 @@ core::Status ChunkedAttention(DeviceAllocator& allocator, const std::string& nam
 
 }  // namespace
 
+int64_t FfnChunkRows(int64_t rows, int64_t chunks) {
+  const int64_t m = kFfnChunkRowMultiple;
+  int64_t r = ((rows + chunks - 1) / chunks + m - 1) / m * m;
+  while (r < rows && rows % r == 1) r += m;
+  return std::min(r, rows);
+}
+
 core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, int64_t text_hidden,
                                         uint64_t text_seed, DeviceAllocator& allocator) {
   if (text_hidden < 1 || text_hidden > (int64_t{1} << 16)) {
@@ -142,7 +149,7 @@ core::Status TinyDit::ProjectText(DeviceAllocator& allocator, std::span<const fl
 }
 
 core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const Input& in,
-                                              const DitAttention& attention,
+                                              const DitExecution& execution,
                                               const OpContext& context) const {
   const int64_t hd = config_.hidden, f = config_.ffn_hidden, cin = config_.in_channels;
   const int64_t ft = config_.timestep_freq_dim, heads = config_.num_heads;
@@ -167,11 +174,14 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
         fmt::format("TinyDit::Forward: pooled context has {} floats, need batch * hidden = {}",
                     in.pool_ctx->f32_count(), b_n * hd));
   }
-  if (attention.chunks < 1) {
-    return core::InvalidArgument(
-        fmt::format("TinyDit::Forward: attention chunks: got {}, must be >= 1", attention.chunks));
+  if (execution.attention_chunks < 1 || execution.ffn_chunks < 1) {
+    return core::InvalidArgument(fmt::format(
+        "TinyDit::Forward: got {} attention chunks and {} FFN chunks, both must be >= 1",
+        execution.attention_chunks, execution.ffn_chunks));
   }
   const int64_t l_n = txt + n, rows = b_n * l_n;
+  // FFN rows per chunk (the reused hidden workspace's height).
+  const int64_t ffn_rows = FfnChunkRows(rows, execution.ffn_chunks);
   const double rows_d = static_cast<double>(rows), hd_d = static_cast<double>(hd);
   const float* p = params_.f32();
   std::array<int64_t, kMaxDitBatch + 1> cu_all{}, cu_img_all{};
@@ -254,7 +264,7 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
     ASSIGN_OR_RETURN(DeviceTensor k, ws(rows * hd, "k"));
     ASSIGN_OR_RETURN(DeviceTensor v, ws(rows * hd, "v"));
     ASSIGN_OR_RETURN(DeviceTensor attn, ws(rows * hd, "attn"));
-    ASSIGN_OR_RETURN(DeviceTensor ffn, ws(rows * f, "ffn"));
+    ASSIGN_OR_RETURN(DeviceTensor ffn, ws(ffn_rows * f, "ffn"));
     const float* mod = mod_t.f32();
     float* x = h.f32();
     ops::LinearForward(cond.f32(), b_n, hd, p + bo.w_mod, ld_mod, p + bo.b_mod, ld_mod, mod_t.f32(),
@@ -267,23 +277,29 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
       ops::LinearForward(modx.f32(), rows, hd, p + bo.w_qkv + i * hd, 3 * hd, p + bo.b_qkv + i * hd,
                          hd, qkv[i], hd);
     }
-    if (attention.mode == AttentionMode::kFused) {
+    if (execution.attention == AttentionMode::kFused) {
       ASSIGN_OR_RETURN(DeviceTensor lse, ws(rows * heads, "lse"));
       RETURN_IF_ERROR(
           kernels::AttentionForward(shape, q.f32(), k.f32(), v.f32(), attn.f32(), lse.f32())
               .WithPrefix(name + " attention"));
     } else {
       RETURN_IF_ERROR(ChunkedAttention(allocator, name, q.f32(), k.f32(), v.f32(), attn.f32(), b_n,
-                                       l_n, heads, config_.head_dim(), attention.chunks));
+                                       l_n, heads, config_.head_dim(), execution.attention_chunks));
     }
     ops::LinearForward(attn.f32(), rows, hd, p + bo.w_o, hd, p + bo.b_o, hd, norm.f32(), hd);
     ops::GatedResidualForward(norm.f32(), cu, hd, mod + 2 * hd, ld_mod, x);
     // MLP half.
     ops::LayerNormForward(x, rows, hd, config_.layer_norm_eps, norm.f32(), rstd.f32());
     ops::ModulateForward(norm.f32(), cu, hd, mod + 3 * hd, mod + 4 * hd, ld_mod, modx.f32());
-    ops::LinearForward(modx.f32(), rows, hd, p + bo.w_ff1, f, p + bo.b_ff1, f, ffn.f32(), f);
-    ops::GeluForward(ffn.f32(), rows * f, ffn.f32());
-    ops::LinearForward(ffn.f32(), rows, f, p + bo.w_ff2, hd, p + bo.b_ff2, hd, norm.f32(), hd);
+    // FFN over row chunks through the one hidden workspace; its output rows land in `norm`.
+    for (int64_t r0 = 0; r0 < rows; r0 += ffn_rows) {
+      const int64_t m = std::min(ffn_rows, rows - r0);
+      ops::LinearForward(modx.f32() + r0 * hd, m, hd, p + bo.w_ff1, f, p + bo.b_ff1, f, ffn.f32(),
+                         f);
+      ops::GeluForward(ffn.f32(), m * f, ffn.f32());
+      ops::LinearForward(ffn.f32(), m, f, p + bo.w_ff2, hd, p + bo.b_ff2, hd, norm.f32() + r0 * hd,
+                         hd);
+    }
     ops::GatedResidualForward(norm.f32(), cu, hd, mod + 5 * hd, ld_mod, x);
     op.Count(2.0 * rows_d * hd_d * (4.0 * hd_d + 2.0 * static_cast<double>(f)) +
                  2.0 * static_cast<double>(b_n) * hd_d * static_cast<double>(ld_mod) +

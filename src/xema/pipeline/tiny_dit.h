@@ -18,18 +18,35 @@
 //   every block: SmallDit's adaLN block over the joint sequence (attention over all L tokens)
 //   out_b = final adaLN layer on the N image rows of h_b    -> (B, N, C_in)
 // With no text (T_txt = 0, no pooled) it is SmallDit::Forward on one sequence (tested).
+// How a pass runs is DitExecution (outputs equal whatever it says, within float rounding):
 // Attention: kFused runs kernels::AttentionForward (its small tile scratch is internal);
 // kChunked with k chunks materialises the scores of ceil(L / k) query rows for every
 // (sequence, head) in one workspace (B * H, ceil(L / k), L), then softmax and P V by GEMM:
 // the unfused attention of diffusers (k = 1: the whole (L, L) matrix per head).
+// FFN token chunks (ffn_chunks = k >= 1): the FFN is row-wise, so its B L rows (all
+// sequences flattened; a chunk may span two sequences) are cut into chunks of R =
+// FfnChunkRows(B L, k) rows, about ceil(B L / k) (the last chunk takes the rest), and each
+// chunk runs GEMM in, GELU, GEMM out through ONE reused hidden workspace "dit.block<l>.ffn" of
+// R x ffn_hidden floats instead of B L x ffn_hidden. Bytes saved per block op:
+// AlignBytes(4 B L F) - AlignBytes(4 R F) (F = ffn_hidden); nothing else changes. Compute is
+// the same (2 m n k summed over the chunks), paid in ceil(B L / R) - 1 more, smaller GEMM calls.
+// Exactness: R is a multiple of kFfnChunkRowMultiple = 8 and the last chunk is never a single
+// row, because the GEMM libraries compute a row alike only on those terms: OpenBLAS rounds
+// rows of odd-sized calls' tails differently, and oneDNN sends a one-row product to its
+// matrix-vector kernel. So the output equals k = 1 bitwise on both backends (tested on seeded
+// random configs, k dividing B L or not and k > B L, one BLAS thread); plain ceil(B L / k)
+// rows moved it by up to ~6 ulp.
 //
 // Ops (opened with the given context): "dit.embed" (allocates the stream "dit.h" (B L, Hd) and
 // "dit.cond" (B, Hd), frees the text context when Input::release_context), "dit.block<l>"
-// (workspaces only, the stream updated in place), "dit.final" (allocates "dit.out" (B N,
+// (workspaces only, the stream updated in place: "mod" (B, 6 Hd); "norm", "modx", "q", "k",
+// "v", "attn" (B L, Hd) each; "rstd" (B L); "ffn" (R, F); then "lse" (B L, H) when fused or
+// "scores" (B H, ceil(L / k_att), L) when chunked), "dit.final" (allocates "dit.out" (B N,
 // C_in), frees the stream and "dit.cond"). Every call makes the same allocations in the same
 // order, so the denoising steps of a request are identical.
-// Errors: Create validates the config; Infeasible (out of device memory) passes out with
-// nothing leaked and no op left open. Thread-safety: const methods; one thread per allocator.
+// Errors: Create validates the config; Forward returns InvalidArgument for chunk counts below
+// 1; Infeasible (out of device memory) passes out with nothing leaked and no op left open.
+// Thread-safety: const methods; one thread per allocator.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +64,19 @@ enum class AttentionMode { kFused, kChunked };
 
 // The largest batch Forward takes (cond + uncond needs 2).
 inline constexpr int64_t kMaxDitBatch = 8;
+// FFN chunks hold a multiple of this many rows (see the file comment).
+inline constexpr int64_t kFfnChunkRowMultiple = 8;
 
-struct DitAttention {
-  AttentionMode mode = AttentionMode::kFused;
-  int64_t chunks = 1;  // kChunked: query chunks, >= 1
+// The rows of one FFN chunk for `rows` rows in `chunks` chunks (rows, chunks >= 1): ceil(rows /
+// chunks) rounded up to a multiple of kFfnChunkRowMultiple, then raised by that multiple while
+// it would leave a last chunk of one row; at most `rows`.
+int64_t FfnChunkRows(int64_t rows, int64_t chunks);
+
+// How Forward runs (see the file comment); the defaults are the unmitigated pass.
+struct DitExecution {
+  AttentionMode attention = AttentionMode::kFused;
+  int64_t attention_chunks = 1;  // kChunked: query chunks, >= 1
+  int64_t ffn_chunks = 1;        // FFN row chunks, >= 1 (FfnChunkRows rows each)
 };
 
 class TinyDit {
@@ -88,7 +114,7 @@ class TinyDit {
 
   // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.
   core::StatusOr<DeviceTensor> Forward(DeviceAllocator& allocator, const Input& input,
-                                       const DitAttention& attention,
+                                       const DitExecution& execution,
                                        const OpContext& context) const;
 
  private:

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/gemm.h"
 #include "models/attention_backend.h"
 #include "models/small_dit.h"
+#include "xema/pipeline/pipeline_test_util.h"
 
 namespace tessera::xema {
 namespace {
@@ -67,8 +70,8 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
   in.latent = latent.data();
   in.image_tokens = n;
   in.t = t;
-  for (const DitAttention att :
-       {DitAttention{AttentionMode::kFused, 1}, DitAttention{AttentionMode::kChunked, 2}}) {
+  for (const DitExecution att :
+       {DitExecution{AttentionMode::kFused, 1}, DitExecution{AttentionMode::kChunked, 2}}) {
     auto out = dit->Forward(allocator, in, att, {Phase::kDenoise, Section::kBody, 0});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_LE(RelativeError(out->f32_span(), acts.output), 1e-5);
@@ -137,9 +140,9 @@ TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
   const OpContext body{Phase::kDenoise, Section::kBody, 0};
   int64_t peaks[3];
   int i = 0;
-  for (const DitAttention att :
-       {DitAttention{AttentionMode::kFused, 1}, DitAttention{AttentionMode::kChunked, 1},
-        DitAttention{AttentionMode::kChunked, 4}}) {
+  for (const DitExecution att :
+       {DitExecution{AttentionMode::kFused, 1}, DitExecution{AttentionMode::kChunked, 1},
+        DitExecution{AttentionMode::kChunked, 4}}) {
     allocator.ResetPeak();
     auto out = dit->Forward(allocator, in, att, body);
     ASSERT_TRUE(out.ok());
@@ -148,6 +151,161 @@ TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
   // k = 1 holds (H, L, L) scores; k = 4 a quarter of them.
   EXPECT_GE(peaks[1] - peaks[2], AlignBytes(2 * n * n * 4) - AlignBytes(2 * (n / 4) * n * 4) - 512);
   EXPECT_GT(peaks[1], peaks[0]);
+}
+
+// A seeded random DiT (sizes, text or not, batch) and input; `draw` picks every size.
+struct RandomCase {
+  models::SmallDitConfig config;
+  int64_t text_hidden = 0, tokens = 0, text_tokens = 0, batch = 1;
+  std::vector<float> latent, text, pooled;
+};
+
+RandomCase DrawCase(uint64_t seed) {
+  core::Rng rng(seed);
+  RandomCase c;
+  c.config.num_heads = 1 + static_cast<int64_t>(rng.Below(3));
+  c.config.hidden = c.config.num_heads * 8 * (1 + static_cast<int64_t>(rng.Below(10)));
+  c.config.in_channels = 4 * (1 + static_cast<int64_t>(rng.Below(4)));
+  c.config.num_layers = 1 + static_cast<int64_t>(rng.Below(3));
+  c.config.ffn_hidden = 16 * (1 + static_cast<int64_t>(rng.Below(64)));  // up to 1024
+  c.config.timestep_freq_dim = 16;
+  c.config.modulation_init_std = 0.5f;
+  c.config.init_seed = seed + 100;
+  c.text_hidden = 8 * (1 + static_cast<int64_t>(rng.Below(4)));
+  c.tokens = 1 + static_cast<int64_t>(rng.Below(40));
+  c.text_tokens = static_cast<int64_t>(rng.Below(10));  // 0: no text
+  c.batch = 1 + static_cast<int64_t>(rng.Below(3));
+  c.latent = Random(seed + 1, c.tokens * c.config.in_channels);
+  c.text = Random(seed + 2, c.batch * c.text_tokens * c.text_hidden);
+  c.pooled = Random(seed + 3, c.batch * c.text_hidden);
+  return c;
+}
+
+// The largest |chunked - unchunked| over seeded random DiTs and inputs, both attention modes
+// and ffn_chunks 2, 3, 7 (dividing or not), B L and beyond (8-row chunks), on the current GEMM
+// backend; also relative to the largest |output|.
+struct ChunkDiffs {
+  double abs = 0, rel = 0;
+  int cases = 0;
+};
+
+ChunkDiffs FfnChunkDiffs() {
+  ChunkDiffs d;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    RandomCase c = DrawCase(seed);
+    HeapDeviceAllocator allocator;
+    auto dit = TinyDit::Create(c.config, c.text_hidden, seed, allocator);
+    CHECK(dit.ok()) << dit.status().ToString();
+    DeviceTensor ctx, pool;
+    TinyDit::Input in;
+    in.latent = c.latent.data();
+    in.image_tokens = c.tokens;
+    in.t = 0.6f;
+    in.batch = c.batch;
+    if (c.text_tokens > 0) {
+      std::vector<const float*> text_ptrs, pool_ptrs;
+      for (int64_t b = 0; b < c.batch; ++b) {
+        text_ptrs.push_back(c.text.data() + b * c.text_tokens * c.text_hidden);
+        pool_ptrs.push_back(c.pooled.data() + b * c.text_hidden);
+      }
+      double flops = 0;
+      CHECK(dit->ProjectText(allocator, text_ptrs, pool_ptrs, c.text_tokens, &ctx, &pool, &flops)
+                .ok());
+      in.text_ctx = &ctx;
+      in.text_tokens = c.text_tokens;
+      in.pool_ctx = &pool;
+    }
+    const int64_t rows = c.batch * (c.text_tokens + c.tokens);
+    const OpContext body{Phase::kDenoise, Section::kBody, 0};
+    for (const AttentionMode mode : {AttentionMode::kFused, AttentionMode::kChunked}) {
+      auto reference = dit->Forward(allocator, in, {mode, 3, 1}, body);
+      CHECK(reference.ok()) << reference.status().ToString();
+      double scale = 0;
+      for (float v : reference->f32_span()) scale = std::max(scale, std::abs(double{v}));
+      for (const int64_t k : {int64_t{2}, int64_t{3}, int64_t{7}, rows, rows + 5, 4 * rows}) {
+        auto got = dit->Forward(allocator, in, {mode, 3, k}, body);
+        CHECK(got.ok()) << got.status().ToString();
+        const double diff = testing::MaxAbsDiff(got->f32_span(), reference->f32_span());
+        d.abs = std::max(d.abs, diff);
+        d.rel = std::max(d.rel, diff / std::max(scale, 1e-30));
+        ++d.cases;
+      }
+    }
+  }
+  return d;
+}
+
+TEST(TinyDitTest, FfnChunksMatchOneChunkOnRandomConfigs) {
+  // On both GEMM backends (whole 8-row blocks and no one-row tail keep every row on the
+  // kernels' paths of the unchunked call: bitwise in practice, 0 seen).
+  const testing::BackendGuard guard;
+  for (const kernels::GemmBackend backend :
+       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
+    if (!kernels::GemmBackendAvailable(backend)) continue;
+    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+    const ChunkDiffs d = FfnChunkDiffs();
+    const std::string name = kernels::GemmBackendName(backend);
+    EXPECT_LE(d.abs, 1e-6) << name << " over " << d.cases << " cases (" << d.rel
+                           << " of the output scale)";
+    RecordProperty("ffn_chunks_max_abs_diff_" + name, std::to_string(d.abs));
+  }
+}
+
+TEST(TinyDitTest, FfnChunkRowsAreWholeBlocksWithoutAOneRowTail) {
+  EXPECT_EQ(FfnChunkRows(100, 1), 100);
+  EXPECT_EQ(FfnChunkRows(100, 2), 56);   // 50 -> 56
+  EXPECT_EQ(FfnChunkRows(100, 4), 32);   // 25 -> 32
+  EXPECT_EQ(FfnChunkRows(100, 7), 16);   // 15 -> 16
+  EXPECT_EQ(FfnChunkRows(100, 500), 8);  // more chunks than rows
+  EXPECT_EQ(FfnChunkRows(81, 81), 24);   // 8 and 16 leave one row: 81 = 3 x 24 + 9
+  EXPECT_EQ(FfnChunkRows(9, 9), 9);      // 8 leaves one row: one chunk
+  EXPECT_EQ(FfnChunkRows(5, 2), 5);      // fewer rows than a block
+  for (int64_t rows = 1; rows <= 300; ++rows) {
+    for (int64_t k = 1; k <= 40; ++k) {
+      const int64_t r = FfnChunkRows(rows, k);
+      ASSERT_TRUE(r == rows || (r % kFfnChunkRowMultiple == 0 && rows % r != 1))
+          << rows << " rows, " << k << " chunks: " << r;
+      ASSERT_GE(r, std::min(rows, (rows + k - 1) / k));
+    }
+  }
+}
+
+TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
+  const models::SmallDitConfig c = TestConfig();
+  HeapDeviceAllocator allocator;
+  auto dit = TinyDit::Create(c, 32, 3, allocator);
+  ASSERT_TRUE(dit.ok());
+  const int64_t n = 50, batch = 2, rows = batch * n, f = c.ffn_hidden;
+  const auto latent = Random(8, n * c.in_channels);
+  TinyDit::Input in;
+  in.latent = latent.data();
+  in.image_tokens = n;
+  in.batch = batch;
+  const OpContext body{Phase::kDenoise, Section::kBody, 0};
+  int64_t peak_one = 0;
+  for (const int64_t k : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}, rows, rows + 1}) {
+    testing::OpPeakObserver observer(allocator);
+    auto out = dit->Forward(allocator, in, {AttentionMode::kFused, 1, k}, body);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const int64_t chunk_rows = FfnChunkRows(rows, k);
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const std::string name = "dit.block" + std::to_string(l);
+      const testing::OpPeakObserver::Op* op = observer.Find(name);
+      ASSERT_NE(op, nullptr) << name;
+      EXPECT_EQ(op->allocs.at(name + ".ffn"), AlignBytes(4 * chunk_rows * f)) << "chunks " << k;
+    }
+    const int64_t peak = observer.Find("dit.block0")->peak_bytes;
+    if (k == 1) {
+      peak_one = peak;
+    } else {
+      EXPECT_EQ(peak_one - peak, AlignBytes(4 * rows * f) - AlignBytes(4 * chunk_rows * f))
+          << "chunks " << k;
+    }
+  }
+  auto bad = dit->Forward(allocator, in, {AttentionMode::kFused, 1, 0}, body);
+  EXPECT_EQ(bad.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("FFN chunks"), std::string::npos);
+  EXPECT_EQ(allocator.live_bytes(), dit->WeightBytes());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/rng.h"
 #include "xema/pipeline/op_scope.h"
+#include "xema/pipeline/vae_tiling.h"
 
 namespace tessera::xema {
 namespace {
@@ -179,12 +180,27 @@ int64_t OutputFloats(const DiffusionRequest& r) { return r.frames * 3 * r.height
 
 int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   const std::vector<int64_t>& ch = spec.vae.channels;
-  const int64_t plane = r.height * r.width;
+  const int64_t factor = spec.spatial_factor;
   const int64_t nf = r.frames / std::max<int64_t>(1, r.vae_frame_slices);  // first slice
-  // The last block (conv to RGB): its input, the im2col of one frame, the image.
-  const int64_t c_last = ch.back();
+  // The largest tile's span at full resolution (the whole plane untiled): its ops run while
+  // the image is live, whichever tile it is (the first tile's last block allocates it).
+  const int64_t halo = TileHaloLatentPixels(static_cast<int64_t>(ch.size()));
+  const int64_t tiles = std::max<int64_t>(1, r.vae_tiles);
+  auto largest_span = [&](int64_t extent) {
+    int64_t most = 0;
+    if (extent < 1) return most;  // not a valid request: no bound from the VAE
+    for (const TileSpan& s : TileSpans(extent, tiles, halo)) most = std::max(most, s.size());
+    return most;
+  };
+  const int64_t latent_h = r.height / factor, latent_w = r.width / factor;
+  const bool tiled = std::min(tiles, latent_h) * std::min(tiles, latent_w) > 1;
+  const int64_t plane = largest_span(latent_h) * factor * largest_span(latent_w) * factor;
+  // The last block (conv to RGB): its input, the im2col of one frame, the tile's RGB workspace
+  // when tiled, the image.
+  const int64_t c_last = ch.back(), oc = spec.vae.out_channels;
   const int64_t last = AlignBytes(4 * nf * c_last * plane) + AlignBytes(4 * 9 * c_last * plane) +
-                       AlignBytes(4 * r.frames * spec.vae.out_channels * plane);
+                       (tiled ? AlignBytes(4 * nf * oc * plane) : 0) +
+                       AlignBytes(4 * r.frames * oc * r.height * r.width);
   // The block before it, at full resolution too when it upsamples: the upsampled input, its
   // im2col, the output.
   int64_t before = 0;
@@ -289,7 +305,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   }
 
   // Body: identical ops and allocations in every step.
-  const DitAttention attention{r.attention, r.attention_chunks};
+  const DitExecution execution{r.attention, r.attention_chunks, r.ffn_chunks};
   for (int64_t i = 0; i < r.steps; ++i) {
     const OpContext body{Phase::kDenoise, Section::kBody, static_cast<int>(i)};
     const double steps = static_cast<double>(r.steps);
@@ -304,7 +320,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     in.text_tokens = text_tokens;
     in.pool_ctx = &pool_ctx;
     in.release_context = i == r.steps - 1;
-    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, attention, body));
+    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, execution, body));
     if (r.cfg) {
       OpScope op(allocator_, "cfg.combine", body);
       ASSIGN_OR_RETURN(DeviceTensor guided,
@@ -361,6 +377,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   vg.frames = r.frames;
   vg.temporal_factor = spec_.temporal_factor;
   vg.slices = r.vae_frame_slices;
+  vg.tiles = r.vae_tiles;
   ASSIGN_OR_RETURN(DeviceTensor image, vae_.Decode(allocator_, std::move(latent), vg, epi));
   OpScope op(allocator_, "vae.output", epi);
   std::copy(image.f32(), image.f32() + output.size(), output.begin());

@@ -120,9 +120,10 @@ int64_t OutputFloats(const DiffusionRequest& request);  // frames * 3 * height *
 
 // A lower bound on the peak device bytes of `request` (valid for `spec`), computed without
 // running it: the weights (but the DiT's text projections) plus the most that one of the VAE's two
-// full-resolution blocks holds at once for the first slice (input, the im2col workspace of one
-// frame, output or the image of all frames), each rounded as the allocator does. Lets a caller
-// refuse a request that cannot fit before any work is done. Tested <= the measured peak.
+// full-resolution blocks holds at once for the first slice and its largest (haloed) tile
+// (input, the im2col workspace of one frame, output, or the tile's RGB workspace and the image
+// of all frames), each rounded as the allocator does. Lets a caller refuse a request that
+// cannot fit before any work is done. Tested <= the measured peak, with and without tiles.
 int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& request);
 
 class DiffusionPipeline {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/alloc_stats.h"
+#include "xema/pipeline/pipeline_test_util.h"
+#include "xema/pipeline/vae_tiling.h"
 
 namespace tessera::xema {
 namespace {
@@ -279,6 +281,114 @@ TEST(TinyPipelineTest, HeapOutsideTheAllocatorStaysSmall) {
       EXPECT_LE(core::AllocatedBytes(), before);
     }
     RecordProperty(fmt::format("heap_growth_bytes_run{}", run), std::to_string(growth));
+  }
+}
+
+TEST(TinyPipelineTest, FfnChunksAndVaeTilesKeepTheOutput) {
+  for (const char* model : {"tiny-t2i", "tiny-t2v"}) {
+    DiffusionRequest r = Small();
+    r.model = model;
+    if (r.model == "tiny-t2v") {
+      r.frames = 5;
+      r.vae_frame_slices = 2;
+    }
+    const auto reference = RunOk(r);
+    for (const auto& [chunks, tiles] : {std::pair<int64_t, int64_t>{1, 2},
+                                        {3, 1},
+                                        {7, 3},
+                                        {4096, 1},
+                                        {1, 64},
+                                        {4096, 64},
+                                        {666, 1},
+                                        {64, 1}}) {
+      DiffusionRequest m = r;
+      m.ffn_chunks = chunks;
+      m.vae_tiles = tiles;
+      const auto got = RunOk(m);
+      const double diff = testing::MaxAbsDiff(got, reference);
+      EXPECT_LE(diff, 1e-6) << model << " ffn_chunks " << chunks << " vae_tiles " << tiles;
+      RecordProperty(fmt::format("max_abs_diff_{}_ffn{}_tiles{}", model, chunks, tiles),
+                     std::to_string(diff));
+    }
+  }
+  auto spec = TinyModel("tiny-t2i");
+  ASSERT_TRUE(spec.ok());
+  DiffusionRequest r;
+  r.ffn_chunks = 0;
+  EXPECT_EQ(ValidateRequest(*spec, r).message().rfind("request.ffn_chunks: got 0", 0), 0u);
+  r.ffn_chunks = 1;
+  r.vae_tiles = 65;
+  EXPECT_EQ(ValidateRequest(*spec, r).message().rfind("request.vae_tiles: got 65", 0), 0u);
+}
+
+// 256x256, one step: the peak falls with VAE tiles, and the workspaces of the DiT's block ops
+// and the VAE's full-resolution block ops have the sizes of the formulas.
+TEST(TinyPipelineTest, MitigationsCutThePeakByTheFormulas) {
+  Loaded& l = Shared("tiny-t2i");
+  const TinyModelSpec& spec = l.pipeline->spec();
+  DiffusionRequest r = Small(1);
+  r.width = r.height = 256;
+  const int64_t latent = 256 / spec.spatial_factor, factor = spec.spatial_factor;
+  const int64_t rows = 2 * (spec.text.tokens + (latent / spec.patch) * (latent / spec.patch));
+  const std::vector<int64_t>& ch = spec.vae.channels;
+  const int64_t n = static_cast<int64_t>(ch.size());
+  std::vector<int64_t> peaks;
+  for (const auto& [chunks, tiles] : {std::pair<int64_t, int64_t>{1, 1}, {4, 2}, {16, 4}}) {
+    r.ffn_chunks = chunks;
+    r.vae_tiles = tiles;
+    std::vector<float> out(OutputFloats(r));
+    l.allocator.ResetPeak();
+    testing::OpPeakObserver observer(l.allocator);
+    ASSERT_TRUE(l.pipeline->Run(r, out).ok());
+    peaks.push_back(l.allocator.peak_bytes());
+    const int64_t ffn_rows = FfnChunkRows(rows, chunks);
+    EXPECT_EQ(observer.Find("dit.block0")->allocs.at("dit.block0.ffn"),
+              AlignBytes(4 * ffn_rows * spec.dit.ffn_hidden));
+    const std::vector<TileSpan> spans = TileSpans(latent, tiles, 2);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      for (size_t j = 0; j < spans.size(); ++j) {
+        const std::string prefix = tiles == 1 ? "vae" : fmt::format("vae.tile{}_{}", i, j);
+        const int64_t plane = spans[i].size() * spans[j].size() * factor * factor;
+        for (const int64_t b : {n - 1, n}) {  // the full-resolution blocks
+          const std::string name = fmt::format("{}.block{}", prefix, b);
+          const testing::OpPeakObserver::Op* op = observer.Find(name);
+          ASSERT_NE(op, nullptr) << name;
+          EXPECT_EQ(op->allocs.at(name + ".im2col"), AlignBytes(4 * 9 * ch[b - 1] * plane)) << name;
+        }
+      }
+    }
+    EXPECT_LE(MinimumPeakBytes(spec, r), peaks.back());
+  }
+  EXPECT_LT(peaks[1], peaks[0]);
+  EXPECT_LT(peaks[2], peaks[1]);
+  RecordProperty("peak_bytes_256_tiles_1_2_4",
+                 fmt::format("{} {} {}", peaks[0], peaks[1], peaks[2]));
+}
+
+TEST(TinyPipelineTest, OutOfMemoryInATiledDecodeLeaksNothing) {
+  Loaded& l = Shared("tiny-t2i");
+  const int64_t weights = l.pipeline->WeightBytes();
+  DiffusionRequest r;  // 64x64, 4 steps, cfg
+  r.steps = 1;
+  r.vae_tiles = 2;
+  std::vector<float> out(OutputFloats(r));
+  l.allocator.ResetPeak();
+  ASSERT_TRUE(l.pipeline->Run(r, out).ok());
+  const int64_t peak = l.allocator.peak_bytes();
+  auto spec = TinyModel("tiny-t2i");
+  ASSERT_TRUE(spec.ok());
+  // Just below the tiled peak, and lower: each fails inside the VAE's tiles.
+  for (const int64_t below : {int64_t{1}, int64_t{1} << 20, int64_t{3} << 20}) {
+    HeapDeviceAllocator allocator(peak - below);
+    auto p = DiffusionPipeline::Load(*spec, allocator);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    testing::OpPeakObserver observer(allocator);
+    const core::Status st = (*p)->Run(r, out);
+    EXPECT_EQ(st.code(), core::StatusCode::kInfeasible) << st.ToString();
+    EXPECT_NE(observer.ops().back().name.find("vae.tile"), std::string::npos)
+        << observer.ops().back().name;
+    EXPECT_EQ(allocator.live_bytes(), weights);
+    EXPECT_FALSE(allocator.in_op());
   }
 }
 

@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/rng.h"
 #include "xema/pipeline/conv2d.h"
+#include "xema/pipeline/vae_tiling.h"
 
 namespace tessera::xema {
 namespace {
@@ -17,6 +21,115 @@ core::Status CheckChannels(const std::string& field, int64_t value) {
   if (value < 1 || value > 4096) {
     return core::InvalidArgument(
         fmt::format("VaeDecoderConfig.{}: got {}, must be in [1, 4096]", field, value));
+  }
+  return core::Status::Ok();
+}
+
+// One pass of the whole decoder: the frames [f0, f1) of one slice over one tile.
+struct TileJob {
+  std::string prefix;  // op names: "<prefix>.block<b>"
+  int64_t f0 = 0, f1 = 0;
+  TileSpan y, x;              // latent rows and columns: the span decoded, the core kept
+  bool tiled = false;         // false: the whole plane (no crop, no halo, written in place)
+  bool frees_latent = false;  // the latent's last reader: block 0 frees it
+};
+
+core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& config,
+                        std::span<const DeviceTensor> weights, const VaeGeometry& g,
+                        const TileJob& job, DeviceTensor& latent, DeviceTensor& image,
+                        const OpContext& context) {
+  const int64_t lc = config.latent_channels, oc = config.out_channels;
+  const int64_t n_blocks = static_cast<int64_t>(config.channels.size());
+  const int64_t factor = int64_t{1} << (n_blocks - 1);
+  const int64_t nf = job.f1 - job.f0;
+  const int64_t lat_plane = lc * g.latent_height * g.latent_width;
+  const int64_t full_h = g.latent_height * factor, full_w = g.latent_width * factor;
+  std::array<const float*, kMaxDecodeFrames> inputs{};
+  DeviceTensor act;
+  int64_t h = job.y.size(), w = job.x.size();  // at the current block's resolution
+  for (int64_t b = 0; b <= n_blocks; ++b) {
+    const std::string name = fmt::format("{}.block{}", job.prefix, b);
+    OpScope op(allocator, name, context);
+    const int64_t c_in = b == 0 ? lc : config.channels[b - 1];
+    const int64_t c_out = b == n_blocks ? oc : config.channels[b];
+    const float* weight = weights[2 * b].f32();
+    const float* bias = weights[2 * b + 1].f32();
+    DeviceTensor up, crop;
+    const float* conv_in = act.empty() ? nullptr : act.f32();
+    std::span<const float* const> image_inputs;
+    if (b == 0 && job.tiled) {
+      // The tile's span of each frame's latent frame, copied out contiguously.
+      ASSIGN_OR_RETURN(
+          crop, allocator.AllocateF32(nf * lc * h * w, name + ".crop", TensorKind::kWorkspace));
+      for (int64_t f = job.f0; f < job.f1; ++f) {
+        const int64_t lf = (f + g.temporal_factor - 1) / g.temporal_factor;
+        for (int64_t c = 0; c < lc; ++c) {
+          const float* src = latent.f32() + lf * lat_plane + c * g.latent_height * g.latent_width;
+          float* dst = crop.f32() + ((f - job.f0) * lc + c) * h * w;
+          for (int64_t y = 0; y < h; ++y) {
+            const float* row = src + (job.y.begin + y) * g.latent_width + job.x.begin;
+            std::copy(row, row + w, dst + y * w);
+          }
+        }
+      }
+      conv_in = crop.f32();
+    } else if (b == 0) {
+      for (int64_t f = job.f0; f < job.f1; ++f) {
+        const int64_t lf = (f + g.temporal_factor - 1) / g.temporal_factor;
+        inputs[f - job.f0] = latent.f32() + lf * lat_plane;
+      }
+      image_inputs = std::span<const float* const>(inputs.data(), static_cast<size_t>(nf));
+    } else if (b < n_blocks) {
+      ASSIGN_OR_RETURN(
+          up, allocator.AllocateF32(nf * c_in * 4 * h * w, name + ".up", TensorKind::kWorkspace));
+      UpsampleNearest2x(act.f32(), nf * c_in, h, w, up.f32());
+      act.Reset();
+      conv_in = up.f32();
+      h *= 2;
+      w *= 2;
+    }
+    DeviceTensor out;
+    float* conv_out = nullptr;
+    if (b == n_blocks) {
+      if (image.empty()) {
+        ASSIGN_OR_RETURN(image, allocator.AllocateF32(g.frames * oc * full_h * full_w, "vae.image",
+                                                      TensorKind::kActivation));
+      }
+      if (job.tiled) {
+        ASSIGN_OR_RETURN(
+            out, allocator.AllocateF32(nf * oc * h * w, name + ".rgb", TensorKind::kWorkspace));
+        conv_out = out.f32();
+      } else {
+        conv_out = image.f32() + job.f0 * oc * full_h * full_w;
+      }
+    } else {
+      ASSIGN_OR_RETURN(
+          out, allocator.AllocateF32(nf * c_out * h * w, name + ".out", TensorKind::kActivation));
+      conv_out = out.f32();
+    }
+    const Conv3x3Shape shape{nf, c_in, c_out, h, w};
+    RETURN_IF_ERROR(Conv3x3(allocator, name, shape, conv_in, weight, bias, conv_out, image_inputs));
+    if (b < n_blocks) SiluInPlace(conv_out, nf * c_out * h * w);
+    if (b == n_blocks && job.tiled) {
+      // Only the core is exact: copy its pixels (the latent core scaled by the factor).
+      const int64_t y0 = (job.y.core_begin - job.y.begin) * factor;
+      const int64_t x0 = (job.x.core_begin - job.x.begin) * factor;
+      const int64_t core_h = job.y.core_size() * factor, core_w = job.x.core_size() * factor;
+      for (int64_t p = 0; p < nf * oc; ++p) {  // planes: (frame, channel)
+        const float* src = out.f32() + p * h * w + y0 * w + x0;
+        float* dst = image.f32() + (job.f0 * oc + p) * full_h * full_w +
+                     job.y.core_begin * factor * full_w + job.x.core_begin * factor;
+        for (int64_t y = 0; y < core_h; ++y) {
+          std::copy(src + y * w, src + y * w + core_w, dst + y * full_w);
+        }
+      }
+      out.Reset();
+    }
+    up.Reset();
+    crop.Reset();
+    act = std::move(out);  // the last block's input is freed here (out is empty)
+    if (b == 0 && job.frees_latent) latent.Reset();
+    op.Count(shape.Flops(), 4.0 * static_cast<double>(nf * (c_in + c_out) * h * w));
   }
   return core::Status::Ok();
 }
@@ -62,6 +175,10 @@ core::StatusOr<VaeDecoder> VaeDecoder::Create(const VaeDecoderConfig& config, ui
   return dec;
 }
 
+int64_t VaeDecoder::TileHalo() const {
+  return TileHaloLatentPixels(static_cast<int64_t>(config_.channels.size()));
+}
+
 int64_t VaeDecoder::WeightBytes() const {
   int64_t total = 0;
   for (const DeviceTensor& w : weights_) total += AlignBytes(w.bytes());
@@ -71,75 +188,38 @@ int64_t VaeDecoder::WeightBytes() const {
 core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, DeviceTensor latent,
                                                 const VaeGeometry& g,
                                                 const OpContext& context) const {
-  const int64_t lc = config_.latent_channels, oc = config_.out_channels;
-  const int64_t n_blocks = static_cast<int64_t>(config_.channels.size());
+  const int64_t lc = config_.latent_channels;
   if (g.latent_frames < 1 || g.latent_height < 1 || g.latent_width < 1 || g.frames < 1 ||
       g.frames > kMaxDecodeFrames || g.temporal_factor < 1 || g.slices < 1 || g.slices > g.frames ||
+      g.tiles < 1 ||
       (g.frames - 1 + g.temporal_factor - 1) / g.temporal_factor >= g.latent_frames ||
       latent.f32_count() != g.latent_frames * lc * g.latent_height * g.latent_width) {
     return core::InvalidArgument(fmt::format(
         "VaeDecoder::Decode: inconsistent geometry: {} latent frames of {}x{} ({} floats given), "
-        "{} frames (at most {}), temporal factor {}, {} slices (1 to frames)",
+        "{} frames (at most {}), temporal factor {}, {} slices (1 to frames), {} tiles (>= 1)",
         g.latent_frames, g.latent_height, g.latent_width, latent.f32_count(), g.frames,
-        kMaxDecodeFrames, g.temporal_factor, g.slices));
+        kMaxDecodeFrames, g.temporal_factor, g.slices, g.tiles));
   }
-  const int64_t lat_plane = lc * g.latent_height * g.latent_width;
-  const int64_t full_h = g.latent_height * SpatialFactor(),
-                full_w = g.latent_width * SpatialFactor();
+  const int64_t halo = TileHalo();
+  const std::vector<TileSpan> rows = TileSpans(g.latent_height, g.tiles, halo);
+  const std::vector<TileSpan> cols = TileSpans(g.latent_width, g.tiles, halo);
+  const bool tiled = rows.size() * cols.size() > 1;
   DeviceTensor image;
-  std::array<const float*, kMaxDecodeFrames> inputs{};
   for (int64_t s = 0; s < g.slices; ++s) {
-    const int64_t f0 = s * g.frames / g.slices, f1 = (s + 1) * g.frames / g.slices;
-    const int64_t nf = f1 - f0;
-    const std::string prefix = g.slices == 1 ? std::string("vae") : fmt::format("vae.slice{}", s);
-    DeviceTensor act;
-    int64_t h = g.latent_height, w = g.latent_width;
-    for (int64_t b = 0; b <= n_blocks; ++b) {
-      const std::string name = fmt::format("{}.block{}", prefix, b);
-      OpScope op(allocator, name, context);
-      const int64_t c_in = b == 0 ? lc : config_.channels[b - 1];
-      const int64_t c_out = b == n_blocks ? oc : config_.channels[b];
-      const float* weight = weights_[2 * b].f32();
-      const float* bias = weights_[2 * b + 1].f32();
-      DeviceTensor up;
-      const float* conv_in = act.empty() ? nullptr : act.f32();
-      std::span<const float* const> image_inputs;
-      if (b == 0) {
-        for (int64_t f = f0; f < f1; ++f) {
-          const int64_t lf = (f + g.temporal_factor - 1) / g.temporal_factor;
-          inputs[f - f0] = latent.f32() + lf * lat_plane;
-        }
-        image_inputs = std::span<const float* const>(inputs.data(), static_cast<size_t>(nf));
-      } else if (b < n_blocks) {
-        ASSIGN_OR_RETURN(
-            up, allocator.AllocateF32(nf * c_in * 4 * h * w, name + ".up", TensorKind::kWorkspace));
-        UpsampleNearest2x(act.f32(), nf * c_in, h, w, up.f32());
-        act.Reset();
-        conv_in = up.f32();
-        h *= 2;
-        w *= 2;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (size_t j = 0; j < cols.size(); ++j) {
+        TileJob job;
+        job.prefix = "vae";
+        if (g.slices > 1) job.prefix += fmt::format(".slice{}", s);
+        if (tiled) job.prefix += fmt::format(".tile{}_{}", i, j);
+        job.f0 = s * g.frames / g.slices;
+        job.f1 = (s + 1) * g.frames / g.slices;
+        job.y = rows[i];
+        job.x = cols[j];
+        job.tiled = tiled;
+        job.frees_latent = s == g.slices - 1 && i + 1 == rows.size() && j + 1 == cols.size();
+        RETURN_IF_ERROR(DecodeTile(allocator, config_, weights_, g, job, latent, image, context));
       }
-      DeviceTensor out;
-      float* conv_out = nullptr;
-      if (b == n_blocks) {
-        if (image.empty()) {
-          ASSIGN_OR_RETURN(image, allocator.AllocateF32(g.frames * oc * full_h * full_w,
-                                                        "vae.image", TensorKind::kActivation));
-        }
-        conv_out = image.f32() + f0 * oc * full_h * full_w;
-      } else {
-        ASSIGN_OR_RETURN(
-            out, allocator.AllocateF32(nf * c_out * h * w, name + ".out", TensorKind::kActivation));
-        conv_out = out.f32();
-      }
-      const Conv3x3Shape shape{nf, c_in, c_out, h, w};
-      RETURN_IF_ERROR(
-          Conv3x3(allocator, name, shape, conv_in, weight, bias, conv_out, image_inputs));
-      if (b < n_blocks) SiluInPlace(conv_out, nf * c_out * h * w);
-      up.Reset();
-      act = std::move(out);  // the last block's input is freed here (out is empty)
-      if (b == 0 && s == g.slices - 1) latent.Reset();
-      op.Count(shape.Flops(), 4.0 * static_cast<double>(nf * (c_in + c_out) * h * w));
     }
   }
   return image;
