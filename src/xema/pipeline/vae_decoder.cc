@@ -69,8 +69,8 @@ int64_t VaeDecoder::WeightBytes() const {
 }
 
 core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                                const VaeGeometry& g,
-                                                const OpContext& context) const {
+                                                const VaeGeometry& g, const OpContext& context,
+                                                const VaeFrameSink& sink) const {
   const int64_t lc = config_.latent_channels, oc = config_.out_channels;
   const int64_t n_blocks = static_cast<int64_t>(config_.channels.size());
   if (g.latent_frames < 1 || g.latent_height < 1 || g.latent_width < 1 || g.frames < 1 ||
@@ -121,7 +121,11 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
       }
       DeviceTensor out;
       float* conv_out = nullptr;
-      if (b == n_blocks) {
+      if (b == n_blocks && sink) {
+        ASSIGN_OR_RETURN(out, allocator.AllocateF32(nf * oc * h * w, prefix + ".frames",
+                                                    TensorKind::kActivation));
+        conv_out = out.f32();
+      } else if (b == n_blocks) {
         if (image.empty()) {
           ASSIGN_OR_RETURN(image, allocator.AllocateF32(g.frames * oc * full_h * full_w,
                                                         "vae.image", TensorKind::kActivation));
@@ -137,6 +141,7 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
           Conv3x3(allocator, name, shape, conv_in, weight, bias, conv_out, image_inputs));
       if (b < n_blocks) SiluInPlace(conv_out, nf * c_out * h * w);
       up.Reset();
+      if (b == n_blocks && sink) RETURN_IF_ERROR(sink(f0, f1, std::move(out)));
       act = std::move(out);  // the last block's input is freed here (out is empty)
       if (b == 0 && s == g.slices - 1) latent.Reset();
       op.Count(shape.Flops(), 4.0 * static_cast<double>(nf * (c_in + c_out) * h * w));

@@ -21,13 +21,16 @@
 // the upsample workspace "...block<b>.up" and the convolution's im2col workspace
 // "...block<b>.im2col" (c_in * 9 * H * W floats, the spike) live only in the op. The latent is
 // freed in the first block op of the last slice; the image "vae.image" (F, out_channels, H, W)
-// is allocated in the last block op of slice 0 and returned.
+// is allocated in the last block op of slice 0 and returned. With a frame sink (offload.image)
+// there is no "vae.image": the last block op of each slice allocates "<prefix>.frames" (its
+// frames only) and hands it to the sink inside that op; Decode then returns an empty tensor.
 // Errors: Create validates the config (InvalidArgument naming the field); Decode returns
 // InvalidArgument for an inconsistent geometry and passes Infeasible (out of device memory)
 // out with nothing leaked and no op left open. Thread-safety: const; one thread per allocator.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -56,6 +59,10 @@ struct VaeGeometry {
   int64_t slices = 1;  // in [1, F]
 };
 
+// Receives the frames [f0, f1) of one slice, (f1 - f0, out_channels, H, W), inside the slice's
+// last block op; what it frees is released when that op ends.
+using VaeFrameSink = std::function<core::Status(int64_t f0, int64_t f1, DeviceTensor frames)>;
+
 class VaeDecoder {
  public:
   static core::StatusOr<VaeDecoder> Create(const VaeDecoderConfig& config, uint64_t seed,
@@ -66,9 +73,10 @@ class VaeDecoder {
   int64_t WeightBytes() const;
 
   // latent (Lf, latent_channels, h, w) is consumed; returns "vae.image" (F, out_channels,
-  // h * SpatialFactor(), w * SpatialFactor()).
+  // h * SpatialFactor(), w * SpatialFactor()), or an empty tensor when `sink` is given.
   core::StatusOr<DeviceTensor> Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                      const VaeGeometry& geometry, const OpContext& context) const;
+                                      const VaeGeometry& geometry, const OpContext& context,
+                                      const VaeFrameSink& sink = {}) const;
 
  private:
   VaeDecoderConfig config_;
