@@ -92,8 +92,8 @@ core::StatusOr<std::unique_ptr<HostTier>> HostTier::ForDevice(double host_gbps,
   const double bytes_per_s = host_gbps * 1e9 / scale.scale;
   if (bytes_per_s < kMinHostLinkBytesPerS) {
     return core::InvalidArgument(fmt::format(
-        "host link: {} GB/s at time scale {} is {} bytes/s emulated, below {} (a request "
-        "would take hours); raise --host-gbps or lower --time-scale",
+        "host link: {:.4g} GB/s at time scale {:.4g} is {:.4g} bytes/s emulated, below {:.4g} "
+        "(a request would take hours); raise --host-gbps or lower --time-scale",
         host_gbps, scale.scale, bytes_per_s, kMinHostLinkBytesPerS));
   }
   const int64_t latency_ns = std::llround(host_latency_s * scale.scale * 1e9);
