@@ -7,15 +7,15 @@
 #include <span>
 
 #include "comm/paced_links.h"
-#include "compass/time_scale.h"
 #include "core/status.h"
 #include "hw/topology.h"
+#include "kernels/time_scale.h"
 
 namespace tessera::compass {
 
 // InvalidArgument for a device id out of range or used twice.
 core::StatusOr<comm::PacedLinks> EmulatedLinks(const hw::Topology& topology,
                                                std::span<const int> device_of_rank,
-                                               const TimeScale& scale);
+                                               const kernels::TimeScale& scale);
 
 }  // namespace tessera::compass

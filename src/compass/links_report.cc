@@ -20,17 +20,17 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::T
   out.provenance = topology.provenance();
   // 1. Time scale: rank 0 measures while the others sleep on a futex barrier.
   if (options.time_scale) {
-    ASSIGN_OR_RETURN(out.scale, FixedTimeScale(topology.device(), *options.time_scale));
+    ASSIGN_OR_RETURN(out.scale, kernels::FixedTimeScale(topology.device(), *options.time_scale));
   } else {
     ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
                      comm::SharedBarrier::Create(world));
     double flops = 0;
     if (world.rank() == 0) {
-      ASSIGN_OR_RETURN(flops, MeasureCoreGemmFlops());
+      ASSIGN_OR_RETURN(flops, kernels::MeasureCoreGemmFlops());
     }
     RETURN_IF_ERROR(barrier->Arrive(0, 600.0).status());
     RETURN_IF_ERROR(world.Broadcast(std::span<double>(&flops, 1), 0));
-    ASSIGN_OR_RETURN(out.scale, MakeTimeScale(topology.device(), flops));
+    ASSIGN_OR_RETURN(out.scale, kernels::MakeTimeScale(topology.device(), flops));
   }
   // 2. Probes on the fastest and the slowest device pair among devices 0..n-1.
   int fs = 0, fd = 1, ss = 0, sd = 1;

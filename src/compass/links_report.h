@@ -15,9 +15,9 @@
 #include "comm/communicator.h"
 #include "compass/collective_bench.h"
 #include "compass/link_check.h"
-#include "compass/time_scale.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
+#include "kernels/time_scale.h"
 
 namespace tessera::compass {
 
@@ -39,7 +39,7 @@ struct LinkProbe {
 
 struct LinksReport {
   std::string topology, provenance;
-  TimeScale scale;
+  kernels::TimeScale scale;
   int64_t calibrated_lead_ns =
       0;  // CalibrateWakeLeadNs, used by the calibrated probes and the bench
   std::vector<LinkProbe> probes;

@@ -1,6 +1,9 @@
 #include "cli/xema/request_options.h"
 
+#include <sstream>
+
 #include "cli/options.h"
+#include "hw/device.h"
 #include "xema/analytic_trace.h"
 
 namespace tessera::cli {
@@ -40,6 +43,50 @@ void AddRequestOptions(CLI::App* app, RequestArgs* a) {
                   "decode a TxT grid of latent tiles with exact halos (clamped to the latent size)")
       ->transform(Integer(1, xema::kMaxVaeTiles))
       ->capture_default_str();
+}
+
+void AddOffloadOptions(CLI::App* app, OffloadArgs* a) {
+  app->add_option("--offload", a->offload,
+                  "park tensors in host memory while idle: a comma list of text, latent, image, "
+                  "weights (exact; costs copy time)");
+  app->add_option("--host-gbps", a->host_gbps,
+                  "device<->host link GB/s per direction (default: H100 on PCIe 5.0)")
+      ->check(Number(1e-3, 1e6))
+      ->capture_default_str();
+  app->add_option("--time-scale", a->time_scale,
+                  "emulated seconds per device second for the host link (default: measured "
+                  "from this core's GEMM against an H100)")
+      ->check(Number(1e-3, 1e7));
+}
+
+core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list) {
+  xema::OffloadSet set;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    bool* flag = item == "text"      ? &set.text_context
+                 : item == "latent"  ? &set.latent
+                 : item == "image"   ? &set.image
+                 : item == "weights" ? &set.idle_weights
+                                     : nullptr;
+    if (flag == nullptr) {
+      return core::InvalidArgument("--offload: got '" + item +
+                                   "', items must be text, latent, image or weights");
+    }
+    if (*flag) return core::InvalidArgument("--offload: '" + item + "' is given twice");
+    *flag = true;
+  }
+  if (!list.empty() && list.back() == ',') {
+    return core::InvalidArgument("--offload: got '', items must be text, latent, image or weights");
+  }
+  return set;
+}
+
+core::StatusOr<kernels::TimeScale> HostLinkTimeScale(const OffloadArgs& a) {
+  ASSIGN_OR_RETURN(hw::Device device, hw::DevicePreset(xema::kHostLinkDevicePreset));
+  if (a.time_scale > 0) return kernels::FixedTimeScale(device, a.time_scale);
+  ASSIGN_OR_RETURN(const double flops, kernels::MeasureCoreGemmFlops());
+  return kernels::MakeTimeScale(device, flops);
 }
 
 core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,

@@ -23,15 +23,20 @@ bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// Loads the model into `allocator`, runs the request, unloads; the output in *output.
+// Loads the model into `allocator` (with `host`, may be null), runs the request, unloads; the
+// output in *output. With a host tier, its stats cover the request only; *parked_bytes gets
+// the weights the request left parked.
 core::Status RunOnce(const TinyModelSpec& spec, const DiffusionRequest& request,
-                     DeviceAllocator& allocator, std::vector<float>* output, double* run_s) {
+                     DeviceAllocator& allocator, std::vector<float>* output, double* run_s,
+                     HostTier* host = nullptr, int64_t* parked_bytes = nullptr) {
   ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> pipeline,
-                   DiffusionPipeline::Load(spec, allocator));
+                   DiffusionPipeline::Load(spec, allocator, host));
   output->assign(static_cast<size_t>(OutputFloats(request)), 0.0f);
+  if (host != nullptr) host->ResetStats();
   const auto t0 = std::chrono::steady_clock::now();
   core::Status s = pipeline->Run(request, *output);
   *run_s = SecondsSince(t0);
+  if (parked_bytes != nullptr) *parked_bytes = pipeline->ParkedWeightBytes();
   return s;
 }
 
@@ -58,14 +63,16 @@ int64_t HostMemoryBudgetBytes() { return core::AvailableMemoryBytes() / 10 * 8; 
 
 core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
                                               const DiffusionRequest& request,
-                                              int64_t host_budget_bytes) {
+                                              int64_t host_budget_bytes, HostTier* host) {
   RETURN_IF_ERROR(ValidateRequest(spec, request));
   ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, host_budget_bytes));
   RecordedRequest r;
   HeapDeviceAllocator heap(budget);
   {
     TraceRecorder recorder(heap);
-    RETURN_IF_ERROR(RunOnce(spec, request, heap, &r.output, &r.run_s));
+    RETURN_IF_ERROR(
+        RunOnce(spec, request, heap, &r.output, &r.run_s, host, &r.parked_weight_bytes));
+    if (host != nullptr) r.host = host->stats();
     // The pipeline is unloaded here: the weights are released after the last op.
     ASSIGN_OR_RETURN(r.trace, recorder.Finish(KeyOf(request)));
   }

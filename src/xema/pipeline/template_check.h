@@ -2,7 +2,8 @@
 //
 // RecordRequest runs the request once under the plain heap allocator with a TraceRecorder
 // attached (weights loaded first) and returns the template trace, the output frames and the
-// peak the allocator measured.
+// peak the allocator measured. A request that offloads needs a host tier (host_tier.h); the
+// tier's stats over the request (copies, exposed seconds) come back with it.
 //
 // Host memory: every run here allocates real memory, so it is bounded by `host_budget_bytes`
 // (0: HostMemoryBudgetBytes()). A request whose MinimumPeakBytes exceeds it is refused before
@@ -34,6 +35,7 @@
 #include "core/status.h"
 #include "xema/caching_allocator.h"
 #include "xema/memory_trace.h"
+#include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/tiny_pipeline.h"
 #include "xema/static_layout.h"
 
@@ -44,7 +46,10 @@ struct RecordedRequest {
   std::vector<float> output;  // (frames, 3, height, width)
   int64_t measured_peak_bytes = 0;
   int64_t weight_bytes = 0;
-  double run_s = 0;  // wall-clock seconds of the request (weights loaded before)
+  double run_s = 0;                 // wall-clock seconds of the request (weights loaded before)
+  HostTierStats host;               // with a host tier: its copies during the request
+  int64_t parked_weight_bytes = 0;  // weights left parked (idle_weights): the next request
+                                    // restores them
 };
 
 // `spec` is the model (TinyModel, or ResolveTinyModel for a model file); request.model must
@@ -55,7 +60,8 @@ int64_t HostMemoryBudgetBytes();
 
 core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
                                               const DiffusionRequest& request,
-                                              int64_t host_budget_bytes = 0);
+                                              int64_t host_budget_bytes = 0,
+                                              HostTier* host = nullptr);
 
 struct LayoutRunRow {
   Layout layout;  // offsets included

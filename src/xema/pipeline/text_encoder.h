@@ -62,6 +62,13 @@ class TextEncoder {
   const TextEncoderConfig& config() const { return config_; }
   // Aligned bytes of the weight tensors.
   int64_t WeightBytes() const;
+  // The weight tensors ("text.embed", then "text.layer<l>"), which the host tier frees while
+  // they are idle and restores (offload.idle_weights); Encode needs them allocated.
+  std::vector<DeviceTensor*> WeightTensors() {
+    std::vector<DeviceTensor*> w{&embed_};
+    for (DeviceTensor& l : layers_) w.push_back(&l);
+    return w;
+  }
 
   [[nodiscard]] core::Status Encode(DeviceAllocator& allocator, std::string_view prompt,
                                     const std::string& prefix, const OpContext& context,

@@ -239,6 +239,7 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
       if (in.text_ctx != nullptr) in.text_ctx->Reset();
       if (in.pool_ctx != nullptr) in.pool_ctx->Reset();
     }
+    if (in.after_embed) RETURN_IF_ERROR(in.after_embed());
     op.Count(2.0 * static_cast<double>(n * cin * hd + ft * hd + hd * hd),
              4.0 * static_cast<double>(rows * hd));
   }

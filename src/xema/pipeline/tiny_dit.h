@@ -50,6 +50,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -91,6 +92,10 @@ class TinyDit {
   std::span<const float> Parameters() const {
     return {params_.f32(), static_cast<size_t>(params_.f32_count())};
   }
+  // The weight tensors "dit.params" and "dit.text", which the host tier frees while they are
+  // idle and restores (offload.idle_weights); Forward and ProjectText need them allocated.
+  DeviceTensor& params_tensor() { return params_; }
+  DeviceTensor& text_tensor() { return text_; }
 
   // text[b] (text_tokens, text_hidden), pooled[b] (text_hidden) for b < B = text.size() (equal
   // sizes, 1 <= B <= kMaxDitBatch, text_tokens >= 1). Allocates "dit.text_ctx" (B, T, Hd) and
@@ -110,6 +115,9 @@ class TinyDit {
     int64_t text_tokens = 0;           // T_txt (0 without text)
     DeviceTensor* pool_ctx = nullptr;  // (B, Hd) from ProjectText, or null: no pooled term
     bool release_context = false;      // free *text_ctx and *pool_ctx in "dit.embed"
+    // Called inside "dit.embed" once the inputs were read (empty: nothing). What it frees
+    // (inputs the host tier keeps a copy of: offload) is released when "dit.embed" ends.
+    std::function<core::Status()> after_embed;
   };
 
   // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.

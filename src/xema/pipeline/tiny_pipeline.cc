@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/rng.h"
+#include "xema/pipeline/activation_offload.h"
 #include "xema/pipeline/op_scope.h"
 #include "xema/pipeline/vae_tiling.h"
 
@@ -44,6 +45,20 @@ TinyModelSpec BaseSpec(const std::string& name) {
   s.dit.init_seed = s.seed;
   return s;
 }
+
+// Hands the weights being restored back to their owners when Run returns, on every path.
+class RestoreOnExit {
+ public:
+  explicit RestoreOnExit(WeightParking* parking) : parking_(parking) {}
+  ~RestoreOnExit() {
+    if (parking_ != nullptr) parking_->FinishRestoreAll();
+  }
+  RestoreOnExit(const RestoreOnExit&) = delete;
+  RestoreOnExit& operator=(const RestoreOnExit&) = delete;
+
+ private:
+  WeightParking* parking_;
+};
 
 core::Status SpecError(const std::string& field, const std::string& got, const std::string& want) {
   return core::InvalidArgument(fmt::format("spec.{}: got {}, {}", field, got, want));
@@ -196,11 +211,12 @@ int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   const bool tiled = std::min(tiles, latent_h) * std::min(tiles, latent_w) > 1;
   const int64_t plane = largest_span(latent_h) * factor * largest_span(latent_w) * factor;
   // The last block (conv to RGB): its input, the im2col of one frame, the tile's RGB workspace
-  // when tiled, the image.
+  // when tiled, the image (with offload.image: slice 0's frames).
   const int64_t c_last = ch.back(), oc = spec.vae.out_channels;
+  const int64_t image_frames = r.offload.image ? nf : r.frames;
   const int64_t last = AlignBytes(4 * nf * c_last * plane) + AlignBytes(4 * 9 * c_last * plane) +
                        (tiled ? AlignBytes(4 * nf * oc * plane) : 0) +
-                       AlignBytes(4 * r.frames * oc * r.height * r.width);
+                       AlignBytes(4 * image_frames * oc * r.height * r.width);
   // The block before it, at full resolution too when it upsamples: the upsampled input, its
   // im2col, the output.
   int64_t before = 0;
@@ -211,12 +227,15 @@ int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   }
   int64_t bytes = std::max(last, before);
   // The weights as Load allocates them (the DiT's text projections left out): the text
-  // encoder's embedding and layers, the DiT's parameters, the VAE's convolutions.
+  // encoder's embedding and layers, the DiT's parameters (both parked during the VAE with
+  // idle_weights), the VAE's convolutions.
   const TextEncoderConfig& t = spec.text;
-  bytes += AlignBytes(4 * t.vocab * t.hidden) +
-           t.num_layers * AlignBytes(4 * (4 * t.hidden * t.hidden + 5 * t.hidden +
-                                          2 * t.hidden * t.ffn_hidden + t.ffn_hidden));
-  bytes += AlignBytes(4 * static_cast<int64_t>(models::SmallDitParameterCount(spec.dit)));
+  if (!r.offload.idle_weights) {
+    bytes += AlignBytes(4 * t.vocab * t.hidden) +
+             t.num_layers * AlignBytes(4 * (4 * t.hidden * t.hidden + 5 * t.hidden +
+                                            2 * t.hidden * t.ffn_hidden + t.ffn_hidden));
+    bytes += AlignBytes(4 * static_cast<int64_t>(models::SmallDitParameterCount(spec.dit)));
+  }
   int64_t c_in = spec.vae.latent_channels;
   for (size_t i = 0; i <= spec.vae.channels.size(); ++i) {
     const int64_t c_out =
@@ -233,10 +252,14 @@ DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator&
       allocator_(allocator),
       text_(std::move(text)),
       dit_(std::move(dit)),
-      vae_(std::move(vae)) {}
+      vae_(std::move(vae)) {
+  weight_bytes_ = text_.WeightBytes() + dit_.WeightBytes() + vae_.WeightBytes();
+}
+
+DiffusionPipeline::~DiffusionPipeline() = default;
 
 core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
-    const TinyModelSpec& spec, DeviceAllocator& allocator) {
+    const TinyModelSpec& spec, DeviceAllocator& allocator, HostTier* host) {
   RETURN_IF_ERROR(ValidateSpec(spec));
   ASSIGN_OR_RETURN(TextEncoder text, TextEncoder::Create(spec.text, spec.seed, allocator));
   models::SmallDitConfig dit_config = spec.dit;
@@ -245,12 +268,28 @@ core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
   ASSIGN_OR_RETURN(TinyDit dit,
                    TinyDit::Create(dit_config, spec.text.hidden, text_seed, allocator));
   ASSIGN_OR_RETURN(VaeDecoder vae, VaeDecoder::Create(spec.vae, spec.seed, allocator));
-  return std::unique_ptr<DiffusionPipeline>(
+  std::unique_ptr<DiffusionPipeline> p(
       new DiffusionPipeline(spec, allocator, std::move(text), std::move(dit), std::move(vae)));
+  if (host != nullptr) {
+    std::array<std::vector<WeightParking::Slot>, WeightParking::kGroups> groups;
+    const std::vector<DeviceTensor*> text_weights = p->text_.WeightTensors();
+    for (size_t l = 0; l < text_weights.size(); ++l) {
+      const std::string name = l == 0 ? "text.embed" : fmt::format("text.layer{}", l - 1);
+      groups[WeightParking::kTextEncoder].push_back({name, text_weights[l]});
+    }
+    groups[WeightParking::kDitText].push_back({"dit.text", &p->dit_.text_tensor()});
+    groups[WeightParking::kDitParams].push_back({"dit.params", &p->dit_.params_tensor()});
+    ASSIGN_OR_RETURN(WeightParking parking, WeightParking::Create(*host, std::move(groups)));
+    p->parking_ = std::make_unique<WeightParking>(std::move(parking));
+    p->host_ = host;
+  }
+  return p;
 }
 
-int64_t DiffusionPipeline::WeightBytes() const {
-  return text_.WeightBytes() + dit_.WeightBytes() + vae_.WeightBytes();
+int64_t DiffusionPipeline::WeightBytes() const { return weight_bytes_; }
+
+int64_t DiffusionPipeline::ParkedWeightBytes() const {
+  return parking_ ? parking_->ParkedBytes() : 0;
 }
 
 core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output) {
@@ -259,6 +298,18 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     return core::InvalidArgument(
         fmt::format("output: got {} floats, need frames * 3 * height * width = {}", output.size(),
                     OutputFloats(r)));
+  }
+  if (r.offload.any() && host_ == nullptr) {
+    return core::InvalidArgument(
+        "request.offload: parking tensors in host memory needs a host tier; load the pipeline "
+        "with one (DiffusionPipeline::Load(spec, allocator, host)) or clear the offload set");
+  }
+  // Weights parked by the previous request come back first (outside ops: they are weights).
+  RestoreOnExit restore_on_exit(parking_.get());
+  if (parking_ != nullptr) {
+    RETURN_IF_ERROR(parking_->StartRestore(allocator_));
+    parking_->FinishRestore(WeightParking::kTextEncoder);
+    parking_->FinishRestore(WeightParking::kDitText);
   }
   const Geometry g = GeometryOf(spec_, r);
   const int64_t n = g.tokens, cin = spec_.dit.in_channels, p = spec_.patch;
@@ -269,6 +320,8 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   // Tensors that cross ops. Declared before every OpScope, so on an error return they are
   // destroyed after the open op has ended and are freed at once.
   DeviceTensor text_ctx, pool_ctx, x;
+  // Tensors parked in the host tier (declared after the ones above, so destroyed first).
+  ActivationOffload off(host_, r.offload, allocator_, r.steps);
 
   // Prologue: text encoding, projection for the DiT, initial noise.
   const OpContext text_op{Phase::kText, Section::kPrologue, -1};
@@ -294,15 +347,19 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
       tokens[b].Reset();
       pooled[b].Reset();
     }
+    if (r.offload.idle_weights) parking_->Park(WeightParking::kTextEncoder);
     op.Count(flops);
   }
+  RETURN_IF_ERROR(off.TextContextReady(&text_ctx, &pool_ctx));
   {
     OpScope op(allocator_, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
     ASSIGN_OR_RETURN(x, allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
     core::Rng rng(r.seed);
     for (int64_t i = 0; i < n * cin; ++i) x.f32()[i] = static_cast<float>(rng.Normal());
+    if (r.offload.idle_weights) parking_->Park(WeightParking::kDitText);
     op.Count(0, 4.0 * latent_floats);
   }
+  RETURN_IF_ERROR(off.LatentReady(&x, 0));
 
   // Body: identical ops and allocations in every step.
   const DitExecution execution{r.attention, r.attention_chunks, r.ffn_chunks};
@@ -311,18 +368,22 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     const double steps = static_cast<double>(r.steps);
     const float t = static_cast<float>(1.0 - static_cast<double>(i) / steps);
     const float t_next = static_cast<float>(1.0 - static_cast<double>(i + 1) / steps);
+    if (i == 0 && parking_ != nullptr) parking_->FinishRestore(WeightParking::kDitParams);
+    off.BeforeDit(i);
     TinyDit::Input in;
-    in.latent = x.f32();
+    in.latent = off.latent(x);
     in.image_tokens = n;
     in.t = t;
     in.batch = batch;
-    in.text_ctx = &text_ctx;
+    in.text_ctx = off.text_ctx(&text_ctx);
     in.text_tokens = text_tokens;
-    in.pool_ctx = &pool_ctx;
-    in.release_context = i == r.steps - 1;
+    in.pool_ctx = off.pool_ctx(&pool_ctx);
+    in.release_context = i == r.steps - 1 && !r.offload.text_context;
+    in.after_embed = off.EmbedHook();
     ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, execution, body));
     if (r.cfg) {
       OpScope op(allocator_, "cfg.combine", body);
+      RETURN_IF_ERROR(off.AfterDit(i));
       ASSIGN_OR_RETURN(DeviceTensor guided,
                        allocator_.AllocateF32(n * cin, "cfg.v", TensorKind::kActivation));
       const float* vc = v.f32();
@@ -332,12 +393,16 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
       op.Count(3.0 * latent_floats, 12.0 * latent_floats);
     }
     OpScope op(allocator_, "euler.step", body);
+    if (!r.cfg) RETURN_IF_ERROR(off.AfterDit(i));
     ASSIGN_OR_RETURN(DeviceTensor next,
                      allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
     const float dt = t_next - t;
-    for (int64_t j = 0; j < n * cin; ++j) next.f32()[j] = x.f32()[j] + dt * v.f32()[j];
+    const float* xi = off.LatentForStep(x);
+    for (int64_t j = 0; j < n * cin; ++j) next.f32()[j] = xi[j] + dt * v.f32()[j];
     x = std::move(next);  // frees x_i
+    off.DropLatent();     // or its copy brought back from the host
     v.Reset();
+    RETURN_IF_ERROR(off.LatentReady(&x, i + 1));
     op.Count(2.0 * latent_floats, 12.0 * latent_floats);
   }
 
@@ -368,6 +433,8 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
       }
     }
     x.Reset();
+    off.InUnpatchify();
+    if (r.offload.idle_weights) parking_->Park(WeightParking::kDitParams);
     op.Count(0, 8.0 * latent_floats);
   }
   VaeGeometry vg;
@@ -378,9 +445,15 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   vg.temporal_factor = spec_.temporal_factor;
   vg.slices = r.vae_frame_slices;
   vg.tiles = r.vae_tiles;
-  ASSIGN_OR_RETURN(DeviceTensor image, vae_.Decode(allocator_, std::move(latent), vg, epi));
+  ASSIGN_OR_RETURN(DeviceTensor image,
+                   vae_.Decode(allocator_, std::move(latent), vg, epi,
+                               off.FrameSink(spec_.vae.out_channels * r.height * r.width)));
   OpScope op(allocator_, "vae.output", epi);
-  std::copy(image.f32(), image.f32() + output.size(), output.begin());
+  if (r.offload.image) {
+    off.GatherFrames(output);  // the frames are on the host already
+  } else {
+    std::copy(image.f32(), image.f32() + output.size(), output.begin());
+  }
   image.Reset();
   op.Count(0, 8.0 * static_cast<double>(output.size()));
   return core::Status::Ok();

@@ -26,10 +26,22 @@
 //     except that the last step's "dit.embed" frees the prologue's text context.
 //   epilogue (Phase kVae): "vae.unpatchify" (frees the last latent), the VAE block ops, and
 //     "vae.output", which copies the frames into the caller's buffer and frees the image.
-// Every allocation of Run happens inside an op; on error every tensor of the request is freed
-// and no op is left open (RAII). Same request -> bitwise the same output on any allocator.
+// Every allocation of Run happens inside an op (but restored weights, below); on error every
+// tensor of the request is freed, no op is left open and no host copy is in flight (RAII).
+// Same request -> bitwise the same output on any allocator, with any offload set.
+//
+// Offload (request.offload; needs a pipeline loaded with a HostTier, host_tier.h): tensors are
+// parked in host memory over the ops where they are idle and copied back before their next
+// use, exactly. text_context, latent and image: activation_offload.h (the context is away
+// over every step's DiT blocks, x_i over its DiT pass, each decoded slice from the end of its
+// last block op, the image assembled on the host). idle_weights (weight_parking.h): the text
+// encoder's weights are parked in "dit.text_proj", "dit.text" in "latent.init", "dit.params"
+// in "vae.unpatchify" (each released when that op ends); the next Run restores them before
+// its first op, outside ops, as weights (that request pays the copy; "dit.params" is waited
+// for only before the first DiT pass, so the prologue overlaps it). The recorded trace shows
+// a weight parked during the request as a prologue tensor (trace_recorder.h).
 // Heap outside the allocator during Run: op names and the attention kernel's tile scratch
-// (tens of KiB at 64x64; tested < 1 MiB).
+// (tens of KiB at 64x64; tested < 1 MiB), and with offload the host tier's copies.
 //
 // Errors: ValidateRequest returns InvalidArgument naming the field; Load and Run pass
 // Infeasible (out of device memory) out with nothing leaked.
@@ -46,9 +58,11 @@
 #include "models/small_dit.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/text_encoder.h"
 #include "xema/pipeline/tiny_dit.h"
 #include "xema/pipeline/vae_decoder.h"
+#include "xema/pipeline/weight_parking.h"
 
 namespace tessera::xema {
 
@@ -123,22 +137,32 @@ int64_t OutputFloats(const DiffusionRequest& request);  // frames * 3 * height *
 // full-resolution blocks holds at once for the first slice and its largest (haloed) tile
 // (input, the im2col workspace of one frame, output, or the tile's RGB workspace and the image
 // of all frames), each rounded as the allocator does. Lets a caller refuse a request that
-// cannot fit before any work is done. Tested <= the measured peak, with and without tiles.
+// cannot fit before any work is done. Tested <= the measured peak, with and without tiles. With
+// offload.image the image term is the first slice's frames; with offload.idle_weights the
+// weights are the VAE's only (the others are parked during the VAE).
 int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& request);
 
 class DiffusionPipeline {
  public:
   // Allocates every weight (TensorKind::kWeight, outside any op: "text.embed",
   // "text.layer<l>", "dit.params", "dit.text", "vae.conv<i>.w/.b") and initialises it from
-  // spec.seed. InvalidArgument for a bad spec; Infeasible passes out (nothing leaked).
+  // spec.seed. With a host tier (which must outlive the pipeline), requests may offload, and
+  // the weights that idle_weights parks are mirrored to it now (weight_parking.h).
+  // InvalidArgument for a bad spec; Infeasible passes out (nothing leaked).
   static core::StatusOr<std::unique_ptr<DiffusionPipeline>> Load(const TinyModelSpec& spec,
-                                                                 DeviceAllocator& allocator);
+                                                                 DeviceAllocator& allocator,
+                                                                 HostTier* host = nullptr);
+  ~DiffusionPipeline();
 
   const TinyModelSpec& spec() const { return spec_; }
   int64_t WeightBytes() const;  // aligned (AlignBytes) sum of the weight tensors
+  // Aligned bytes of the weights parked by the last request (idle_weights), which the next
+  // Run restores; device live bytes between requests are WeightBytes() - ParkedWeightBytes().
+  int64_t ParkedWeightBytes() const;
 
   // Runs one request; writes the decoded frames (frames, 3, height, width) into `output`
-  // (size OutputFloats). Validates first (InvalidArgument, also for a wrong output size).
+  // (size OutputFloats). Validates first (InvalidArgument, also for a wrong output size, and
+  // for an offload without a host tier).
   core::Status Run(const DiffusionRequest& request, std::span<float> output);
 
  private:
@@ -150,6 +174,9 @@ class DiffusionPipeline {
   TextEncoder text_;
   TinyDit dit_;
   VaeDecoder vae_;
+  int64_t weight_bytes_ = 0;
+  HostTier* host_ = nullptr;
+  std::unique_ptr<WeightParking> parking_;  // with a host tier
 };
 
 }  // namespace tessera::xema

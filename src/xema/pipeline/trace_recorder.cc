@@ -13,6 +13,11 @@ using core::FailedPrecondition;
 
 }  // namespace
 
+bool TraceRecorder::ParkedWeight(const Alloc& a) {
+  return a.alloc_op < 0 && a.kind == TensorKind::kWeight && a.ops_before_alloc == 0 && a.released &&
+         a.free_op >= 0;
+}
+
 TraceRecorder::TraceRecorder(DeviceAllocator& allocator)
     : allocator_(allocator), first_id_(allocator.allocations()), first_op_(allocator.ops()) {
   CHECK(!allocator.in_op()) << "TraceRecorder attached inside an op";
@@ -126,7 +131,8 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
             "recording: tensor {} '{}' was allocated outside any op but is not a weight", k,
             a.name));
       }
-      if (a.ops_before_alloc > 0 || (a.released && a.ops_before_release < num_ops)) {
+      if (a.ops_before_alloc > 0 ||
+          (a.released && a.ops_before_release < num_ops && !ParkedWeight(a))) {
         return FailedPrecondition(fmt::format(
             "recording: weight {} '{}' was allocated or freed during the request (weights are "
             "loaded before the first op and live through the last)",
@@ -177,8 +183,21 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
     x.name = a.name;
     x.bytes = a.bytes;
     x.kind = a.kind;
-    if (a.kind == TensorKind::kWeight && a.alloc_op < 0) {
+    if (a.kind == TensorKind::kWeight && a.alloc_op < 0 && !ParkedWeight(a)) {
       x.phase = Phase::kDenoise;
+      t.tensors.push_back(x);
+      continue;
+    }
+    if (ParkedWeight(a)) {  // resident from before op 0 until it was parked
+      if (p == 0) {
+        return FailedPrecondition(fmt::format(
+            "recording: weight '{}' was parked during a request without a prologue", a.name));
+      }
+      x.kind = TensorKind::kActivation;
+      x.phase = ops_[0].info.phase;
+      x.alloc_op = 0;
+      x.free_op = static_cast<int>(template_op(a.free_op));
+      if (step_of(a.free_op) >= 0) x.free_step = static_cast<int>(step_of(a.free_op));
       t.tensors.push_back(x);
       continue;
     }
@@ -225,7 +244,7 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
     const Alloc& a = allocs_[k];
     const FlatTensor& f = x.tensors[k];
     const int64_t alloc_op = a.alloc_op < 0 ? 0 : a.alloc_op;
-    const int64_t free_op = a.alloc_op < 0 ? last_op : a.free_op;
+    const int64_t free_op = a.alloc_op < 0 && !ParkedWeight(a) ? last_op : a.free_op;
     if (f.bytes != a.bytes || f.alloc_op != alloc_op || f.free_op != free_op) {
       return core::Internal(fmt::format(
           "recording: allocation {} '{}' ran as {} bytes live over ops [{}, {}] but the trace "

@@ -8,7 +8,10 @@
 //   - ops come in sections prologue*, body*, epilogue*; body ops carry steps 0, 1, ...,
 //     steps - 1 in order, and every step has the same op names and phases;
 //   - allocations outside ops must be weights (TensorKind::kWeight) made before the first op
-//     and released (if at all) after the last; every other tensor must be released by Finish;
+//     and released (if at all) after the last, or inside an op of the request: a weight the
+//     host tier parks while it is idle (offload.idle_weights) is not resident for the whole
+//     request, so it is folded as a prologue activation (kind act) allocated at op 0 and freed
+//     at the op it was parked in; every other tensor must be released by Finish;
 //   - the allocations of every step match step 0's (names and bytes, in order); each body
 //     tensor is freed in its own step, in the next step (free_next_step; the last step's
 //     instance in the epilogue) or in the epilogue;
@@ -66,6 +69,8 @@ class TraceRecorder final : public AllocationObserver {
     int64_t ops_before_alloc = 0;    // ops begun when it was allocated
     int64_t ops_before_release = 0;  // ops begun when it was released
   };
+  // A weight loaded before the first op and released inside an op of the request (parked).
+  static bool ParkedWeight(const Alloc& a);
 
   DeviceAllocator& allocator_;
   int64_t first_id_ = 0;  // allocator ids and ops before the recorder attached are not ours

@@ -32,12 +32,17 @@ struct TileJob {
   TileSpan y, x;              // latent rows and columns: the span decoded, the core kept
   bool tiled = false;         // false: the whole plane (no crop, no halo, written in place)
   bool frees_latent = false;  // the latent's last reader: block 0 frees it
+  // Where block n writes: `dest` (allocated by the first writer as dest_name, dest_frames
+  // frames, its frame 0 being frame dest_f0), handed to the sink after the write when set.
+  std::string dest_name;
+  int64_t dest_frames = 0, dest_f0 = 0;
+  const VaeFrameSink* hand_to = nullptr;
 };
 
 core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& config,
                         std::span<const DeviceTensor> weights, const VaeGeometry& g,
                         const TileJob& job, DeviceTensor& latent, DeviceTensor& image,
-                        const OpContext& context) {
+                        const OpContext& context) {  // image: the job's destination
   const int64_t lc = config.latent_channels, oc = config.out_channels;
   const int64_t n_blocks = static_cast<int64_t>(config.channels.size());
   const int64_t factor = int64_t{1} << (n_blocks - 1);
@@ -92,15 +97,15 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
     float* conv_out = nullptr;
     if (b == n_blocks) {
       if (image.empty()) {
-        ASSIGN_OR_RETURN(image, allocator.AllocateF32(g.frames * oc * full_h * full_w, "vae.image",
-                                                      TensorKind::kActivation));
+        ASSIGN_OR_RETURN(image, allocator.AllocateF32(job.dest_frames * oc * full_h * full_w,
+                                                      job.dest_name, TensorKind::kActivation));
       }
       if (job.tiled) {
         ASSIGN_OR_RETURN(
             out, allocator.AllocateF32(nf * oc * h * w, name + ".rgb", TensorKind::kWorkspace));
         conv_out = out.f32();
       } else {
-        conv_out = image.f32() + job.f0 * oc * full_h * full_w;
+        conv_out = image.f32() + (job.f0 - job.dest_f0) * oc * full_h * full_w;
       }
     } else {
       ASSIGN_OR_RETURN(
@@ -117,13 +122,17 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
       const int64_t core_h = job.y.core_size() * factor, core_w = job.x.core_size() * factor;
       for (int64_t p = 0; p < nf * oc; ++p) {  // planes: (frame, channel)
         const float* src = out.f32() + p * h * w + y0 * w + x0;
-        float* dst = image.f32() + (job.f0 * oc + p) * full_h * full_w +
+        float* dst = image.f32() + ((job.f0 - job.dest_f0) * oc + p) * full_h * full_w +
                      job.y.core_begin * factor * full_w + job.x.core_begin * factor;
         for (int64_t y = 0; y < core_h; ++y) {
           std::copy(src + y * w, src + y * w + core_w, dst + y * full_w);
         }
       }
       out.Reset();
+    }
+    if (b == n_blocks && job.hand_to != nullptr) {
+      RETURN_IF_ERROR((*job.hand_to)(job.f0, job.f1, std::move(image)));
+      image = DeviceTensor();
     }
     up.Reset();
     crop.Reset();
@@ -186,8 +195,8 @@ int64_t VaeDecoder::WeightBytes() const {
 }
 
 core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                                const VaeGeometry& g,
-                                                const OpContext& context) const {
+                                                const VaeGeometry& g, const OpContext& context,
+                                                const VaeFrameSink& sink) const {
   const int64_t lc = config_.latent_channels;
   if (g.latent_frames < 1 || g.latent_height < 1 || g.latent_width < 1 || g.frames < 1 ||
       g.frames > kMaxDecodeFrames || g.temporal_factor < 1 || g.slices < 1 || g.slices > g.frames ||
@@ -204,20 +213,30 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
   const std::vector<TileSpan> rows = TileSpans(g.latent_height, g.tiles, halo);
   const std::vector<TileSpan> cols = TileSpans(g.latent_width, g.tiles, halo);
   const bool tiled = rows.size() * cols.size() > 1;
-  DeviceTensor image;
+  DeviceTensor image;  // "vae.image", or one slice's frames with a sink
   for (int64_t s = 0; s < g.slices; ++s) {
+    const std::string slice_prefix = g.slices > 1 ? fmt::format("vae.slice{}", s) : "vae";
     for (size_t i = 0; i < rows.size(); ++i) {
       for (size_t j = 0; j < cols.size(); ++j) {
         TileJob job;
-        job.prefix = "vae";
-        if (g.slices > 1) job.prefix += fmt::format(".slice{}", s);
+        job.prefix = slice_prefix;
         if (tiled) job.prefix += fmt::format(".tile{}_{}", i, j);
         job.f0 = s * g.frames / g.slices;
         job.f1 = (s + 1) * g.frames / g.slices;
         job.y = rows[i];
         job.x = cols[j];
         job.tiled = tiled;
-        job.frees_latent = s == g.slices - 1 && i + 1 == rows.size() && j + 1 == cols.size();
+        const bool last_tile = i + 1 == rows.size() && j + 1 == cols.size();
+        job.frees_latent = s == g.slices - 1 && last_tile;
+        if (sink) {
+          job.dest_name = slice_prefix + ".frames";
+          job.dest_frames = job.f1 - job.f0;
+          job.dest_f0 = job.f0;
+          if (last_tile) job.hand_to = &sink;
+        } else {
+          job.dest_name = "vae.image";
+          job.dest_frames = g.frames;
+        }
         RETURN_IF_ERROR(DecodeTile(allocator, config_, weights_, g, job, latent, image, context));
       }
     }

@@ -42,13 +42,16 @@
 // copied into the image; untiled, block n writes the image in place). The image "vae.image"
 // (F, out_channels, H, W) is allocated in block n's op of the first tile of slice 0 and
 // returned; the latent is freed in block 0's op of the last tile of the last slice (its last
-// reader).
+// reader). With a frame sink (offload.image) there is no "vae.image": each slice's frames
+// "<slice prefix>.frames" (its frames only) are allocated in block n's op of its first tile and
+// handed to the sink inside block n's op of its last tile; Decode then returns an empty tensor.
 // Errors: Create validates the config (InvalidArgument naming the field); Decode returns
 // InvalidArgument for an inconsistent geometry and passes Infeasible (out of device memory)
 // out with nothing leaked and no op left open. Thread-safety: const; one thread per allocator.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -78,6 +81,10 @@ struct VaeGeometry {
   int64_t tiles = 1;   // tiles per axis, >= 1 (clamped to the latent height and width)
 };
 
+// Receives the frames [f0, f1) of one slice, (f1 - f0, out_channels, H, W), inside the slice's
+// last block op; what it frees is released when that op ends.
+using VaeFrameSink = std::function<core::Status(int64_t f0, int64_t f1, DeviceTensor frames)>;
+
 class VaeDecoder {
  public:
   static core::StatusOr<VaeDecoder> Create(const VaeDecoderConfig& config, uint64_t seed,
@@ -90,9 +97,10 @@ class VaeDecoder {
   int64_t WeightBytes() const;
 
   // latent (Lf, latent_channels, h, w) is consumed; returns "vae.image" (F, out_channels,
-  // h * SpatialFactor(), w * SpatialFactor()).
+  // h * SpatialFactor(), w * SpatialFactor()), or an empty tensor when `sink` is given.
   core::StatusOr<DeviceTensor> Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                      const VaeGeometry& geometry, const OpContext& context) const;
+                                      const VaeGeometry& geometry, const OpContext& context,
+                                      const VaeFrameSink& sink = {}) const;
 
  private:
   VaeDecoderConfig config_;

@@ -1,11 +1,13 @@
-// TimeScale: how much slower than the emulated GPU server this machine runs, so that the
-// link emulator keeps the GPU's communication-to-computation ratio. One core here computes a
-// GEMM `s` times slower than one device of the topology, so every link is emulated `s` times
-// slower too:
+// TimeScale: how much slower than an emulated GPU this machine runs, so that an emulated link
+// keeps the GPU's communication-to-computation ratio. One core here computes a GEMM `s` times
+// slower than the device, so every link is emulated `s` times slower too:
 //     s = device bf16 peak FLOP/s x compute_efficiency / measured 1-core GEMM FLOP/s
 //     emulated bandwidth = bandwidth / s,   emulated latency = latency x s.
 // The GEMM rate is measured with kernels::Gemm (the build's backend, one thread) on a square
 // fp32 GEMM, best of a few runs. A user may fix s instead (--time-scale) to compare runs.
+// Shared by every emulated link: Compass's link emulator (compass/emulated_links.h) and Xema's
+// device<->host link (xema/pipeline/host_tier.h).
+// Errors: InvalidArgument (naming the figures) for non-positive or out-of-range inputs.
 // Thread-safety: MeasureCoreGemmFlops changes the BLAS thread count to 1 (process-wide).
 #pragma once
 
@@ -14,7 +16,7 @@
 #include "core/status.h"
 #include "hw/device.h"
 
-namespace tessera::compass {
+namespace tessera::kernels {
 
 struct TimeScale {
   double device_flops = 0;     // device bf16 peak x compute efficiency
@@ -31,4 +33,4 @@ core::StatusOr<TimeScale> MakeTimeScale(const hw::Device& device, double core_ge
 // A fixed s (>= 1e-3, <= 1e7).
 core::StatusOr<TimeScale> FixedTimeScale(const hw::Device& device, double scale);
 
-}  // namespace tessera::compass
+}  // namespace tessera::kernels
