@@ -163,6 +163,10 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
   if (options.profile_steps < 1 || options.repeats < 1 || options.max_retraces < 0) {
     return core::InvalidArgument("profile_steps and repeats must be >= 1, max_retraces >= 0");
   }
+  if (!(options.time_tolerance_fraction >= 0 && options.time_tolerance_fraction <= 1)) {
+    return core::InvalidArgument(fmt::format("time_tolerance_fraction: got {}, must be in [0, 1]",
+                                             options.time_tolerance_fraction));
+  }
   const RecordFn record =
       options.record ? options.record : RecordFn([&](const DiffusionRequest& r) {
         return RecordRequest(spec, r, options.host_budget_bytes);
@@ -358,7 +362,8 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
   std::vector<ForbiddenChoice> forbidden;
   Profile verified;
   for (;;) {
-    ASSIGN_OR_RETURN(plan.choice, SolveMitigation(problem, forbidden));
+    ASSIGN_OR_RETURN(plan.choice, SolveMitigation(problem, forbidden,
+                                                  options.time_tolerance_fraction * plan.base_s));
     plan.choice.predicted_peak_bytes = 0;  // over every point, not only the rows kept
     for (const MitigationRow& row : rows) {
       plan.choice.predicted_peak_bytes =

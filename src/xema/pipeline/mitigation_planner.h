@@ -21,9 +21,12 @@
 // those of v's own run; options that act in the VAE (offload_image, offload_weights) are
 // re-recorded on top of v. Rows where live bytes cannot exceed the limit are dropped, identical
 // rows (repeated steps) merged.
-// Time: the base is measured twice (the first is the warm-up), then an option's added seconds = max(0, its run's time - the base run's time) over the
-// phases it touches (denoise for DiT options, vae for VAE options, the whole run for
-// offloads), each the minimum over `repeats` recordings, scaled to the request's steps.
+// Time: the base is measured twice (the first is the warm-up), then an option's added seconds
+// = max(0, its run's time - the base run's time) over the phases it touches (denoise for DiT
+// options, vae for VAE options, the whole run for offloads), each the minimum over `repeats`
+// recordings, scaled to the request's steps. Times closer than time_tolerance_fraction of the
+// base run's time are not told apart (the MILP's stage 2 then takes the weakest option):
+// run-to-run spread on a busy host is a few percent.
 //
 // "Only as much as needed": excess = base peak - limit; saved = base peak - verified peak;
 // granularity = the largest extra saving of a chosen option over the next weaker option of
@@ -68,6 +71,7 @@ struct MitigationPlanOptions {
   int profile_steps = 2;
   int repeats = 2;  // recordings per configuration for its time (memory is exact on one)
   int max_retraces = 4;
+  double time_tolerance_fraction = 0.05;  // of the base run's time, in [0, 1]
   int64_t host_budget_bytes = 0;  // for the default recorder
   RecordFn record;                // empty: the default
   std::function<void(int, int)> progress;
