@@ -15,6 +15,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaCheck(x, action);
   AddXemaServe(x, action);
   AddXemaLoadgen(x, action);
+  AddXemaAbuse(x, action);
 }
 
 }  // namespace tessera::cli
