@@ -53,5 +53,6 @@ void AddXemaBench(CLI::App* xema, Action* action);
 // Add `tessera xema serve` (the HTTP server) and `loadgen` (open-loop load against it).
 void AddXemaServe(CLI::App* xema, Action* action);
 void AddXemaLoadgen(CLI::App* xema, Action* action);
+void AddXemaAbuse(CLI::App* xema, Action* action);
 
 }  // namespace tessera::cli

@@ -74,5 +74,20 @@ TEST(JsonParseTest, MessagesQuoteAtMostAShortPieceOfAValue) {
   EXPECT_NE(n.status().message().find("must be a number"), std::string::npos);
 }
 
+TEST(JsonParseTest, MessagesAreCutBetweenUtf8Characters) {
+  const std::string e = "\xC3\xA9";  // é, two bytes
+  EXPECT_EQ(Utf8Prefix("ab" + e, 3), "ab");
+  EXPECT_EQ(Utf8Prefix("ab" + e, 4), "ab" + e);
+  EXPECT_EQ(Utf8Prefix("ab" + e + "c", 4), "ab" + e);
+  EXPECT_EQ(Utf8Prefix("\xE2\x82\xAC!", 2), "");  // inside a three-byte character
+  EXPECT_EQ(Utf8Prefix("abc", 10), "abc");
+  // A long multibyte value cut for a message still dumps as JSON.
+  std::string text = "x";
+  for (int i = 0; i < 100; ++i) text += e;
+  auto r = GetIntInRange(Json{{"k", text}}, "", "k", 0, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NO_THROW((void)Json(r.status().message()).dump());
+}
+
 }  // namespace
 }  // namespace tessera::core

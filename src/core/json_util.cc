@@ -32,8 +32,16 @@ Status CheckKnownKeys(const Json& obj, const std::string& path,
 std::string ShowJson(const Json& v) {
   constexpr size_t kMaxShown = 60;
   std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  if (text.size() > kMaxShown) text = Utf8Prefix(text, kMaxShown) + "...";
   return text;
+}
+
+std::string Utf8Prefix(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t n = max_bytes;
+  // Back off continuation bytes (10xxxxxx) and the lead byte of the character they belong to.
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
 }
 
 std::string JoinPath(const std::string& path, const std::string& key) {

@@ -56,9 +56,14 @@ StatusOr<std::string> GetString(const Json& obj, const std::string& path, const 
 // "path: got ..., must be an object".
 Status CheckKnownKeys(const Json& obj, const std::string& path,
                       std::initializer_list<const char*> allowed);
-// `v` as compact JSON for a message, cut to 60 characters with "..." (a value given as a
-// 20,000-element array must not become a megabyte-long error line).
+// `v` as compact JSON for a message, cut to 60 bytes with "..." (a value given as a
+// 20,000-element array must not become a megabyte-long error line); never inside a UTF-8
+// character.
 std::string ShowJson(const Json& v);
+
+// The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a UTF-8
+// character (a message cut there stays valid UTF-8, so it can go into JSON).
+std::string Utf8Prefix(const std::string& text, size_t max_bytes);
 
 // "path.key" or "key" when path is empty.
 std::string JoinPath(const std::string& path, const std::string& key);

@@ -383,6 +383,22 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   xema_bench.bases = {{"--policies", "none", "--budgets", "256MiB", "--rates", "2", "--mix", s.mix,
                        "--duration", "0.5", "--json", out + "bench.json"}};
   t.push_back(xema_bench);
+  // abuse needs a server too (needs_server): the closed port answers "cannot reach" at once.
+  SubcommandSpec abuse = Spec("abuse", MpiUse::kNone, 2,
+                              {{"--url", K::kText, {}},
+                               {"--requests", K::kInt, {}},
+                               {"--connections", K::kInt, {}},
+                               {"--seed", K::kUint, {}},
+                               {"--server-pid", K::kInt, {}},
+                               {"--rss-bound", K::kText, {}},
+                               {"--json", K::kOutputFile, {}}});
+  abuse.group = "xema";
+  abuse.needs_server = true;
+  abuse.bases = {{"--url", "http://127.0.0.1:1", "--requests", "10", "--connections", "4"},
+                 {"--url", "http://127.0.0.1:1", "--requests", "20", "--connections", "2", "--seed",
+                  "3", "--server-pid", "1", "--rss-bound", "8MiB", "--json", out + "abuse.json"}};
+  abuse.keep = {"--url"};
+  t.push_back(abuse);
   return t;
 }
 

@@ -17,6 +17,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaServe(x, action);
   AddXemaLoadgen(x, action);
   AddXemaBench(x, action);
+  AddXemaAbuse(x, action);
 }
 
 }  // namespace tessera::cli

@@ -11,7 +11,9 @@ namespace tessera::xema {
 namespace {
 
 std::string Quote(const std::string& s) {
-  return s.size() > 40 ? "'" + s.substr(0, 40) + "...'" : "'" + s + "'";
+  std::string q = "'";
+  q += s.size() > 40 ? core::Utf8Prefix(s, 40) + "..." : s;
+  return q + "'";
 }
 
 // ValidateRequest names DiffusionRequest fields; a client knows the JSON field.

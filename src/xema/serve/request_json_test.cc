@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "core/json_util.h"
+
 namespace tessera::xema {
 namespace {
 
@@ -80,6 +82,22 @@ TEST(RequestJsonTest, EveryBadFieldIsNamed) {
   EXPECT_REFUSED(
       ImageError(R"({"model": "tiny-t2i", "prompt": ")" + std::string(5000, 'a') + R"("})"),
       "prompt: got 5000 bytes");
+}
+
+// A value echoed in a message is cut between UTF-8 characters, so the message can be a JSON
+// reply (the server once answered 500 for it: the reply could not be dumped).
+TEST(RequestJsonTest, EchoedMultibyteValuesStayValidUtf8) {
+  std::string text = "x";
+  for (int i = 0; i < 30; ++i) text += "\xC3\xA9";
+  for (const std::string& body :
+       {R"({"model": ")" + text + R"(", "prompt": "p"})",
+        R"({"model": "tiny-t2i", "prompt": "p", "size": ")" + text + R"("})",
+        R"({"model": "tiny-t2i", "prompt": "p", "response_format": ")" + text + R"("})",
+        R"({"model": "tiny-t2i", "prompt": ["ab", ")" + text + R"("]})"}) {
+    const auto g = ParseGenerationRequest(body, GenerationKind::kImage);
+    ASSERT_FALSE(g.ok()) << body;
+    EXPECT_NO_THROW((void)core::Json(g.status().message()).dump()) << g.status().message();
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -103,16 +104,54 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
   http.set_read_timeout(5, 0);
   http.set_write_timeout(5, 0);
   DiffusionServer* self = s.get();
+  // Never throws: an error message may echo bytes of the request that are not UTF-8 (a path
+  // of %FF), which nlohmann's default dump refuses; they become U+FFFD.
   auto json_reply = [](httplib::Response& res, int status, const core::Json& body) {
     res.status = status;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(body.dump(-1, ' ', false, core::Json::error_handler_t::replace),
+                    "application/json");
   };
+  // The body is read here rather than by cpp-httplib, so that the limit holds for every
+  // framing: with Content-Length cpp-httplib answers 413 before reading; chunked and
+  // read-until-close bodies it reads without a limit; gzip and brotli bodies it decodes, and the
+  // limit must bound the decoded bytes (a 64 KiB gzip body can decode to 64 MiB).
+  const auto max_body = static_cast<size_t>(options.max_body_bytes);
   for (GenerationKind kind : {GenerationKind::kImage, GenerationKind::kVideo}) {
-    http.Post(GenerationRoute(kind),
-              [self, kind, json_reply](const httplib::Request& req, httplib::Response& res) {
-                Reply r = self->Generate(kind, req.body);
-                json_reply(res, r.status, r.body);
-              });
+    http.Post(GenerationRoute(kind), [self, kind, json_reply, max_body](
+                                         const httplib::Request& req, httplib::Response& res,
+                                         const httplib::ContentReader& read) {
+      // cpp-httplib decodes gzip, deflate and br and passes any other coding through as if
+      // it were none; refuse it instead of parsing encoded bytes as JSON.
+      const std::string coding = req.get_header_value("Content-Encoding");
+      if (!coding.empty() && coding != "identity" && coding != "gzip" && coding != "deflate" &&
+          coding != "br") {
+        json_reply(res, 415,
+                   ErrorBody(415, "Content-Encoding: got '" + core::Utf8Prefix(coding, 40) +
+                                      "', must be gzip, deflate, br or none"));
+        return;
+      }
+      std::string body;
+      bool too_large = false;
+      const bool read_ok = read([&](const char* data, size_t n) {
+        too_large = body.size() + n > max_body;
+        if (!too_large) body.append(data, n);
+        return !too_large;
+      });
+      if (too_large || res.status == 413) {
+        json_reply(res, 413,
+                   ErrorBody(413, fmt::format("body too large: more than {} bytes", max_body)));
+      } else if (!read_ok) {
+        // 415 (an unknown Content-Encoding) as cpp-httplib set it; 400 otherwise.
+        const int status = res.status == 415 ? 415 : 400;
+        json_reply(res, status,
+                   ErrorBody(status, status == 415 ? "unsupported Content-Encoding"
+                                                   : "the body could not be read (cut short, "
+                                                     "bad chunked framing or bad compression)"));
+      } else {
+        Reply r = self->Generate(kind, body);
+        json_reply(res, r.status, r.body);
+      }
+    });
   }
   http.Get("/v1/metrics", [self, json_reply](const httplib::Request&, httplib::Response& res) {
     json_reply(res, 200, self->Metrics());
@@ -122,21 +161,41 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     json_reply(res, self->accepting_ ? 200 : 503,
                {{"status", self->accepting_ ? "ok" : "stopping"}});
   });
+  // cpp-httplib calls this outside its handler try block: an exception here would end the
+  // process, so none may leave it.
   http.set_error_handler([json_reply](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string why = res.status == 404   ? "no such route: " + req.method + " " + req.path
-                      : res.status == 413 ? "body too large"
-                                          : "bad request";
-    if (why.size() > 200) why = why.substr(0, 200) + "...";
-    json_reply(res, res.status, ErrorBody(res.status, why));
+    try {
+      std::string why = res.status == 404   ? "no such route: " + req.method + " " + req.path
+                        : res.status == 413 ? "body too large"
+                                            : "bad request";
+      if (why.size() > 200) why = core::Utf8Prefix(why, 200) + "...";
+      json_reply(res, res.status, ErrorBody(res.status, why));
+    } catch (...) {
+      res.set_content(
+          "{\"error\": {\"message\": \"error\", \"code\": " + std::to_string(res.status) + "}}",
+          "application/json");
+    }
   });
 
+  // cpp-httplib listens with a backlog of 5: a burst of connections (200 clients at once)
+  // overflows it, the kernel drops their SYNs and the clients wait 1 s, 3 s, ... to retry.
+  // Listening again on the bound socket raises the backlog (Linux updates it in place).
+  auto listen_fd = std::make_shared<int>(-1);
+  http.set_socket_options([listen_fd](int sock) {
+    httplib::default_socket_options(sock);
+    *listen_fd = sock;
+  });
   s->port_ = options.port == 0
                  ? http.bind_to_any_port(options.host)
                  : (http.bind_to_port(options.host, options.port) ? options.port : -1);
   if (s->port_ <= 0) {
     return core::Unavailable(fmt::format("cannot listen on {}:{}: address in use or not allowed",
                                          options.host, options.port));
+  }
+  if (*listen_fd >= 0 && ::listen(*listen_fd, SOMAXCONN) != 0) {
+    return core::Unavailable(fmt::format("cannot listen on {}:{} with a backlog of {}",
+                                         options.host, s->port_, SOMAXCONN));
   }
   for (int d = 0; d < options.devices; ++d) {
     s->devices_.push_back(

@@ -10,7 +10,10 @@
 // response_format "none"), "latency_s" (arrival to reply), "queue_s", "peak_bytes" (peak
 // live device bytes of the run), "template_hit", "template", "policy", "device"}.
 // Errors: {"error": {"message": one line, "code": status}} with
-//   400 a bad body (the field named), 413 a body over max_body_bytes, 404 an unknown route,
+//   400 a bad body (the field named; also a body cut short or badly framed), 413 a body over
+//       max_body_bytes (Content-Length, chunked or until close; gzip / brotli bodies count
+//       decoded bytes), 415 a Content-Encoding other than gzip, deflate, br, 404 an unknown route
+//       (method + path), 414 a request line over 8 KiB, 400 a malformed request line,
 //   429 the queue is full, 503 stopping or the request's deadline_s passed while queued,
 //   507 the request cannot fit the budget (MinimumPeakBytes above it: refused before
 //       queueing; out of device memory while running; a static arena above the budget),
@@ -20,7 +23,10 @@
 // FIFO queue (queue_capacity) and wait for the reply; each device is a worker thread with
 // one BLAS thread that takes the oldest request and runs it on its ServeDevice (one request
 // at a time per device). Every request is bounded: body size, prompt length and sizes
-// (ValidateRequest), and the budget.
+// (ValidateRequest), and the budget. The listen backlog is SOMAXCONN (cpp-httplib's 5 would
+// drop the SYNs of a burst of clients). No request can end the process: replies are dumped
+// with invalid UTF-8 replaced, and the error handler (outside cpp-httplib's try) never throws.
+// Survival under abuse is tested by abuse.h (bad requests, disconnects, 200 connections, RSS).
 //
 // Stopping: Stop() (also from Wait() when max_requests replies were sent, duration_s passed or
 // `interrupted` returned true) refuses new requests with 503, lets the devices finish every

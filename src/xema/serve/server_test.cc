@@ -6,7 +6,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <string>
@@ -311,6 +313,22 @@ TEST(ServerTest, StaticPolicyKeepsTheArenasThatFit) {
   EXPECT_GT(d["live_bytes"].get<int64_t>(), d["peak_bytes"].get<int64_t>() / 2);
 }
 
+// `n` zero bytes, gzip-compressed.
+std::string GzipZeros(size_t n) {
+  z_stream z{};
+  deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
+  const std::string zeros(n, '\0');
+  std::string out(n / 256, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+  z.avail_in = static_cast<uInt>(n);
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
 // Connects a raw socket to the server.
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -353,6 +371,90 @@ TEST(ServerTest, ClientsThatDisconnectDoNotHurtTheServer) {
   release.set_value();
   ASSERT_TRUE(Eventually([&] { return s->Metrics()["requests"] == 1; }));
   EXPECT_EQ(PostImage(*s, body).status, 200);
+  httplib::Client c("127.0.0.1", s->port());
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+}
+
+// Sends raw bytes on a new connection and returns the reply's status line and body.
+std::string RawExchange(int port, const std::string& bytes) {
+  const int fd = Connect(port);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  EXPECT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, n);
+  close(fd);
+  return reply;
+}
+
+std::string PostRaw(const std::string& headers, const std::string& body) {
+  return "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers +
+         "\r\n" + body;
+}
+
+// Regressions found by abuse.h: each of these ended the process, answered 500 or 200, or read
+// an unbounded body before it was fixed.
+TEST(ServerTest, AbusiveRequestsGetTheirStatusAndTheServerLives) {
+  auto s = StartServer(Options());
+  ASSERT_NE(s, nullptr);
+  const int port = s->port();
+  // A path that is not UTF-8 in the 404 message: std::terminate from the error handler.
+  for (const char* path : {"/%FF", "/\xC3\x28", "/%C3"}) {
+    const std::string r =
+        RawExchange(port, std::string("GET ") + path + " HTTP/1.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 404", 0), 0u) << path << ": " << r;
+    EXPECT_NE(r.find("no such route"), std::string::npos);
+  }
+  // A multibyte model name cut in the message: 500 (the reply failed to dump).
+  std::string model = "x";
+  for (int i = 0; i < 30; ++i) model += "\xC3\xA9";
+  const Reply bad_model =
+      PostImage(*s, R"({"model": ")" + model + R"(", "prompt": "p", "size": "16x16"})");
+  EXPECT_EQ(bad_model.status, 400) << bad_model.body.dump();
+  // A chunked body over the limit: read without a limit, then 400.
+  std::string chunked;
+  for (int i = 0; i < 20; ++i) chunked += "1000\r\n" + std::string(4096, 'p') + "\r\n";
+  const std::string too_long =
+      RawExchange(port, PostRaw("Transfer-Encoding: chunked\r\n", chunked + "0\r\n\r\n"));
+  EXPECT_EQ(too_long.rfind("HTTP/1.1 413", 0), 0u) << too_long.substr(0, 200);
+  // 16 KiB of gzip that decode to 16 MiB: decoded into memory, then 400.
+  const std::string bomb = GzipZeros(16 << 20);
+  ASSERT_LT(bomb.size(), 64u << 10);
+  const std::string bombed = RawExchange(
+      port,
+      PostRaw("Content-Encoding: gzip\r\nContent-Length: " + std::to_string(bomb.size()) + "\r\n",
+              bomb));
+  EXPECT_EQ(bombed.rfind("HTTP/1.1 413", 0), 0u) << bombed.substr(0, 200);
+  // A coding cpp-httplib does not know: parsed as plain JSON and answered 200.
+  const std::string body =
+      R"({"model": "tiny-t2i", "prompt": "p", "size": "16x16", "num_inference_steps": 1})";
+  const std::string zstd = RawExchange(
+      port,
+      PostRaw("Content-Encoding: zstd\r\nContent-Length: " + std::to_string(body.size()) + "\r\n",
+              body));
+  EXPECT_EQ(zstd.rfind("HTTP/1.1 415", 0), 0u) << zstd.substr(0, 200);
+  EXPECT_EQ(PostImage(*s, body).status, 200);
+}
+
+// cpp-httplib listens with a backlog of 5: of 200 clients connecting at once most had their
+// SYN dropped and connected 1 s or 3 s later.
+TEST(ServerTest, ABurstOfConnectionsIsAcceptedAtOnce) {
+  auto s = StartServer(Options());
+  ASSERT_NE(s, nullptr);
+  std::vector<std::thread> clients;
+  std::vector<double> connect_s(200, 0);
+  std::vector<int> fds(200, -1);
+  for (size_t i = 0; i < connect_s.size(); ++i) {
+    clients.emplace_back([&, i] {
+      const auto t0 = std::chrono::steady_clock::now();
+      fds[i] = Connect(s->port());
+      connect_s[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (int fd : fds) close(fd);
+  EXPECT_LT(*std::max_element(connect_s.begin(), connect_s.end()), 0.9);
   httplib::Client c("127.0.0.1", s->port());
   EXPECT_EQ(c.Get("/healthz")->status, 200);
 }

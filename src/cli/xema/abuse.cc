@@ -1,0 +1,131 @@
+// `tessera xema abuse`: sends a diffusion server malformed, absurd, oversized and abandoned
+// requests with a share of valid ones over many connections (xema/serve/abuse.h), prints a
+// table per kind, the RSS samples and the verdict; --json writes the report. Exit 1 when the
+// check fails.
+#include "xema/serve/abuse.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "core/byte_size.h"
+#include "core/json_util.h"
+#include "core/progress.h"
+#include "core/table.h"
+
+namespace tessera::cli {
+namespace {
+
+struct AbuseArgs {
+  std::string url;
+  int64_t requests = 1000;
+  int64_t connections = 200;
+  uint64_t seed = 1;
+  int64_t server_pid = -1;
+  int64_t rss_bound_bytes = int64_t{16} << 20;
+  std::string json_path;
+};
+
+std::string StatusText(int status) {
+  if (status == xema::kNoReply) return "closed";
+  if (status == xema::kTransportError) return "no reply";
+  return std::to_string(status);
+}
+
+core::Status RunAbuseCommand(const AbuseArgs& a) {
+  if (a.server_pid == 0) {
+    return core::InvalidArgument(
+        "server-pid: got 0, must be the server's process id (or -1: do not sample its RSS)");
+  }
+  xema::AbuseOptions o;
+  o.url = a.url;
+  o.requests = a.requests;
+  o.connections = static_cast<int>(a.connections);
+  o.seed = a.seed;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.rss_bound_bytes = a.rss_bound_bytes;
+  std::unique_ptr<core::ProgressBar> bar;
+  o.progress = [&bar](int64_t done, int64_t total) {
+    if (!bar) bar = std::make_unique<core::ProgressBar>("xema abuse", total);
+    bar->Update(done);
+  };
+  ASSIGN_OR_RETURN(xema::AbuseReport r, xema::RunAbuse(o));
+  if (bar) bar->Done();
+  core::Table t({"kind", "group", "expected", "sent", "got", "mismatches"});
+  for (const xema::AbuseKindReport& k : r.kinds) {
+    std::string got;
+    for (const auto& [status, n] : k.got) {
+      got += (got.empty() ? "" : ", ") + StatusText(status) + ": " + std::to_string(n);
+    }
+    t.AddRow({k.name, k.group, StatusText(k.expected_status), std::to_string(k.sent), got,
+              std::to_string(k.mismatches)});
+  }
+  std::printf("%s", t.Render().c_str());
+  for (const xema::AbuseKindReport& k : r.kinds) {
+    for (const std::string& e : k.examples) std::printf("%s: %s\n", k.name.c_str(), e.c_str());
+  }
+  if (!r.kinds_left_out.empty()) {
+    std::string left;
+    for (const std::string& k : r.kinds_left_out) left += (left.empty() ? "" : ", ") + k;
+    std::printf("left out: %s (the server's budget is unknown or would run them)\n", left.c_str());
+  }
+  std::printf(
+      "sent %lld, mismatches %lld; valid answered %lld of %lld (429 retries %lld); connections "
+      "open at once %d (required %d); healthy at the end: %s; %.1f s\n",
+      static_cast<long long>(r.sent), static_cast<long long>(r.mismatches),
+      static_cast<long long>(r.valid_answered), static_cast<long long>(r.valid_sent),
+      static_cast<long long>(r.retried_429), r.max_open_connections, r.connections_required,
+      r.healthy_at_end ? "yes" : ("no, " + r.health_detail).c_str(), r.wall_s);
+  if (r.rss_sampled) {
+    std::string samples;
+    for (const xema::RssSample& s : r.rss) {
+      samples += (samples.empty() ? "" : ", ") + std::to_string(s.completed) + ":" +
+                 core::FormatBytes(s.rss_bytes) + (s.phase == "main" ? "" : " (" + s.phase + ")");
+    }
+    std::printf("server RSS (cases done: RSS): %s\n", samples.c_str());
+    std::printf("RSS end - warm = %lld bytes (bound %s)\n",
+                static_cast<long long>(r.rss_end_bytes - r.rss_warm_bytes),
+                core::FormatBytes(r.rss_bound_bytes).c_str());
+  } else {
+    std::printf("server RSS not sampled (give --server-pid)\n");
+  }
+  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(r, o)));
+  if (!r.pass) {
+    std::string why;
+    for (const std::string& f : r.failures) why += (why.empty() ? "" : "; ") + f;
+    return core::FailedPrecondition("abuse check failed: " + why);
+  }
+  std::printf("abuse check passed (measured)\n");
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+void AddXemaAbuse(CLI::App* xema, Action* action) {
+  auto a = std::make_shared<AbuseArgs>();
+  auto paths = std::make_shared<CommandPaths>();
+  CLI::App* c = xema->add_subcommand(
+      "abuse", "Send a diffusion server bad, huge and abandoned requests; check it survives");
+  c->add_option("--url", a->url, "the server, http://HOST:PORT")->required();
+  c->add_option("--requests", a->requests, "cases to send")
+      ->transform(Integer(1, xema::kMaxAbuseRequests))
+      ->capture_default_str();
+  c->add_option("--connections", a->connections, "concurrent connections")
+      ->transform(Integer(1, xema::kMaxAbuseConnections))
+      ->capture_default_str();
+  c->add_option("--seed", a->seed, "seed of the cases")->transform(Seed())->capture_default_str();
+  c->add_option("--server-pid", a->server_pid,
+                "the server's process id, to sample its RSS (-1: do not sample)")
+      ->transform(Integer(-1, int64_t{1} << 22))
+      ->capture_default_str();
+  c->add_option("--rss-bound", a->rss_bound_bytes,
+                "most the server's RSS may grow from the warm-up to the end, e.g. 16MiB")
+      ->transform(ByteSize(0, int64_t{1} << 40))
+      ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write the report as JSON here");
+  c->callback(
+      [action, a, paths] { *action = Checked(paths, [a] { return RunAbuseCommand(*a); }); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,540 @@
+#include "xema/serve/abuse_cases.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/json_util.h"
+#include "core/rng.h"
+#include "xema/pipeline/tiny_pipeline.h"
+
+namespace tessera::xema {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;  // key, raw JSON value
+
+// Kind indexes, in the order of the table below.
+enum Kind {
+  kValidImage,
+  kValidImageCfg,
+  kValidImageNone,
+  kValidVideo,
+  kJsonTruncated,
+  kJsonGarbage,
+  kJsonDeepNesting,
+  kJsonHugeNumber,
+  kJsonNanText,
+  kJsonNotObject,
+  kJsonDuplicateKey,
+  kJsonBadUtf8,
+  kWrongType,
+  kUnknownKey,
+  kAbsurdSize,
+  kAbsurdSteps,
+  kAbsurdSeed,
+  kAbsurdGuidance,
+  kAbsurdFrames,
+  kAbsurdDeadline,
+  kUnknownModel,
+  kPromptLength,
+  kOverBudget,
+  kBodyTooLarge,
+  kChunkedTooLarge,
+  kUnknownRoute,
+  kRouteBadBytes,
+  kUriTooLong,
+  kWrongMethod,
+  kUnknownMethod,
+  kBadRequestLine,
+  kBadContentLength,
+  kContentLengthHuge,
+  kGzipBomb,
+  kGzipGarbage,
+  kUnknownEncoding,
+  kConnectClose,
+  kHeadersOnlyClose,
+  kHalfBodyClose,
+  kCloseBeforeReply,
+  kKindCount
+};
+
+const std::vector<AbuseKind> kKinds = {
+    {"valid_image", AbuseGroup::kValid, 200, 7, "16x16, 1 step, CFG off, seeds 1..3"},
+    {"valid_image_cfg", AbuseGroup::kValid, 200, 6, "32x16, 1 step, CFG on, seeds 1..3"},
+    {"valid_image_none", AbuseGroup::kValid, 200, 3, "16x16, response_format none"},
+    {"valid_video", AbuseGroup::kValid, 200, 3, "tiny-t2v 16x16, 5 frames, 1 step"},
+    {"json_truncated", AbuseGroup::kMalformedJson, 400, 4, "a valid body cut anywhere"},
+    {"json_garbage", AbuseGroup::kMalformedJson, 400, 4, "1..256 random bytes"},
+    {"json_deep_nesting", AbuseGroup::kMalformedJson, 400, 3, "300.. levels up to the limit"},
+    {"json_huge_number", AbuseGroup::kMalformedJson, 400, 3, "1e400, 400 digits, 2^64"},
+    {"json_nan_text", AbuseGroup::kMalformedJson, 400, 3, "NaN, Infinity, 0x10, 01, .5"},
+    {"json_not_object", AbuseGroup::kMalformedJson, 400, 2, "[], \"s\", 42, null, true"},
+    {"json_duplicate_key", AbuseGroup::kMalformedJson, 400, 2, "model or prompt twice"},
+    {"json_bad_utf8", AbuseGroup::kMalformedJson, 400, 2, "invalid UTF-8, lone surrogates"},
+    {"wrong_type", AbuseGroup::kWrongType, 400, 8, "string steps, array size, null model..."},
+    {"unknown_key", AbuseGroup::kWrongType, 400, 2, "n, Model, a 1000-byte key"},
+    {"absurd_size", AbuseGroup::kAbsurdValue, 400, 4, "100000x100000, 0x0, 17x16, 16x"},
+    {"absurd_steps", AbuseGroup::kAbsurdValue, 400, 3, "1e9, 0, -1, 201"},
+    {"absurd_seed", AbuseGroup::kAbsurdValue, 400, 2, "-1, 2^64, -2^63 - 1"},
+    {"absurd_guidance", AbuseGroup::kAbsurdValue, 400, 2, "-1, 101, 1e308"},
+    {"absurd_frames", AbuseGroup::kAbsurdValue, 400, 3, "video frames 4k + 2, 0, 1e6"},
+    {"absurd_deadline", AbuseGroup::kAbsurdValue, 400, 1, "deadline_s 0, -1, 1e9"},
+    {"unknown_model", AbuseGroup::kAbsurdValue, 400, 3, "tiny-t2x, paths, the other kind"},
+    {"prompt_length", AbuseGroup::kAbsurdValue, 400, 3, "empty, or 4097.. bytes"},
+    {"over_budget", AbuseGroup::kAbsurdValue, 507, 2, "2048x2048 x 129 frames video"},
+    {"body_too_large", AbuseGroup::kTooLarge, 413, 4, "body limit + 1 .. 3x the limit"},
+    {"chunked_too_large", AbuseGroup::kTooLarge, 413, 1, "chunked, over the body limit"},
+    {"unknown_route", AbuseGroup::kRoute, 404, 4, "/, /v1/models, typos, /../"},
+    {"route_bad_bytes", AbuseGroup::kRoute, 404, 2, "%FF, raw 0x80.., long multibyte"},
+    {"uri_too_long", AbuseGroup::kRoute, 414, 1, "a request line over 8 KiB"},
+    {"wrong_method", AbuseGroup::kMethod, 404, 4, "GET/PUT/DELETE generations, POST /healthz"},
+    {"unknown_method", AbuseGroup::kMethod, 400, 1, "BREW, get"},
+    {"bad_request_line", AbuseGroup::kMethod, 400, 2, "garbage, no version, HTTP/0.9"},
+    {"bad_content_length", AbuseGroup::kMethod, 400, 1, "Content-Length abc, 1e3"},
+    {"content_length_huge", AbuseGroup::kTooLarge, 413, 1, "Content-Length -5, 2^64 - 1"},
+    {"gzip_bomb", AbuseGroup::kTooLarge, 413, 2, "32 KiB of gzip that decode to 32 MiB"},
+    {"gzip_garbage", AbuseGroup::kMalformedJson, 400, 1, "Content-Encoding gzip, not gzip"},
+    {"unknown_encoding", AbuseGroup::kMethod, 415, 1, "Content-Encoding zstd"},
+    {"connect_close", AbuseGroup::kDisconnect, 0, 2, "connect, then close"},
+    {"headers_only_close", AbuseGroup::kDisconnect, 0, 3, "headers, then close"},
+    {"half_body_close", AbuseGroup::kDisconnect, 0, 3, "headers and half the body, close"},
+    {"close_before_reply", AbuseGroup::kDisconnect, 0, 3, "a valid request, close at once"},
+};
+
+template <typename T>
+const T& Pick(core::Rng& rng, const std::vector<T>& v) {
+  return v[static_cast<size_t>(rng.Below(v.size()))];
+}
+
+std::string ObjectText(const Fields& fields) {
+  std::string s = "{";
+  for (const auto& [k, v] : fields) {
+    s += (s.size() > 1 ? ", \"" : "\"") + k + "\": " + v;
+  }
+  return s + "}";
+}
+
+Fields BaseImage(int64_t seed = 1) {
+  return {{"model", "\"tiny-t2i\""},    {"prompt", "\"abuse\""}, {"size", "\"16x16\""},
+          {"num_inference_steps", "1"}, {"guidance_scale", "1"}, {"seed", std::to_string(seed)}};
+}
+
+Fields BaseVideo(int64_t seed = 1) {
+  Fields f = BaseImage(seed);
+  f[0].second = "\"tiny-t2v\"";
+  f.push_back({"frames", "5"});
+  return f;
+}
+
+// `fields` with `key` set to the raw JSON `value` (added when missing).
+Fields With(Fields fields, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : fields) {
+    if (k == key) {
+      v = value;
+      return fields;
+    }
+  }
+  fields.push_back({key, value});
+  return fields;
+}
+
+struct Builder {
+  const AbusePlanContext& c;
+
+  std::string Head(const std::string& method, const std::string& target,
+                   const std::string& extra = "") const {
+    return method + " " + target + " HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
+           "\r\nConnection: close\r\n" + extra;
+  }
+  std::string Request(const std::string& method, const std::string& target,
+                      const std::string& body) const {
+    return Head(method, target,
+                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\n\r\n") +
+           body;
+  }
+  std::string Post(GenerationKind kind, const std::string& body) const {
+    return Request("POST", GenerationRoute(kind), body);
+  }
+  std::string Get(const std::string& target) const { return Head("GET", target, "\r\n"); }
+};
+
+std::string RepeatText(const std::string& unit, int64_t n) {
+  std::string s;
+  s.reserve(unit.size() * static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) s += unit;
+  return s;
+}
+
+// A valid request of kind `k`; sets the case's body and route.
+void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
+  const int64_t seed = 1 + static_cast<int64_t>(rng.Below(3));
+  Fields f = k == kValidVideo ? BaseVideo(seed) : BaseImage(seed);
+  if (k == kValidImageCfg) f = With(With(f, "size", "\"32x16\""), "guidance_scale", "4");
+  if (k == kValidImageNone) f = With(f, "response_format", "\"none\"");
+  c->body = ObjectText(f);
+  c->route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
+  c->request = b.Post(c->route, c->body);
+}
+
+// The video request whose MinimumPeakBytes decides kOverBudget.
+DiffusionRequest OverBudgetRequest() {
+  DiffusionRequest r;
+  r.model = "tiny-t2v";
+  r.width = r.height = kMaxRequestPixels;
+  r.frames = kMaxRequestFrames;
+  r.steps = 1;
+  r.cfg = false;
+  r.guidance = 1;
+  r.prompt = "abuse";
+  return r;
+}
+
+// kGzipBombBytes of zeros, gzip-compressed (about 1/1000 of that); computed once.
+constexpr size_t kGzipBombBytes = size_t{32} << 20;
+const std::string& GzipBomb() {
+  static const std::string bomb = [] {
+    z_stream z{};
+    deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);  // gzip
+    const std::string zeros(1 << 20, '\0');
+    std::string out(kGzipBombBytes / 512, '\0');
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    for (size_t done = 0; done < kGzipBombBytes; done += zeros.size()) {
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+      z.avail_in = static_cast<uInt>(zeros.size());
+      deflate(&z, done + zeros.size() >= kGzipBombBytes ? Z_FINISH : Z_NO_FLUSH);
+    }
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+  }();
+  return bomb;
+}
+
+std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
+  const std::string valid = ObjectText(BaseImage());
+  const int64_t limit = ctx.max_body_bytes;
+  switch (k) {
+    case kJsonTruncated:
+      return valid.substr(0, static_cast<size_t>(rng.Below(valid.size())));
+    case kJsonGarbage: {
+      std::string s(1 + rng.Below(256), '\0');
+      for (char& ch : s) ch = static_cast<char>(rng.Below(256));
+      return s;
+    }
+    case kJsonDeepNesting: {
+      // Deeper than ParseJson's 256 levels when the body limit allows it; a non-object or an
+      // unknown key "a" otherwise.
+      const int64_t most = (limit - 64) / 6;
+      const int64_t least = std::min<int64_t>(300, most);
+      const int64_t depth =
+          least + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most - least + 1)));
+      switch (rng.Below(3)) {
+        case 0:
+          return RepeatText("[", depth) + RepeatText("]", depth);
+        case 1:
+          return RepeatText("{\"a\":", depth) + "1" + RepeatText("}", depth);
+        default:
+          return RepeatText("[", depth);  // never closed
+      }
+    }
+    case kJsonHugeNumber: {
+      const std::vector<std::pair<std::string, std::string>> v = {
+          {"num_inference_steps", "1e400"},
+          {"num_inference_steps", "1" + std::string(400, '0')},
+          {"guidance_scale", "-1e309"},
+          {"seed", "18446744073709551616"},
+          {"seed", "1e19"},
+          {"seed", "123456789012345678901234567890"}};
+      const auto& [key, value] = Pick(rng, v);
+      return ObjectText(With(BaseImage(), key, value));
+    }
+    case kJsonNanText: {
+      const std::vector<std::string> v = {"NaN", "-NaN", "Infinity", "-Infinity", "nan",
+                                          "inf", "0x10", "+1",       "01",        ".5",
+                                          "1.",  "1e",   "undefined"};
+      const std::vector<std::string> keys = {"num_inference_steps", "guidance_scale", "seed"};
+      return ObjectText(With(BaseImage(), Pick(rng, keys), Pick(rng, v)));
+    }
+    case kJsonNotObject:
+      return Pick(rng, std::vector<std::string>{"[]", "[1, 2]", "\"tiny-t2i\"", "42", "null",
+                                                "true", "\"\"", "[" + valid + "]"});
+    case kJsonDuplicateKey: {
+      Fields f = BaseImage();
+      f.push_back(rng.Below(2) == 0 ? std::pair<std::string, std::string>{"model", "\"tiny-t2i\""}
+                                    : std::pair<std::string, std::string>{"prompt", "\"again\""});
+      return ObjectText(f);
+    }
+    case kJsonBadUtf8: {
+      const std::vector<std::string> v = {
+          "\"\xC3\x28\"", "\"\xFF\xFE\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
+          "\"\xC0\xAF\"", "\"\\uD800\"",  "\"a\\uDC00b\"",    "\"\xE2\x82\""};
+      return ObjectText(With(BaseImage(), rng.Below(2) == 0 ? "prompt" : "model", Pick(rng, v)));
+    }
+    case kWrongType: {
+      const std::vector<std::pair<std::string, std::vector<std::string>>> v = {
+          {"num_inference_steps", {"\"4\"", "true", "2.5", "[1]", "{}", "null"}},
+          {"size", {"[16, 16]", "16", "null", "{\"w\": 16}", "true"}},
+          {"model", {"null", "7", "[\"tiny-t2i\"]", "true", "{}"}},
+          {"prompt", {"null", "5", "{}", "[\"a\"]", "false"}},
+          {"guidance_scale", {"\"high\"", "[]", "true", "null"}},
+          {"seed", {"\"1\"", "1.5", "{}", "[1]"}},
+          {"response_format", {"1", "null", "[\"none\"]"}},
+          {"deadline_s", {"\"soon\"", "[]", "{}"}}};
+      const auto& [key, values] = Pick(rng, v);
+      return ObjectText(With(BaseImage(), key, Pick(rng, values)));
+    }
+    case kUnknownKey:
+      return ObjectText(
+          With(BaseImage(),
+               Pick(rng, std::vector<std::string>{"n", "Model", "", "quality",
+                                                  std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
+               "1"));
+    case kAbsurdSize: {
+      const std::vector<std::string> v = {"100000x100000",
+                                          "0x0",
+                                          "17x16",
+                                          "-16x16",
+                                          "16x",
+                                          "x",
+                                          "16x16x16",
+                                          "\xEF\xBC\x91\xEF\xBC\x96x16",
+                                          "99999999999999999999x16",
+                                          "16 x 16",
+                                          "",
+                                          "x" + RepeatText("\xC3\xA9", 30)};
+      return ObjectText(With(BaseImage(), "size", core::Json(Pick(rng, v)).dump()));
+    }
+    case kAbsurdSteps:
+      return ObjectText(With(
+          BaseImage(), "num_inference_steps",
+          Pick(rng, std::vector<std::string>{"1000000000", "0", "-1", "201", "1000000000000"})));
+    case kAbsurdSeed:
+      return ObjectText(With(BaseImage(), "seed",
+                             Pick(rng, std::vector<std::string>{"-1", "18446744073709551615",
+                                                                "-9223372036854775809"})));
+    case kAbsurdGuidance:
+      return ObjectText(With(BaseImage(), "guidance_scale",
+                             Pick(rng, std::vector<std::string>{"-1", "101", "1e308", "-0.5"})));
+    case kAbsurdFrames: {
+      const int64_t k4 = static_cast<int64_t>(rng.Below(32));
+      return ObjectText(With(BaseVideo(), "frames",
+                             Pick(rng, std::vector<std::string>{std::to_string(4 * k4 + 2), "0",
+                                                                "130", "1000000", "-5"})));
+    }
+    case kAbsurdDeadline:
+      return ObjectText(
+          With(BaseImage(), "deadline_s", Pick(rng, std::vector<std::string>{"0", "-1", "1e9"})));
+    case kUnknownModel: {
+      const std::vector<std::string> v = {
+          "tiny-t2x", "../../../../etc/passwd",        "/dev/zero", "", "tiny-t2v",
+          "TINY-T2I", "x" + RepeatText("\xC3\xA9", 30)};
+      return ObjectText(With(BaseImage(), "model", core::Json(Pick(rng, v)).dump()));
+    }
+    case kPromptLength: {
+      // Empty, or over kMaxPromptBytes while the body stays under its limit.
+      const int64_t most = std::min(limit - 256, 8 * kMaxPromptBytes);
+      const int64_t n =
+          most <= kMaxPromptBytes || rng.Below(4) == 0
+              ? 0
+              : kMaxPromptBytes + 1 +
+                    static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most - kMaxPromptBytes)));
+      return ObjectText(With(BaseImage(), "prompt", "\"" + std::string(n, 'p') + "\""));
+    }
+    case kOverBudget: {
+      Fields f = BaseVideo();
+      f = With(f, "size", fmt::format("\"{}x{}\"", kMaxRequestPixels, kMaxRequestPixels));
+      return ObjectText(With(f, "frames", std::to_string(kMaxRequestFrames)));
+    }
+    case kBodyTooLarge: {
+      const int64_t n =
+          limit + 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * limit)));
+      std::string body = ObjectText(With(BaseImage(), "prompt", "\"\""));
+      body.insert(body.find("\"prompt\": \"") + 11, std::string(n - body.size(), 'p'));
+      return body;
+    }
+    default:
+      return valid;
+  }
+}
+
+std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
+  const std::string valid = ObjectText(BaseImage());
+  const std::string image = GenerationRoute(GenerationKind::kImage);
+  switch (k) {
+    case kValidImage:
+    case kValidImageCfg:
+    case kValidImageNone:
+    case kValidVideo:
+      Valid(k, rng, b, c);
+      return c->request;
+    case kAbsurdFrames:
+    case kOverBudget:
+      return b.Post(GenerationKind::kVideo, MakeBody(k, rng, b.c));
+    case kUnknownModel: {
+      const std::string body = MakeBody(k, rng, b.c);
+      // Also the image model on the video route.
+      return rng.Below(4) == 0 ? b.Post(GenerationKind::kVideo, valid)
+                               : b.Post(GenerationKind::kImage, body);
+    }
+    case kChunkedTooLarge: {
+      std::string r = b.Head(
+          "POST", image, "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+      const int64_t chunk = 4096;
+      for (int64_t sent = 0; sent <= b.c.max_body_bytes; sent += chunk) {
+        r += fmt::format("{:x}\r\n", chunk) + std::string(chunk, 'p') + "\r\n";
+      }
+      return r + "0\r\n\r\n";
+    }
+    case kUnknownRoute:
+      return Pick(rng, std::vector<std::string>{
+                           b.Get("/"), b.Get("/v1/models"), b.Get("/../../etc/passwd"),
+                           b.Get("/healthz/"), b.Get("//healthz"), b.Get("/v1/metrics/../healthz"),
+                           b.Request("POST", "/v1/images/generation", valid),
+                           b.Request("POST", "/v1/images/generations/x", valid),
+                           b.Request("POST", "/V1/IMAGES/GENERATIONS", valid)});
+    case kRouteBadBytes:
+      return Pick(rng, std::vector<std::string>{b.Get("/%FF"), b.Get("/%C3"), b.Get("/%00"),
+                                                b.Get("/\xC3\x28"), b.Get("/\xFF\xFE"),
+                                                b.Request("POST", image + "%FF", valid),
+                                                b.Get("/" + RepeatText("\xC3\xA9", 150)),
+                                                b.Get("/a" + RepeatText("%C3%A9", 150))});
+    case kUriTooLong:
+      return b.Get("/" + std::string(8200 + rng.Below(8000), 'a'));
+    case kWrongMethod:
+      return Pick(
+          rng,
+          std::vector<std::string>{
+              b.Get(image), b.Request("PUT", image, valid), b.Request("DELETE", image, ""),
+              b.Request("PATCH", image, valid), b.Request("OPTIONS", image, ""),
+              b.Get(GenerationRoute(GenerationKind::kVideo)), b.Request("POST", "/healthz", valid),
+              b.Request("POST", "/v1/metrics", ""), b.Request("DELETE", "/v1/metrics", "")});
+    case kUnknownMethod:
+      return Pick(rng, std::vector<std::string>{b.Get("/healthz").replace(0, 3, "BREW"),
+                                                b.Get("/healthz").replace(0, 3, "get"),
+                                                b.Request("POSTX", image, valid)});
+    case kBadRequestLine:
+      return Pick(
+          rng, std::vector<std::string>{
+                   "garbage\r\n\r\n", "GET\r\n\r\n", "GET /healthz\r\n\r\n", "\r\n\r\n",
+                   "GET /healthz HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+                   std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n"});
+    case kBadContentLength:  // read as 0 and 1 (strtoull): an empty or one-byte body
+      return b.Head("POST", image,
+                    "Content-Length: " + Pick(rng, std::vector<std::string>{"abc", "1e3"}) +
+                        "\r\n\r\n") +
+             valid;
+    case kContentLengthHuge:  // the server reads (and drops) until its read timeout
+      return b.Head("POST", image,
+                    "Content-Length: " +
+                        Pick(rng, std::vector<std::string>{"-5", "18446744073709551615",
+                                                           "99999999999999999999999"}) +
+                        "\r\n\r\n") +
+             valid;
+    case kGzipBomb:
+    case kGzipGarbage:
+    case kUnknownEncoding: {
+      const std::string body = k == kGzipBomb ? GzipBomb() : valid;
+      return b.Head("POST", image,
+                    fmt::format("Content-Type: application/json\r\nContent-Encoding: {}\r\n"
+                                "Content-Length: {}\r\n\r\n",
+                                k == kUnknownEncoding ? "zstd" : "gzip", body.size())) +
+             body;
+    }
+    case kConnectClose:
+      return "";
+    case kHeadersOnlyClose:
+      return b.Head("POST", image,
+                    "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(valid.size()) + "\r\n\r\n");
+    case kHalfBodyClose: {
+      const std::string whole = b.Post(GenerationKind::kImage, valid);
+      return whole.substr(0, whole.size() - valid.size() / 2);
+    }
+    case kCloseBeforeReply:
+      return b.Post(GenerationKind::kImage, ObjectText(BaseImage(7)));
+    default:
+      return b.Post(GenerationKind::kImage, MakeBody(k, rng, b.c));
+  }
+}
+
+}  // namespace
+
+const char* AbuseGroupName(AbuseGroup group) {
+  switch (group) {
+    case AbuseGroup::kMalformedJson:
+      return "malformed_json";
+    case AbuseGroup::kWrongType:
+      return "wrong_type";
+    case AbuseGroup::kAbsurdValue:
+      return "absurd_value";
+    case AbuseGroup::kTooLarge:
+      return "too_large";
+    case AbuseGroup::kRoute:
+      return "route";
+    case AbuseGroup::kMethod:
+      return "method";
+    case AbuseGroup::kDisconnect:
+      return "disconnect";
+    case AbuseGroup::kValid:
+      return "valid";
+  }
+  return "?";
+}
+
+const std::vector<AbuseKind>& AbuseKinds() { return kKinds; }
+
+bool AbuseKindEnabled(int kind, const AbusePlanContext& context) {
+  if (kind != kOverBudget) return true;
+  if (context.budget_bytes <= 0) return false;
+  const DiffusionRequest r = OverBudgetRequest();
+  return MinimumPeakBytes(*TinyModel(r.model), r) > context.budget_bytes;
+}
+
+core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
+                                                 const AbusePlanContext& context) {
+  if (n < 1) return core::InvalidArgument(fmt::format("requests: got {}, must be >= 1", n));
+  if (context.max_body_bytes < 1024) {
+    return core::InvalidArgument(
+        fmt::format("max body: got {} bytes, must be >= 1024", context.max_body_bytes));
+  }
+  std::vector<int> enabled;
+  int total_weight = 0;
+  for (int k = 0; k < kKindCount; ++k) {
+    if (!AbuseKindEnabled(k, context)) continue;
+    enabled.push_back(k);
+    total_weight += kKinds[static_cast<size_t>(k)].weight;
+  }
+  core::Rng rng(seed);
+  const Builder b{context};
+  std::vector<AbuseCase> cases;
+  cases.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int k = 0;
+    if (i < static_cast<int64_t>(enabled.size())) {
+      k = enabled[static_cast<size_t>(i)];
+    } else {
+      int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total_weight)));
+      for (int e : enabled) {
+        u -= kKinds[static_cast<size_t>(e)].weight;
+        if (u < 0) {
+          k = e;
+          break;
+        }
+      }
+    }
+    AbuseCase c;
+    c.kind = k;
+    const AbuseKind& kind = kKinds[static_cast<size_t>(k)];
+    c.action = kind.group == AbuseGroup::kDisconnect ? AbuseAction::kCloseAfterSend
+                                                     : AbuseAction::kExchange;
+    c.request = MakeRequest(static_cast<Kind>(k), rng, b, &c);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+}  // namespace tessera::xema
