@@ -322,10 +322,15 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                           {"--reserve", K::kText, {}},
                                           {"--repeats", K::kInt, {}},
                                           {"--profile-steps", K::kInt, {}},
+                                          {"--consider-offload", K::kFlag, {}},
+                                          {"--host-gbps", K::kFloat, {}},
+                                          {"--time-scale", K::kFloat, {}},
                                           {"--json", K::kOutputFile, {}}}));
   mitigate.group = "xema";
   mitigate.bases = {{"--size", "16x16", "--steps", "1", "--cfg", "off", "--budget", "40MiB",
-                     "--repeats", "1", "--json", out + "mitigate.json"}};
+                     "--repeats", "1", "--json", out + "mitigate.json"},
+                    {"--size", "16x16", "--steps", "1", "--cfg", "off", "--budget", "40MiB",
+                     "--repeats", "1", "--consider-offload", "--time-scale", "50"}};
   t.push_back(mitigate);
 
   // serve listens for 0.2 s on a free port of the loopback (kept), then stops by itself.
@@ -337,7 +342,9 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                {"--devices", K::kInt, {}},
                                {"--queue", K::kInt, {}},
                                {"--max-requests", K::kInt, {}},
-                               {"--duration-s", K::kFloat, {}}});
+                               {"--duration-s", K::kFloat, {}},
+                               {"--host-gbps", K::kFloat, {}},
+                               {"--time-scale", K::kFloat, {}}});
   serve.group = "xema";
   serve.bases = {
       {"--host", "127.0.0.1", "--port", "0", "--budget", "256MiB", "--duration-s", "0.2"},
@@ -378,10 +385,13 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                     {"--seed", K::kUint, {}},
                                     {"--devices", K::kInt, {}},
                                     {"--queue", K::kInt, {}},
+                                    {"--host-gbps", K::kFloat, {}},
+                                    {"--time-scale", K::kFloat, {}},
                                     {"--json", K::kOutputFile, {}}});
   xema_bench.group = "xema";
   xema_bench.bases = {{"--policies", "none", "--budgets", "256MiB", "--rates", "2", "--mix", s.mix,
                        "--duration", "0.5", "--json", out + "bench.json"}};
+  xema_bench.keep = {"--duration"};  // the default, 20 s a point, outlasts a case
   t.push_back(xema_bench);
   // abuse needs a server too (needs_server): the closed port answers "cannot reach" at once.
   SubcommandSpec abuse = Spec("abuse", MpiUse::kNone, 2,

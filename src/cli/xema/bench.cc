@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/xema/request_options.h"
 #include "core/byte_size.h"
 #include "core/json_util.h"
 #include "core/progress.h"
@@ -27,6 +28,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   int devices = 1;
   int queue = 16;
+  OffloadArgs link;  // the host link of offload, caching and xema
   std::string json_path;
 };
 
@@ -50,6 +52,8 @@ core::Status RunBench(const BenchArgs& a) {
   o.seed = a.seed;
   o.devices = a.devices;
   o.queue_capacity = a.queue;
+  o.host_gbps = a.link.host_gbps;
+  o.time_scale = a.link.time_scale;
   std::unique_ptr<core::ProgressBar> bar;
   o.progress = [&bar](int done, int total, const std::string&) {
     if (!bar) bar = std::make_unique<core::ProgressBar>("xema bench", total);
@@ -136,6 +140,7 @@ void AddXemaBench(CLI::App* xema, Action* action) {
   c->add_option("--queue", a->queue, "requests that may wait for a device")
       ->transform(Integer(1, 100000))
       ->capture_default_str();
+  AddHostLinkOptions(c, &a->link);
   paths->Output(c, "--json", &a->json_path, "write the sweep as JSON here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunBench(*a); }); });
 }

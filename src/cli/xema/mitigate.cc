@@ -14,6 +14,7 @@
 #include "core/progress.h"
 #include "core/table.h"
 #include "kernels/gemm.h"
+#include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/mitigation_planner.h"
 #include "xema/pipeline/model_file.h"
 
@@ -26,6 +27,8 @@ struct MitigateArgs {
   int64_t reserve_bytes = 0;
   int repeats = 2;
   int profile_steps = 2;
+  bool consider_offload = false;
+  OffloadArgs link;  // host_gbps, time_scale (its offload list is unused)
   std::string json_path;
 };
 
@@ -38,6 +41,15 @@ core::Status RunMitigate(const MitigateArgs& a) {
   options.reserve_bytes = a.reserve_bytes;
   options.repeats = a.repeats;
   options.profile_steps = a.profile_steps;
+  std::unique_ptr<xema::HostTier> tier;
+  if (a.consider_offload) {
+    ASSIGN_OR_RETURN(kernels::TimeScale scale, HostLinkTimeScale(a.link));
+    ASSIGN_OR_RETURN(tier, xema::HostTier::ForDevice(a.link.host_gbps, scale));
+    std::printf("offload candidates: host link %g GB/s per direction at time scale %.4g (%s)\n",
+                a.link.host_gbps, scale.scale, scale.source.c_str());
+    options.candidates.offload = true;
+    options.host = tier.get();
+  }
   std::unique_ptr<core::ProgressBar> bar;
   options.progress = [&bar](int done, int total) {
     if (!bar) bar = std::make_unique<core::ProgressBar>("xema mitigate", total);
@@ -103,6 +115,9 @@ void AddXemaMitigate(CLI::App* xema, Action* action) {
   c->add_option("--profile-steps", a->profile_steps, "steps recorded per profiling run")
       ->transform(Integer(1, 1000))
       ->capture_default_str();
+  c->add_flag("--consider-offload", a->consider_offload,
+              "also consider parking tensors in host memory over an emulated host link");
+  AddHostLinkOptions(c, &a->link);
   paths->Output(c, "--json", &a->json_path, "write the plan as JSON here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunMitigate(*a); }); });
 }

@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "cli/options.h"
-#include "hw/device.h"
 #include "xema/analytic_trace.h"
 
 namespace tessera::cli {
@@ -49,6 +48,10 @@ void AddOffloadOptions(CLI::App* app, OffloadArgs* a) {
   app->add_option("--offload", a->offload,
                   "park tensors in host memory while idle: a comma list of text, latent, image, "
                   "weights (exact; costs copy time)");
+  AddHostLinkOptions(app, a);
+}
+
+void AddHostLinkOptions(CLI::App* app, OffloadArgs* a) {
   app->add_option("--host-gbps", a->host_gbps,
                   "device<->host link GB/s per direction (default: H100 on PCIe 5.0)")
       ->check(Number(1e-3, 1e6))
@@ -83,10 +86,7 @@ core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list) {
 }
 
 core::StatusOr<kernels::TimeScale> HostLinkTimeScale(const OffloadArgs& a) {
-  ASSIGN_OR_RETURN(hw::Device device, hw::DevicePreset(xema::kHostLinkDevicePreset));
-  if (a.time_scale > 0) return kernels::FixedTimeScale(device, a.time_scale);
-  ASSIGN_OR_RETURN(const double flops, kernels::MeasureCoreGemmFlops());
-  return kernels::MakeTimeScale(device, flops);
+  return xema::HostLinkTimeScale(a.time_scale);
 }
 
 core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,

@@ -46,7 +46,8 @@ struct OffloadArgs {
 };
 
 void AddRequestOptions(CLI::App* app, RequestArgs* args);
-void AddOffloadOptions(CLI::App* app, OffloadArgs* args);
+void AddOffloadOptions(CLI::App* app, OffloadArgs* args);   // --offload and the link's
+void AddHostLinkOptions(CLI::App* app, OffloadArgs* args);  // --host-gbps, --time-scale
 // "text,latent" -> the set; InvalidArgument naming an unknown or repeated item.
 core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list);
 // The time scale of the host link's device (kHostLinkDevicePreset) against this core: fixed by

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/xema/request_options.h"
 #include "core/byte_size.h"
 #include "xema/serve/server.h"
 
@@ -22,6 +23,7 @@ struct ServeArgs {
   int64_t queue = 64;
   int64_t max_requests = 0;
   double duration_s = 0;
+  OffloadArgs link;  // the host link of offload, caching and xema (its offload list unused)
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -37,6 +39,8 @@ core::Status RunServe(const ServeArgs& a) {
   o.queue_capacity = static_cast<int>(a.queue);
   o.max_requests = a.max_requests;
   o.duration_s = a.duration_s;
+  o.host_gbps = a.link.host_gbps;
+  o.time_scale = a.link.time_scale;
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-reply is an error return, not a signal
   ASSIGN_OR_RETURN(std::unique_ptr<xema::DiffusionServer> server, xema::DiffusionServer::Start(o));
   g_interrupted = 0;
@@ -87,6 +91,7 @@ void AddXemaServe(CLI::App* xema, Action* action) {
   c->add_option("--duration-s", a->duration_s, "stop after this many seconds (0: never)")
       ->check(Number(0, 1e7))
       ->capture_default_str();
+  AddHostLinkOptions(c, &a->link);
   c->callback([action, a] { *action = [a] { return RunServe(*a); }; });
 }
 

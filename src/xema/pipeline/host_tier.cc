@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/parse_number.h"
+#include "hw/device.h"
 
 namespace tessera::xema {
 
@@ -221,6 +222,13 @@ void HostTier::ResetStats() {
   stats_.exposed_s = 0;
   stats_.mirrored_bytes = 0;
   stats_.host_peak_bytes = stats_.host_live_bytes;
+}
+
+core::StatusOr<kernels::TimeScale> HostLinkTimeScale(double fixed_scale) {
+  ASSIGN_OR_RETURN(hw::Device device, hw::DevicePreset(kHostLinkDevicePreset));
+  if (fixed_scale > 0) return kernels::FixedTimeScale(device, fixed_scale);
+  ASSIGN_OR_RETURN(const double flops, kernels::MeasureCoreGemmFlops());
+  return kernels::MakeTimeScale(device, flops);
 }
 
 }  // namespace tessera::xema

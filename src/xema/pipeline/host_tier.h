@@ -69,6 +69,10 @@ struct HostTierStats {
   int64_t mirrored_bytes = 0;                       // copied by Mirror (not paced)
 };
 
+// The time scale of the default host link's device (kHostLinkDevicePreset) against this
+// machine: fixed at `fixed_scale` when > 0 (FixedTimeScale), else measured (one-core GEMM).
+core::StatusOr<kernels::TimeScale> HostLinkTimeScale(double fixed_scale = 0);
+
 class HostTier;
 
 class TieredTensor {

@@ -169,8 +169,12 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
   }
   const RecordFn record =
       options.record ? options.record : RecordFn([&](const DiffusionRequest& r) {
-        return RecordRequest(spec, r, options.host_budget_bytes);
+        return RecordRequest(spec, r, options.host_budget_bytes, options.host);
       });
+  if (options.candidates.offload && !options.record && options.host == nullptr) {
+    return core::InvalidArgument(
+        "candidates.offload needs a host tier (options.host) or a recorder that has one");
+  }
   const MitigationCandidates& c = options.candidates;
   MitigationPlan plan;
   plan.request = request;
@@ -221,7 +225,7 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
     add_action("offload_text", {"on"});
     add_action("offload_latent", {"on"});
     add_action("offload_image", {"on"});
-    add_action("offload_weights", {"on"});
+    if (c.offload_idle_weights) add_action("offload_weights", {"on"});
   }
   int total = 1;
   for (const MitigationActionSpec& a : problem.actions)

@@ -57,11 +57,14 @@ struct MitigationCandidates {
   std::vector<int64_t> attention_chunks = {2, 4, 8, 16};
   std::vector<int64_t> vae_slices = {2, 4, 8};  // video only; capped at the frames
   std::vector<int64_t> vae_tiles = {2, 3, 4};
-  bool offload = false;  // consider the four offloads (needs a host tier in `record`)
+  bool offload = false;  // consider the offloads (needs a host tier: options.host or `record`)
+  // With offload: the idle weights too. Not under a static arena, which holds the weights it
+  // was loaded with (a layout replay needs them where the trace had them).
+  bool offload_idle_weights = true;
 };
 
 // Records one run of `request` (the planner's only way to run the pipeline), e.g. with a host
-// tier for offloads. Default: RecordRequest(spec, request, host_budget_bytes).
+// tier for offloads. Default: RecordRequest(spec, request, host_budget_bytes, host).
 using RecordFn = std::function<core::StatusOr<RecordedRequest>(const DiffusionRequest&)>;
 
 struct MitigationPlanOptions {
@@ -72,8 +75,9 @@ struct MitigationPlanOptions {
   int repeats = 2;  // recordings per configuration for its time (memory is exact on one)
   int max_retraces = 4;
   double time_tolerance_fraction = 0.05;  // of the base run's time, in [0, 1]
-  int64_t host_budget_bytes = 0;  // for the default recorder
-  RecordFn record;                // empty: the default
+  int64_t host_budget_bytes = 0;          // for the default recorder
+  HostTier* host = nullptr;               // for the default recorder: needed by candidates.offload
+  RecordFn record;                        // empty: the default
   std::function<void(int, int)> progress;
 };
 

@@ -43,6 +43,10 @@ bool UsesStaticArena(MemoryPolicy policy) {
   return policy == MemoryPolicy::kStatic || policy == MemoryPolicy::kXema;
 }
 
+bool UsesHostTier(MemoryPolicy policy) {
+  return policy == MemoryPolicy::kOffload || UsesPlannedMitigations(policy);
+}
+
 bool UsesPlannedMitigations(MemoryPolicy policy) {
   return policy == MemoryPolicy::kCaching || policy == MemoryPolicy::kXema;
 }

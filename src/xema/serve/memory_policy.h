@@ -37,6 +37,9 @@ core::StatusOr<MemoryPolicy> ParseMemoryPolicy(const std::string& text);
 
 // True for the policies that run from a static arena (static, xema).
 bool UsesStaticArena(MemoryPolicy policy);
+// True for the policies whose devices hold a host tier (offload, caching, xema): offload
+// parks tensors in it always, caching and xema when the planner chooses to.
+bool UsesHostTier(MemoryPolicy policy);
 // True for the policies whose mitigations come from the planner (caching, xema).
 bool UsesPlannedMitigations(MemoryPolicy policy);
 

@@ -49,6 +49,8 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> StartServer(const PolicyBenchOp
   so.budget_bytes = budget;
   so.devices = devices;
   so.queue_capacity = o.queue_capacity;
+  so.host_gbps = o.host_gbps;
+  so.time_scale = o.time_scale;
   RETURN_IF_ERROR(ValidateServerOptions(so).WithPrefix(
       fmt::format("policy {}, budget {}", MemoryPolicyName(policy), core::FormatBytes(budget))));
   return DiffusionServer::Start(so);
@@ -106,8 +108,14 @@ void ComparePolicies(PolicyBenchReport* report) {
   report->ratio_median = Median(finite);
 }
 
-core::StatusOr<PolicyBenchReport> RunPolicyBench(const PolicyBenchOptions& o) {
-  RETURN_IF_ERROR(Validate(o));
+core::StatusOr<PolicyBenchReport> RunPolicyBench(const PolicyBenchOptions& options) {
+  RETURN_IF_ERROR(Validate(options));
+  PolicyBenchOptions o = options;
+  if (o.time_scale == 0 && std::any_of(o.policies.begin(), o.policies.end(),
+                                       [](MemoryPolicy p) { return UsesHostTier(p); })) {
+    ASSIGN_OR_RETURN(kernels::TimeScale scale, HostLinkTimeScale(0));  // one scale for every server
+    o.time_scale = scale.scale;
+  }
   PolicyBenchReport report;
   const int total =
       1 + static_cast<int>(o.policies.size() * o.budgets_bytes.size() * o.rates_rps.size());

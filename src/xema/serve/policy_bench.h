@@ -48,6 +48,9 @@ struct PolicyBenchOptions {
   int devices = 1;
   int queue_capacity = 16;
   int64_t reference_budget_bytes = int64_t{1} << 30;
+  // The host link of the offloading policies (ServerOptions); time_scale 0: measured once.
+  double host_gbps = kH100Pcie5HostGbps;
+  double time_scale = 0;
   std::function<void(int done, int total, const std::string& label)> progress;
 };
 

@@ -70,8 +70,13 @@ std::string TemplateKeyString(const DiffusionRequest& r) {
                      r.cfg ? "on" : "off");
 }
 
-ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache)
-    : index_(index), policy_(policy), budget_bytes_(budget_bytes), cache_(cache) {
+ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache,
+                         std::unique_ptr<HostTier> host)
+    : index_(index),
+      policy_(policy),
+      budget_bytes_(budget_bytes),
+      cache_(cache),
+      host_(std::move(host)) {
   if (!UsesStaticArena(policy_)) {
     AllocatorPolicy p;  // PyTorch's defaults
     p.device_limit_bytes = budget_bytes_;
@@ -137,6 +142,9 @@ core::StatusOr<DiffusionRequest> ServeDevice::Mitigate(const TinyModelSpec& spec
     MitigationPlanOptions o;
     o.budget_bytes = budget_bytes_;
     o.repeats = 1;
+    o.candidates.offload = host_ != nullptr;
+    o.candidates.offload_idle_weights = !UsesStaticArena(policy_);
+    o.host = host_.get();
     auto planned = std::make_shared<MitigatedTemplate>();
     auto plan = PlanMitigations(spec, r, o);
     if (!plan.ok()) {
@@ -164,7 +172,7 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,
                                                    const DiffusionRequest& r) {
   auto it = pipelines_.find(spec.name);
   if (it == pipelines_.end()) {
-    auto loaded = DiffusionPipeline::Load(spec, *caching_);
+    auto loaded = DiffusionPipeline::Load(spec, *caching_, host_.get());
     if (!loaded.ok()) {
       Publish(caching_->live_bytes(), 0, caching_->stats().peak_reserved_bytes);
       return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
@@ -186,7 +194,7 @@ core::StatusOr<std::shared_ptr<const TemplatePlan>> ServeDevice::Plan(const Tiny
                                                                       DeviceRun* recorded) {
   auto plan = std::make_shared<TemplatePlan>();
   // Record under the budget: a template whose plain run does not fit never will.
-  auto rec = RecordRequest(spec, r, budget_bytes_);
+  auto rec = RecordRequest(spec, r, budget_bytes_, host_.get());
   if (!rec.ok()) {
     if (rec.status().code() != core::StatusCode::kInfeasible) return rec.status();
     plan->refused = rec.status().WithPrefix("template " + TemplateKeyString(r));
@@ -241,7 +249,7 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteStatic(const TinyModelSpec& spec,
     arenas_.emplace_front();
     arenas_.front().plan = plan;
     arenas_.front().allocator = std::move(allocator);
-    auto loaded = DiffusionPipeline::Load(spec, *arenas_.front().allocator);
+    auto loaded = DiffusionPipeline::Load(spec, *arenas_.front().allocator, host_.get());
     if (!loaded.ok()) {
       arenas_.pop_front();
       Publish(ArenaLiveBytes(), 0, ArenaBytes());

@@ -31,6 +31,7 @@
 #include "core/status.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/caching_device_allocator.h"
+#include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/tiny_pipeline.h"
 #include "xema/serve/memory_policy.h"
@@ -100,8 +101,10 @@ struct DeviceSnapshot {
 
 class ServeDevice {
  public:
-  // `cache` is shared by the devices of a server and must outlive them (static only).
-  ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache);
+  // `cache` is shared by the devices of a server and must outlive them. `host`: the device's
+  // host tier (UsesHostTier policies; offloading requests fail without one).
+  ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, TemplateCache* cache,
+              std::unique_ptr<HostTier> host = nullptr);
   ~ServeDevice();
   ServeDevice(const ServeDevice&) = delete;
   ServeDevice& operator=(const ServeDevice&) = delete;
@@ -125,6 +128,7 @@ class ServeDevice {
   MemoryPolicy policy_;
   int64_t budget_bytes_;
   TemplateCache* cache_;
+  std::unique_ptr<HostTier> host_;  // before the pipelines: their tiered tensors use it
 
   // Caching-allocator policies: the allocator, then the pipelines (destroyed first).
   std::unique_ptr<CachingDeviceAllocator> caching_;

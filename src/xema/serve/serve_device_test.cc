@@ -70,6 +70,45 @@ TEST(ServeDeviceTest, TilingRunsEveryRequestTiled) {
   EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6f);
 }
 
+std::unique_ptr<HostTier> FastHostTier() {
+  auto tier = HostTier::Create(1e12);  // copies are not what these tests look at
+  EXPECT_TRUE(tier.ok());
+  return std::move(*tier);
+}
+
+TEST(ServeDeviceTest, OffloadRunsEveryRequestOffloadedWithTheSameImage) {
+  const DiffusionRequest r = Big();
+  TemplateCache cache;
+  ServeDevice offload(0, MemoryPolicy::kOffload, int64_t{1} << 30, &cache, FastHostTier());
+  auto run = offload.Execute(r);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->mitigations, (std::vector<std::string>{"offload:text", "offload:latent",
+                                                        "offload:image", "offload:weights"}));
+  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6f);
+  // Without a host tier the device says what is missing instead of running.
+  TemplateCache bare_cache;
+  ServeDevice bare(0, MemoryPolicy::kOffload, int64_t{1} << 30, &bare_cache);
+  auto refused = bare.Execute(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("host tier"), std::string::npos)
+      << refused.status().ToString();
+}
+
+TEST(ServeDeviceTest, XemaWithAHostTierFitsAndKeepsTheImage) {
+  const DiffusionRequest r = Big();
+  const int64_t budget = MinimumPeakBytes(*TinyModel("tiny-t2i"), r) + 1;
+  TemplateCache cache;
+  ServeDevice xema(0, MemoryPolicy::kXema, budget, &cache, FastHostTier());
+  const std::vector<float> reference = DirectRun(r);
+  for (int i = 0; i < 2; ++i) {
+    auto run = xema.Execute(r);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->template_hit, i == 1);
+    EXPECT_LE(run->peak_bytes, budget);
+    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6f);
+  }
+}
+
 TEST(ServeDeviceTest, PolicyNamesAndStrongestMitigations) {
   for (const std::string& name : MemoryPolicyNames()) {
     auto p = ParseMemoryPolicy(name);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 #include <future>
+#include <optional>
 
 #include "kernels/gemm.h"
 #include "xema/pipeline/template_check.h"
@@ -82,6 +83,14 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
         "budget: got {} bytes per device x {} devices, more than the {} bytes (80% of the "
         "memory available) this host can give them",
         o.budget_bytes, o.devices, host));
+  }
+  if (!(o.host_gbps > 0) || o.host_gbps > 1e6) {
+    return core::InvalidArgument(
+        fmt::format("host-gbps: got {}, must be in (0, 1e6] GB/s", o.host_gbps));
+  }
+  if (!(o.time_scale >= 0) || o.time_scale > 1e7) {
+    return core::InvalidArgument(
+        fmt::format("time-scale: got {}, must be in [0, 1e7] (0: measured)", o.time_scale));
   }
   if (o.max_body_bytes < 1024 || o.http_threads < 1 || o.http_threads > 1024) {
     return core::InvalidArgument(
@@ -197,9 +206,17 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     return core::Unavailable(fmt::format("cannot listen on {}:{} with a backlog of {}",
                                          options.host, s->port_, SOMAXCONN));
   }
+  std::optional<kernels::TimeScale> scale;
+  if (UsesHostTier(options.policy)) {
+    ASSIGN_OR_RETURN(scale, HostLinkTimeScale(options.time_scale));
+  }
   for (int d = 0; d < options.devices; ++d) {
-    s->devices_.push_back(
-        std::make_unique<ServeDevice>(d, options.policy, options.budget_bytes, &s->templates_));
+    std::unique_ptr<HostTier> tier;
+    if (scale) {
+      ASSIGN_OR_RETURN(tier, HostTier::ForDevice(options.host_gbps, *scale));
+    }
+    s->devices_.push_back(std::make_unique<ServeDevice>(d, options.policy, options.budget_bytes,
+                                                        &s->templates_, std::move(tier)));
   }
   for (int d = 0; d < options.devices; ++d) s->workers_.emplace_back([self, d] { self->Work(d); });
   s->listener_ = std::thread([self] { self->http_->listen_after_bind(); });

@@ -73,6 +73,10 @@ struct ServerOptions {
   double duration_s = 0;     // stop after this long; 0: never
   int64_t max_body_bytes = 64 * 1024;
   int http_threads = 64;
+  // The host link of the policies with a host tier (UsesHostTier): host_gbps GB/s per
+  // direction at the time scale time_scale (0: measured once at Start, host_tier.h).
+  double host_gbps = kH100Pcie5HostGbps;
+  double time_scale = 0;
   // Test hook: called by a device's worker before it runs each request.
   std::function<void(int device)> before_run;
 };
