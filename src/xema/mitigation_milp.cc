@@ -188,10 +188,16 @@ core::Json ToJson(const MitigationProblem& p, const MitigationChoice& c) {
   core::Json actions = core::Json::array();
   for (size_t a = 0; a < p.actions.size(); ++a) {
     const MitigationOptionSpec& o = p.actions[a].options[c.option[a]];
+    core::Json options = core::Json::array();
+    for (const MitigationOptionSpec& each : p.actions[a].options) {
+      options.push_back(
+          {{"label", each.label}, {"added_s", each.added_s}, {"saved_bytes", each.saved_bytes}});
+    }
     actions.push_back({{"name", p.actions[a].name},
                        {"option", c.option[a]},
                        {"label", o.label},
-                       {"added_s", o.added_s}});
+                       {"added_s", o.added_s},
+                       {"options", options}});
   }
   return {{"limit_bytes", p.limit_bytes},
           {"added_s", c.added_s},

@@ -107,7 +107,8 @@ core::StatusOr<MitigationChoice> SolveMitigation(const MitigationProblem& proble
 int64_t PredictedRowBytes(const MitigationRow& row, const std::vector<int>& option);
 
 // {"limit_bytes", "added_s", "shortfall_bytes", "predicted_peak_bytes", "solve_ms",
-//  "actions": [{"name", "option", "label", "added_s"}]}
+//  "actions": [{"name", "option" (chosen), "label", "added_s",
+//               "options": [{"label", "added_s", "saved_bytes"}] (every option, "off" first)}]}
 core::Json ToJson(const MitigationProblem& problem, const MitigationChoice& choice);
 
 }  // namespace tessera::xema

@@ -344,7 +344,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                {"--max-requests", K::kInt, {}},
                                {"--duration-s", K::kFloat, {}},
                                {"--host-gbps", K::kFloat, {}},
-                               {"--time-scale", K::kFloat, {}}});
+                               {"--time-scale", K::kFloat, {}},
+                               {"--plan", K::kInputFile, {}}});
   serve.group = "xema";
   serve.bases = {
       {"--host", "127.0.0.1", "--port", "0", "--budget", "256MiB", "--duration-s", "0.2"},
@@ -361,6 +362,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                  {"--arrivals", K::kText, {}},
                                  {"--cv", K::kFloat, {}},
                                  {"--mix", K::kInputFile, {}},
+                                 {"--trace", K::kInputFile, {}},
                                  {"--duration", K::kFloat, {}},
                                  {"--seed", K::kUint, {}},
                                  {"--slo-scale", K::kFloat, {}},

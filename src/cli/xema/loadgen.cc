@@ -21,6 +21,7 @@ struct LoadgenArgs {
   std::string arrivals = "poisson";
   double cv = 1;
   std::string mix;
+  std::string trace;  // recorded arrivals instead of --rate / --arrivals / --duration
   double duration_s = 10;
   uint64_t seed = 1;
   double slo_scale = 5;
@@ -35,6 +36,9 @@ core::Status RunLoadgenCommand(const LoadgenArgs& a) {
   o.cv = a.cv;
   ASSIGN_OR_RETURN(o.mix, xema::ReadMix(a.mix));
   o.duration_s = a.duration_s;
+  if (!a.trace.empty()) {
+    ASSIGN_OR_RETURN(o.trace, xema::ReadArrivalTrace(a.trace, static_cast<int>(o.mix.size())));
+  }
   o.seed = a.seed;
   o.slo_scale = a.slo_scale;
   std::unique_ptr<core::ProgressBar> bar;
@@ -96,6 +100,9 @@ void AddXemaLoadgen(CLI::App* xema, Action* action) {
                 "'[{\"model\":\"tiny-t2i\",\"size\":\"64x64\",\"steps\":4,\"weight\":3}]'")
       ->required();
   paths->RecordInput("--mix", &a->mix);
+  paths->Input(c, "--trace", &a->trace,
+               "recorded arrivals instead of --rate: a JSON array of {\"at_s\", \"template\" "
+               "(index into the mix)}");
   c->add_option("--duration", a->duration_s, "seconds of arrivals")
       ->check(PositiveNumber(86400))
       ->capture_default_str();

@@ -23,7 +23,8 @@ struct ServeArgs {
   int64_t queue = 64;
   int64_t max_requests = 0;
   double duration_s = 0;
-  OffloadArgs link;  // the host link of offload, caching and xema (its offload list unused)
+  std::string plan_path;  // --plan: mitigation plans made offline
+  OffloadArgs link;       // the host link of offload, caching and xema (its offload list unused)
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -39,6 +40,9 @@ core::Status RunServe(const ServeArgs& a) {
   o.queue_capacity = static_cast<int>(a.queue);
   o.max_requests = a.max_requests;
   o.duration_s = a.duration_s;
+  if (!a.plan_path.empty()) {
+    ASSIGN_OR_RETURN(o.plans, xema::ReadPlanTable(a.plan_path, a.budget_bytes));
+  }
   o.host_gbps = a.link.host_gbps;
   o.time_scale = a.link.time_scale;
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-reply is an error return, not a signal
@@ -92,7 +96,11 @@ void AddXemaServe(CLI::App* xema, Action* action) {
       ->check(Number(0, 1e7))
       ->capture_default_str();
   AddHostLinkOptions(c, &a->link);
-  c->callback([action, a] { *action = [a] { return RunServe(*a); }; });
+  auto paths = std::make_shared<CommandPaths>();
+  paths->Input(c, "--plan", &a->plan_path,
+               "mitigation plans made offline (xema mitigate --json; one plan or an array), "
+               "caching and xema only");
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunServe(*a); }); });
 }
 
 }  // namespace tessera::cli

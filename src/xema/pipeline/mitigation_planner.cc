@@ -35,7 +35,8 @@ class Profiler {
       MemoryTrace trace = std::move(rec.trace);
       trace.key.steps = steps_;
       ASSIGN_OR_RETURN(ExpandedTrace x, Expand(trace));
-      double denoise = 0, vae = 0, total = 0;
+      // Weights left parked are restored by the next request: the run's cost includes it.
+      double denoise = 0, vae = 0, total = rec.restore_s;
       for (const FlatOp& op : x.ops) {
         const TraceOp& o = trace.op(op.template_op);
         total += o.time_s;
@@ -363,11 +364,11 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
   }
 
   // Solve, apply, re-trace, verify; cut off combinations that did not fit.
+  const double tolerance_s = options.time_tolerance_fraction * plan.base_s;
   std::vector<ForbiddenChoice> forbidden;
   Profile verified;
   for (;;) {
-    ASSIGN_OR_RETURN(plan.choice, SolveMitigation(problem, forbidden,
-                                                  options.time_tolerance_fraction * plan.base_s));
+    ASSIGN_OR_RETURN(plan.choice, SolveMitigation(problem, forbidden, tolerance_s));
     plan.choice.predicted_peak_bytes = 0;  // over every point, not only the rows kept
     for (const MitigationRow& row : rows) {
       plan.choice.predicted_peak_bytes =
@@ -391,9 +392,14 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
     const int o = plan.choice.option[a];
     plan.labels.push_back(problem.actions[a].options[o].label);
     if (o == 0) continue;
-    int64_t weaker = 0;  // the largest saving of this action's options below o's
+    // The largest saving of this action's options below o's that are not slower than o
+    // (within the tolerance): a weaker option that costs more time is not "enough".
+    const std::vector<MitigationOptionSpec>& opts = problem.actions[a].options;
+    int64_t weaker = 0;
     for (size_t k = 1; k < largest[a].size(); ++k) {
-      if (largest[a][k] < largest[a][o]) weaker = std::max(weaker, largest[a][k]);
+      if (largest[a][k] < largest[a][o] && opts[k].added_s <= opts[o].added_s + tolerance_s) {
+        weaker = std::max(weaker, largest[a][k]);
+      }
     }
     plan.granularity_bytes = std::max(plan.granularity_bytes, largest[a][o] - weaker);
   }

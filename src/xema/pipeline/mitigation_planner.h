@@ -24,14 +24,17 @@
 // Time: the base is measured twice (the first is the warm-up), then an option's added seconds
 // = max(0, its run's time - the base run's time) over the phases it touches (denoise for DiT
 // options, vae for VAE options, the whole run for offloads), each the minimum over `repeats`
-// recordings, scaled to the request's steps. Times closer than time_tolerance_fraction of the
-// base run's time are not told apart (the MILP's stage 2 then takes the weakest option):
-// run-to-run spread on a busy host is a few percent.
+// recordings, scaled to the request's steps; a run that leaves weights parked (idle weights)
+// also pays their restore by the next request (RecordedRequest::restore_s, no overlap). Times
+// closer than time_tolerance_fraction of the base run's time are not told apart (the MILP's stage 2
+// then takes the weakest option): run-to-run spread on a busy host is a few percent.
 //
 // "Only as much as needed": excess = base peak - limit; saved = base peak - verified peak;
 // granularity = the largest extra saving of a chosen option over the next weaker option of
-// its action (its full saving for on/off actions); only_as_needed iff saved <= excess +
-// granularity.
+// its action that is not slower (added time within the tolerance; its full saving when there
+// is none, e.g. on/off actions); only_as_needed iff saved <= excess + granularity. A weaker
+// option that costs more time is not counted: the MILP trades bytes for time, not the
+// reverse.
 //
 // Errors: InvalidArgument for a bad request or budget (budget <= reserve); a base run that
 // does not fit host memory passes Infeasible out. A request that cannot fit the budget with

@@ -6,15 +6,13 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "xema/pipeline/pipeline_test_util.h"
 
 namespace tessera::xema {
 namespace {
 
-TinyModelSpec SpecOf(const DiffusionRequest& r) {
-  auto spec = TinyModel(r.model);
-  CHECK(spec.ok()) << spec.status().ToString();
-  return *spec;
-}
+using testing::MaxAbsDiff;
+using testing::SpecOf;
 
 // A video request whose memory the planner can cut in the DiT (materialised attention in
 // query chunks) and in the VAE (frame slices, tiles).
@@ -41,17 +39,19 @@ MitigationPlanOptions Options(int64_t budget) {
   return o;
 }
 
+// Every candidate of Options() at its strongest: the least the request can need.
+DiffusionRequest Strongest(DiffusionRequest r) {
+  r.attention_chunks = 8;
+  r.vae_frame_slices = 4;
+  r.ffn_chunks = 8;
+  r.vae_tiles = 2;
+  return r;
+}
+
 int64_t PeakOf(const TinyModelSpec& spec, const DiffusionRequest& r) {
   auto rec = RecordRequest(spec, r);
   CHECK(rec.ok()) << rec.status().ToString();
   return rec->measured_peak_bytes;
-}
-
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  CHECK_EQ(a.size(), b.size());
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
 }
 
 TEST(MitigationPlannerTest, NothingIsAppliedWhenTheRequestFits) {
@@ -73,13 +73,7 @@ TEST(MitigationPlannerTest, FitsATightBudgetOnlyAsMuchAsNeededAndKeepsTheOutput)
   const DiffusionRequest r = VideoRequest();
   const TinyModelSpec spec = SpecOf(r);
   const int64_t peak = PeakOf(spec, r);
-  // Everything on at its strongest: the least this request can need.
-  DiffusionRequest strongest = r;
-  strongest.attention_chunks = 8;
-  strongest.vae_frame_slices = 4;
-  strongest.ffn_chunks = 8;
-  strongest.vae_tiles = 2;
-  const int64_t floor = PeakOf(spec, strongest);
+  const int64_t floor = PeakOf(spec, Strongest(r));
   ASSERT_LT(floor, peak);
   for (const double f : {0.25, 0.6, 0.95}) {
     const int64_t budget = floor + static_cast<int64_t>(f * static_cast<double>(peak - floor));
@@ -101,19 +95,14 @@ TEST(MitigationPlannerTest, FitsATightBudgetOnlyAsMuchAsNeededAndKeepsTheOutput)
     auto mitigated = RecordRequest(spec, plan->request);
     ASSERT_TRUE(base.ok() && mitigated.ok());
     EXPECT_EQ(mitigated->measured_peak_bytes, plan->verified_peak_bytes);
-    EXPECT_LE(MaxAbsDiff(base->output, mitigated->output), 1e-6f);
+    EXPECT_LE(MaxAbsDiff(base->output, mitigated->output), 1e-6);
   }
 }
 
 TEST(MitigationPlannerTest, ReportsTheShortfallBelowTheFloor) {
   const DiffusionRequest r = VideoRequest();
   const TinyModelSpec spec = SpecOf(r);
-  DiffusionRequest strongest = r;
-  strongest.attention_chunks = 8;
-  strongest.vae_frame_slices = 4;
-  strongest.ffn_chunks = 8;
-  strongest.vae_tiles = 2;
-  const int64_t floor = PeakOf(spec, strongest);
+  const int64_t floor = PeakOf(spec, Strongest(r));
   auto plan = PlanMitigations(spec, r, Options(floor - (1 << 20)));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(plan->fits);

@@ -18,6 +18,19 @@
 namespace tessera::xema {
 namespace {
 
+// A tiny-t2v request: width x height pixels, frames decoded in `slices` slices, `steps` steps.
+DiffusionRequest Video(int64_t width, int64_t height, int64_t frames, int64_t slices,
+                       int64_t steps) {
+  DiffusionRequest r;
+  r.model = "tiny-t2v";
+  r.width = width;
+  r.height = height;
+  r.frames = frames;
+  r.vae_frame_slices = slices;
+  r.steps = steps;
+  return r;
+}
+
 OffloadSet SetOf(int bits) {
   OffloadSet s;
   s.text_context = (bits & 1) != 0;
@@ -121,13 +134,7 @@ TEST(OffloadTest, CopiesAreAccounted) {
   ASSERT_TRUE(tier.ok());
   auto p = DiffusionPipeline::Load(*spec, device, tier->get());
   ASSERT_TRUE(p.ok());
-  DiffusionRequest r;
-  r.model = "tiny-t2v";
-  r.width = 32;
-  r.height = 16;
-  r.frames = 5;
-  r.vae_frame_slices = 2;
-  r.steps = 3;
+  DiffusionRequest r = Video(32, 16, 5, 2, 3);
   const int64_t hd = spec->dit.hidden, batch = 2;
   const int64_t ctx = 4 * batch * (spec->text.tokens + 1) * hd;
   const int64_t x = 4 * 2 * (32 / 16) * (16 / 16) * spec->dit.in_channels;  // 2 latent frames
@@ -184,13 +191,7 @@ Recorded Record(const DiffusionRequest& r) {
 // The recorded trace (it folds: every offload keeps the steps identical) shows each parked
 // tensor's aligned bytes gone over the ops where it is idle, and no more.
 TEST(OffloadTest, TraceShowsParkedBytesAway) {
-  DiffusionRequest r;
-  r.model = "tiny-t2v";
-  r.width = 32;
-  r.height = 32;
-  r.frames = 5;
-  r.vae_frame_slices = 5;
-  r.steps = 3;
+  DiffusionRequest r = Video(32, 32, 5, 5, 3);
   const Recorded base = Record(r);
   const MemoryTrace& t = base.rec.trace;
   auto name = [&](const Recorded& rec, size_t i) {
@@ -277,13 +278,7 @@ class FailingAllocator final : public DeviceAllocator {
 // resident weights), on the host (but the weights' mirrors) or in flight; the next request
 // runs exactly.
 TEST(OffloadTest, InfeasibleAnywhereLeavesNothing) {
-  DiffusionRequest r;
-  r.model = "tiny-t2v";
-  r.width = 32;
-  r.height = 16;
-  r.frames = 5;
-  r.vae_frame_slices = 2;
-  r.steps = 2;
+  DiffusionRequest r = Video(32, 16, 5, 2, 2);
   auto spec = TinyModel(r.model);
   ASSERT_TRUE(spec.ok());
   FailingAllocator device;

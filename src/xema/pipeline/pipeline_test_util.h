@@ -3,7 +3,8 @@
 // allocator held while the op was open (its peak: live at BeginOp, raised by each allocation;
 // frees inside an op are released only at its end, so nothing lowers it), the aligned bytes
 // of each tensor it allocated (by name) and its counted FLOPs. MaxAbsDiff compares outputs;
-// BackendGuard restores the process-wide GEMM backend a test switched.
+// SpecOf gives a request's preset; BackendGuard restores the process-wide GEMM backend a test
+// switched.
 // Thread-safety: as the allocator (one thread).
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "core/check.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/tiny_pipeline.h"
 
 namespace tessera::xema::testing {
 
@@ -89,6 +91,13 @@ inline double MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
     diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
   }
   return diff;
+}
+
+// The preset the request names (a test bug if there is none).
+inline TinyModelSpec SpecOf(const DiffusionRequest& r) {
+  auto spec = TinyModel(r.model);
+  CHECK(spec.ok()) << spec.status().ToString();
+  return *spec;
 }
 
 // Restores the GEMM backend in use at construction when it goes out of scope.

@@ -72,7 +72,10 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
     TraceRecorder recorder(heap);
     RETURN_IF_ERROR(
         RunOnce(spec, request, heap, &r.output, &r.run_s, host, &r.parked_weight_bytes));
-    if (host != nullptr) r.host = host->stats();
+    if (host != nullptr) {
+      r.host = host->stats();
+      r.restore_s = host->CopySeconds(r.parked_weight_bytes);
+    }
     // The pipeline is unloaded here: the weights are released after the last op.
     ASSIGN_OR_RETURN(r.trace, recorder.Finish(KeyOf(request)));
   }

@@ -50,6 +50,7 @@ struct RecordedRequest {
   HostTierStats host;               // with a host tier: its copies during the request
   int64_t parked_weight_bytes = 0;  // weights left parked (idle_weights): the next request
                                     // restores them
+  double restore_s = 0;             // that restore on the host link (no overlap: an upper bound)
 };
 
 // `spec` is the model (TinyModel, or ResolveTinyModel for a model file); request.model must

@@ -5,17 +5,13 @@
 #include "core/check.h"
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/model_file.h"
+#include "xema/pipeline/pipeline_test_util.h"
 #include "xema/static_layout.h"
 
 namespace tessera::xema {
 namespace {
 
-// The preset the request names (a test bug if there is none).
-TinyModelSpec SpecOf(const DiffusionRequest& r) {
-  auto spec = TinyModel(r.model);
-  CHECK(spec.ok()) << spec.status().ToString();
-  return *spec;
-}
+using testing::SpecOf;
 
 void ExpectAllHeld(const TemplateCheck& c) {
   EXPECT_TRUE(c.ok);

@@ -71,4 +71,40 @@ core::StatusOr<std::vector<double>> ArrivalTimes(ArrivalKind kind, double rate_r
   return times;
 }
 
+core::StatusOr<std::vector<TraceArrival>> ArrivalTraceFromJson(const core::Json& j,
+                                                               const std::string& source,
+                                                               int templates) {
+  if (!j.is_array() || j.empty()) {
+    return core::InvalidArgument(
+        fmt::format("{}: got {}, must be a non-empty array of {{\"at_s\", \"template\"}}", source,
+                    core::ShowJson(j)));
+  }
+  if (j.size() > static_cast<size_t>(kMaxArrivals)) {
+    return core::InvalidArgument(
+        fmt::format("{}: got {} arrivals, at most {}", source, j.size(), kMaxArrivals));
+  }
+  std::vector<TraceArrival> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string path = fmt::format("{}[{}]", source, i);
+    RETURN_IF_ERROR(core::CheckKnownKeys(j[i], path, {"at_s", "template"}));
+    TraceArrival a;
+    ASSIGN_OR_RETURN(a.at_s, core::GetDoubleInRange(j[i], path, "at_s", 0, 1e6));
+    ASSIGN_OR_RETURN(const int64_t t,
+                     core::GetIntInRange(j[i], path, "template", 0, templates - 1));
+    a.template_index = static_cast<int>(t);
+    if (!out.empty() && a.at_s < out.back().at_s) {
+      return core::InvalidArgument(
+          fmt::format("{}.at_s: got {}, before the previous arrival ({}): times must not decrease",
+                      path, a.at_s, out.back().at_s));
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+core::StatusOr<std::vector<TraceArrival>> ReadArrivalTrace(const std::string& path, int templates) {
+  ASSIGN_OR_RETURN(core::Json j, core::ReadJsonFile(path));
+  return ArrivalTraceFromJson(j, path, templates);
+}
+
 }  // namespace tessera::xema

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json_util.h"
 #include "core/rng.h"
 #include "core/status.h"
 
@@ -29,5 +30,17 @@ double GammaDraw(core::Rng& rng, double shape);
 // Arrival times in seconds, increasing, all < duration_s.
 core::StatusOr<std::vector<double>> ArrivalTimes(ArrivalKind kind, double rate_rps, double cv,
                                                  double duration_s, uint64_t seed);
+
+// A recorded arrival trace (loadgen --trace FILE): a JSON array of {"at_s": seconds from the
+// start, non-decreasing, in [0, 1e6], "template": index into the mix, [0, templates)}, at most
+// kMaxArrivals entries. InvalidArgument naming the source, the entry and the field.
+struct TraceArrival {
+  double at_s = 0;
+  int template_index = 0;
+};
+core::StatusOr<std::vector<TraceArrival>> ArrivalTraceFromJson(const core::Json& j,
+                                                               const std::string& source,
+                                                               int templates);
+core::StatusOr<std::vector<TraceArrival>> ReadArrivalTrace(const std::string& path, int templates);
 
 }  // namespace tessera::xema

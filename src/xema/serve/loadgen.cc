@@ -129,8 +129,18 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   std::string host;
   int port = 0;
   RETURN_IF_ERROR(ValidateOptions(o, &host, &port));
-  ASSIGN_OR_RETURN(const std::vector<double> arrivals,
-                   ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
+  std::vector<double> arrivals;
+  if (o.trace.empty()) {
+    ASSIGN_OR_RETURN(arrivals, ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
+  } else {
+    for (const TraceArrival& a : o.trace) {
+      if (a.template_index < 0 || a.template_index >= static_cast<int>(o.mix.size())) {
+        return core::InvalidArgument(fmt::format("trace: template {} is not in the mix of {}",
+                                                 a.template_index, o.mix.size()));
+      }
+      arrivals.push_back(a.at_s);
+    }
+  }
   {
     httplib::Client client(host, port);
     client.set_connection_timeout(5, 0);
@@ -202,14 +212,17 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   auto tick = [&] {
     if (o.progress) o.progress(finished.load() + report.not_sent, report.planned);
   };
-  for (double at : arrivals) {
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const double at = arrivals[i];
     for (;;) {
       const double wait_s = at - Since(t0);
       if (wait_s <= 0) break;
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait_s, 0.1)));
       tick();
     }
-    const size_t k = Pick(o.mix, rng.Uniform());
+    const double u = rng.Uniform();  // drawn either way: seeds do not depend on the source
+    const size_t k =
+        o.trace.empty() ? Pick(o.mix, u) : static_cast<size_t>(o.trace[i].template_index);
     const uint64_t seed = rng.NextU64();
     if (in_flight.load() >= o.max_in_flight) {
       std::lock_guard<std::mutex> lock(mu);
@@ -283,7 +296,9 @@ core::Json ToJson(const LoadgenReport& r, const LoadgenOptions& o) {
           {"label", "measured"},
           {"url", o.url},
           {"rate_rps", o.rate_rps},
-          {"arrivals", o.arrivals == ArrivalKind::kPoisson ? "poisson" : "gamma"},
+          {"arrivals", !o.trace.empty()                      ? "trace"
+                       : o.arrivals == ArrivalKind::kPoisson ? "poisson"
+                                                             : "gamma"},
           {"cv", o.cv},
           {"duration_s", o.duration_s},
           {"seed", o.seed},

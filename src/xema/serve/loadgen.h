@@ -46,6 +46,9 @@ struct LoadgenOptions {
   // reference_solo_s[t] instead of this server's own solo latency (the solo requests are still
   // sent, as warm-up). Lets policies be compared against one isolated latency. Empty: own.
   std::vector<double> reference_solo_s;
+  // A recorded arrival trace (arrivals.h): when not empty, its times and templates replace
+  // the generated ones (rate, arrivals, cv and duration are then unused).
+  std::vector<TraceArrival> trace;
   std::function<void(int64_t done, int64_t total)> progress;
 };
 

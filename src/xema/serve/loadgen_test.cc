@@ -126,6 +126,55 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
             std::string::npos);
 }
 
+TEST(ArrivalsTest, RecordedTraceIsReadAndBadEntriesNamed) {
+  auto t = ArrivalTraceFromJson(core::Json::parse(R"([{"at_s": 0, "template": 1},
+      {"at_s": 0.25, "template": 0}, {"at_s": 0.25, "template": 1}])"),
+                                "trace.json", 2);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ((*t)[1].at_s, 0.25);
+  EXPECT_EQ((*t)[2].template_index, 1);
+  auto message = [](const char* text, int templates) {
+    auto r = ArrivalTraceFromJson(core::Json::parse(text), "trace.json", templates);
+    EXPECT_FALSE(r.ok()) << text;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(message(R"([{"at_s": 1, "template": 2}])", 2).find("trace.json[0].template"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"at_s": 1, "template": 0}, {"at_s": 0.5, "template": 0}])", 1)
+                .find("trace.json[1].at_s: got 0.5, before the previous arrival"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"at_s": -1, "template": 0}])", 1).find("trace.json[0].at_s"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"at": 1, "template": 0}])", 1).find("unknown key 'at'"),
+            std::string::npos);
+  EXPECT_NE(message("[]", 1).find("non-empty array"), std::string::npos);
+  EXPECT_NE(message("{}", 1).find("non-empty array"), std::string::npos);
+}
+
+TEST(LoadgenTest, RecordedTraceIsSentAsRecorded) {
+  ServerOptions so;
+  so.budget_bytes = int64_t{1} << 30;
+  so.http_threads = 8;
+  auto server = DiffusionServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1},
+                         {"model": "tiny-t2i", "size": "32x16", "steps": 1, "guidance": 1}])");
+  ASSERT_TRUE(mix.ok());
+  LoadgenOptions o = LowRate((*server)->url(), 3, *mix);
+  o.trace = {{0.0, 1}, {0.1, 1}, {0.3, 0}};
+  auto r = RunLoadgen(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->planned, 3);
+  EXPECT_EQ(r->completed, 3);
+  EXPECT_EQ(r->templates[0].sent, 1);
+  EXPECT_EQ(r->templates[1].sent, 2);
+  EXPECT_EQ(ToJson(*r, o)["arrivals"], "trace");
+  o.trace = {{0.0, 2}};
+  EXPECT_NE(RunLoadgen(o).status().message().find("trace: template 2 is not in the mix of 2"),
+            std::string::npos);
+}
+
 TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
   DiffusionRequest big;
   big.width = big.height = 128;

@@ -6,10 +6,13 @@
 #include <cmath>
 
 #include "xema/pipeline/device_allocator.h"
+#include "xema/pipeline/pipeline_test_util.h"
 #include "xema/serve/memory_policy.h"
 
 namespace tessera::xema {
 namespace {
+
+using testing::MaxAbsDiff;
 
 // A 128x128 image whose unmitigated VAE needs more than MinimumPeakBytes + 1 bytes.
 DiffusionRequest Big() {
@@ -27,13 +30,6 @@ std::vector<float> DirectRun(const DiffusionRequest& r) {
   std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
   EXPECT_TRUE((*p)->Run(r, out).ok());
   return out;
-}
-
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
 }
 
 TEST(ServeDeviceTest, XemaFitsWhereNoneRunsOutWithTheSameImage) {
@@ -54,7 +50,7 @@ TEST(ServeDeviceTest, XemaFitsWhereNoneRunsOutWithTheSameImage) {
     EXPECT_EQ(run->template_hit, i == 1);
     EXPECT_LE(run->peak_bytes, budget);
     EXPECT_FALSE(run->mitigations.empty());
-    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6f);
+    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6);
   }
   EXPECT_LE(xema.Snapshot().peak_reserved_bytes, budget);
   ASSERT_NE(cache.FindMitigated(TemplateKeyString(r)), nullptr);
@@ -67,7 +63,7 @@ TEST(ServeDeviceTest, TilingRunsEveryRequestTiled) {
   auto run = tiling.Execute(r);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_EQ(run->mitigations, std::vector<std::string>{"vae_tiles=4"});
-  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6f);
+  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6);
 }
 
 std::unique_ptr<HostTier> FastHostTier() {
@@ -84,7 +80,7 @@ TEST(ServeDeviceTest, OffloadRunsEveryRequestOffloadedWithTheSameImage) {
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_EQ(run->mitigations, (std::vector<std::string>{"offload:text", "offload:latent",
                                                         "offload:image", "offload:weights"}));
-  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6f);
+  EXPECT_LE(MaxAbsDiff(run->output, DirectRun(r)), 1e-6);
   // Without a host tier the device says what is missing instead of running.
   TemplateCache bare_cache;
   ServeDevice bare(0, MemoryPolicy::kOffload, int64_t{1} << 30, &bare_cache);
@@ -105,7 +101,7 @@ TEST(ServeDeviceTest, XemaWithAHostTierFitsAndKeepsTheImage) {
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     EXPECT_EQ(run->template_hit, i == 1);
     EXPECT_LE(run->peak_bytes, budget);
-    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6f);
+    EXPECT_LE(MaxAbsDiff(run->output, reference), 1e-6);
   }
 }
 

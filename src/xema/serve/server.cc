@@ -92,6 +92,11 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
     return core::InvalidArgument(
         fmt::format("time-scale: got {}, must be in [0, 1e7] (0: measured)", o.time_scale));
   }
+  if (!o.plans.empty() && !UsesPlannedMitigations(o.policy)) {
+    return core::InvalidArgument(
+        fmt::format("plan: the policy {} does not use mitigation plans (caching and xema do)",
+                    MemoryPolicyName(o.policy)));
+  }
   if (o.max_body_bytes < 1024 || o.http_threads < 1 || o.http_threads > 1024) {
     return core::InvalidArgument(
         "server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
@@ -205,6 +210,9 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
   if (*listen_fd >= 0 && ::listen(*listen_fd, SOMAXCONN) != 0) {
     return core::Unavailable(fmt::format("cannot listen on {}:{} with a backlog of {}",
                                          options.host, s->port_, SOMAXCONN));
+  }
+  for (const PlannedTemplate& p : options.plans) {
+    s->templates_.InsertMitigated(p.key, std::make_shared<MitigatedTemplate>(p.plan));
   }
   std::optional<kernels::TimeScale> scale;
   if (UsesHostTier(options.policy)) {

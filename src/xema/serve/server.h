@@ -49,6 +49,7 @@
 #include "core/json_util.h"
 #include "core/status.h"
 #include "xema/serve/memory_policy.h"
+#include "xema/serve/plan_table.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/serve_device.h"
 #include "xema/serve/serve_metrics.h"
@@ -77,6 +78,9 @@ struct ServerOptions {
   // direction at the time scale time_scale (0: measured once at Start, host_tier.h).
   double host_gbps = kH100Pcie5HostGbps;
   double time_scale = 0;
+  // Mitigation plans made offline (plan_table.h), loaded before the first request; caching
+  // and xema only (InvalidArgument for another policy).
+  std::vector<PlannedTemplate> plans;
   // Test hook: called by a device's worker before it runs each request.
   std::function<void(int device)> before_run;
 };
