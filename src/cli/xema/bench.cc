@@ -78,6 +78,10 @@ core::Status RunBench(const BenchArgs& a) {
     std::vector<std::string> row = {core::FormatBytes(budget), core::Fixed(rate, 2),
                                     core::Fixed(scale, 1)};
     for (const xema::PolicyBenchPoint* p : points) {
+      if (!p->refused.empty()) {  // the load generator stopped: no template was served alone
+        row.push_back("none served");
+        continue;
+      }
       row.push_back(Percent(p->attainment) +
                     (p->rejected_507 > 0 ? " (" + std::to_string(p->rejected_507) + " OOM)" : ""));
     }

@@ -182,6 +182,8 @@ core::StatusOr<PolicyBenchReport> RunPolicyBench(const PolicyBenchOptions& optio
             p.other_errors += run->transport_errors + run->not_sent;
             p.latency_p50_s = run->latency_p50_s;
             p.latency_p99_s = run->latency_p99_s;
+          } else {
+            p.refused = run.status().message();
           }
           report.points.push_back(p);
         }
@@ -206,6 +208,7 @@ core::Json ToJson(const PolicyBenchReport& r) {
                       {"completed", p.completed},
                       {"rejected_507", p.rejected_507},
                       {"other_errors", p.other_errors},
+                      {"refused", p.refused},
                       {"latency_p50_s", p.latency_p50_s},
                       {"latency_p99_s", p.latency_p99_s}});
   }

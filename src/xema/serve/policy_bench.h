@@ -62,6 +62,7 @@ struct PolicyBenchPoint {
   double attainment = 0;
   int64_t planned = 0, completed = 0, rejected_507 = 0, other_errors = 0;
   double latency_p50_s = 0, latency_p99_s = 0;
+  std::string refused;  // why the load generator stopped (no template served alone), or ""
 };
 
 struct PolicyBenchComparison {

@@ -66,9 +66,31 @@ TEST(PolicyBenchTest, SweepsPoliciesOnTheSameArrivals) {
     EXPECT_EQ(p.planned, r->points[0].planned);  // the same arrivals for every policy
     EXPECT_EQ(p.completed, p.planned);
     EXPECT_EQ(p.attainment, p.slo_scale == 1000 ? 1.0 : 0.0);
+    EXPECT_EQ(p.refused, "");
   }
   EXPECT_EQ(r->comparisons.size(), 2u);
   EXPECT_EQ(r->xema_at_least_best, 2);
+}
+
+// A budget no template fits: the load generator stops after the solo requests, and the point
+// says why instead of reporting a plain 0%.
+TEST(PolicyBenchTest, APointWhereNothingIsServedSaysWhy) {
+  PolicyBenchOptions o;
+  o.policies = {MemoryPolicy::kNone};
+  o.budgets_bytes = {int64_t{1} << 20};
+  o.rates_rps = {2};
+  o.slo_scales = {5};
+  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1}])");
+  ASSERT_TRUE(mix.ok());
+  o.mix = *mix;
+  o.duration_s = 0.5;
+  auto r = RunPolicyBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->points.size(), 1u);
+  EXPECT_EQ(r->points[0].attainment, 0.0);
+  EXPECT_NE(r->points[0].refused.find("no template of the mix is served alone"), std::string::npos)
+      << r->points[0].refused;
+  EXPECT_EQ(ToJson(*r)["points"][0]["refused"], r->points[0].refused);
 }
 
 TEST(PolicyBenchTest, BadOptionsAreNamed) {
