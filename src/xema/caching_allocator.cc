@@ -122,6 +122,35 @@ int CachingAllocatorSim::FindFree(int64_t size, bool small) const {
   return std::get<2>(*it);
 }
 
+int CachingAllocatorSim::NewBlock(const Block& b) {
+  if (dead_blocks_.empty()) {
+    blocks_.push_back(b);
+    return static_cast<int>(blocks_.size()) - 1;
+  }
+  const int id = dead_blocks_.back();
+  dead_blocks_.pop_back();
+  blocks_[id] = b;
+  return id;
+}
+
+void CachingAllocatorSim::DeadBlock(int id) {
+  blocks_[id] = Block{};
+  dead_blocks_.push_back(id);
+}
+
+CachingAllocatorSim::Placement CachingAllocatorSim::PlacementOf(int handle) const {
+  CHECK(handle >= 0 && handle < static_cast<int>(blocks_.size()) && blocks_[handle].allocated)
+      << "PlacementOf a handle that is not live: " << handle;
+  const Block& b = blocks_[handle];
+  return {b.segment, b.addr - segments_[b.segment].base};
+}
+
+CachingAllocatorSim::SegmentInfo CachingAllocatorSim::SegmentOf(int segment) const {
+  CHECK(segment >= 0 && segment < static_cast<int>(segments_.size())) << segment;
+  const Segment& s = segments_[segment];
+  return {s.alive ? s.size : 0, s.expandable};
+}
+
 int CachingAllocatorSim::NewSegment(int64_t size, bool small) {
   const int64_t alloc =
       small ? kSmallBuffer : (size < kMinLargeAlloc ? kLargeBuffer : RoundUp(size, kRoundLarge));
@@ -130,13 +159,13 @@ int CachingAllocatorSim::NewSegment(int64_t size, bool small) {
   Segment s;
   s.small = small;
   s.size = alloc;
+  s.base = next_addr_;
   Block b;
   b.addr = next_addr_;
   b.size = alloc;
   b.segment = static_cast<int>(segments_.size());
   next_addr_ += RoundUp(alloc, kSegmentGap) + kSegmentGap;
-  blocks_.push_back(b);
-  s.first = s.last = static_cast<int>(blocks_.size()) - 1;
+  s.first = s.last = NewBlock(b);
   segments_.push_back(s);
   Insert(s.first);
   stats_.reserved_bytes += alloc;
@@ -152,6 +181,7 @@ int CachingAllocatorSim::Expand(int64_t size, bool small) {
     Segment s;
     s.small = small;
     s.expandable = true;
+    s.base = static_cast<int64_t>(segments_.size() + 1) * (int64_t{1} << 50);
     segments_.push_back(s);
     seg_index = static_cast<int>(segments_.size()) - 1;
     ++stats_.segments;
@@ -170,12 +200,11 @@ int CachingAllocatorSim::Expand(int64_t size, bool small) {
     Insert(tail);
   } else {
     Block b;
-    b.addr = (seg_index + 1) * (int64_t{1} << 50) + seg.size;  // one address range per pool
+    b.addr = seg.base + seg.size;  // one address range per pool
     b.size = add;
     b.segment = seg_index;
     b.prev = tail;
-    blocks_.push_back(b);
-    const int id = static_cast<int>(blocks_.size()) - 1;
+    const int id = NewBlock(b);
     if (tail >= 0) blocks_[tail].next = id;
     if (seg.first < 0) seg.first = id;
     seg.last = id;
@@ -201,9 +230,10 @@ void CachingAllocatorSim::ReleaseOversize(int64_t size) {
     Block& b = blocks_[id];
     Erase(id);
     segments_[b.segment].alive = false;
+    segments_[b.segment].size = 0;
     stats_.reserved_bytes -= b.size;
     --stats_.segments;
-    b.size = 0;
+    DeadBlock(id);
   };
   for (int id : oversize) {
     if (blocks_[id].size >= size) {
@@ -242,6 +272,7 @@ void CachingAllocatorSim::ReleaseCached() {
           seg.last = b.prev;
           if (b.prev >= 0) blocks_[b.prev].next = -1;
           if (seg.first == id) seg.first = -1;
+          DeadBlock(id);
         }
         continue;
       }
@@ -249,8 +280,9 @@ void CachingAllocatorSim::ReleaseCached() {
       Erase(id);
       seg.alive = false;
       stats_.reserved_bytes -= b.size;
+      seg.size = 0;
       --stats_.segments;
-      b.size = 0;
+      DeadBlock(id);
     }
   }
 }
@@ -307,8 +339,7 @@ core::StatusOr<int> CachingAllocatorSim::Malloc(int64_t bytes) {
     r.segment = blocks_[b].segment;
     r.prev = b;
     r.next = blocks_[b].next;
-    blocks_.push_back(r);
-    const int id = static_cast<int>(blocks_.size()) - 1;
+    const int id = NewBlock(r);
     if (r.next >= 0) blocks_[r.next].prev = id;
     blocks_[b].next = id;
     blocks_[b].size = size;
@@ -342,7 +373,7 @@ void CachingAllocatorSim::Free(int handle) {
     b.prev = blocks_[p].prev;
     if (b.prev >= 0) blocks_[b.prev].next = handle;
     if (seg.first == p) seg.first = handle;
-    blocks_[p].size = 0;
+    DeadBlock(p);
   }
   if (b.next >= 0 && !blocks_[b.next].allocated) {
     const int n = b.next;
@@ -351,7 +382,7 @@ void CachingAllocatorSim::Free(int handle) {
     b.next = blocks_[n].next;
     if (b.next >= 0) blocks_[b.next].prev = handle;
     if (seg.last == n) seg.last = handle;
-    blocks_[n].size = 0;
+    DeadBlock(n);
   }
   Insert(handle);
 }

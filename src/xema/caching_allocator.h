@@ -82,6 +82,26 @@ class CachingAllocatorSim {
   void Free(int handle);
   const AllocatorStats& stats() const { return stats_; }
 
+  // Where the memory of a live `handle` lies, for an allocator that backs the simulated
+  // segments with real memory: its segment (numbered from 0 in order of creation) and its byte
+  // offset in that segment. CHECKs that the handle is live.
+  struct Placement {
+    int segment = -1;
+    int64_t offset = 0;
+  };
+  Placement PlacementOf(int handle) const;
+  // A segment's reserved bytes now (0 once released; an expandable segment grows and shrinks
+  // at its tail, its blocks keep their offsets) and whether it is expandable.
+  struct SegmentInfo {
+    int64_t bytes = 0;
+    bool expandable = false;
+  };
+  SegmentInfo SegmentOf(int segment) const;
+  int segment_count() const { return static_cast<int>(segments_.size()); }
+  // Block records held (live, cached and recycled slots): bounded by the most blocks ever
+  // split at once, not by the number of calls.
+  int block_slots() const { return static_cast<int>(blocks_.size()); }
+
  private:
   struct Block {
     int64_t addr = 0, size = 0, requested = 0;
@@ -92,7 +112,8 @@ class CachingAllocatorSim {
   struct Segment {
     bool small = false, expandable = false, alive = true;
     int64_t size = 0;
-    int first = -1;  // first block (by address)
+    int64_t base = 0;  // simulated address of the segment's first byte
+    int first = -1;    // first block (by address)
     int last = -1;   // last block (by address)
   };
   using PoolKey = std::tuple<int64_t, int64_t, int>;  // (size, addr, block)
@@ -105,6 +126,10 @@ class CachingAllocatorSim {
   int Expand(int64_t size, bool small);
   void ReleaseOversize(int64_t size);
   void ReleaseCached();
+  // Block slots are reused: a merged or released block's slot serves the next new block, so
+  // a long-running allocator does not grow.
+  int NewBlock(const Block& b);
+  void DeadBlock(int id);
   void Insert(int b);
   void Erase(int b);
   void UpdatePeaks();
@@ -112,6 +137,7 @@ class CachingAllocatorSim {
   AllocatorPolicy policy_;
   AllocatorStats stats_;
   std::vector<Block> blocks_;
+  std::vector<int> dead_blocks_;
   std::vector<Segment> segments_;
   std::set<PoolKey> small_pool_, large_pool_;
   int64_t next_addr_ = int64_t{1} << 40;

@@ -128,6 +128,40 @@ TEST(CachingAllocatorTest, DeviceLimitFlushesCacheThenOoms) {
       << oom.status().message();
 }
 
+TEST(CachingAllocatorTest, ALongRunReusesBlockSlotsAndPlacesBlocksInsideTheirSegments) {
+  for (bool expandable : {false, true}) {
+    AllocatorPolicy p;
+    p.expandable_segments = expandable;
+    CachingAllocatorSim sim(p);
+    int slots_after_first = 0;
+    for (int round = 0; round < 200; ++round) {
+      std::vector<int> h;
+      for (int64_t mib : {3, 1, 7, 2, 12}) {
+        auto m = sim.Malloc(mib * kMiB + 4096);
+        ASSERT_TRUE(m.ok());
+        h.push_back(*m);
+      }
+      // Live blocks lie inside their segment and do not overlap.
+      for (size_t i = 0; i < h.size(); ++i) {
+        const CachingAllocatorSim::Placement a = sim.PlacementOf(h[i]);
+        const CachingAllocatorSim::SegmentInfo seg = sim.SegmentOf(a.segment);
+        EXPECT_EQ(seg.expandable, expandable);
+        EXPECT_GE(a.offset, 0);
+        EXPECT_LE(a.offset + 4096, seg.bytes);
+        for (size_t j = 0; j < i; ++j) {
+          const CachingAllocatorSim::Placement b = sim.PlacementOf(h[j]);
+          EXPECT_FALSE(a.segment == b.segment && a.offset == b.offset);
+        }
+      }
+      for (size_t i = 0; i < h.size(); i += 2) sim.Free(h[i]);
+      for (size_t i = 1; i < h.size(); i += 2) sim.Free(h[i]);
+      if (round == 0) slots_after_first = sim.block_slots();
+    }
+    // Splits and merges every round, yet no more block records than the first round needed.
+    EXPECT_LE(sim.block_slots(), slots_after_first + 5) << expandable;
+  }
+}
+
 TEST(CachingAllocatorTest, PolicyStrings) {
   auto p = ParseAllocatorPolicy("pytorch");
   ASSERT_TRUE(p.ok());

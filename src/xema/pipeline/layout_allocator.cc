@@ -8,13 +8,30 @@
 
 namespace tessera::xema {
 
-core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> LayoutDeviceAllocator::Create(
-    const ExpandedTrace& x, const Layout& layout) {
+core::Status LayoutDeviceAllocator::CheckOffsets(const ExpandedTrace& x, const Layout& layout) {
   if (layout.offsets.size() != x.tensors.size()) {
     return core::InvalidArgument(
         fmt::format("layout {}: got {} offsets, the trace has {} tensor instances",
                     layout.algorithm, layout.offsets.size(), x.tensors.size()));
   }
+  return core::Status::Ok();
+}
+
+core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> LayoutDeviceAllocator::CreateIn(
+    const ExpandedTrace& x, const Layout& layout, char* region, int64_t region_bytes) {
+  RETURN_IF_ERROR(CheckOffsets(x, layout));
+  if (layout.arena_bytes > region_bytes || (layout.arena_bytes > 0 && region == nullptr)) {
+    return core::InvalidArgument(
+        fmt::format("layout {}: an arena of {} bytes does not fit a region of {} bytes",
+                    layout.algorithm, layout.arena_bytes, region_bytes));
+  }
+  return std::unique_ptr<LayoutDeviceAllocator>(
+      new LayoutDeviceAllocator(x, layout, region, /*owned=*/false));
+}
+
+core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> LayoutDeviceAllocator::Create(
+    const ExpandedTrace& x, const Layout& layout) {
+  RETURN_IF_ERROR(CheckOffsets(x, layout));
   void* arena = nullptr;
   if (layout.arena_bytes > 0) {
     arena = mmap(nullptr, static_cast<size_t>(layout.arena_bytes), PROT_READ | PROT_WRITE,
@@ -25,20 +42,22 @@ core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> LayoutDeviceAllocator::Cr
                                           std::strerror(errno)));
     }
   }
-  return std::unique_ptr<LayoutDeviceAllocator>(new LayoutDeviceAllocator(x, layout, arena));
+  return std::unique_ptr<LayoutDeviceAllocator>(
+      new LayoutDeviceAllocator(x, layout, arena, /*owned=*/true));
 }
 
 LayoutDeviceAllocator::LayoutDeviceAllocator(const ExpandedTrace& x, const Layout& layout,
-                                             void* arena)
+                                             void* arena, bool owned)
     : x_(x),
       offsets_(layout.offsets),
       algorithm_(layout.algorithm),
       arena_bytes_(layout.arena_bytes),
-      arena_(static_cast<char*>(arena)) {}
+      arena_(static_cast<char*>(arena)),
+      owned_(owned) {}
 
 LayoutDeviceAllocator::~LayoutDeviceAllocator() {
   // The base class CHECKs that every tensor was freed; the arena goes after.
-  if (arena_ != nullptr) munmap(arena_, static_cast<size_t>(arena_bytes_));
+  if (owned_ && arena_ != nullptr) munmap(arena_, static_cast<size_t>(arena_bytes_));
 }
 
 core::StatusOr<void*> LayoutDeviceAllocator::DoAllocate(int64_t id, int64_t aligned,

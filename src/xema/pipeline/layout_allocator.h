@@ -31,6 +31,14 @@ class LayoutDeviceAllocator final : public DeviceAllocator {
   // instance of `x` (InvalidArgument otherwise).
   static core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> Create(const ExpandedTrace& x,
                                                                        const Layout& layout);
+  // The same over memory the caller owns: `region` (region_bytes >= layout.arena_bytes, else
+  // InvalidArgument; 64-byte aligned) must outlive the allocator. Lets the arenas of several
+  // templates share one region when their requests never overlap in time (one request at a
+  // time per device).
+  static core::StatusOr<std::unique_ptr<LayoutDeviceAllocator>> CreateIn(const ExpandedTrace& x,
+                                                                         const Layout& layout,
+                                                                         char* region,
+                                                                         int64_t region_bytes);
   ~LayoutDeviceAllocator() override;
 
   std::string name() const override { return "layout:" + algorithm_; }
@@ -48,13 +56,15 @@ class LayoutDeviceAllocator final : public DeviceAllocator {
   void DoRelease(int64_t id, void* data, int64_t aligned) override;
 
  private:
-  LayoutDeviceAllocator(const ExpandedTrace& x, const Layout& layout, void* arena);
+  LayoutDeviceAllocator(const ExpandedTrace& x, const Layout& layout, void* arena, bool owned);
+  static core::Status CheckOffsets(const ExpandedTrace& x, const Layout& layout);
 
   const ExpandedTrace& x_;
   std::vector<int64_t> offsets_;
   std::string algorithm_;
   int64_t arena_bytes_ = 0;
   char* arena_ = nullptr;
+  bool owned_ = true;  // mapped by Create (unmapped at destruction), or the caller's region
   core::Status status_;
 };
 

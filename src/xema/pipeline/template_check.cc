@@ -85,6 +85,28 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
   return r;
 }
 
+core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
+                                                  const DiffusionRequest& request,
+                                                  int64_t activation_budget_bytes, HostTier* host) {
+  RETURN_IF_ERROR(ValidateRequest(pipeline.spec(), request));
+  const int64_t budget =
+      activation_budget_bytes > 0 ? activation_budget_bytes : HostMemoryBudgetBytes();
+  RecordedRequest r;
+  HeapDeviceAllocator heap(budget);
+  {
+    TraceRecorder recorder(heap);
+    r.output.assign(static_cast<size_t>(OutputFloats(request)), 0.0f);
+    if (host != nullptr) host->ResetStats();
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(pipeline.Run(request, r.output, &heap));
+    r.run_s = SecondsSince(t0);
+    if (host != nullptr) r.host = host->stats();
+    ASSIGN_OR_RETURN(r.trace, recorder.Finish(KeyOf(request)));
+  }
+  r.measured_peak_bytes = heap.peak_bytes();
+  return r;
+}
+
 core::StatusOr<TemplateCheck> CheckTemplate(const TinyModelSpec& spec,
                                             const DiffusionRequest& request,
                                             const TemplateCheckOptions& options) {

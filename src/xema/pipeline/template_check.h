@@ -64,6 +64,18 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
                                               int64_t host_budget_bytes = 0,
                                               HostTier* host = nullptr);
 
+// Like RecordRequest, on a pipeline already loaded (its weights resident in their own
+// allocator, as a server keeps them): the request runs with a separate heap allocator for its
+// activations (DiffusionPipeline::Run's `activations`) bounded by `activation_budget_bytes`
+// (<= 0: HostMemoryBudgetBytes()), with a TraceRecorder on it. The trace holds the request's
+// tensors only (weight_bytes 0) and measured_peak_bytes is their peak, so a layout of it is an
+// activation arena. `host`: the pipeline's host tier for its stats, or null. Infeasible when
+// the activations do not fit the budget (nothing leaked, the pipeline stays usable).
+core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
+                                                  const DiffusionRequest& request,
+                                                  int64_t activation_budget_bytes,
+                                                  HostTier* host = nullptr);
+
 struct LayoutRunRow {
   Layout layout;  // offsets included
   bool output_equal = false;

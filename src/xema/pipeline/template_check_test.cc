@@ -81,6 +81,71 @@ TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
   EXPECT_EQ(WeightBytes(*x), rec->weight_bytes);
 }
 
+TEST(TemplateCheckTest, ActivationsRecordedApartFromResidentWeightsReplayFromTheirOwnArena) {
+  DiffusionRequest r;
+  r.width = 32;
+  r.height = 16;
+  r.steps = 2;
+  auto whole = RecordRequest(SpecOf(r), r);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  HeapDeviceAllocator weights;
+  auto pipeline = DiffusionPipeline::Load(SpecOf(r), weights);
+  ASSERT_TRUE(pipeline.ok());
+  const int64_t weight_bytes = weights.live_bytes();
+  auto rec = RecordActivations(**pipeline, r, 0);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(weights.live_bytes(), weight_bytes);  // the weights stayed where they were
+  EXPECT_EQ(rec->output, whole->output);
+  EXPECT_EQ(rec->weight_bytes, 0);
+  EXPECT_EQ(weight_bytes, whole->weight_bytes);
+  EXPECT_EQ(weight_bytes + rec->measured_peak_bytes, whole->measured_peak_bytes);
+  auto x = Expand(rec->trace);
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(WeightBytes(*x), 0);
+  EXPECT_EQ(LowerBoundBytes(*x), rec->measured_peak_bytes);
+  // Two requests from one activation arena (rearmed between), the weights untouched.
+  auto layout = PlanLayout(*x, "tflite", LayoutOptions{});
+  ASSERT_TRUE(layout.ok());
+  auto arena = LayoutDeviceAllocator::Create(*x, *layout);
+  ASSERT_TRUE(arena.ok());
+  for (int i = 0; i < 2; ++i) {
+    if (i > 0) {
+      ASSERT_TRUE((*arena)->Rearm().ok());
+    }
+    std::vector<float> out(whole->output.size());
+    ASSERT_TRUE((*pipeline)->Run(r, out, arena->get()).ok());
+    EXPECT_TRUE((*arena)->status().ok()) << (*arena)->status().ToString();
+    EXPECT_EQ(out, whole->output);
+    EXPECT_EQ((*arena)->live_bytes(), 0);
+  }
+  // Activations beyond their budget: Infeasible, and the pipeline still serves.
+  auto small = RecordActivations(**pipeline, r, rec->measured_peak_bytes - 512);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_EQ(weights.live_bytes(), weight_bytes);
+  rec = RecordActivations(**pipeline, r, rec->measured_peak_bytes);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->output, whole->output);
+}
+
+TEST(TemplateCheckTest, ParkingWeightsNeedsOneAllocator) {
+  DiffusionRequest r;
+  r.width = r.height = 16;
+  r.steps = 1;
+  r.offload.idle_weights = true;
+  auto tier = HostTier::Create(4e9);
+  ASSERT_TRUE(tier.ok());
+  HeapDeviceAllocator weights, activations;
+  auto pipeline = DiffusionPipeline::Load(SpecOf(r), weights, tier->get());
+  ASSERT_TRUE(pipeline.ok());
+  std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
+  const core::Status s = (*pipeline)->Run(r, out, &activations);
+  EXPECT_EQ(s.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("idle_weights"), std::string::npos) << s.message();
+  EXPECT_EQ(activations.live_bytes(), 0);
+  EXPECT_TRUE((*pipeline)->Run(r, out, &weights).ok());  // the same allocator: allowed
+}
+
 TEST(TemplateCheckTest, BadRequestsNameTheField) {
   DiffusionRequest r;
   r.width = 70;

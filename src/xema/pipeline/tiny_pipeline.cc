@@ -292,7 +292,8 @@ int64_t DiffusionPipeline::ParkedWeightBytes() const {
   return parking_ ? parking_->ParkedBytes() : 0;
 }
 
-core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output) {
+core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output,
+                                    DeviceAllocator* activations) {
   RETURN_IF_ERROR(ValidateRequest(spec_, r));
   if (static_cast<int64_t>(output.size()) != OutputFloats(r)) {
     return core::InvalidArgument(
@@ -304,6 +305,13 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
         "request.offload: parking tensors in host memory needs a host tier; load the pipeline "
         "with one (DiffusionPipeline::Load(spec, allocator, host)) or clear the offload set");
   }
+  if (activations != nullptr && activations != &allocator_ && r.offload.idle_weights) {
+    return core::InvalidArgument(
+        "request.offload.idle_weights: parking weights needs the weights and the activations in "
+        "one allocator; run without a separate activation allocator or clear idle_weights");
+  }
+  // Every tensor and op of the request goes here; the weights stay where Load put them.
+  DeviceAllocator& act = activations != nullptr ? *activations : allocator_;
   // Weights parked by the previous request come back first (outside ops: they are weights).
   RestoreOnExit restore_on_exit(parking_.get());
   if (parking_ != nullptr) {
@@ -321,18 +329,17 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   // destroyed after the open op has ended and are freed at once.
   DeviceTensor text_ctx, pool_ctx, x;
   // Tensors parked in the host tier (declared after the ones above, so destroyed first).
-  ActivationOffload off(host_, r.offload, allocator_, r.steps);
+  ActivationOffload off(host_, r.offload, act, r.steps);
 
   // Prologue: text encoding, projection for the DiT, initial noise.
   const OpContext text_op{Phase::kText, Section::kPrologue, -1};
   {
     DeviceTensor tokens[2], pooled[2];
-    RETURN_IF_ERROR(
-        text_.Encode(allocator_, r.prompt, "text.cond", text_op, &tokens[0], &pooled[0]));
+    RETURN_IF_ERROR(text_.Encode(act, r.prompt, "text.cond", text_op, &tokens[0], &pooled[0]));
     if (r.cfg) {
-      RETURN_IF_ERROR(text_.Encode(allocator_, "", "text.uncond", text_op, &tokens[1], &pooled[1]));
+      RETURN_IF_ERROR(text_.Encode(act, "", "text.uncond", text_op, &tokens[1], &pooled[1]));
     }
-    OpScope op(allocator_, "dit.text_proj", text_op);
+    OpScope op(act, "dit.text_proj", text_op);
     std::array<const float*, 2> text_ptrs{}, pool_ptrs{};
     for (int64_t b = 0; b < batch; ++b) {
       text_ptrs[b] = tokens[b].f32();
@@ -340,7 +347,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     }
     double flops = 0;
     RETURN_IF_ERROR(dit_.ProjectText(
-        allocator_, std::span<const float* const>(text_ptrs.data(), static_cast<size_t>(batch)),
+        act, std::span<const float* const>(text_ptrs.data(), static_cast<size_t>(batch)),
         std::span<const float* const>(pool_ptrs.data(), static_cast<size_t>(batch)), text_tokens,
         &text_ctx, &pool_ctx, &flops));
     for (int64_t b = 0; b < batch; ++b) {
@@ -352,8 +359,8 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   }
   RETURN_IF_ERROR(off.TextContextReady(&text_ctx, &pool_ctx));
   {
-    OpScope op(allocator_, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
-    ASSIGN_OR_RETURN(x, allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
+    OpScope op(act, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
+    ASSIGN_OR_RETURN(x, act.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
     core::Rng rng(r.seed);
     for (int64_t i = 0; i < n * cin; ++i) x.f32()[i] = static_cast<float>(rng.Normal());
     if (r.offload.idle_weights) parking_->Park(WeightParking::kDitText);
@@ -380,22 +387,22 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     in.pool_ctx = off.pool_ctx(&pool_ctx);
     in.release_context = i == r.steps - 1 && !r.offload.text_context;
     in.after_embed = off.EmbedHook();
-    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(allocator_, in, execution, body));
+    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(act, in, execution, body));
     if (r.cfg) {
-      OpScope op(allocator_, "cfg.combine", body);
+      OpScope op(act, "cfg.combine", body);
       RETURN_IF_ERROR(off.AfterDit(i));
       ASSIGN_OR_RETURN(DeviceTensor guided,
-                       allocator_.AllocateF32(n * cin, "cfg.v", TensorKind::kActivation));
+                       act.AllocateF32(n * cin, "cfg.v", TensorKind::kActivation));
       const float* vc = v.f32();
       const float* vu = v.f32() + n * cin;
       for (int64_t j = 0; j < n * cin; ++j) guided.f32()[j] = vu[j] + r.guidance * (vc[j] - vu[j]);
       v = std::move(guided);  // frees the (2, N, C_in) prediction
       op.Count(3.0 * latent_floats, 12.0 * latent_floats);
     }
-    OpScope op(allocator_, "euler.step", body);
+    OpScope op(act, "euler.step", body);
     if (!r.cfg) RETURN_IF_ERROR(off.AfterDit(i));
     ASSIGN_OR_RETURN(DeviceTensor next,
-                     allocator_.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
+                     act.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
     const float dt = t_next - t;
     const float* xi = off.LatentForStep(x);
     for (int64_t j = 0; j < n * cin; ++j) next.f32()[j] = xi[j] + dt * v.f32()[j];
@@ -410,10 +417,10 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
   DeviceTensor latent;
   {
-    OpScope op(allocator_, "vae.unpatchify", epi);
+    OpScope op(act, "vae.unpatchify", epi);
     ASSIGN_OR_RETURN(latent,
-                     allocator_.AllocateF32(g.latent_frames * lc * g.latent_height * g.latent_width,
-                                            "vae.latent", TensorKind::kActivation));
+                     act.AllocateF32(g.latent_frames * lc * g.latent_height * g.latent_width,
+                                     "vae.latent", TensorKind::kActivation));
     const float* xs = x.f32();
     float* out = latent.f32();
     for (int64_t f = 0; f < g.latent_frames; ++f) {
@@ -446,9 +453,9 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   vg.slices = r.vae_frame_slices;
   vg.tiles = r.vae_tiles;
   ASSIGN_OR_RETURN(DeviceTensor image,
-                   vae_.Decode(allocator_, std::move(latent), vg, epi,
+                   vae_.Decode(act, std::move(latent), vg, epi,
                                off.FrameSink(spec_.vae.out_channels * r.height * r.width)));
-  OpScope op(allocator_, "vae.output", epi);
+  OpScope op(act, "vae.output", epi);
   if (r.offload.image) {
     off.GatherFrames(output);  // the frames are on the host already
   } else {

@@ -163,7 +163,14 @@ class DiffusionPipeline {
   // Runs one request; writes the decoded frames (frames, 3, height, width) into `output`
   // (size OutputFloats). Validates first (InvalidArgument, also for a wrong output size, and
   // for an offload without a host tier).
-  core::Status Run(const DiffusionRequest& request, std::span<float> output);
+  // `activations` (optional; must outlive the call): every tensor and op of the request goes
+  // to it instead of the load allocator, which then holds only the weights: a server keeps one
+  // copy of a model's weights and runs each request template from its own activation arena
+  // (the recorded trace has no weights then). Output bitwise the same. Parking idle weights
+  // needs one allocator: offload.idle_weights with a separate `activations` is
+  // InvalidArgument.
+  core::Status Run(const DiffusionRequest& request, std::span<float> output,
+                   DeviceAllocator* activations = nullptr);
 
  private:
   DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator, TextEncoder text,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -159,6 +161,38 @@ TEST(TraceRecorderTest, CachingAllocatorRefusesBeyondItsLimit) {
   EXPECT_EQ(b.status().code(), core::StatusCode::kInfeasible);
   EXPECT_NE(b.status().message().find("tensor b needs"), std::string::npos);
   EXPECT_EQ(caching.live_bytes(), int64_t{15} << 20);
+}
+
+TEST(TraceRecorderTest, CachingAllocatorBacksItsSegmentsAndReusesCachedBlocks) {
+  for (const char* policy_text : {"pytorch", "pytorch:expandable_segments"}) {
+    auto policy = ParseAllocatorPolicy(policy_text);
+    ASSERT_TRUE(policy.ok());
+    policy->device_limit_bytes = int64_t{64} << 20;
+    CachingDeviceAllocator caching(*policy);
+    void* first = nullptr;
+    for (int i = 0; i < 3; ++i) {  // the freed block is handed out again: no new memory
+      auto t = caching.Allocate(int64_t{16} << 20, "t", TensorKind::kActivation);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      std::memset(t->data(), 0x5a, static_cast<size_t>(t->bytes()));  // the memory is real
+      if (i == 0) first = t->data();
+      EXPECT_EQ(t->data(), first) << policy_text;
+    }
+    EXPECT_EQ(caching.stats().segments_created, 1) << policy_text;
+    // Two live tensors get disjoint bytes; a flush under the limit keeps live data intact.
+    auto a = caching.Allocate(int64_t{20} << 20, "a", TensorKind::kActivation);
+    auto b = caching.Allocate(int64_t{30} << 20, "b", TensorKind::kActivation);
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::memset(a->data(), 1, static_cast<size_t>(a->bytes()));
+    std::memset(b->data(), 2, static_cast<size_t>(b->bytes()));
+    b->Reset();
+    auto c = caching.Allocate(int64_t{40} << 20, "c", TensorKind::kActivation);  // flushes
+    ASSERT_TRUE(c.ok()) << policy_text << ": " << c.status().ToString();
+    std::memset(c->data(), 3, static_cast<size_t>(c->bytes()));
+    const auto* bytes = static_cast<const unsigned char*>(a->data());
+    EXPECT_EQ(bytes[0], 1);
+    EXPECT_EQ(bytes[a->bytes() - 1], 1) << policy_text;
+    EXPECT_LE(caching.stats().reserved_bytes, policy->device_limit_bytes);
+  }
 }
 
 // A hand-made run: weights, text embedding kept to the last step, noise consumed by step 0,

@@ -70,8 +70,11 @@ DiffusionRequest AlwaysOnMitigations(MemoryPolicy policy, const TinyModelSpec& s
 DiffusionRequest StrongestMitigations(MemoryPolicy policy, const TinyModelSpec& spec,
                                       const DiffusionRequest& request) {
   if (!UsesPlannedMitigations(policy)) return AlwaysOnMitigations(policy, spec, request);
-  return AlwaysOnMitigations(MemoryPolicy::kOffload, spec,
-                             AlwaysOnMitigations(MemoryPolicy::kTiling, spec, request));
+  DiffusionRequest r = AlwaysOnMitigations(
+      MemoryPolicy::kOffload, spec, AlwaysOnMitigations(MemoryPolicy::kTiling, spec, request));
+  // A static arena runs beside the device's resident weights: they are never parked.
+  if (UsesStaticArena(policy)) r.offload.idle_weights = false;
+  return r;
 }
 
 }  // namespace tessera::xema

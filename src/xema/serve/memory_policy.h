@@ -49,7 +49,8 @@ DiffusionRequest AlwaysOnMitigations(MemoryPolicy policy, const TinyModelSpec& s
                                      const DiffusionRequest& request);
 
 // The request with the strongest mitigations `policy` may apply (for the planned policies:
-// every frame its own slice, kAlwaysOnVaeTiles tiles, every offload): what the server checks
+// every frame its own slice, kAlwaysOnVaeTiles tiles, every offload but idle weights under a
+// static arena, whose weights stay resident beside it): what the server checks
 // MinimumPeakBytes of before queueing a request.
 DiffusionRequest StrongestMitigations(MemoryPolicy policy, const TinyModelSpec& spec,
                                       const DiffusionRequest& request);

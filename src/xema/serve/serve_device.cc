@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "xema/caching_allocator.h"
 #include "xema/pipeline/mitigation_planner.h"
@@ -77,7 +81,9 @@ ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, T
       budget_bytes_(budget_bytes),
       cache_(cache),
       host_(std::move(host)) {
-  if (!UsesStaticArena(policy_)) {
+  if (UsesStaticArena(policy_)) {
+    weights_ = std::make_unique<HeapDeviceAllocator>(budget_bytes_);
+  } else {
     AllocatorPolicy p;  // PyTorch's defaults
     p.device_limit_bytes = budget_bytes_;
     caching_ = std::make_unique<CachingDeviceAllocator>(p);
@@ -86,21 +92,92 @@ ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, T
 
 ServeDevice::~ServeDevice() {
   pipelines_.clear();
-  DropArenas();
+  DropRegion();
+  models_.clear();
 }
 
-void ServeDevice::DropArenas() { arenas_.clear(); }
-
-int64_t ServeDevice::ArenaBytes() const {
-  int64_t sum = 0;
-  for (const Arena& a : arenas_) sum += a.allocator->arena_bytes();
-  return sum;
+void ServeDevice::DropRegion() {
+  arenas_.clear();
+  if (region_.data != nullptr) munmap(region_.data, static_cast<size_t>(region_.bytes));
+  region_ = Region{};
 }
 
 int64_t ServeDevice::ArenaLiveBytes() const {
   int64_t sum = 0;
   for (const Arena& a : arenas_) sum += a.allocator->live_bytes();
   return sum;
+}
+
+int64_t ServeDevice::ResidentBytes() const {
+  return (weights_ != nullptr ? weights_->live_bytes() : 0) + region_.bytes;
+}
+
+void ServeDevice::MakeRoom(int64_t bytes, const std::string& keep) {
+  while (ResidentBytes() + bytes > budget_bytes_) {
+    if (region_.data != nullptr) {
+      DropRegion();
+      continue;
+    }
+    auto victim = models_.end();
+    for (auto it = models_.begin(); it != models_.end(); ++it) {
+      if (it->name != keep) victim = it;  // the least recently used other model
+    }
+    if (victim == models_.end()) return;
+    models_.erase(victim);
+  }
+}
+
+core::StatusOr<LayoutDeviceAllocator*> ServeDevice::ArenaFor(
+    std::shared_ptr<const TemplatePlan> plan, const std::string& keep) {
+  auto it = arenas_.begin();
+  while (it != arenas_.end() && it->plan != plan) ++it;
+  if (it != arenas_.end()) {
+    if (it->allocator->Rearm().ok()) return it->allocator.get();
+    arenas_.erase(it);  // diverged before: planned again below
+  }
+  const int64_t need = plan->layout.arena_bytes;
+  if (need > region_.bytes) {  // a larger region: every arena is placed in it again
+    DropRegion();
+    MakeRoom(need, keep);
+    if (need > 0) {
+      void* p = mmap(nullptr, static_cast<size_t>(need), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+      if (p == MAP_FAILED) {
+        return core::Infeasible(fmt::format(
+            "device {}: cannot map an activation region of {} bytes: {}", index_, need,
+            std::strerror(errno)));
+      }
+      region_ = Region{static_cast<char*>(p), need};
+      region_maps_.fetch_add(1);
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> allocator,
+                   LayoutDeviceAllocator::CreateIn(plan->expanded, plan->layout, region_.data,
+                                                   region_.bytes));
+  arenas_.push_front(Arena{std::move(plan), std::move(allocator)});
+  return arenas_.front().allocator.get();
+}
+
+core::StatusOr<DiffusionPipeline*> ServeDevice::ResidentModel(const TinyModelSpec& spec) {
+  auto it = models_.begin();
+  while (it != models_.end() && it->name != spec.name) ++it;
+  if (it != models_.end()) {
+    models_.splice(models_.begin(), models_, it);
+    return models_.front().pipeline.get();
+  }
+  // Room for the weights: their size is known after the model's first load; before it,
+  // everything else goes.
+  auto known = model_weight_bytes_.find(spec.name);
+  MakeRoom(known != model_weight_bytes_.end() ? known->second : budget_bytes_, spec.name);
+  auto loaded = DiffusionPipeline::Load(spec, *weights_, host_.get());
+  if (!loaded.ok()) {
+    Publish(ArenaLiveBytes() + weights_->live_bytes(), 0, ResidentBytes());
+    return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
+  }
+  weight_loads_.fetch_add(1);
+  model_weight_bytes_[spec.name] = (*loaded)->WeightBytes();
+  models_.push_front(Model{spec.name, std::move(*loaded)});
+  return models_.front().pipeline.get();
 }
 
 void ServeDevice::Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes) {
@@ -115,6 +192,8 @@ DeviceSnapshot ServeDevice::Snapshot() const {
   s.peak_bytes = peak_bytes_.load();
   s.peak_reserved_bytes = peak_reserved_bytes_.load();
   s.requests = requests_.load();
+  s.weight_loads = weight_loads_.load();
+  s.region_maps = region_maps_.load();
   return s;
 }
 
@@ -177,6 +256,7 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteNone(const TinyModelSpec& spec,
       Publish(caching_->live_bytes(), 0, caching_->stats().peak_reserved_bytes);
       return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
     }
+    weight_loads_.fetch_add(1);
     it = pipelines_.emplace(spec.name, std::move(*loaded)).first;
   }
   DeviceRun run;
@@ -193,8 +273,18 @@ core::StatusOr<std::shared_ptr<const TemplatePlan>> ServeDevice::Plan(const Tiny
                                                                       const DiffusionRequest& r,
                                                                       DeviceRun* recorded) {
   auto plan = std::make_shared<TemplatePlan>();
-  // Record under the budget: a template whose plain run does not fit never will.
-  auto rec = RecordRequest(spec, r, budget_bytes_, host_.get());
+  // The recording run is this device's memory now, besides the model's weights.
+  DropRegion();
+  models_.remove_if([&](const Model& m) { return m.name != spec.name; });
+  Publish(weights_->live_bytes(), 0, 0);
+  ASSIGN_OR_RETURN(DiffusionPipeline * pipeline, ResidentModel(spec));
+  const int64_t weight_bytes = weights_->live_bytes();
+  // Record within the budget: a template whose plain run does not fit never will.
+  auto rec = weight_bytes < budget_bytes_
+                 ? RecordActivations(*pipeline, r, budget_bytes_ - weight_bytes, host_.get())
+                 : core::StatusOr<RecordedRequest>(core::Infeasible(fmt::format(
+                       "out of device memory: the weights take {} bytes of the budget of {}",
+                       weight_bytes, budget_bytes_)));
   if (!rec.ok()) {
     if (rec.status().code() != core::StatusCode::kInfeasible) return rec.status();
     plan->refused = rec.status().WithPrefix("template " + TemplateKeyString(r));
@@ -202,13 +292,14 @@ core::StatusOr<std::shared_ptr<const TemplatePlan>> ServeDevice::Plan(const Tiny
     plan->trace = std::move(rec->trace);
     ASSIGN_OR_RETURN(plan->expanded, Expand(plan->trace));
     ASSIGN_OR_RETURN(plan->layout, PlanLayout(plan->expanded, "tflite", LayoutOptions{}));
-    if (plan->layout.arena_bytes > budget_bytes_) {
+    if (weight_bytes + plan->layout.arena_bytes > budget_bytes_) {
       plan->refused = core::Infeasible(fmt::format(
-          "out of device memory: template {} needs a static arena of {} bytes, the budget is {}",
-          TemplateKeyString(r), plan->layout.arena_bytes, budget_bytes_));
+          "out of device memory: template {} needs its model's {} bytes of weights and a static "
+          "arena of {} bytes, the budget is {}",
+          TemplateKeyString(r), weight_bytes, plan->layout.arena_bytes, budget_bytes_));
     }
     recorded->output = std::move(rec->output);
-    recorded->peak_bytes = rec->measured_peak_bytes;
+    recorded->peak_bytes = weight_bytes + rec->measured_peak_bytes;
   }
   return cache_->Insert(TemplateKeyString(r), std::move(plan));
 }
@@ -218,54 +309,30 @@ core::StatusOr<DeviceRun> ServeDevice::ExecuteStatic(const TinyModelSpec& spec,
   const std::string key = TemplateKeyString(r);
   std::shared_ptr<const TemplatePlan> plan = cache_->Find(key);
   if (plan == nullptr) {
-    // The recording run is this device's memory now: no arena besides it.
-    DropArenas();
-    Publish(0, 0, 0);
     DeviceRun recorded;
     ASSIGN_OR_RETURN(plan, Plan(spec, r, &recorded));
     RETURN_IF_ERROR(plan->refused);
     if (!recorded.output.empty()) {
-      Publish(0, recorded.peak_bytes, recorded.peak_bytes);
+      Publish(weights_->live_bytes(), recorded.peak_bytes, recorded.peak_bytes);
       return recorded;  // the recording run served the request
     }
     // Another device planned the template meanwhile: run from the arena below.
   }
   RETURN_IF_ERROR(plan->refused);
+  ASSIGN_OR_RETURN(DiffusionPipeline * pipeline, ResidentModel(spec));
+  ASSIGN_OR_RETURN(LayoutDeviceAllocator * arena, ArenaFor(plan, spec.name));
   DeviceRun run;
   run.template_hit = true;
-  auto it = arenas_.begin();
-  while (it != arenas_.end() && it->plan != plan) ++it;
-  if (it != arenas_.end()) {
-    arenas_.splice(arenas_.begin(), arenas_, it);  // most recently used first
-    if (!arenas_.front().allocator->Rearm().ok()) arenas_.pop_front();
-  }
-  if (arenas_.empty() || arenas_.front().plan != plan) {
-    // Room for the new arena: the least recently used go.
-    while (!arenas_.empty() && ArenaBytes() + plan->layout.arena_bytes > budget_bytes_) {
-      arenas_.pop_back();
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> allocator,
-                     LayoutDeviceAllocator::Create(plan->expanded, plan->layout));
-    arenas_.emplace_front();
-    arenas_.front().plan = plan;
-    arenas_.front().allocator = std::move(allocator);
-    auto loaded = DiffusionPipeline::Load(spec, *arenas_.front().allocator, host_.get());
-    if (!loaded.ok()) {
-      arenas_.pop_front();
-      Publish(ArenaLiveBytes(), 0, ArenaBytes());
-      return loaded.status().WithPrefix(fmt::format("device {}: loading {}", index_, spec.name));
-    }
-    arenas_.front().pipeline = std::move(*loaded);
-  }
-  Arena& arena = arenas_.front();
   run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
-  arena.allocator->ResetPeak();
-  core::Status s = arena.pipeline->Run(r, run.output);
-  if (s.ok()) s = arena.allocator->status();
-  run.peak_bytes = arena.allocator->peak_bytes();
-  const int64_t reserved = ArenaBytes();
-  if (!s.ok()) arenas_.pop_front();
-  Publish(ArenaLiveBytes(), run.peak_bytes, reserved);
+  arena->ResetPeak();
+  core::Status s = pipeline->Run(r, run.output, arena);
+  if (s.ok()) s = arena->status();
+  run.peak_bytes = weights_->live_bytes() + arena->peak_bytes();
+  const int64_t reserved = ResidentBytes();
+  if (!s.ok()) {
+    arenas_.remove_if([&](const Arena& a) { return a.allocator.get() == arena; });
+  }
+  Publish(weights_->live_bytes() + ArenaLiveBytes(), run.peak_bytes, reserved);
   if (!s.ok()) return s.WithPrefix(fmt::format("device {}", index_));
   return run;
 }

@@ -4,13 +4,18 @@
 //   none    one CachingDeviceAllocator (PyTorch rules, device limit = budget_bytes) for the
 //           device's life; a pipeline per model is loaded on first use and stays resident.
 //   static  templates are planned once per server (a TemplateCache shared by the devices):
-//           the first request of a template is recorded under a heap allocator bounded by
-//           the budget (its output is the reply, template_hit false), then a tflite layout is
-//           planned; a template whose arena exceeds the budget is refused from then on. The
-//           device keeps the arenas of the templates it ran (each with its model's weights
-//           loaded in it) while their sum fits the budget, evicting the least recently used
-//           to make room; the device's memory is its arenas and nothing else (a recording run
-//           first drops them all).
+//           the first request of a template is recorded with its activations on a heap
+//           bounded by the budget less the model's weights (its output is the reply,
+//           template_hit false), then a tflite layout of those activations is planned; a
+//           template whose weights plus arena exceed the budget is refused from then on. The
+//           device holds each model's weights once (a weight pool: loaded on first use, kept
+//           while there is room) and one activation region, mapped and touched once, as
+//           large as the largest arena it has run: every template's arena lies in it (one
+//           request at a time, so they never overlap in time), and a switch between templates
+//           maps, loads and evicts nothing. When room is needed (weights of another model, a
+//           larger region) the region goes first, then the least recently used other model;
+//           the device's memory is its weights and its region and nothing else (a recording
+//           run first drops the region and every other model).
 //
 // Errors: Infeasible (out of device memory, or a static arena above the budget: HTTP 507);
 // FailedPrecondition when a replay diverged from its trace (the arena is dropped); the
@@ -95,8 +100,11 @@ struct DeviceRun {
 struct DeviceSnapshot {
   int64_t live_bytes = 0;           // now (weights between requests)
   int64_t peak_bytes = 0;           // most live bytes of any request so far
-  int64_t peak_reserved_bytes = 0;  // none: caching allocator's peak reserved; static: arena
+  int64_t peak_reserved_bytes = 0;  // none: the caching allocator's peak reserved;
+                                    // static: weights plus the activation region
   int64_t requests = 0;             // requests executed (any outcome)
+  int64_t weight_loads = 0;         // times a model's weights were loaded (all policies)
+  int64_t region_maps = 0;          // static: times the activation region was mapped
 };
 
 class ServeDevice {
@@ -121,7 +129,6 @@ class ServeDevice {
   core::StatusOr<std::shared_ptr<const TemplatePlan>> Plan(const TinyModelSpec& spec,
                                                            const DiffusionRequest& r,
                                                            DeviceRun* recorded);
-  void DropArenas();
   void Publish(int64_t live_bytes, int64_t request_peak_bytes, int64_t reserved_bytes);
 
   int index_;
@@ -134,21 +141,45 @@ class ServeDevice {
   std::unique_ptr<CachingDeviceAllocator> caching_;
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines_;
 
-  // static: the arenas held, most recently used first (the plan kept alive for the
-  // allocator's trace reference; members destroyed in reverse order: the pipeline first).
+  // static: the weight pool (each model's weights loaded once into weights_, most recently
+  // used first; declared after weights_, so destroyed before it), the activation region and
+  // the templates' arenas in it (the plan kept alive for the allocator's trace reference;
+  // declared after the region, so destroyed before it is unmapped).
+  struct Model {
+    std::string name;
+    std::unique_ptr<DiffusionPipeline> pipeline;
+  };
+  std::unique_ptr<HeapDeviceAllocator> weights_;
+  std::list<Model> models_;
+  std::map<std::string, int64_t> model_weight_bytes_;  // learned at each model's first load
+  struct Region {
+    char* data = nullptr;
+    int64_t bytes = 0;
+  };
+  Region region_;
   struct Arena {
     std::shared_ptr<const TemplatePlan> plan;
     std::unique_ptr<LayoutDeviceAllocator> allocator;
-    std::unique_ptr<DiffusionPipeline> pipeline;
   };
-  std::list<Arena> arenas_;
-  int64_t ArenaBytes() const;  // sum over arenas_
+  std::list<Arena> arenas_;  // over region_
   int64_t ArenaLiveBytes() const;
+  int64_t ResidentBytes() const;  // weights_ live + region_.bytes
+  void DropRegion();              // the arenas, then the region
+  // Drops the region, then other models than `keep` (least recently used first), until
+  // `bytes` more fit the budget (or nothing more can go).
+  void MakeRoom(int64_t bytes, const std::string& keep);
+  // The model's pipeline with its weights resident (loaded now if need be, moved to the front).
+  core::StatusOr<DiffusionPipeline*> ResidentModel(const TinyModelSpec& spec);
+  // The arena of `plan` in a region of at least its size (the region grown if need be).
+  core::StatusOr<LayoutDeviceAllocator*> ArenaFor(std::shared_ptr<const TemplatePlan> plan,
+                                                  const std::string& keep);
 
   std::atomic<int64_t> live_bytes_{0};
   std::atomic<int64_t> peak_bytes_{0};
   std::atomic<int64_t> peak_reserved_bytes_{0};
   std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> weight_loads_{0};
+  std::atomic<int64_t> region_maps_{0};
 };
 
 }  // namespace tessera::xema

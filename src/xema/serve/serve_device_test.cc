@@ -7,6 +7,8 @@
 
 #include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/pipeline_test_util.h"
+#include "xema/pipeline/template_check.h"
+#include "xema/static_layout.h"
 #include "xema/serve/memory_policy.h"
 
 namespace tessera::xema {
@@ -105,6 +107,73 @@ TEST(ServeDeviceTest, XemaWithAHostTierFitsAndKeepsTheImage) {
   }
 }
 
+// A template's trace recorded whole: its peak and the weights in it.
+RecordedRequest Recorded(const DiffusionRequest& r) {
+  auto rec = RecordRequest(*TinyModel(r.model), r);
+  EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  return rec.ok() ? std::move(*rec) : RecordedRequest{};
+}
+
+// The tflite arena of a template's activations (recorded beside resident weights).
+int64_t ActivationArenaBytes(DiffusionPipeline& pipeline, const DiffusionRequest& r) {
+  auto rec = RecordActivations(pipeline, r, 0);
+  EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  if (!rec.ok()) return 0;
+  auto x = Expand(rec->trace);
+  auto layout = PlanLayout(*x, "tflite", LayoutOptions{});
+  EXPECT_TRUE(layout.ok());
+  return layout.ok() ? layout->arena_bytes : 0;
+}
+
+TEST(ServeDeviceTest, StaticKeepsOneCopyOfTheWeightsAndOneRegionForEveryTemplateOfAModel) {
+  DiffusionRequest a, b;
+  a.width = 32;
+  a.height = 16;
+  b.width = b.height = 16;
+  a.steps = b.steps = 1;
+  b.seed = 5;
+  const RecordedRequest ra = Recorded(a), rb = Recorded(b);
+  const int64_t weights = ra.weight_bytes;
+  ASSERT_GT(weights, 0);
+  HeapDeviceAllocator heap;
+  auto loaded = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
+  ASSERT_TRUE(loaded.ok());
+  const int64_t arena_a = ActivationArenaBytes(**loaded, a);
+  const int64_t arena_b = ActivationArenaBytes(**loaded, b);
+  // Room for the weights once and the larger arena, not for both arenas side by side (nor a
+  // second copy of the weights).
+  const int64_t budget = weights + std::max(arena_a, arena_b) + 4096;
+  ASSERT_LT(budget, weights + arena_a + arena_b);
+  TemplateCache cache;
+  ServeDevice device(0, MemoryPolicy::kStatic, budget, &cache);
+  const std::vector<float> ref_a = DirectRun(a), ref_b = DirectRun(b);
+  int hits = 0;
+  for (const DiffusionRequest* r : {&a, &b, &a, &b, &a, &b, &a}) {
+    auto run = device.Execute(*r);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    hits += run->template_hit ? 1 : 0;
+    EXPECT_EQ(run->output, r == &a ? ref_a : ref_b);
+    EXPECT_EQ(run->peak_bytes, (r == &a ? ra : rb).measured_peak_bytes);
+  }
+  EXPECT_EQ(hits, 5);
+  const DeviceSnapshot s = device.Snapshot();
+  EXPECT_EQ(s.weight_loads, 1);  // switching templates reloaded nothing
+  // The region is mapped at the first hit and grown only for a larger arena.
+  EXPECT_EQ(s.region_maps, arena_a >= arena_b ? 1 : 2);
+  EXPECT_EQ(s.peak_reserved_bytes, weights + std::max(arena_a, arena_b));
+  EXPECT_EQ(s.live_bytes, weights);
+
+  // A budget below the weights and the arena: refused, naming both.
+  TemplateCache tight_cache;
+  ServeDevice tight(0, MemoryPolicy::kStatic, weights + arena_a / 2, &tight_cache);
+  auto refused = tight.Execute(a);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(refused.status().message().find("out of device memory"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(tight.Execute(a).status().code(), core::StatusCode::kInfeasible);  // remembered
+}
+
 TEST(ServeDeviceTest, PolicyNamesAndStrongestMitigations) {
   for (const std::string& name : MemoryPolicyNames()) {
     auto p = ParseMemoryPolicy(name);
@@ -124,8 +193,9 @@ TEST(ServeDeviceTest, PolicyNamesAndStrongestMitigations) {
   EXPECT_EQ(s.vae_frame_slices, 9);
   EXPECT_EQ(s.vae_tiles, 4);  // min(4, 32 / 8)
   EXPECT_EQ(s.attention_chunks, kAlwaysOnAttentionChunks);
-  EXPECT_TRUE(s.offload.text_context && s.offload.latent && s.offload.image &&
-              s.offload.idle_weights);
+  EXPECT_TRUE(s.offload.text_context && s.offload.latent && s.offload.image);
+  EXPECT_FALSE(s.offload.idle_weights);  // xema's weights stay resident beside its arenas
+  EXPECT_TRUE(StrongestMitigations(MemoryPolicy::kCaching, spec, v).offload.idle_weights);
   EXPECT_EQ(StrongestMitigations(MemoryPolicy::kNone, spec, v).vae_tiles, 1);
   EXPECT_EQ(StrongestMitigations(MemoryPolicy::kStatic, spec, v).vae_frame_slices, 1);
   const DiffusionRequest off = AlwaysOnMitigations(MemoryPolicy::kOffload, spec, v);

@@ -295,7 +295,9 @@ core::Json DiffusionServer::Metrics() const {
                        {"live_bytes", s.live_bytes},
                        {"peak_bytes", s.peak_bytes},
                        {"peak_reserved_bytes", s.peak_reserved_bytes},
-                       {"requests", s.requests}});
+                       {"requests", s.requests},
+                       {"weight_loads", s.weight_loads},
+                       {"region_maps", s.region_maps}});
   }
   j["devices"] = devices;
   return j;
