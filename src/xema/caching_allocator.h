@@ -114,7 +114,7 @@ class CachingAllocatorSim {
     int64_t size = 0;
     int64_t base = 0;  // simulated address of the segment's first byte
     int first = -1;    // first block (by address)
-    int last = -1;   // last block (by address)
+    int last = -1;     // last block (by address)
   };
   using PoolKey = std::tuple<int64_t, int64_t, int>;  // (size, addr, block)
 

@@ -43,8 +43,8 @@ core::Status CachingDeviceAllocator::SyncSegments() {
       continue;
     }
     if (b.data == nullptr) {
-      b.reserved = policy_.device_limit_bytes > 0 ? policy_.device_limit_bytes
-                                                  : kExpandableReserveBytes;
+      b.reserved =
+          policy_.device_limit_bytes > 0 ? policy_.device_limit_bytes : kExpandableReserveBytes;
       void* p = mmap(nullptr, static_cast<size_t>(b.reserved), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) {
@@ -87,8 +87,8 @@ core::StatusOr<void*> CachingDeviceAllocator::DoAllocate(int64_t id, int64_t ali
   if (!synced.ok() || b.data == nullptr || at.offset + aligned > b.mapped) {
     sim_.Free(*handle);
     if (!synced.ok()) return synced.WithPrefix("tensor " + name);
-    return core::Infeasible(fmt::format("out of host memory: tensor {} needs {} bytes", name,
-                                        aligned));
+    return core::Infeasible(
+        fmt::format("out of host memory: tensor {} needs {} bytes", name, aligned));
   }
   handles_.emplace(id, *handle);
   return b.data + at.offset;

@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 #include <vector>
 

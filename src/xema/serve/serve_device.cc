@@ -1,7 +1,6 @@
 #include "xema/serve/serve_device.h"
 
 #include <fmt/format.h>
-
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -143,17 +142,17 @@ core::StatusOr<LayoutDeviceAllocator*> ServeDevice::ArenaFor(
       void* p = mmap(nullptr, static_cast<size_t>(need), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
       if (p == MAP_FAILED) {
-        return core::Infeasible(fmt::format(
-            "device {}: cannot map an activation region of {} bytes: {}", index_, need,
-            std::strerror(errno)));
+        return core::Infeasible(
+            fmt::format("device {}: cannot map an activation region of {} bytes: {}", index_, need,
+                        std::strerror(errno)));
       }
       region_ = Region{static_cast<char*>(p), need};
       region_maps_.fetch_add(1);
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> allocator,
-                   LayoutDeviceAllocator::CreateIn(plan->expanded, plan->layout, region_.data,
-                                                   region_.bytes));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<LayoutDeviceAllocator> allocator,
+      LayoutDeviceAllocator::CreateIn(plan->expanded, plan->layout, region_.data, region_.bytes));
   arenas_.push_front(Arena{std::move(plan), std::move(allocator)});
   return arenas_.front().allocator.get();
 }

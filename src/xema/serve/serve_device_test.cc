@@ -8,8 +8,8 @@
 #include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/pipeline_test_util.h"
 #include "xema/pipeline/template_check.h"
-#include "xema/static_layout.h"
 #include "xema/serve/memory_policy.h"
+#include "xema/static_layout.h"
 
 namespace tessera::xema {
 namespace {
