@@ -30,11 +30,17 @@ void ExpectAllHeld(const TemplateCheck& c) {
   }
 }
 
-TEST(TemplateCheckTest, ImageTemplateReplaysFromEveryLayoutBitwise) {
+// A tiny-t2i request of w x h pixels and `steps` steps.
+DiffusionRequest Image(int64_t w, int64_t h, int64_t steps) {
   DiffusionRequest r;
-  r.width = 32;
-  r.height = 48;
-  r.steps = 3;
+  r.width = w;
+  r.height = h;
+  r.steps = steps;
+  return r;
+}
+
+TEST(TemplateCheckTest, ImageTemplateReplaysFromEveryLayoutBitwise) {
+  const DiffusionRequest r = Image(32, 48, 3);
   auto c = CheckTemplate(SpecOf(r), r);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ExpectAllHeld(*c);
@@ -67,10 +73,7 @@ TEST(TemplateCheckTest, VideoAndChunkedAttentionWithoutCfg) {
 }
 
 TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
-  DiffusionRequest r;
-  r.width = 16;
-  r.height = 16;
-  r.steps = 2;
+  const DiffusionRequest r = Image(16, 16, 2);
   auto rec = RecordRequest(SpecOf(r), r);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   auto back = TraceFromJson(ToJson(rec->trace), "recorded");
@@ -82,10 +85,7 @@ TEST(TemplateCheckTest, TheRecordedTraceRoundTripsThroughJson) {
 }
 
 TEST(TemplateCheckTest, ActivationsRecordedApartFromResidentWeightsReplayFromTheirOwnArena) {
-  DiffusionRequest r;
-  r.width = 32;
-  r.height = 16;
-  r.steps = 2;
+  const DiffusionRequest r = Image(32, 16, 2);
   auto whole = RecordRequest(SpecOf(r), r);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   HeapDeviceAllocator weights;

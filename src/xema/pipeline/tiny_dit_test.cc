@@ -236,8 +236,10 @@ ChunkDiffs FfnChunkDiffs() {
 }
 
 TEST(TinyDitTest, FfnChunksMatchOneChunkOnRandomConfigs) {
-  // On both GEMM backends (whole 8-row blocks and no one-row tail keep every row on the
-  // kernels' paths of the unchunked call: bitwise in practice, 0 seen).
+  // On both GEMM backends, within 1e-6 of the output scale. oneDNN gives bitwise equal
+  // outputs (whole 8-row blocks and no one-row tail keep every row on the kernels' paths of
+  // the unchunked call); OpenBLAS's kernel choice depends on the call's row count on some
+  // CPUs (AMD EPYC: up to 7.6e-7 of the scale, a few float ulps; Intel Xeon: 0 seen).
   const testing::BackendGuard guard;
   for (const kernels::GemmBackend backend :
        {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
@@ -245,8 +247,11 @@ TEST(TinyDitTest, FfnChunksMatchOneChunkOnRandomConfigs) {
     ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
     const ChunkDiffs d = FfnChunkDiffs();
     const std::string name = kernels::GemmBackendName(backend);
-    EXPECT_LE(d.abs, 1e-6) << name << " over " << d.cases << " cases (" << d.rel
-                           << " of the output scale)";
+    EXPECT_LE(d.rel, 1e-6) << name << " over " << d.cases << " cases (max abs diff " << d.abs
+                           << ")";
+    if (backend == kernels::GemmBackend::kOneDnn) {
+      EXPECT_EQ(d.abs, 0.0) << "oneDNN: bitwise";
+    }
     RecordProperty("ffn_chunks_max_abs_diff_" + name, std::to_string(d.abs));
   }
 }
