@@ -67,11 +67,7 @@ core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list) {
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
-    bool* flag = item == "text"      ? &set.text_context
-                 : item == "latent"  ? &set.latent
-                 : item == "image"   ? &set.image
-                 : item == "weights" ? &set.idle_weights
-                                     : nullptr;
+    bool* flag = xema::OffloadFlag(set, item);
     if (flag == nullptr) {
       return core::InvalidArgument("--offload: got '" + item +
                                    "', items must be text, latent, image or weights");

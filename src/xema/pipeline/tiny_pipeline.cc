@@ -286,6 +286,14 @@ core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
   return p;
 }
 
+bool* OffloadFlag(OffloadSet& set, std::string_view name) {
+  return name == "text"      ? &set.text_context
+         : name == "latent"  ? &set.latent
+         : name == "image"   ? &set.image
+         : name == "weights" ? &set.idle_weights
+                             : nullptr;
+}
+
 int64_t DiffusionPipeline::WeightBytes() const { return weight_bytes_; }
 
 int64_t DiffusionPipeline::ParkedWeightBytes() const {

@@ -52,6 +52,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -104,6 +105,9 @@ struct OffloadSet {
   bool idle_weights = false;  // text-encoder weights after the prologue, DiT weights in the VAE
   bool any() const { return text_context || latent || image || idle_weights; }
 };
+// The flag of `set` that `name` names ("text", "latent", "image" or "weights", as the CLI and
+// the plan files spell them), or null for any other name.
+bool* OffloadFlag(OffloadSet& set, std::string_view name);
 
 struct DiffusionRequest {
   std::string model = "tiny-t2i";

@@ -16,11 +16,7 @@ core::StatusOr<OffloadSet> OffloadFromJson(const core::Json& list, const std::st
   OffloadSet set;
   for (const core::Json& item : list) {
     const std::string name = item.is_string() ? item.get<std::string>() : "";
-    bool* flag = name == "text"      ? &set.text_context
-                 : name == "latent"  ? &set.latent
-                 : name == "image"   ? &set.image
-                 : name == "weights" ? &set.idle_weights
-                                     : nullptr;
+    bool* flag = OffloadFlag(set, name);
     if (flag == nullptr) {
       return core::InvalidArgument(fmt::format(
           "{}: got {}, items must be text, latent, image or weights", path, core::ShowJson(item)));
