@@ -43,12 +43,6 @@ MPI_Datatype MoveType(DType t) {
   return MPI_DATATYPE_NULL;
 }
 
-bool MpiFinalized() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  return finalized != 0;
-}
-
 // A point-to-point MPI request.
 class MpiRequest final : public RequestImpl {
  public:

@@ -12,15 +12,11 @@
 
 namespace tessera::comm {
 
-namespace {
-
 bool MpiFinalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   return finalized != 0;
 }
-
-}  // namespace
 
 std::string MpiErrorString(int mpi_error) {
   char buffer[MPI_MAX_ERROR_STRING];

@@ -25,6 +25,9 @@ core::Status MpiStatus(int mpi_error, const std::string& what);
 // MPI's description of an error code.
 std::string MpiErrorString(int mpi_error);
 
+// Whether MPI_Finalize has run (MPI calls other than a few queries are then illegal).
+bool MpiFinalized();
+
 // Waits for *request until it completes (OK, or its error) or until `deadline` (then
 // DeadlineExceeded; the request stays pending). Polls MPI_Test, yielding between polls at
 // first and then sleeping up to 200 us (so a wait may overshoot completion by that much),

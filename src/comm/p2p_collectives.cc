@@ -6,11 +6,11 @@
 #include <array>
 #include <vector>
 
+#include "comm/ring_index.h"
+
 namespace tessera::comm {
 
 namespace {
-
-int Mod(int a, int n) { return ((a % n) + n) % n; }
 
 // Posts the receive, then the send, and waits for both.
 Status Exchange(Communicator& comm, std::span<const float> send, int dst, std::span<float> recv,
@@ -53,9 +53,10 @@ Status RingAllGatherV(Communicator& comm, std::span<const float> send, std::span
   std::copy(send.begin(), send.end(), recv.begin() + recv_displs[r]);
   auto block = [&](int b) { return recv.subspan(recv_displs[b], recv_counts[b]); };
   for (int s = 0; s + 1 < n; ++s) {
-    const int out = Mod(r - s, n);
-    const int in = Mod(r - s - 1, n);
-    RETURN_IF_ERROR(Exchange(comm, block(out), Mod(r + 1, n), block(in), Mod(r - 1, n), tag));
+    const int out = RingIndex(r - s, n);
+    const int in = RingIndex(r - s - 1, n);
+    RETURN_IF_ERROR(
+        Exchange(comm, block(out), RingIndex(r + 1, n), block(in), RingIndex(r - 1, n), tag));
   }
   return Status::Ok();
 }
@@ -94,8 +95,8 @@ Status PairwiseAllToAllV(Communicator& comm, std::span<const float> send,
   }
   std::copy_n(send.begin() + send_displs[r], send_counts[r], recv.begin() + recv_displs[r]);
   for (int s = 1; s < n; ++s) {
-    const int dst = Mod(r + s, n);
-    const int src = Mod(r - s, n);
+    const int dst = RingIndex(r + s, n);
+    const int src = RingIndex(r - s, n);
     RETURN_IF_ERROR(Exchange(comm, send.subspan(send_displs[dst], send_counts[dst]), dst,
                              recv.subspan(recv_displs[src], recv_counts[src]), src, tag));
   }
@@ -113,20 +114,20 @@ Status RingAllReduceSum(Communicator& comm, std::span<float> data, int tag) {
     return data.subspan(begin, count);
   };
   std::vector<float> incoming(static_cast<size_t>(len / n + 1));  // >= every chunk
-  const int right = Mod(r + 1, n);
-  const int left = Mod(r - 1, n);
+  const int right = RingIndex(r + 1, n);
+  const int left = RingIndex(r - 1, n);
   // Reduce-scatter: after step s, chunk (r-s-1) mod n holds the sum of s+2 ranks' inputs.
   for (int s = 0; s + 1 < n; ++s) {
-    std::span<float> out = chunk(Mod(r - s, n));
-    std::span<float> in = chunk(Mod(r - s - 1, n));
+    std::span<float> out = chunk(RingIndex(r - s, n));
+    std::span<float> in = chunk(RingIndex(r - s - 1, n));
     std::span<float> tmp(incoming.data(), in.size());
     RETURN_IF_ERROR(Exchange(comm, out, right, tmp, left, tag));
     for (size_t k = 0; k < in.size(); ++k) in[k] += tmp[k];
   }
   // Rank r now owns the full sum of chunk (r+1) mod n; circulate the owned chunks.
   for (int s = 0; s + 1 < n; ++s) {
-    RETURN_IF_ERROR(
-        Exchange(comm, chunk(Mod(r + 1 - s, n)), right, chunk(Mod(r - s, n)), left, tag));
+    RETURN_IF_ERROR(Exchange(comm, chunk(RingIndex(r + 1 - s, n)), right,
+                             chunk(RingIndex(r - s, n)), left, tag));
   }
   return Status::Ok();
 }

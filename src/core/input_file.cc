@@ -11,13 +11,13 @@
 #include <cstring>
 
 #include "core/memory_info.h"
+#include "core/units.h"
 
 namespace tessera::core {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr int64_t kMinLimitBytes = 16 * kMiB;
-constexpr int64_t kMaxLimitBytes = 1024 * kMiB;
+constexpr int64_t kMinLimitBytes = 16 * kMiBInt64;
+constexpr int64_t kMaxLimitBytes = 1024 * kMiBInt64;
 constexpr int64_t kMemoryDivisor = 256;
 
 std::string Megabytes(int64_t bytes) {
@@ -36,11 +36,11 @@ StatusOr<Limit> ComputeLimit() {
     char* end = nullptr;
     errno = 0;
     const long long mb = std::strtoll(env, &end, 10);
-    if (errno != 0 || end == env || *end != '\0' || mb < 1 || mb > (int64_t{1} << 40) / kMiB) {
+    if (errno != 0 || end == env || *end != '\0' || mb < 1 || mb > (int64_t{1} << 40) / kMiBInt64) {
       return InvalidArgument(std::string("$") + kMaxInputEnv + ": got '" + env +
                              "', must be a whole number of megabytes from 1 to 1048576");
     }
-    return Limit{mb * kMiB, std::string("$") + kMaxInputEnv};
+    return Limit{mb * kMiBInt64, std::string("$") + kMaxInputEnv};
   }
   const int64_t avail = AvailableMemoryBytes();
   if (avail <= 0) return Limit{kMinLimitBytes, "the default (available memory unknown)"};
@@ -49,15 +49,13 @@ StatusOr<Limit> ComputeLimit() {
                           " of available memory"};
 }
 
-std::string Quote(const std::string& path) { return "'" + path + "'"; }
-
 // The message for an errno from open/stat of an input path.
 Status OpenError(const std::string& path, int err) {
   switch (err) {
     case ENOENT:
       return NotFound(path + ": no such file");
     case ENAMETOOLONG:
-      return InvalidArgument(Quote(path.substr(0, 40) + "...") +
+      return InvalidArgument(QuotedPath(path.substr(0, 40) + "...") +
                              ": file name too long for this system");
     case ELOOP:
       return InvalidArgument(path + ": too many levels of symbolic links (a link loop?)");

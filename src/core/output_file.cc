@@ -15,8 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Quote(const std::string& path) { return "'" + path + "'"; }
-
 std::string ErrnoText(int err) { return std::strerror(err); }
 
 // The file a write to `path` lands in: symlinks resolved (also dangling ones, to the path
@@ -65,7 +63,7 @@ Status WriteDevice(const std::string& path, std::string_view contents) {
 Status CheckWritable(const std::string& option, const std::string& path) {
   if (path.empty()) return InvalidArgument((option.empty() ? "output" : option) + ": empty path");
   std::string what = path;
-  if (!option.empty()) what = option + ": " + Quote(path);
+  if (!option.empty()) what = option + ": " + QuotedPath(path);
   const std::string target = WriteTarget(path);
   struct stat st;
   if (::stat(target.c_str(), &st) == 0) {
@@ -86,10 +84,10 @@ Status CheckWritable(const std::string& option, const std::string& path) {
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   struct stat dst;
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-    return InvalidArgument(what + ": directory " + Quote(dir) + " does not exist");
+    return InvalidArgument(what + ": directory " + QuotedPath(dir) + " does not exist");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return InvalidArgument(what + ": directory " + Quote(dir) + " is not writable");
+    return InvalidArgument(what + ": directory " + QuotedPath(dir) + " is not writable");
   }
   return Status::Ok();
 }
@@ -165,14 +163,15 @@ Status OutputPaths::Check() const {
     const Entry& out = outputs_[i];
     for (const Entry& in : inputs_) {
       if (SameFile(out.path, in.path)) {
-        return InvalidArgument(out.option + ": " + Quote(out.path) + " is also the input of " +
+        return InvalidArgument(out.option + ": " + QuotedPath(out.path) + " is also the input of " +
                                in.option + "; choose another output path");
       }
     }
     for (size_t j = 0; j < i; ++j) {
       if (SameFile(out.path, outputs_[j].path)) {
-        return InvalidArgument(out.option + ": " + Quote(out.path) + " is also the output of " +
-                               outputs_[j].option + "; give each output its own path");
+        return InvalidArgument(out.option + ": " + QuotedPath(out.path) +
+                               " is also the output of " + outputs_[j].option +
+                               "; give each output its own path");
       }
     }
     RETURN_IF_ERROR(CheckWritable(out.option, out.path));

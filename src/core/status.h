@@ -61,6 +61,9 @@ inline Status DeadlineExceeded(std::string m) {
   return {StatusCode::kDeadlineExceeded, std::move(m)};
 }
 
+// A file path as error messages quote it: 'path'.
+inline std::string QuotedPath(const std::string& path) { return "'" + path + "'"; }
+
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:

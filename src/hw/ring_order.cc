@@ -4,13 +4,14 @@
 #include <limits>
 #include <string>
 
+#include "core/infinity.h"
 #include "sim/flow_sim.h"
 
 namespace tessera::hw {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 void CheckDevice(const Topology& t, int d) {
   CHECK(d >= 0 && d < t.num_devices()) << "device " << d << " of " << t.num_devices();

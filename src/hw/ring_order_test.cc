@@ -14,17 +14,12 @@ namespace {
 using core::Json;
 
 using testing::Named;
-Topology Preset(const std::string& name) { return testing::PresetTopology(name); }
+using testing::Preset;
 
 Topology FromJson(const Json& j) {
   auto t = TopologyFromJson(j, "test");
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return std::move(t).value();
-}
-
-Json Link(const std::string& s, const std::string& d, double bw, double lat, bool duplex = true) {
-  return {{"src", s},         {"dst", d},        {"kind", "x"}, {"bw_bytes_per_s", bw},
-          {"latency_s", lat}, {"duplex", duplex}};
 }
 
 Json Vertex(const std::string& name, const std::string& kind, double bw = 0) {
@@ -52,8 +47,9 @@ Topology Shared(double private_bw) {
                     {Vertex("g0", "device"), Vertex("g1", "device"), Vertex("g2", "device"),
                      Vertex("sw", "switch")}},
                    {"links",
-                    {Link("g0", "sw", 100e9, 1e-6), Link("g1", "sw", private_bw, 2e-6),
-                     Link("sw", "g2", 100e9, 3e-6)}}});
+                    {testing::LinkJson("g0", "sw", 100e9, 1e-6),
+                     testing::LinkJson("g1", "sw", private_bw, 2e-6),
+                     testing::LinkJson("sw", "g2", 100e9, 3e-6)}}});
 }
 
 TEST(FlowTimesTest, MaxMinFairProgressiveFilling) {
@@ -192,7 +188,8 @@ Topology RandomTopology(core::Rng* rng, int n) {
     if (a == b || linked[a][b] || (duplex && linked[b][a])) return;
     linked[a][b] = 1;
     if (duplex) linked[b][a] = 1;
-    ls.push_back(Link(name(a), name(b), bws[rng->Below(3)], 1e-6 * (1 + rng->Below(3)), duplex));
+    ls.push_back(testing::LinkJson(name(a), name(b), bws[rng->Below(3)], 1e-6 * (1 + rng->Below(3)),
+                                   duplex));
   };
   for (int i = 0; i < n; ++i) add(i, n, true);  // the hub s0
   for (int k = 1; k < extra; ++k) add(n + k, n, true);
@@ -252,8 +249,9 @@ TEST(RingOrderTest, LargeRingsUseGreedyAndTwoOpt) {
   vs.push_back(Vertex("sw", "switch"));
   Json ls = Json::array();
   for (int p = 0; p < n; ++p) {
-    ls.push_back(Link(Named("d", ring[p]), Named("d", ring[(p + 1) % n]), 100e9, 1e-6));
-    ls.push_back(Link(Named("d", p), "sw", 10e9, 1e-6));
+    ls.push_back(
+        testing::LinkJson(Named("d", ring[p]), Named("d", ring[(p + 1) % n]), 100e9, 1e-6));
+    ls.push_back(testing::LinkJson(Named("d", p), "sw", 10e9, 1e-6));
   }
   Topology t =
       FromJson({{"name", "ring12"}, {"device", "h100-sxm5-80gb"}, {"vertices", vs}, {"links", ls}});

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "core/json_util.h"
 #include "hw/data_files.h"
 #include "hw/topology.h"
 
@@ -22,12 +23,20 @@ inline std::string Named(const char* prefix, int i) {
   return s;
 }
 
+// A topology link entry (JSON) from s to d.
+inline core::Json LinkJson(const std::string& s, const std::string& d, double bw, double lat = 1e-6,
+                           bool duplex = true, const std::string& kind = "pcie") {
+  return {{"src", s},         {"dst", d},        {"kind", kind}, {"bw_bytes_per_s", bw},
+          {"latency_s", lat}, {"duplex", duplex}};
+}
+
 // A topology preset, failing the test (and returning an empty topology) when it does not load.
 inline Topology PresetTopology(const std::string& name) {
   auto t = TopologyPreset(name);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return t.ok() ? std::move(t).value() : Topology();
 }
+inline Topology Preset(const std::string& name) { return PresetTopology(name); }
 
 // Sets (or, with nullopt, unsets) $TESSERA_DATA_DIR for its lifetime; restores it after.
 class ScopedDataDir {

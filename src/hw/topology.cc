@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "core/infinity.h"
 #include "core/input_file.h"
 #include "core/parse_number.h"
 #include "hw/data_files.h"
@@ -63,7 +64,7 @@ bool Topology::route_overridden(int src_device, int dst_device) const {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 // "gpu0, gpu1, cpu0", cut to the first 10 and the last when there are more than 12.
 std::string ListNames(const std::vector<std::string>& names) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/infinity.h"
 #include "hw/topology_access.h"
 
 namespace tessera::hw {
@@ -16,7 +17,7 @@ using core::Status;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 }  // namespace
 

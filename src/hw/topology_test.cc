@@ -13,7 +13,7 @@ namespace {
 using core::Json;
 
 using testing::Named;
-Topology Preset(const std::string& name) { return testing::PresetTopology(name); }
+using testing::Preset;
 
 std::vector<std::string> ResourceNames(const Topology& t, const Route& r) {
   std::vector<std::string> out;
@@ -25,12 +25,6 @@ std::vector<std::string> VertexNames(const Topology& t, const Route& r) {
   std::vector<std::string> out;
   for (int v : r.vertices) out.push_back(t.vertices()[v].name);
   return out;
-}
-
-Json Link(const std::string& s, const std::string& d, double bw, double lat = 1e-6,
-          bool duplex = true, const std::string& kind = "pcie") {
-  return {{"src", s},         {"dst", d},        {"kind", kind}, {"bw_bytes_per_s", bw},
-          {"latency_s", lat}, {"duplex", duplex}};
 }
 
 // Two devices a, b between two switches s1 and s2; callers add links.
@@ -99,8 +93,8 @@ TEST(TopologyTest, H100AndRtx4090Routes) {
 TEST(TopologyTest, RouteChoiceFewestHopsThenBandwidthThenNames) {
   // Two 2-hop paths a->s1->b and a->s2->b: the faster wins; equal bandwidths: the smaller name.
   Json j = Small();
-  j["links"] = {Link("a", "s1", 10e9), Link("s1", "b", 10e9), Link("a", "s2", 20e9),
-                Link("s2", "b", 20e9)};
+  j["links"] = {testing::LinkJson("a", "s1", 10e9), testing::LinkJson("s1", "b", 10e9),
+                testing::LinkJson("a", "s2", 20e9), testing::LinkJson("s2", "b", 20e9)};
   auto t = TopologyFromJson(j, "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(VertexNames(*t, t->route(0, 1)), (std::vector<std::string>{"a", "s2", "b"}));
@@ -110,7 +104,7 @@ TEST(TopologyTest, RouteChoiceFewestHopsThenBandwidthThenNames) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(VertexNames(*t, t->route(0, 1)), (std::vector<std::string>{"a", "s1", "b"}));
   // A slow direct link beats a fast 2-hop path (fewest hops first).
-  j["links"].push_back(Link("a", "b", 1e9));
+  j["links"].push_back(testing::LinkJson("a", "b", 1e9));
   t = TopologyFromJson(j, "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(VertexNames(*t, t->route(0, 1)), (std::vector<std::string>{"a", "b"}));
@@ -128,7 +122,7 @@ TEST(TopologyTest, DevicesDoNotForward) {
   // c reaches b only through a: no route c->b.
   Json j = Small();
   j["vertices"].push_back({{"name", "c"}, {"kind", "device"}});
-  j["links"] = {Link("a", "b", 10e9), Link("c", "a", 10e9)};
+  j["links"] = {testing::LinkJson("a", "b", 10e9), testing::LinkJson("c", "a", 10e9)};
   auto t = TopologyFromJson(j, "t.json");
   EXPECT_EQ(t.status().message(),
             "t.json: routes: no path from b to c (disconnected; devices do not forward traffic)");
@@ -136,13 +130,13 @@ TEST(TopologyTest, DevicesDoNotForward) {
 
 TEST(TopologyTest, RouteOverride) {
   Json j = Small();
-  j["links"] = {Link("a", "s1", 10e9, 1e-6), Link("s1", "s2", 10e9, 2e-6),
-                Link("s2", "b", 10e9, 1e-6)};
+  j["links"] = {testing::LinkJson("a", "s1", 10e9, 1e-6), testing::LinkJson("s1", "s2", 10e9, 2e-6),
+                testing::LinkJson("s2", "b", 10e9, 1e-6)};
   j["vertices"][3]["latency_s"] = 5e-6;
   auto t = TopologyFromJson(j, "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_DOUBLE_EQ(t->route(0, 1).latency_s, 1e-6 + 5e-6 + 2e-6 + 1e-6);
-  j["links"].push_back(Link("a", "s2", 10e9, 1e-6));
+  j["links"].push_back(testing::LinkJson("a", "s2", 10e9, 1e-6));
   j["routes"] = {{{"src", "a"}, {"dst", "b"}, {"via", {"s1", "s2"}}}};
   t = TopologyFromJson(j, "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -276,7 +270,7 @@ TEST(TopologyTest, LoadByNameOrFile) {
   const std::string dir = testing::ScratchDir();
   const std::string path = dir + "/mine.json";
   Json j = Small();
-  j["links"] = {Link("a", "s1", 10e9), Link("s1", "b", 10e9)};
+  j["links"] = {testing::LinkJson("a", "s1", 10e9), testing::LinkJson("s1", "b", 10e9)};
   std::ofstream(path) << j.dump();
   auto t = LoadTopology(path);
   ASSERT_TRUE(t.ok()) << t.status().ToString();

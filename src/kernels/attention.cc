@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/infinity.h"
 #include "kernels/gemm.h"
 #include "kernels/softmax_tiles.h"
 
@@ -20,7 +21,7 @@ using internal::OnlineSoftmaxTile;
 using internal::ScaleRowsTile;
 using internal::SoftmaxGradTile;
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 constexpr int64_t kMaxBlock = 1 << 14;
 
 Status ValidateTiling(const AttentionTiling& tiling) {

@@ -12,7 +12,7 @@ namespace {
 using core::InvalidArgument;
 using core::Status;
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kNegInfD = -std::numeric_limits<double>::infinity();
 
 // Scores s[j] = scale * <q_row, k[j]> for the keys of one sequence and head.
 template <typename T>
@@ -52,7 +52,7 @@ Status AttentionForwardReference(const AttentionShape& shape, const T* q, const 
     for (int64_t h = 0; h < h_count; ++h) {
       for (int64_t t = q0; t < q0 + lq; ++t) {
         Scores(q + t * hd + h * d, k + k0 * hd + h * d, lk, hd, d, scale, s);
-        double mx = kNegInf;
+        double mx = kNegInfD;
         for (double x : s) mx = std::max(mx, x);
         double sum = 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
@@ -64,7 +64,7 @@ Status AttentionForwardReference(const AttentionShape& shape, const T* q, const 
         }
         T* o_row = o + t * hd + h * d;
         for (int64_t x = 0; x < d; ++x) o_row[x] = lk > 0 ? static_cast<T>(acc[x] / sum) : T(0);
-        lse[t * h_count + h] = static_cast<T>(lk > 0 ? mx + std::log(sum) : kNegInf);
+        lse[t * h_count + h] = static_cast<T>(lk > 0 ? mx + std::log(sum) : kNegInfD);
       }
     }
   }
@@ -95,7 +95,7 @@ Status AttentionBackwardReference(const AttentionShape& shape, const T* q, const
         Scores(q_row, k + k0 * hd + h * d, lk, hd, d, scale, s);
         for (int64_t j = 0; j < lk; ++j) {
           const int64_t kv = (k0 + j) * hd + h * d;
-          const double p = row_lse == kNegInf ? 0.0 : std::exp(s[j] - row_lse);
+          const double p = row_lse == kNegInfD ? 0.0 : std::exp(s[j] - row_lse);
           double dp = 0.0;
           for (int64_t x = 0; x < d; ++x) {
             dv_acc[kv + x] += p * do_row[x];
@@ -138,8 +138,8 @@ Status MergeAttentionReference(int64_t num_tokens, int64_t num_heads, int64_t he
   for (int64_t r = 0; r < rows; ++r) {
     const double la = lse_a[r], lb = lse_b[r];
     const double mx = std::max(la, lb);
-    double wa = 0.0, wb = 0.0, out_lse = kNegInf;
-    if (mx != kNegInf) {
+    double wa = 0.0, wb = 0.0, out_lse = kNegInfD;
+    if (mx != kNegInfD) {
       const double sum = std::exp(la - mx) + std::exp(lb - mx);
       out_lse = mx + std::log(sum);
       wa = std::exp(la - out_lse);

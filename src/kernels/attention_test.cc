@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/infinity.h"
 #include "core/rng.h"
 #include "kernels/attention_reference.h"
 #include "kernels/gemm.h"
@@ -23,7 +24,7 @@ using testing::RandomNormal;
 using testing::ScopedGemmBackend;
 using testing::SplitTokens;
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 
 // A packed varlen problem with seeded random Q, K, V and upstream gradient dO.
 struct Problem {

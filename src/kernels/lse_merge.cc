@@ -5,13 +5,15 @@
 #include <limits>
 #include <string>
 
+#include "core/infinity.h"
+
 namespace tessera::kernels {
 namespace {
 
 using core::InvalidArgument;
 using core::Status;
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 
 Status ValidateMerge(int64_t num_tokens, int64_t num_heads, int64_t head_dim,
                      std::initializer_list<const float*> ptrs) {

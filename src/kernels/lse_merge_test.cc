@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/infinity.h"
 #include "core/rng.h"
 #include "kernels/attention.h"
 #include "kernels/attention_reference.h"
@@ -20,7 +21,7 @@ using testing::MaxRelErrLse;
 using testing::RandomNormal;
 using testing::SplitTokens;
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 
 struct Partial {
   std::vector<float> o, lse;

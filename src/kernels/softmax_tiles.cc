@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/infinity.h"
 #include "kernels/fast_exp.h"
 
 // Each hot function is cloned for these targets and dispatched at load time (ifunc).
@@ -13,7 +14,7 @@
 namespace tessera::kernels::internal {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/infinity.h"
 #include "core/rng.h"
 #include "kernels/kernels_test_util.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 using testing::RandomNormal;
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using core::kNegInf;
 
 TEST(KernelsSoftmaxTilesTest, ExpMatchesLibmToAFewUlp) {
   double worst = 0.0;

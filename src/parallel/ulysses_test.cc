@@ -19,7 +19,7 @@ using Tensors = std::vector<std::vector<float>>;  // [tensor] -> floats
 
 constexpr float kPad = -7.0f;  // rows of the local buffers outside this member's shards
 
-struct Case {
+struct UlyssesCase {
   UlyssesLayout base;  // shards, heads, head_dim (member and offsets per member below)
   int num_tensors = 1;
   std::vector<std::vector<int64_t>> offsets;  // [member][sequence]
@@ -37,9 +37,9 @@ struct Case {
 
 // A random case and its reference: the full sequences G[t][s] (rows, H, D) cut into member
 // rows (local, all heads) and into the concatenation's head slices (split).
-Case MakeCase(uint64_t seed) {
+UlyssesCase MakeUlyssesCase(uint64_t seed) {
   core::Rng rng(seed);
-  Case c;
+  UlyssesCase c;
   c.base.shards = testing::RandomShards(rng);
   const int h = c.base.group_size(), nseq = c.base.shards.sequences();
   c.base.heads = h * testing::RandomInt(rng, 1, 3);
@@ -74,7 +74,7 @@ Case MakeCase(uint64_t seed) {
 
 TEST(Ulysses, ScatterAndGatherMatchReferenceOnRandomShards) {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    const Case c = MakeCase(seed);
+    const UlyssesCase c = MakeUlyssesCase(seed);
     const int h = c.base.group_size();
     comm::RunFakeRanks(h, [&](comm::Communicator& world) {
       const int m = world.rank();

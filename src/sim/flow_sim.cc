@@ -6,11 +6,13 @@
 #include <queue>
 #include <string>
 
+#include "core/infinity.h"
+
 namespace tessera::sim {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 // Max-min fair rates of the transmitting flows (progressive filling).
 void FairRates(std::span<const double> bw, std::span<const FlowSpec> flows,

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/elapsed.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -77,10 +79,6 @@ constexpr double kMinCbcSeconds = 1e-3;
 std::mutex& CbcMutex() {
   static std::mutex mutex;
   return mutex;
-}
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 core::Status ValidateOptions(const MilpModel& model, const SolveOptions& options) {
@@ -393,7 +391,7 @@ core::StatusOr<SolveResult> Solve(const MilpModel& model, const SolveOptions& op
       OsiClpSolverInterface solver;
       SetLogLevels(solver, options.log_level);
       LoadProblem(model, solver);
-      const double seconds_left = options.time_limit_s - MsSince(start) / 1000.0;
+      const double seconds_left = options.time_limit_s - core::MillisecondsSince(start) / 1000.0;
       const double cbc_seconds =
           std::isfinite(seconds_left) ? std::max(seconds_left, kMinCbcSeconds) : kInfinity;
       core::StatusOr<RawOutcome> outcome = core::Internal("unreachable");
@@ -456,7 +454,7 @@ core::StatusOr<SolveResult> Solve(const MilpModel& model, const SolveOptions& op
     result.relative_gap = (result.objective_value - result.best_bound) /
                           std::max(std::fabs(result.objective_value), 1e-9);
   }
-  result.solve_ms = MsSince(start);
+  result.solve_ms = core::MillisecondsSince(start);
   return result;
 }
 

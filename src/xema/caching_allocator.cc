@@ -5,18 +5,18 @@
 #include "core/byte_size.h"
 #include "core/check.h"
 #include "core/parse_number.h"
+#include "core/units.h"
 
 namespace tessera::xema {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kMinBlockSize = 512;
-constexpr int64_t kSmallSize = 1 * kMiB;
-constexpr int64_t kSmallBuffer = 2 * kMiB;
-constexpr int64_t kLargeBuffer = 20 * kMiB;
-constexpr int64_t kMinLargeAlloc = 10 * kMiB;
-constexpr int64_t kRoundLarge = 2 * kMiB;
-constexpr int64_t kMaxNonSplitRounding = 20 * kMiB;
+constexpr int64_t kSmallSize = 1 * core::kMiBInt64;
+constexpr int64_t kSmallBuffer = 2 * core::kMiBInt64;
+constexpr int64_t kLargeBuffer = 20 * core::kMiBInt64;
+constexpr int64_t kMinLargeAlloc = 10 * core::kMiBInt64;
+constexpr int64_t kRoundLarge = 2 * core::kMiBInt64;
+constexpr int64_t kMaxNonSplitRounding = 20 * core::kMiBInt64;
 constexpr int64_t kSegmentGap = int64_t{1} << 30;  // address space between segments
 
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -65,7 +65,7 @@ core::StatusOr<AllocatorPolicy> ParseAllocatorPolicy(const std::string& text) {
       if (value.empty() && has_next) value = tokens[++i];
       auto mb = core::ParseInteger(value, 21, int64_t{1} << 20);
       if (!mb.ok()) return bad("max_split_size_mb: " + mb.status().message());
-      p.max_split_size_bytes = *mb * kMiB;
+      p.max_split_size_bytes = *mb * core::kMiBInt64;
     } else {
       return bad("unknown option '" + tokens[i] + "'");
     }
@@ -77,7 +77,7 @@ std::string PolicyName(const AllocatorPolicy& p) {
   std::string s = "pytorch";
   if (p.expandable_segments) s += ":expandable_segments";
   if (p.max_split_size_bytes != kNoMaxSplit) {
-    s += ",max_split_size_mb=" + std::to_string(p.max_split_size_bytes / kMiB);
+    s += ",max_split_size_mb=" + std::to_string(p.max_split_size_bytes / core::kMiBInt64);
   }
   return s;
 }

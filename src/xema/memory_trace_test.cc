@@ -4,12 +4,11 @@
 
 #include <functional>
 
+#include "core/units.h"
 #include "xema/trace_generator.h"
 
 namespace tessera::xema {
 namespace {
-
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 std::string TestData(const std::string& name) {
   return std::string(TESSERA_XEMA_TESTDATA) + "/" + name;
@@ -54,9 +53,10 @@ TEST(MemoryTraceTest, ExpandsTheHandMadeTrace) {
   // Live activations per op, worked by hand in MiB (see testdata/tiny_t2i.json).
   const std::vector<int64_t> want = {3, 2, 12, 6, 3, 13, 5, 2, 13, 36};
   std::vector<int64_t> live = LiveBytes(*x, false);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(live[i], want[i] * kMiB) << "op " << i;
-  EXPECT_EQ(WeightBytes(*x), 28 * kMiB);
-  EXPECT_EQ(LowerBoundBytes(*x), 64 * kMiB);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(live[i], want[i] * core::kMiBInt64) << "op " << i;
+  EXPECT_EQ(WeightBytes(*x), 28 * core::kMiBInt64);
+  EXPECT_EQ(LowerBoundBytes(*x), 64 * core::kMiBInt64);
 }
 
 TEST(MemoryTraceTest, FreeStepPicksTheStepOfAPrologueTensor) {

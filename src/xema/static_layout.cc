@@ -140,9 +140,12 @@ std::string InstanceName(const MemoryTrace& trace, const ExpandedTrace& x, size_
 }
 
 std::string Span(const ExpandedTrace& x, const Layout& l, size_t i) {
-  return "[" + std::to_string(l.offsets[i]) + ", " +
-         std::to_string(l.offsets[i] + x.tensors[i].bytes) + ") live at ops " +
-         std::to_string(x.tensors[i].alloc_op) + ".." + std::to_string(x.tensors[i].free_op);
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + to_string(...).
+  std::string s = "[";
+  s += std::to_string(l.offsets[i]);
+  s += ", " + std::to_string(l.offsets[i] + x.tensors[i].bytes) + ") live at ops ";
+  s += std::to_string(x.tensors[i].alloc_op) + ".." + std::to_string(x.tensors[i].free_op);
+  return s;
 }
 
 }  // namespace

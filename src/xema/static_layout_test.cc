@@ -4,12 +4,12 @@
 
 #include <cstdio>
 
+#include "core/units.h"
 #include "xema/trace_generator.h"
 
 namespace tessera::xema {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
 const char* kGreedy[] = {"tflite", "tflm", "xla"};
 
 // Every greedy layout of 1,000 seeded random traces is valid (no two live tensors share a
@@ -53,7 +53,7 @@ RandomTraceOptions TinyOptions(uint64_t seed) {
     o.tensors = 6 + static_cast<int>(seed % 3);
   }
   o.min_bytes = 512;
-  o.max_bytes = 8 * kMiB;
+  o.max_bytes = 8 * core::kMiBInt64;
   return o;
 }
 
@@ -107,10 +107,10 @@ TEST(StaticLayoutTest, HandMadeTraceReachesTheLowerBound) {
   ASSERT_EQ(all->size(), 4u);
   for (const Layout& l : *all) {
     EXPECT_TRUE(VerifyLayout(*t, *x, l).ok()) << l.algorithm;
-    EXPECT_GE(l.arena_bytes, 64 * kMiB);
+    EXPECT_GE(l.arena_bytes, 64 * core::kMiBInt64);
   }
   EXPECT_EQ(all->back().algorithm, "milp");
-  EXPECT_EQ(all->back().arena_bytes, 64 * kMiB);
+  EXPECT_EQ(all->back().arena_bytes, 64 * core::kMiBInt64);
 }
 
 // testdata/greedy_gap.json (found by a seeded search over random traces): every greedy

@@ -37,7 +37,8 @@ MemoryTrace RandomTrace(uint64_t seed, const RandomTraceOptions& o) {
   for (int i = 0; i < o.weights; ++i) {
     TraceTensor w;
     w.id = static_cast<int64_t>(t.tensors.size());
-    w.name = "w" + std::to_string(i);
+    w.name = "w";  // appended: GCC 12 warns falsely (-Wrestrict) on "w" + to_string
+    w.name += std::to_string(i);
     w.bytes = bytes();
     w.phase = Phase::kDenoise;
     w.kind = TensorKind::kWeight;
@@ -47,7 +48,8 @@ MemoryTrace RandomTrace(uint64_t seed, const RandomTraceOptions& o) {
   for (int i = 0; i < o.tensors; ++i) {
     TraceTensor x;
     x.id = static_cast<int64_t>(t.tensors.size());
-    x.name = "t" + std::to_string(i);
+    x.name = "t";
+    x.name += std::to_string(i);
     x.bytes = bytes();
     x.kind = rng.Uniform() < 0.2 ? TensorKind::kWorkspace : TensorKind::kActivation;
     const bool in_body = s > 0 && rng.Uniform() < o.body_fraction;

@@ -12,13 +12,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/infinity.h"
 #include "core/log.h"
 
 namespace tessera::zellige {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 // The least time x degree and the least time over the options of degree <= max_degree.
 std::pair<double, double> LeastWorkAndTime(const std::vector<GroupOption>& options,

@@ -4,10 +4,12 @@
 #include <limits>
 #include <utility>
 
+#include "core/infinity.h"
+
 namespace tessera::zellige {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 bool Inside(const RankBlock& b, const RankBlock& c) {
   return b.first >= c.first && b.first + b.size <= c.first + c.size;

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "core/elapsed.h"
+#include "core/infinity.h"
 #include "core/log.h"
 #include "core/units.h"
 #include "solver/cbc_solver.h"
@@ -20,13 +22,9 @@
 namespace tessera::zellige {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 
 using Clock = std::chrono::steady_clock;
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 struct Loads {
   std::vector<double> load, mem;
 };
@@ -509,7 +507,7 @@ void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, cons
   const auto cbc_start = Clock::now();
   auto second = warm_obj >= 1.0 ? solver::Solve(m2, opt2)
                                 : core::StatusOr<solver::SolveResult>(core::Internal("none"));
-  res->cbc_ms += MsSince(cbc_start);
+  res->cbc_ms += core::MillisecondsSince(cbc_start);
   if (debug && second.ok()) {
     TLOG(kDebug, "ecf: second {} obj {:.4f} {:.1f} ms", solver::SolveStatusName(second->status),
          second->objective_value, second->solve_ms);
@@ -557,13 +555,13 @@ core::StatusOr<EcfResult> SolveEcf(const EcfProblem& problem, const EcfSettings&
   const EcfModel model = BuildEcfModel(inst, ub * SplitSlack(st), st.symmetry_breaking);
   EcfResult res;
   res.variables = model.milp.num_variables();
-  res.build_ms = MsSince(t_start);
+  res.build_ms = core::MillisecondsSince(t_start);
   const auto cbc_start = Clock::now();
   core::StatusOr<std::vector<double>> values = SolveMakespan(
       model, st,
       PlacementValues(inst, model, st.symmetry_breaking, warm.best.picks, warm.best.fluid), ub,
       debug, &res);
-  res.cbc_ms += MsSince(cbc_start);
+  res.cbc_ms += core::MillisecondsSince(cbc_start);
   if (!values.ok()) return values.status();
   if (st.minimize_splits) {
     MinimiseSplits(inst, space, model, st, warm.refined, res.makespan_s, debug, &*values, &res);

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "core/infinity.h"
+
 namespace tessera::zellige {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using core::kInf;
 constexpr double kEps = 1e-12;
 
 // Per-rank loads and memory of a (partial) placement, with the number of ranks over a limit

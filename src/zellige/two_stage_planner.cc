@@ -4,16 +4,13 @@
 #include <limits>
 #include <utility>
 
+#include "core/elapsed.h"
 #include "zellige/filler_packing.h"
 
 namespace tessera::zellige {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 // Plans with groups[0, k) as anchors.
 core::StatusOr<TwoStageResult> PlanWithAnchors(const TwoStageInput& in, int k) {
   TwoStageResult out;
@@ -55,7 +52,7 @@ core::StatusOr<TwoStageResult> PlanWithAnchors(const TwoStageInput& in, int k) {
     out.placements.push_back({items[i].seq, ParallelConfig{}, {rank_of[i]}});
     load[rank_of[i]] += items[i].time_s;
   }
-  out.stats.stage2_ms = MsSince(t2);
+  out.stats.stage2_ms = core::MillisecondsSince(t2);
   out.max_rank_load_s = *std::max_element(load.begin(), load.end());
   return out;
 }
@@ -89,7 +86,7 @@ core::StatusOr<TwoStageResult> PlanTwoStage(const TwoStageInput& in) {
   for (const auto& g : in.groups) total += g.whole_time_s * g.seqs.size();
   const double avg = total / in.num_ranks;
   while (k < m && in.groups[k].whole_time_s > 0.02 * avg) ++k;
-  const double cut_ms = MsSince(t0);
+  const double cut_ms = core::MillisecondsSince(t0);
   std::optional<TwoStageResult> best;
   PlannerStats stages;
   double bound = SimpleLowerBoundS(in.groups, in.options, in.num_ranks);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/elapsed.h"
 #include "core/memory_info.h"
 #include "xema/serve/abuse_cases.h"
 #include "xema/serve/base64.h"
@@ -21,10 +22,6 @@ namespace tessera::xema {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Printable ASCII of `bytes`, others as \xNN, cut to `most` characters (a report line must be
 // one line of valid UTF-8 whatever the server or the case sent).
@@ -130,15 +127,15 @@ std::string CheckValid(const AbuseCase& c, const HttpReply& reply, Run& run) {
   return "";
 }
 
-struct Outcome {
+struct AbuseOutcome {
   int status = kTransportError;
   std::string why;  // a mismatch: what was got
   int retries = 0;
 };
 
 // Sends case `c` once on a new connection; `barrier` (may be empty) runs once it is open.
-Outcome SendOnce(Run& run, const AbuseCase& c, const std::function<void()>& barrier) {
-  Outcome o;
+AbuseOutcome SendOnce(Run& run, const AbuseCase& c, const std::function<void()>& barrier) {
+  AbuseOutcome o;
   auto opened = RawHttpConnection::Open(run.host, run.port, run.options->timeout_s);
   if (!opened.ok()) {
     if (barrier) barrier();
@@ -177,7 +174,7 @@ void SampleRss(Run& run, const std::string& phase) {
 
 void RunCase(Run& run, const AbuseCase& c, const std::function<void()>& barrier) {
   const AbuseKind& kind = AbuseKinds()[static_cast<size_t>(c.kind)];
-  Outcome o = SendOnce(run, c, barrier);
+  AbuseOutcome o = SendOnce(run, c, barrier);
   int retries = 0;
   while (kind.group == AbuseGroup::kValid && o.status == 429 &&
          retries < run.options->retries_429) {
@@ -223,7 +220,7 @@ void RunPhase(Run& run, const std::vector<AbuseCase>& cases, size_t begin, size_
   auto barrier = [&] {
     arrived.fetch_add(1);
     const Clock::time_point t0 = Clock::now();
-    while (arrived.load() < threads && Since(t0) < 2.0) {
+    while (arrived.load() < threads && core::SecondsSince(t0) < 2.0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   };
@@ -251,7 +248,7 @@ void RunPhase(Run& run, const std::vector<AbuseCase>& cases, size_t begin, size_
 void Drain(Run& run) {
   const Clock::time_point t0 = Clock::now();
   int idle = 0;
-  while (idle < 2 && Since(t0) < 60) {
+  while (idle < 2 && core::SecondsSince(t0) < 60) {
     auto m = Get(run.host, run.port, "/v1/metrics", 10);
     bool now_idle = false;
     if (m.ok() && m->status == 200) {
@@ -419,7 +416,7 @@ core::StatusOr<AbuseReport> RunAbuse(const AbuseOptions& o) {
   const size_t before_end = r.rss.size();
   SampleRss(run, "end");
   if (r.rss.size() > before_end) r.rss_end_bytes = r.rss.back().rss_bytes;
-  r.wall_s = Since(t0);
+  r.wall_s = core::SecondsSince(t0);
   JudgeAbuse(&r);
   return std::move(run.report);
 }

@@ -5,14 +5,13 @@
 #include <set>
 #include <string>
 
+#include "core/units.h"
 #include "xema/serve/abuse_cases.h"
 #include "xema/serve/raw_http.h"
 #include "xema/serve/server.h"
 
 namespace tessera::xema {
 namespace {
-
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 std::string BodyOf(const std::string& request) {
   const size_t end = request.find("\r\n\r\n");
@@ -55,7 +54,7 @@ TEST(AbuseCasesTest, OverBudgetIsSentOnlyWhenTheBudgetIsKnownAndTooSmall) {
   ASSERT_GE(over, 0);
   AbusePlanContext ctx;
   EXPECT_FALSE(AbuseKindEnabled(over, ctx));  // budget unknown
-  ctx.budget_bytes = kGiB;
+  ctx.budget_bytes = core::kGiBInt64;
   EXPECT_TRUE(AbuseKindEnabled(over, ctx));
   ctx.budget_bytes = int64_t{1} << 50;
   EXPECT_FALSE(AbuseKindEnabled(over, ctx));
@@ -68,7 +67,7 @@ TEST(AbuseCasesTest, OverBudgetIsSentOnlyWhenTheBudgetIsKnownAndTooSmall) {
 // the valid ones accepted; body sizes respect the limit except where they must not.
 TEST(AbuseCasesTest, BodiesMeetTheirContractOffline) {
   AbusePlanContext ctx;
-  ctx.budget_bytes = kGiB;
+  ctx.budget_bytes = core::kGiBInt64;
   auto plan = PlanAbuse(3000, 3, ctx);
   ASSERT_TRUE(plan.ok());
   for (const AbuseCase& c : *plan) {
@@ -204,7 +203,7 @@ TEST(AbuseTest, BadOptionsAreRefused) {
 // warm-up then loads every model it will hold), hammered by 300 cases over 100 connections.
 TEST(AbuseTest, InProcessServerSurvivesAndAnswersEveryValidRequest) {
   ServerOptions so;
-  so.budget_bytes = kGiB / 4;
+  so.budget_bytes = core::kGiBInt64 / 4;
   so.devices = 1;
   so.queue_capacity = 64;
   auto server = DiffusionServer::Start(so);

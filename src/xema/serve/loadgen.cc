@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/elapsed.h"
 #include "core/parse_number.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/serve_metrics.h"
@@ -18,10 +19,6 @@ namespace tessera::xema {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 struct Outcome {
   int status = 0;  // 0: transport error
@@ -40,7 +37,7 @@ Outcome Send(const std::string& host, int port, const LoadTemplate& t, uint64_t 
   auto res = client.Post(GenerationRoute(t.video ? GenerationKind::kVideo : GenerationKind::kImage),
                          RequestBody(t, seed), "application/json");
   Outcome o;
-  o.latency_s = Since(t0);
+  o.latency_s = core::SecondsSince(t0);
   if (res) {
     o.status = res->status;
     o.body = res->body.size() > 300 ? res->body.substr(0, 300) + "..." : res->body;
@@ -215,7 +212,7 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   for (size_t i = 0; i < arrivals.size(); ++i) {
     const double at = arrivals[i];
     for (;;) {
-      const double wait_s = at - Since(t0);
+      const double wait_s = at - core::SecondsSince(t0);
       if (wait_s <= 0) break;
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait_s, 0.1)));
       tick();
@@ -270,7 +267,7 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   }
   for (Worker& w : workers) w.thread.join();
   tick();
-  report.wall_s = Since(t0);
+  report.wall_s = core::SecondsSince(t0);
   report.slo_attainment =
       report.planned > 0 ? static_cast<double>(report.slo_met) / report.planned : 0;
   report.latency_p50_s = Percentile(latencies, 0.50);

@@ -5,11 +5,11 @@
 namespace tessera::xema {
 namespace {
 
-struct PolicyName {
+struct PolicyNameEntry {
   MemoryPolicy policy;
   const char* name;
 };
-constexpr PolicyName kPolicies[] = {
+constexpr PolicyNameEntry kPolicies[] = {
     {MemoryPolicy::kNone, "none"},       {MemoryPolicy::kStatic, "static"},
     {MemoryPolicy::kOffload, "offload"}, {MemoryPolicy::kTiling, "tiling"},
     {MemoryPolicy::kCaching, "caching"}, {MemoryPolicy::kXema, "xema"}};
@@ -18,24 +18,25 @@ constexpr PolicyName kPolicies[] = {
 
 std::vector<std::string> MemoryPolicyNames() {
   std::vector<std::string> names;
-  for (const PolicyName& p : kPolicies) names.push_back(p.name);
+  for (const PolicyNameEntry& p : kPolicies) names.push_back(p.name);
   return names;
 }
 
 std::string MemoryPolicyName(MemoryPolicy policy) {
-  for (const PolicyName& p : kPolicies) {
+  for (const PolicyNameEntry& p : kPolicies) {
     if (p.policy == policy) return p.name;
   }
   return "unknown";
 }
 
 core::StatusOr<MemoryPolicy> ParseMemoryPolicy(const std::string& text) {
-  for (const PolicyName& p : kPolicies) {
+  for (const PolicyNameEntry& p : kPolicies) {
     if (text == p.name) return p.policy;
   }
   const std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;
   std::string names;
-  for (const PolicyName& p : kPolicies) names += std::string(names.empty() ? "" : ", ") + p.name;
+  for (const PolicyNameEntry& p : kPolicies)
+    names += std::string(names.empty() ? "" : ", ") + p.name;
   return core::InvalidArgument("policy: got '" + shown + "', must be one of " + names);
 }
 

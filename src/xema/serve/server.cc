@@ -9,6 +9,7 @@
 #include <future>
 #include <optional>
 
+#include "core/elapsed.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/template_check.h"
 #include "xema/serve/base64.h"
@@ -18,10 +19,6 @@ namespace tessera::xema {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 core::Json ErrorBody(int status, const std::string& message) {
   return {{"error", {{"message", message}, {"code", status}}}};
@@ -247,7 +244,7 @@ void DiffusionServer::Wait(const std::function<bool()>& interrupted) {
   const Clock::time_point t0 = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_requested_) {
-    if (options_.duration_s > 0 && Since(t0) >= options_.duration_s) break;
+    if (options_.duration_s > 0 && core::SecondsSince(t0) >= options_.duration_s) break;
     if (interrupted && interrupted()) break;
     stop_cv_.wait_for(lock, std::chrono::milliseconds(50));
   }
@@ -309,7 +306,7 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   auto finish = [&](int status, const std::string& message, bool hit) {
     if (status != 200) reply = {status, ErrorBody(status, message)};
     reply.status = status;
-    metrics_.Record(status, Since(arrival), hit);
+    metrics_.Record(status, core::SecondsSince(arrival), hit);
     if (options_.max_requests > 0 && metrics_.replies() >= options_.max_requests) RequestStop();
     return reply;
   };
@@ -356,7 +353,7 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   }
   reply.body = {{"created", static_cast<int64_t>(std::time(nullptr))},
                 {"data", std::move(data)},
-                {"latency_s", Since(arrival)},
+                {"latency_s", core::SecondsSince(arrival)},
                 {"queue_s", job->queue_s},
                 {"peak_bytes", job->run.peak_bytes},
                 {"template_hit", job->run.template_hit},
@@ -383,7 +380,7 @@ void DiffusionServer::Work(int device) {
       ++in_flight_;
     }
     job->device = device;
-    job->queue_s = Since(job->arrival);
+    job->queue_s = core::SecondsSince(job->arrival);
     const double deadline_s = job->request.deadline_s;
     if (deadline_s > 0 && job->queue_s > deadline_s) {
       job->status = core::DeadlineExceeded(

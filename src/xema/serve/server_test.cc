@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/units.h"
 #include "xema/pipeline/device_allocator.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
@@ -22,15 +23,13 @@
 namespace tessera::xema {
 namespace {
 
-constexpr int64_t kGiB = int64_t{1} << 30;
-
 std::unique_ptr<DiffusionServer> StartServer(ServerOptions o) {
   auto s = DiffusionServer::Start(o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(*s) : nullptr;
 }
 
-ServerOptions Options(MemoryPolicy policy = MemoryPolicy::kNone, int64_t budget = kGiB) {
+ServerOptions Options(MemoryPolicy policy = MemoryPolicy::kNone, int64_t budget = core::kGiBInt64) {
   ServerOptions o;
   o.policy = policy;
   o.budget_bytes = budget;
