@@ -40,6 +40,7 @@ void AddCompassCommands(CLI::App& root, Action* action);
 void AddCompassTopo(CLI::App* compass, Action* action);
 // Adds `tessera compass links` (emulated links and collectives measured on MPI ranks).
 void AddCompassLinks(CLI::App* compass, Action* action);
+void AddCompassBench(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
 // Add `tessera xema intervals`, `layout` and `allocsim` (memory traces) under xema.

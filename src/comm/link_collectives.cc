@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "comm/futex.h"
+#include "comm/ring_index.h"
 #include "core/check.h"
 
 namespace tessera::comm {
@@ -23,8 +24,6 @@ static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kHeaderBytes);
 int CwSlot(int step) { return 1 + step; }
 int CcwSlot(int step) { return 1 + kMaxSteps + step; }
 int DirectSlot(int step) { return 1 + 2 * kMaxSteps + step; }
-
-int Mod(int a, int n) { return ((a % n) + n) % n; }
 
 // memcpy that accepts empty ranges with null pointers (empty collectives pass them).
 void CopyBytes(void* dst, const void* src, int64_t bytes) {
@@ -192,11 +191,20 @@ std::pair<int64_t, int64_t> LinkCollectives::Chunk(int64_t lo, int64_t hi, int j
   return {lo + len * j / kLinkChunks, lo + len * (j + 1) / kLinkChunks};
 }
 
+// The first part's length: ring2 splits a block at a granule boundary (hooks) or in the middle.
+int64_t FirstHalf(int64_t c, bool two, const BlockHooks* hooks) {
+  if (!two) return c;
+  if (hooks == nullptr) return c / 2;
+  const int64_t g = std::max<int64_t>(1, hooks->granule);
+  return c / g / 2 * g;
+}
+
 template <typename T>
-Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo) {
+Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo,
+                                   const BlockHooks* hooks) {
   const int n = comm_.size(), me = comm_.rank(), p = position_of_rank_[me];
   const auto& order = options_.order;
-  const int next = order[Mod(p + 1, n)], prev = order[Mod(p - 1, n)];
+  const int next = order[RingIndex(p + 1, n)], prev = order[RingIndex(p - 1, n)];
   constexpr int64_t kT = sizeof(T);
   const int64_t bb = c * kT;
   std::byte* win = Data(me);
@@ -226,58 +234,101 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
     }
     return Status::Ok();
   };
-  auto none = [](int, int64_t, int64_t) {};
+  auto ready = [&](int block, int64_t lo, int64_t hi) -> Status {
+    if (hooks == nullptr || !hooks->ready || lo >= hi) return Status::Ok();
+    return hooks->ready(block, lo, hi);
+  };
   if (algo == LinkAlgo::kRing1 || algo == LinkAlgo::kRing2) {
     const bool two = algo == LinkAlgo::kRing2;
-    const int64_t h0 = two ? c / 2 : c;  // [0, h0) clockwise, [h0, c) counter-clockwise
+    const int64_t h0 = FirstHalf(c, two, hooks);  // [0, h0) clockwise, [h0, c) counter
     if (n > 1) {
       send_chunks(next, me, own, 0, h0, CwSlot(0));
       if (two) send_chunks(prev, me, own, h0, c, CcwSlot(0));
     }
     CopyBytes(recv + me * c, send, bb);
+    RETURN_IF_ERROR(ready(me, 0, c));
     for (int s = 0; s < n - 1; ++s) {
       const bool more = s + 1 < n - 1;
-      const int a = order[Mod(p - s - 1, n)];
+      const int a = order[RingIndex(p - s - 1, n)];
       RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int, int64_t x, int64_t y) {
         if (more)
           Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1));
       }));
       if (two) {
-        const int b = order[Mod(p + s + 1, n)];
+        const int b = order[RingIndex(p + s + 1, n)];
         RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int, int64_t x, int64_t y) {
           if (more)
             Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x, CcwSlot(s + 1));
         }));
       }
+      RETURN_IF_ERROR(ready(a, 0, h0));
+      if (two) RETURN_IF_ERROR(ready(order[RingIndex(p + s + 1, n)], h0, c));
     }
   } else {
     // Step s pushes the own block to position p-s; the next step's push is issued once the
     // data of this step has arrived.
-    if (n > 1) send_chunks(order[Mod(p - 1, n)], me, own, 0, c, DirectSlot(1));
+    if (n > 1) send_chunks(order[RingIndex(p - 1, n)], me, own, 0, c, DirectSlot(1));
     CopyBytes(recv + me * c, send, bb);
+    RETURN_IF_ERROR(ready(me, 0, c));
     for (int s = 1; s < n; ++s) {
-      RETURN_IF_ERROR(
-          receive(order[Mod(p + s, n)], 0, c, DirectSlot(s), [&](int j, int64_t, int64_t) {
-            if (j == kLinkChunks - 1 && s + 1 < n) {
-              send_chunks(order[Mod(p - s - 1, n)], me, own, 0, c, DirectSlot(s + 1));
-            }
-          }));
+      const int from = order[RingIndex(p + s, n)];
+      RETURN_IF_ERROR(receive(from, 0, c, DirectSlot(s), [&](int j, int64_t, int64_t) {
+        if (j == kLinkChunks - 1 && s + 1 < n) {
+          send_chunks(order[RingIndex(p - s - 1, n)], me, own, 0, c, DirectSlot(s + 1));
+        }
+      }));
+      RETURN_IF_ERROR(ready(from, 0, c));
     }
-    (void)none;
   }
   return EndCollective();
 }
 
 template <typename T, typename Acc>
-Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAlgo algo) {
+Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAlgo algo,
+                                       const BlockHooks* hooks) {
   const int n = comm_.size(), me = comm_.rank(), p = position_of_rank_[me];
   const auto& order = options_.order;
-  const int next = order[Mod(p + 1, n)], prev = order[Mod(p - 1, n)];
+  const int next = order[RingIndex(p + 1, n)], prev = order[RingIndex(p - 1, n)];
   constexpr int64_t kAcc = sizeof(Acc);
   std::byte* win = Data(me);
   RETURN_IF_ERROR(BeginCollective());
+  auto produce = [&](int block, int64_t lo, int64_t hi) -> Status {
+    if (hooks == nullptr || !hooks->produce || lo >= hi) return Status::Ok();
+    return hooks->produce(block, lo, hi);
+  };
   if (n == 1) {
+    RETURN_IF_ERROR(produce(me, 0, c));
     std::copy(send, send + c, recv);
+    return EndCollective();
+  }
+  if (algo == LinkAlgo::kDirect && hooks != nullptr) {
+    // Fused form: each receiver's block is produced before it is pushed, the next one while
+    // the current step's data arrives; the own block second. Sums add the steps as they
+    // arrive, then the own contribution.
+    const int64_t tb = c * static_cast<int64_t>(sizeof(T));
+    auto to_of = [&](int s) { return order[RingIndex(p - s, n)]; };
+    auto push = [&](int s) {
+      for (int j = 0; j < kLinkChunks; ++j) {
+        const auto [a, b] = Chunk(0, c, j);
+        Send(to_of(s), (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to_of(s) * c + a,
+             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s));
+      }
+    };
+    RETURN_IF_ERROR(produce(to_of(1), 0, c));
+    push(1);
+    RETURN_IF_ERROR(produce(me, 0, c));
+    std::vector<Acc> sum(c, Acc{});
+    for (int s = 1; s < n; ++s) {
+      if (s + 1 < n) RETURN_IF_ERROR(produce(to_of(s + 1), 0, c));
+      const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
+      for (int j = 0; j < kLinkChunks; ++j) {
+        const auto [a, b] = Chunk(0, c, j);
+        RETURN_IF_ERROR(Wait(DirectSlot(s)));
+        if (j == kLinkChunks - 1 && s + 1 < n) push(s + 1);
+        for (int64_t i = a; i < b; ++i) sum[i] += ToAcc<Acc>(in[i]);
+      }
+    }
+    for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(sum[i] + ToAcc<Acc>(send[me * c + i]));
     return EndCollective();
   }
   if (algo == LinkAlgo::kDirect) {
@@ -285,7 +336,7 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
     // chunk as they arrive. The next step's push is issued once this step's data arrived.
     const int64_t tb = c * static_cast<int64_t>(sizeof(T));
     auto push = [&](int s) {
-      const int to = order[Mod(p - s, n)];
+      const int to = order[RingIndex(p - s, n)];
       for (int j = 0; j < kLinkChunks; ++j) {
         const auto [a, b] = Chunk(0, c, j);
         Send(to, (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to * c + a,
@@ -316,11 +367,12 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
   stage_.resize(static_cast<size_t>((n - 1) * c * kAcc));
   Acc* stage = reinterpret_cast<Acc*>(stage_.data());
   const bool two = algo == LinkAlgo::kRing2;
-  const int64_t h0 = two ? c / 2 : c;  // elements [0, h0) go clockwise, [h0, c) counter
+  const int64_t h0 = FirstHalf(c, two, hooks);  // [0, h0) go clockwise, [h0, c) counter
   // One direction of step s: [lo, hi) of block `blk` to `to`, input from slot `in_slot`.
   auto step_part = [&](int s, int64_t lo, int64_t hi, int blk, int to, int in_slot,
                        int out_slot) -> Status {
     Acc* out = stage + s * c;
+    RETURN_IF_ERROR(produce(blk, lo, hi));
     for (int j = 0; j < kLinkChunks; ++j) {
       const auto [a, b] = Chunk(lo, hi, j);
       if (s > 0) RETURN_IF_ERROR(Wait(in_slot));
@@ -333,13 +385,15 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
   };
   for (int s = 0; s < n - 1; ++s) {
     const int in_cw = s > 0 ? CwSlot(s - 1) : 0, in_ccw = s > 0 ? CcwSlot(s - 1) : 0;
-    RETURN_IF_ERROR(step_part(s, 0, h0, order[Mod(p - s - 1, n)], next, in_cw, CwSlot(s)));
+    RETURN_IF_ERROR(step_part(s, 0, h0, order[RingIndex(p - s - 1, n)], next, in_cw, CwSlot(s)));
     if (two) {
-      RETURN_IF_ERROR(step_part(s, h0, c, order[Mod(p + s + 1, n)], prev, in_ccw, CcwSlot(s)));
+      RETURN_IF_ERROR(
+          step_part(s, h0, c, order[RingIndex(p + s + 1, n)], prev, in_ccw, CcwSlot(s)));
     }
   }
   // The last partials: add the own contribution chunk by chunk as they arrive.
   const Acc* in = slot_in(n - 2);
+  RETURN_IF_ERROR(produce(me, 0, c));
   auto finish = [&](int64_t lo, int64_t hi, int slot) -> Status {
     for (int j = 0; j < kLinkChunks; ++j) {
       const auto [a, b] = Chunk(lo, hi, j);
@@ -360,7 +414,8 @@ Status LinkCollectives::Drained(Status st) {
   return st;
 }
 
-Status LinkCollectives::AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo algo) {
+Status LinkCollectives::AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo algo,
+                                  const BlockHooks* hooks) {
   const int n = comm_.size();
   CHECK(send.dtype == recv.dtype && recv.count == n * send.count);
   const int64_t need = AllGatherWindowBytes(n, send.count, send.dtype);
@@ -373,25 +428,26 @@ Status LinkCollectives::AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo
   switch (send.dtype) {
     case DType::kF32:
       st = AllGatherT(static_cast<const float*>(send.data), static_cast<float*>(recv.data),
-                      send.count, algo);
+                      send.count, algo, hooks);
       break;
     case DType::kBF16:
       st = AllGatherT(static_cast<const Bf16*>(send.data), static_cast<Bf16*>(recv.data),
-                      send.count, algo);
+                      send.count, algo, hooks);
       break;
     case DType::kI64:
       st = AllGatherT(static_cast<const int64_t*>(send.data), static_cast<int64_t*>(recv.data),
-                      send.count, algo);
+                      send.count, algo, hooks);
       break;
     case DType::kF64:
       st = AllGatherT(static_cast<const double*>(send.data), static_cast<double*>(recv.data),
-                      send.count, algo);
+                      send.count, algo, hooks);
       break;
   }
   return Drained(std::move(st));
 }
 
-Status LinkCollectives::ReduceScatter(ConstBuffer send, MutableBuffer recv, LinkAlgo algo) {
+Status LinkCollectives::ReduceScatter(ConstBuffer send, MutableBuffer recv, LinkAlgo algo,
+                                      const BlockHooks* hooks) {
   const int n = comm_.size();
   CHECK(send.dtype == recv.dtype && send.count == n * recv.count);
   const int64_t need = ReduceScatterWindowBytes(n, recv.count, send.dtype);
@@ -405,19 +461,19 @@ Status LinkCollectives::ReduceScatter(ConstBuffer send, MutableBuffer recv, Link
   switch (send.dtype) {
     case DType::kF32:
       st = ReduceScatterT<float, float>(static_cast<const float*>(send.data),
-                                        static_cast<float*>(recv.data), c, algo);
+                                        static_cast<float*>(recv.data), c, algo, hooks);
       break;
     case DType::kBF16:
       st = ReduceScatterT<Bf16, float>(static_cast<const Bf16*>(send.data),
-                                       static_cast<Bf16*>(recv.data), c, algo);
+                                       static_cast<Bf16*>(recv.data), c, algo, hooks);
       break;
     case DType::kI64:
       st = ReduceScatterT<int64_t, int64_t>(static_cast<const int64_t*>(send.data),
-                                            static_cast<int64_t*>(recv.data), c, algo);
+                                            static_cast<int64_t*>(recv.data), c, algo, hooks);
       break;
     case DType::kF64:
       st = ReduceScatterT<double, double>(static_cast<const double*>(send.data),
-                                          static_cast<double*>(recv.data), c, algo);
+                                          static_cast<double*>(recv.data), c, algo, hooks);
       break;
   }
   return Drained(std::move(st));

@@ -30,6 +30,21 @@
 // Wire bytes: every message is paced as elements x wire_element_bytes (the training dtype's
 // width), whatever the element type in memory.
 //
+// Fused operators (compass/overlap_ops.h) compute inside a collective through BlockHooks, on
+// the calling thread, while the copy engine moves the next step's data:
+//  - AllGather `ready(block, lo, hi)`: elements [lo, hi) of rank `block`'s block are in recv.
+//    Called once per block part: the own block right after its first sends are issued, then
+//    after each step (ring: every part of the step received and forwarded first; ring2 calls
+//    the clockwise half then the counter-clockwise one; direct: the block from p+s).
+//  - ReduceScatter `produce(block, lo, hi)`: write this rank's contribution to elements
+//    [lo, hi) of block `block` into the send buffer (which the caller owns and the hook
+//    writes); called before those elements are read, as early as the order allows (ring:
+//    each step's part just before it is added and sent; direct: the next receiver's block
+//    before waiting on the current step; the own block second).
+//  - Ring2's halves split at a multiple of `granule` elements (a GEMM row), h0 =
+//    floor(c / granule / 2) x granule; without hooks h0 = floor(c / 2).
+// A hook's error stops the collective (after the engine drained) and is returned.
+//
 // Synchronisation: a collective starts only after every rank finished the previous one (each
 // rank signals all peers when it is done with its window), so windows are reused safely.
 // Waits use the communicator's op timeout: DeadlineExceeded when a peer stops answering.
@@ -40,6 +55,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +79,12 @@ struct LinkCollectivesOptions {
   int wire_element_bytes = 2;
 };
 
+struct BlockHooks {
+  std::function<Status(int block, int64_t lo, int64_t hi)> ready;    // AllGather
+  std::function<Status(int block, int64_t lo, int64_t hi)> produce;  // ReduceScatter
+  int64_t granule = 1;
+};
+
 class LinkCollectives {
  public:
   static StatusOr<std::unique_ptr<LinkCollectives>> Create(Communicator& comm, CopyEngine* engine,
@@ -75,17 +97,19 @@ class LinkCollectives {
   static int64_t ReduceScatterWindowBytes(int n, int64_t count, DType t);
 
   // recv.count == n * send.count; rank j's block at j * send.count. Same dtype.
-  Status AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo algo);
+  Status AllGather(ConstBuffer send, MutableBuffer recv, LinkAlgo algo,
+                   const BlockHooks* hooks = nullptr);
   // send.count == n * recv.count; recv gets this rank's block of the element-wise sum.
-  Status ReduceScatter(ConstBuffer send, MutableBuffer recv, LinkAlgo algo);
+  Status ReduceScatter(ConstBuffer send, MutableBuffer recv, LinkAlgo algo,
+                       const BlockHooks* hooks = nullptr);
 
  private:
   LinkCollectives(Communicator& comm, CopyEngine* engine, LinkCollectivesOptions options,
                   std::unique_ptr<SymmetricMemory> memory);
   template <typename T>
-  Status AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo);
+  Status AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo algo, const BlockHooks* hooks);
   template <typename T, typename Acc>
-  Status ReduceScatterT(const T* send, T* recv, int64_t c, LinkAlgo algo);
+  Status ReduceScatterT(const T* send, T* recv, int64_t c, LinkAlgo algo, const BlockHooks* hooks);
   // Start: wait until every peer finished the previous collective. End: tell them.
   Status BeginCollective();
   Status EndCollective();

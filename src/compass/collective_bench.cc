@@ -9,7 +9,8 @@
 #include "comm/futex.h"
 #include "comm/link_fabric.h"
 #include "comm/shared_barrier.h"
-#include "compass/emulated_links.h"
+#include "compass/link_runtime.h"
+#include "compass/run_timing.h"
 #include "core/stats.h"
 #include "hw/ring_order.h"
 
@@ -53,32 +54,16 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
     }
     max_count = std::max(max_count, b / 2);
   }
-  std::vector<int> devices(n);
-  std::iota(devices.begin(), devices.end(), 0);
-  ASSIGN_OR_RETURN(hw::RingAnalysis ring1, hw::BestRing(topology, devices, hw::RingKind::kSingle));
-  ASSIGN_OR_RETURN(hw::RingAnalysis ring2, hw::BestRing(topology, devices, hw::RingKind::kDouble));
-  ASSIGN_OR_RETURN(comm::PacedLinks links, EmulatedLinks(topology, devices, scale));
-  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkFabric> fabric,
-                   comm::LinkFabric::Create(world, std::move(links)));
-  comm::CopyEngine engine(fabric.get(), me);
-  if (config.wake_lead_ns) engine.set_wake_lead_ns(*config.wake_lead_ns);
-  ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
-                   comm::SharedBarrier::Create(world));
-  // One set of windows per ring order (ranks = devices here, so orders are rank lists).
   const int64_t window =
       std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kBF16),
                comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kBF16));
-  auto make =
-      [&](const std::vector<int>& order) -> core::StatusOr<std::unique_ptr<comm::LinkCollectives>> {
-    comm::LinkCollectivesOptions o;
-    o.endpoint_of_rank = devices;
-    o.order = order;
-    o.window_bytes = window;
-    o.wire_element_bytes = 2;
-    return comm::LinkCollectives::Create(world, &engine, std::move(o));
-  };
-  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkCollectives> single, make(ring1.order));
-  ASSIGN_OR_RETURN(std::unique_ptr<comm::LinkCollectives> dual, make(ring2.order));
+  ASSIGN_OR_RETURN(LinkRuntime rt,
+                   StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));
+  const std::vector<int>& devices = rt.devices;
+  const hw::RingAnalysis &ring1 = rt.ring1, &ring2 = rt.ring2;
+  comm::CopyEngine& engine = *rt.engine;
+  comm::SharedBarrier* barrier = rt.barrier.get();
+  std::unique_ptr<comm::LinkCollectives>&single = rt.single, &dual = rt.dual;
 
   struct Run {
     CollectiveKind kind;
@@ -149,11 +134,8 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&bad, 1)));
   if (!failure.ok()) return failure;
   if (bad > 0) return core::Internal("collective bench: a result differed from the reference");
-  // A run takes from the last rank's begin to the last rank's end (the ranks' wake-ups from
-  // the common start differ by tens of microseconds, and no rank can finish before all began).
-  std::vector<double> begins(static_cast<size_t>(total) * n), ends(begins.size());
-  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_begin), std::span<double>(begins)));
-  RETURN_IF_ERROR(world.AllGather(std::span<const double>(my_end), std::span<double>(ends)));
+  ASSIGN_OR_RETURN(std::vector<double> times_s,
+                   GatherRunTimesS(world, my_begin, my_end, scale.scale));
   std::vector<double> cpu_all(n);
   RETURN_IF_ERROR(
       world.AllGather(std::span<const double>(&cpu_fraction, 1), std::span<double>(cpu_all)));
@@ -168,15 +150,8 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   out.wake_lead_ns = engine.wake_lead_ns();
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     std::vector<double> per_rep;
-    for (int rep = 0; rep < config.repeats; ++rep) {
-      double last_begin = 0, last_end = 0;
-      for (int r = 0; r < n; ++r) {
-        const size_t at = static_cast<size_t>(r) * total + rep * runs.size() + ri;
-        last_begin = std::max(last_begin, begins[at]);
-        last_end = std::max(last_end, ends[at]);
-      }
-      per_rep.push_back((last_end - last_begin) * 1e-9 / scale.scale);
-    }
+    for (int rep = 0; rep < config.repeats; ++rep)
+      per_rep.push_back(times_s[rep * runs.size() + ri]);
     CollectiveRow row;
     row.kind = runs[ri].kind;
     row.algo = runs[ri].algo;

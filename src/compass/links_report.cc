@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "comm/shared_barrier.h"
+#include "compass/link_runtime.h"
 
 namespace tessera::compass {
 
@@ -19,19 +20,7 @@ core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::T
   out.topology = topology.name();
   out.provenance = topology.provenance();
   // 1. Time scale: rank 0 measures while the others sleep on a futex barrier.
-  if (options.time_scale) {
-    ASSIGN_OR_RETURN(out.scale, kernels::FixedTimeScale(topology.device(), *options.time_scale));
-  } else {
-    ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
-                     comm::SharedBarrier::Create(world));
-    double flops = 0;
-    if (world.rank() == 0) {
-      ASSIGN_OR_RETURN(flops, kernels::MeasureCoreGemmFlops());
-    }
-    RETURN_IF_ERROR(barrier->Arrive(0, 600.0).status());
-    RETURN_IF_ERROR(world.Broadcast(std::span<double>(&flops, 1), 0));
-    ASSIGN_OR_RETURN(out.scale, kernels::MakeTimeScale(topology.device(), flops));
-  }
+  ASSIGN_OR_RETURN(out.scale, AgreeTimeScale(world, topology, options.time_scale));
   // 2. Probes on the fastest and the slowest device pair among devices 0..n-1.
   int fs = 0, fd = 1, ss = 0, sd = 1;
   double fast = -1, slow = -1;

@@ -229,6 +229,23 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                   "--time-scale", "10", "--json", out + "links.json"}};
   t.push_back(links);
 
+  // bench checks its topology, --ranks and grid (shapes divisible by TP) before mpiexec.
+  SubcommandSpec compass_bench = Spec("bench", MpiUse::kRelaunch, 2, {});
+  compass_bench.group = "compass";
+  compass_bench.options = {
+      {"--ranks", K::kInt, With({"9", "0", "-1"})},
+      {"--topology", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+      {"--grid", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+      {"--compute", K::kText, {"sleep", "", "REAL"}},
+      {"--check", K::kFlag, {}},
+      {"--repeats", K::kInt, With({"-1", "1001"})},
+      {"--time-scale", K::kFloat, With({"0", "-1", "1e9"})},
+      {"--json", K::kOutputFile, {}},
+      {"--op-timeout", K::kFloat, kNotANumber}};
+  compass_bench.bases = {{"--ranks", "2", "--repeats", "1", "--time-scale", "10", "--json",
+                          out + "compass_bench.json"}};
+  t.push_back(compass_bench);
+
   // ---- xema ----
   auto trace_source = [](std::vector<OptionSpec> more) {
     std::vector<OptionSpec> o = {{"--trace", K::kInputFile, {}},

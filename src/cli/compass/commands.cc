@@ -11,6 +11,7 @@ void AddCompassCommands(CLI::App& root, Action* action) {
   AddCompassTopo(c, action);
 #ifdef TESSERA_HAVE_RUNTIME
   AddCompassLinks(c, action);
+  AddCompassBench(c, action);
 #endif
 }
 

@@ -1,0 +1,200 @@
+// `tessera compass bench`: every overlap strategy on every TP operator of a grid, on MPI ranks
+// over a topology's emulated links (compass/overlap_bench.h), with the figures of
+// compass/overlap_summary.h.
+//
+//   tessera compass bench [--ranks 2] [--topology a6000x8|FILE] [--grid quick|FILE]
+//       [--compute real|modeled] [--check] [--repeats 7] [--time-scale S] [--json F]
+//
+// Typed at a shell it re-runs itself under mpiexec with --ranks ranks (cli/mpi_launch.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/mpi_launch.h"
+#include "cli/options.h"
+#include "cli/rank_progress.h"
+#include "compass/link_runtime.h"
+#include "compass/overlap_bench.h"
+#include "compass/overlap_grid.h"
+#include "compass/overlap_summary.h"
+#include "core/json_util.h"
+#include "core/table.h"
+#include "hw/topology.h"
+#include "kernels/gemm.h"
+
+namespace tessera::cli {
+
+using core::Status;
+
+namespace {
+
+struct BenchArgs {
+  int ranks = 2;
+  std::string topology = "a6000x8";
+  std::string grid = "quick";
+  std::string compute = "real";
+  bool check = false;
+  int repeats = 7;
+  double time_scale = 0;  // 0: measure
+  std::string json_path;
+  double op_timeout_s = 600;
+};
+
+std::string Ms(double s) { return core::Fixed(s * 1e3, 3); }
+
+void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum) {
+  std::printf("topology %s, TP %d on devices 0..%d, time scale s = %.1f (%s)\n", b.topology.c_str(),
+              b.ranks, b.ranks - 1, b.scale.scale, b.scale.source.c_str());
+  std::printf("compute: %s; ring1 order %s, ring2 order %s\n",
+              b.compute == compass::ComputeMode::kModeled
+                  ? "MODELED (emulated compute: each GEMM sleeps for its profiled time)"
+                  : "real GEMMs, one thread per rank",
+              core::Json(b.ring1_order).dump().c_str(), core::Json(b.ring2_order).dump().c_str());
+  if (b.repeats > 0) {
+    core::Table t({"configuration", "op", "GEMM ms", "coll ms (model)", "none", "fused-ring1",
+                   "fused-ring2", "fused-direct", "te", "best decomp", "max check err"});
+    for (const compass::OverlapConfigResult& c : b.configs) {
+      auto cell = [&](const char* name) {
+        const compass::OverlapRun* r = c.Find(name);
+        return r != nullptr && r->timed ? Ms(r->median_s) : std::string("-");
+      };
+      const compass::OverlapRun* best = nullptr;
+      double err = -1;
+      for (const compass::OverlapRun& r : c.runs) {
+        err = std::max(err, r.rel_error);
+        if (r.degree > 0 && r.timed && (best == nullptr || r.median_s < best->median_s)) best = &r;
+      }
+      t.AddRow({c.shape.label, compass::TpOpKindName(c.shape.kind), Ms(c.gemm_s),
+                Ms(c.modeled_collective_s), cell("none"), cell("fused-ring1"), cell("fused-ring2"),
+                cell("fused-direct"), cell("te"),
+                best ? Ms(best->median_s) + " (d=" + std::to_string(best->degree) + ")" : "-",
+                err >= 0 ? fmt::format("{:.1e}", err) : "-"});
+    }
+    std::printf("%s", t.Render().c_str());
+    std::printf(
+        "measured device ms (median of %d, strategies interleaved; emulated wall time / s)\n",
+        b.repeats);
+    core::Table r({"ratio (time a / time b)", "configs", "min", "median", "max"});
+    for (const auto& [k, v] : sum.ratios) {
+      r.AddRow({k, std::to_string(v.count), core::Fixed(v.min, 2), core::Fixed(v.median, 2),
+                core::Fixed(v.max, 2)});
+    }
+    std::printf("%s", r.Render().c_str());
+    if (!sum.degree.empty()) {
+      std::printf(
+          "degree model (fit on d in {1,2,4,8}, exhaustive d <= 16): regret median %.1f%%, "
+          "p95 %.1f%%, over %zu configurations; best gain of d* over d = 4: %.2fx\n",
+          100 * sum.regret_median, 100 * sum.regret_p95, sum.degree.size(), sum.max_gain_vs_d4);
+    }
+    if (sum.class_mape >= 0) {
+      std::printf(
+          "class model (alpha, delta fitted on even configurations): T(d) MAPE %.1f%% "
+          "on the held-out odd ones\n",
+          100 * sum.class_mape);
+    }
+  } else {
+    std::printf("checked %zu configurations (no timing)\n", b.configs.size());
+  }
+  if (b.checked) {
+    double worst = 0;
+    for (const compass::OverlapConfigResult& c : b.configs)
+      for (const compass::OverlapRun& r : c.runs) worst = std::max(worst, r.rel_error);
+    std::printf(
+        "check: every strategy equals the single-process GEMM within %.1e relative "
+        "(tolerance 1e-5)\n",
+        worst);
+  }
+}
+
+Status BenchOnWorld(const BenchArgs& a, comm::Communicator& world) {
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
+  ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
+  ASSIGN_OR_RETURN(compass::OverlapGrid grid, compass::LoadGrid(a.grid));
+  compass::OverlapBenchConfig o;
+  ASSIGN_OR_RETURN(o.shapes, compass::GridShapes(grid, world.size()));
+  o.strategies = grid.strategies;
+  o.degrees = grid.degrees;
+  o.compute = a.compute == "modeled" ? compass::ComputeMode::kModeled : compass::ComputeMode::kReal;
+  o.check = a.check;
+  o.repeats = a.repeats;
+  std::optional<double> fixed;
+  if (a.time_scale > 0) fixed = a.time_scale;
+  ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
+  RankZeroProgress progress(world, "overlap runs");
+  o.progress = std::ref(progress);
+  ASSIGN_OR_RETURN(compass::OverlapBench b, compass::RunOverlapBench(world, topology, scale, o));
+  progress.Done();
+  if (world.rank() != 0) return Status::Ok();
+  const compass::OverlapSummary sum = compass::SummarizeOverlap(b);
+  if (!a.json_path.empty()) {
+    core::Json j = ToJson(b);
+    j["summary"] = ToJson(sum);
+    RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
+  }
+  Print(b, sum);
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+Status RunBench(const BenchArgs& a) {
+  // Checked before MPI starts, so bad input is one line, not n.
+  ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
+  if (a.ranks < 1 || a.ranks > topology.num_devices()) {
+    return core::InvalidArgument("--ranks: got " + std::to_string(a.ranks) + ", must be in [1, " +
+                                 std::to_string(topology.num_devices()) + "] for " +
+                                 topology.name());
+  }
+  ASSIGN_OR_RETURN(compass::OverlapGrid grid, compass::LoadGrid(a.grid));
+  ASSIGN_OR_RETURN(std::vector<compass::TpOpShape> shapes, compass::GridShapes(grid, a.ranks));
+  (void)shapes;
+  return RunMpiJob(a.ranks, a.op_timeout_s,
+                   [&](comm::Communicator& world) { return BenchOnWorld(a, world); });
+}
+
+}  // namespace
+
+void AddCompassBench(CLI::App* compass, Action* action) {
+  auto a = std::make_shared<BenchArgs>();
+  auto paths = std::make_shared<CommandPaths>();
+  CLI::App* c = compass->add_subcommand(
+      "bench",
+      "Run every overlap strategy (none, fused single/double ring, direct, decomposition, TE "
+      "defaults) on every TP operator of a grid over emulated links; check against one process");
+  c->add_option("--ranks", a->ranks, "MPI ranks = TP degree = devices 0..N-1")
+      ->transform(Integer(1, 64))
+      ->capture_default_str();
+  c->add_option("--topology", a->topology,
+                "a topology preset (a6000x8, h100x8, rtx4090x4) or a topology JSON file")
+      ->capture_default_str();
+  paths->RecordInput("--topology", &a->topology);
+  c->add_option("--grid", a->grid, "quick (48 configurations) or a grid JSON file")
+      ->capture_default_str();
+  paths->RecordInput("--grid", &a->grid);
+  c->add_option("--compute", a->compute,
+                "real GEMMs, or modeled: each GEMM sleeps for its profiled time (for ranks "
+                "that outnumber cores)")
+      ->check(CLI::IsMember({"real", "modeled"}))
+      ->capture_default_str();
+  c->add_flag("--check", a->check,
+              "first run every strategy with real GEMMs and compare every rank's output with "
+              "the single-process GEMM (relative error <= 1e-5)");
+  c->add_option("--repeats", a->repeats, "timed runs per strategy, interleaved (0: check only)")
+      ->transform(Integer(0, 1000))
+      ->capture_default_str();
+  c->add_option("--time-scale", a->time_scale,
+                "emulated seconds per device second (default: measured from this core's GEMM)")
+      ->check(Number(1e-3, 1e7));
+  paths->Output(c, "--json", &a->json_path, "write the results and summary as JSON");
+  c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
+      ->check(PositiveNumber(kMaxOpTimeoutS))
+      ->capture_default_str();
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunBench(*a); }); });
+}
+
+}  // namespace tessera::cli

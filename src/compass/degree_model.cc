@@ -1,0 +1,125 @@
+#include "compass/degree_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace tessera::compass {
+
+namespace {
+
+// Solves the n x n system m x = v (n <= 3) by Gaussian elimination with partial pivoting;
+// false when singular.
+bool Solve(std::vector<std::vector<double>> m, std::vector<double> v, std::vector<double>* x) {
+  const size_t n = v.size();
+  for (size_t col = 0; col < n; ++col) {
+    size_t piv = col;
+    for (size_t r = col + 1; r < n; ++r)
+      if (std::fabs(m[r][col]) > std::fabs(m[piv][col])) piv = r;
+    if (std::fabs(m[piv][col]) < 1e-300) return false;
+    std::swap(m[piv], m[col]);
+    std::swap(v[piv], v[col]);
+    for (size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = m[r][col] / m[col][col];
+      for (size_t c = col; c < n; ++c) m[r][c] -= f * m[col][c];
+      v[r] -= f * v[col];
+    }
+  }
+  x->resize(n);
+  for (size_t i = 0; i < n; ++i) (*x)[i] = v[i] / m[i][i];
+  return true;
+}
+
+// Least squares: rows of features `f` against targets `y` (normal equations, scaled columns).
+bool LeastSquares(const std::vector<std::vector<double>>& f, const std::vector<double>& y,
+                  std::vector<double>* x) {
+  const size_t p = f.empty() ? 0 : f[0].size();
+  std::vector<double> scale(p, 0.0);
+  for (const auto& row : f)
+    for (size_t j = 0; j < p; ++j) scale[j] = std::max(scale[j], std::fabs(row[j]));
+  for (double& s : scale)
+    if (s == 0) s = 1;
+  std::vector<std::vector<double>> m(p, std::vector<double>(p, 0.0));
+  std::vector<double> v(p, 0.0);
+  for (size_t i = 0; i < f.size(); ++i) {
+    for (size_t a = 0; a < p; ++a) {
+      v[a] += f[i][a] / scale[a] * y[i];
+      for (size_t b = 0; b < p; ++b) m[a][b] += f[i][a] / scale[a] * f[i][b] / scale[b];
+    }
+  }
+  if (!Solve(m, v, x)) return false;
+  for (size_t j = 0; j < p; ++j) (*x)[j] /= scale[j];
+  return true;
+}
+
+}  // namespace
+
+core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double>>& samples) {
+  std::set<int> ds;
+  std::vector<std::vector<double>> f;
+  std::vector<double> y;
+  for (const auto& [d, t] : samples) {
+    if (d < 1 || !std::isfinite(t)) {
+      return core::InvalidArgument("degree fit: sample d " + std::to_string(d) + " T " +
+                                   std::to_string(t));
+    }
+    ds.insert(d);
+    f.push_back({static_cast<double>(d), 1.0, 1.0 / d});
+    y.push_back(t);
+  }
+  if (ds.size() < 3) {
+    return core::InvalidArgument("degree fit: needs at least 3 distinct degrees, got " +
+                                 std::to_string(ds.size()));
+  }
+  std::vector<double> x;
+  if (!LeastSquares(f, y, &x)) return core::InvalidArgument("degree fit: singular system");
+  return DegreeFit{x[0], x[1], x[2]};
+}
+
+int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible) {
+  std::vector<int> d = feasible;
+  std::sort(d.begin(), d.end());
+  if (d.empty()) return 1;
+  if (fit.a <= 0) return d.back();
+  if (fit.c <= 0) return d.front();
+  const double star = std::sqrt(fit.c / fit.a);
+  int below = d.front(), above = d.back();
+  for (int x : d) {
+    if (x <= star) below = x;
+  }
+  for (auto it = d.rbegin(); it != d.rend(); ++it) {
+    if (*it >= star) above = *it;
+  }
+  return fit.Predict(below) <= fit.Predict(above) ? below : above;
+}
+
+DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s) {
+  if (tc_s >= tm_s) return DegreeFit{delta_s, tc_s + alpha_s, tm_s};
+  return DegreeFit{alpha_s, tm_s + delta_s, tc_s};
+}
+
+core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>& samples) {
+  if (samples.size() < 2) {
+    return core::InvalidArgument("degree class fit: needs at least 2 samples, got " +
+                                 std::to_string(samples.size()));
+  }
+  // Compute-bound: T - Tc - Tm/d = alpha + delta d; comm-bound: T - Tm - Tc/d = alpha d + delta.
+  std::vector<std::vector<double>> f;
+  std::vector<double> y;
+  for (const DegreeSample& s : samples) {
+    const double d = s.d;
+    if (s.tc_s >= s.tm_s) {
+      f.push_back({1.0, d});
+      y.push_back(s.t_s - s.tc_s - s.tm_s / d);
+    } else {
+      f.push_back({d, 1.0});
+      y.push_back(s.t_s - s.tm_s - s.tc_s / d);
+    }
+  }
+  std::vector<double> x;
+  if (!LeastSquares(f, y, &x)) return core::InvalidArgument("degree class fit: singular system");
+  return DegreeClassModel{x[0], x[1]};
+}
+
+}  // namespace tessera::compass

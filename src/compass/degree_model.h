@@ -1,0 +1,51 @@
+// The decomposition degree model (Compass's ODP): an operator split into d parts runs as a
+// two-stage pipeline. With Tc the whole GEMM's time, Tm the whole collective's, a part's
+// compute a = Tc/d + delta and communication b = Tm/d + alpha (delta, alpha: per-part costs:
+// launch, lower GEMM efficiency on a thinner part, per-message latency and synchronisation),
+//     T(d) = a + b + (d - 1) max(a, b),
+// which for a compute-bound operator (a >= b) is T(d) = delta d + (Tc + alpha) + Tm / d and for
+// a communication-bound one T(d) = alpha d + (Tm + delta) + Tc / d: both are
+//     T(d) = A d + B + C / d,   minimised at d* = sqrt(C / A).
+// d must divide the split length, so d* moves to the feasible neighbour (the largest feasible
+// d <= d* or the smallest >= d*) with the lower predicted T.
+// Two ways to get A, B, C (docs/compass.md):
+//  - FitDegreeModel: least squares on measured T(d) of one operator (d in {1, 2, 4, 8});
+//  - DegreeClassModel: alpha and delta fitted per operator class on training shapes, then
+//    A, B, C of a new shape from its profiled Tc and modeled Tm (AnalyticDegreeFit).
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::compass {
+
+struct DegreeFit {
+  double a = 0, b = 0, c = 0;
+  double Predict(double d) const { return a * d + b + c / d; }
+};
+
+// Least squares over (d, T) samples with at least 3 distinct d >= 1; InvalidArgument otherwise.
+core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double>>& samples);
+
+// d* moved to a feasible neighbour (`feasible`: non-empty, any order). A <= 0: the largest
+// feasible d (the per-part cost is free); C <= 0: the smallest.
+int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible);
+
+// A, B, C of the pipeline form from Tc, Tm and the per-part costs.
+DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s);
+
+struct DegreeSample {
+  double tc_s = 0, tm_s = 0;  // whole GEMM, whole collective
+  int d = 1;
+  double t_s = 0;  // measured T(d)
+};
+struct DegreeClassModel {
+  double alpha_s = 0, delta_s = 0;
+};
+// alpha and delta by least squares over samples of one operator class (each sample's regime
+// from tc vs tm); InvalidArgument with fewer than 2 samples or a singular system.
+core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>& samples);
+
+}  // namespace tessera::compass

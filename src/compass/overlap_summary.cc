@@ -1,0 +1,174 @@
+#include "compass/overlap_summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compass/degree_model.h"
+#include "core/stats.h"
+
+namespace tessera::compass {
+
+namespace {
+
+RatioStats Stats(std::vector<double> v) {
+  RatioStats s;
+  s.count = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  s.median = core::Median(v);
+  return s;
+}
+
+double Time(const OverlapConfigResult& c, const std::string& name) {
+  const OverlapRun* r = c.Find(name);
+  return r != nullptr && r->timed && r->median_s > 0 ? r->median_s : 0;
+}
+
+bool CommBound(const OverlapConfigResult& c) { return c.modeled_collective_s > c.gemm_s; }
+
+// Measured decomp:D times of a configuration, by D.
+std::map<int, double> DegreeTimes(const OverlapConfigResult& c) {
+  std::map<int, double> out;
+  for (const OverlapRun& r : c.runs) {
+    if (r.degree > 0 && r.timed && r.median_s > 0 && r.strategy.rfind("decomp:", 0) == 0) {
+      out[r.degree] = r.median_s;
+    }
+  }
+  return out;
+}
+
+const char* ClassOf(const TpOpShape& s) { return s.kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
+
+}  // namespace
+
+OverlapSummary SummarizeOverlap(const OverlapBench& b) {
+  OverlapSummary out;
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"none", "fused-ring1"}, {"none", "fused-ring2"},        {"none", "fused-direct"},
+      {"none", "te"},          {"fused-ring1", "fused-ring2"}, {"fused-direct", "fused-ring2"}};
+  for (const auto& [a, c] : pairs) {
+    std::vector<double> all, bound;
+    for (const OverlapConfigResult& cfg : b.configs) {
+      const double ta = Time(cfg, a), tc = Time(cfg, c);
+      if (ta <= 0 || tc <= 0) continue;
+      all.push_back(ta / tc);
+      if (CommBound(cfg)) bound.push_back(ta / tc);
+    }
+    if (!all.empty()) out.ratios[a + "/" + c] = Stats(all);
+    if (!bound.empty()) out.ratios[a + "/" + c + " comm-bound"] = Stats(bound);
+  }
+  {
+    std::vector<double> all, bound;
+    for (const OverlapConfigResult& cfg : b.configs) {
+      const double tn = Time(cfg, "none");
+      double best = 0;
+      for (const OverlapRun& r : cfg.runs) {
+        if (r.strategy == "none" || !r.timed || r.median_s <= 0) continue;
+        if (best == 0 || r.median_s < best) best = r.median_s;
+      }
+      if (tn <= 0 || best <= 0) continue;
+      all.push_back(tn / best);
+      if (CommBound(cfg)) bound.push_back(tn / best);
+    }
+    if (!all.empty()) out.ratios["none/best"] = Stats(all);
+    if (!bound.empty()) out.ratios["none/best comm-bound"] = Stats(bound);
+  }
+
+  // Degree model: per-configuration fit and exhaustive best.
+  std::vector<double> regrets;
+  std::map<std::string, std::vector<DegreeSample>> train;
+  for (size_t i = 0; i < b.configs.size(); ++i) {
+    const OverlapConfigResult& cfg = b.configs[i];
+    const std::map<int, double> t = DegreeTimes(cfg);
+    std::vector<std::pair<int, double>> fit_samples;
+    std::vector<int> feasible;
+    for (const auto& [d, s] : t) {
+      feasible.push_back(d);
+      if (d == 1 || d == 2 || d == 4 || d == 8) fit_samples.push_back({d, s});
+    }
+    const bool held_out = i % 2 == 1;
+    if (!held_out) {
+      for (const auto& [d, s] : t) {
+        train[ClassOf(cfg.shape)].push_back({cfg.gemm_s, cfg.modeled_collective_s, d, s});
+      }
+    }
+    auto fit = FitDegreeModel(fit_samples);
+    if (!fit.ok()) continue;
+    DegreeRow row;
+    row.label = cfg.shape.label;
+    row.held_out = held_out;
+    row.d_fit = ChooseDegree(*fit, feasible);
+    row.d_best = feasible.front();
+    for (const auto& [d, s] : t)
+      if (s < t.at(row.d_best)) row.d_best = d;
+    row.regret = t.at(row.d_fit) / t.at(row.d_best) - 1;
+    row.gain_vs_d4 = t.count(4) ? t.at(4) / t.at(row.d_fit) : 0;
+    regrets.push_back(row.regret);
+    out.max_gain_vs_d4 = std::max(out.max_gain_vs_d4, row.gain_vs_d4);
+    out.degree.push_back(row);
+  }
+  if (!regrets.empty()) {
+    out.regret_median = core::Median(regrets);
+    out.regret_p95 = core::Percentile(regrets, 95);
+  }
+  // Class model on held-out configurations.
+  std::map<std::string, DegreeClassModel> models;
+  for (const auto& [cls, samples] : train) {
+    auto m = FitDegreeClass(samples);
+    if (m.ok()) {
+      models[cls] = *m;
+      out.class_params[cls] = {m->alpha_s, m->delta_s};
+    }
+  }
+  std::vector<double> errors;
+  for (size_t i = 0; i < b.configs.size(); ++i) {
+    if (i % 2 == 0) continue;
+    const OverlapConfigResult& cfg = b.configs[i];
+    const auto it = models.find(ClassOf(cfg.shape));
+    if (it == models.end()) continue;
+    const DegreeFit f = AnalyticDegreeFit(cfg.gemm_s, cfg.modeled_collective_s, it->second.alpha_s,
+                                          it->second.delta_s);
+    std::vector<double> e;
+    for (const auto& [d, s] : DegreeTimes(cfg)) e.push_back(std::fabs(f.Predict(d) - s) / s);
+    if (e.empty()) continue;
+    const double mape = core::Mean(e);
+    errors.insert(errors.end(), e.begin(), e.end());
+    for (DegreeRow& row : out.degree)
+      if (row.label == cfg.shape.label) row.class_mape = mape;
+  }
+  if (!errors.empty()) out.class_mape = core::Mean(errors);
+  return out;
+}
+
+core::Json ToJson(const OverlapSummary& s) {
+  core::Json ratios = core::Json::object();
+  for (const auto& [k, r] : s.ratios) {
+    ratios[k] = {{"count", r.count}, {"min", r.min}, {"median", r.median}, {"max", r.max}};
+  }
+  core::Json degree = core::Json::array();
+  for (const DegreeRow& r : s.degree) {
+    core::Json j = {{"label", r.label},
+                    {"d_fit", r.d_fit},
+                    {"d_best", r.d_best},
+                    {"regret", r.regret},
+                    {"held_out", r.held_out}};
+    if (r.gain_vs_d4 > 0) j["gain_vs_d4"] = r.gain_vs_d4;
+    if (r.class_mape >= 0) j["class_mape"] = r.class_mape;
+    degree.push_back(j);
+  }
+  core::Json params = core::Json::object();
+  for (const auto& [cls, p] : s.class_params) {
+    params[cls] = {{"alpha_s", p.first}, {"delta_s", p.second}};
+  }
+  core::Json j = {{"ratios", ratios},
+                  {"degree", degree},
+                  {"regret_median", s.regret_median},
+                  {"regret_p95", s.regret_p95},
+                  {"max_gain_vs_d4", s.max_gain_vs_d4},
+                  {"class_params", params}};
+  if (s.class_mape >= 0) j["class_mape_held_out"] = s.class_mape;
+  return j;
+}
+
+}  // namespace tessera::compass

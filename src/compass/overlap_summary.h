@@ -1,0 +1,54 @@
+// The figures of an overlap bench (overlap_bench.h), computed from its measured medians:
+//  - ratios between strategies per configuration (the first strategy's time over the second's,
+//    > 1: the second is faster), summarised over a subset as min / median / max;
+//    "communication-bound" configurations are those whose modeled single-ring collective
+//    takes longer than the profiled GEMM;
+//  - the degree model (degree_model.h) on every configuration with decomp:D measured at
+//    d in {1, 2, 4, 8} (fit) and over all feasible D <= 16 (exhaustive best): the regret of the
+//    fitted d* (T(d*) / T(best) - 1), the gain of d* over TE's D = 4 (T(4) / T(d*));
+//  - the class model: alpha and delta fitted per operator class (AG-type, RS) on the even-
+//    numbered configurations, predicting T(d) of the odd-numbered ones from their profiled GEMM
+//    and modeled collective times: the mean absolute percentage error on those held-out shapes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compass/overlap_bench.h"
+#include "core/json_util.h"
+
+namespace tessera::compass {
+
+struct RatioStats {
+  int count = 0;
+  double min = 0, median = 0, max = 0;
+};
+
+struct DegreeRow {
+  std::string label;
+  int d_fit = 0;           // fitted d* moved to a feasible neighbour
+  int d_best = 0;          // exhaustive best measured
+  double regret = 0;       // T(d_fit) / T(d_best) - 1
+  double gain_vs_d4 = 0;   // T(4) / T(d_fit); 0 when 4 is infeasible
+  bool held_out = false;   // odd-numbered: scored by the class model
+  double class_mape = -1;  // mean |pred - meas| / meas over its measured d (held out only)
+};
+
+struct OverlapSummary {
+  // time(a) / time(b) over all configurations and over communication-bound ones.
+  std::map<std::string, RatioStats> ratios;  // key "a/b" or "a/b comm-bound"
+  std::vector<DegreeRow> degree;
+  double regret_median = 0, regret_p95 = 0, max_gain_vs_d4 = 0;
+  double class_mape = -1;  // over held-out configurations (-1: not enough data)
+  std::map<std::string, std::pair<double, double>> class_params;  // class -> (alpha, delta) s
+};
+
+// Ratios reported: none/fused-ring1, none/fused-ring2, none/fused-direct, none/te,
+// fused-ring1/fused-ring2, fused-direct/fused-ring2, none/best (best overlapped strategy per
+// configuration), each also over the communication-bound subset.
+OverlapSummary SummarizeOverlap(const OverlapBench& b);
+
+core::Json ToJson(const OverlapSummary& s);
+
+}  // namespace tessera::compass

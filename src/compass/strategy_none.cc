@@ -1,0 +1,37 @@
+// `none`: the collective on the single ring, then the GEMM (Megatron-LM without overlap).
+#include "compass/strategies.h"
+
+namespace tessera::compass::internal {
+
+namespace {
+
+using comm::ConstBuffer;
+using comm::DType;
+using comm::LinkAlgo;
+using comm::MutableBuffer;
+
+class NoOverlap final : public OverlapStrategy {
+ public:
+  core::Status Run(OverlapContext& ctx, const TpOpShape& s, int, const OpBuffers& io) override {
+    const int64_t rows = s.shard_rows();
+    if (s.kind == TpOpKind::kGemmRs) {
+      float* partial = ctx.Scratch(0, s.m * s.n);
+      RETURN_IF_ERROR(PartialRows(ctx, s, io.x, io.w, partial, 0, s.m));
+      return ctx.ring1().ReduceScatter(ConstBuffer{partial, s.m * s.n, DType::kF32},
+                                       MutableBuffer{io.y, rows * s.n, DType::kF32},
+                                       LinkAlgo::kRing1);
+    }
+    float* gathered = ctx.Scratch(0, s.m * s.k);
+    RETURN_IF_ERROR(ctx.ring1().AllGather(ConstBuffer{io.x, rows * s.k, DType::kF32},
+                                          MutableBuffer{gathered, s.m * s.k, DType::kF32},
+                                          LinkAlgo::kRing1));
+    if (s.kind == TpOpKind::kAgGemm) return AgGemmRows(ctx, s, gathered, io.w, io.y, 0, s.m);
+    return WgradRows(ctx, s, gathered, io.w, io.y, 0, s.m, false);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<OverlapStrategy> NewNoOverlap() { return std::make_unique<NoOverlap>(); }
+
+}  // namespace tessera::compass::internal

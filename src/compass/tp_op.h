@@ -1,0 +1,76 @@
+// The tensor-parallel operators of a Megatron layer with sequence parallelism (Compass, part
+// 2): a GEMM next to a collective over the token axis, on t ranks. Row-major fp32.
+//
+//   kind      per rank inputs                         output                 layer ops
+//   kAgGemm   X_r (M/t, K), W_r (K, N)               Y_r = AG(X) W_r (M, N) qkv/fc1 fprop,
+//                                                                           proj/fc2 dgrad
+//   kGemmRs   X_r (M, K),   W_r (K, N)               Y_r = rows r of        proj/fc2 fprop,
+//                                                     sum_j X_j W_j (M/t, N) qkv/fc1 dgrad
+//   kWgrad    X_r (M/t, K), dY_r (M, N)              dW_r = AG(X)^T dY_r    *_wgrad
+//                                                     (K, N)
+// M is the tokens of all ranks (the AllGather's output rows, the ReduceScatter's input rows);
+// K and N are the per-rank GEMM dimensions. Rank r's rows of the token axis are
+// [r M/t, (r+1) M/t).
+//
+// Layer shapes (hidden h, FFN f, TP t): qkv K = h, N = 3h/t; fc1 K = h, N = f/t (AG); proj
+// K = h/t, N = h; fc2 K = f/t, N = h (RS); wgrad of qkv: K = h, N = 3h/t.
+//
+// Inputs are seeded: element values in [-1, 1) from core::Rng seeded by (seed, rank, tensor),
+// so every rank (and a test) can rebuild every rank's inputs and compute the single-process
+// reference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::compass {
+
+enum class TpOpKind { kAgGemm, kGemmRs, kWgrad };
+
+const char* TpOpKindName(TpOpKind kind);  // "ag-gemm", "gemm-rs", "wgrad"
+core::StatusOr<TpOpKind> ParseTpOpKind(const std::string& name);
+
+struct TpOpShape {
+  TpOpKind kind = TpOpKind::kAgGemm;
+  int64_t m = 0;  // tokens of all ranks
+  int64_t n = 0;  // per-rank GEMM output columns
+  int64_t k = 0;  // per-rank GEMM reduction dimension (kWgrad: the gathered X's columns)
+  int tp = 1;
+  std::string label;  // e.g. "qkv h1024 M2048"; informational
+
+  int64_t shard_rows() const { return m / tp; }
+  // GEMM FLOPs of one rank: 2 M N K.
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
+  // Wire bytes each rank sends in the collective at 2 bytes per element: (t-1) blocks.
+  double collective_wire_bytes() const;
+  // Elements of each tensor on one rank.
+  int64_t x_count() const { return (kind == TpOpKind::kGemmRs ? m : m / tp) * k; }
+  int64_t w_count() const { return kind == TpOpKind::kWgrad ? m * n : k * n; }  // W or dY
+  int64_t y_count() const;
+};
+
+// InvalidArgument naming the field: sizes in [1, 2^20] (M, N, K), tp in [1, 64], M divisible
+// by tp, and one rank's tensors below 2^28 elements each.
+core::Status ValidateTpOp(const TpOpShape& s);
+
+// The dimension a degree-d decomposition splits and its length: kAgGemm and kWgrad split
+// each rank's token shard (M/t rows), kGemmRs the output columns N.
+int64_t DecompositionLength(const TpOpShape& s);
+// InvalidArgument "decomp:D: d must divide <what> = L" when d does not divide it (or d < 1).
+core::Status ValidateDegree(const TpOpShape& s, int d);
+
+// The seeded inputs of `rank`: x (x_count) and w (w_count: W, or dY for kWgrad).
+void TpOpInputs(const TpOpShape& s, uint64_t seed, int rank, std::vector<float>* x,
+                std::vector<float>* w);
+
+// Rank `rank`'s output computed in one process from every rank's inputs with kernels::Gemm
+// (sums over ranks in double). The reference every strategy is checked against.
+core::StatusOr<std::vector<float>> TpOpReference(const TpOpShape& s, uint64_t seed, int rank);
+
+// max |got - want| / max |want| (0 when both are all zero); InvalidArgument on a size mismatch.
+core::StatusOr<double> RelativeError(const std::vector<float>& got, const std::vector<float>& want);
+
+}  // namespace tessera::compass
