@@ -301,10 +301,11 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
     std::copy(send, send + c, recv);
     return EndCollective();
   }
-  if (algo == LinkAlgo::kDirect && hooks != nullptr) {
-    // Fused form: each receiver's block is produced before it is pushed, the next one while
-    // the current step's data arrives; the own block second. Sums add the steps as they
-    // arrive, then the own contribution.
+  if (algo == LinkAlgo::kDirect) {
+    // Raw contributions (T) land in slot s-1; the sum is taken here in step order, chunk by
+    // chunk as they arrive. The next step's push is issued once this step's data arrived.
+    // Fused: each receiver's block is produced before its push (the next one while the
+    // current step's data arrive), the own block right after the first push.
     const int64_t tb = c * static_cast<int64_t>(sizeof(T));
     auto to_of = [&](int s) { return order[RingIndex(p - s, n)]; };
     auto push = [&](int s) {
@@ -317,36 +318,10 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
     RETURN_IF_ERROR(produce(to_of(1), 0, c));
     push(1);
     RETURN_IF_ERROR(produce(me, 0, c));
-    std::vector<Acc> sum(c, Acc{});
-    for (int s = 1; s < n; ++s) {
-      if (s + 1 < n) RETURN_IF_ERROR(produce(to_of(s + 1), 0, c));
-      const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
-      for (int j = 0; j < kLinkChunks; ++j) {
-        const auto [a, b] = Chunk(0, c, j);
-        RETURN_IF_ERROR(Wait(DirectSlot(s)));
-        if (j == kLinkChunks - 1 && s + 1 < n) push(s + 1);
-        for (int64_t i = a; i < b; ++i) sum[i] += ToAcc<Acc>(in[i]);
-      }
-    }
-    for (int64_t i = 0; i < c; ++i) recv[i] = FromAcc<T>(sum[i] + ToAcc<Acc>(send[me * c + i]));
-    return EndCollective();
-  }
-  if (algo == LinkAlgo::kDirect) {
-    // Raw contributions (T) land in slot s-1; the sum is taken here in step order, chunk by
-    // chunk as they arrive. The next step's push is issued once this step's data arrived.
-    const int64_t tb = c * static_cast<int64_t>(sizeof(T));
-    auto push = [&](int s) {
-      const int to = order[RingIndex(p - s, n)];
-      for (int j = 0; j < kLinkChunks; ++j) {
-        const auto [a, b] = Chunk(0, c, j);
-        Send(to, (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to * c + a,
-             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s));
-      }
-    };
-    push(1);
     std::vector<Acc> sum(c);
     for (int64_t i = 0; i < c; ++i) sum[i] = ToAcc<Acc>(send[me * c + i]);
     for (int s = 1; s < n; ++s) {
+      if (s + 1 < n) RETURN_IF_ERROR(produce(to_of(s + 1), 0, c));
       const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
       for (int j = 0; j < kLinkChunks; ++j) {
         const auto [a, b] = Chunk(0, c, j);

@@ -94,8 +94,12 @@ int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible) {
   return fit.Predict(below) <= fit.Predict(above) ? below : above;
 }
 
-DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s) {
-  if (tc_s >= tm_s) return DegreeFit{delta_s, tc_s + alpha_s, tm_s};
+DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s,
+                            double kappa) {
+  if (kappa * tc_s >= tm_s) {
+    return DegreeFit{kappa * delta_s, kappa * tc_s + alpha_s + (1 - kappa) * delta_s,
+                     tm_s + (1 - kappa) * tc_s};
+  }
   return DegreeFit{alpha_s, tm_s + delta_s, tc_s};
 }
 
@@ -104,22 +108,40 @@ core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>&
     return core::InvalidArgument("degree class fit: needs at least 2 samples, got " +
                                  std::to_string(samples.size()));
   }
-  // Compute-bound: T - Tc - Tm/d = alpha + delta d; comm-bound: T - Tm - Tc/d = alpha d + delta.
-  std::vector<std::vector<double>> f;
-  std::vector<double> y;
-  for (const DegreeSample& s : samples) {
-    const double d = s.d;
-    if (s.tc_s >= s.tm_s) {
-      f.push_back({1.0, d});
-      y.push_back(s.t_s - s.tc_s - s.tm_s / d);
-    } else {
-      f.push_back({d, 1.0});
-      y.push_back(s.t_s - s.tm_s - s.tc_s / d);
+  bool found = false;
+  DegreeClassModel best;
+  double best_sse = 0;
+  for (int step = 0; step <= 200; ++step) {
+    const double kappa = 1.0 + 0.01 * step;
+    // Compute-bound: T - kappa Tc - (Tm + (1 - kappa) Tc) / d = alpha + delta (kappa d + 1 -
+    // kappa); comm-bound: T - Tm - Tc / d = alpha d + delta.
+    std::vector<std::vector<double>> f;
+    std::vector<double> y;
+    for (const DegreeSample& s : samples) {
+      const double d = s.d;
+      if (kappa * s.tc_s >= s.tm_s) {
+        f.push_back({1.0, kappa * d + 1 - kappa});
+        y.push_back(s.t_s - kappa * s.tc_s - (s.tm_s + (1 - kappa) * s.tc_s) / d);
+      } else {
+        f.push_back({d, 1.0});
+        y.push_back(s.t_s - s.tm_s - s.tc_s / d);
+      }
+    }
+    std::vector<double> x;
+    if (!LeastSquares(f, y, &x)) continue;
+    double sse = 0;
+    for (const DegreeSample& s : samples) {
+      const double pred = AnalyticDegreeFit(s.tc_s, s.tm_s, x[0], x[1], kappa).Predict(s.d);
+      sse += (pred - s.t_s) * (pred - s.t_s) / (s.t_s * s.t_s);
+    }
+    if (!found || sse < best_sse) {
+      found = true;
+      best_sse = sse;
+      best = DegreeClassModel{x[0], x[1], kappa};
     }
   }
-  std::vector<double> x;
-  if (!LeastSquares(f, y, &x)) return core::InvalidArgument("degree class fit: singular system");
-  return DegreeClassModel{x[0], x[1]};
+  if (!found) return core::InvalidArgument("degree class fit: singular system");
+  return best;
 }
 
 }  // namespace tessera::compass

@@ -8,6 +8,11 @@
 //     T(d) = A d + B + C / d,   minimised at d* = sqrt(C / A).
 // d must divide the split length, so d* moves to the feasible neighbour (the largest feasible
 // d <= d* or the smallest >= d*) with the lower predicted T.
+// Overlapped compute slows by a contention factor kappa >= 1 (the rank's core also serves the
+// collective's thread and copies; FiCCO's kappa): with the overlapped parts' compute kappa a,
+// a compute-bound operator (kappa Tc >= Tm) gives
+//     A = kappa delta,  B = kappa Tc + alpha + (1 - kappa) delta,  C = Tm + (1 - kappa) Tc
+// and a communication-bound one is unchanged (A = alpha, B = Tm + delta, C = Tc).
 // Two ways to get A, B, C (docs/compass.md):
 //  - FitDegreeModel: least squares on measured T(d) of one operator (d in {1, 2, 4, 8});
 //  - DegreeClassModel: alpha and delta fitted per operator class on training shapes, then
@@ -33,8 +38,9 @@ core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double
 // feasible d (the per-part cost is free); C <= 0: the smallest.
 int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible);
 
-// A, B, C of the pipeline form from Tc, Tm and the per-part costs.
-DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s);
+// A, B, C of the pipeline form from Tc, Tm, the per-part costs and the contention factor.
+DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s,
+                            double kappa = 1.0);
 
 struct DegreeSample {
   double tc_s = 0, tm_s = 0;  // whole GEMM, whole collective
@@ -42,10 +48,12 @@ struct DegreeSample {
   double t_s = 0;  // measured T(d)
 };
 struct DegreeClassModel {
-  double alpha_s = 0, delta_s = 0;
+  double alpha_s = 0, delta_s = 0, kappa = 1;
 };
 // alpha and delta by least squares over samples of one operator class (each sample's regime
-// from tc vs tm); InvalidArgument with fewer than 2 samples or a singular system.
+// from kappa tc vs tm), for every kappa in [1, 3] in steps of 0.01; the kappa whose fit has
+// the smallest sum of squared relative errors wins. InvalidArgument with fewer than 2 samples
+// or a singular system.
 core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>& samples);
 
 }  // namespace tessera::compass

@@ -69,7 +69,8 @@ const OverlapRun* OverlapConfigResult::Find(const std::string& strategy) const {
 core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
                                              const hw::Topology& topology,
                                              const kernels::TimeScale& scale,
-                                             const OverlapBenchConfig& config) {
+                                             const OverlapBenchConfig& config,
+                                             const OverlapConfigDone& config_done) {
   const int n = world.size(), me = world.rank();
   if (config.shapes.empty()) return core::InvalidArgument("overlap bench: no configurations");
   if (config.repeats < 0 || config.repeats > 1000) {
@@ -255,6 +256,9 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
       }
     }
     out.configs.push_back(std::move(result));
+    if (me == 0 && config_done) {
+      config_done(static_cast<int>(ci), static_cast<int>(config.shapes.size()), out.configs.back());
+    }
   }
   return out;
 }

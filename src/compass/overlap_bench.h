@@ -45,6 +45,11 @@ struct OverlapBenchConfig {
   std::function<void(int, int)> progress;  // rank 0: (runs done, runs in total)
 };
 
+struct OverlapConfigResult;
+// Called on rank 0 after each configuration: (its index, the count, its result), so a long
+// run shows (and a log keeps) every finished configuration.
+using OverlapConfigDone = std::function<void(int, int, const OverlapConfigResult&)>;
+
 struct OverlapRun {
   std::string strategy;  // "fused-ring2", "decomp:4"
   int degree = 0;        // D for decomp, 0 otherwise
@@ -75,7 +80,8 @@ struct OverlapBench {
 core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
                                              const hw::Topology& topology,
                                              const kernels::TimeScale& scale,
-                                             const OverlapBenchConfig& config);
+                                             const OverlapBenchConfig& config,
+                                             const OverlapConfigDone& config_done = nullptr);
 
 core::Json ToJson(const OverlapBench& b);
 

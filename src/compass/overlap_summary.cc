@@ -118,7 +118,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     auto m = FitDegreeClass(samples);
     if (m.ok()) {
       models[cls] = *m;
-      out.class_params[cls] = {m->alpha_s, m->delta_s};
+      out.class_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
     }
   }
   std::vector<double> errors;
@@ -128,7 +128,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     const auto it = models.find(ClassOf(cfg.shape));
     if (it == models.end()) continue;
     const DegreeFit f = AnalyticDegreeFit(cfg.gemm_s, cfg.modeled_collective_s, it->second.alpha_s,
-                                          it->second.delta_s);
+                                          it->second.delta_s, it->second.kappa);
     std::vector<double> e;
     for (const auto& [d, s] : DegreeTimes(cfg)) e.push_back(std::fabs(f.Predict(d) - s) / s);
     if (e.empty()) continue;
@@ -159,7 +159,7 @@ core::Json ToJson(const OverlapSummary& s) {
   }
   core::Json params = core::Json::object();
   for (const auto& [cls, p] : s.class_params) {
-    params[cls] = {{"alpha_s", p.first}, {"delta_s", p.second}};
+    params[cls] = {{"alpha_s", p[0]}, {"delta_s", p[1]}, {"kappa", p[2]}};
   }
   core::Json j = {{"ratios", ratios},
                   {"degree", degree},

@@ -6,11 +6,12 @@
 //  - the degree model (degree_model.h) on every configuration with decomp:D measured at
 //    d in {1, 2, 4, 8} (fit) and over all feasible D <= 16 (exhaustive best): the regret of the
 //    fitted d* (T(d*) / T(best) - 1), the gain of d* over TE's D = 4 (T(4) / T(d*));
-//  - the class model: alpha and delta fitted per operator class (AG-type, RS) on the even-
+//  - the class model: alpha, delta and kappa fitted per operator class (AG-type, RS) on the even-
 //    numbered configurations, predicting T(d) of the odd-numbered ones from their profiled GEMM
 //    and modeled collective times: the mean absolute percentage error on those held-out shapes.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,7 +42,8 @@ struct OverlapSummary {
   std::vector<DegreeRow> degree;
   double regret_median = 0, regret_p95 = 0, max_gain_vs_d4 = 0;
   double class_mape = -1;  // over held-out configurations (-1: not enough data)
-  std::map<std::string, std::pair<double, double>> class_params;  // class -> (alpha, delta) s
+  // class ("ag", "rs") -> alpha s, delta s, kappa.
+  std::map<std::string, std::array<double, 3>> class_params;
 };
 
 // Ratios reported: none/fused-ring1, none/fused-ring2, none/fused-direct, none/te,

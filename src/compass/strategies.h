@@ -2,6 +2,7 @@
 // helpers they share. Internal to compass/; users go through overlap_strategy.h.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "compass/overlap_strategy.h"
@@ -15,6 +16,13 @@ std::unique_ptr<OverlapStrategy> NewFusedDirect();   // strategy_fused.cc
 std::unique_ptr<OverlapStrategy> NewDecomposed();    // strategy_decomp.cc
 std::unique_ptr<OverlapStrategy> NewTeDefaults();    // strategy_te.cc
 std::unique_ptr<OverlapStrategy> NewMpiReference();  // strategy_mpi.cc
+
+// The bulk form shared by `none` and `mpi`: `gather` (x -> the (M, K) gathered X) or
+// `reduce_scatter` (the (M, N) partial -> y), before or after one GEMM over all rows.
+using BulkGather = std::function<core::Status(const float* x, float* gathered)>;
+using BulkReduceScatter = std::function<core::Status(const float* partial, float* y)>;
+core::Status RunBulk(OverlapContext& ctx, const TpOpShape& s, const OpBuffers& io,
+                     const BulkGather& gather, const BulkReduceScatter& reduce_scatter);
 
 // Shared GEMM steps (row-major, per tp_op.h's layouts). `gathered` is the (M, K) AllGather
 // output; rows [r0, r1) of the token axis.

@@ -12,20 +12,19 @@ namespace {
 class MpiReference final : public OverlapStrategy {
  public:
   core::Status Run(OverlapContext& ctx, const TpOpShape& s, int, const OpBuffers& io) override {
-    const int64_t rows = s.shard_rows();
-    if (s.kind == TpOpKind::kGemmRs) {
-      float* partial = ctx.Scratch(0, s.m * s.n);
-      RETURN_IF_ERROR(PartialRows(ctx, s, io.x, io.w, partial, 0, s.m));
-      return ctx.world().ReduceScatter(
-          std::span<const float>(partial, static_cast<size_t>(s.m * s.n)),
-          std::span<float>(io.y, static_cast<size_t>(rows * s.n)));
-    }
-    float* gathered = ctx.Scratch(0, s.m * s.k);
-    RETURN_IF_ERROR(
-        ctx.world().AllGather(std::span<const float>(io.x, static_cast<size_t>(rows * s.k)),
-                              std::span<float>(gathered, static_cast<size_t>(s.m * s.k))));
-    if (s.kind == TpOpKind::kAgGemm) return AgGemmRows(ctx, s, gathered, io.w, io.y, 0, s.m);
-    return WgradRows(ctx, s, gathered, io.w, io.y, 0, s.m, false);
+    const auto rows = static_cast<size_t>(s.shard_rows());
+    const auto m = static_cast<size_t>(s.m), n = static_cast<size_t>(s.n),
+               k = static_cast<size_t>(s.k);
+    return RunBulk(
+        ctx, s, io,
+        [&](const float* x, float* gathered) {
+          return ctx.world().AllGather(std::span<const float>(x, rows * k),
+                                       std::span<float>(gathered, m * k));
+        },
+        [&](const float* partial, float* y) {
+          return ctx.world().ReduceScatter(std::span<const float>(partial, m * n),
+                                           std::span<float>(y, rows * n));
+        });
   }
 };
 

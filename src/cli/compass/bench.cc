@@ -93,10 +93,15 @@ void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum) {
           100 * sum.regret_median, 100 * sum.regret_p95, sum.degree.size(), sum.max_gain_vs_d4);
     }
     if (sum.class_mape >= 0) {
+      std::string params;
+      for (const auto& [cls, p] : sum.class_params) {
+        params += fmt::format(" {}: alpha {:.1f} us, delta {:.1f} us, kappa {:.2f};", cls,
+                              p[0] * 1e6, p[1] * 1e6, p[2]);
+      }
       std::printf(
-          "class model (alpha, delta fitted on even configurations): T(d) MAPE %.1f%% "
-          "on the held-out odd ones\n",
-          100 * sum.class_mape);
+          "class model (fitted on the even configurations):%s T(d) MAPE %.1f%% on the "
+          "held-out odd ones\n",
+          params.c_str(), 100 * sum.class_mape);
     }
   } else {
     std::printf("checked %zu configurations (no timing)\n", b.configs.size());
@@ -128,7 +133,17 @@ Status BenchOnWorld(const BenchArgs& a, comm::Communicator& world) {
   ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
   RankZeroProgress progress(world, "overlap runs");
   o.progress = std::ref(progress);
-  ASSIGN_OR_RETURN(compass::OverlapBench b, compass::RunOverlapBench(world, topology, scale, o));
+  // One line per finished configuration on stderr (kept by a log when stderr is not a TTY).
+  auto config_done = [](int i, int count, const compass::OverlapConfigResult& c) {
+    std::string line;
+    for (const compass::OverlapRun& r : c.runs) {
+      if (r.timed && r.degree == 0) line += " " + r.strategy + " " + Ms(r.median_s);
+    }
+    std::fprintf(stderr, "\n[%d/%d] %s:%s ms\n", i + 1, count, c.shape.label.c_str(),
+                 line.empty() ? " checked" : line.c_str());
+  };
+  ASSIGN_OR_RETURN(compass::OverlapBench b,
+                   compass::RunOverlapBench(world, topology, scale, o, config_done));
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   const compass::OverlapSummary sum = compass::SummarizeOverlap(b);
