@@ -9,6 +9,11 @@
 
 namespace tessera::compass::internal {
 
+using comm::ConstBuffer;
+using comm::DType;
+using comm::LinkAlgo;
+using comm::MutableBuffer;
+
 std::unique_ptr<OverlapStrategy> NewNoOverlap();     // strategy_none.cc
 std::unique_ptr<OverlapStrategy> NewFusedRing1();    // strategy_fused.cc
 std::unique_ptr<OverlapStrategy> NewFusedRing2();    // strategy_fused.cc

@@ -16,11 +16,6 @@ namespace tessera::compass::internal {
 
 namespace {
 
-using comm::ConstBuffer;
-using comm::DType;
-using comm::LinkAlgo;
-using comm::MutableBuffer;
-
 // Parts handed from one thread to the other: a count and the first error.
 class Handoff {
  public:

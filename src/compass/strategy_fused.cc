@@ -7,11 +7,6 @@ namespace tessera::compass::internal {
 
 namespace {
 
-using comm::ConstBuffer;
-using comm::DType;
-using comm::LinkAlgo;
-using comm::MutableBuffer;
-
 class Fused final : public OverlapStrategy {
  public:
   explicit Fused(LinkAlgo algo) : algo_(algo) {}

@@ -5,11 +5,6 @@ namespace tessera::compass::internal {
 
 namespace {
 
-using comm::ConstBuffer;
-using comm::DType;
-using comm::LinkAlgo;
-using comm::MutableBuffer;
-
 class NoOverlap final : public OverlapStrategy {
  public:
   core::Status Run(OverlapContext& ctx, const TpOpShape& s, int, const OpBuffers& io) override {
