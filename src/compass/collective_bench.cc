@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
-#include <numeric>
 
-#include "comm/copy_engine.h"
 #include "comm/futex.h"
-#include "comm/link_fabric.h"
-#include "comm/shared_barrier.h"
 #include "compass/link_runtime.h"
 #include "compass/run_timing.h"
 #include "core/stats.h"
@@ -59,11 +54,6 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
                comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kBF16));
   ASSIGN_OR_RETURN(LinkRuntime rt,
                    StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));
-  const std::vector<int>& devices = rt.devices;
-  const hw::RingAnalysis &ring1 = rt.ring1, &ring2 = rt.ring2;
-  comm::CopyEngine& engine = *rt.engine;
-  comm::SharedBarrier* barrier = rt.barrier.get();
-  std::unique_ptr<comm::LinkCollectives>&single = rt.single, &dual = rt.dual;
 
   struct Run {
     CollectiveKind kind;
@@ -81,7 +71,7 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   std::vector<double> my_begin(static_cast<size_t>(total)), my_end(my_begin.size());
   std::vector<comm::Bf16> send(static_cast<size_t>(n * max_count)), recv(send.size());
   const int64_t wall0 = comm::NowNs();
-  const int64_t cpu0 = engine.stats().cpu_ns;
+  const int64_t cpu0 = rt.engine->stats().cpu_ns;
   Status failure = Status::Ok();
   int done = 0;
   for (int rep = 0; rep < config.repeats; ++rep) {
@@ -91,8 +81,8 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       const bool ag = run.kind == CollectiveKind::kAllGather;
       const int64_t in_count = ag ? c : n * c, out_count = ag ? n * c : c;
       for (int64_t i = 0; i < in_count; ++i) send[i] = comm::FloatToBf16(Value(me, i, rep));
-      comm::LinkCollectives& lc = run.algo == LinkAlgo::kRing2 ? *dual : *single;
-      ASSIGN_OR_RETURN(int64_t start, barrier->Arrive(2'000'000, 600.0));
+      comm::LinkCollectives& lc = run.algo == LinkAlgo::kRing2 ? *rt.dual : *rt.single;
+      ASSIGN_OR_RETURN(int64_t start, rt.barrier->Arrive(2'000'000, 600.0));
       comm::SleepUntilNs(start);
       const int64_t begin = comm::NowNs();
       const comm::ConstBuffer in{send.data(), in_count, comm::DType::kBF16};
@@ -127,7 +117,7 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       if (me == 0 && config.progress) config.progress(done, total);
     }
   }
-  const double cpu_fraction = static_cast<double>(engine.stats().cpu_ns - cpu0) /
+  const double cpu_fraction = static_cast<double>(rt.engine->stats().cpu_ns - cpu0) /
                               static_cast<double>(comm::NowNs() - wall0);
   // Any rank's mismatch fails the bench on every rank.
   double bad = failure.ok() ? 0 : 1;
@@ -144,10 +134,10 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   out.topology = topology.name();
   out.ranks = n;
   out.scale = scale;
-  for (int r : ring1.order) out.ring1_order.push_back(devices[r]);
-  for (int r : ring2.order) out.ring2_order.push_back(devices[r]);
+  for (int r : rt.ring1.order) out.ring1_order.push_back(rt.devices[r]);
+  for (int r : rt.ring2.order) out.ring2_order.push_back(rt.devices[r]);
   out.engine_cpu_fraction = *std::max_element(cpu_all.begin(), cpu_all.end());
-  out.wake_lead_ns = engine.wake_lead_ns();
+  out.wake_lead_ns = rt.engine->wake_lead_ns();
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     std::vector<double> per_rep;
     for (int rep = 0; rep < config.repeats; ++rep)

@@ -53,8 +53,11 @@ core::StatusOr<StrategyChoice> ParseStrategy(const std::string& name) {
   const std::string base = name.substr(0, colon);
   const StrategyEntry* e = StrategyRegistry().FindOrNull(base);
   if (e == nullptr) {
-    return core::InvalidArgument("strategy: got '" + name + "', must be one of none, " +
-                                 "fused-ring1, fused-ring2, fused-direct, decomp:D, te, mpi");
+    std::string names;
+    for (const StrategyEntry& x : StrategyRegistry()) {
+      names += (names.empty() ? "" : ", ") + x.name + (x.takes_degree ? ":D" : "");
+    }
+    return core::InvalidArgument("strategy: got '" + name + "', must be one of " + names);
   }
   StrategyChoice c;
   c.entry = e;
