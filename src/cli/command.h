@@ -41,6 +41,7 @@ void AddCompassTopo(CLI::App* compass, Action* action);
 // Adds `tessera compass links` (emulated links and collectives measured on MPI ranks).
 void AddCompassLinks(CLI::App* compass, Action* action);
 void AddCompassBench(CLI::App* compass, Action* action);
+void AddCompassProfile(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
 // Add `tessera xema intervals`, `layout` and `allocsim` (memory traces) under xema.

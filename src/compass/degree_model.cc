@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace tessera::compass {
@@ -77,8 +78,11 @@ core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double
   return DegreeFit{x[0], x[1], x[2]};
 }
 
-int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible) {
-  std::vector<int> d = feasible;
+int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible, int max_d) {
+  std::vector<int> d;
+  for (int x : feasible)
+    if (x <= max_d) d.push_back(x);
+  if (d.empty()) d = feasible;
   std::sort(d.begin(), d.end());
   if (d.empty()) return 1;
   if (fit.a <= 0) return d.back();
@@ -141,6 +145,79 @@ core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>&
     }
   }
   if (!found) return core::InvalidArgument("degree class fit: singular system");
+  return best;
+}
+
+double PipelineModel::Predict(double part_gemm_s, double part_collective_s, int d) const {
+  const double a = part_gemm_s + delta_s, b = part_collective_s + alpha_s;
+  if (a <= 0 || b <= 0 || d < 1) return std::numeric_limits<double>::infinity();
+  return a + b + (d - 1) * std::max(kappa * a, b);
+}
+
+core::StatusOr<PipelineModel> FitPipelineModel(const std::vector<PipelineSample>& samples) {
+  if (samples.size() < 3) {
+    return core::InvalidArgument("pipeline model fit: needs at least 3 samples, got " +
+                                 std::to_string(samples.size()));
+  }
+  std::vector<double> per_part;
+  for (const PipelineSample& s : samples) {
+    if (!(s.t_s > 0) || s.d < 1 || !std::isfinite(s.t_s)) {
+      return core::InvalidArgument("pipeline model fit: sample d " + std::to_string(s.d) + " T " +
+                                   std::to_string(s.t_s));
+    }
+    per_part.push_back(s.t_s / s.d);
+  }
+  std::sort(per_part.begin(), per_part.end());
+  const double scale = per_part[per_part.size() / 2];  // the grid's unit: a typical part time
+  auto sse = [&](const PipelineModel& m) {
+    double e = 0;
+    for (const PipelineSample& s : samples) {
+      const double p = m.Predict(s.part_gemm_s, s.part_collective_s, s.d);
+      if (!std::isfinite(p)) return std::numeric_limits<double>::infinity();
+      e += (p - s.t_s) * (p - s.t_s) / (s.t_s * s.t_s);
+    }
+    return e;
+  };
+  PipelineModel best;
+  double best_e = sse(best);
+  for (int ki = 0; ki <= 20; ++ki) {
+    for (int ai = 0; ai <= 20; ++ai) {
+      for (int di = -10; di <= 10; ++di) {
+        const PipelineModel m{scale * 0.1 * ai, scale * 0.1 * di, 1.0 + 0.1 * ki};
+        const double e = sse(m);
+        if (e < best_e) {
+          best_e = e;
+          best = m;
+        }
+      }
+    }
+  }
+  // Pattern search: try a step each way on each parameter; halve the steps when none helps.
+  double step_t = scale * 0.05, step_k = 0.05;
+  while (step_t > scale * 1e-5) {
+    bool moved = false;
+    for (int p = 0; p < 3; ++p) {
+      for (int sign : {1, -1}) {
+        PipelineModel m = best;
+        if (p == 0) m.alpha_s += sign * step_t;
+        if (p == 1) m.delta_s += sign * step_t;
+        if (p == 2) m.kappa = std::clamp(m.kappa + sign * step_k, 1.0, 3.0);
+        const double e = sse(m);
+        if (e < best_e) {
+          best_e = e;
+          best = m;
+          moved = true;
+        }
+      }
+    }
+    if (!moved) {
+      step_t /= 2;
+      step_k /= 2;
+    }
+  }
+  if (!std::isfinite(best_e)) {
+    return core::InvalidArgument("pipeline model fit: no parameters give finite predictions");
+  }
   return best;
 }
 

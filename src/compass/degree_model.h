@@ -15,10 +15,18 @@
 // and a communication-bound one is unchanged (A = alpha, B = Tm + delta, C = Tc).
 // Two ways to get A, B, C (docs/compass.md):
 //  - FitDegreeModel: least squares on measured T(d) of one operator (d in {1, 2, 4, 8});
+//    its d* is only chosen among the degrees it was fitted between (ChooseDegree's max_d):
+//    the curve beyond them is an extrapolation the samples cannot check;
 //  - DegreeClassModel: alpha and delta fitted per operator class on training shapes, then
 //    A, B, C of a new shape from its profiled Tc and modeled Tm (AnalyticDegreeFit).
+// A third form keeps the pipeline's max and takes each part's GEMM from the profile instead
+// of Tc/d + delta, so a thin part's lower GEMM efficiency is measured, not assumed linear:
+//    T(d) = a + b + (d - 1) max(kappa a, b),  a = g_d + delta,  b = m_d + alpha
+// with g_d the part's profiled GEMM and m_d its modeled collective (PipelineModel); d* is the
+// feasible d of lowest predicted T.
 #pragma once
 
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -34,9 +42,11 @@ struct DegreeFit {
 // Least squares over (d, T) samples with at least 3 distinct d >= 1; InvalidArgument otherwise.
 core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double>>& samples);
 
-// d* moved to a feasible neighbour (`feasible`: non-empty, any order). A <= 0: the largest
-// feasible d (the per-part cost is free); C <= 0: the smallest.
-int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible);
+// d* moved to a feasible neighbour (`feasible`: non-empty, any order) among those <= max_d
+// (all when none is). A <= 0: the largest such d (the per-part cost is free); C <= 0: the
+// smallest.
+int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible,
+                 int max_d = std::numeric_limits<int>::max());
 
 // A, B, C of the pipeline form from Tc, Tm, the per-part costs and the contention factor.
 DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s,
@@ -55,5 +65,21 @@ struct DegreeClassModel {
 // the smallest sum of squared relative errors wins. InvalidArgument with fewer than 2 samples
 // or a singular system.
 core::StatusOr<DegreeClassModel> FitDegreeClass(const std::vector<DegreeSample>& samples);
+
+struct PipelineModel {
+  double alpha_s = 0, delta_s = 0, kappa = 1;
+  // T(d) from one part's profiled GEMM and modeled collective; +inf when a part's compute or
+  // communication time would be <= 0.
+  double Predict(double part_gemm_s, double part_collective_s, int d) const;
+};
+struct PipelineSample {
+  double part_gemm_s = 0, part_collective_s = 0;
+  int d = 1;
+  double t_s = 0;  // measured T(d)
+};
+// alpha, delta and kappa (in [1, 3]) minimising the sum of squared relative errors over the
+// samples of one operator class: a grid over the three, then a pattern search from its best
+// point. InvalidArgument with fewer than 3 samples or a sample with t_s <= 0.
+core::StatusOr<PipelineModel> FitPipelineModel(const std::vector<PipelineSample>& samples);
 
 }  // namespace tessera::compass

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "compass/overlap_summary.h"
 #include "core/rng.h"
 
@@ -29,6 +31,38 @@ TEST(DegreeModel, ChoosesTheBetterFeasibleNeighbourOfSqrtCOverA) {
   EXPECT_EQ(ChooseDegree({0, 10, 32}, {1, 2, 4}), 4);  // free parts: the largest
   EXPECT_EQ(ChooseDegree({1, 10, -1}, {1, 2, 4}), 1);  // nothing to hide: the smallest
   EXPECT_EQ(ChooseDegree({1, 1, 1000}, {2, 4}), 4);    // d* beyond the largest
+  // Only degrees up to max_d (the fitted range) are chosen.
+  EXPECT_EQ(ChooseDegree({0.5, 10, 500}, {1, 2, 4, 8, 16}), 16);
+  EXPECT_EQ(ChooseDegree({0.5, 10, 500}, {1, 2, 4, 8, 16}, 8), 8);
+  EXPECT_EQ(ChooseDegree({-1, 10, 5}, {1, 2, 4, 8, 16}, 8), 8);
+  EXPECT_EQ(ChooseDegree({0.5, 10, 32}, {16, 32}, 8), 16);  // none <= max_d: all
+}
+
+TEST(DegreeModel, PipelineFitRecoversAlphaDeltaAndKappa) {
+  const PipelineModel truth{3e-6, 1.5e-6, 1.3};
+  core::Rng rng(21);
+  std::vector<PipelineSample> samples;
+  for (int i = 0; i < 12; ++i) {
+    const double tc = rng.Uniform(5e-6, 2e-4), tm = rng.Uniform(5e-6, 1e-4);
+    for (int d : {1, 2, 4, 8, 16}) {
+      // A thin part's GEMM is less efficient: g_d above tc / d.
+      const double g = tc / d * (1 + 0.05 * d), m = tm / d + 1e-6;
+      samples.push_back({g, m, d, truth.Predict(g, m, d)});
+    }
+  }
+  auto fit = FitPipelineModel(samples);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_NEAR(fit->alpha_s, truth.alpha_s, 2e-8);
+  EXPECT_NEAR(fit->delta_s, truth.delta_s, 2e-8);
+  EXPECT_NEAR(fit->kappa, truth.kappa, 2e-3);
+  for (const PipelineSample& s : samples) {
+    EXPECT_NEAR(fit->Predict(s.part_gemm_s, s.part_collective_s, s.d), s.t_s, 1e-3 * s.t_s);
+  }
+  EXPECT_FALSE(FitPipelineModel({samples[0], samples[1]}).ok());
+  samples[3].t_s = 0;
+  EXPECT_FALSE(FitPipelineModel(samples).ok());
+  // A part with no time left is not a prediction.
+  EXPECT_TRUE(std::isinf(PipelineModel{0, -1, 1}.Predict(0.5, 1, 2)));
 }
 
 TEST(DegreeModel, PipelineFormMatchesTheTwoStageSimulation) {
@@ -96,6 +130,10 @@ TEST(OverlapSummary, DegreeFiguresOnExactSyntheticData) {
       r.strategy = "decomp:" + std::to_string(d);
       r.degree = d;
       r.median_s = r.min_s = r.max_s = f.Predict(d);
+      // Parts as the pipeline model sees them: g_d = Tc / d, m_d = Tm / d, the same alpha,
+      // delta and kappa (the two forms agree where part and whole share a regime).
+      r.compute_s = c.gemm_s;
+      r.part_collective_s = c.modeled_collective_s / d;
       c.runs.push_back(r);
     }
     OverlapRun none;
@@ -110,6 +148,12 @@ TEST(OverlapSummary, DegreeFiguresOnExactSyntheticData) {
   EXPECT_NEAR(s.class_params.at("ag")[2], kappa, 1e-9);
   EXPECT_EQ(s.degree.size(), 12u);
   EXPECT_NEAR(s.regret_p95, 0, 1e-9);
+  // The pipeline model is exact wherever the regimes agree; its fit may trade a little error
+  // elsewhere, so its figures are bounded, not zero.
+  ASSERT_EQ(s.pipeline_params.count("ag"), 1u);
+  EXPECT_LT(s.pipeline_mape, 0.05);
+  EXPECT_LT(s.pipeline_regret_p95, 0.05);
+  for (const DegreeRow& r : s.degree) EXPECT_GT(r.d_pipeline, 0) << r.label;
   EXPECT_GE(s.ratios.at("none/best").min, 2.0 - 1e-9);  // none takes twice decomp:1
 }
 

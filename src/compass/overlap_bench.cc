@@ -136,12 +136,15 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     // 1. Record every strategy's GEMM shapes (collectives run, GEMMs do not); rank 0 times
     // them alone while the others sleep in the futex barrier.
     ctx.set_mode(ComputeMode::kRecord);
-    for (const StrategyChoice& c : cs) {
+    std::vector<std::vector<GemmShape>> used(cs.size());  // each strategy's GEMMs, in order
+    std::vector<GemmShape> shapes;
+    for (size_t k = 0; k < cs.size(); ++k) {
       RETURN_IF_ERROR(start_together(0).status());
-      RETURN_IF_ERROR(RunStrategy(ctx, c, s, io));
+      RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
+      used[k] = ctx.TakeRecorded();
+      shapes.insert(shapes.end(), used[k].begin(), used[k].end());
       tick();
     }
-    std::vector<GemmShape> shapes = ctx.TakeRecorded();
     shapes.push_back(WholeGemm(s));
     std::sort(shapes.begin(), shapes.end());
     shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
@@ -171,19 +174,24 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     OverlapConfigResult result;
     result.shape = s;
     result.gemm_s = profile.at(WholeGemm(s)) / scale.scale;
+    for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
     const double block_wire =
         2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
-    result.modeled_collective_s =
-        ModelCollective(topology, out.ring1_order,
-                        s.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
-                                                    : CollectiveKind::kAllGather,
-                        comm::LinkAlgo::kRing1, block_wire)
-            .total_s;
-    for (const StrategyChoice& c : cs) {
+    auto model_ring1 = [&](double wire_bytes) {
+      return ModelCollective(topology, out.ring1_order,
+                             s.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
+                                                         : CollectiveKind::kAllGather,
+                             comm::LinkAlgo::kRing1, wire_bytes)
+          .total_s;
+    };
+    result.modeled_collective_s = model_ring1(block_wire);
+    for (size_t k = 0; k < cs.size(); ++k) {
       OverlapRun r;
-      r.strategy = c.name;
-      r.degree = c.degree;
-      r.timed = c.entry->timed && config.repeats > 0;
+      r.strategy = cs[k].name;
+      r.degree = cs[k].degree;
+      r.timed = cs[k].entry->timed && config.repeats > 0;
+      for (const GemmShape& g : used[k]) r.compute_s += profile.at(g) / scale.scale;
+      if (r.degree > 0) r.part_collective_s = model_ring1(block_wire / r.degree);
       result.runs.push_back(r);
     }
 
@@ -270,6 +278,8 @@ core::Json ToJson(const OverlapBench& b) {
     for (const OverlapRun& r : c.runs) {
       core::Json j = {{"strategy", r.strategy}, {"timed", r.timed}};
       if (r.degree > 0) j["degree"] = r.degree;
+      j["profiled_compute_s"] = r.compute_s;
+      if (r.degree > 0) j["modeled_part_collective_s"] = r.part_collective_s;
       if (r.timed) {
         j["measured_median_s"] = r.median_s;
         j["measured_min_s"] = r.min_s;

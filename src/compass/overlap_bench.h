@@ -56,12 +56,19 @@ struct OverlapRun {
   bool timed = true;
   double median_s = 0, min_s = 0, max_s = 0;  // device seconds (0 when not timed)
   double rel_error = -1;                      // largest over ranks; -1: not checked
+  // The profiled device time of the strategy's GEMMs on one rank, run one after another
+  // (decomp:D: D parts; a part's GEMM time is compute_s / D).
+  double compute_s = 0;
+  // decomp:D: one part's single-ring collective (1/D of the block), modeled (collective_model.h).
+  double part_collective_s = 0;
 };
 
 struct OverlapConfigResult {
   TpOpShape shape;
   double gemm_s = 0;  // the whole GEMM on one rank, device seconds (profiled, one thread)
   double modeled_collective_s = 0;  // single-ring collective of the whole operator (model)
+  // Every GEMM shape its strategies run (whole and parts), profiled: device seconds.
+  std::vector<std::pair<GemmShape, double>> gemms;
   std::vector<OverlapRun> runs;
   const OverlapRun* Find(const std::string& strategy) const;
 };

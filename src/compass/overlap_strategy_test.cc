@@ -173,6 +173,12 @@ TEST(OverlapBench, ChecksAndTimesEveryStrategyInProcess) {
     }
     // proj (RS) splits N = 48: decomp 1, 2, 4 feasible; qkv splits M/t = 8 rows: 1, 2, 4.
     EXPECT_NE(c.Find("decomp:4"), nullptr) << c.shape.label;
+    // Every strategy's GEMMs were profiled; a decomposition's part is modeled.
+    EXPECT_FALSE(c.gemms.empty());
+    for (const OverlapRun& r : c.runs) {
+      EXPECT_GT(r.compute_s, 0) << r.strategy;
+      EXPECT_EQ(r.part_collective_s > 0, r.degree > 0) << r.strategy;
+    }
   }
 }
 

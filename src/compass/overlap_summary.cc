@@ -27,20 +27,30 @@ double Time(const OverlapConfigResult& c, const std::string& name) {
 
 bool CommBound(const OverlapConfigResult& c) { return c.modeled_collective_s > c.gemm_s; }
 
-// Measured decomp:D times of a configuration, by D.
-std::map<int, double> DegreeTimes(const OverlapConfigResult& c) {
+bool IsTimedDecomposition(const OverlapRun& r) {
+  return r.degree > 0 && r.timed && r.median_s > 0 && r.strategy.rfind("decomp:", 0) == 0;
+}
+
+}  // namespace
+
+std::map<int, double> DecompositionTimes(const OverlapConfigResult& c) {
   std::map<int, double> out;
+  for (const OverlapRun& r : c.runs)
+    if (IsTimedDecomposition(r)) out[r.degree] = r.median_s;
+  return out;
+}
+
+std::vector<PipelineSample> PipelineSamplesOf(const OverlapConfigResult& c) {
+  std::vector<PipelineSample> out;
   for (const OverlapRun& r : c.runs) {
-    if (r.degree > 0 && r.timed && r.median_s > 0 && r.strategy.rfind("decomp:", 0) == 0) {
-      out[r.degree] = r.median_s;
+    if (IsTimedDecomposition(r) && r.compute_s > 0 && r.part_collective_s > 0) {
+      out.push_back({r.compute_s / r.degree, r.part_collective_s, r.degree, r.median_s});
     }
   }
   return out;
 }
 
-const char* ClassOf(const TpOpShape& s) { return s.kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
-
-}  // namespace
+const char* DegreeClassOf(const TpOpShape& s) { return s.kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
 
 OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   OverlapSummary out;
@@ -80,7 +90,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   std::map<std::string, std::vector<DegreeSample>> train;
   for (size_t i = 0; i < b.configs.size(); ++i) {
     const OverlapConfigResult& cfg = b.configs[i];
-    const std::map<int, double> t = DegreeTimes(cfg);
+    const std::map<int, double> t = DecompositionTimes(cfg);
     std::vector<std::pair<int, double>> fit_samples;
     std::vector<int> feasible;
     for (const auto& [d, s] : t) {
@@ -90,7 +100,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     const bool held_out = i % 2 == 1;
     if (!held_out) {
       for (const auto& [d, s] : t) {
-        train[ClassOf(cfg.shape)].push_back({cfg.gemm_s, cfg.modeled_collective_s, d, s});
+        train[DegreeClassOf(cfg.shape)].push_back({cfg.gemm_s, cfg.modeled_collective_s, d, s});
       }
     }
     auto fit = FitDegreeModel(fit_samples);
@@ -98,7 +108,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     DegreeRow row;
     row.label = cfg.shape.label;
     row.held_out = held_out;
-    row.d_fit = ChooseDegree(*fit, feasible);
+    row.d_fit = ChooseDegree(*fit, feasible, fit_samples.back().first);
     row.d_best = feasible.front();
     for (const auto& [d, s] : t)
       if (s < t.at(row.d_best)) row.d_best = d;
@@ -125,12 +135,12 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   for (size_t i = 0; i < b.configs.size(); ++i) {
     if (i % 2 == 0) continue;
     const OverlapConfigResult& cfg = b.configs[i];
-    const auto it = models.find(ClassOf(cfg.shape));
+    const auto it = models.find(DegreeClassOf(cfg.shape));
     if (it == models.end()) continue;
     const DegreeFit f = AnalyticDegreeFit(cfg.gemm_s, cfg.modeled_collective_s, it->second.alpha_s,
                                           it->second.delta_s, it->second.kappa);
     std::vector<double> e;
-    for (const auto& [d, s] : DegreeTimes(cfg)) e.push_back(std::fabs(f.Predict(d) - s) / s);
+    for (const auto& [d, s] : DecompositionTimes(cfg)) e.push_back(std::fabs(f.Predict(d) - s) / s);
     if (e.empty()) continue;
     const double mape = core::Mean(e);
     errors.insert(errors.end(), e.begin(), e.end());
@@ -138,6 +148,55 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       if (row.label == cfg.shape.label) row.class_mape = mape;
   }
   if (!errors.empty()) out.class_mape = core::Mean(errors);
+
+  // Pipeline model: fitted per class on the even configurations, MAPE on the odd ones, d* on
+  // every configuration.
+  std::map<std::string, std::vector<PipelineSample>> ptrain;
+  for (size_t i = 0; i < b.configs.size(); i += 2) {
+    const std::vector<PipelineSample> p = PipelineSamplesOf(b.configs[i]);
+    auto& v = ptrain[DegreeClassOf(b.configs[i].shape)];
+    v.insert(v.end(), p.begin(), p.end());
+  }
+  std::map<std::string, PipelineModel> pmodels;
+  for (const auto& [cls, samples] : ptrain) {
+    auto m = FitPipelineModel(samples);
+    if (!m.ok()) continue;
+    pmodels[cls] = *m;
+    out.pipeline_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
+  }
+  std::vector<double> perrors, pregrets;
+  for (size_t i = 0; i < b.configs.size(); ++i) {
+    const OverlapConfigResult& cfg = b.configs[i];
+    const auto it = pmodels.find(DegreeClassOf(cfg.shape));
+    const std::vector<PipelineSample> p = PipelineSamplesOf(cfg);
+    if (it == pmodels.end() || p.empty()) continue;
+    DegreeRow* row = nullptr;
+    for (DegreeRow& r : out.degree)
+      if (r.label == cfg.shape.label) row = &r;
+    if (row == nullptr) continue;
+    const std::map<int, double> t = DecompositionTimes(cfg);
+    std::vector<double> e;
+    double best_pred = 0;
+    for (const PipelineSample& x : p) {
+      const double pred = it->second.Predict(x.part_gemm_s, x.part_collective_s, x.d);
+      e.push_back(std::fabs(pred - x.t_s) / x.t_s);
+      if (row->d_pipeline == 0 || pred < best_pred) {
+        best_pred = pred;
+        row->d_pipeline = x.d;
+      }
+    }
+    row->pipeline_regret = t.at(row->d_pipeline) / t.at(row->d_best) - 1;
+    pregrets.push_back(row->pipeline_regret);
+    if (i % 2 == 1) {
+      row->pipeline_mape = core::Mean(e);
+      perrors.insert(perrors.end(), e.begin(), e.end());
+    }
+  }
+  if (!perrors.empty()) out.pipeline_mape = core::Mean(perrors);
+  if (!pregrets.empty()) {
+    out.pipeline_regret_median = core::Median(pregrets);
+    out.pipeline_regret_p95 = core::Percentile(pregrets, 95);
+  }
   return out;
 }
 
@@ -155,12 +214,19 @@ core::Json ToJson(const OverlapSummary& s) {
                     {"held_out", r.held_out}};
     if (r.gain_vs_d4 > 0) j["gain_vs_d4"] = r.gain_vs_d4;
     if (r.class_mape >= 0) j["class_mape"] = r.class_mape;
+    if (r.d_pipeline > 0) {
+      j["d_pipeline"] = r.d_pipeline;
+      j["pipeline_regret"] = r.pipeline_regret;
+    }
+    if (r.pipeline_mape >= 0) j["pipeline_mape"] = r.pipeline_mape;
     degree.push_back(j);
   }
-  core::Json params = core::Json::object();
-  for (const auto& [cls, p] : s.class_params) {
-    params[cls] = {{"alpha_s", p[0]}, {"delta_s", p[1]}, {"kappa", p[2]}};
-  }
+  auto params_json = [](const std::map<std::string, std::array<double, 3>>& m) {
+    core::Json j = core::Json::object();
+    for (const auto& [cls, p] : m) j[cls] = {{"alpha_s", p[0]}, {"delta_s", p[1]}, {"kappa", p[2]}};
+    return j;
+  };
+  const core::Json params = params_json(s.class_params);
   core::Json j = {{"ratios", ratios},
                   {"degree", degree},
                   {"regret_median", s.regret_median},
@@ -168,6 +234,12 @@ core::Json ToJson(const OverlapSummary& s) {
                   {"max_gain_vs_d4", s.max_gain_vs_d4},
                   {"class_params", params}};
   if (s.class_mape >= 0) j["class_mape_held_out"] = s.class_mape;
+  if (!s.pipeline_params.empty()) j["pipeline_params"] = params_json(s.pipeline_params);
+  if (s.pipeline_mape >= 0) j["pipeline_mape_held_out"] = s.pipeline_mape;
+  if (s.pipeline_regret_median >= 0) {
+    j["pipeline_regret_median"] = s.pipeline_regret_median;
+    j["pipeline_regret_p95"] = s.pipeline_regret_p95;
+  }
   return j;
 }
 

@@ -246,6 +246,21 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                           out + "compass_bench.json"}};
   t.push_back(compass_bench);
 
+  // profile checks its topology, --ranks (>= 2) and grid before mpiexec.
+  SubcommandSpec compass_profile = Spec("profile", MpiUse::kRelaunch, 2, {});
+  compass_profile.group = "compass";
+  compass_profile.options = {
+      {"--ranks", K::kInt, With({"1", "9", "0", "-1"})},
+      {"--topology", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+      {"--grid", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+      {"--repeats", K::kInt, With({"0", "1001"})},
+      {"--time-scale", K::kFloat, With({"0", "-1", "1e9"})},
+      {"--out", K::kOutputFile, {}},
+      {"--op-timeout", K::kFloat, kNotANumber}};
+  compass_profile.bases = {{"--ranks", "2", "--grid", s.compass_grid, "--repeats", "1",
+                            "--time-scale", "10", "--out", out + "compass_profile.json"}};
+  t.push_back(compass_profile);
+
   // ---- xema ----
   auto trace_source = [](std::vector<OptionSpec> more) {
     std::vector<OptionSpec> o = {{"--trace", K::kInputFile, {}},

@@ -119,6 +119,8 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   RETURN_IF_ERROR(Copy(src / "src/zellige/testdata/profile_2rank.json", s.profile));
   s.topology = in + "topology.json";
   RETURN_IF_ERROR(Copy(src / "data/hw/topologies/a6000x8.json", s.topology));
+  s.compass_grid = in + "compass_grid.json";
+  RETURN_IF_ERROR(Copy(src / "src/cli/testdata/compass_tiny_grid.json", s.compass_grid));
   s.trace = in + "trace.json";
   RETURN_IF_ERROR(Copy(src / "src/xema/testdata/tiny_t2i.json", s.trace));
   s.mix = in + "mix.json";

@@ -33,6 +33,7 @@ struct SampleFiles {
   std::string batch_profile, plan_profile;  // planned with the profile (2 ranks)
   std::vector<std::string> run_plans;       // copies of src/cli/testdata plans (4 and 2 ranks)
   std::string topology;                     // the a6000x8 topology preset (compass)
+  std::string compass_grid;                 // src/cli/testdata/compass_tiny_grid.json
   std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
   std::string mix;                          // src/xema/serve/testdata/tiny_mix.json (xema loadgen)
 

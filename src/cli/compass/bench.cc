@@ -103,6 +103,18 @@ void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum) {
           "held-out odd ones\n",
           params.c_str(), 100 * sum.class_mape);
     }
+    if (sum.pipeline_mape >= 0) {
+      std::string params;
+      for (const auto& [cls, p] : sum.pipeline_params) {
+        params += fmt::format(" {}: alpha {:.1f} us, delta {:.1f} us, kappa {:.2f};", cls,
+                              p[0] * 1e6, p[1] * 1e6, p[2]);
+      }
+      std::printf(
+          "pipeline model (profiled part GEMMs, fitted on the even configurations):%s T(d) MAPE "
+          "%.1f%% on the held-out odd ones; its d* regret median %.1f%%, p95 %.1f%%\n",
+          params.c_str(), 100 * sum.pipeline_mape, 100 * sum.pipeline_regret_median,
+          100 * sum.pipeline_regret_p95);
+    }
   } else {
     std::printf("checked %zu configurations (no timing)\n", b.configs.size());
   }

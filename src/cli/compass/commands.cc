@@ -12,6 +12,7 @@ void AddCompassCommands(CLI::App& root, Action* action) {
 #ifdef TESSERA_HAVE_RUNTIME
   AddCompassLinks(c, action);
   AddCompassBench(c, action);
+  AddCompassProfile(c, action);
 #endif
 }
 
