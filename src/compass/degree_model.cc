@@ -154,6 +154,49 @@ double PipelineModel::Predict(double part_gemm_s, double part_collective_s, int 
   return a + b + (d - 1) * std::max(kappa * a, b);
 }
 
+PipelineModel MinimisePipelineParams(const std::function<double(const PipelineModel&)>& error,
+                                     double unit, double* best_error) {
+  PipelineModel best;
+  double best_e = error(best);
+  for (int ki = 0; ki <= 20; ++ki) {
+    for (int ai = 0; ai <= 20; ++ai) {
+      for (int di = -10; di <= 10; ++di) {
+        const PipelineModel m{unit * 0.1 * ai, unit * 0.1 * di, 1.0 + 0.1 * ki};
+        const double e = error(m);
+        if (e < best_e) {
+          best_e = e;
+          best = m;
+        }
+      }
+    }
+  }
+  // Pattern search: a step each way on each parameter; halve the steps when none helps.
+  double step_t = unit * 0.05, step_k = 0.05;
+  while (step_t > unit * 1e-5) {
+    bool moved = false;
+    for (int p = 0; p < 3; ++p) {
+      for (int sign : {1, -1}) {
+        PipelineModel m = best;
+        if (p == 0) m.alpha_s += sign * step_t;
+        if (p == 1) m.delta_s += sign * step_t;
+        if (p == 2) m.kappa = std::clamp(m.kappa + sign * step_k, 1.0, 3.0);
+        const double e = error(m);
+        if (e < best_e) {
+          best_e = e;
+          best = m;
+          moved = true;
+        }
+      }
+    }
+    if (!moved) {
+      step_t /= 2;
+      step_k /= 2;
+    }
+  }
+  if (best_error != nullptr) *best_error = best_e;
+  return best;
+}
+
 core::StatusOr<PipelineModel> FitPipelineModel(const std::vector<PipelineSample>& samples) {
   if (samples.size() < 3) {
     return core::InvalidArgument("pipeline model fit: needs at least 3 samples, got " +
@@ -168,53 +211,19 @@ core::StatusOr<PipelineModel> FitPipelineModel(const std::vector<PipelineSample>
     per_part.push_back(s.t_s / s.d);
   }
   std::sort(per_part.begin(), per_part.end());
-  const double scale = per_part[per_part.size() / 2];  // the grid's unit: a typical part time
-  auto sse = [&](const PipelineModel& m) {
-    double e = 0;
-    for (const PipelineSample& s : samples) {
-      const double p = m.Predict(s.part_gemm_s, s.part_collective_s, s.d);
-      if (!std::isfinite(p)) return std::numeric_limits<double>::infinity();
-      e += (p - s.t_s) * (p - s.t_s) / (s.t_s * s.t_s);
-    }
-    return e;
-  };
-  PipelineModel best;
-  double best_e = sse(best);
-  for (int ki = 0; ki <= 20; ++ki) {
-    for (int ai = 0; ai <= 20; ++ai) {
-      for (int di = -10; di <= 10; ++di) {
-        const PipelineModel m{scale * 0.1 * ai, scale * 0.1 * di, 1.0 + 0.1 * ki};
-        const double e = sse(m);
-        if (e < best_e) {
-          best_e = e;
-          best = m;
+  const double unit = per_part[per_part.size() / 2];  // a typical part time
+  double best_e = 0;
+  const PipelineModel best = MinimisePipelineParams(
+      [&](const PipelineModel& m) {
+        double e = 0;
+        for (const PipelineSample& s : samples) {
+          const double p = m.Predict(s.part_gemm_s, s.part_collective_s, s.d);
+          if (!std::isfinite(p)) return std::numeric_limits<double>::infinity();
+          e += (p - s.t_s) * (p - s.t_s) / (s.t_s * s.t_s);
         }
-      }
-    }
-  }
-  // Pattern search: try a step each way on each parameter; halve the steps when none helps.
-  double step_t = scale * 0.05, step_k = 0.05;
-  while (step_t > scale * 1e-5) {
-    bool moved = false;
-    for (int p = 0; p < 3; ++p) {
-      for (int sign : {1, -1}) {
-        PipelineModel m = best;
-        if (p == 0) m.alpha_s += sign * step_t;
-        if (p == 1) m.delta_s += sign * step_t;
-        if (p == 2) m.kappa = std::clamp(m.kappa + sign * step_k, 1.0, 3.0);
-        const double e = sse(m);
-        if (e < best_e) {
-          best_e = e;
-          best = m;
-          moved = true;
-        }
-      }
-    }
-    if (!moved) {
-      step_t /= 2;
-      step_k /= 2;
-    }
-  }
+        return e;
+      },
+      unit, &best_e);
   if (!std::isfinite(best_e)) {
     return core::InvalidArgument("pipeline model fit: no parameters give finite predictions");
   }

@@ -26,6 +26,7 @@
 // feasible d of lowest predicted T.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -81,5 +82,12 @@ struct PipelineSample {
 // samples of one operator class: a grid over the three, then a pattern search from its best
 // point. InvalidArgument with fewer than 3 samples or a sample with t_s <= 0.
 core::StatusOr<PipelineModel> FitPipelineModel(const std::vector<PipelineSample>& samples);
+
+// The search FitPipelineModel runs, for any error function of (alpha, delta, kappa): a grid
+// over alpha in [0, 2 unit], delta in [-unit, unit] (steps of unit / 10), kappa in [1, 3]
+// (steps of 0.1), then a pattern search from its best point down to steps of 1e-5 unit.
+// `unit`: a typical time of the samples. Writes the best error to `best_error` when given.
+PipelineModel MinimisePipelineParams(const std::function<double(const PipelineModel&)>& error,
+                                     double unit, double* best_error = nullptr);
 
 }  // namespace tessera::compass
