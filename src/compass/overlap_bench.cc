@@ -177,14 +177,20 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
     const double block_wire =
         2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
-    auto model_ring1 = [&](double wire_bytes) {
-      return ModelCollective(topology, out.ring1_order,
+    auto model = [&](comm::LinkAlgo algo, double wire_bytes) {
+      return ModelCollective(topology,
+                             algo == comm::LinkAlgo::kRing2 ? out.ring2_order : out.ring1_order,
                              s.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
                                                          : CollectiveKind::kAllGather,
-                             comm::LinkAlgo::kRing1, wire_bytes)
+                             algo, wire_bytes)
           .total_s;
     };
+    auto model_ring1 = [&](double wire_bytes) { return model(comm::LinkAlgo::kRing1, wire_bytes); };
     result.modeled_collective_s = model_ring1(block_wire);
+    for (comm::LinkAlgo a :
+         {comm::LinkAlgo::kRing1, comm::LinkAlgo::kRing2, comm::LinkAlgo::kDirect}) {
+      result.modeled_collective_by_algo[a] = model(a, block_wire);
+    }
     for (size_t k = 0; k < cs.size(); ++k) {
       OverlapRun r;
       r.strategy = cs[k].name;
@@ -259,6 +265,12 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
         for (int rep = 0; rep < config.repeats; ++rep) per.push_back(t[rep * timed.size() + j]);
         OverlapRun& r = result.runs[timed[j]];
         r.median_s = core::Median(per);
+        // The medians of the even and of the odd rounds: how far one median moves.
+        std::vector<double> even, odd;
+        for (size_t i = 0; i < per.size(); ++i) (i % 2 == 0 ? even : odd).push_back(per[i]);
+        if (!even.empty() && !odd.empty() && r.median_s > 0) {
+          r.half_spread = std::fabs(core::Median(even) - core::Median(odd)) / r.median_s;
+        }
         r.min_s = *std::min_element(per.begin(), per.end());
         r.max_s = *std::max_element(per.begin(), per.end());
       }
@@ -284,10 +296,13 @@ core::Json ToJson(const OverlapBench& b) {
         j["measured_median_s"] = r.median_s;
         j["measured_min_s"] = r.min_s;
         j["measured_max_s"] = r.max_s;
+        j["half_spread"] = r.half_spread;
       }
       if (r.rel_error >= 0) j["rel_error"] = r.rel_error;
       runs.push_back(j);
     }
+    core::Json by_algo = core::Json::object();
+    for (const auto& [a, t] : c.modeled_collective_by_algo) by_algo[comm::LinkAlgoName(a)] = t;
     configs.push_back({{"label", c.shape.label},
                        {"op", TpOpKindName(c.shape.kind)},
                        {"m", c.shape.m},
@@ -296,6 +311,7 @@ core::Json ToJson(const OverlapBench& b) {
                        {"tp", c.shape.tp},
                        {"gemm_s", c.gemm_s},
                        {"modeled_collective_s", c.modeled_collective_s},
+                       {"modeled_collective_by_algo", by_algo},
                        {"runs", runs}});
   }
   return {{"topology", b.topology},

@@ -20,11 +20,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/link_algo.h"
 #include "compass/overlap_context.h"
 #include "compass/tp_op.h"
 #include "core/json_util.h"
@@ -56,6 +58,9 @@ struct OverlapRun {
   bool timed = true;
   double median_s = 0, min_s = 0, max_s = 0;  // device seconds (0 when not timed)
   double rel_error = -1;                      // largest over ranks; -1: not checked
+  // |median of the even rounds - median of the odd rounds| / median: how far a median of
+  // half the runs moves (0 with fewer than 2 runs).
+  double half_spread = 0;
   // The profiled device time of the strategy's GEMMs on one rank, run one after another
   // (decomp:D: D parts; a part's GEMM time is compute_s / D).
   double compute_s = 0;
@@ -67,6 +72,8 @@ struct OverlapConfigResult {
   TpOpShape shape;
   double gemm_s = 0;  // the whole GEMM on one rank, device seconds (profiled, one thread)
   double modeled_collective_s = 0;  // single-ring collective of the whole operator (model)
+  // The whole operator's collective per algorithm (model; ring2 on the double ring's order).
+  std::map<comm::LinkAlgo, double> modeled_collective_by_algo;
   // Every GEMM shape its strategies run (whole and parts), profiled: device seconds.
   std::vector<std::pair<GemmShape, double>> gemms;
   std::vector<OverlapRun> runs;

@@ -34,8 +34,8 @@ core::StatusOr<DegreeFit> FitFromJson(const core::Json& j, const std::string& pa
 core::StatusOr<std::array<double, 3>> ParamsFromJson(const core::Json& j, const std::string& path) {
   RETURN_IF_ERROR(core::CheckKnownKeys(j, path, {"alpha_s", "delta_s", "kappa"}));
   std::array<double, 3> p{};
-  ASSIGN_OR_RETURN(p[0], core::GetDoubleInRange(j, path, "alpha_s", -1, 1));
-  ASSIGN_OR_RETURN(p[1], core::GetDoubleInRange(j, path, "delta_s", -1, 1));
+  ASSIGN_OR_RETURN(p[0], core::GetDoubleInRange(j, path, "alpha_s", -kMaxSeconds, kMaxSeconds));
+  ASSIGN_OR_RETURN(p[1], core::GetDoubleInRange(j, path, "delta_s", -kMaxSeconds, kMaxSeconds));
   ASSIGN_OR_RETURN(p[2], core::GetDoubleInRange(j, path, "kappa", 1, 3));
   return p;
 }
@@ -89,6 +89,10 @@ core::Json ToJson(const CompassProfile& p) {
         {"closed_form", ParamsJson(c.degree.alpha_s, c.degree.delta_s, c.degree.kappa)},
         {"pipeline", ParamsJson(c.pipeline.alpha_s, c.pipeline.delta_s, c.pipeline.kappa)}};
   }
+  core::Json overheads = core::Json::object();
+  for (const auto& [key, o] : p.overheads) {
+    overheads[key.first][key.second] = ParamsJson(o.alpha_s, o.delta_s, o.kappa);
+  }
   return {{"kind", "compass-profile"},
           {"version", 1},
           {"topology", p.topology},
@@ -108,7 +112,8 @@ core::Json ToJson(const CompassProfile& p) {
             {"overlapped_s", p.contention.overlapped_s},
             {"kappa", p.contention.kappa()}}},
           {"operators", ops},
-          {"classes", classes}};
+          {"classes", classes},
+          {"overheads", overheads}};
 }
 
 core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::string& where) {
@@ -116,7 +121,7 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
   RETURN_IF_ERROR(core::CheckKnownKeys(
       j, w,
       {"kind", "version", "topology", "ranks", "time_scale", "time_scale_source", "machine",
-       "repeats", "times", "gemms", "links", "contention", "operators", "classes"}));
+       "repeats", "times", "gemms", "links", "contention", "operators", "classes", "overheads"}));
   ASSIGN_OR_RETURN(std::string kind, core::GetString(j, w, "kind"));
   if (kind != "compass-profile") {
     return core::InvalidArgument(w + ": kind: got '" + kind + "', must be compass-profile");
@@ -229,6 +234,26 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
     ASSIGN_OR_RETURN(auto b, ParamsFromJson(*pl, path + ".pipeline"));
     p.classes[name] =
         ProfiledClass{DegreeClassModel{a[0], a[1], a[2]}, PipelineModel{b[0], b[1], b[2]}};
+  }
+  ASSIGN_OR_RETURN(const core::Json* overheads, core::Member(j, w, "overheads"));
+  if (!overheads->is_object()) {
+    return core::InvalidArgument(w + ".overheads: got " + core::ShowJson(*overheads) +
+                                 ", must be an object");
+  }
+  for (const auto& [family, by_class] : overheads->items()) {
+    const std::string path = w + ".overheads." + family;
+    bool known = false;
+    for (const std::string& f : StrategyFamilies()) known = known || f == family;
+    if (!known) {
+      return core::InvalidArgument(w + ".overheads: unknown strategy family '" + family +
+                                   "', must be one of none, fused-ring1, fused-ring2, "
+                                   "fused-direct, decomp");
+    }
+    RETURN_IF_ERROR(core::CheckKnownKeys(by_class, path, {"ag", "rs"}));
+    for (const auto& [cls, params] : by_class.items()) {
+      ASSIGN_OR_RETURN(auto x, ParamsFromJson(params, path + "." + cls));
+      p.overheads[{family, cls}] = Overheads{x[0], x[1], x[2]};
+    }
   }
   return p;
 }

@@ -15,11 +15,15 @@
 //    T(d) = A d + B + C / d with its d* (degree_model.h, d* among the fitted degrees);
 //  - classes: per operator class ("ag": AllGather and wgrad, "rs": ReduceScatter) the class
 //    model's alpha, delta, kappa and the pipeline model's (degree_model.h), fitted on every
-//    profiled operator of the class.
+//    profiled operator of the class;
+//  - overheads: per strategy family (none, fused-ring1, fused-ring2, fused-direct, decomp) and
+//    class, the strategy model's alpha, delta, kappa (strategy_model.h), fitted on the measured
+//    runs of every profiled operator: what the selector predicts with.
 //
 // File (JSON): {"kind": "compass-profile", "version": 1, "topology": ..., "ranks": ...,
 // "time_scale": ..., "gemms": [{"trans_a", "m", "n", "k", "device_s"}...], "links": [...],
-// "contention": {...}, "operators": [...], "classes": {...}}. ProfileFromJson validates every
+// "contention": {...}, "operators": [...], "classes": {...}, "overheads": {family: {class:
+// {...}}}}. ProfileFromJson validates every
 // field it reads (messages name the file, field and value); CheckProfileFor refuses a profile
 // taken on another topology or TP degree.
 #pragma once
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "compass/degree_model.h"
+#include "compass/strategy_model.h"
 #include "core/json_util.h"
 #include "core/status.h"
 
@@ -79,6 +84,7 @@ struct CompassProfile {
   ContentionFigure contention;
   std::vector<ProfiledOperator> operators;
   std::map<std::string, ProfiledClass> classes;  // "ag", "rs"
+  OverheadTable overheads;
 
   // The profiled time of a GEMM shape; NotFound naming the shape.
   core::StatusOr<double> GemmSeconds(bool trans_a, int64_t m, int64_t n, int64_t k) const;

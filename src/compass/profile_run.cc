@@ -12,6 +12,7 @@
 #include "compass/link_runtime.h"
 #include "compass/overlap_context.h"
 #include "compass/overlap_summary.h"
+#include "compass/selector_eval.h"
 #include "core/rng.h"
 #include "core/stats.h"
 
@@ -58,6 +59,9 @@ core::Status FitModels(const OverlapBench& b, CompassProfile* p) {
     ASSIGN_OR_RETURN(PipelineModel pm, FitPipelineModel(pipeline[cls]));
     p->classes[cls] = ProfiledClass{cm, pm};
   }
+  std::vector<const OverlapConfigResult*> all;
+  for (const OverlapConfigResult& c : b.configs) all.push_back(&c);
+  ASSIGN_OR_RETURN(p->overheads, FitOverheadTable(all));
   return core::Status::Ok();
 }
 
@@ -166,9 +170,10 @@ core::StatusOr<CompassProfile> RunCompassProfile(comm::Communicator& world,
   p.machine = config.machine;
   p.repeats = config.repeats;
 
-  stage("decomposition");
+  stage("strategies");
   OverlapBenchConfig o;
   o.shapes = config.shapes;
+  o.strategies = {"none", "fused-ring1", "fused-ring2", "fused-direct"};
   o.degrees = config.degrees;
   o.compute = ComputeMode::kReal;
   o.repeats = config.repeats;

@@ -3,11 +3,13 @@
 //
 // Steps (collective over `world`; world.size() = TP >= 2, else InvalidArgument; progress on
 // rank 0):
-//  1. decomposition: the overlap bench (overlap_bench.h) with only decomp:D, D in `degrees`
-//     where feasible, on every operator of `shapes`, real GEMMs, `repeats` interleaved runs;
-//     its GEMM table (every whole and part shape, profiled alone) becomes the profile's gemms;
+//  1. strategies: the overlap bench (overlap_bench.h) with none, fused-ring1, fused-ring2,
+//     fused-direct and decomp:D, D in `degrees` where feasible, on every operator of
+//     `shapes`, real GEMMs, `repeats` interleaved runs; its GEMM table (every whole and part
+//     shape, profiled alone) becomes the profile's gemms;
 //  2. per operator the fit on d in {1, 2, 4, 8} and its d*; per class (overlap_summary.h
 //     DegreeClassOf) the closed-form and pipeline models fitted on all operators of the class;
+//     per strategy family and class the selector's overheads (selector_eval.h);
 //  3. links: the collective bench (collective_bench.h) at `link_block_wire_bytes`;
 //  4. contention: a (contention_m, n, k) GEMM on every rank, timed alone and while the rank's
 //     comm thread runs single-ring AllGathers of `contention_block_wire_bytes` per rank (as

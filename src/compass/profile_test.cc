@@ -30,6 +30,8 @@ CompassProfile Sample() {
   p.operators.push_back(o);
   p.classes["ag"] = {DegreeClassModel{2.8e-6, 1.9e-6, 1.13}, PipelineModel{2.5e-6, 1e-6, 1.2}};
   p.classes["rs"] = {DegreeClassModel{3e-6, -1e-7, 1.0}, PipelineModel{3e-6, 0, 1.5}};
+  p.overheads[{"fused-ring2", "ag"}] = Overheads{1e-6, 2e-7, 1.1};
+  p.overheads[{"decomp", "rs"}] = Overheads{5e-7, 0, 1.3};
   return p;
 }
 
@@ -45,6 +47,7 @@ TEST(CompassProfile, RoundTripKeepsEveryFigure) {
   EXPECT_EQ(q->GemmSeconds(false, 512, 768, 64).status().code(), core::StatusCode::kNotFound);
   EXPECT_EQ(q->operators[0].t_by_d.at(16), 5.4e-5);
   EXPECT_DOUBLE_EQ(q->classes.at("rs").pipeline.kappa, 1.5);
+  EXPECT_DOUBLE_EQ((q->overheads.at({"fused-ring2", "ag"}).kappa), 1.1);
 }
 
 TEST(CompassProfile, RefusesBadFilesNamingFieldAndValue) {
@@ -66,6 +69,10 @@ TEST(CompassProfile, RefusesBadFilesNamingFieldAndValue) {
        "classes.ag.pipeline.kappa"},
       {[](core::Json& j) { j["classes"]["mm"] = j["classes"]["ag"]; }, "unknown key 'mm'"},
       {[](core::Json& j) { j["contention"].erase("alone_s"); }, "alone_s"},
+      {[](core::Json& j) { j["overheads"]["flux"] = j["overheads"]["decomp"]; },
+       "unknown strategy family 'flux'"},
+      {[](core::Json& j) { j["overheads"]["decomp"]["rs"]["kappa"] = 4; },
+       "overheads.decomp.rs.kappa"},
   };
   for (const Case& c : cases) {
     core::Json j = ToJson(Sample());

@@ -143,12 +143,14 @@ Status Validate(const Device& d, const std::string& path) {
 Json ToJson(const Device& d) {
   Json peaks = Json::object();
   for (Dtype t : AllDtypes()) peaks[DtypeName(t)] = d.PeakFlops(t);
-  return {{"name", d.name},
-          {"peak_flops", peaks},
-          {"mem_bw_bytes_per_s", d.mem_bw_bytes_per_s},
-          {"memory_bytes", d.memory_bytes},
-          {"memory_usable_fraction", d.memory_usable_fraction},
-          {"compute_efficiency", d.compute_efficiency}};
+  Json j = {{"name", d.name},
+            {"peak_flops", peaks},
+            {"mem_bw_bytes_per_s", d.mem_bw_bytes_per_s},
+            {"memory_bytes", d.memory_bytes},
+            {"memory_usable_fraction", d.memory_usable_fraction},
+            {"compute_efficiency", d.compute_efficiency}};
+  if (d.sm_count > 0) j["sm_count"] = d.sm_count;
+  return j;
 }
 
 StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
@@ -159,6 +161,10 @@ StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
   ASSIGN_OR_RETURN(d.memory_bytes, core::GetPositiveDouble(j, path, "memory_bytes"));
   ASSIGN_OR_RETURN(d.memory_usable_fraction, core::GetFraction(j, path, "memory_usable_fraction"));
   ASSIGN_OR_RETURN(d.compute_efficiency, core::GetFraction(j, path, "compute_efficiency"));
+  if (j.contains("sm_count")) {
+    ASSIGN_OR_RETURN(int64_t sms, core::GetIntInRange(j, path, "sm_count", 1, 4096));
+    d.sm_count = static_cast<int>(sms);
+  }
   RETURN_IF_ERROR(Validate(d, path));
   return d;
 }

@@ -42,6 +42,7 @@ struct Device {
   double memory_bytes = 0;            // device memory
   double memory_usable_fraction = 0;  // share of memory_bytes a job may allocate, (0, 1]
   double compute_efficiency = 0;      // achieved / peak FLOP/s for training kernels, (0, 1]
+  int sm_count = 0;                   // streaming multiprocessors (GEMM tile waves); 0: unknown
 
   // Dense peak FLOP/s of `d`; 0 when unsupported.
   double PeakFlops(Dtype d) const { return peak_flops.Get(d); }

@@ -23,6 +23,7 @@
 #include "compass/overlap_bench.h"
 #include "compass/overlap_grid.h"
 #include "compass/overlap_summary.h"
+#include "compass/selector_eval.h"
 #include "core/json_util.h"
 #include "core/table.h"
 #include "hw/topology.h"
@@ -48,7 +49,8 @@ struct BenchArgs {
 
 std::string Ms(double s) { return core::Fixed(s * 1e3, 3); }
 
-void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum) {
+void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum,
+           const compass::SelectorEvaluation* sel) {
   std::printf("topology %s, TP %d on devices 0..%d, time scale s = %.1f (%s)\n", b.topology.c_str(),
               b.ranks, b.ranks - 1, b.scale.scale, b.scale.source.c_str());
   std::printf("compute: %s; ring1 order %s, ring2 order %s\n",
@@ -118,6 +120,29 @@ void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum) {
   } else {
     std::printf("checked %zu configurations (no timing)\n", b.configs.size());
   }
+  if (sel != nullptr) {
+    core::Table t({"held-out configuration", "pick", "predicted us", "measured us", "measured best",
+                   "best us", "none us", "tolerance", "right"});
+    for (const compass::SelectorRow& r : sel->rows) {
+      if (!r.held_out) continue;
+      t.AddRow({r.label, r.pick, core::Fixed(r.predicted_s * 1e6, 1),
+                core::Fixed(r.pick_s * 1e6, 1), r.best, core::Fixed(r.best_s * 1e6, 1),
+                core::Fixed(r.none_s * 1e6, 1), fmt::format("{:.1f}%", 100 * r.tolerance),
+                r.right ? (r.strict ? "yes (best)" : "yes") : "no"});
+    }
+    std::printf(
+        "selector (overheads fitted on the even configurations, picks on the odd ones from "
+        "profiled GEMMs and modeled collectives):\n%s",
+        t.Render().c_str());
+    std::printf(
+        "selector top-1 %.0f%% (%d of %d within max(2%%, 2x spread) of the measured best), "
+        "strict %.0f%%, slower than none beyond tolerance: %d\n",
+        100 * sel->top1(), sel->right, sel->held_out, 100 * sel->strict_top1(), sel->regressions);
+    std::string fam;
+    for (const auto& [f, m] : sel->family_mape) fam += fmt::format(" {} {:.1f}%;", f, 100 * m);
+    std::printf("strategy model on the held-out configurations: MAPE %.1f%% (%s )\n",
+                100 * sel->mape, fam.c_str());
+  }
   if (b.checked) {
     double worst = 0;
     for (const compass::OverlapConfigResult& c : b.configs)
@@ -159,12 +184,18 @@ Status BenchOnWorld(const BenchArgs& a, comm::Communicator& world) {
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   const compass::OverlapSummary sum = compass::SummarizeOverlap(b);
+  // The selector is scored where the grid measured its candidates (none, fused, decomp).
+  auto sel =
+      b.repeats > 0
+          ? compass::EvaluateSelector(b)
+          : core::StatusOr<compass::SelectorEvaluation>(core::InvalidArgument("no timed runs"));
   if (!a.json_path.empty()) {
     core::Json j = ToJson(b);
     j["summary"] = ToJson(sum);
+    if (sel.ok()) j["selector"] = ToJson(*sel);
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
   }
-  Print(b, sum);
+  Print(b, sum, sel.ok() ? &*sel : nullptr);
   std::fflush(stdout);
   return Status::Ok();
 }

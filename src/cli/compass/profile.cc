@@ -84,6 +84,13 @@ void PrintCompassProfile(const compass::CompassProfile& p) {
                 MicrosecondsText(m.pipeline.delta_s), core::Fixed(m.pipeline.kappa, 2)});
   }
   std::printf("operator classes (fitted on every profiled operator):\n%s", cls.Render().c_str());
+  core::Table ov({"strategy family", "class", "alpha us", "delta us", "kappa"});
+  for (const auto& [key, o] : p.overheads) {
+    ov.AddRow({key.first, key.second, MicrosecondsText(o.alpha_s), MicrosecondsText(o.delta_s),
+               core::Fixed(o.kappa, 2)});
+  }
+  std::printf("selector overheads (fitted on every profiled operator's measured runs):\n%s",
+              ov.Render().c_str());
 }
 
 Status CompassProfileOnWorld(const CompassProfileArgs& a, comm::Communicator& world) {
@@ -111,9 +118,9 @@ Status CompassProfileOnWorld(const CompassProfileArgs& a, comm::Communicator& wo
   o.config_done = [](int i, int count, const compass::OverlapConfigResult& c) {
     std::string line;
     for (const compass::OverlapRun& r : c.runs) {
-      line += fmt::format(" {}:{}", r.degree, MicrosecondsText(r.median_s));
+      line += fmt::format(" {} {}", r.strategy, MicrosecondsText(r.median_s));
     }
-    std::fprintf(stderr, "\n[%d/%d] %s: T(d) us%s\n", i + 1, count, c.shape.label.c_str(),
+    std::fprintf(stderr, "\n[%d/%d] %s (us):%s\n", i + 1, count, c.shape.label.c_str(),
                  line.c_str());
   };
   ASSIGN_OR_RETURN(compass::CompassProfile p,
@@ -150,7 +157,7 @@ void AddCompassProfile(CLI::App* compass, Action* action) {
   CLI::App* c = compass->add_subcommand(
       "profile",
       "Measure this machine for Compass's models: GEMM time per part shape, link checks, the "
-      "contention factor, decomposition fits; write them to a profile file");
+      "contention factor, decomposition fits, the selector's overheads; write them to a file");
   c->add_option("--ranks", a->ranks, "MPI ranks = TP degree = devices 0..N-1 (at least 2)")
       ->transform(Integer(2, 64))
       ->capture_default_str();

@@ -20,14 +20,15 @@ using core::Status;
 using core::StatusOr;
 using zellige::ParallelConfig;
 
-namespace {
-
-// One sequence of a segment.
-struct SegSeq {
+// One sequence of a segment (named, not anonymous: AttentionEngine::SegmentInfo holds them).
+struct AttentionSegSeq {
   int placement = 0;
   int64_t tokens = 0;
   int64_t local_offset = 0;  // row of this rank's chunk in the packed local buffers
 };
+using SegSeq = AttentionSegSeq;
+
+namespace {
 
 // Posts one ring step: receive `recv_floats` from `prev` into `recv` and send `send_floats`
 // from `send` to `next`, both with `tag`; the requests are appended to `reqs`.

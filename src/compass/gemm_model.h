@@ -1,0 +1,22 @@
+// Modeled GEMM time on a device SKU, for paper-scale planning where no profile exists: the
+// (M, N) output is cut into 128 x 128 tiles spread over the SMs in waves; a wave runs one
+// tile per SM over the whole K at the SM's share of the achieved peak (bf16 peak x
+// compute_efficiency / SMs), so a last partial wave costs a whole wave (wave quantisation);
+// the GEMM takes at least its bytes (bf16 A, B and C once each) over the memory bandwidth.
+// Without an SM count (device field sm_count 0): FLOPs / achieved peak, the same floor.
+// Modeled, never measured: outputs that use it say so.
+#pragma once
+
+#include <cstdint>
+
+#include "hw/device.h"
+
+namespace tessera::compass {
+
+inline constexpr int64_t kGemmTile = 128;
+
+// Seconds for C (m, n) = A (m, k) B (k, n) in bf16 with fp32 accumulation; 0 for an empty
+// GEMM.
+double ModeledGemmSeconds(const hw::Device& d, int64_t m, int64_t n, int64_t k);
+
+}  // namespace tessera::compass

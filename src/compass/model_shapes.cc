@@ -1,0 +1,117 @@
+#include "compass/model_shapes.h"
+
+namespace tessera::compass {
+
+namespace {
+
+core::StatusOr<TransformerShape> Preset(const std::string& name) {
+  // Hidden, FFN, heads, KV heads, layers from the models' published configurations.
+  if (name == "llama2-7b") return TransformerShape{name, 4096, 11008, 32, 32, 32, true};
+  if (name == "llama2-13b") return TransformerShape{name, 5120, 13824, 40, 40, 40, true};
+  if (name == "llama3-8b") return TransformerShape{name, 4096, 14336, 32, 8, 32, true};
+  if (name == "llama2-70b") return TransformerShape{name, 8192, 28672, 64, 8, 80, true};
+  return core::NotFound("model: no preset '" + name + "'");
+}
+
+std::string Divisibility(const std::string& field, int64_t value, int tp) {
+  return field + ": got " + std::to_string(value) + ", not divisible by tp " + std::to_string(tp);
+}
+
+}  // namespace
+
+const std::vector<std::string>& ModelPresetNames() {
+  static const std::vector<std::string> kNames = {"llama2-7b", "llama2-13b", "llama3-8b",
+                                                  "llama2-70b"};
+  return kNames;
+}
+
+core::StatusOr<TransformerShape> TransformerShapeFromJson(const core::Json& j,
+                                                          const std::string& where) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      j, where,
+      {"kind", "version", "name", "hidden", "ffn", "heads", "kv_heads", "layers", "gated_mlp"}));
+  ASSIGN_OR_RETURN(std::string kind, core::GetString(j, where, "kind"));
+  if (kind != "compass-model") {
+    return core::InvalidArgument(where + ": kind: got '" + kind + "', must be compass-model");
+  }
+  ASSIGN_OR_RETURN(int64_t version, core::GetIntInRange(j, where, "version", 1, 1000));
+  if (version != 1) {
+    return core::InvalidArgument(where + ": version: got " + std::to_string(version) +
+                                 ", this tessera reads version 1");
+  }
+  TransformerShape m;
+  ASSIGN_OR_RETURN(m.name, core::GetString(j, where, "name"));
+  constexpr int64_t kMax = int64_t{1} << 20;
+  ASSIGN_OR_RETURN(m.hidden, core::GetIntInRange(j, where, "hidden", 1, kMax));
+  ASSIGN_OR_RETURN(m.ffn, core::GetIntInRange(j, where, "ffn", 1, kMax));
+  ASSIGN_OR_RETURN(m.heads, core::GetIntInRange(j, where, "heads", 1, 4096));
+  ASSIGN_OR_RETURN(m.kv_heads, core::GetIntInRange(j, where, "kv_heads", 1, 4096));
+  ASSIGN_OR_RETURN(m.layers, core::GetIntInRange(j, where, "layers", 1, 1000));
+  ASSIGN_OR_RETURN(const core::Json* gated, core::Member(j, where, "gated_mlp"));
+  if (!gated->is_boolean()) {
+    return core::InvalidArgument(where + ".gated_mlp: got " + core::ShowJson(*gated) +
+                                 ", must be true or false");
+  }
+  m.gated_mlp = gated->get<bool>();
+  if (m.hidden % m.heads != 0) {
+    return core::InvalidArgument(where + ".hidden: got " + std::to_string(m.hidden) +
+                                 ", not divisible by heads " + std::to_string(m.heads));
+  }
+  if (m.heads % m.kv_heads != 0) {
+    return core::InvalidArgument(where + ".kv_heads: got " + std::to_string(m.kv_heads) +
+                                 ", must divide heads " + std::to_string(m.heads));
+  }
+  return m;
+}
+
+core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or_path) {
+  auto preset = Preset(name_or_path);
+  if (preset.ok()) return preset;
+  if (name_or_path.find('/') == std::string::npos &&
+      name_or_path.find(".json") == std::string::npos) {
+    std::string all;
+    for (const std::string& n : ModelPresetNames()) all += (all.empty() ? "" : ", ") + n;
+    return core::NotFound("--model: got '" + name_or_path + "', must be one of " + all +
+                          " or a model JSON file");
+  }
+  ASSIGN_OR_RETURN(core::Json j, core::ReadJsonFile(name_or_path));
+  return TransformerShapeFromJson(j, name_or_path);
+}
+
+core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp, int64_t tokens) {
+  if (tp < 1) return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be >= 1");
+  if (m.heads % tp != 0) return core::InvalidArgument(Divisibility("heads", m.heads, tp));
+  if (m.kv_heads % tp != 0) {
+    return core::InvalidArgument(Divisibility("kv_heads", m.kv_heads, tp) +
+                                 " (KV heads are not replicated here)");
+  }
+  if (m.hidden % tp != 0) return core::InvalidArgument(Divisibility("hidden", m.hidden, tp));
+  if (m.ffn % tp != 0) return core::InvalidArgument(Divisibility("ffn", m.ffn, tp));
+  if (tokens < tp || tokens % tp != 0) {
+    return core::InvalidArgument("tokens (--seq x --mbs): got " + std::to_string(tokens) +
+                                 ", must be a positive multiple of tp " + std::to_string(tp) +
+                                 " (the token axis is sharded)");
+  }
+  const int64_t h = m.hidden, qkv = (h + 2 * m.kv_heads * m.head_dim()) / tp;
+  const int64_t f = m.ffn / tp, g = (m.gated_mlp ? 2 : 1) * m.ffn / tp;
+  auto op = [&](const std::string& name, TpOpKind kind, int64_t n, int64_t k, bool coll = true) {
+    return LayerOp{name, TpOpShape{kind, tokens, n, k, tp, name + " " + m.name}, coll};
+  };
+  return std::vector<LayerOp>{
+      op("qkv", TpOpKind::kAgGemm, qkv, h),
+      op("proj", TpOpKind::kGemmRs, h, h / tp),
+      op("fc1", TpOpKind::kAgGemm, g, h),
+      op("fc2", TpOpKind::kGemmRs, h, f),
+      op("proj-dgrad", TpOpKind::kAgGemm, h / tp, h),
+      op("fc2-dgrad", TpOpKind::kAgGemm, f, h),
+      op("qkv-dgrad", TpOpKind::kGemmRs, h, qkv),
+      op("fc1-dgrad", TpOpKind::kGemmRs, h, g),
+      op("qkv-wgrad", TpOpKind::kWgrad, qkv, h),
+      op("fc1-wgrad", TpOpKind::kWgrad, g, h),
+      // dW = A^T dY with A (M/t.. local) and the dY already gathered: K = h / t or f / t.
+      op("proj-wgrad", TpOpKind::kWgrad, h, h / tp, false),
+      op("fc2-wgrad", TpOpKind::kWgrad, h, f, false),
+  };
+}
+
+}  // namespace tessera::compass
