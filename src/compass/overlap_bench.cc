@@ -268,6 +268,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
         // The medians of the even and of the odd rounds: how far one median moves.
         std::vector<double> even, odd;
         for (size_t i = 0; i < per.size(); ++i) (i % 2 == 0 ? even : odd).push_back(per[i]);
+        r.cv = core::Mean(per) > 0 ? core::StdDev(per) / core::Mean(per) : 0;
         if (!even.empty() && !odd.empty() && r.median_s > 0) {
           r.half_spread = std::fabs(core::Median(even) - core::Median(odd)) / r.median_s;
         }
@@ -297,6 +298,7 @@ core::Json ToJson(const OverlapBench& b) {
         j["measured_min_s"] = r.min_s;
         j["measured_max_s"] = r.max_s;
         j["half_spread"] = r.half_spread;
+        j["cv"] = r.cv;
       }
       if (r.rel_error >= 0) j["rel_error"] = r.rel_error;
       runs.push_back(j);

@@ -61,6 +61,7 @@ struct OverlapRun {
   // |median of the even rounds - median of the odd rounds| / median: how far a median of
   // half the runs moves (0 with fewer than 2 runs).
   double half_spread = 0;
+  double cv = 0;  // standard deviation / mean of the runs' times (0 with fewer than 2)
   // The profiled device time of the strategy's GEMMs on one rank, run one after another
   // (decomp:D: D parts; a part's GEMM time is compute_s / D).
   double compute_s = 0;

@@ -101,12 +101,15 @@ core::StatusOr<SelectorEvaluation> EvaluateSelector(const OverlapBench& b,
     row.tolerance = std::max(0.02, 2 * best->half_spread);
     row.right = row.pick_s <= row.best_s * (1 + row.tolerance);
     row.strict = row.pick == row.best;
+    row.tolerance_cv = std::max(0.02, 2 * best->cv);
+    row.right_cv = row.pick_s <= row.best_s * (1 + row.tolerance_cv);
     row.regression = row.pick_s > row.none_s * (1 + row.tolerance);
     ++scored;
     if (row.held_out) {
       ++e.held_out;
       e.right += row.right ? 1 : 0;
       e.strict += row.strict ? 1 : 0;
+      e.right_cv += row.right_cv ? 1 : 0;
       e.regressions += row.regression ? 1 : 0;
     }
     e.rows.push_back(row);
@@ -146,12 +149,15 @@ core::Json ToJson(const SelectorEvaluation& e) {
                     {"tolerance", r.tolerance},
                     {"right", r.right},
                     {"strict", r.strict},
-                    {"regression", r.regression}});
+                    {"regression", r.regression},
+                    {"tolerance_cv", r.tolerance_cv},
+                    {"right_cv", r.right_cv}});
   }
   return {{"overheads", ToJson(e.overheads)},
           {"held_out", e.held_out},
           {"top1", e.top1()},
           {"strict_top1", e.strict_top1()},
+          {"top1_run_cv_tolerance", e.top1_cv()},
           {"regressions", e.regressions},
           {"model_mape_held_out", e.mape},
           {"model_mape_held_out_by_family", e.family_mape},

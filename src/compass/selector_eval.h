@@ -10,7 +10,8 @@
 //  - a pick is right when its measured time is within tolerance = max(2%, 2 x spread) of the
 //    measured best (spread: the best's half_spread, how far the median of half the runs
 //    moves), strictly right when it is the measured best, a regression when it is measured
-//    slower than none by more than the tolerance;
+//    slower than none by more than the tolerance; also scored with the looser run-CV
+//    tolerance max(2%, 2 x the best's run CV) (right_cv);
 //  - the model's error: every measured candidate's prediction on the held-out configurations
 //    against its measured median (MAPE per family and over all).
 // Rows for the even (training) configurations are scored too and marked, not counted.
@@ -45,18 +46,22 @@ struct SelectorRow {
   double pick_s = 0, best_s = 0, none_s = 0;  // measured medians
   double tolerance = 0;
   bool right = false, strict = false, regression = false;
+  double tolerance_cv = 0;  // max(2%, 2 x the best's run CV)
+  bool right_cv = false;
 };
 
 struct SelectorEvaluation {
   OverheadTable overheads;
   std::vector<SelectorRow> rows;
   int held_out = 0, right = 0, strict = 0, regressions = 0;  // over held-out rows
+  int right_cv = 0;
   // Mean |predicted - measured| / measured of every measured candidate on the held-out
   // configurations, per family and over all.
   std::map<std::string, double> family_mape;
   double mape = 0;
   double top1() const { return held_out > 0 ? static_cast<double>(right) / held_out : 0; }
   double strict_top1() const { return held_out > 0 ? static_cast<double>(strict) / held_out : 0; }
+  double top1_cv() const { return held_out > 0 ? static_cast<double>(right_cv) / held_out : 0; }
 };
 
 // InvalidArgument when fewer than 2 configurations carry the candidates' measurements.

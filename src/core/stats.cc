@@ -15,6 +15,14 @@ double Mean(std::span<const double> values) {
   return sum / static_cast<double>(values.size());
 }
 
+double StdDev(std::span<const double> values) {
+  if (values.size() < 2) return 0;
+  const double mean = Mean(values);
+  double ss = 0;
+  for (double v : values) ss += (v - mean) * (v - mean);
+  return std::sqrt(ss / static_cast<double>(values.size() - 1));
+}
+
 double Percentile(std::span<const double> values, double p) {
   CHECK(p >= 0 && p <= 100) << "Percentile: p = " << p << ", must be in [0, 100]";
   if (values.empty()) return 0;

@@ -24,6 +24,8 @@ namespace tessera::core {
 
 double Mean(std::span<const double> values);
 double Median(std::span<const double> values);
+// Sample standard deviation (n - 1 in the denominator); 0 for fewer than 2 values.
+double StdDev(std::span<const double> values);
 // p in [0, 100] (CHECKed).
 double Percentile(std::span<const double> values, double p);
 

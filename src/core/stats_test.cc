@@ -19,6 +19,9 @@ TEST(StatsTest, MeanMedianHandWorked) {
   EXPECT_DOUBLE_EQ(Median(one), 7.0);
   EXPECT_DOUBLE_EQ(Mean(std::vector<double>{}), 0.0);  // no samples
   EXPECT_DOUBLE_EQ(Median(std::vector<double>{}), 0.0);
+  // Sample standard deviation of {5, 1, 3}: sqrt((4 + 4 + 0) / 2) = 2.
+  EXPECT_DOUBLE_EQ(StdDev(odd), 2.0);
+  EXPECT_DOUBLE_EQ(StdDev(one), 0.0);
 }
 
 TEST(StatsTest, PercentileInterpolatesLinearlyBetweenOrderStatistics) {

@@ -213,6 +213,25 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                 {"--topology", "h100x8", "--tp", "2"}};
   t.push_back(topo);
 
+  SubcommandSpec compass_plan = Spec("plan", MpiUse::kNone, 8, {});
+  compass_plan.group = "compass";
+  compass_plan.options = {{"--topology", K::kInputFile, {}},
+                          {"--model", K::kInputFile, With({"llama9", "gpt", ""})},
+                          {"--tp", K::kInt, With({"3", "16", "0", "1"})},
+                          {"--seq", K::kInt, With({"0", "4095", "-1"})},
+                          {"--mbs", K::kInt, With({"0", "-2"})},
+                          {"--profile", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+                          {"--margin", K::kFloat, With({"-0.1", "1", "2"})},
+                          {"--json", K::kOutputFile, {}},
+                          {"--trace", K::kOutputFile, {}},
+                          {"--emit-te-ub-cfg", K::kOutputFile, {}}};
+  compass_plan.bases = {
+      {"--topology", "a6000x8", "--model", "llama2-7b", "--tp", "8"},
+      {"--topology", s.topology, "--model", "llama3-8b", "--tp", "4", "--seq", "2048", "--json",
+       out + "plan.json", "--trace", out + "plan_trace.json", "--emit-te-ub-cfg", out + "te.json"},
+      {"--topology", "h100x8", "--model", "llama2-70b", "--tp", "8", "--mbs", "2"}};
+  t.push_back(compass_plan);
+
   // links checks its topology and --ranks (at most 8 devices in every preset) before mpiexec.
   SubcommandSpec links = Spec("links", MpiUse::kRelaunch, 2, {});
   links.group = "compass";

@@ -9,6 +9,7 @@ void AddCompassCommands(CLI::App& root, Action* action) {
       root.add_subcommand("compass", "Compass: overlap tensor-parallel communication with GEMMs");
   c->require_subcommand(1);
   AddCompassTopo(c, action);
+  AddCompassPlan(c, action);
 #ifdef TESSERA_HAVE_RUNTIME
   AddCompassLinks(c, action);
   AddCompassBench(c, action);

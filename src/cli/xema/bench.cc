@@ -18,7 +18,7 @@
 namespace tessera::cli {
 namespace {
 
-struct BenchArgs {
+struct XemaBenchArgs {
   std::vector<std::string> policies = xema::MemoryPolicyNames();
   std::vector<std::string> budgets;
   std::vector<double> rates = {0.5, 1};
@@ -34,7 +34,7 @@ struct BenchArgs {
 
 std::string Percent(double f) { return core::Fixed(100 * f, 1) + "%"; }
 
-core::Status RunBench(const BenchArgs& a) {
+core::Status RunBench(const XemaBenchArgs& a) {
   xema::PolicyBenchOptions o;
   for (const std::string& p : a.policies) {
     ASSIGN_OR_RETURN(xema::MemoryPolicy policy, xema::ParseMemoryPolicy(p));
@@ -112,7 +112,7 @@ core::Status RunBench(const BenchArgs& a) {
 }  // namespace
 
 void AddXemaBench(CLI::App* xema, Action* action) {
-  auto a = std::make_shared<BenchArgs>();
+  auto a = std::make_shared<XemaBenchArgs>();
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = xema->add_subcommand(
       "bench", "Sweep memory policies x budgets x rates x SLO scales on the same arrivals");

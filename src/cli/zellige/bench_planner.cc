@@ -25,7 +25,7 @@ using namespace tessera::zellige;  // NOLINT
 
 namespace {
 
-struct BenchArgs {
+struct PlannerBenchArgs {
   CostModelArgs cost;  // --cluster, --model or --profile
   std::vector<std::string> mixes = {"v35", "v40", "v45", "v50", "v55", "v60"};
   std::string load = "high";
@@ -75,7 +75,7 @@ void AddMixRow(const BenchMixSummary& m, core::Table* t) {
              std::to_string(static_cast<int>(slower.sum)) + "/" + std::to_string(slower.n)});
 }
 
-Status RunBenchPlanner(const BenchArgs& a) {
+Status RunBenchPlanner(const PlannerBenchArgs& a) {
   ASSIGN_OR_RETURN(std::unique_ptr<CostModel> cost_model, MakeCostModel(a.cost));
   const CostModel& cost = *cost_model;
   const hw::Cluster& cluster = cost.cluster();
@@ -144,7 +144,7 @@ Status RunBenchPlanner(const BenchArgs& a) {
 }  // namespace
 
 void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
-  auto a = std::make_shared<BenchArgs>();
+  auto a = std::make_shared<PlannerBenchArgs>();
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = z->add_subcommand(
       "bench-planner", "Compare zellige with the joint MILP and the baselines over many batches");

@@ -1,0 +1,150 @@
+// The planner: a layer's TP operators from model shapes, the tile/wave GEMM model, and a plan
+// on a preset topology (every pick no slower than none, totals add up, the TE settings and
+// the trace cover every operator); bad input names the field and value.
+#include "compass/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "compass/gemm_model.h"
+
+namespace tessera::compass {
+namespace {
+
+hw::Topology PlanTopology(const std::string& name) {
+  auto t = hw::TopologyPreset(name);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return std::move(t).value();
+}
+
+TEST(ModelShapes, LayerOperatorsOfLlama) {
+  auto m = LoadTransformerShape("llama2-7b");
+  ASSERT_TRUE(m.ok());
+  auto ops = LayerOps(*m, 8, 4096);
+  ASSERT_TRUE(ops.ok()) << ops.status().ToString();
+  ASSERT_EQ(ops->size(), 12u);
+  EXPECT_EQ((*ops)[0].name, "qkv");
+  EXPECT_EQ((*ops)[0].shape.n, 3 * 4096 / 8);
+  EXPECT_EQ((*ops)[0].shape.k, 4096);
+  EXPECT_EQ((*ops)[2].shape.n, 2 * 11008 / 8);  // SwiGLU: gate and up
+  EXPECT_EQ((*ops)[3].shape.kind, TpOpKind::kGemmRs);
+  EXPECT_EQ((*ops)[3].shape.k, 11008 / 8);
+  EXPECT_FALSE((*ops)[10].has_collective);
+  // Grouped-query attention: 8 KV heads of 128.
+  auto l3 = LoadTransformerShape("llama3-8b");
+  ASSERT_TRUE(l3.ok());
+  EXPECT_EQ((*LayerOps(*l3, 8, 4096))[0].shape.n, (4096 + 2 * 8 * 128) / 8);
+}
+
+TEST(ModelShapes, BadInputNamesFieldAndValue) {
+  auto m = LoadTransformerShape("llama2-7b");
+  ASSERT_TRUE(m.ok());
+  auto bad_tp = LayerOps(*m, 3, 4095);
+  ASSERT_FALSE(bad_tp.ok());
+  EXPECT_NE(bad_tp.status().message().find("heads: got 32, not divisible by tp 3"),
+            std::string::npos)
+      << bad_tp.status().message();
+  auto bad_tokens = LayerOps(*m, 8, 4100);
+  ASSERT_FALSE(bad_tokens.ok());
+  EXPECT_NE(bad_tokens.status().message().find("got 4100"), std::string::npos);
+  auto l70 = LoadTransformerShape("llama2-70b");
+  ASSERT_TRUE(l70.ok());
+  EXPECT_NE(LayerOps(*l70, 16, 4096).status().message().find("kv_heads: got 8"), std::string::npos);
+  auto unknown = LoadTransformerShape("llama9");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("must be one of llama2-7b"), std::string::npos);
+  core::Json j = {{"kind", "compass-model"}, {"version", 1}, {"name", "x"},
+                  {"hidden", 100},           {"ffn", 400},   {"heads", 3},
+                  {"kv_heads", 3},           {"layers", 2},  {"gated_mlp", false}};
+  auto f = TransformerShapeFromJson(j, "m.json");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("m.json.hidden: got 100, not divisible by heads 3"),
+            std::string::npos);
+  j["heads"] = 4;
+  j["kv_heads"] = 4;
+  EXPECT_TRUE(TransformerShapeFromJson(j, "m.json").ok());
+  j["gated_mlp"] = "yes";
+  EXPECT_FALSE(TransformerShapeFromJson(j, "m.json").ok());
+}
+
+TEST(GemmModel, WavesQuantiseAndBandwidthFloors) {
+  hw::Device d = PlanTopology("a6000x8").device();
+  ASSERT_GT(d.sm_count, 0);
+  const int64_t sms = d.sm_count;
+  // sms tiles of 128 x 128: one wave; one more tile: two.
+  const double one = ModeledGemmSeconds(d, 128 * sms, 128, 8192);
+  const double two = ModeledGemmSeconds(d, 128 * sms + 1, 128, 8192);
+  EXPECT_NEAR(two, 2 * one, 1e-12);
+  EXPECT_NEAR(one,
+              2.0 * 128 * 128 * 8192 / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency / sms),
+              1e-12);
+  // One row still occupies whole 128-row tiles: as slow as 128 rows.
+  EXPECT_DOUBLE_EQ(ModeledGemmSeconds(d, 1, 8192, 8192), ModeledGemmSeconds(d, 128, 8192, 8192));
+  EXPECT_EQ(ModeledGemmSeconds(d, 0, 1, 1), 0);
+  d.sm_count = 0;  // no SM count: FLOPs over the achieved peak, at least the bytes
+  EXPECT_NEAR(ModeledGemmSeconds(d, 1, 8192, 8192),
+              2.0 * (8192.0 + 8192.0 * 8192 + 8192) / d.mem_bw_bytes_per_s, 1e-12);
+  EXPECT_NEAR(ModeledGemmSeconds(d, 4096, 4096, 4096),
+              2.0 * 4096 * 4096 * 4096 / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency),
+              1e-12);
+}
+
+TEST(Plan, Llama7bOnA6000PicksNoWorseThanNone) {
+  auto m = LoadTransformerShape("llama2-7b");
+  ASSERT_TRUE(m.ok());
+  PlanOptions o;
+  o.tp = 8;
+  o.seq = 4096;
+  auto plan = PlanLayer(PlanTopology("a6000x8"), *m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->ops.size(), 12u);
+  double sum = 0, none = 0;
+  for (const OpPlan& op : plan->ops) {
+    EXPECT_LE(op.pick.predicted_s, op.none_s * (1 + 1e-12)) << op.op.name;
+    EXPECT_GT(op.pick.predicted_s, 0) << op.op.name;
+    EXPECT_FALSE(op.pick.reason.empty()) << op.op.name;
+    EXPECT_EQ(op.gemm_source, "modeled (tile/wave)");
+    sum += op.pick.predicted_s;
+    none += op.none_s;
+  }
+  EXPECT_NEAR(plan->layer_s, sum, 1e-15);
+  EXPECT_NEAR(plan->layer_none_s, none, 1e-15);
+  EXPECT_NEAR(plan->step_s(), 32 * sum, 1e-12);
+  // On a6000x8 the double ring is the fastest fused collective: some operator picks it.
+  bool ring2 = false;
+  for (const OpPlan& op : plan->ops) ring2 = ring2 || op.pick.strategy == "fused-ring2";
+  EXPECT_TRUE(ring2);
+  const core::Json te = TeUserbufferConfig(*plan);
+  EXPECT_TRUE(te.contains("qkv_fprop"));
+  EXPECT_TRUE(te.contains("fc1_dgrad"));
+  EXPECT_TRUE(te.contains("qkv_wgrad"));
+  EXPECT_FALSE(te.contains("proj_wgrad"));  // no collective of its own
+  EXPECT_EQ(PlanTrace(*plan).size(), 2u + 24u);  // two track names, two spans per operator
+  EXPECT_EQ(ToJson(*plan).at("ops").size(), 12u);
+}
+
+TEST(Plan, RefusesBadTpAndAProfileFromElsewhere) {
+  auto m = LoadTransformerShape("llama2-7b");
+  ASSERT_TRUE(m.ok());
+  PlanOptions o;
+  o.tp = 16;
+  auto too_many = PlanLayer(PlanTopology("a6000x8"), *m, o);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("--tp: got 16"), std::string::npos);
+  o.tp = 4;
+  CompassProfile p;
+  p.topology = "h100x8";
+  p.ranks = 4;
+  auto other = PlanLayer(PlanTopology("a6000x8"), *m, o, &p, "--profile p.json");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("taken on topology h100x8"), std::string::npos);
+  // A matching profile's GEMM table is used where shapes match.
+  p.topology = "a6000x8";
+  p.gemms.push_back({false, 4096, 3 * 4096 / 4, 4096, 1e-3});
+  auto with = PlanLayer(PlanTopology("a6000x8"), *m, o, &p, "--profile p.json");
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->ops[0].gemm_source, "mixed");
+  EXPECT_NE(with->overheads_source.find("p.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::compass
