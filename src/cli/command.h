@@ -39,6 +39,7 @@ void AddCompassCommands(CLI::App& root, Action* action);
 // Adds `tessera compass topo` (a topology's links, rings and modeled collectives).
 void AddCompassTopo(CLI::App* compass, Action* action);
 void AddCompassPlan(CLI::App* compass, Action* action);
+void AddCompassGrid(CLI::App* compass, Action* action);
 // Adds `tessera compass links` (emulated links and collectives measured on MPI ranks).
 void AddCompassLinks(CLI::App* compass, Action* action);
 void AddCompassBench(CLI::App* compass, Action* action);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compass/gemm_model.h"
+#include "compass/paper_grid.h"
 
 namespace tessera::compass {
 namespace {
@@ -117,7 +118,7 @@ TEST(Plan, Llama7bOnA6000PicksNoWorseThanNone) {
   EXPECT_TRUE(te.contains("qkv_fprop"));
   EXPECT_TRUE(te.contains("fc1_dgrad"));
   EXPECT_TRUE(te.contains("qkv_wgrad"));
-  EXPECT_FALSE(te.contains("proj_wgrad"));  // no collective of its own
+  EXPECT_FALSE(te.contains("proj_wgrad"));       // no collective of its own
   EXPECT_EQ(PlanTrace(*plan).size(), 2u + 24u);  // two track names, two spans per operator
   EXPECT_EQ(ToJson(*plan).at("ops").size(), 12u);
 }
@@ -144,6 +145,29 @@ TEST(Plan, RefusesBadTpAndAProfileFromElsewhere) {
   ASSERT_TRUE(with.ok()) << with.status().ToString();
   EXPECT_EQ(with->ops[0].gemm_source, "mixed");
   EXPECT_NE(with->overheads_source.find("p.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::compass
+
+namespace tessera::compass {
+namespace {
+
+TEST(PaperGrid, CoversEveryOperatorAndNeverLosesToNone) {
+  auto g = RunPaperGrid(PlanTopology("rtx4090x4"));
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  // 4 models x TP 2, 4 (4 devices) x 6 token counts x 4 forward operators.
+  EXPECT_EQ(g->points.size(), 4u * 2 * 6 * 4);
+  EXPECT_TRUE(g->skipped.empty());
+  for (const GridPoint& p : g->points) {
+    ASSERT_TRUE(p.predicted_s.count("none") && p.predicted_s.count("auto")) << p.model;
+    EXPECT_LE(p.predicted_s.at("auto"), p.predicted_s.at("none") * (1 + 1e-12));
+  }
+  const SpeedupStats all = SpeedupOverNone(*g, "auto");
+  EXPECT_EQ(all.count, static_cast<int>(g->points.size()));
+  EXPECT_GE(all.min, 1.0 - 1e-12);
+  EXPECT_EQ(SpeedupOverNone(*g, "auto", "llama2-7b").count, 2 * 6 * 4);
+  EXPECT_EQ(ToJson(*g).at("points").size(), g->points.size());
 }
 
 }  // namespace

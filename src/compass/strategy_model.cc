@@ -156,6 +156,10 @@ core::StatusOr<Overheads> FitOverheads(const std::vector<StrategySample>& sample
   if (!std::isfinite(best_e)) {
     return core::InvalidArgument("overhead fit: no overheads give finite predictions");
   }
+  if (samples[0].family == "none") {
+    // Only alpha + delta enters `none`, and no overlap is slowed: one constant, kappa 1.
+    return Overheads{best.alpha_s + best.delta_s, 0, 1};
+  }
   return best;
 }
 

@@ -72,6 +72,7 @@ struct StrategySample {
 };
 // alpha, delta, kappa in [1, 3] minimising the squared relative error of PredictFamily over
 // samples of one family and class: a grid, then a pattern search from its best point.
+// For `none` only alpha + delta matters: it is returned as alpha, with delta 0 and kappa 1.
 // InvalidArgument with fewer than 3 samples, mixed families, or a sample the model cannot
 // predict.
 core::StatusOr<Overheads> FitOverheads(const std::vector<StrategySample>& samples);

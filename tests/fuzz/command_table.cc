@@ -232,6 +232,13 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
       {"--topology", "h100x8", "--model", "llama2-70b", "--tp", "8", "--mbs", "2"}};
   t.push_back(compass_plan);
 
+  SubcommandSpec compass_grid = Spec("grid", MpiUse::kNone, 3, {});
+  compass_grid.group = "compass";
+  compass_grid.options = {{"--topology", K::kInputFile, {}}, {"--json", K::kOutputFile, {}}};
+  compass_grid.bases = {{"--topology", "rtx4090x4"},
+                        {"--topology", s.topology, "--json", out + "grid.json"}};
+  t.push_back(compass_grid);
+
   // links checks its topology and --ranks (at most 8 devices in every preset) before mpiexec.
   SubcommandSpec links = Spec("links", MpiUse::kRelaunch, 2, {});
   links.group = "compass";

@@ -10,6 +10,7 @@ void AddCompassCommands(CLI::App& root, Action* action) {
   c->require_subcommand(1);
   AddCompassTopo(c, action);
   AddCompassPlan(c, action);
+  AddCompassGrid(c, action);
 #ifdef TESSERA_HAVE_RUNTIME
   AddCompassLinks(c, action);
   AddCompassBench(c, action);
