@@ -30,15 +30,7 @@ core::StatusOr<TransformerShape> TransformerShapeFromJson(const core::Json& j,
   RETURN_IF_ERROR(core::CheckKnownKeys(
       j, where,
       {"kind", "version", "name", "hidden", "ffn", "heads", "kv_heads", "layers", "gated_mlp"}));
-  ASSIGN_OR_RETURN(std::string kind, core::GetString(j, where, "kind"));
-  if (kind != "compass-model") {
-    return core::InvalidArgument(where + ": kind: got '" + kind + "', must be compass-model");
-  }
-  ASSIGN_OR_RETURN(int64_t version, core::GetIntInRange(j, where, "version", 1, 1000));
-  if (version != 1) {
-    return core::InvalidArgument(where + ": version: got " + std::to_string(version) +
-                                 ", this tessera reads version 1");
-  }
+  RETURN_IF_ERROR(core::CheckKindAndVersion(j, where, "compass-model", 1));
   TransformerShape m;
   ASSIGN_OR_RETURN(m.name, core::GetString(j, where, "name"));
   constexpr int64_t kMax = int64_t{1} << 20;

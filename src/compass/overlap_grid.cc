@@ -1,6 +1,7 @@
 #include "compass/overlap_grid.h"
 
 #include "compass/overlap_strategy.h"
+#include "hw/topology.h"
 
 namespace tessera::compass {
 
@@ -164,6 +165,18 @@ core::StatusOr<std::vector<TpOpShape>> GridShapes(const OverlapGrid& g, int tp) 
     }
   }
   return out;
+}
+
+core::Status CheckGridJob(const std::string& topology, const std::string& grid, int ranks,
+                          int min_ranks) {
+  ASSIGN_OR_RETURN(hw::Topology t, hw::LoadTopology(topology));
+  if (ranks < min_ranks || ranks > t.num_devices()) {
+    return core::InvalidArgument("--ranks: got " + std::to_string(ranks) + ", must be in [" +
+                                 std::to_string(min_ranks) + ", " +
+                                 std::to_string(t.num_devices()) + "] for " + t.name());
+  }
+  ASSIGN_OR_RETURN(OverlapGrid g, LoadGrid(grid));
+  return GridShapes(g, ranks).status();
 }
 
 }  // namespace tessera::compass

@@ -49,4 +49,10 @@ core::StatusOr<TpOpShape> LayerOpShape(const std::string& op, int64_t hidden, in
 // Every configuration of the grid at TP `tp`, in order; the first invalid one's error.
 core::StatusOr<std::vector<TpOpShape>> GridShapes(const OverlapGrid& g, int tp);
 
+// What a job over a grid checks before MPI starts (so bad input is one line, not one per
+// rank): the topology loads, `ranks` is in [min_ranks, its devices], the grid loads and its
+// shapes are valid at TP = ranks.
+core::Status CheckGridJob(const std::string& topology, const std::string& grid, int ranks,
+                          int min_ranks);
+
 }  // namespace tessera::compass

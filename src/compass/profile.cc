@@ -122,15 +122,7 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
       j, w,
       {"kind", "version", "topology", "ranks", "time_scale", "time_scale_source", "machine",
        "repeats", "times", "gemms", "links", "contention", "operators", "classes", "overheads"}));
-  ASSIGN_OR_RETURN(std::string kind, core::GetString(j, w, "kind"));
-  if (kind != "compass-profile") {
-    return core::InvalidArgument(w + ": kind: got '" + kind + "', must be compass-profile");
-  }
-  ASSIGN_OR_RETURN(int64_t version, core::GetIntInRange(j, w, "version", 1, 1000));
-  if (version != 1) {
-    return core::InvalidArgument(w + ": version: got " + std::to_string(version) +
-                                 ", this tessera reads version 1");
-  }
+  RETURN_IF_ERROR(core::CheckKindAndVersion(j, w, "compass-profile", 1));
   CompassProfile p;
   ASSIGN_OR_RETURN(p.topology, core::GetString(j, w, "topology"));
   ASSIGN_OR_RETURN(int64_t ranks, core::GetIntInRange(j, w, "ranks", 1, 1024));

@@ -91,3 +91,19 @@ TEST(JsonParseTest, MessagesAreCutBetweenUtf8Characters) {
 
 }  // namespace
 }  // namespace tessera::core
+
+namespace tessera::core {
+namespace {
+
+TEST(JsonParseTest, CheckKindAndVersionNamesWhatIsWrong) {
+  const Json ok = {{"kind", "compass-model"}, {"version", 1}};
+  EXPECT_TRUE(CheckKindAndVersion(ok, "m.json", "compass-model", 1).ok());
+  EXPECT_EQ(CheckKindAndVersion(ok, "m.json", "compass-grid", 1).message(),
+            "m.json: kind: got 'compass-model', must be compass-grid");
+  EXPECT_EQ(CheckKindAndVersion(ok, "m.json", "compass-model", 2).message(),
+            "m.json: version: got 1, this tessera reads version 2");
+  EXPECT_FALSE(CheckKindAndVersion(Json{{"version", 1}}, "m.json", "x", 1).ok());
+}
+
+}  // namespace
+}  // namespace tessera::core

@@ -276,4 +276,18 @@ StatusOr<std::string> GetString(const Json& obj, const std::string& path, const 
   return v->get<std::string>();
 }
 
+Status CheckKindAndVersion(const Json& obj, const std::string& path, const std::string& kind,
+                           int64_t version) {
+  ASSIGN_OR_RETURN(std::string got, GetString(obj, path, "kind"));
+  if (got != kind) {
+    return InvalidArgument(path + ": kind: got '" + got + "', must be " + kind);
+  }
+  ASSIGN_OR_RETURN(int64_t v, GetIntInRange(obj, path, "version", 1, 1000000));
+  if (v != version) {
+    return InvalidArgument(path + ": version: got " + std::to_string(v) +
+                           ", this tessera reads version " + std::to_string(version));
+  }
+  return Status::Ok();
+}
+
 }  // namespace tessera::core

@@ -51,6 +51,12 @@ StatusOr<double> GetDoubleInRange(const Json& obj, const std::string& path, cons
                                   double lo, double hi);
 StatusOr<std::string> GetString(const Json& obj, const std::string& path, const std::string& key);
 
+// The file-kind header of a tessera JSON file: `kind` must equal `kind` and `version` must
+// be `version`: "p.json: kind: got 'compass-grid', must be compass-profile", "p.json: version:
+// got 2, this tessera reads version 1".
+Status CheckKindAndVersion(const Json& obj, const std::string& path, const std::string& kind,
+                           int64_t version);
+
 // OK when `obj` is an object whose keys are all in `allowed`; else InvalidArgument
 // "path: unknown key 'x', must be one of a, b, c" (a typo must not be silently ignored) or
 // "path: got ..., must be an object".

@@ -135,16 +135,7 @@ Status CompassProfileOnWorld(const CompassProfileArgs& a, comm::Communicator& wo
 }
 
 Status RunCompassProfileCommand(const CompassProfileArgs& a) {
-  // Checked before MPI starts, so bad input is one line, not n.
-  ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
-  if (a.ranks < 2 || a.ranks > topology.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(a.ranks) + ", must be in [2, " +
-                                 std::to_string(topology.num_devices()) + "] for " +
-                                 topology.name());
-  }
-  ASSIGN_OR_RETURN(compass::OverlapGrid grid, compass::LoadGrid(a.grid));
-  ASSIGN_OR_RETURN(std::vector<compass::TpOpShape> shapes, compass::GridShapes(grid, a.ranks));
-  (void)shapes;
+  RETURN_IF_ERROR(compass::CheckGridJob(a.topology, a.grid, a.ranks, 2));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return CompassProfileOnWorld(a, world); });
 }
