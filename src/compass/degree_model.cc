@@ -98,6 +98,18 @@ int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible, int max
   return fit.Predict(below) <= fit.Predict(above) ? below : above;
 }
 
+core::StatusOr<OperatorDegreeChoice> FitAndChooseDegree(const std::map<int, double>& t_by_d) {
+  std::vector<std::pair<int, double>> fit_samples;
+  std::vector<int> feasible;
+  for (const auto& [d, t] : t_by_d) {
+    feasible.push_back(d);
+    if (d == 1 || d == 2 || d == 4 || d == 8) fit_samples.push_back({d, t});
+  }
+  ASSIGN_OR_RETURN(DegreeFit fit, FitDegreeModel(fit_samples));
+  // fit_samples is in ascending d (a map's order): its last is the largest fitted degree.
+  return OperatorDegreeChoice{fit, ChooseDegree(fit, feasible, fit_samples.back().first)};
+}
+
 DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s,
                             double kappa) {
   if (kappa * tc_s >= tm_s) {

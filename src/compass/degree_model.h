@@ -28,6 +28,7 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,14 @@ core::StatusOr<DegreeFit> FitDegreeModel(const std::vector<std::pair<int, double
 // smallest.
 int ChooseDegree(const DegreeFit& fit, const std::vector<int>& feasible,
                  int max_d = std::numeric_limits<int>::max());
+
+// One operator's choice from its measured decomp:D times (by D): the fit on d in {1, 2, 4, 8}
+// and d* among the measured degrees up to the largest fitted one. FitDegreeModel's errors.
+struct OperatorDegreeChoice {
+  DegreeFit fit;
+  int d_star = 1;
+};
+core::StatusOr<OperatorDegreeChoice> FitAndChooseDegree(const std::map<int, double>& t_by_d);
 
 // A, B, C of the pipeline form from Tc, Tm, the per-part costs and the contention factor.
 DegreeFit AnalyticDegreeFit(double tc_s, double tm_s, double alpha_s, double delta_s,

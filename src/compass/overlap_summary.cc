@@ -10,16 +10,6 @@ namespace tessera::compass {
 
 namespace {
 
-RatioStats Stats(std::vector<double> v) {
-  RatioStats s;
-  s.count = static_cast<int>(v.size());
-  if (v.empty()) return s;
-  s.min = *std::min_element(v.begin(), v.end());
-  s.max = *std::max_element(v.begin(), v.end());
-  s.median = core::Median(v);
-  return s;
-}
-
 double Time(const OverlapConfigResult& c, const std::string& name) {
   const OverlapRun* r = c.Find(name);
   return r != nullptr && r->timed && r->median_s > 0 ? r->median_s : 0;
@@ -50,7 +40,13 @@ std::vector<PipelineSample> PipelineSamplesOf(const OverlapConfigResult& c) {
   return out;
 }
 
-const char* DegreeClassOf(const TpOpShape& s) { return s.kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
+std::vector<DegreeSample> DegreeSamplesOf(const OverlapConfigResult& c) {
+  std::vector<DegreeSample> out;
+  for (const auto& [d, t] : DecompositionTimes(c)) {
+    out.push_back({c.gemm_s, c.modeled_collective_s, d, t});
+  }
+  return out;
+}
 
 OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   OverlapSummary out;
@@ -65,8 +61,9 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       all.push_back(ta / tc);
       if (CommBound(cfg)) bound.push_back(ta / tc);
     }
-    if (!all.empty()) out.ratios[a + "/" + c] = Stats(all);
-    if (!bound.empty()) out.ratios[a + "/" + c + " comm-bound"] = Stats(bound);
+    if (!all.empty()) out.ratios[a + "/" + c] = core::SummarizeMinMedianMax(all);
+    if (!bound.empty())
+      out.ratios[a + "/" + c + " comm-bound"] = core::SummarizeMinMedianMax(bound);
   }
   {
     std::vector<double> all, bound;
@@ -81,8 +78,8 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       all.push_back(tn / best);
       if (CommBound(cfg)) bound.push_back(tn / best);
     }
-    if (!all.empty()) out.ratios["none/best"] = Stats(all);
-    if (!bound.empty()) out.ratios["none/best comm-bound"] = Stats(bound);
+    if (!all.empty()) out.ratios["none/best"] = core::SummarizeMinMedianMax(all);
+    if (!bound.empty()) out.ratios["none/best comm-bound"] = core::SummarizeMinMedianMax(bound);
   }
 
   // Degree model: per-configuration fit and exhaustive best.
@@ -91,25 +88,19 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   for (size_t i = 0; i < b.configs.size(); ++i) {
     const OverlapConfigResult& cfg = b.configs[i];
     const std::map<int, double> t = DecompositionTimes(cfg);
-    std::vector<std::pair<int, double>> fit_samples;
-    std::vector<int> feasible;
-    for (const auto& [d, s] : t) {
-      feasible.push_back(d);
-      if (d == 1 || d == 2 || d == 4 || d == 8) fit_samples.push_back({d, s});
-    }
     const bool held_out = i % 2 == 1;
     if (!held_out) {
-      for (const auto& [d, s] : t) {
-        train[DegreeClassOf(cfg.shape)].push_back({cfg.gemm_s, cfg.modeled_collective_s, d, s});
-      }
+      const std::vector<DegreeSample> d = DegreeSamplesOf(cfg);
+      auto& v = train[OperatorClassOf(cfg.shape.kind)];
+      v.insert(v.end(), d.begin(), d.end());
     }
-    auto fit = FitDegreeModel(fit_samples);
-    if (!fit.ok()) continue;
+    auto choice = FitAndChooseDegree(t);
+    if (!choice.ok()) continue;
     DegreeRow row;
     row.label = cfg.shape.label;
     row.held_out = held_out;
-    row.d_fit = ChooseDegree(*fit, feasible, fit_samples.back().first);
-    row.d_best = feasible.front();
+    row.d_fit = choice->d_star;
+    row.d_best = t.begin()->first;
     for (const auto& [d, s] : t)
       if (s < t.at(row.d_best)) row.d_best = d;
     row.regret = t.at(row.d_fit) / t.at(row.d_best) - 1;
@@ -135,7 +126,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   for (size_t i = 0; i < b.configs.size(); ++i) {
     if (i % 2 == 0) continue;
     const OverlapConfigResult& cfg = b.configs[i];
-    const auto it = models.find(DegreeClassOf(cfg.shape));
+    const auto it = models.find(OperatorClassOf(cfg.shape.kind));
     if (it == models.end()) continue;
     const DegreeFit f = AnalyticDegreeFit(cfg.gemm_s, cfg.modeled_collective_s, it->second.alpha_s,
                                           it->second.delta_s, it->second.kappa);
@@ -154,7 +145,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   std::map<std::string, std::vector<PipelineSample>> ptrain;
   for (size_t i = 0; i < b.configs.size(); i += 2) {
     const std::vector<PipelineSample> p = PipelineSamplesOf(b.configs[i]);
-    auto& v = ptrain[DegreeClassOf(b.configs[i].shape)];
+    auto& v = ptrain[OperatorClassOf(b.configs[i].shape.kind)];
     v.insert(v.end(), p.begin(), p.end());
   }
   std::map<std::string, PipelineModel> pmodels;
@@ -167,7 +158,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   std::vector<double> perrors, pregrets;
   for (size_t i = 0; i < b.configs.size(); ++i) {
     const OverlapConfigResult& cfg = b.configs[i];
-    const auto it = pmodels.find(DegreeClassOf(cfg.shape));
+    const auto it = pmodels.find(OperatorClassOf(cfg.shape.kind));
     const std::vector<PipelineSample> p = PipelineSamplesOf(cfg);
     if (it == pmodels.end() || p.empty()) continue;
     DegreeRow* row = nullptr;

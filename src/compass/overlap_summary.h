@@ -22,14 +22,13 @@
 
 #include "compass/degree_model.h"
 #include "compass/overlap_bench.h"
+#include "compass/strategy_model.h"
 #include "core/json_util.h"
+#include "core/stats.h"
 
 namespace tessera::compass {
 
-struct RatioStats {
-  int count = 0;
-  double min = 0, median = 0, max = 0;
-};
+using RatioStats = core::MinMedianMax;
 
 struct DegreeRow {
   std::string label;
@@ -61,8 +60,8 @@ struct OverlapSummary {
 std::map<int, double> DecompositionTimes(const OverlapConfigResult& c);
 // The same runs as pipeline-model samples (those with a profiled GEMM and a modeled part).
 std::vector<PipelineSample> PipelineSamplesOf(const OverlapConfigResult& c);
-// The degree models' operator class: "rs" for GEMM+ReduceScatter, "ag" otherwise.
-const char* DegreeClassOf(const TpOpShape& s);
+// The same runs as closed-form class samples (the whole GEMM and modeled collective, d, T).
+std::vector<DegreeSample> DegreeSamplesOf(const OverlapConfigResult& c);
 
 // Ratios reported: none/fused-ring1, none/fused-ring2, none/fused-direct, none/te,
 // fused-ring1/fused-ring2, fused-direct/fused-ring2, none/best (best overlapped strategy per

@@ -1,7 +1,5 @@
 #include "compass/paper_grid.h"
 
-#include <algorithm>
-
 #include "core/stats.h"
 
 namespace tessera::compass {
@@ -68,13 +66,7 @@ SpeedupStats SpeedupOverNone(const PaperGrid& g, const std::string& strategy,
     if (none == p.predicted_s.end() || s == p.predicted_s.end() || !(s->second > 0)) continue;
     v.push_back(none->second / s->second);
   }
-  SpeedupStats out;
-  out.count = static_cast<int>(v.size());
-  if (v.empty()) return out;
-  out.min = *std::min_element(v.begin(), v.end());
-  out.max = *std::max_element(v.begin(), v.end());
-  out.median = core::Median(v);
-  return out;
+  return core::SummarizeMinMedianMax(v);
 }
 
 core::Json ToJson(const PaperGrid& g) {

@@ -12,6 +12,7 @@
 
 #include "compass/plan.h"
 #include "core/json_util.h"
+#include "core/stats.h"
 #include "hw/topology.h"
 
 namespace tessera::compass {
@@ -31,10 +32,7 @@ struct PaperGrid {
   std::vector<std::string> skipped;  // (model, TP) pairs the model cannot split, with why
 };
 
-struct SpeedupStats {
-  int count = 0;
-  double min = 0, median = 0, max = 0;
-};
+using SpeedupStats = core::MinMedianMax;
 
 // Every TP degree the topology holds (of 2, 4, 8); InvalidArgument when none.
 core::StatusOr<PaperGrid> RunPaperGrid(const hw::Topology& topology);

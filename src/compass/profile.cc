@@ -89,10 +89,6 @@ core::Json ToJson(const CompassProfile& p) {
         {"closed_form", ParamsJson(c.degree.alpha_s, c.degree.delta_s, c.degree.kappa)},
         {"pipeline", ParamsJson(c.pipeline.alpha_s, c.pipeline.delta_s, c.pipeline.kappa)}};
   }
-  core::Json overheads = core::Json::object();
-  for (const auto& [key, o] : p.overheads) {
-    overheads[key.first][key.second] = ParamsJson(o.alpha_s, o.delta_s, o.kappa);
-  }
   return {{"kind", "compass-profile"},
           {"version", 1},
           {"topology", p.topology},
@@ -113,7 +109,7 @@ core::Json ToJson(const CompassProfile& p) {
             {"kappa", p.contention.kappa()}}},
           {"operators", ops},
           {"classes", classes},
-          {"overheads", overheads}};
+          {"overheads", ToJson(p.overheads)}};
 }
 
 core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::string& where) {
@@ -234,9 +230,7 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
   }
   for (const auto& [family, by_class] : overheads->items()) {
     const std::string path = w + ".overheads." + family;
-    bool known = false;
-    for (const std::string& f : StrategyFamilies()) known = known || f == family;
-    if (!known) {
+    if (!IsStrategyFamily(family)) {
       return core::InvalidArgument(w + ".overheads: unknown strategy family '" + family +
                                    "', must be one of none, fused-ring1, fused-ring2, "
                                    "fused-direct, decomp");

@@ -35,22 +35,17 @@ core::Status FitModels(const OverlapBench& b, CompassProfile* p) {
     o.n = c.shape.n;
     o.k = c.shape.k;
     o.t_by_d = t;
-    std::vector<std::pair<int, double>> fit_samples;
-    std::vector<int> feasible;
-    for (const auto& [d, s] : t) {
-      feasible.push_back(d);
-      if (d == 1 || d == 2 || d == 4 || d == 8) fit_samples.push_back({d, s});
-      closed[DegreeClassOf(c.shape)].push_back({c.gemm_s, c.modeled_collective_s, d, s});
-    }
+    const char* cls = OperatorClassOf(c.shape.kind);
+    const std::vector<DegreeSample> ds = DegreeSamplesOf(c);
+    closed[cls].insert(closed[cls].end(), ds.begin(), ds.end());
     const std::vector<PipelineSample> ps = PipelineSamplesOf(c);
-    auto& pv = pipeline[DegreeClassOf(c.shape)];
-    pv.insert(pv.end(), ps.begin(), ps.end());
-    auto fit = FitDegreeModel(fit_samples);
-    if (fit.ok()) {
-      o.fit = *fit;
-      o.d_star = ChooseDegree(*fit, feasible, fit_samples.back().first);
+    pipeline[cls].insert(pipeline[cls].end(), ps.begin(), ps.end());
+    auto choice = FitAndChooseDegree(t);
+    if (choice.ok()) {
+      o.fit = choice->fit;
+      o.d_star = choice->d_star;
     } else {
-      o.d_star = feasible.empty() ? 1 : feasible.front();
+      o.d_star = t.empty() ? 1 : t.begin()->first;
     }
     p->operators.push_back(std::move(o));
   }

@@ -7,8 +7,8 @@
 //     fused-direct and decomp:D, D in `degrees` where feasible, on every operator of
 //     `shapes`, real GEMMs, `repeats` interleaved runs; its GEMM table (every whole and part
 //     shape, profiled alone) becomes the profile's gemms;
-//  2. per operator the fit on d in {1, 2, 4, 8} and its d*; per class (overlap_summary.h
-//     DegreeClassOf) the closed-form and pipeline models fitted on all operators of the class;
+//  2. per operator the fit on d in {1, 2, 4, 8} and its d*; per class (strategy_model.h
+//     OperatorClassOf) the closed-form and pipeline models fitted on all operators of the class;
 //     per strategy family and class the selector's overheads (selector_eval.h);
 //  3. links: the collective bench (collective_bench.h) at `link_block_wire_bytes`;
 //  4. contention: a (contention_m, n, k) GEMM on every rank, timed alone and while the rank's

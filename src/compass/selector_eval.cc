@@ -11,12 +11,8 @@ namespace tessera::compass {
 
 namespace {
 
-bool IsCandidate(const std::string& strategy) {
-  const std::string f = FamilyOf(strategy);
-  for (const std::string& x : StrategyFamilies())
-    if (x == f) return true;
-  return false;
-}
+// A selector candidate: a strategy of one of the model's families (not te, not mpi).
+bool IsCandidate(const std::string& strategy) { return IsStrategyFamily(FamilyOf(strategy)); }
 
 }  // namespace
 
@@ -125,14 +121,6 @@ core::StatusOr<SelectorEvaluation> EvaluateSelector(const OverlapBench& b,
         "selector evaluation: fewer than 2 configurations measured none and the candidates");
   }
   return e;
-}
-
-core::Json ToJson(const OverheadTable& t) {
-  core::Json j = core::Json::object();
-  for (const auto& [key, o] : t) {
-    j[key.first][key.second] = {{"alpha_s", o.alpha_s}, {"delta_s", o.delta_s}, {"kappa", o.kappa}};
-  }
-  return j;
 }
 
 core::Json ToJson(const SelectorEvaluation& e) {

@@ -69,6 +69,5 @@ core::StatusOr<SelectorEvaluation> EvaluateSelector(const OverlapBench& b,
                                                     const SelectorOptions& options = {});
 
 core::Json ToJson(const SelectorEvaluation& e);
-core::Json ToJson(const OverheadTable& t);
 
 }  // namespace tessera::compass

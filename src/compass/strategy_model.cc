@@ -40,13 +40,21 @@ double FusedTime(const StrategyInputs& in, double coll_s, const Overheads& o) {
   return done;
 }
 
-double TeRsDegree(const StrategyInputs& in) {
+int TeRsDegree(const StrategyInputs& in) {
   int d = 4;
   while (d > 1 && in.part_gemm_s.count(d) == 0) --d;
   return d;
 }
 
 }  // namespace
+
+core::Json ToJson(const OverheadTable& t) {
+  core::Json j = core::Json::object();
+  for (const auto& [key, o] : t) {
+    j[key.first][key.second] = {{"alpha_s", o.alpha_s}, {"delta_s", o.delta_s}, {"kappa", o.kappa}};
+  }
+  return j;
+}
 
 const std::vector<std::string>& StrategyFamilies() {
   static const std::vector<std::string> kFamilies = {"none", "fused-ring1", "fused-ring2",
@@ -57,6 +65,11 @@ const std::vector<std::string>& StrategyFamilies() {
 std::string FamilyOf(const std::string& strategy) {
   if (strategy.rfind("decomp:", 0) == 0) return "decomp";
   return strategy;
+}
+
+bool IsStrategyFamily(const std::string& family) {
+  const std::vector<std::string>& f = StrategyFamilies();
+  return std::find(f.begin(), f.end(), family) != f.end();
 }
 
 const char* OperatorClassOf(TpOpKind kind) { return kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
@@ -105,8 +118,7 @@ core::StatusOr<double> PredictStrategy(const std::string& strategy, const Strate
       case TpOpKind::kAgGemm:
         return PredictFamily("fused-ring1", 0, in, overheads("fused-ring1"));
       case TpOpKind::kGemmRs: {
-        const int d = static_cast<int>(TeRsDegree(in));
-        return PredictFamily("decomp", d, in, overheads("decomp"));
+        return PredictFamily("decomp", TeRsDegree(in), in, overheads("decomp"));
       }
       case TpOpKind::kWgrad:
         return PredictFamily("none", 0, in, overheads("none"));

@@ -26,6 +26,7 @@
 #include "comm/link_algo.h"
 #include "compass/degree_model.h"
 #include "compass/tp_op.h"
+#include "core/json_util.h"
 #include "core/status.h"
 
 namespace tessera::compass {
@@ -48,11 +49,16 @@ using Overheads = PipelineModel;
 const std::vector<std::string>& StrategyFamilies();
 // The family of a strategy name ("decomp:4" -> "decomp"; "te" has none: it is composed).
 std::string FamilyOf(const std::string& strategy);
+// True when `family` is one of StrategyFamilies().
+bool IsStrategyFamily(const std::string& family);
 // "ag" (AllGather and wgrad) or "rs".
 const char* OperatorClassOf(TpOpKind kind);
 
 // Overheads per (family, class), e.g. {"fused-ring2", "ag"}.
 using OverheadTable = std::map<std::pair<std::string, std::string>, Overheads>;
+
+// {family: {class: {"alpha_s", "delta_s", "kappa"}}}: the profile file's "overheads".
+core::Json ToJson(const OverheadTable& t);
 
 // Predicted time of `strategy` (a registry name: none, fused-ring1, fused-ring2, fused-direct,
 // decomp:D, te) with `table`'s overheads (a missing entry: zero overheads, kappa 1).

@@ -23,6 +23,16 @@ double StdDev(std::span<const double> values) {
   return std::sqrt(ss / static_cast<double>(values.size() - 1));
 }
 
+MinMedianMax SummarizeMinMedianMax(std::span<const double> values) {
+  MinMedianMax s;
+  s.count = static_cast<int>(values.size());
+  if (values.empty()) return s;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  s.median = Median(values);
+  return s;
+}
+
 double Percentile(std::span<const double> values, double p) {
   CHECK(p >= 0 && p <= 100) << "Percentile: p = " << p << ", must be in [0, 100]";
   if (values.empty()) return 0;

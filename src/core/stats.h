@@ -26,6 +26,13 @@ double Mean(std::span<const double> values);
 double Median(std::span<const double> values);
 // Sample standard deviation (n - 1 in the denominator); 0 for fewer than 2 values.
 double StdDev(std::span<const double> values);
+
+// Count, minimum, median and maximum of a sample (all 0 when empty).
+struct MinMedianMax {
+  int count = 0;
+  double min = 0, median = 0, max = 0;
+};
+MinMedianMax SummarizeMinMedianMax(std::span<const double> values);
 // p in [0, 100] (CHECKed).
 double Percentile(std::span<const double> values, double p);
 
