@@ -97,7 +97,9 @@ TEST(HostTierTest, ParkInsideAnOpReleasesAtItsEnd) {
   EXPECT_EQ(device.live_bytes(), 0);
 }
 
-// The exposed time is the part of a copy that compute did not hide.
+// The exposed time is the part of a copy that compute did not hide. The bounds are halves of the
+// copy time: the copier thread starts at Submit, so a main thread descheduled between Submit and
+// its wait (tests run two at a time on two cores) sees less than the whole copy as exposed.
 TEST(HostTierTest, ExposedTimeIsTheCopyNotHidden) {
   HeapDeviceAllocator device;
   const double bw = 100e6;
@@ -108,7 +110,7 @@ TEST(HostTierTest, ExposedTimeIsTheCopyNotHidden) {
   TieredTensor a = tier->Adopt(Filled(device, floats, 0.0f, "a"));
   ASSERT_TRUE(tier->Park(a).ok());  // nothing overlaps: fully exposed
   const double exposed = tier->stats().exposed_s;
-  EXPECT_GE(exposed, 0.9 * copy_s);
+  EXPECT_GE(exposed, 0.5 * copy_s);
   tier->ResetStats();
   EXPECT_EQ(tier->stats().exposed_s, 0.0);
   EXPECT_EQ(tier->stats().to_host_copies, 0);
@@ -116,7 +118,7 @@ TEST(HostTierTest, ExposedTimeIsTheCopyNotHidden) {
   ASSERT_TRUE(tier->ToHost(b).ok());
   std::this_thread::sleep_for(std::chrono::duration<double>(3 * copy_s));  // "compute"
   ASSERT_TRUE(tier->Park(b).ok());
-  EXPECT_LT(tier->stats().exposed_s, copy_s);  // hidden behind the sleep (but wake-up noise)
+  EXPECT_LT(tier->stats().exposed_s, 0.5 * copy_s);  // hidden behind the sleep
 }
 
 TEST(HostTierTest, FailuresChangeNothing) {
