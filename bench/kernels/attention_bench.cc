@@ -4,10 +4,13 @@
 //    mismatch). 2. Measures SGEMM GFLOP/s on a square and two attention-like shapes for each
 //    compiled-in GEMM backend (OpenBLAS, oneDNN); the best is the machine's SGEMM "peak".
 //    3. Measures attention forward and backward GFLOP/s at --len tokens (one sequence,
-//    --heads heads) for D = 128 and 64 on each backend and prints them as % of that peak.
+//    --heads heads) for D = 128 and 64 on each backend and prints them as % of that peak,
+//    unmasked and causal, with the causal / unmasked time ratio (causal skips the key tiles
+//    above the diagonal, so it should take about half the time).
 //    --sweep adds a tile-size sweep on the default backend.
 // FLOP convention: forward 4 * Lq * Lk * D per head, backward 10 * Lq * Lk * D (see
-// attention.h). Each figure is the median over --repeats timed runs after one warm-up run.
+// attention.h); causal counts only the visible scores, L * (L + 1) / 2 instead of L * L.
+// Each figure is the median over --repeats timed runs after one warm-up run.
 // BLAS is set to one thread (one core per MPI rank); the process runs on the calling thread.
 //
 // Usage: bench_attention [--repeats N] [--heads H] [--len L] [--sweep]
@@ -156,36 +159,39 @@ Rate GemmRate(const Args& args, const GemmShape& s) {
 
 struct AttentionRates {
   Rate fwd{0.0, 0.0}, bwd{0.0, 0.0};
+  Seconds fwd_s{0.0, 0.0}, bwd_s{0.0, 0.0};
 };
 
 AttentionRates TimeAttention(const Args& args, int64_t d, const AttentionTiling& fwd_tiling,
                              const AttentionBackwardOptions& bwd_options, bool run_fwd = true,
-                             bool run_bwd = true) {
+                             bool run_bwd = true, bool causal = false) {
   const int64_t h = args.heads, l = args.len;
   const std::vector<int64_t> cu = {0, l};
-  const AttentionShape shape{h, d, cu, cu, std::nullopt};
+  const AttentionShape shape{h, d, cu, cu, std::nullopt, causal};
   core::Rng rng(3);
   const int64_t n = l * h * d;
   const std::vector<float> q = Random(rng, n), k = Random(rng, n), v = Random(rng, n),
                            d_o = Random(rng, n);
   std::vector<float> o(n), lse(l * h), dq(n), dk(n), dv(n);
   Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(), lse.data()), "forward");
-  const double flops = static_cast<double>(l) * l * d * h;
+  const double scores =
+      causal ? 0.5 * static_cast<double>(l) * (l + 1) : static_cast<double>(l) * l;
+  const double flops = scores * d * h;
   AttentionRates out;
   if (run_fwd) {
-    out.fwd = ToRate(4.0 * flops, MedianSeconds(args.repeats, [&] {
-                       Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(),
-                                              lse.data(), fwd_tiling),
-                             "forward");
-                     }));
+    out.fwd_s = MedianSeconds(args.repeats, [&] {
+      Check(AttentionForward(shape, q.data(), k.data(), v.data(), o.data(), lse.data(), fwd_tiling),
+            "forward");
+    });
+    out.fwd = ToRate(4.0 * flops, out.fwd_s);
   }
   if (run_bwd) {
-    out.bwd =
-        ToRate(10.0 * flops, MedianSeconds(args.repeats, [&] {
-                 Check(AttentionBackward(shape, q.data(), k.data(), v.data(), o.data(), d_o.data(),
-                                         lse.data(), dq.data(), dk.data(), dv.data(), bwd_options),
-                       "backward");
-               }));
+    out.bwd_s = MedianSeconds(args.repeats, [&] {
+      Check(AttentionBackward(shape, q.data(), k.data(), v.data(), o.data(), d_o.data(), lse.data(),
+                              dq.data(), dk.data(), dv.data(), bwd_options),
+            "backward");
+    });
+    out.bwd = ToRate(10.0 * flops, out.bwd_s);
   }
   return out;
 }
@@ -287,14 +293,25 @@ int Main(int argc, char** argv) {
       best = {std::max(best.wall, r.wall), std::max(best.cpu, r.cpu)};
     }
   }
+  std::string causal_times;
   for (GemmBackend b : backends) {
     Check(SetGemmBackend(b), "SetGemmBackend");
     for (int64_t d : {128, 64}) {
       const AttentionRates t = TimeAttention(args, d, {}, {});
+      const AttentionRates tc = TimeAttention(args, d, {}, {}, true, true, /*causal=*/true);
       const std::string tag = "L=" + std::to_string(args.len) + " H=" + std::to_string(args.heads) +
                               " D=" + std::to_string(d);
       rows.push_back({"attention fwd " + tag, b, t.fwd});
       rows.push_back({"attention bwd " + tag, b, t.bwd});
+      rows.push_back({"attention fwd causal " + tag, b, tc.fwd});
+      rows.push_back({"attention bwd causal " + tag, b, tc.bwd});
+      causal_times += std::string("  ") + GemmBackendName(b) + " " + tag + ": fwd " +
+                      core::Fixed(1e3 * t.fwd_s.wall, 2) + " ms unmasked, " +
+                      core::Fixed(1e3 * tc.fwd_s.wall, 2) + " ms causal (" +
+                      core::Fixed(tc.fwd_s.wall / t.fwd_s.wall, 2) + "x); bwd " +
+                      core::Fixed(1e3 * t.bwd_s.wall, 2) + " ms unmasked, " +
+                      core::Fixed(1e3 * tc.bwd_s.wall, 2) + " ms causal (" +
+                      core::Fixed(tc.bwd_s.wall / t.bwd_s.wall, 2) + "x)\n";
     }
   }
   Check(SetGemmBackend(default_backend), "SetGemmBackend");
@@ -311,8 +328,10 @@ int Main(int argc, char** argv) {
   std::printf(
       "GFLOP/s from the median wall time (cpu: median process CPU time). %% best SGEMM: of the\n"
       "best SGEMM above over all backends; %% own SGEMM: of the same backend's best. FLOPs: fwd\n"
-      "4*Lq*Lk*D per head, bwd 10*Lq*Lk*D per head. Single-threaded. Default backend: %s.\n",
+      "4*Lq*Lk*D per head, bwd 10*Lq*Lk*D per head (causal: Lq*Lk -> L*(L+1)/2, the visible\n"
+      "scores). Single-threaded. Default backend: %s.\n",
       GemmBackendName(default_backend));
+  std::printf("\nMedian wall time, causal vs unmasked:\n%s", causal_times.c_str());
   if (args.sweep) Sweep(args, best.cpu);
   return 0;
 }

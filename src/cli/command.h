@@ -44,6 +44,7 @@ void AddCompassGrid(CLI::App* compass, Action* action);
 void AddCompassLinks(CLI::App* compass, Action* action);
 void AddCompassBench(CLI::App* compass, Action* action);
 void AddCompassProfile(CLI::App* compass, Action* action);
+void AddCompassRun(CLI::App* compass, Action* action);
 // Adds `tessera xema ...` (memory-planned diffusion serving).
 void AddXemaCommands(CLI::App& root, Action* action);
 // Add `tessera xema intervals`, `layout` and `allocsim` (memory traces) under xema.

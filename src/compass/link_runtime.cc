@@ -1,5 +1,6 @@
 #include "compass/link_runtime.h"
 
+#include <algorithm>
 #include <numeric>
 #include <span>
 
@@ -59,6 +60,13 @@ core::StatusOr<kernels::TimeScale> AgreeTimeScale(comm::Communicator& world,
   RETURN_IF_ERROR(world.Broadcast(std::span<double>(&flops, 1), 0));
   RETURN_IF_ERROR(measured);
   return kernels::MakeTimeScale(topology.device(), flops);
+}
+
+int64_t OverlapWindowBytes(const TpOpShape& s) {
+  const int64_t rows = s.shard_rows();
+  return std::max(
+      comm::LinkCollectives::AllGatherWindowBytes(s.tp, rows * s.k, comm::DType::kF32),
+      comm::LinkCollectives::ReduceScatterWindowBytes(s.tp, rows * s.n, comm::DType::kF32));
 }
 
 }  // namespace tessera::compass

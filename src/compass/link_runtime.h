@@ -17,6 +17,7 @@
 #include "comm/link_collectives.h"
 #include "comm/link_fabric.h"
 #include "comm/shared_barrier.h"
+#include "compass/tp_op.h"
 #include "core/status.h"
 #include "hw/ring_order.h"
 #include "hw/topology.h"
@@ -39,6 +40,10 @@ core::StatusOr<LinkRuntime> StartLinkRuntime(comm::Communicator& world,
                                              const hw::Topology& topology,
                                              const kernels::TimeScale& scale, int64_t window_bytes,
                                              std::optional<int64_t> wake_lead_ns);
+
+// The symmetric memory one TP operator's collectives need per rank (the larger of its
+// AllGather and ReduceScatter windows), for StartLinkRuntime's window_bytes.
+int64_t OverlapWindowBytes(const TpOpShape& s);
 
 // The time scale every rank uses: `fixed` when given, else one core's GEMM rate measured on
 // rank 0 while the others sleep on a futex barrier, broadcast. Collective over `world`.

@@ -51,13 +51,6 @@ core::StatusOr<std::vector<StrategyChoice>> ChoicesFor(const TpOpShape& s,
   return out;
 }
 
-int64_t WindowBytes(const TpOpShape& s) {
-  const int64_t rows = s.shard_rows();
-  return std::max(
-      comm::LinkCollectives::AllGatherWindowBytes(s.tp, rows * s.k, comm::DType::kF32),
-      comm::LinkCollectives::ReduceScatterWindowBytes(s.tp, rows * s.n, comm::DType::kF32));
-}
-
 }  // namespace
 
 const OverlapRun* OverlapConfigResult::Find(const std::string& strategy) const {
@@ -98,7 +91,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     for (const StrategyChoice& x : c) timed += x.entry->timed ? 1 : 0;
     total += static_cast<int>(c.size()) * (config.check ? 2 : 1) + timed * config.repeats;
     choices.push_back(std::move(c));
-    window = std::max(window, WindowBytes(s));
+    window = std::max(window, OverlapWindowBytes(s));
   }
   ASSIGN_OR_RETURN(LinkRuntime rt,
                    StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));

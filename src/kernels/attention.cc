@@ -24,6 +24,13 @@ using internal::SoftmaxGradTile;
 using core::kNegInf;
 constexpr int64_t kMaxBlock = 1 << 14;
 
+// Score of a causally masked entry: finite, as OnlineSoftmaxTile requires, and the lowest
+// float. exp(kMaskedScore - m) is exactly 0 for any running max m above lowest() + 87 (the
+// difference is below -87, or -inf when m is huge, and FastExp returns 0 for both), and m is a
+// real score: key tile 0 runs first for every row and key 0 is always visible (causal needs
+// lq <= lk). So a masked key gets zero weight, also in a later tile where its row sees no key.
+constexpr float kMaskedScore = std::numeric_limits<float>::lowest();
+
 Status ValidateTiling(const AttentionTiling& tiling) {
   for (auto [name, value] : {std::pair{"block_q", tiling.block_q}, {"block_k", tiling.block_k}}) {
     if (value < 1 || value > kMaxBlock) {
@@ -70,6 +77,24 @@ HeadView MakeView(const AttentionShape& shape, int64_t seq, int64_t h) {
           shape.cu_seqlens_k[seq] * ld + h * shape.head_dim};
 }
 
+// End (exclusive) of the keys that query rows [i0, i0 + rows) see: all lk keys, or with the
+// causal mask those up to the last row's diagonal, j <= i0 + rows - 1 + (lk - lq).
+int64_t VisibleKeyEnd(bool causal, const HeadView& hv, int64_t i0, int64_t rows) {
+  return causal ? std::min(hv.lk, i0 + rows + (hv.lk - hv.lq)) : hv.lk;
+}
+
+// Causal mask of the (rows, cols) score tile of query rows i0.. and keys j0.. (leading
+// dimension ls): entries with key j > row i + off get kMaskedScore. Each row sees one more key
+// than the row above, so the scan stops at the first row that sees the whole tile.
+void MaskAboveDiagonal(float* s, int64_t rows, int64_t cols, int64_t ls, int64_t i0, int64_t j0,
+                       int64_t off) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t first_masked = std::max<int64_t>(0, i0 + r + off + 1 - j0);
+    if (first_masked >= cols) break;
+    std::fill(s + r * ls + first_masked, s + r * ls + cols, kMaskedScore);
+  }
+}
+
 }  // namespace
 
 Status AttentionForward(const AttentionShape& shape, const float* q, const float* k, const float* v,
@@ -105,11 +130,17 @@ Status AttentionForward(const AttentionShape& shape, const float* q, const float
         const int64_t rows = std::min(bq, hv.lq - i0);
         std::fill_n(row_max.get(), rows, kNegInf);
         std::fill_n(row_sum.get(), rows, 0.0f);
-        for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
-          const int64_t cols = std::min(bk, hv.lk - j0);
+        // Causal: key tiles from j_end on are wholly masked for these rows and are skipped; the
+        // last tile is clipped at j_end. Key tile 0 always runs (j_end >= 1 when lk >= 1).
+        const int64_t j_end = VisibleKeyEnd(shape.causal, hv, i0, rows);
+        for (int64_t j0 = 0; j0 < j_end; j0 += bk) {
+          const int64_t cols = std::min(bk, j_end - j0);
           // S = scale * Q_i K_j^T : (rows, cols).
           GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, qh + i0 * ld, ld,
                         kh + j0 * ld, ld, 0.0f, s_tile.get(), ls);
+          if (shape.causal) {
+            MaskAboveDiagonal(s_tile.get(), rows, cols, ls, i0, j0, hv.lk - hv.lq);
+          }
           OnlineSoftmaxTile(s_tile.get(), rows, cols, ls, row_max.get(), row_sum.get(),
                             row_corr.get());
           if (j0 > 0) ScaleRowsTile(o_acc.get(), rows, d, d, row_corr.get());
@@ -189,17 +220,23 @@ Status AttentionBackward(const AttentionShape& shape, const float* q, const floa
         delta_h[i] = Dot(doh + i * ld, o + hv.q_off + i * ld, d);
       }
       const int64_t ls = std::min(bk, hv.lk);  // tile leading dimension, as in the forward
+      const int64_t off = hv.lk - hv.lq;       // causal diagonal: row i sees keys j <= i + off
       for (int64_t j0 = 0; j0 < hv.lk; j0 += bk) {
-        const int64_t cols = std::min(bk, hv.lk - j0);
         const float* k_j = kh + j0 * ld;
         const float* v_j = vh + j0 * ld;
-        for (int64_t i0 = 0; i0 < hv.lq; i0 += bq) {
+        // Causal: query tiles before the one holding row j0 - off (the first row that sees key
+        // j0) see none of this key tile and are skipped.
+        const int64_t i_begin = shape.causal ? std::max<int64_t>(0, j0 - off) / bq * bq : 0;
+        for (int64_t i0 = i_begin; i0 < hv.lq; i0 += bq) {
           const int64_t rows = std::min(bq, hv.lq - i0);
+          // Keys of this tile that the rows see (causal: clipped at the last row's diagonal).
+          const int64_t cols = std::min(bk, VisibleKeyEnd(shape.causal, hv, i0, rows) - j0);
           const float* q_i = qh + i0 * ld;
           const float* do_i = doh + i0 * ld;
-          // P = exp(scale * Q_i K_j^T - lse) : (rows, cols).
+          // P = exp(scale * Q_i K_j^T - lse) : (rows, cols), 0 where causally masked.
           GemmUnchecked(Transpose::kNo, Transpose::kYes, rows, cols, d, scale, q_i, ld, k_j, ld,
                         0.0f, p_tile.get(), ls);
+          if (shape.causal) MaskAboveDiagonal(p_tile.get(), rows, cols, ls, i0, j0, off);
           ExpMinusRowTile(p_tile.get(), rows, cols, ls, lse_h.get() + i0);
           // dV_j += P^T dO_i : (cols, d).
           GemmUnchecked(Transpose::kYes, Transpose::kNo, cols, d, rows, 1.0f, p_tile.get(), ls,

@@ -27,6 +27,12 @@ void Scores(const T* q_row, const T* k_seq, int64_t lk, int64_t hd, int64_t d, d
   }
 }
 
+// Number of keys that query row i (0-based within its sequence) sees: all lk, or with the causal
+// mask keys 0..i + (lk - lq).
+int64_t VisibleKeys(const AttentionShape& shape, int64_t i, int64_t lq, int64_t lk) {
+  return shape.causal ? std::min(lk, i + (lk - lq) + 1) : lk;
+}
+
 Status ValidatePointers(const AttentionShape& shape, std::initializer_list<const void*> q_side,
                         std::initializer_list<const void*> k_side, const void* lse) {
   const int64_t q_elems = shape.total_q() * shape.num_heads * shape.head_dim;
@@ -51,20 +57,21 @@ Status AttentionForwardReference(const AttentionShape& shape, const T* q, const 
     const int64_t lq = shape.seqlen_q(seq), lk = shape.seqlen_k(seq);
     for (int64_t h = 0; h < h_count; ++h) {
       for (int64_t t = q0; t < q0 + lq; ++t) {
-        Scores(q + t * hd + h * d, k + k0 * hd + h * d, lk, hd, d, scale, s);
+        const int64_t nk = VisibleKeys(shape, t - q0, lq, lk);
+        Scores(q + t * hd + h * d, k + k0 * hd + h * d, nk, hd, d, scale, s);
         double mx = kNegInfD;
         for (double x : s) mx = std::max(mx, x);
         double sum = 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < lk; ++j) {
+        for (int64_t j = 0; j < nk; ++j) {
           const double p = std::exp(s[j] - mx);
           sum += p;
           const T* v_row = v + (k0 + j) * hd + h * d;
           for (int64_t x = 0; x < d; ++x) acc[x] += p * v_row[x];
         }
         T* o_row = o + t * hd + h * d;
-        for (int64_t x = 0; x < d; ++x) o_row[x] = lk > 0 ? static_cast<T>(acc[x] / sum) : T(0);
-        lse[t * h_count + h] = static_cast<T>(lk > 0 ? mx + std::log(sum) : kNegInfD);
+        for (int64_t x = 0; x < d; ++x) o_row[x] = nk > 0 ? static_cast<T>(acc[x] / sum) : T(0);
+        lse[t * h_count + h] = static_cast<T>(nk > 0 ? mx + std::log(sum) : kNegInfD);
       }
     }
   }
@@ -92,8 +99,9 @@ Status AttentionBackwardReference(const AttentionShape& shape, const T* q, const
         const double row_lse = lse[t * h_count + h];
         double delta = 0.0;
         for (int64_t x = 0; x < d; ++x) delta += static_cast<double>(do_row[x]) * o_row[x];
-        Scores(q_row, k + k0 * hd + h * d, lk, hd, d, scale, s);
-        for (int64_t j = 0; j < lk; ++j) {
+        const int64_t nk = VisibleKeys(shape, t - q0, lq, lk);  // masked keys get P = 0
+        Scores(q_row, k + k0 * hd + h * d, nk, hd, d, scale, s);
+        for (int64_t j = 0; j < nk; ++j) {
           const int64_t kv = (k0 + j) * hd + h * d;
           const double p = row_lse == kNegInfD ? 0.0 : std::exp(s[j] - row_lse);
           double dp = 0.0;

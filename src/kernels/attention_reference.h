@@ -1,8 +1,10 @@
 // Plain reference attention (forward with LSE, backward) and LSE merge: the test oracle for the
 // tiled kernels in attention.h and lse_merge.h. Same shapes, layouts and semantics as those
-// (see attention_shape.h and attention.h): direct loops, one query row at a time, with all
-// sums accumulated in double. T is float or double (double lets tests take finite
-// differences). O(Lq * Lk * D) per head with no blocking: use on small problems only.
+// (see attention_shape.h and attention.h), including the causal mask of AttentionShape::causal
+// (a row's masked keys are left out of its sums, i.e. get weight exactly 0): direct loops, one
+// query row at a time, with all sums accumulated in double. T is float or double (double lets
+// tests take finite differences). O(Lq * Lk * D) per head with no blocking: use on small
+// problems only.
 // Thread-safety: reentrant.
 #pragma once
 

@@ -53,6 +53,17 @@ Status ValidateAttentionShape(const AttentionShape& shape) {
                            " offsets, must equal cu_seqlens_q's " +
                            std::to_string(shape.cu_seqlens_q.size()) + " (one per sequence + 1)");
   }
+  if (shape.causal) {
+    for (int64_t seq = 0; seq < shape.num_seqs(); ++seq) {
+      if (shape.seqlen_q(seq) > shape.seqlen_k(seq)) {
+        return InvalidArgument(
+            "attention.causal: sequence " + std::to_string(seq) + " has " +
+            std::to_string(shape.seqlen_q(seq)) + " query tokens but " +
+            std::to_string(shape.seqlen_k(seq)) +
+            " keys; the causal mask is aligned to the last key, so it needs queries <= keys");
+      }
+    }
+  }
   if (shape.scale.has_value() && !std::isfinite(*shape.scale)) {
     return InvalidArgument("attention.scale: got " + std::to_string(*shape.scale) +
                            ", must be finite");

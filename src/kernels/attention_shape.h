@@ -9,10 +9,18 @@
 //
 // Sequences: cu_seqlens_q and cu_seqlens_k both hold nseq + 1 cumulative token offsets starting
 // at 0. Sequence i owns query tokens [cu_seqlens_q[i], cu_seqlens_q[i+1]) and key/value tokens
-// [cu_seqlens_k[i], cu_seqlens_k[i+1]); its queries attend to exactly its own keys, with no mask
-// (non-causal, as in a bidirectional DiT): the attention matrix is block diagonal. Per-sequence
-// query and key lengths may differ (ring attention runs a query chunk against another rank's key
-// chunk) and may be 0. A query row with no keys has O = 0 and LSE = -inf.
+// [cu_seqlens_k[i], cu_seqlens_k[i+1]); its queries attend only to its own keys: the attention
+// matrix is block diagonal. Per-sequence query and key lengths may differ (ring attention runs a
+// query chunk against another rank's key chunk) and may be 0. A query row with no keys has
+// O = 0 and LSE = -inf.
+//
+// Masking: with causal = false (the default; a bidirectional DiT) every query of a sequence sees
+// all of that sequence's keys. With causal = true (a decoder such as GPT) query row i of a
+// sequence (0-based within it) sees key j iff j <= i + (lk - lq), where lq and lk are that
+// sequence's query and key lengths: the mask is aligned to the bottom-right corner, so for
+// lq == lk row i sees keys 0..i, and for lq < lk the queries are the LAST lq positions of an lk
+// token sequence (e.g. new tokens after a cache of lk - lq keys). Causal requires lq <= lk per
+// sequence, so every query row sees at least key 0.
 //
 // The spans are non-owning views: the caller keeps the offset arrays alive for the call.
 // AttentionShape is a plain value; thread-compatible.
@@ -33,6 +41,7 @@ struct AttentionShape {
   std::span<const int64_t> cu_seqlens_q;  // nseq + 1 offsets into the query tokens
   std::span<const int64_t> cu_seqlens_k;  // nseq + 1 offsets into the key/value tokens
   std::optional<float> scale;             // softmax scale; unset means 1 / sqrt(head_dim)
+  bool causal = false;                    // bottom-right aligned causal mask (see above)
 
   int64_t num_seqs() const {
     return cu_seqlens_q.empty() ? 0 : static_cast<int64_t>(cu_seqlens_q.size()) - 1;
@@ -48,7 +57,8 @@ struct AttentionShape {
 
 // Returns InvalidArgument naming the field when: num_heads or head_dim < 1 or H * D exceeds
 // INT32_MAX; a cu_seqlens array is empty or the two differ in size; an offset array does not
-// start at 0 or decreases; or the scale is set and not finite.
+// start at 0 or decreases; the scale is set and not finite; or causal is set and some sequence
+// has more queries than keys (the message names the sequence and both lengths).
 [[nodiscard]] core::Status ValidateAttentionShape(const AttentionShape& shape);
 
 // Returns InvalidArgument naming `name` when `ptr` is null but the tensor has elements.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -32,7 +33,9 @@ struct Problem {
   std::vector<int64_t> cu_q, cu_k;
   std::vector<float> q, k, v, d_o;
 
-  AttentionShape Shape() const { return {h, d, cu_q, cu_k, std::nullopt}; }
+  AttentionShape Shape(bool causal = false) const {
+    return {h, d, cu_q, cu_k, std::nullopt, causal};
+  }
   int64_t QElems() const { return cu_q.back() * h * d; }
   int64_t KElems() const { return cu_k.back() * h * d; }
 };
@@ -72,6 +75,23 @@ std::vector<Config> Configs() {
 }
 
 std::vector<AttentionTiling> Tilings() { return {{}, {32, 64}, {7, 13}}; }
+
+// Causal (bottom-right aligned): varlen sequences of different lengths, queries fewer than keys
+// per sequence, length-1 sequences, queries with 0 tokens against keys, lengths the tiles
+// neither equal nor divide.
+std::vector<Config> CausalConfigs() {
+  return {
+      {"causal_single_token", 1, 64, {1}, {1}},
+      {"causal_varlen_d64", 2, 64, {1, 37, 100}, {1, 37, 100}},
+      {"causal_lq_lt_lk_d128", 3, 128, {20, 1, 64, 0, 50}, {50, 9, 64, 7, 300}},
+      {"causal_generic_d40", 1, 40, {130, 1, 3}, {130, 1, 3}},
+      {"causal_long_d64", 2, 64, {600, 260}, {600, 700}},
+  };
+}
+
+// Tiles smaller than and not dividing the lengths, taller than wide (rows wholly masked in a key
+// tile after key tile 0) and wider than tall, and the defaults (one key tile per query tile).
+std::vector<AttentionTiling> CausalTilings() { return {{}, {16, 24}, {24, 16}, {7, 13}, {64, 64}}; }
 
 TEST(KernelsAttentionTest, ForwardMatchesReference) {
   for (const Config& c : Configs()) {
@@ -149,6 +169,167 @@ TEST(KernelsAttentionTest, BackwardMatchesReference) {
         EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
         EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
       }
+    }
+  }
+}
+
+TEST(KernelsAttentionTest, CausalForwardMatchesReference) {
+  for (const Config& c : CausalConfigs()) {
+    const Problem p = MakeProblem(14, c.h, c.d, c.lens_q, c.lens_k);
+    const AttentionShape shape = p.Shape(/*causal=*/true);
+    std::vector<float> o_ref(p.QElems()), lse_ref(p.cu_q.back() * p.h);
+    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                 o_ref.data(), lse_ref.data())
+                    .ok());
+    for (GemmBackend backend : AvailableBackends()) {
+      ScopedGemmBackend scoped(backend);
+      for (const AttentionTiling& t : CausalTilings()) {
+        std::vector<float> o(p.QElems(), NAN), lse(p.cu_q.back() * p.h, NAN);
+        ASSERT_TRUE(
+            AttentionForward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t)
+                .ok());
+        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
+                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
+        EXPECT_LT(MaxRelErr(o, o_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6) << where;
+      }
+    }
+  }
+}
+
+TEST(KernelsAttentionTest, CausalBackwardMatchesReference) {
+  for (const Config& c : CausalConfigs()) {
+    const Problem p = MakeProblem(24, c.h, c.d, c.lens_q, c.lens_k);
+    const AttentionShape shape = p.Shape(/*causal=*/true);
+    std::vector<float> o(p.QElems()), lse(p.cu_q.back() * p.h);
+    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                 o.data(), lse.data())
+                    .ok());
+    std::vector<float> dq_ref(p.QElems()), dk_ref(p.KElems()), dv_ref(p.KElems());
+    ASSERT_TRUE(AttentionBackwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                  o.data(), p.d_o.data(), lse.data(), dq_ref.data(),
+                                                  dk_ref.data(), dv_ref.data())
+                    .ok());
+    for (GemmBackend backend : AvailableBackends()) {
+      ScopedGemmBackend scoped(backend);
+      for (const AttentionTiling& t : CausalTilings()) {
+        std::vector<float> dq(p.QElems(), NAN), dk(p.KElems(), NAN), dv(p.KElems(), NAN);
+        AttentionBackwardOptions opts;
+        opts.tiling = t;
+        ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(),
+                                      p.d_o.data(), lse.data(), dq.data(), dk.data(), dv.data(),
+                                      opts)
+                        .ok());
+        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
+                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
+        EXPECT_LT(MaxRelErr(dq, dq_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
+      }
+    }
+  }
+}
+
+// Causal row i depends on keys 0..i only. (1) Prefix: the first p rows of a causal forward of
+// n tokens equal a causal forward of the sequence truncated to p tokens. (2) Zero weight: giving
+// tokens p.. other, large K and V (scores that would dominate, values that would show any leaked
+// weight) leaves the forward's first p rows of O and LSE, and the backward's first p rows of dQ,
+// bit-identical: masked keys get exactly zero weight, also in key tiles where a row sees no key.
+TEST(KernelsAttentionTest, CausalRowsDependOnlyOnEarlierKeys) {
+  const int64_t n = 100;
+  const Problem p = MakeProblem(62, 2, 64, {n}, {n});
+  const int64_t row = p.h * p.d;
+  const AttentionShape shape = p.Shape(/*causal=*/true);
+  for (GemmBackend backend : AvailableBackends()) {
+    ScopedGemmBackend scoped(backend);
+    for (const AttentionTiling& t : CausalTilings()) {
+      std::vector<float> o(p.QElems()), lse(n * p.h);
+      ASSERT_TRUE(
+          AttentionForward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t)
+              .ok());
+      AttentionBackwardOptions opts;
+      opts.tiling = t;
+      std::vector<float> dq(p.QElems()), dk(p.KElems()), dv(p.KElems());
+      ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(),
+                                    p.d_o.data(), lse.data(), dq.data(), dk.data(), dv.data(), opts)
+                      .ok());
+      for (int64_t len : {1, 16, 37, 99}) {
+        const std::string where = "prefix " + std::to_string(len) + " tiles " +
+                                  std::to_string(t.block_q) + "x" + std::to_string(t.block_k) +
+                                  " " + GemmBackendName(backend);
+        // (1) Truncated sequence: its packed tensors are the first len tokens of the full ones.
+        const std::vector<int64_t> cu = {0, len};
+        const AttentionShape prefix{p.h, p.d, cu, cu, std::nullopt, /*causal=*/true};
+        std::vector<float> o_p(len * row, NAN), lse_p(len * p.h, NAN);
+        ASSERT_TRUE(AttentionForward(prefix, p.q.data(), p.k.data(), p.v.data(), o_p.data(),
+                                     lse_p.data(), t)
+                        .ok());
+        EXPECT_LT(MaxRelErr(o_p, std::vector<float>(o.begin(), o.begin() + len * row)), 1e-6)
+            << where;
+        EXPECT_LT(MaxRelErrLse(lse_p, std::vector<float>(lse.begin(), lse.begin() + len * p.h)),
+                  1e-6)
+            << where;
+        // (2) Later tokens replaced by large ones: the first len rows do not change at all.
+        core::Rng rng(63 + len);
+        std::vector<float> k2 = p.k, v2 = p.v;
+        const std::vector<float> k_late = RandomNormal(rng, (n - len) * row, 10.0),
+                                 v_late = RandomNormal(rng, (n - len) * row, 1e3);
+        std::copy(k_late.begin(), k_late.end(), k2.begin() + len * row);
+        std::copy(v_late.begin(), v_late.end(), v2.begin() + len * row);
+        std::vector<float> o2(p.QElems()), lse2(n * p.h);
+        ASSERT_TRUE(
+            AttentionForward(shape, p.q.data(), k2.data(), v2.data(), o2.data(), lse2.data(), t)
+                .ok());
+        std::vector<float> dq2(p.QElems()), dk2(p.KElems()), dv2(p.KElems());
+        ASSERT_TRUE(AttentionBackward(shape, p.q.data(), k2.data(), v2.data(), o2.data(),
+                                      p.d_o.data(), lse2.data(), dq2.data(), dk2.data(), dv2.data(),
+                                      opts)
+                        .ok());
+        int64_t changed = 0;
+        for (int64_t i = 0; i < len * row; ++i) changed += (o2[i] != o[i]) + (dq2[i] != dq[i]);
+        for (int64_t i = 0; i < len * p.h; ++i) changed += lse2[i] != lse[i];
+        EXPECT_EQ(changed, 0) << where;
+      }
+    }
+  }
+}
+
+// Bottom-right alignment: lq queries against lk keys are the LAST lq positions of an lk-token
+// causal sequence, so their O and LSE equal the last lq rows of the square causal call (tiled
+// kernels and reference alike).
+TEST(KernelsAttentionTest, CausalFewerQueriesAreTheLastRowsOfTheSquareCall) {
+  const int64_t n = 100;
+  const Problem p = MakeProblem(64, 2, 64, {n}, {n});
+  const int64_t row = p.h * p.d;
+  const AttentionShape square = p.Shape(/*causal=*/true);
+  std::vector<float> o_ref(p.QElems()), lse_ref(n * p.h);
+  ASSERT_TRUE(AttentionForwardReference<float>(square, p.q.data(), p.k.data(), p.v.data(),
+                                               o_ref.data(), lse_ref.data())
+                  .ok());
+  for (const AttentionTiling& t : CausalTilings()) {
+    std::vector<float> o(p.QElems()), lse(n * p.h);
+    ASSERT_TRUE(
+        AttentionForward(square, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t).ok());
+    for (int64_t lq : {1, 30, 99}) {
+      const std::string where = "lq " + std::to_string(lq) + " tiles " + std::to_string(t.block_q) +
+                                "x" + std::to_string(t.block_k);
+      const std::vector<int64_t> cu_q = {0, lq}, cu_k = {0, n};
+      const AttentionShape last{p.h, p.d, cu_q, cu_k, std::nullopt, /*causal=*/true};
+      const float* q_last = p.q.data() + (n - lq) * row;
+      std::vector<float> o_l(lq * row, NAN), lse_l(lq * p.h, NAN), o_lr(o_l), lse_lr(lse_l);
+      ASSERT_TRUE(
+          AttentionForward(last, q_last, p.k.data(), p.v.data(), o_l.data(), lse_l.data(), t).ok());
+      ASSERT_TRUE(AttentionForwardReference<float>(last, q_last, p.k.data(), p.v.data(),
+                                                   o_lr.data(), lse_lr.data())
+                      .ok());
+      const std::vector<float> o_want(o.end() - lq * row, o.end()),
+          lse_want(lse.end() - lq * p.h, lse.end()),
+          o_ref_want(o_ref.end() - lq * row, o_ref.end()),
+          lse_ref_want(lse_ref.end() - lq * p.h, lse_ref.end());
+      EXPECT_LT(MaxRelErr(o_l, o_want), 1e-6) << where;
+      EXPECT_LT(MaxRelErrLse(lse_l, lse_want), 1e-6) << where;
+      EXPECT_LT(MaxRelErr(o_lr, o_ref_want), 1e-6) << where;
+      EXPECT_LT(MaxRelErrLse(lse_lr, lse_ref_want), 1e-6) << where;
     }
   }
 }
@@ -257,20 +438,19 @@ TEST(KernelsAttentionTest, BackwardAccumulatesWhenAsked) {
 }
 
 // Loss = sum(O * G): central differences of the double-precision reference forward against the
-// analytic gradients of the reference backward (double) and the tiled backward (float).
-TEST(KernelsAttentionTest, BackwardMatchesFiniteDifferences) {
-  const int64_t h = 2, d = 4;
-  const std::vector<int64_t> cu_q = CumSum({3, 2}), cu_k = CumSum({4, 1});
-  const AttentionShape shape{h, d, cu_q, cu_k, 0.7f};
-  const int64_t nq = cu_q.back() * h * d, nk = cu_k.back() * h * d;
-  core::Rng rng(31);
+// analytic gradients of the reference backward (double) and the tiled backward (float, 2 x 3
+// tiles: smaller than the sequences).
+void ExpectBackwardMatchesFiniteDifferences(const AttentionShape& shape, uint64_t seed) {
+  const int64_t h = shape.num_heads, d = shape.head_dim;
+  const int64_t nq = shape.total_q() * h * d, nk = shape.total_k() * h * d;
+  core::Rng rng(seed);
   std::vector<double> q(nq), k(nk), v(nk), g(nq);
   for (auto* t : {&q, &k, &v, &g}) {
     for (double& x : *t) x = rng.Normal();
   }
   auto loss = [&](const std::vector<double>& qq, const std::vector<double>& kk,
                   const std::vector<double>& vv) {
-    std::vector<double> o(nq), lse(cu_q.back() * h);
+    std::vector<double> o(nq), lse(shape.total_q() * h);
     CHECK(AttentionForwardReference<double>(shape, qq.data(), kk.data(), vv.data(), o.data(),
                                             lse.data())
               .ok());
@@ -296,7 +476,7 @@ TEST(KernelsAttentionTest, BackwardMatchesFiniteDifferences) {
                             dv_fd = numeric_grad(&v);
 
   // Reference backward in double.
-  std::vector<double> o(nq), lse(cu_q.back() * h), dq(nq), dk(nk), dv(nk);
+  std::vector<double> o(nq), lse(shape.total_q() * h), dq(nq), dk(nk), dv(nk);
   ASSERT_TRUE(
       AttentionForwardReference<double>(shape, q.data(), k.data(), v.data(), o.data(), lse.data())
           .ok());
@@ -308,12 +488,12 @@ TEST(KernelsAttentionTest, BackwardMatchesFiniteDifferences) {
   EXPECT_LT(MaxRelErr(dk, dk_fd), 1e-7);
   EXPECT_LT(MaxRelErr(dv, dv_fd), 1e-7);
 
-  // Tiled backward in float (tiles smaller than the sequences).
+  // Tiled backward in float.
   auto to_float = [](const std::vector<double>& x) {
     return std::vector<float>(x.begin(), x.end());
   };
   const std::vector<float> qf = to_float(q), kf = to_float(k), vf = to_float(v), gf = to_float(g);
-  std::vector<float> of(nq), lsef(cu_q.back() * h), dqf(nq), dkf(nk), dvf(nk);
+  std::vector<float> of(nq), lsef(shape.total_q() * h), dqf(nq), dkf(nk), dvf(nk);
   ASSERT_TRUE(
       AttentionForward(shape, qf.data(), kf.data(), vf.data(), of.data(), lsef.data(), {2, 3})
           .ok());
@@ -325,6 +505,18 @@ TEST(KernelsAttentionTest, BackwardMatchesFiniteDifferences) {
   EXPECT_LT(MaxRelErr(dqf, dq_fd), 1e-5);
   EXPECT_LT(MaxRelErr(dkf, dk_fd), 1e-5);
   EXPECT_LT(MaxRelErr(dvf, dv_fd), 1e-5);
+}
+
+TEST(KernelsAttentionTest, BackwardMatchesFiniteDifferences) {
+  const std::vector<int64_t> cu_q = CumSum({3, 2}), cu_k = CumSum({4, 1});
+  ExpectBackwardMatchesFiniteDifferences({2, 4, cu_q, cu_k, 0.7f}, 31);
+}
+
+// Causal: a square sequence whose 2 x 3 tiles leave row 2 with no visible key in key tile 1, a
+// single query against 3 keys (sees all) and a square pair.
+TEST(KernelsAttentionTest, CausalBackwardMatchesFiniteDifferences) {
+  const std::vector<int64_t> cu_q = CumSum({4, 1, 2}), cu_k = CumSum({4, 3, 2});
+  ExpectBackwardMatchesFiniteDifferences({2, 4, cu_q, cu_k, 0.7f, /*causal=*/true}, 32);
 }
 
 // Ring-attention backward: running the backward once per key chunk with the GLOBAL O and LSE,
@@ -392,6 +584,7 @@ TEST(KernelsAttentionTest, BadInputReturnsStatus) {
       {good, {0, 64}, false, "block_q"},
       {good, {64, -5}, false, "block_k"},
       {good, {}, true, "attention.q"},
+      {p.Shape(/*causal=*/true), {}, false, "causal"},  // sequence 1: 3 queries, 2 keys
   };
   for (const Bad& b : bad) {
     const float* q = b.null_q ? nullptr : p.q.data();
@@ -410,6 +603,11 @@ TEST(KernelsAttentionTest, BadInputReturnsStatus) {
                                                           o.data(), lse.data());
       EXPECT_EQ(ref.code(), core::StatusCode::kInvalidArgument) << b.field;
     }
+  }
+  // The causal refusal names the sequence and both lengths.
+  const std::string causal_msg = ValidateAttentionShape(p.Shape(/*causal=*/true)).message();
+  for (const char* part : {"sequence 1", "3 query tokens", "2 keys"}) {
+    EXPECT_NE(causal_msg.find(part), std::string::npos) << causal_msg;
   }
   // Zero sequences is a valid, empty call.
   const std::vector<int64_t> cu_none = {0};

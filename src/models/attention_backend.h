@@ -5,7 +5,9 @@
 //
 // Shapes and layouts are those of kernels/attention_shape.h (all fp32, row-major, contiguous):
 //   q, o, dq, d_o : (Tq_total, H, D)   k, v, dk, dv : (Tk_total, H, D)   lse : (Tq_total, H)
-// non-causal, block-diagonal over the sequences of cu_seqlens. Forward writes o and lse;
+// block-diagonal over the sequences of cu_seqlens, causal (bottom-right aligned) when
+// shape.causal is set and unmasked otherwise; LocalAttentionBackend and
+// ReferenceAttentionBackend honour the flag. Forward writes o and lse;
 // Backward takes the forward's o and lse as inputs and WRITES (does not accumulate) dq, dk, dv.
 // A backend must produce, for each sequence, exactly the single-process attention over that
 // sequence's tokens (up to fp32 rounding).

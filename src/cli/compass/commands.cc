@@ -15,6 +15,7 @@ void AddCompassCommands(CLI::App& root, Action* action) {
   AddCompassLinks(c, action);
   AddCompassBench(c, action);
   AddCompassProfile(c, action);
+  AddCompassRun(c, action);
 #endif
 }
 

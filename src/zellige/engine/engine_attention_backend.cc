@@ -15,6 +15,11 @@ EngineAttentionBackend::EngineAttentionBackend(AttentionEngine* engine, int num_
 
 core::Status EngineAttentionBackend::CheckShape(const kernels::AttentionShape& shape) const {
   RETURN_IF_ERROR(kernels::ValidateAttentionShape(shape));
+  if (shape.causal) {
+    return core::InvalidArgument(
+        "EngineAttentionBackend: causal attention is not supported (the engine's ring and "
+        "all-to-all attention are bidirectional, as in a DiT)");
+  }
   if (shape.num_heads != engine_->heads() || shape.head_dim != engine_->head_dim()) {
     return core::InvalidArgument(
         "EngineAttentionBackend: shape heads x head_dim = " + std::to_string(shape.num_heads) +

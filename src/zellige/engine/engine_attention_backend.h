@@ -4,7 +4,8 @@
 // Layout: the model's packed batch on this rank must be the engine's local layout, one
 // segment per local placement in plan order (LocalPlacement::size() tokens each):
 // shape.cu_seqlens_q == cu_seqlens_k == prefix sums of local_placements()[i].size(), heads
-// and head_dim equal to the engine's. Forward/Backward return InvalidArgument otherwise.
+// and head_dim equal to the engine's, not causal (the engine's attention is bidirectional).
+// Forward/Backward return InvalidArgument otherwise.
 // Build the model's batch with MakeLocalFlowMatchingBatch (dit_training.h) to get it.
 //
 // Layers: SmallDit calls Forward once per layer in layer order and Backward in reverse
