@@ -39,6 +39,58 @@ core::StatusOr<std::vector<double>> TwinLosses(const models::SmallGptConfig& mc,
   return out;
 }
 
+// Every shape timed on rank 0 alone (the others wait on the barrier), broadcast: seconds
+// divided by `divide` (the time scale for device seconds, 1 for wall seconds).
+core::Status ProfileOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
+                               const std::vector<GemmShape>& shapes, double divide,
+                               GemmProfile* out) {
+  std::vector<double> times(shapes.size(), -1.0);
+  core::Status profiled = core::Status::Ok();
+  if (world.rank() == 0) {
+    auto p = ProfileGemms(shapes);
+    if (p.ok()) {
+      for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]) / divide;
+    } else {
+      profiled = p.status();
+    }
+  }
+  RETURN_IF_ERROR(barrier.Arrive(0, 600.0).status());
+  RETURN_IF_ERROR(world.Broadcast(std::span<double>(times), 0));
+  RETURN_IF_ERROR(profiled);
+  if (!times.empty() && times[0] < 0) return core::Internal("GEMM profiling failed on rank 0");
+  for (size_t i = 0; i < shapes.size(); ++i) (*out)[shapes[i]] = times[i];
+  return core::Status::Ok();
+}
+
+// Every rank's spans of one step (the same operators in the same order on every rank), in
+// device seconds after `start_ns`, into out->last_step_*.
+core::Status GatherSpans(comm::Communicator& world, const std::vector<StrategyTpOps::Span>& spans,
+                         int64_t start_ns, double time_scale, GptRun* out) {
+  const int n = world.size();
+  std::vector<double> mine;
+  for (const StrategyTpOps::Span& sp : spans) {
+    mine.push_back(static_cast<double>(sp.begin_ns - start_ns) * 1e-9 / time_scale);
+    mine.push_back(static_cast<double>(sp.end_ns - start_ns) * 1e-9 / time_scale);
+  }
+  double count = static_cast<double>(spans.size());
+  RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&count, 1)));
+  if (count != static_cast<double>(spans.size()) * n) {
+    return core::Internal("compass run: the ranks ran different operator sequences");
+  }
+  std::vector<double> all(mine.size() * n);
+  RETURN_IF_ERROR(world.AllGather(std::span<const double>(mine), std::span<double>(all)));
+  out->last_step_ops.clear();
+  for (const StrategyTpOps::Span& sp : spans) out->last_step_ops.push_back(sp.name);
+  out->last_step_spans.assign(n, {});
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < spans.size(); ++i) {
+      out->last_step_spans[r].emplace_back(all[r * mine.size() + 2 * i],
+                                           all[r * mine.size() + 2 * i + 1]);
+    }
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
@@ -84,6 +136,13 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     return core::InvalidArgument(
         fmt::format("--steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
   }
+  if (c.compute != ComputeMode::kReal && c.compute != ComputeMode::kModeled) {
+    return core::InvalidArgument("compass run: compute must be real or modeled");
+  }
+  if (c.check && c.compute != ComputeMode::kReal) {
+    return core::InvalidArgument(
+        "--check needs --compute real (modeled GEMMs do not write their outputs)");
+  }
   if (n > topology.num_devices()) {
     return core::InvalidArgument(
         fmt::format("{} ranks on {} with {} devices", n, topology.name(), topology.num_devices()));
@@ -119,6 +178,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   out.model = c.model;
   out.strategy = c.strategy;
   out.tp = n;
+  out.compute = c.compute;
   out.batch = c.batch;
   out.seq = c.seq;
   out.parameters_per_rank = model.NumParameters();
@@ -128,7 +188,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   for (int r : rt.ring2.order) ring2.push_back(rt.devices[r]);
 
   // The GEMM times auto needs: every whole and part shape, timed on rank 0 alone.
-  std::map<GemmShape, double> gemm_s;
+  GemmProfile gemm_s;
   const OverheadTable overheads = c.profile != nullptr ? c.profile->overheads : OverheadTable{};
   out.overheads_source =
       c.profile != nullptr
@@ -150,21 +210,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     RETURN_IF_ERROR(
         ChooseGptStrategies("auto", ops, record, collective, overheads, c.selector).status());
     const std::vector<GemmShape> shapes(wanted.begin(), wanted.end());
-    std::vector<double> times(shapes.size(), -1.0);
-    core::Status profiled = core::Status::Ok();
-    if (me == 0) {
-      auto p = ProfileGemms(shapes);
-      if (p.ok()) {
-        for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]) / scale.scale;
-      } else {
-        profiled = p.status();
-      }
-    }
-    RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
-    RETURN_IF_ERROR(world.Broadcast(std::span<double>(times), 0));
-    RETURN_IF_ERROR(profiled);
-    if (!times.empty() && times[0] < 0) return core::Internal("auto: GEMM profiling failed");
-    for (size_t i = 0; i < shapes.size(); ++i) gemm_s[shapes[i]] = times[i];
+    RETURN_IF_ERROR(ProfileOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
   }
   const OpGemmTimer lookup = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
     return gemm_s.at(GemmShape{t, gm, gn, gk});
@@ -197,6 +243,20 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   }
 
   StrategyTpOps tp_ops(ctx, per_op, fallback);
+  GemmProfile modeled;
+  if (c.compute == ComputeMode::kModeled) {
+    // Record every GEMM shape of one step, time them on rank 0 alone, then sleep for them.
+    ASSIGN_OR_RETURN(models::GptBatch b,
+                     models::MakeSyntheticGptBatch(mc.vocab, c.batch, c.seq, c.seed, 0));
+    ctx.set_mode(ComputeMode::kRecord);
+    RETURN_IF_ERROR(model.ForwardBackward(b, tp_ops).status());
+    std::vector<GemmShape> shapes = ctx.TakeRecorded();
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    RETURN_IF_ERROR(ProfileOnRankZero(world, *rt.barrier, shapes, 1.0, &modeled));
+    ctx.set_profile(&modeled);
+    ctx.set_mode(ComputeMode::kModeled);
+  }
   ASSIGN_OR_RETURN(models::AdamW opt, models::AdamW::Create(model.NumParameters(),
                                                             {.learning_rate = c.learning_rate}));
   std::vector<double> begin_ns, end_ns;
@@ -205,11 +265,14 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
                      models::MakeSyntheticGptBatch(mc.vocab, c.batch, c.seq, c.seed, step));
     ASSIGN_OR_RETURN(int64_t start, rt.barrier->Arrive(2'000'000, 600.0));
     comm::SleepUntilNs(start);
+    const bool last = step + 1 == c.steps;
+    tp_ops.set_recording(last);
     const int64_t t0 = comm::NowNs();
     ASSIGN_OR_RETURN(double loss, model.TrainStep(b, tp_ops, opt));
     end_ns.push_back(static_cast<double>(comm::NowNs() - start));
     begin_ns.push_back(static_cast<double>(t0 - start));
     out.losses.push_back(loss);
+    if (last) RETURN_IF_ERROR(GatherSpans(world, tp_ops.TakeSpans(), start, scale.scale, &out));
     if (me == 0 && c.progress) c.progress(step + 1, c.steps);
   }
   ASSIGN_OR_RETURN(out.step_s, GatherRunTimesS(world, begin_ns, end_ns, scale.scale));
@@ -263,7 +326,7 @@ core::Json ToJson(const GptRun& r) {
                   {"parameters_per_rank", r.parameters_per_rank},
                   {"time_scale", r.scale.scale},
                   {"time_scale_source", r.scale.source},
-                  {"compute", "real"},
+                  {"compute", ComputeModeName(r.compute)},
                   {"overheads_source", r.overheads_source},
                   {"choices", choices},
                   {"losses", r.losses},
@@ -278,6 +341,23 @@ core::Json ToJson(const GptRun& r) {
     j["max_loss_rel_diff"] = r.max_loss_rel_diff;
   }
   return j;
+}
+
+core::TraceWriter GptStepTrace(const GptRun& r) {
+  core::TraceWriter t;
+  std::map<std::string, std::string> strategy;
+  for (const GptOpChoice& c : r.choices) strategy[c.op] = c.strategy;
+  for (size_t rank = 0; rank < r.last_step_spans.size(); ++rank) {
+    const int tid = static_cast<int>(rank);
+    t.NameTrack(tid, "rank " + std::to_string(rank));
+    for (size_t i = 0; i < r.last_step_spans[rank].size(); ++i) {
+      const auto [b, e] = r.last_step_spans[rank][i];
+      const std::string& op = r.last_step_ops[i];
+      t.Span(tid, op, strategy.count(op) ? strategy[op] : "", b, e - b,
+             {{"strategy", strategy.count(op) ? strategy[op] : ""}});
+    }
+  }
+  return t;
 }
 
 }  // namespace tessera::compass

@@ -15,7 +15,13 @@
 // every buffer, so the summary is over steps 2..K (all steps when K = 1).
 // --check: before the run, rank 0 trains the single-process twin (tp = 1, LocalTpOps) on the
 // same batches; the run fails (Internal naming the step) when a step's loss differs by more
-// than 1e-5 relative. Compute is real GEMMs (kernels::Gemm, one BLAS thread per rank).
+// than 1e-5 relative.
+// Compute: real GEMMs (kernels::Gemm, one BLAS thread per rank), or modeled for ranks that
+// outnumber cores: one forward-backward in kRecord mode collects every GEMM shape the
+// strategies run, rank 0 times each alone (ProfileGemms), and the TP GEMMs then sleep for
+// their times (overlap_context.h). Only the TP operators' GEMMs are modeled: attention, norms,
+// the head and the optimizer still compute (on shared cores), and the losses are meaningless
+// (GEMM outputs are not written), so --check needs real compute.
 // Collective over `world`; progress on rank 0.
 #pragma once
 
@@ -26,11 +32,13 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "compass/overlap_context.h"
 #include "compass/profile.h"
 #include "compass/selector.h"
 #include "compass/strategy_model.h"
 #include "core/json_util.h"
 #include "core/stats.h"
+#include "core/trace.h"
 #include "hw/topology.h"
 #include "kernels/time_scale.h"
 #include "models/small_gpt.h"
@@ -43,6 +51,7 @@ struct GptRunConfig {
   std::string strategy = "auto";    // "auto" or an overlap_strategy.h name
   int steps = 10;
   bool check = false;
+  ComputeMode compute = ComputeMode::kReal;  // kReal or kModeled
   uint64_t seed = 1;
   float learning_rate = 1e-3f;
   const CompassProfile* profile = nullptr;  // overheads for auto (may be null)
@@ -63,6 +72,7 @@ struct GptOpChoice {
 struct GptRun {
   std::string topology, model, strategy;
   int tp = 0;
+  ComputeMode compute = ComputeMode::kReal;
   int64_t batch = 0, seq = 0, parameters_per_rank = 0;
   kernels::TimeScale scale;
   std::string overheads_source;
@@ -73,6 +83,10 @@ struct GptRun {
   std::map<std::string, double> op_s;    // rank 0's device seconds per operator over the run
   std::vector<double> reference_losses;  // --check: the single process's
   double max_loss_rel_diff = -1;         // --check
+  // The last step's TP operators on every rank: names in call order (the same on every rank)
+  // and per rank their [begin, end) in device seconds after the step's agreed start.
+  std::vector<std::string> last_step_ops;
+  std::vector<std::vector<std::pair<double, double>>> last_step_spans;  // [rank][op]
 };
 
 // The strategy per operator for `strategy` ("auto" or a registry name) on the operator
@@ -90,5 +104,10 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
                               const kernels::TimeScale& scale, const GptRunConfig& config);
 
 core::Json ToJson(const GptRun& r);
+
+// The last step as a Chrome/Perfetto trace: one track per rank, each TP operator a span named
+// after it (category: its strategy); the gaps are the rank's local compute (attention, norms,
+// head, optimizer) and waits.
+core::TraceWriter GptStepTrace(const GptRun& r);
 
 }  // namespace tessera::compass

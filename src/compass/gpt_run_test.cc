@@ -13,7 +13,8 @@
 namespace tessera::compass {
 namespace {
 
-core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps = 3) {
+core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps = 3,
+                             ComputeMode compute = ComputeMode::kReal) {
   auto topo = hw::TopologyPreset("a6000x8");
   if (!topo.ok()) return topo.status();
   auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
@@ -24,7 +25,8 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
   config.seq = 32;
   config.steps = steps;
   config.strategy = strategy;
-  config.check = true;
+  config.check = compute == ComputeMode::kReal;
+  config.compute = compute;
   std::vector<core::StatusOr<GptRun>> out(ranks, core::Internal("not run"));
   comm::RunFakeRanks(ranks, [&](comm::Communicator& world) {
     out[world.rank()] = RunGpt(world, *topo, *scale, config);
@@ -72,6 +74,21 @@ TEST(CompassGptRun, ChoicesFollowTheStrategy) {
   auto r = RunOn(2, "fused-ring2", 1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (const GptOpChoice& c : r->choices) EXPECT_EQ(c.strategy, "fused-ring2") << c.op;
+  // The last step's trace: every rank's 12 operators x 2 layers, in order.
+  ASSERT_EQ(r->last_step_spans.size(), 2u);
+  ASSERT_EQ(r->last_step_ops.size(), 24u);
+  EXPECT_EQ(r->last_step_ops.front(), "qkv");
+  EXPECT_EQ(r->last_step_ops.back(), "qkv-wgrad");
+  for (const auto& spans : r->last_step_spans) {
+    ASSERT_EQ(spans.size(), 24u);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      EXPECT_LE(spans[i].first, spans[i].second);
+      if (i > 0) {
+        EXPECT_GE(spans[i].first, spans[i - 1].second);
+      }
+    }
+  }
+  EXPECT_EQ(GptStepTrace(*r).size(), 48u + 2u);  // the spans and the two track names
   auto a = RunOn(2, "auto", 1);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   for (const GptOpChoice& c : a->choices) {
@@ -79,6 +96,17 @@ TEST(CompassGptRun, ChoicesFollowTheStrategy) {
     EXPECT_GT(c.predicted_s, 0) << c.op;
     EXPECT_LE(c.predicted_s, c.none_s * (1 + 1e-9)) << c.op;
   }
+}
+
+// Modeled compute: the TP GEMMs sleep for their profiled times; every step is timed.
+TEST(CompassGptRun, ModeledComputeRunsEveryStep) {
+  auto r = RunOn(4, "fused-ring2", 2, ComputeMode::kModeled);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->compute, ComputeMode::kModeled);
+  ASSERT_EQ(r->step_s.size(), 2u);
+  for (double s : r->step_s) EXPECT_GT(s, 0);
+  EXPECT_TRUE(r->reference_losses.empty());
+  EXPECT_EQ(ToJson(*r)["compute"], "modeled");
 }
 
 std::vector<std::pair<std::string, TpOpShape>> TwoOps() {
@@ -147,6 +175,12 @@ TEST(CompassGptRun, BadInputIsRefused) {
   s = run(c, 2);
   EXPECT_NE(s.message().find("--steps"), std::string::npos) << s.ToString();
   c.steps = 1;
+  c.check = true;
+  c.compute = ComputeMode::kModeled;
+  s = run(c, 2);
+  EXPECT_NE(s.message().find("--check needs --compute real"), std::string::npos) << s.ToString();
+  c.check = false;
+  c.compute = ComputeMode::kReal;
   s = run(c, 3);  // 4 heads on 3 ranks
   EXPECT_NE(s.message().find("tp 3"), std::string::npos) << s.ToString();
 }

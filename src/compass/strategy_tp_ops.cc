@@ -1,6 +1,6 @@
 #include "compass/strategy_tp_ops.h"
 
-#include <chrono>
+#include "comm/futex.h"
 
 namespace tessera::compass {
 
@@ -28,9 +28,11 @@ core::Status StrategyTpOps::Run(const std::string& name, TpOpKind kind, const mo
                                 const float* x, const float* w, float* y) {
   const int k = kind == TpOpKind::kAgGemm ? 0 : kind == TpOpKind::kGemmRs ? 1 : 2;
   const TpOpShape s = TpOpShapeOf(name, k, d, tp());
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = comm::NowNs();
   core::Status st = RunStrategy(ctx_, ChoiceFor(name), s, OpBuffers{x, w, y});
-  op_s_[name] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t t1 = comm::NowNs();
+  op_s_[name] += static_cast<double>(t1 - t0) * 1e-9;
+  if (recording_) spans_.push_back({name, t0, t1});
   if (!st.ok()) return core::Status(st.code(), "operator " + name + ": " + st.message());
   return core::Status::Ok();
 }

@@ -12,6 +12,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compass/overlap_context.h"
 #include "compass/overlap_strategy.h"
@@ -41,6 +43,14 @@ class StrategyTpOps final : public models::TensorParallelOps {
   // Wall seconds spent in each operator since construction.
   const std::map<std::string, double>& OpSeconds() const { return op_s_; }
 
+  // While recording, every call's name and its begin and end (comm::NowNs) are kept.
+  struct Span {
+    std::string name;
+    int64_t begin_ns = 0, end_ns = 0;
+  };
+  void set_recording(bool on) { recording_ = on; }
+  std::vector<Span> TakeSpans() { return std::exchange(spans_, {}); }
+
  private:
   core::Status Run(const std::string& name, TpOpKind kind, const models::TpGemmDims& d,
                    const float* x, const float* w, float* y);
@@ -49,6 +59,8 @@ class StrategyTpOps final : public models::TensorParallelOps {
   std::map<std::string, StrategyChoice> per_op_;
   StrategyChoice fallback_;
   std::map<std::string, double> op_s_;
+  bool recording_ = false;
+  std::vector<Span> spans_;
 };
 
 // The TpOpShape of a model's operator call on `tp` ranks (kind 0 = AllGatherGemm, 1 =

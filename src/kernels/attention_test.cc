@@ -93,26 +93,83 @@ std::vector<Config> CausalConfigs() {
 // tile after key tile 0) and wider than tall, and the defaults (one key tile per query tile).
 std::vector<AttentionTiling> CausalTilings() { return {{}, {16, 24}, {24, 16}, {7, 13}, {64, 64}}; }
 
-TEST(KernelsAttentionTest, ForwardMatchesReference) {
-  for (const Config& c : Configs()) {
-    const Problem p = MakeProblem(11, c.h, c.d, c.lens_q, c.lens_k);
+// The tiled forward against the reference for every config, tiling and GEMM backend.
+void ExpectForwardMatchesReference(const std::vector<Config>& configs,
+                                   const std::vector<AttentionTiling>& tilings, bool causal,
+                                   uint64_t seed) {
+  for (const Config& c : configs) {
+    const Problem p = MakeProblem(seed, c.h, c.d, c.lens_q, c.lens_k);
+    const AttentionShape shape = p.Shape(causal);
     std::vector<float> o_ref(p.QElems()), lse_ref(p.cu_q.back() * p.h);
-    ASSERT_TRUE(AttentionForwardReference<float>(p.Shape(), p.q.data(), p.k.data(), p.v.data(),
+    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
                                                  o_ref.data(), lse_ref.data())
                     .ok());
     for (GemmBackend backend : AvailableBackends()) {
       ScopedGemmBackend scoped(backend);
-      for (const AttentionTiling& t : Tilings()) {
+      for (const AttentionTiling& t : tilings) {
         std::vector<float> o(p.QElems(), NAN), lse(p.cu_q.back() * p.h, NAN);
         ASSERT_TRUE(
-            AttentionForward(p.Shape(), p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t)
+            AttentionForward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t)
                 .ok());
-        EXPECT_LT(MaxRelErr(o, o_ref), 1e-5) << c.name << " tiles " << t.block_q << "x" << t.block_k
-                                             << " " << GemmBackendName(backend);
-        EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6) << c.name << " " << GemmBackendName(backend);
+        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
+                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
+        EXPECT_LT(MaxRelErr(o, o_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6) << where;
       }
     }
   }
+}
+
+// The tiled backward against the reference (from the reference forward's o and lse).
+void ExpectBackwardMatchesReference(const std::vector<Config>& configs,
+                                    const std::vector<AttentionTiling>& tilings, bool causal,
+                                    uint64_t seed) {
+  for (const Config& c : configs) {
+    const Problem p = MakeProblem(seed, c.h, c.d, c.lens_q, c.lens_k);
+    const AttentionShape shape = p.Shape(causal);
+    std::vector<float> o(p.QElems()), lse(p.cu_q.back() * p.h);
+    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                 o.data(), lse.data())
+                    .ok());
+    std::vector<float> dq_ref(p.QElems()), dk_ref(p.KElems()), dv_ref(p.KElems());
+    ASSERT_TRUE(AttentionBackwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
+                                                  o.data(), p.d_o.data(), lse.data(), dq_ref.data(),
+                                                  dk_ref.data(), dv_ref.data())
+                    .ok());
+    for (GemmBackend backend : AvailableBackends()) {
+      ScopedGemmBackend scoped(backend);
+      for (const AttentionTiling& t : tilings) {
+        std::vector<float> dq(p.QElems(), NAN), dk(p.KElems(), NAN), dv(p.KElems(), NAN);
+        AttentionBackwardOptions opts;
+        opts.tiling = t;
+        ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(),
+                                      p.d_o.data(), lse.data(), dq.data(), dk.data(), dv.data(),
+                                      opts)
+                        .ok());
+        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
+                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
+        EXPECT_LT(MaxRelErr(dq, dq_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
+        EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
+      }
+    }
+  }
+}
+
+TEST(KernelsAttentionTest, ForwardMatchesReference) {
+  ExpectForwardMatchesReference(Configs(), Tilings(), /*causal=*/false, 11);
+}
+
+TEST(KernelsAttentionTest, BackwardMatchesReference) {
+  ExpectBackwardMatchesReference(Configs(), Tilings(), /*causal=*/false, 21);
+}
+
+TEST(KernelsAttentionTest, CausalForwardMatchesReference) {
+  ExpectForwardMatchesReference(CausalConfigs(), CausalTilings(), /*causal=*/true, 14);
+}
+
+TEST(KernelsAttentionTest, CausalBackwardMatchesReference) {
+  ExpectBackwardMatchesReference(CausalConfigs(), CausalTilings(), /*causal=*/true, 24);
 }
 
 TEST(KernelsAttentionTest, ForwardRowsWithoutKeysAreZeroWithNegInfLse) {
@@ -138,96 +195,6 @@ TEST(KernelsAttentionTest, CustomScaleMatchesReference) {
                   .ok());
   EXPECT_LT(MaxRelErr(o, o_ref), 1e-5);
   EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6);
-}
-
-TEST(KernelsAttentionTest, BackwardMatchesReference) {
-  for (const Config& c : Configs()) {
-    const Problem p = MakeProblem(21, c.h, c.d, c.lens_q, c.lens_k);
-    const AttentionShape shape = p.Shape();
-    std::vector<float> o(p.QElems()), lse(p.cu_q.back() * p.h);
-    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
-                                                 o.data(), lse.data())
-                    .ok());
-    std::vector<float> dq_ref(p.QElems()), dk_ref(p.KElems()), dv_ref(p.KElems());
-    ASSERT_TRUE(AttentionBackwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
-                                                  o.data(), p.d_o.data(), lse.data(), dq_ref.data(),
-                                                  dk_ref.data(), dv_ref.data())
-                    .ok());
-    for (GemmBackend backend : AvailableBackends()) {
-      ScopedGemmBackend scoped(backend);
-      for (const AttentionTiling& t : Tilings()) {
-        std::vector<float> dq(p.QElems(), NAN), dk(p.KElems(), NAN), dv(p.KElems(), NAN);
-        AttentionBackwardOptions opts;
-        opts.tiling = t;
-        ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(),
-                                      p.d_o.data(), lse.data(), dq.data(), dk.data(), dv.data(),
-                                      opts)
-                        .ok());
-        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
-                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
-        EXPECT_LT(MaxRelErr(dq, dq_ref), 1e-5) << where;
-        EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
-        EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
-      }
-    }
-  }
-}
-
-TEST(KernelsAttentionTest, CausalForwardMatchesReference) {
-  for (const Config& c : CausalConfigs()) {
-    const Problem p = MakeProblem(14, c.h, c.d, c.lens_q, c.lens_k);
-    const AttentionShape shape = p.Shape(/*causal=*/true);
-    std::vector<float> o_ref(p.QElems()), lse_ref(p.cu_q.back() * p.h);
-    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
-                                                 o_ref.data(), lse_ref.data())
-                    .ok());
-    for (GemmBackend backend : AvailableBackends()) {
-      ScopedGemmBackend scoped(backend);
-      for (const AttentionTiling& t : CausalTilings()) {
-        std::vector<float> o(p.QElems(), NAN), lse(p.cu_q.back() * p.h, NAN);
-        ASSERT_TRUE(
-            AttentionForward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(), lse.data(), t)
-                .ok());
-        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
-                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
-        EXPECT_LT(MaxRelErr(o, o_ref), 1e-5) << where;
-        EXPECT_LT(MaxRelErrLse(lse, lse_ref), 1e-6) << where;
-      }
-    }
-  }
-}
-
-TEST(KernelsAttentionTest, CausalBackwardMatchesReference) {
-  for (const Config& c : CausalConfigs()) {
-    const Problem p = MakeProblem(24, c.h, c.d, c.lens_q, c.lens_k);
-    const AttentionShape shape = p.Shape(/*causal=*/true);
-    std::vector<float> o(p.QElems()), lse(p.cu_q.back() * p.h);
-    ASSERT_TRUE(AttentionForwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
-                                                 o.data(), lse.data())
-                    .ok());
-    std::vector<float> dq_ref(p.QElems()), dk_ref(p.KElems()), dv_ref(p.KElems());
-    ASSERT_TRUE(AttentionBackwardReference<float>(shape, p.q.data(), p.k.data(), p.v.data(),
-                                                  o.data(), p.d_o.data(), lse.data(), dq_ref.data(),
-                                                  dk_ref.data(), dv_ref.data())
-                    .ok());
-    for (GemmBackend backend : AvailableBackends()) {
-      ScopedGemmBackend scoped(backend);
-      for (const AttentionTiling& t : CausalTilings()) {
-        std::vector<float> dq(p.QElems(), NAN), dk(p.KElems(), NAN), dv(p.KElems(), NAN);
-        AttentionBackwardOptions opts;
-        opts.tiling = t;
-        ASSERT_TRUE(AttentionBackward(shape, p.q.data(), p.k.data(), p.v.data(), o.data(),
-                                      p.d_o.data(), lse.data(), dq.data(), dk.data(), dv.data(),
-                                      opts)
-                        .ok());
-        const std::string where = c.name + " tiles " + std::to_string(t.block_q) + "x" +
-                                  std::to_string(t.block_k) + " " + GemmBackendName(backend);
-        EXPECT_LT(MaxRelErr(dq, dq_ref), 1e-5) << where;
-        EXPECT_LT(MaxRelErr(dk, dk_ref), 1e-5) << where;
-        EXPECT_LT(MaxRelErr(dv, dv_ref), 1e-5) << where;
-      }
-    }
-  }
 }
 
 // Causal row i depends on keys 0..i only. (1) Prefix: the first p rows of a causal forward of

@@ -66,7 +66,15 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 256,
                           .max_seq = 64};
   }
-  return core::NotFound("--model: got '" + name + "', allowed: gpt-small, gpt-tiny");
+  if (name == "gpt-medium") {
+    return SmallGptConfig{.vocab = 2048,
+                          .hidden = 1024,
+                          .num_heads = 16,
+                          .num_layers = 2,
+                          .ffn_hidden = 4096,
+                          .max_seq = 512};
+  }
+  return core::NotFound("--model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
 }
 
 core::Status ValidateSmallGptConfig(const SmallGptConfig& c, int tp) {

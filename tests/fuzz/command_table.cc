@@ -287,6 +287,28 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                             "--time-scale", "10", "--out", out + "compass_profile.json"}};
   t.push_back(compass_profile);
 
+  // run checks its topology, --ranks, model, strategy, batch shape and profile before mpiexec.
+  SubcommandSpec compass_run = Spec("run", MpiUse::kRelaunch, 2, {});
+  compass_run.group = "compass";
+  compass_run.options = {{"--ranks", K::kInt, With({"3", "9", "0", "-1"})},
+                         {"--topology", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+                         {"--model", K::kText, {"gpt-huge", "", "GPT-TINY"}},
+                         {"--strategy", K::kText, {"ring9", "decomp:0", "decomp:x", ""}},
+                         {"--steps", K::kInt, With({"0", "1001"})},
+                         {"--batch", K::kInt, With({"0", "-1"})},
+                         {"--seq", K::kInt, With({"0", "65", "-3"})},
+                         {"--check", K::kFlag, {}},
+                         {"--compute", K::kText, {"sleep", "", "REAL"}},
+                         {"--profile", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
+                         {"--time-scale", K::kFloat, With({"0", "-1", "1e9"})},
+                         {"--json", K::kOutputFile, {}},
+                         {"--trace", K::kOutputFile, {}},
+                         {"--op-timeout", K::kFloat, kNotANumber}};
+  compass_run.bases = {{"--ranks", "2", "--model", "gpt-tiny", "--batch", "2", "--seq", "32",
+                        "--steps", "1", "--strategy", "none", "--time-scale", "10", "--json",
+                        out + "compass_run.json"}};
+  t.push_back(compass_run);
+
   // ---- xema ----
   auto trace_source = [](std::vector<OptionSpec> more) {
     std::vector<OptionSpec> o = {{"--trace", K::kInputFile, {}},

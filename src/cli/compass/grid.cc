@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/compass/compass_options.h"
 #include "cli/options.h"
 #include "compass/paper_grid.h"
 #include "core/table.h"
@@ -76,10 +77,7 @@ void AddCompassGrid(CLI::App* compass, Action* action) {
       "grid",
       "The paper-scale grid (modeled): 2 collectives x 2 layer kinds x 4 Llama models x TP "
       "2/4/8 x 6 token counts, every strategy's speed-up over none");
-  c->add_option("--topology", a->topology,
-                "a topology preset (a6000x8, h100x8, rtx4090x4) or a topology JSON file")
-      ->capture_default_str();
-  paths->RecordInput("--topology", &a->topology);
+  AddTopologyOption(c, &a->topology, paths.get());
   paths->Output(c, "--json", &a->json_path, "write every point as JSON (for the plot script)");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunGrid(*a); }); });
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/compass/compass_options.h"
 #include "cli/mpi_launch.h"
 #include "cli/options.h"
 #include "cli/rank_progress.h"
@@ -147,11 +148,7 @@ void AddCompassLinks(CLI::App* compass, Action* action) {
   c->add_option("--ranks", a->ranks, "MPI ranks = devices 0..N-1 (relaunches under mpiexec)")
       ->transform(Integer(2, 64))
       ->capture_default_str();
-  c->add_option("--topology", a->topology,
-                "a topology preset (a6000x8, h100x8, rtx4090x4) or "
-                "a topology JSON file")
-      ->capture_default_str();
-  paths->RecordInput("--topology", &a->topology);
+  AddTopologyOption(c, &a->topology, paths.get());
   c->add_option("--sizes-kib", a->sizes_kib, "block sizes per rank, KiB on the wire")
       ->transform(Integer(1, 1 << 20))
       ->delimiter(',');
@@ -164,13 +161,8 @@ void AddCompassLinks(CLI::App* compass, Action* action) {
   c->add_option("--probe-repeats", a->probe_repeats, "repeats of each probe")
       ->transform(Integer(1, 1000))
       ->capture_default_str();
-  c->add_option("--time-scale", a->time_scale,
-                "emulated seconds per device second (default: measured from this core's GEMM)")
-      ->check(Number(1e-3, 1e7));
+  AddEmulatorOptions(c, &a->time_scale, &a->op_timeout_s);
   paths->Output(c, "--json", &a->json_path, "write the report as JSON");
-  c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
-      ->check(PositiveNumber(kMaxOpTimeoutS))
-      ->capture_default_str();
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunLinks(*a); }); });
 }
 

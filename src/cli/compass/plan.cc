@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/compass/compass_options.h"
 #include "cli/options.h"
 #include "core/table.h"
 #include "hw/topology.h"
@@ -99,10 +100,7 @@ void AddCompassPlan(CLI::App* compass, Action* action) {
       "plan",
       "Pick an overlap strategy for every TP operator of a transformer layer (modeled): "
       "predicted times against none, te and fused-ring1, layer and step totals");
-  c->add_option("--topology", a->topology,
-                "a topology preset (a6000x8, h100x8, rtx4090x4) or a topology JSON file")
-      ->capture_default_str();
-  paths->RecordInput("--topology", &a->topology);
+  AddTopologyOption(c, &a->topology, paths.get());
   c->add_option("--model", a->model,
                 "llama2-7b, llama2-13b, llama3-8b, llama2-70b or a model JSON file")
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/compass/compass_options.h"
 #include "cli/mpi_launch.h"
 #include "cli/options.h"
 #include "cli/rank_progress.h"
@@ -152,10 +153,7 @@ void AddCompassProfile(CLI::App* compass, Action* action) {
   c->add_option("--ranks", a->ranks, "MPI ranks = TP degree = devices 0..N-1 (at least 2)")
       ->transform(Integer(2, 64))
       ->capture_default_str();
-  c->add_option("--topology", a->topology,
-                "a topology preset (a6000x8, h100x8, rtx4090x4) or a topology JSON file")
-      ->capture_default_str();
-  paths->RecordInput("--topology", &a->topology);
+  AddTopologyOption(c, &a->topology, paths.get());
   c->add_option("--grid", a->grid,
                 "the operators to profile: quick (48 configurations) or a grid JSON file (its "
                 "degrees are swept; its strategies are not used)")
@@ -164,13 +162,8 @@ void AddCompassProfile(CLI::App* compass, Action* action) {
   c->add_option("--repeats", a->repeats, "timed runs of each measurement, interleaved")
       ->transform(Integer(1, 1000))
       ->capture_default_str();
-  c->add_option("--time-scale", a->time_scale,
-                "emulated seconds per device second (default: measured from this core's GEMM)")
-      ->check(Number(1e-3, 1e7));
+  AddEmulatorOptions(c, &a->time_scale, &a->op_timeout_s);
   paths->Output(c, "--out", &a->out_path, "the profile file to write (JSON)")->required();
-  c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
-      ->check(PositiveNumber(kMaxOpTimeoutS))
-      ->capture_default_str();
   c->callback([action, a, paths] {
     *action = Checked(paths, [a] { return RunCompassProfileCommand(*a); });
   });

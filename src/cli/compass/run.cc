@@ -3,10 +3,11 @@
 // selector's pick per operator (`auto`); --check compares every step's loss with the
 // single-process twin (compass/gpt_run.h).
 //
-//   tessera compass run [--ranks 2] [--topology a6000x8|FILE] [--model gpt-small|gpt-tiny]
+//   tessera compass run [--ranks 2] [--topology a6000x8|FILE] [--model
+//   gpt-small|gpt-medium|gpt-tiny]
 //       [--strategy auto|none|te|fused-ring1|fused-ring2|fused-direct|decomp:D|mpi]
-//       [--steps 10] [--batch 4] [--seq 256] [--check] [--profile P] [--time-scale S]
-//       [--json F]
+//       [--steps 10] [--batch 4] [--seq 256] [--check] [--compute real|modeled] [--profile P]
+//       [--time-scale S] [--json F] [--trace F]
 //
 // Typed at a shell it re-runs itself under mpiexec with --ranks ranks (cli/mpi_launch.h).
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/compass/compass_options.h"
 #include "cli/mpi_launch.h"
 #include "cli/options.h"
 #include "cli/rank_progress.h"
@@ -42,9 +44,10 @@ struct CompassRunArgs {
   int steps = 10;
   int64_t batch = 4, seq = 256;
   bool check = false;
+  std::string compute = "real";
   std::string profile;
   double time_scale = 0;  // 0: measure
-  std::string json_path;
+  std::string json_path, trace_path;
   double op_timeout_s = 600;
 };
 
@@ -56,8 +59,12 @@ void PrintGptRun(const compass::GptRun& r) {
       "strategy %s\n",
       r.model.c_str(), static_cast<long long>(r.parameters_per_rank), r.tp, r.topology.c_str(),
       r.tp - 1, static_cast<long long>(r.batch), static_cast<long long>(r.seq), r.strategy.c_str());
-  std::printf("time scale s = %.1f (%s); real GEMMs, one thread per rank; times in device ms\n",
-              r.scale.scale, r.scale.source.c_str());
+  std::printf("time scale s = %.1f (%s); %s; times in device ms\n", r.scale.scale,
+              r.scale.source.c_str(),
+              r.compute == compass::ComputeMode::kModeled
+                  ? "MODELED TP GEMMs (each sleeps for its profiled time; attention, norms, head "
+                    "and optimizer compute; losses not meaningful)"
+                  : "real GEMMs, one thread per rank");
   if (r.strategy == "auto") std::printf("overheads: %s\n", r.overheads_source.c_str());
   core::Table t({"operator", "kind", "M x N x K", "strategy", "predicted ms", "none ms",
                  "measured ms/step (rank 0)"});
@@ -108,6 +115,7 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
   c.strategy = a.strategy;
   c.steps = a.steps;
   c.check = a.check;
+  c.compute = a.compute == "modeled" ? compass::ComputeMode::kModeled : compass::ComputeMode::kReal;
   c.profile = profile ? &*profile : nullptr;
   c.profile_name = "--profile " + a.profile;
   std::optional<double> fixed;
@@ -119,13 +127,15 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(r)));
+  if (!a.trace_path.empty()) RETURN_IF_ERROR(compass::GptStepTrace(r).Write(a.trace_path));
   PrintGptRun(r);
   std::fflush(stdout);
   return Status::Ok();
 }
 
 Status RunGptJob(const CompassRunArgs& a) {
-  // What can be refused before ranks start: the topology, the model and the strategy name.
+  // What can be refused before ranks start: the topology, the model, the strategy name, the
+  // batch shape and the profile.
   ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
   if (a.ranks > topology.num_devices()) {
     return core::InvalidArgument(fmt::format("--ranks: got {}, {} has {} devices", a.ranks,
@@ -134,6 +144,23 @@ Status RunGptJob(const CompassRunArgs& a) {
   ASSIGN_OR_RETURN(models::SmallGptConfig mc, models::SmallGptPreset(a.model));
   RETURN_IF_ERROR(models::ValidateSmallGptConfig(mc, a.ranks));
   if (a.strategy != "auto") RETURN_IF_ERROR(compass::ParseStrategy(a.strategy).status());
+  if (a.check && a.compute != "real") {
+    return core::InvalidArgument("--check needs --compute real (modeled GEMMs write no outputs)");
+  }
+  if (a.seq > mc.max_seq) {
+    return core::InvalidArgument(
+        fmt::format("--seq: got {}, {} has {} positions (max_seq)", a.seq, a.model, mc.max_seq));
+  }
+  if (a.batch * a.seq % a.ranks != 0) {
+    return core::InvalidArgument(fmt::format(
+        "--batch x --seq: {} tokens, not divisible by --ranks {} (the token axis is sharded)",
+        a.batch * a.seq, a.ranks));
+  }
+  if (!a.profile.empty()) {
+    ASSIGN_OR_RETURN(compass::CompassProfile p, compass::LoadProfile(a.profile));
+    RETURN_IF_ERROR(
+        compass::CheckProfileFor(p, "--profile " + a.profile, topology.name(), a.ranks));
+  }
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return GptRunOnWorld(a, world); });
 }
@@ -150,11 +177,8 @@ void AddCompassRun(CLI::App* compass, Action* action) {
   c->add_option("--ranks", a->ranks, "MPI ranks = TP degree = devices 0..N-1")
       ->transform(Integer(1, 64))
       ->capture_default_str();
-  c->add_option("--topology", a->topology,
-                "a topology preset (a6000x8, h100x8, rtx4090x4) or a topology JSON file")
-      ->capture_default_str();
-  paths->RecordInput("--topology", &a->topology);
-  c->add_option("--model", a->model, "gpt-small or gpt-tiny")->capture_default_str();
+  AddTopologyOption(c, &a->topology, paths.get());
+  c->add_option("--model", a->model, "gpt-small, gpt-medium or gpt-tiny")->capture_default_str();
   c->add_option("--strategy", a->strategy,
                 "auto (the selector per operator) or none, te, fused-ring1, fused-ring2, "
                 "fused-direct, decomp:D, mpi")
@@ -171,17 +195,19 @@ void AddCompassRun(CLI::App* compass, Action* action) {
   c->add_flag("--check", a->check,
               "first train the single-process twin on rank 0 and require every step's loss to "
               "match within 1e-5 relative");
+  c->add_option("--compute", a->compute,
+                "real GEMMs, or modeled: each TP GEMM sleeps for its profiled time (for ranks "
+                "that outnumber cores; losses are then not meaningful)")
+      ->check(CLI::IsMember({"real", "modeled"}))
+      ->capture_default_str();
   c->add_option("--profile", a->profile,
                 "a profile from `tessera compass profile` on this topology and TP: the "
                 "selector's overheads for auto");
   paths->RecordInput("--profile", &a->profile);
-  c->add_option("--time-scale", a->time_scale,
-                "emulated seconds per device second (default: measured from this core's GEMM)")
-      ->check(Number(1e-3, 1e7));
+  AddEmulatorOptions(c, &a->time_scale, &a->op_timeout_s);
   paths->Output(c, "--json", &a->json_path, "write the run (choices, losses, step times) as JSON");
-  c->add_option("--op-timeout", a->op_timeout_s, "seconds before a stuck op aborts the job")
-      ->check(PositiveNumber(kMaxOpTimeoutS))
-      ->capture_default_str();
+  paths->Output(c, "--trace", &a->trace_path,
+                "write the last step's TP operators on every rank as a Perfetto trace");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunGptJob(*a); }); });
 }
 
