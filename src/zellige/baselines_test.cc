@@ -85,38 +85,95 @@ TEST(BaselinesTest, UspIsPerfectlyBalancedWithoutCommunication) {
 }
 
 TEST(BaselinesTest, KnapFormerGreedyWorkedByHand) {
-  // Bags g2n1+g1n2 over 4 ranks: bag 0 = ranks {0,1}, bag 1 = {2}, bag 2 = {3}.
+  // Bags g2n1+g1n2 over 4 ranks in KnapFormer's order (increasing size): bag 0 = rank {0},
+  // bag 1 = {1}, bag 2 = ranks {2, 3}.
   auto bags = ParseBagSpec("g2n1+g1n2", 4);
   ASSERT_TRUE(bags.ok());
   ASSERT_EQ(bags->size(), 3u);
-  EXPECT_EQ((*bags)[1].first_rank, 2);
-  // W = 16, capacity per rank 4: bag capacities 8, 4, 4.
-  // 8 -> only bag 0 can hold it (occ 1); 4 -> bags 1, 2 at occ 0: bag 1 (occ 1);
-  // 2 -> bag 2 (occ 0.5); 2 -> bag 2 (occ 1).
+  EXPECT_EQ((*bags)[0].first_rank, 0);
+  EXPECT_EQ((*bags)[0].size, 1);
+  EXPECT_EQ((*bags)[1].first_rank, 1);
+  EXPECT_EQ((*bags)[2].first_rank, 2);
+  EXPECT_EQ((*bags)[2].size, 2);
+  // W = 16, capacity per rank 4: bag capacities 4, 4, 8.
+  // 8 -> only bag 2 can hold it (occ 1); 4 -> bags 0, 1 at occ 0: bag 0 (ties: lower number);
+  // 2 -> bag 1 (occ 0.5); 2 -> bag 1 (occ 1).
   EXPECT_EQ(KnapFormerAssign({8, 4, 2, 2}, {1000, 1000, 1000, 1000}, *bags),
-            (std::vector<int>{0, 1, 2, 2}));
-  // Input order does not matter: the greedy sorts by workload.
+            (std::vector<int>{2, 0, 1, 1}));
+  // Input order does not matter: the greedy sorts by workload (ties keep input order).
   EXPECT_EQ(KnapFormerAssign({2, 8, 2, 4}, {1000, 1000, 1000, 1000}, *bags),
-            (std::vector<int>{2, 0, 2, 1}));
-  // A sequence heavier than every bag's capacity goes to the largest bags.
-  EXPECT_EQ(KnapFormerAssign({20, 1, 1}, {1000, 1000, 1000}, *bags), (std::vector<int>{0, 1, 2}));
-  // Bag size <= L: four unit workloads (capacities 2, 1, 1): bags 0, 1, 2 in turn; the
-  // fourth would go to bag 0 (occupancy 0.5) but has 1 token, so bag 1 (ties: first).
+            (std::vector<int>{1, 2, 1, 0}));
+  // A sequence heavier than every bag's capacity (5.5, 5.5, 11) goes to the largest bags.
+  EXPECT_EQ(KnapFormerAssign({20, 1, 1}, {1000, 1000, 1000}, *bags), (std::vector<int>{2, 0, 1}));
+  // Bag size <= L: four unit workloads (capacities 1, 1, 2): bags 0, 1, 2, 2; with the last
+  // sequence 1 token long it cannot go to bag 2: bags 0 and 1 tie at occupancy 1, so bag 0.
   EXPECT_EQ(KnapFormerAssign({1, 1, 1, 1}, {1000, 1000, 1000, 1000}, *bags),
-            (std::vector<int>{0, 1, 2, 0}));
+            (std::vector<int>{0, 1, 2, 2}));
   EXPECT_EQ(KnapFormerAssign({1, 1, 1, 1}, {1000, 1000, 1000, 1}, *bags),
-            (std::vector<int>{0, 1, 2, 1}));
+            (std::vector<int>{0, 1, 2, 0}));
+}
+
+// The spec's order does not matter: KnapFormer sorts sizes ascending and breaks occupancy
+// ties toward the smaller bag. The earlier port laid bags out in spec order (largest first)
+// and sent the first sequence of this batch to the 2-rank bag at ranks {0, 1}; the original
+// sends it to the 1-rank bag at rank 0.
+TEST(BaselinesTest, KnapFormerTieRuleIsTheOriginals) {
+  for (const char* spec : {"g2n1+g1n1", "g1n1+g2n1"}) {
+    auto bags = ParseBagSpec(spec, 3);
+    ASSERT_TRUE(bags.ok()) << spec;
+    ASSERT_EQ(bags->size(), 2u);
+    EXPECT_EQ((*bags)[0].size, 1) << spec;
+    EXPECT_EQ((*bags)[1].first_rank, 1) << spec;
+    // Capacities 1 and 2 (W = 3): seq 0 ties at occupancy 0 -> bag 0 (rank 0); seq 1 -> bag 1
+    // (occupancy 0 < 1); seq 2 -> bag 1 (0.5 < 1).
+    EXPECT_EQ(KnapFormerAssign({1, 1, 1}, {100, 100, 100}, *bags), (std::vector<int>{0, 1, 1}))
+        << spec;
+  }
+  // Through the planner: the same batch's first sequence on rank 0 alone.
+  AnalyticCostModel cm(testing::TinyCluster(1, 4), *models::DitModelPreset("wan2.1-1.3b"),
+                       {.ideal = true});
+  workload::Batch batch;
+  for (int i = 0; i < 4; ++i) {
+    workload::Sequence seq;
+    seq.id = i;
+    seq.tokens = 4096;
+    batch.sequences.push_back(seq);
+  }
+  auto run = RunPlanner(**FindPlanner("knapformer"), batch, cm,
+                        {{"knapformer.bags", "g2n1+g1n2"}, {"knapformer.gamma", "1"}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  // Equal sequences, capacities 1, 1, 2 of the per-rank share: bags 0, 1, 2, 2.
+  ASSERT_EQ(run->plan.placements.size(), 4u);
+  EXPECT_EQ(run->plan.placements[0].ranks, (std::vector<int>{0}));
+  EXPECT_EQ(run->plan.placements[1].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(run->plan.placements[2].ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(run->plan.placements[3].ranks, (std::vector<int>{2, 3}));
 }
 
 TEST(BaselinesTest, BagSpecs) {
   EXPECT_EQ(DefaultBagSpec(16), "g8n1+g4n1+g2n1+g1n2");
   EXPECT_EQ(DefaultBagSpec(8), "g4n1+g2n1+g1n2");
+  auto sixteen = ParseBagSpec(DefaultBagSpec(16), 16);
+  ASSERT_TRUE(sixteen.ok());
+  std::vector<std::pair<int, int>> layout;  // (first rank, size)
+  for (const Bag& b : *sixteen) layout.emplace_back(b.first_rank, b.size);
+  EXPECT_EQ(layout, (std::vector<std::pair<int, int>>{{0, 1}, {1, 1}, {2, 2}, {4, 4}, {8, 8}}));
   EXPECT_TRUE(ParseBagSpec(DefaultBagSpec(64), 64).ok());
   EXPECT_FALSE(ParseBagSpec("g8n1", 16).ok());
   EXPECT_FALSE(ParseBagSpec("g8n3", 16).ok());
   EXPECT_FALSE(ParseBagSpec("x8n2", 16).ok());
   EXPECT_FALSE(ParseBagSpec("", 16).ok());
   EXPECT_FALSE(ParseBagSpec("g0n2", 16).ok());
+  auto twice = ParseBagSpec("g1n1+g2n1+g1n1", 4);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("bag size 1 appears twice"), std::string::npos);
+  EXPECT_NE(twice.status().message().find("g1n2"), std::string::npos);
+  EXPECT_TRUE(ParseKnapFormerGamma("0.25").ok());
+  for (const char* bad : {"0", "-1", "abc", "1x", "", "inf", "nan"}) {
+    auto g = ParseKnapFormerGamma(bad);
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_NE(g.status().message().find("knapformer.gamma"), std::string::npos) << bad;
+  }
 }
 
 TEST(BaselinesTest, KarmarkarKarpIsNearOptimalOnSmallInstances) {

@@ -1,23 +1,25 @@
 #include "zellige/knapformer_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include "zellige/planner.h"
 
 namespace tessera::zellige {
 
 core::StatusOr<std::vector<Bag>> ParseBagSpec(const std::string& spec, int num_ranks) {
-  std::vector<Bag> bags;
-  int next = 0;
-  size_t pos = 0;
   auto bad = [&](const std::string& why) {
     return core::InvalidArgument("knapformer.bags: got '" + spec + "', " + why +
                                  " (format g{G}n{N}+..., e.g. g8n1+g4n1+g2n1+g1n2)");
   };
   if (spec.empty()) return bad("must not be empty");
+  std::vector<std::pair<int, int>> parts;  // (bag size G, count N)
+  size_t pos = 0;
+  int64_t covered = 0;
   while (pos < spec.size()) {
     size_t end = spec.find('+', pos);
     if (end == std::string::npos) end = spec.size();
@@ -27,17 +29,33 @@ core::StatusOr<std::vector<Bag>> ParseBagSpec(const std::string& spec, int num_r
     if (std::sscanf(part.c_str(), "g%dn%d%c", &g, &n, &tail) != 2 || g < 1 || n < 1) {
       return bad("part '" + part + "' is not g{G}n{N} with G, N >= 1");
     }
-    if (static_cast<long>(g) * n > num_ranks - next)
-      return bad("covers more than " + std::to_string(num_ranks) + " ranks");
+    for (const auto& [size, count] : parts) {
+      if (size == g) {
+        return bad("bag size " + std::to_string(g) +
+                   " appears twice (each size once, as KnapFormer requires: g" + std::to_string(g) +
+                   "n" + std::to_string(count + n) + ")");
+      }
+    }
+    covered += static_cast<int64_t>(g) * n;
+    if (covered > num_ranks) return bad("covers more than " + std::to_string(num_ranks) + " ranks");
+    parts.emplace_back(g, n);
+    pos = end + 1;
+  }
+  if (covered != num_ranks) {
+    return bad("covers " + std::to_string(covered) + " ranks, must cover exactly " +
+               std::to_string(num_ranks));
+  }
+  // KnapFormer's layout: sizes in increasing order, bags numbered and given contiguous ranks
+  // in that order.
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Bag> bags;
+  int next = 0;
+  for (const auto& [g, n] : parts) {
     for (int i = 0; i < n; ++i) {
       bags.push_back({next, g});
       next += g;
     }
-    pos = end + 1;
-  }
-  if (next != num_ranks) {
-    return bad("covers " + std::to_string(next) + " ranks, must cover exactly " +
-               std::to_string(num_ranks));
   }
   return bags;
 }
@@ -60,6 +78,21 @@ std::string DefaultBagSpec(int num_ranks) {
     spec += std::to_string(left);
   }
   return spec;
+}
+
+core::StatusOr<double> ParseKnapFormerGamma(const std::string& text) {
+  double gamma = 0;
+  size_t used = 0;
+  try {
+    gamma = std::stod(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(gamma) || gamma <= 0 || gamma > 1e6) {
+    return core::InvalidArgument("knapformer.gamma: got '" + text +
+                                 "', must be a number in (0, 1e6] (KnapFormer's default: 1)");
+  }
+  return gamma;
 }
 
 double FitKnapFormerGamma(const CostModel& cost, const std::vector<int64_t>& lengths) {
@@ -131,7 +164,12 @@ class KnapFormerPlanner : public Planner {
     ASSIGN_OR_RETURN(std::vector<Bag> bags, ParseBagSpec(spec, n));
     std::vector<int64_t> lengths;
     for (const auto& s : pb.batch.sequences) lengths.push_back(s.tokens);
-    const double gamma = FitKnapFormerGamma(pb.cost, lengths);
+    double gamma = 0;
+    if (auto g = pb.options.find("knapformer.gamma"); g != pb.options.end()) {
+      ASSIGN_OR_RETURN(gamma, ParseKnapFormerGamma(g->second));
+    } else {
+      gamma = FitKnapFormerGamma(pb.cost, lengths);
+    }
     const double d = pb.cost.model().hidden;
     std::vector<double> w;
     for (int64_t L : lengths) {
@@ -164,7 +202,10 @@ PlannerEntry KnapFormerPlannerEntry() {
           "KnapFormer greedy over fixed bags of ranks (Ulysses inside a bag)",
           &NewKnapFormerPlanner,
           {{"knapformer.bags",
-            "bags g{G}n{N}+... covering every rank (default halves: g{N/2}n1+...+g1n2)"}}};
+            "bags g{G}n{N}+... covering every rank (default halves: g{N/2}n1+...+g1n2)"},
+           {"knapformer.gamma",
+            "the attention weight of KnapFormer's workload estimate (its own default: 1; "
+            "default here: fitted to the cost model)"}}};
 }
 
 }  // namespace tessera::zellige

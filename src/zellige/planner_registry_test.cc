@@ -38,7 +38,8 @@ TEST(PlannerRegistry, OptionKeysAreDeclared) {
   const PlannerEntry& knap = **FindPlanner("knapformer");
   EXPECT_TRUE(Planners().ValidateOptions(knap, {{"knapformer.bags", "g1n2"}}).ok());
   EXPECT_EQ(Planners().ValidateOptions(knap, {{"knapformer.bag", "g1n2"}}).message(),
-            "planner 'knapformer': got option 'knapformer.bag', must be one of knapformer.bags");
+            "planner 'knapformer': got option 'knapformer.bag', must be one of knapformer.bags, "
+            "knapformer.gamma");
   EXPECT_EQ(
       Planners().ValidateOptions(**FindPlanner("dp"), {{"knapformer.bags", "g1n2"}}).message(),
       "planner 'dp': got option 'knapformer.bags', takes no options");
@@ -53,7 +54,8 @@ TEST(PlannerRegistry, OptionKeysAreDeclared) {
             "planner options: got 'zellige.gapp', must be one of zellige.time_limit_s, "
             "zellige.gap, zellige.split_time_limit_s, zellige.split_tolerance, "
             "zellige.split_bytes_weight, zellige.total_time_limit_s, zellige.cell_ranks, "
-            "zellige.threads, zellige.reuse_cells, joint.time_limit_s, joint.gap, knapformer.bags");
+            "zellige.threads, zellige.reuse_cells, joint.time_limit_s, joint.gap, knapformer.bags, "
+            "knapformer.gamma");
 }
 
 }  // namespace
