@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/rng.h"
 
 namespace tessera::core {
 
@@ -57,6 +58,7 @@ StatusOr<PredictionError> ComparePredictions(const std::vector<double>& predicte
   }
   PredictionError e;
   e.count = static_cast<int>(measured.size());
+  std::vector<double> apes(measured.size());
   for (size_t i = 0; i < measured.size(); ++i) {
     if (!(measured[i] > 0) || !std::isfinite(predicted[i])) {
       return InvalidArgument("ComparePredictions: measurement " + std::to_string(i) + " is " +
@@ -66,12 +68,24 @@ StatusOr<PredictionError> ComparePredictions(const std::vector<double>& predicte
     }
     const double abs_err = std::fabs(predicted[i] - measured[i]);
     const double ape = 100.0 * abs_err / measured[i];
+    apes[i] = ape;
     e.mae += abs_err;
     e.mape_percent += ape;
     e.max_ape_percent = std::max(e.max_ape_percent, ape);
   }
   e.mae /= e.count;
   e.mape_percent /= e.count;
+  // Bootstrap over the cases: the MAPE of kMapeBootstrapResamples draws with replacement.
+  Rng rng(0x6d617065);  // fixed: the interval is a function of the inputs
+  std::vector<double> mapes(kMapeBootstrapResamples);
+  const uint64_t n = apes.size();
+  for (double& m : mapes) {
+    double sum = 0;
+    for (uint64_t k = 0; k < n; ++k) sum += apes[rng.Below(n)];
+    m = sum / static_cast<double>(n);
+  }
+  e.mape_p5_percent = n > 1 ? Percentile(mapes, 5) : e.mape_percent;
+  e.mape_p95_percent = n > 1 ? Percentile(mapes, 95) : e.mape_percent;
   return e;
 }
 

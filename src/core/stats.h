@@ -41,7 +41,14 @@ struct PredictionError {
   double mae = 0;
   double mape_percent = 0;
   double max_ape_percent = 0;  // worst single |p - m| / m, percent
+  // How much the MAPE moves with the cases drawn: the 5th and 95th percentiles of the MAPE
+  // over kMapeBootstrapResamples resamples of the cases with replacement (a fixed seed, so
+  // the same inputs give the same interval); both equal mape_percent with one case. The
+  // resampling costs O(kMapeBootstrapResamples x count).
+  double mape_p5_percent = 0;
+  double mape_p95_percent = 0;
 };
+inline constexpr int kMapeBootstrapResamples = 2000;
 
 // InvalidArgument when the sizes differ, are empty, a measurement is not > 0 or a prediction
 // is not finite, e.g. "ComparePredictions: got 3 predictions and 2 measurements, must be the

@@ -75,6 +75,39 @@ TEST(StatsTest, PredictionErrorHandWorked) {
   EXPECT_DOUBLE_EQ(*MaxAbsolutePercentError(p, m), 25.0);
 }
 
+// The bootstrap interval of the MAPE: resampling two cases with errors 0% and 10% gives mean
+// errors 0, 5 and 10% with probabilities 1/4, 1/2, 1/4, so the 5th and 95th percentiles are
+// 0% and 10%; equal errors or a single case give the MAPE itself; the interval holds the MAPE
+// and is the same for the same inputs.
+TEST(StatsTest, PredictionErrorBootstrapInterval) {
+  auto two = ComparePredictions({100, 110}, {100, 100});
+  ASSERT_TRUE(two.ok());
+  EXPECT_DOUBLE_EQ(two->mape_percent, 5.0);
+  EXPECT_DOUBLE_EQ(two->mape_p5_percent, 0.0);
+  EXPECT_DOUBLE_EQ(two->mape_p95_percent, 10.0);
+  auto same = ComparePredictions({110, 55, 220}, {100, 50, 200});
+  ASSERT_TRUE(same.ok());
+  EXPECT_NEAR(same->mape_p5_percent, 10.0, 1e-9);
+  EXPECT_NEAR(same->mape_p95_percent, 10.0, 1e-9);
+  auto one = ComparePredictions({90}, {100});
+  ASSERT_TRUE(one.ok());
+  EXPECT_DOUBLE_EQ(one->mape_p5_percent, 10.0);
+  EXPECT_DOUBLE_EQ(one->mape_p95_percent, 10.0);
+  Rng rng(3);
+  std::vector<double> p(21), m(21);
+  for (int i = 0; i < 21; ++i) {
+    m[i] = rng.Uniform(1, 2);
+    p[i] = m[i] * rng.Uniform(0.9, 1.1);
+  }
+  auto a = ComparePredictions(p, m), b = ComparePredictions(p, m);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_LT(a->mape_p5_percent, a->mape_percent);
+  EXPECT_GT(a->mape_p95_percent, a->mape_percent);
+  EXPECT_LT(a->mape_p95_percent, a->max_ape_percent);
+  EXPECT_EQ(a->mape_p5_percent, b->mape_p5_percent);
+  EXPECT_EQ(a->mape_p95_percent, b->mape_p95_percent);
+}
+
 TEST(StatsTest, PredictionErrorRejectsBadInput) {
   EXPECT_EQ(ComparePredictions({1, 2}, {1}).status().message(),
             "ComparePredictions: got 2 predictions and 1 measurements, must be the same number "

@@ -35,8 +35,11 @@ Json RanksJson(const RankComparison& c) {
 }
 
 Json ErrorJson(const core::PredictionError& e, const char* mae_key) {
-  return {
-      {mae_key, e.mae}, {"mape_percent", e.mape_percent}, {"max_ape_percent", e.max_ape_percent}};
+  return {{mae_key, e.mae},
+          {"mape_percent", e.mape_percent},
+          {"mape_p5_percent", e.mape_p5_percent},
+          {"mape_p95_percent", e.mape_p95_percent},
+          {"max_ape_percent", e.max_ape_percent}};
 }
 
 // MAE / MAPE of every comparison over the rows.

@@ -71,8 +71,10 @@ void PrintReport(const zellige::ValidationReport& r) {
   std::printf("%s", PlanTable(r).Render().c_str());
   const core::PredictionError &et = r.makespan, &eu = r.makespan_uniform;
   const core::PredictionError &ec = r.makespan_drift_corrected, &em = r.memory;
-  std::printf("step makespan: MAE %.3f s, MAPE %.2f%% (max %.1f%%)\n", et.mae, et.mape_percent,
-              et.max_ape_percent);
+  std::printf(
+      "step makespan: MAE %.3f s, MAPE %.2f%% (90%% bootstrap interval over the plans "
+      "%.2f-%.2f%%; max %.1f%%)\n",
+      et.mae, et.mape_percent, et.mape_p5_percent, et.mape_p95_percent, et.max_ape_percent);
   std::printf(
       "drift probe %s: measured %.3f s, the profiler measured %.3f s: machine speed factor "
       "%.3f (the cost model predicts %.3f s for it); predictions x this factor: MAPE %.2f%% "
@@ -83,8 +85,11 @@ void PrintReport(const zellige::ValidationReport& r) {
       r.probe_name.c_str(), r.probe_measured_makespan_s, r.probe_profiled_makespan_s,
       r.drift.factor, r.probe_predicted_makespan_s, eu.mape_percent, eu.max_ape_percent,
       factors.c_str(), ec.mae, ec.mape_percent, ec.max_ape_percent);
-  std::printf("peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (max %.2f%%)\n",
-              em.mae / core::kMiB, em.mape_percent, em.max_ape_percent);
+  std::printf(
+      "peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (90%% bootstrap interval %.2f-%.2f%%; "
+      "max %.2f%%)\n",
+      em.mae / core::kMiB, em.mape_percent, em.mape_p5_percent, em.mape_p95_percent,
+      em.max_ape_percent);
   std::printf(
       "(measured on this machine: real SmallDit training steps over MPI, median of %d "
       "steps; predicted: profile-priced cost model + simulator)\n",
