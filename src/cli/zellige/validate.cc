@@ -81,10 +81,11 @@ void PrintReport(const zellige::ValidationReport& r) {
       "(max %.1f%%)\n"
       "per-rank drift (probe forward + backward now / profiled): rank time factors %s\n"
       "step makespan, cost model with these rank factors (x drift columns): MAE %.3f s, MAPE "
-      "%.2f%% (max %.1f%%)\n",
+      "%.2f%% (90%% bootstrap interval %.2f-%.2f%%; max %.1f%%)\n",
       r.probe_name.c_str(), r.probe_measured_makespan_s, r.probe_profiled_makespan_s,
       r.drift.factor, r.probe_predicted_makespan_s, eu.mape_percent, eu.max_ape_percent,
-      factors.c_str(), ec.mae, ec.mape_percent, ec.max_ape_percent);
+      factors.c_str(), ec.mae, ec.mape_percent, ec.mape_p5_percent, ec.mape_p95_percent,
+      ec.max_ape_percent);
   std::printf(
       "peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (90%% bootstrap interval %.2f-%.2f%%; "
       "max %.2f%%)\n",
