@@ -7,7 +7,6 @@
 #include <set>
 
 #include "comm/futex.h"
-#include "compass/collective_model.h"
 #include "compass/link_runtime.h"
 #include "compass/overlap_context.h"
 #include "compass/plan.h"
@@ -37,29 +36,6 @@ core::StatusOr<std::vector<double>> TwinLosses(const models::SmallGptConfig& mc,
     out.push_back(loss);
   }
   return out;
-}
-
-// Every shape timed on rank 0 alone (the others wait on the barrier), broadcast: seconds
-// divided by `divide` (the time scale for device seconds, 1 for wall seconds).
-core::Status ProfileOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
-                               const std::vector<GemmShape>& shapes, double divide,
-                               GemmProfile* out) {
-  std::vector<double> times(shapes.size(), -1.0);
-  core::Status profiled = core::Status::Ok();
-  if (world.rank() == 0) {
-    auto p = ProfileGemms(shapes);
-    if (p.ok()) {
-      for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]) / divide;
-    } else {
-      profiled = p.status();
-    }
-  }
-  RETURN_IF_ERROR(barrier.Arrive(0, 600.0).status());
-  RETURN_IF_ERROR(world.Broadcast(std::span<double>(times), 0));
-  RETURN_IF_ERROR(profiled);
-  if (!times.empty() && times[0] < 0) return core::Internal("GEMM profiling failed on rank 0");
-  for (size_t i = 0; i < shapes.size(); ++i) (*out)[shapes[i]] = times[i];
-  return core::Status::Ok();
 }
 
 // Every rank's spans of one step (the same operators in the same order on every rank), in
@@ -195,11 +171,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
           ? "profile " + c.profile_name + " (measured on " + c.profile->machine + ")"
           : "none given: zero per-step and per-chunk overheads, kappa 1";
   const OpCollectiveTimer collective = [&](const TpOpShape& s, comm::LinkAlgo a, double wire) {
-    return ModelCollective(topology, a == comm::LinkAlgo::kRing2 ? ring2 : ring1,
-                           s.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
-                                                       : CollectiveKind::kAllGather,
-                           a, wire)
-        .total_s;
+    return OperatorCollectiveTimer(topology, ring1, ring2, s.kind)(a, wire);
   };
   if (c.strategy == "auto") {
     std::set<GemmShape> wanted;
@@ -210,7 +182,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     RETURN_IF_ERROR(
         ChooseGptStrategies("auto", ops, record, collective, overheads, c.selector).status());
     const std::vector<GemmShape> shapes(wanted.begin(), wanted.end());
-    RETURN_IF_ERROR(ProfileOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
+    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
   }
   const OpGemmTimer lookup = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
     return gemm_s.at(GemmShape{t, gm, gn, gk});
@@ -253,7 +225,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     std::vector<GemmShape> shapes = ctx.TakeRecorded();
     std::sort(shapes.begin(), shapes.end());
     shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
-    RETURN_IF_ERROR(ProfileOnRankZero(world, *rt.barrier, shapes, 1.0, &modeled));
+    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &modeled));
     ctx.set_profile(&modeled);
     ctx.set_mode(ComputeMode::kModeled);
   }

@@ -69,4 +69,25 @@ int64_t OverlapWindowBytes(const TpOpShape& s) {
       comm::LinkCollectives::ReduceScatterWindowBytes(s.tp, rows * s.n, comm::DType::kF32));
 }
 
+core::Status ProfileGemmsOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
+                                    const std::vector<GemmShape>& shapes, double divide,
+                                    GemmProfile* out) {
+  std::vector<double> times(shapes.size(), -1.0);
+  core::Status profiled = core::Status::Ok();
+  if (world.rank() == 0) {
+    auto p = ProfileGemms(shapes);
+    if (p.ok()) {
+      for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]) / divide;
+    } else {
+      profiled = p.status();
+    }
+  }
+  RETURN_IF_ERROR(barrier.Arrive(0, 600.0).status());
+  RETURN_IF_ERROR(world.Broadcast(std::span<double>(times), 0));
+  RETURN_IF_ERROR(profiled);
+  if (!times.empty() && times[0] < 0) return core::Internal("GEMM profiling failed on rank 0");
+  for (size_t i = 0; i < shapes.size(); ++i) (*out)[shapes[i]] = times[i];
+  return core::Status::Ok();
+}
+
 }  // namespace tessera::compass

@@ -17,6 +17,7 @@
 #include "comm/link_collectives.h"
 #include "comm/link_fabric.h"
 #include "comm/shared_barrier.h"
+#include "compass/overlap_context.h"
 #include "compass/tp_op.h"
 #include "core/status.h"
 #include "hw/ring_order.h"
@@ -44,6 +45,13 @@ core::StatusOr<LinkRuntime> StartLinkRuntime(comm::Communicator& world,
 // The symmetric memory one TP operator's collectives need per rank (the larger of its
 // AllGather and ReduceScatter windows), for StartLinkRuntime's window_bytes.
 int64_t OverlapWindowBytes(const TpOpShape& s);
+
+// Every shape timed on rank 0 alone with ProfileGemms while the others wait on `barrier`,
+// then broadcast: into *out, seconds divided by `divide` (the time scale for device seconds, 1
+// for wall seconds). Collective over `world`; rank 0's profiling error on every rank.
+core::Status ProfileGemmsOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
+                                    const std::vector<GemmShape>& shapes, double divide,
+                                    GemmProfile* out);
 
 // The time scale every rank uses: `fixed` when given, else one core's GEMM rate measured on
 // rank 0 while the others sleep on a futex barrier, broadcast. Collective over `world`.

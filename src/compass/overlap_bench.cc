@@ -6,9 +6,9 @@
 #include <span>
 
 #include "comm/futex.h"
-#include "compass/collective_model.h"
 #include "compass/link_runtime.h"
 #include "compass/overlap_strategy.h"
+#include "compass/plan.h"
 #include "compass/run_timing.h"
 #include "core/stats.h"
 
@@ -146,23 +146,8 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     if (count != static_cast<double>(shapes.size()) * n) {
       return core::Internal(s.label + ": the ranks ran different GEMM shapes");
     }
-    std::vector<double> times(shapes.size(), 0.0);
-    core::Status profiled = core::Status::Ok();
-    if (me == 0) {
-      auto p = ProfileGemms(shapes);
-      if (p.ok()) {
-        for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]);
-      } else {
-        profiled = p.status();
-        times.assign(times.size(), -1.0);
-      }
-    }
-    RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
-    RETURN_IF_ERROR(world.Broadcast(std::span<double>(times), 0));
-    if (!profiled.ok()) return profiled;
-    if (!times.empty() && times[0] < 0) return core::Internal(s.label + ": profiling failed");
     GemmProfile profile;
-    for (size_t i = 0; i < shapes.size(); ++i) profile[shapes[i]] = times[i];
+    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &profile));
 
     OverlapConfigResult result;
     result.shape = s;
@@ -170,14 +155,8 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
     const double block_wire =
         2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
-    auto model = [&](comm::LinkAlgo algo, double wire_bytes) {
-      return ModelCollective(topology,
-                             algo == comm::LinkAlgo::kRing2 ? out.ring2_order : out.ring1_order,
-                             s.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
-                                                         : CollectiveKind::kAllGather,
-                             algo, wire_bytes)
-          .total_s;
-    };
+    const CollectiveTimer model =
+        OperatorCollectiveTimer(topology, out.ring1_order, out.ring2_order, s.kind);
     auto model_ring1 = [&](double wire_bytes) { return model(comm::LinkAlgo::kRing1, wire_bytes); };
     result.modeled_collective_s = model_ring1(block_wire);
     for (comm::LinkAlgo a :

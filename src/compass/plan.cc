@@ -38,6 +38,16 @@ StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
   return in;
 }
 
+CollectiveTimer OperatorCollectiveTimer(const hw::Topology& topology, std::vector<int> ring1_order,
+                                        std::vector<int> ring2_order, TpOpKind kind) {
+  const CollectiveKind ck =
+      kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllGather;
+  return [&topology, r1 = std::move(ring1_order), r2 = std::move(ring2_order), ck](comm::LinkAlgo a,
+                                                                                   double wire) {
+    return ModelCollective(topology, a == comm::LinkAlgo::kRing2 ? r2 : r1, ck, a, wire).total_s;
+  };
+}
+
 core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const TransformerShape& model,
                                       const PlanOptions& options, const CompassProfile* profile,
                                       const std::string& profile_name) {
@@ -92,13 +102,8 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
       // The tile model's output is the (m, n) of C; trans_a only changes A's layout.
       return ModeledGemmSeconds(device, m, n, k);
     };
-    const CollectiveKind kind = op.shape.kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter
-                                                                   : CollectiveKind::kAllGather;
-    const CollectiveTimer collective = [&](comm::LinkAlgo a, double wire) {
-      return ModelCollective(topology, a == comm::LinkAlgo::kRing2 ? ring2.order : ring1.order,
-                             kind, a, wire)
-          .total_s;
-    };
+    const CollectiveTimer collective =
+        OperatorCollectiveTimer(topology, ring1.order, ring2.order, op.shape.kind);
     OpPlan p;
     p.op = op;
     if (!op.has_collective) {
