@@ -22,15 +22,29 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "== modeled baselines: a800x16, 15 s videos, high load (350K tokens/GPU)"
 cmd1="$BUILD/bench/bench_zellige_sweep --cluster a800x16 --load 350000 --seconds 15 --seeds 5"
-{ echo "Command: \`${cmd1#$BUILD/bench/}\`"; echo; $cmd1; } > "$tmp/a800x16.md"
+{ echo "Command: \`${cmd1#$BUILD/bench/}\`"; echo; $cmd1 --json "$tmp/a800x16.json"; } > "$tmp/a800x16.md"
 cat "$tmp/a800x16.md"
 replace_block docs/zellige.md baselines-a800x16 "$tmp/a800x16.md"
 
 echo "== modeled baselines: a6000x32, 15 s videos, 175K tokens/GPU"
 cmd2="$BUILD/bench/bench_zellige_sweep --cluster a6000x32 --load 175000 --seconds 15 --seeds 5"
-{ echo "Command: \`${cmd2#$BUILD/bench/}\`"; echo; $cmd2; } > "$tmp/a6000x32.md"
+{ echo "Command: \`${cmd2#$BUILD/bench/}\`"; echo; $cmd2 --json "$tmp/a6000x32.json"; } > "$tmp/a6000x32.md"
 cat "$tmp/a6000x32.md"
 replace_block docs/zellige.md baselines-a6000x32 "$tmp/a6000x32.md"
+
+# Figures (matplotlib from Debian's python3-matplotlib; /usr/bin/python3 where it lives).
+PY=${TESSERA_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
+# The latest kept 2-rank validate run (docs/results/), drawn as predicted vs measured.
+VALIDATE_JSON=${VALIDATE_JSON:-docs/results/validate-2ranks-s16.json}
+echo "== figures: docs/img/"
+mkdir -p docs/img
+"$BUILD/src/cli/tessera" zellige plan --cluster a800x16 --workload v50 \
+  --plot docs/img/zellige-plan-v50.png > /dev/null
+"$PY" bench/zellige/plot_speedup_by_mix.py "$tmp/a800x16.json" "$tmp/a6000x32.json" \
+  --out docs/img/zellige-speedup-by-mix.png
+"$PY" bench/zellige/plot_validate_scatter.py "$VALIDATE_JSON" \
+  --out docs/img/zellige-validate-scatter.png
+echo "wrote docs/img/zellige-plan-v50.png, zellige-speedup-by-mix.png, zellige-validate-scatter.png"
 
 if [ -x "$BUILD/bench/bench_attention" ]; then
   echo "== kernels (measured on this machine)"

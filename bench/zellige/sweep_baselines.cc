@@ -2,12 +2,15 @@
 // registered planner as markdown: mean makespan over seeds (with OOM counts), speedups
 // over usp and knapformer, and a detail table at one mixture.
 // Example: bench_zellige_sweep --cluster a800x16 --load 350000 --seconds 15 --seeds 5
+// --json F also writes, per mixture and planner, the mean makespan and the OOM count (the data
+// of bench/zellige/plot_speedup_by_mix.py).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/json_util.h"
 #include "core/table.h"
 #include "hw/cluster.h"
 #include "zellige/cost_model_analytic.h"
@@ -72,6 +75,8 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "video length")->capture_default_str();
   app.add_option("--seeds", seeds, "batches per mixture (seeds 1..N)")->capture_default_str();
   app.add_option("--detail", detail_mix, "mixture of the detail table")->capture_default_str();
+  std::string json_path;
+  app.add_option("--json", json_path, "also write the means and OOM counts as JSON here");
   CLI11_PARSE(app, argc, argv);
 
   auto cluster = hw::LoadCluster(cluster_name);
@@ -157,5 +162,26 @@ int main(int argc, char** argv) {
               std::to_string(a.oom) + "/" + std::to_string(a.n), core::Fixed(a.solve_ms / a.n, 2)});
   }
   std::printf("%s", Md(d).c_str());
+  if (!json_path.empty()) {
+    core::Json planners = core::Json::object();
+    for (const auto& n : names) {
+      core::Json mean = core::Json::array(), oom = core::Json::array();
+      for (const auto& mix : mixes) {
+        const Agg& a = agg[mix][n];
+        mean.push_back(a.makespan / a.n);
+        oom.push_back(a.oom);
+      }
+      planners[n] = {{"mean_makespan_s", mean}, {"oom_batches", oom}};
+    }
+    core::Json out = {
+        {"cluster", cluster->name}, {"model", model->name}, {"load_tokens_per_gpu", load},
+        {"video_seconds", seconds}, {"seeds", seeds},       {"mixes", mixes},
+        {"planners", planners},     {"label", "modeled"}};
+    core::Status st = core::WriteJsonFile(json_path, out);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    }
+  }
   return 0;
 }

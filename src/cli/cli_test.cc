@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/cli_test_util.h"
@@ -131,6 +133,32 @@ TEST(CliTest, PlanWritesJsonTraceAndPlan) {
   r = RunTessera("zellige simulate --cluster a800x8 --batch " + batch + " --plan " + plan);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("makespan"), std::string::npos);
+}
+
+// --plot draws a PNG (the embedded script, Debian's matplotlib); a failing interpreter is a
+// one-line user error that leaves the target untouched.
+TEST(CliTest, PlanPlotDrawsAPngOrSaysWhyNot) {
+  const std::string png = TempPath("plan.png");
+  Result r = RunTessera("zellige plan --cluster a800x8 --workload v40 --load low --plot " + png);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote " + png), std::string::npos) << r.out;
+  std::ifstream f(png, std::ios::binary);
+  std::string head(8, '\0');
+  f.read(head.data(), 8);
+  EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8));
+  const std::string kept = Write("kept.png", "old");
+  setenv("TESSERA_PYTHON", "/bin/false", 1);
+  r = RunTessera("zellige plan --cluster a800x8 --load low --planner usp --plot " + kept);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--plot: drawing with /bin/false failed"), std::string::npos) << r.out;
+  std::ifstream k(kept);
+  std::string body((std::istreambuf_iterator<char>(k)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(body, "old");
+  setenv("TESSERA_PYTHON", "/no/such/python", 1);
+  r = RunTessera("zellige plan --cluster a800x8 --load low --planner usp --plot " + kept);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--plot: cannot run '/no/such/python'"), std::string::npos) << r.out;
+  unsetenv("TESSERA_PYTHON");
 }
 
 // A hand-made 2-rank profile (src/zellige/testdata; numbers made up, not measured).

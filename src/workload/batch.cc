@@ -276,4 +276,37 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
   return r;
 }
 
+StatusOr<Batch> BatchFromTokenCounts(std::span<const int64_t> tokens, const std::string& field,
+                                     const std::string& name) {
+  if (tokens.empty()) return core::InvalidArgument(field + ": empty batch, give >= 1 sequence");
+  if (static_cast<int64_t>(tokens.size()) > kMaxBatchSequences) {
+    return core::InvalidArgument(field + ": got " + std::to_string(tokens.size()) +
+                                 " sequences, must be <= " + std::to_string(kMaxBatchSequences) +
+                                 " (2^22)");
+  }
+  Batch b;
+  b.name = name;
+  b.sequences.reserve(tokens.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string path = field + "[" + std::to_string(i) + "]";
+    if (tokens[i] < 1 || tokens[i] > kMaxSequenceTokens) {
+      return core::InvalidArgument(path + ": got " + std::to_string(tokens[i]) +
+                                   " tokens, must be in [1, " + std::to_string(kMaxSequenceTokens) +
+                                   "]");
+    }
+    total += tokens[i];  // at most 2^22 entries of 2^27 tokens: no overflow
+    if (total > kMaxBatchTokens) {
+      return core::InvalidArgument(field + ": got " + std::to_string(total) + " tokens by " + path +
+                                   ", must be <= " + std::to_string(kMaxBatchTokens) +
+                                   " in all (2^36, the largest batch)");
+    }
+    Sequence s;
+    s.id = static_cast<int>(i);
+    s.tokens = tokens[i];
+    b.sequences.push_back(std::move(s));
+  }
+  return b;
+}
+
 }  // namespace tessera::workload

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,14 @@ core::Json ToJson(const Batch& b);
 // position). At most kMaxBatchSequences sequences of at most kMaxSequenceTokens tokens each
 // and kMaxBatchTokens in all.
 core::StatusOr<Batch> BatchFromJson(const core::Json& j, const std::string& source);
+
+// A batch of sequences given by token count alone (kind image, no res: what BatchFromJson
+// makes of {"tokens": N} entries), named `name`. InvalidArgument naming `field`: empty, more
+// than kMaxBatchSequences entries, an entry outside [1, kMaxSequenceTokens] ("seq_lens[3]: got
+// -5 tokens, must be in [1, 134217728]"), or more than kMaxBatchTokens in all. Used by front
+// ends that take a list of lengths (the Python binding).
+core::StatusOr<Batch> BatchFromTokenCounts(std::span<const int64_t> tokens,
+                                           const std::string& field,
+                                           const std::string& name = "batch");
 
 }  // namespace tessera::workload

@@ -164,3 +164,36 @@ TEST(WorkloadTest, TokenCountsAreBounded) {
 
 }  // namespace
 }  // namespace tessera::workload
+
+namespace tessera::workload {
+namespace {
+
+TEST(WorkloadTest, TokenCountsMakeTheBatchAJsonListOfTokensMakes) {
+  const std::vector<int64_t> lens = {5, 1, 12345};
+  auto b = BatchFromTokenCounts(lens, "seq_lens", "py");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  auto j = BatchFromJson(
+      core::Json::parse(
+          R"({"name":"py","sequences":[{"tokens":5},{"tokens":1},{"tokens":12345}]})"),
+      "f");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(ToJson(*b).dump(), ToJson(*j).dump());
+  EXPECT_EQ(b->total_tokens(), 12351);
+}
+
+TEST(WorkloadTest, BadTokenCountsNameTheFieldAndIndex) {
+  auto expect = [](std::vector<int64_t> lens, const std::string& want) {
+    auto b = BatchFromTokenCounts(lens, "seq_lens");
+    ASSERT_FALSE(b.ok());
+    EXPECT_NE(b.status().message().find(want), std::string::npos) << b.status().message();
+  };
+  expect({}, "seq_lens: empty batch");
+  expect({3, -5}, "seq_lens[1]: got -5 tokens, must be in [1, 134217728]");
+  expect({0}, "seq_lens[0]: got 0 tokens");
+  expect({kMaxSequenceTokens + 1}, "seq_lens[0]: got 134217729");
+  std::vector<int64_t> huge(kMaxBatchTokens / kMaxSequenceTokens + 1, kMaxSequenceTokens);
+  expect(huge, "in all (2^36");
+}
+
+}  // namespace
+}  // namespace tessera::workload

@@ -1,6 +1,8 @@
 #include "zellige/compare_planners.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace tessera::zellige {
 
@@ -72,6 +74,27 @@ Json ToJson(const PlannerComparison& comparison) {
     results.push_back(jr);
   }
   return results;
+}
+
+Json RankTimeBreakdownJson(const PlannerComparison& comparison, const std::string& title) {
+  Json planners = Json::array();
+  for (const PlannerRun& run : comparison.runs) {
+    const SimResult& sim = run.sim;
+    std::vector<double> compute, comm, idle;
+    for (size_t r = 0; r < sim.busy_s.size(); ++r) {
+      const double c = r < sim.comm_s.size() ? sim.comm_s[r] : 0.0;
+      comm.push_back(c);
+      compute.push_back(sim.busy_s[r] - c);
+      idle.push_back(std::max(0.0, sim.makespan_s - sim.busy_s[r]));
+    }
+    planners.push_back({{"planner", run.planner},
+                        {"makespan_s", sim.makespan_s},
+                        {"feasible", sim.feasible},
+                        {"compute_s", compute},
+                        {"comm_s", comm},
+                        {"idle_s", idle}});
+  }
+  return {{"title", title}, {"label", "modeled"}, {"planners", planners}};
 }
 
 }  // namespace tessera::zellige

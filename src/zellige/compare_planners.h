@@ -55,4 +55,12 @@ core::StatusOr<PlannerComparison> ComparePlanners(
 // when infeasible).
 core::Json ToJson(const PlannerComparison& comparison);
 
+// Where each rank's step time goes, per planner (modeled): compute (busy_s - comm_s), exposed
+// communication (comm_s) and idle (makespan_s - busy_s: waiting for collectives, the tail, a
+// profile's per-step overhead). Each list has one entry per rank; compute + comm + idle =
+// makespan_s. The data of `zellige plan --plot`:
+// {"title": T, "label": "modeled", "planners": [{"planner", "makespan_s", "feasible",
+//  "compute_s": [...], "comm_s": [...], "idle_s": [...]}, ...]}.
+core::Json RankTimeBreakdownJson(const PlannerComparison& comparison, const std::string& title);
+
 }  // namespace tessera::zellige

@@ -48,6 +48,40 @@ TEST(ComparePlanners, RowsMatchRunsAndUspIsTheReference) {
   EXPECT_TRUE(j[0].contains("solve_ms"));
 }
 
+// Per rank, compute + exposed communication + idle is the makespan, each part >= 0; a plan of
+// whole sequences only (dp) has no communication, usp's splits have some.
+TEST(ComparePlanners, RankTimeBreakdownAddsUpToTheMakespan) {
+  const AnalyticCostModel cost = TinyCost();
+  std::vector<const PlannerEntry*> entries = {*FindPlanner("usp"), *FindPlanner("dp"),
+                                              *FindPlanner("zellige")};
+  auto cmp = ComparePlanners(TinyBatch(), cost, entries, {});
+  ASSERT_TRUE(cmp.ok()) << cmp.status().ToString();
+  const core::Json j = RankTimeBreakdownJson(*cmp, "t");
+  EXPECT_EQ(j["title"], "t");
+  EXPECT_EQ(j["label"], "modeled");
+  ASSERT_EQ(j["planners"].size(), 3u);
+  for (const core::Json& p : j["planners"]) {
+    SCOPED_TRACE(p["planner"].get<std::string>());
+    const double makespan = p["makespan_s"];
+    ASSERT_EQ(p["compute_s"].size(), 4u);
+    double comm_total = 0;
+    for (size_t r = 0; r < 4; ++r) {
+      const double c = p["compute_s"][r], m = p["comm_s"][r], i = p["idle_s"][r];
+      EXPECT_GE(c, 0);
+      EXPECT_GE(m, 0);
+      EXPECT_GE(i, 0);
+      EXPECT_NEAR(c + m + i, makespan, 1e-9 * makespan);
+      comm_total += m;
+    }
+    if (p["planner"] == "dp") {
+      EXPECT_EQ(comm_total, 0);
+    }
+    if (p["planner"] == "usp") {
+      EXPECT_GT(comm_total, 0);
+    }
+  }
+}
+
 TEST(ComparePlanners, WithoutUspHasNoSpeedUpAndSingleFailureIsReturned) {
   const AnalyticCostModel cost = TinyCost();
   auto z = SelectPlanners("zellige");

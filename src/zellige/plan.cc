@@ -60,6 +60,20 @@ std::vector<int> IssueOrder(const Plan& plan) {
   return order;
 }
 
+std::vector<std::vector<RankShard>> RankShards(const Plan& plan, const workload::Batch& batch) {
+  std::vector<std::vector<RankShard>> shards(std::max(plan.num_ranks, 0));
+  for (int p : IssueOrder(plan)) {
+    const Placement& pl = plan.placements[p];
+    const int64_t tokens = batch.sequences[pl.seq].tokens;
+    const int lambda = pl.config.degree();
+    for (int m = 0; m < static_cast<int>(pl.ranks.size()); ++m) {
+      shards[pl.ranks[m]].push_back({p, pl.seq, m, ChunkBegin(tokens, lambda, m),
+                                     ChunkBegin(tokens, lambda, m + 1), pl.config});
+    }
+  }
+  return shards;
+}
+
 int SplitCount(const Plan& plan) {
   int n = 0;
   for (const auto& p : plan.placements) n += p.config.degree() > 1;

@@ -7,6 +7,7 @@
 //        "q": 1, "h": 1, "k": 1, "ranks": [..]}, ...]}. Plain value; thread-safe to read.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,27 @@ core::Status ValidatePlan(const Plan& plan, const workload::Batch& batch, int he
 std::vector<int> IssueOrder(const Plan& plan);
 // Number of placements with degree > 1.
 int SplitCount(const Plan& plan);
+
+// Token ownership: a sequence of L tokens placed on lambda = q*h*k ranks is cut into lambda
+// contiguous chunks; member i of the placement's rank set owns tokens
+// [ChunkBegin(L, lambda, i), ChunkBegin(L, lambda, i + 1)), ChunkBegin = floor(i * L / lambda)
+// (chunk sizes differ by at most one). The engine (engine/attention_engine.h) runs this layout.
+inline int64_t ChunkBegin(int64_t tokens, int lambda, int i) { return i * tokens / lambda; }
+
+// One rank's share of one placement: its tokens [token_begin, token_end) of sequence `seq`.
+struct RankShard {
+  int placement = 0;  // index into plan.placements
+  int seq = 0;        // index into batch.sequences
+  int member = 0;     // the rank's index in the placement's rank set
+  int64_t token_begin = 0;
+  int64_t token_end = 0;
+  ParallelConfig config;
+  int64_t tokens() const { return token_end - token_begin; }
+};
+
+// For every rank 0..plan.num_ranks-1, its shards in issue order (IssueOrder). The plan must
+// pass ValidatePlan for `batch` (placements' seq indices in range, ranks in range).
+std::vector<std::vector<RankShard>> RankShards(const Plan& plan, const workload::Batch& batch);
 
 // The JSON form above, with each placement's "tokens" from `batch` (omitted for a placement
 // whose seq is not in the batch). PlanFromJson reads it back to an equal plan (planner,

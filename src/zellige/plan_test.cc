@@ -50,6 +50,49 @@ TEST(PlanTest, SavedPlansReload) {
   }
 }
 
+// Every token of every sequence is owned by exactly one rank of its placement, in member order,
+// chunk sizes differ by at most one, and each rank lists its shards in issue order.
+TEST(PlanTest, RankShardsCoverEverySequenceOnceInChunks) {
+  AnalyticCostModel cost(TinyCluster(2, 4), TinyModel(2));
+  const workload::Batch batch = *workload::GenerateBatch({60, 30000, 5, 8, 3});
+  for (const char* name : {"zellige", "usp", "knapformer"}) {
+    SCOPED_TRACE(name);
+    auto run = RunPlanner(**FindPlanner(name), batch, cost, {});
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    const Plan& plan = run->plan;
+    auto shards = RankShards(plan, batch);
+    ASSERT_EQ(static_cast<int>(shards.size()), plan.num_ranks);
+    std::vector<int64_t> covered(batch.sequences.size(), 0);
+    std::vector<int> issue_pos(plan.placements.size());
+    std::vector<int> order = IssueOrder(plan);
+    for (size_t i = 0; i < order.size(); ++i) issue_pos[order[i]] = static_cast<int>(i);
+    for (int r = 0; r < plan.num_ranks; ++r) {
+      for (size_t i = 0; i < shards[r].size(); ++i) {
+        const RankShard& s = shards[r][i];
+        const Placement& pl = plan.placements[s.placement];
+        EXPECT_EQ(s.seq, pl.seq);
+        EXPECT_EQ(pl.ranks[s.member], r);
+        EXPECT_EQ(s.config, pl.config);
+        const int64_t tokens = batch.sequences[s.seq].tokens;
+        const int64_t lo = tokens / pl.config.degree();
+        EXPECT_GE(s.tokens(), lo);
+        EXPECT_LE(s.tokens(), lo + 1);
+        covered[s.seq] += s.tokens();
+        if (i > 0) {
+          EXPECT_LT(issue_pos[shards[r][i - 1].placement], issue_pos[s.placement]);
+        }
+        // Member m's range starts where member m-1's ends (contiguous, member order).
+        EXPECT_EQ(s.token_begin, ChunkBegin(tokens, pl.config.degree(), s.member));
+        if (s.member + 1 == pl.config.degree()) {
+          EXPECT_EQ(s.token_end, tokens);
+        }
+      }
+    }
+    for (size_t q = 0; q < batch.sequences.size(); ++q)
+      EXPECT_EQ(covered[q], batch.sequences[q].tokens) << "sequence " << q;
+  }
+}
+
 TEST(PlanTest, FieldsAreBoundedBeforeUse) {
   const core::Json good =
       ToJson(Plan{"hand", 4, {{0, {}, {0}}, {1, {1, 2, 1}, {2, 3}}}}, MakeBatch({100, 200}));

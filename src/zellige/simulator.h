@@ -44,6 +44,9 @@ struct SimResult {
   std::string infeasible_reason;  // e.g. "OOM on rank 3: needs 81.2 GiB, 4.1 GiB over 77.1 GiB"
   double makespan_s = 0;          // max finish_s + cost.StepOverheadS()
   std::vector<double> busy_s;     // per rank (prices x RankTimeFactor)
+  // Per rank: the exposed-communication part of busy_s (each op's time split as its
+  // SeqCost's comm_s : compute_s); busy_s - comm_s is compute, finish_s - busy_s waiting.
+  std::vector<double> comm_s;
   std::vector<double> finish_s;   // per rank
   std::vector<double> mem_bytes;  // per rank peak (includes the base memory)
   double max_over_mean = 0;       // of busy_s

@@ -54,6 +54,20 @@ TEST(SimulatorTest, CollectiveWaitsForAllParticipants) {
   EXPECT_NEAR(r->makespan_s, std::max(r->finish_s[0], r->finish_s[1]), 1e-15);
   EXPECT_DOUBLE_EQ(r->attn_comm_bytes, 2 * A.comm_bytes);
   EXPECT_EQ(r->split_sequences, 1);
+  // Exposed communication: A's comm share of A's time on both ranks; none from B or C.
+  ASSERT_GT(A.comm_s, 0);
+  const double a_comm = A.time_s() * A.comm_s / (A.compute_s + A.comm_s);
+  EXPECT_NEAR(r->comm_s[0], a_comm, 1e-12);
+  EXPECT_NEAR(r->comm_s[1], a_comm, 1e-12);
+}
+
+TEST(SimulatorTest, WholeSequencesHaveNoCommunication) {
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(2));
+  Plan p{"hand", 2, {{0, {}, {0}}, {1, {}, {1}}}};
+  auto r = Simulate(p, MakeBatch({100, 200}), cm);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->comm_s.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) EXPECT_LE(r->comm_s[rank], 1e-12 * r->busy_s[rank]);
 }
 
 TEST(SimulatorTest, OomNamesRankAndBytes) {

@@ -80,13 +80,22 @@ core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& bat
   ops.per_phase = static_cast<int>(ops.order.size());
   ops.num_ops = static_cast<int>(op_count);
   ops.dur_s.resize(ops.num_ops);
-  std::vector<double> time_factor(np);
-  for (size_t p = 0; p < np; ++p) time_factor[p] = cost.RankTimeFactor(plan.placements[p].ranks);
+  std::vector<double> time_factor(np), comm_share(np);
+  for (size_t p = 0; p < np; ++p) {
+    time_factor[p] = cost.RankTimeFactor(plan.placements[p].ranks);
+    // The exposed-communication share of the placement's time (before segment sharing).
+    const double whole = costs[p].compute_s + costs[p].comm_s;
+    comm_share[p] = whole > 0 ? std::clamp(costs[p].comm_s / whole, 0.0, 1.0) : 0.0;
+  }
+  r->comm_s.assign(n, 0);
   for (int g = 0; g < ops.num_ops; ++g) {
     const int p = ops.order[g % ops.per_phase];
     const bool fwd = g / ops.per_phase < ops.layers;
     ops.dur_s[g] = (fwd ? costs[p].fwd_s : costs[p].bwd_s) / ops.layers * time_factor[p];
-    for (int rank : plan.placements[p].ranks) r->busy_s[rank] += ops.dur_s[g];
+    for (int rank : plan.placements[p].ranks) {
+      r->busy_s[rank] += ops.dur_s[g];
+      r->comm_s[rank] += ops.dur_s[g] * comm_share[p];
+    }
   }
   return ops;
 }

@@ -92,7 +92,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                          {"--json", K::kOutputFile, {}},
                          {"--trace", K::kOutputFile, {}},
                          {"--save-plan", K::kOutputFile, {}},
-                         {"--save-batch", K::kOutputFile, {}}});
+                         {"--save-batch", K::kOutputFile, {}},
+                         {"--plot", K::kOutputFile, {}}});
   plan.bases = {
       {"--cluster", s.cluster, "--workload", "v50", "--planner", "usp"},
       {"--cluster", s.cluster, "--planner", "dp", "--load", "low", "--json", out + "plan.json"},

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/plot.h"
 #include "cli/zellige/cost_model_args.h"
 #include "cli/zellige/plan_progress.h"
 #include "cli/zellige/planner_stats_text.h"
@@ -55,7 +56,7 @@ struct PlanArgs {
   std::string planner = "all";
   std::vector<std::string> options;  // key=value
   double time_limit_s = 0;           // zellige.total_time_limit_s when > 0
-  std::string json_path, trace_path, save_plan, batch_out;
+  std::string json_path, trace_path, save_plan, batch_out, plot_path;
 };
 
 Status RunPlan(const PlanArgs& a) {
@@ -115,6 +116,12 @@ Status RunPlan(const PlanArgs& a) {
     RETURN_IF_ERROR(core::WriteJsonFile(a.save_plan, ToJson(runs[0].plan, batch)));
   }
   if (!a.batch_out.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.batch_out, ToJson(batch)));
+  if (!a.plot_path.empty()) {
+    const std::string title = cluster.name + ", " + model.name + ", " + batch.name;
+    RETURN_IF_ERROR(
+        RenderPlot("plot_zellige_plan.py", RankTimeBreakdownJson(cmp, title), a.plot_path));
+    std::printf("wrote %s\n", a.plot_path.c_str());
+  }
   if (!a.trace_path.empty() && !runs.empty()) {
     core::TraceWriter trace;
     ASSIGN_OR_RETURN(SimResult sim, Simulate(runs[0].plan, batch, cost, &trace));
@@ -231,6 +238,9 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
              "write a Chrome/Perfetto trace of the step (one planner)");
   pp->Output(p, "--save-plan", &pa->save_plan, "write the plan JSON (one planner)");
   pp->Output(p, "--save-batch", &pa->batch_out, "write the batch JSON");
+  pp->Output(p, "--plot", &pa->plot_path,
+             "draw each planner's per-rank compute, exposed communication and idle time (PNG; "
+             "needs python3-matplotlib)");
   p->callback([action, pa, pp] { *action = Checked(pp, [pa] { return RunPlan(*pa); }); });
 
   auto sa = std::make_shared<SimulateArgs>();

@@ -4,7 +4,8 @@
 // Token ownership (the exact chunking): a sequence of L tokens placed with config (q,h,k) on
 // lambda = q*h*k ranks is cut into lambda contiguous chunks; member i of the placement's rank
 // set owns tokens [ChunkBegin(L, lambda, i), ChunkBegin(L, lambda, i + 1)) with
-// ChunkBegin(L, lambda, i) = floor(i * L / lambda), i.e. chunk sizes differ by at most one.
+// ChunkBegin(L, lambda, i) = floor(i * L / lambda) (zellige/plan.h), chunk sizes differ by at
+// most one.
 // A whole sequence (1,1,1) lives entirely on its one rank. The rank keeps all H heads of its
 // chunk for Q, K, V, O and their gradients.
 //
@@ -60,8 +61,7 @@
 
 namespace tessera::zellige::engine {
 
-// floor(i * L / lambda): first token of chunk i of a sequence of L tokens in lambda chunks.
-inline int64_t ChunkBegin(int64_t tokens, int lambda, int i) { return i * tokens / lambda; }
+// ChunkBegin (the chunking above) is zellige/plan.h's.
 
 struct LocalPlacement {
   int placement = 0;        // index into plan.placements

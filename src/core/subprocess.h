@@ -1,0 +1,31 @@
+// RunProcess: runs a program to completion and reports how it ended, for the few places a
+// command hands work to another tool (the plot scripts, cli/plot.h). No shell is involved:
+// argv[0] is looked up on PATH (execvp rules) and the arguments are passed as given.
+//
+// The child inherits stdin and stdout; its stderr is captured (the last kMaxStderrBytes
+// bytes are kept) so a failure can be reported in one line. Returns the exit code (or
+// 128 + signal for a child killed by a signal) with the captured stderr; a program that cannot
+// be started is NotFound naming it. Blocks until the child exits.
+// Thread-safety: reentrant (no shared state besides the process table).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::core {
+
+inline constexpr size_t kMaxStderrBytes = 64 * 1024;
+
+struct ProcessResult {
+  int exit_code = 0;
+  std::string stderr_text;
+  // The last non-empty line of stderr ("" when there is none): the usual one-line reason.
+  std::string LastStderrLine() const;
+};
+
+StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv);
+
+}  // namespace tessera::core
