@@ -35,14 +35,15 @@ replace_block docs/zellige.md baselines-a6000x32 "$tmp/a6000x32.md"
 # Figures (matplotlib from Debian's python3-matplotlib; /usr/bin/python3 where it lives).
 PY=${TESSERA_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
 # The latest kept 2-rank validate run (docs/results/), drawn as predicted vs measured.
-VALIDATE_JSON=${VALIDATE_JSON:-docs/results/validate-2ranks-s16.json}
+VALIDATE_JSON=${VALIDATE_JSON:-docs/results/validate-2ranks-s17-light-2.json}
+VALIDATE_TITLE=${VALIDATE_TITLE:-"zellige validate, 2 ranks, default options, one light background process (25% of one core): 21 plans, median of 5 steps"}
 echo "== figures: docs/img/"
 mkdir -p docs/img
 "$BUILD/src/cli/tessera" zellige plan --cluster a800x16 --workload v50 \
   --plot docs/img/zellige-plan-v50.png > /dev/null
 "$PY" bench/zellige/plot_speedup_by_mix.py "$tmp/a800x16.json" "$tmp/a6000x32.json" \
   --out docs/img/zellige-speedup-by-mix.png
-"$PY" bench/zellige/plot_validate_scatter.py "$VALIDATE_JSON" \
+"$PY" bench/zellige/plot_validate_scatter.py "$VALIDATE_JSON" --title "$VALIDATE_TITLE" \
   --out docs/img/zellige-validate-scatter.png
 echo "wrote docs/img/zellige-plan-v50.png, zellige-speedup-by-mix.png, zellige-validate-scatter.png"
 

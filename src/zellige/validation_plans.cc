@@ -189,8 +189,35 @@ core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile) {
   return DriftProbe{std::move(c), compute + profile.step_overhead_s, compute};
 }
 
+core::StatusOr<ValidationCase> MakeSoloProbe(const DriftProbe& probe) {
+  const Plan& all = probe.probe.plan;
+  if (all.num_ranks < 2) {
+    return core::InvalidArgument("solo probe: needs >= 2 ranks, the drift probe has " +
+                                 std::to_string(all.num_ranks));
+  }
+  ValidationCase c;
+  c.batch.name = "drift-probe-solo";
+  c.plan.planner = "drift-probe-solo";
+  c.plan.num_ranks = all.num_ranks;
+  for (const Placement& pl : all.placements) {
+    if (pl.ranks != std::vector<int>{0}) continue;
+    workload::Sequence s = probe.probe.batch.sequences[pl.seq];
+    s.id = static_cast<int>(c.batch.sequences.size());
+    c.plan.placements.push_back(Whole(s.id, 0));
+    c.batch.sequences.push_back(s);
+  }
+  const std::string& name = probe.probe.name;
+  const size_t open = name.find('(');
+  c.name =
+      "drift-probe-solo " + (open == std::string::npos
+                                 ? std::string("(rank 0 alone)")
+                                 : name.substr(open, name.size() - open - 1) + " on rank 0 alone)");
+  return c;
+}
+
 core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftProbe& probe,
-                                           const std::vector<double>& rank_compute_s) {
+                                           const std::vector<double>& rank_compute_s,
+                                           double solo_speedup_now) {
   if (static_cast<int>(rank_compute_s.size()) != profile.ranks) {
     return core::InvalidArgument("drift probe: got " + std::to_string(rank_compute_s.size()) +
                                  " rank times, the profile has " + std::to_string(profile.ranks) +
@@ -213,6 +240,15 @@ core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftPr
     sum += f;
   }
   now.step_overhead_s *= sum / static_cast<double>(rank_compute_s.size());
+  if (solo_speedup_now > 0) {
+    if (!InSpeedFactorRange(solo_speedup_now)) {
+      return core::InvalidArgument("solo probe: a rank alone runs " +
+                                   std::to_string(solo_speedup_now) +
+                                   " times faster than with every rank busy, outside [0.25, 8]: "
+                                   "profile this machine again");
+    }
+    now.solo_speedup = solo_speedup_now;
+  }
   return now;
 }
 

@@ -25,6 +25,12 @@
 // profiled_compute_s (the profiler's prices are the ranks' mean) is rank r's time factor
 // now; DriftScaledProfile turns these into the profile of the machine as it runs now, and
 // validate reports its predictions as well.
+// Solo probe (N >= 2): rank 0's share of the drift probe on rank 0 alone, the other ranks
+// idle. Rank 0's forward + backward on the drift probe (every rank busy) over the same on the
+// solo probe is the machine's solo speed-up now (Profile::solo_speedup: how much faster a
+// rank runs while the others idle). Background load changes it: a process beside the job
+// takes an idle core first, so it slows a step with every rank busy more than one with idle
+// ranks, and one factor per rank cannot say so.
 // Deterministic in its inputs; every plan passes ValidatePlan. Thread-safe.
 #pragma once
 
@@ -66,12 +72,19 @@ core::StatusOr<std::vector<ValidationCase>> MakeValidationCases(const Validation
 // InvalidArgument if the profile has no whole-sequence points.
 core::StatusOr<DriftProbe> MakeDriftProbe(const Profile& profile);
 
+// The solo probe of `probe` (name "drift-probe-solo (...)"): the drift probe's placements of
+// rank 0 only. InvalidArgument for a probe of fewer than 2 ranks.
+core::StatusOr<ValidationCase> MakeSoloProbe(const DriftProbe& probe);
+
 // `profile` as the machine runs now, given each rank's forward + backward time on the probe
 // now (rank_compute_s, e.g. the median over steps): rank_time_factors[r] = rank_compute_s[r]
-// / probe.profiled_compute_s, step_overhead_s times their mean; prices unchanged.
+// / probe.profiled_compute_s, step_overhead_s times their mean; prices unchanged; and, when
+// solo_speedup_now > 0 (measured with the solo probe), solo_speedup = solo_speedup_now.
 // InvalidArgument when rank_compute_s does not have one value per profile rank or a factor
-// falls outside [0.25, 8] (then the machine changed too much for a profile to describe it).
+// (or solo_speedup_now > 0) falls outside [0.25, 8] (then the machine changed too much for a
+// profile to describe it).
 core::StatusOr<Profile> DriftScaledProfile(const Profile& profile, const DriftProbe& probe,
-                                           const std::vector<double>& rank_compute_s);
+                                           const std::vector<double>& rank_compute_s,
+                                           double solo_speedup_now = 0);
 
 }  // namespace tessera::zellige

@@ -75,11 +75,18 @@ std::vector<double> MedianComputeS(const PlanMeasurement& m) {
 }
 
 DriftAssessment AssessDrift(const Profile& profile, const DriftProbe& probe,
-                            const PlanMeasurement& probe_measured) {
+                            const PlanMeasurement& probe_measured,
+                            const PlanMeasurement* solo_measured) {
   DriftAssessment d;
   d.factor = probe_measured.MedianMakespanS() / probe.profiled_makespan_s;
   d.rank_compute_s = MedianComputeS(probe_measured);
-  StatusOr<Profile> scaled = DriftScaledProfile(profile, probe, d.rank_compute_s);
+  d.solo_speedup_profiled = profile.solo_speedup;
+  if (solo_measured != nullptr && !d.rank_compute_s.empty()) {
+    const std::vector<double> solo = MedianComputeS(*solo_measured);
+    if (!solo.empty() && solo[0] > 0) d.solo_speedup_now = d.rank_compute_s[0] / solo[0];
+  }
+  StatusOr<Profile> scaled =
+      DriftScaledProfile(profile, probe, d.rank_compute_s, d.solo_speedup_now);
   d.now_profile = scaled.ok() ? *scaled : profile;
   d.rank_factors_error = scaled.ok() ? "" : scaled.status().message();
   d.rank_time_factors = d.now_profile.rank_time_factors;
@@ -90,16 +97,18 @@ StatusOr<ValidationReport> BuildValidationReport(const std::vector<ValidationCas
                                                  const DriftProbe& probe,
                                                  const std::vector<PlanMeasurement>& measured,
                                                  const CostModel& cost) {
-  if (measured.size() != cases.size() + 1) {
+  if (measured.size() != cases.size() + 1 && measured.size() != cases.size() + 2) {
     return core::InvalidArgument("BuildValidationReport: got " + std::to_string(measured.size()) +
                                  " measurements for " + std::to_string(cases.size()) +
-                                 " cases, must be one per case and one for the probe");
+                                 " cases, must be one per case, one for the probe and one for "
+                                 "the solo probe, if any");
   }
+  const bool has_solo = measured.size() == cases.size() + 2;
   if (cost.profile() == nullptr) {
     return core::InvalidArgument("BuildValidationReport: cost model without a profile");
   }
   ValidationReport r;
-  const PlanMeasurement& pm = measured.back();
+  const PlanMeasurement& pm = measured[cases.size()];
   ASSIGN_OR_RETURN(SimResult probe_sim, Simulate(probe.probe.plan, probe.probe.batch, cost));
   r.probe_name = probe.probe.name;
   r.probe_measured_makespan_s = pm.MedianMakespanS();
@@ -107,7 +116,7 @@ StatusOr<ValidationReport> BuildValidationReport(const std::vector<ValidationCas
   r.probe_profiled_compute_s = probe.profiled_compute_s;
   r.probe_predicted_makespan_s = probe_sim.makespan_s;
   r.probe_ranks = CompareRanks(pm, probe_sim);
-  r.drift = AssessDrift(*cost.profile(), probe, pm);
+  r.drift = AssessDrift(*cost.profile(), probe, pm, has_solo ? &measured.back() : nullptr);
   const ProfileCostModel now_cost(std::make_shared<const Profile>(r.drift.now_profile));
   for (size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& c = cases[i];
@@ -169,6 +178,8 @@ Json ToJson(const ValidationReport& r) {
             {"profiled_compute_s", r.probe_profiled_compute_s},
             {"rank_time_factors", r.drift.rank_time_factors},
             {"rank_factors_error", r.drift.rank_factors_error},
+            {"solo_speedup_profiled", r.drift.solo_speedup_profiled},
+            {"solo_speedup_now", r.drift.solo_speedup_now},
             {"ranks", RanksJson(r.probe_ranks)}}},
           {"makespan_drift_corrected", ErrorJson(r.makespan_drift_corrected, "mae_s")},
           {"memory", ErrorJson(r.memory, "mae_bytes")},

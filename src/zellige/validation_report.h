@@ -8,7 +8,9 @@
 // rank_compute_s[r] = median over steps of rank r's forward + backward on the probe, and
 // DriftScaledProfile turns them into the profile of the machine as it runs now. When that
 // fails (a factor outside [kMinSpeedFactor, kMaxSpeedFactor]) the reason is kept and the
-// "drift corrected" predictions repeat the raw ones. Plain values; thread-safe.
+// "drift corrected" predictions repeat the raw ones. With a solo probe (validation_plans.h;
+// N >= 2) the corrected profile also takes the solo speed-up measured now: rank 0's forward +
+// backward on the drift probe over the same on the solo probe. Plain values; thread-safe.
 #pragma once
 
 #include <string>
@@ -50,13 +52,17 @@ struct DriftAssessment {
   std::vector<double> rank_compute_s;     // per rank, forward + backward now
   std::vector<double> rank_time_factors;  // of the profile used for the x drift predictions
   std::string rank_factors_error;         // why rank factors were not applied; "" when they were
+  double solo_speedup_profiled = 1;       // the profile's solo_speedup
+  double solo_speedup_now = 0;            // measured with the solo probe; 0 without one
   Profile now_profile;                    // DriftScaledProfile, or the profile unchanged
 };
 
 // Median forward + backward per rank of a measurement.
 std::vector<double> MedianComputeS(const PlanMeasurement& m);
+// `solo_measured` (optional): the solo probe's measurement.
 DriftAssessment AssessDrift(const Profile& profile, const DriftProbe& probe,
-                            const PlanMeasurement& probe_measured);
+                            const PlanMeasurement& probe_measured,
+                            const PlanMeasurement* solo_measured = nullptr);
 
 struct ValidationReport {
   // Context, copied into the JSON.
@@ -83,8 +89,9 @@ struct ValidationReport {
   core::PredictionError memory;
 };
 
-// measured[i] is cases[i]'s measurement, measured.back() the probe's (cases.size() + 1
-// entries). The context fields are left for the caller. InvalidArgument on a size mismatch;
+// measured[i] is cases[i]'s measurement, then the probe's (cases.size() + 1 entries), then,
+// when there is one, the solo probe's (cases.size() + 2). The context fields are left for the
+// caller. InvalidArgument on a size mismatch;
 // FailedPrecondition when memory was not measured; simulator errors pass through.
 core::StatusOr<ValidationReport> BuildValidationReport(const std::vector<ValidationCase>& cases,
                                                        const DriftProbe& probe,

@@ -80,6 +80,41 @@ TEST(ValidationReportTest, ExactPredictionsAndRankFactors) {
   EXPECT_NEAR(r->probe_measured_makespan_s, 2 * f.probe.profiled_makespan_s, 1e-12);
 }
 
+// With the solo probe measured (rank 0 alone 1.6x faster than with both ranks busy), the
+// calibrated profile takes that solo speed-up, and a plan with an idle rank is predicted
+// faster than without it; a plan with both ranks busy throughout keeps its prediction.
+TEST(ValidationReportTest, SoloProbeSetsTheSoloSpeedupNow) {
+  Fixture f;
+  std::vector<PlanMeasurement> ms = f.Measurements(1.0, 1.0);
+  const double busy0 = f.probe.profiled_compute_s;
+  ms.push_back(Measured(1, 0, {busy0 / 1.6, 0}));
+  auto with = BuildValidationReport(f.cases, f.probe, ms, f.cost);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_NEAR(with->drift.solo_speedup_now, 1.6, 1e-12);
+  EXPECT_DOUBLE_EQ(with->drift.solo_speedup_profiled, f.profile.solo_speedup);
+  EXPECT_NEAR(with->drift.now_profile.solo_speedup, 1.6, 1e-12);
+  auto without = BuildValidationReport(f.cases, f.probe, f.Measurements(1.0, 1.0), f.cost);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->drift.solo_speedup_now, 0);
+  EXPECT_DOUBLE_EQ(without->drift.now_profile.solo_speedup, f.profile.solo_speedup);
+  // A hand-made plan of one sequence on rank 0 alone (rank 1 idle) and one of a sequence on
+  // each rank: only the first gets faster with the larger solo speed-up.
+  const ProfileCostModel now_with(std::make_shared<const Profile>(with->drift.now_profile));
+  const ProfileCostModel now_without(std::make_shared<const Profile>(without->drift.now_profile));
+  workload::Batch b;
+  b.sequences = {{0, models::MediaKind::kImage, "", 0, 256},
+                 {1, models::MediaKind::kImage, "", 0, 256}};
+  Plan alone{"hand", 2, {{0, {}, {0}}, {1, {}, {0}}}};
+  Plan both{"hand", 2, {{0, {}, {0}}, {1, {}, {1}}}};
+  ASSERT_GT(f.profile.solo_speedup, 0);
+  if (f.profile.solo_speedup < 1.6) {
+    EXPECT_LT(Simulate(alone, b, now_with)->makespan_s,
+              Simulate(alone, b, now_without)->makespan_s);
+  }
+  EXPECT_NEAR(Simulate(both, b, now_with)->makespan_s, Simulate(both, b, now_without)->makespan_s,
+              1e-12);
+}
+
 TEST(ValidationReportTest, OutOfRangeDriftFallsBackToTheRawProfile) {
   Fixture f;
   auto r = BuildValidationReport(f.cases, f.probe, f.Measurements(20, 1), f.cost);

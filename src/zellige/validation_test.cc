@@ -121,6 +121,31 @@ TEST(ValidationPlans, DriftProbeHoldsTheProfilesWholePointsNear256To1024) {
   ASSERT_FALSE(wild.ok());
   EXPECT_NE(wild.status().message().find("rank 1 runs 10"), std::string::npos)
       << wild.status().message();
+  // The solo probe: rank 0's 12 placements of the probe, on rank 0, nothing elsewhere; a
+  // measured solo speed-up replaces the profile's, within [0.25, 8].
+  auto solo = MakeSoloProbe(*d);
+  ASSERT_TRUE(solo.ok()) << solo.status().ToString();
+  EXPECT_EQ(solo->name,
+            "drift-probe-solo (8 x 256 + 2 x 724 + 2 x 1024 tokens per rank on rank "
+            "0 alone)");
+  ASSERT_EQ(solo->plan.placements.size(), 12u);
+  EXPECT_EQ(solo->plan.num_ranks, 2);
+  EXPECT_TRUE(ValidatePlan(solo->plan, solo->batch, 4).ok());
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(solo->plan.placements[i].ranks, std::vector<int>{0});
+    EXPECT_EQ(solo->batch.sequences[solo->plan.placements[i].seq].tokens,
+              d->probe.batch.sequences[d->probe.plan.placements[i].seq].tokens);
+  }
+  auto with_solo = DriftScaledProfile(p, *d, {compute, compute}, 1.3);
+  ASSERT_TRUE(with_solo.ok()) << with_solo.status().ToString();
+  EXPECT_DOUBLE_EQ(with_solo->solo_speedup, 1.3);
+  EXPECT_DOUBLE_EQ(now->solo_speedup, p.solo_speedup);  // no solo probe: unchanged
+  auto bad_solo = DriftScaledProfile(p, *d, {compute, compute}, 9);
+  ASSERT_FALSE(bad_solo.ok());
+  EXPECT_NE(bad_solo.status().message().find("solo probe"), std::string::npos);
+  DriftProbe one_rank = *d1;
+  one_rank.probe.plan.num_ranks = 1;
+  EXPECT_FALSE(MakeSoloProbe(one_rank).ok());
   p.configs.clear();
   EXPECT_FALSE(MakeDriftProbe(p).ok());
 }

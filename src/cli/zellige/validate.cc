@@ -13,9 +13,10 @@
 // over ranks). Prints a table and the MAE and MAPE of both (zellige/prediction_error.h);
 // the drift probe (zellige/validation_plans.h), measured interleaved with the plans, gives
 // the factor (measured now) / (measured by the profiler) of a profile point, and per rank the
-// factor of its forward + backward alone (zellige::DriftScaledProfile). The headline makespan
-// figure is the calibrated one: the cost model with those rank factors (the "x drift"
-// columns), i.e. the profile brought to the machine's speed at validation time, so that a
+// factor of its forward + backward alone (zellige::DriftScaledProfile); the solo probe (rank 0
+// alone) gives the solo speed-up now. The headline makespan figure is the calibrated one: the
+// cost model with those rank factors and that solo speed-up (the "x drift" columns), i.e. the
+// profile brought to the machine's speed at validation time, so that a
 // machine slower or faster than when it was profiled (background load, a drifting VM) is not
 // counted as model error; the uncalibrated figure and the uniform factor's follow it.
 // --json writes every number. Ranks beyond the machine's cores are labelled oversubscribed.
@@ -92,6 +93,12 @@ void PrintReport(const zellige::ValidationReport& r) {
       "%.2f%% (max %.1f%%)\n",
       r.probe_name.c_str(), r.probe_measured_makespan_s, r.probe_profiled_makespan_s,
       r.drift.factor, r.probe_predicted_makespan_s, eu.mape_percent, eu.max_ape_percent);
+  if (r.drift.solo_speedup_now > 0) {
+    std::printf(
+        "solo probe: a rank alone runs %.3fx faster than with every rank busy now (the profile "
+        "measured %.3fx); the calibrated predictions use the value measured now\n",
+        r.drift.solo_speedup_now, r.drift.solo_speedup_profiled);
+  }
   std::printf(
       "peak allocated memory: MAE %.2f MiB, MAPE %.2f%% (90%% bootstrap interval %.2f-%.2f%%; "
       "max %.2f%%)\n",

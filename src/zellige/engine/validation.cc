@@ -1,6 +1,7 @@
 #include "zellige/engine/validation.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,12 @@ core::StatusOr<ValidationReport> RunValidation(comm::Communicator& world,
   std::vector<PlanCase> pcs;
   for (const ValidationCase& c : cases) pcs.push_back({&c.plan, &c.batch});
   pcs.push_back({&probe.probe.plan, &probe.probe.batch});
+  // With >= 2 ranks, the solo probe too (the solo speed-up now, validation_plans.h).
+  std::optional<ValidationCase> solo;
+  if (world.size() >= 2) {
+    ASSIGN_OR_RETURN(solo, MakeSoloProbe(probe));
+    pcs.push_back({&solo->plan, &solo->batch});
+  }
   MeasureOptions mo;
   mo.warmup_steps = options.warmup;
   mo.steps = options.repeats;

@@ -1,6 +1,7 @@
 // RunValidation: the 21-plan protocol (zellige/validation_plans.h) run for real on the ranks
 // of `world` and predicted by the profile-priced cost model (what `tessera zellige validate`
-// runs). The plans and the drift probe are measured interleaved (MeasurePlansInterleaved:
+// runs). The plans, the drift probe and (with >= 2 ranks) the solo probe
+// (zellige/validation_plans.h) are measured interleaved (MeasurePlansInterleaved:
 // `repeats` rounds, each running every plan for `warmup` steps and one timed step), so
 // interference on a shared machine does not bias one plan; the report
 // (zellige/validation_report.h) holds per plan the measured makespan (median of the slowest
