@@ -4,10 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "cli/plot_scripts.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "core/subprocess.h"
 
@@ -35,14 +34,6 @@ class TempDir {
   std::string path_;
 };
 
-core::Status WriteText(const std::string& path, std::string_view text) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) return core::Internal("cannot write temporary file " + path);
-  return core::Status::Ok();
-}
-
 }  // namespace
 
 std::string PlotPython() {
@@ -63,8 +54,8 @@ core::Status RenderPlot(const std::string& script, const core::Json& data,
   const std::string script_path = dir.path() + "/" + script;
   const std::string data_path = dir.path() + "/data.json";
   const std::string figure_path = dir.path() + "/figure.png";
-  RETURN_IF_ERROR(WriteText(script_path, text));
-  RETURN_IF_ERROR(WriteText(data_path, data.dump()));
+  RETURN_IF_ERROR(core::WriteFileAtomically(script_path, text));
+  RETURN_IF_ERROR(core::WriteFileAtomically(data_path, data.dump()));
   const std::string python = PlotPython();
   auto run = core::RunProcess({python, script_path, data_path, figure_path});
   if (!run.ok()) {
@@ -76,13 +67,11 @@ core::Status RenderPlot(const std::string& script, const core::Json& data,
     return core::InvalidArgument(option + ": drawing with " + python + " failed: " +
                                  (why.empty() ? "exit " + std::to_string(run->exit_code) : why));
   }
-  std::ifstream f(figure_path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << f.rdbuf();
-  if (!f || bytes.str().empty()) {
+  auto figure = core::ReadInputFile(figure_path);
+  if (!figure.ok() || figure->empty()) {
     return core::Internal(option + ": the plot script wrote no figure");
   }
-  return core::WriteFileAtomically(png_path, bytes.str());
+  return core::WriteFileAtomically(png_path, *figure);
 }
 
 }  // namespace tessera::cli
