@@ -59,5 +59,6 @@ void AddXemaBench(CLI::App* xema, Action* action);
 void AddXemaServe(CLI::App* xema, Action* action);
 void AddXemaLoadgen(CLI::App* xema, Action* action);
 void AddXemaAbuse(CLI::App* xema, Action* action);
+void AddXemaPlan(CLI::App* xema, Action* action);
 
 }  // namespace tessera::cli

@@ -476,6 +476,27 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                        "--duration", "0.5", "--json", out + "bench.json"}};
   xema_bench.keep = {"--duration"};  // the default, 20 s a point, outlasts a case
   t.push_back(xema_bench);
+  // plan profiles the mix for real: one timed run, no concurrency, a one-second trace.
+  SubcommandSpec xema_plan = Spec("plan", MpiUse::kNone, 2,
+                                  {{"--mix", K::kInputFile, {}},
+                                   {"--budget", K::kText, {}},
+                                   {"--devices", K::kInt, {}},
+                                   {"--rate", K::kFloat, {}},
+                                   {"--slo-scale", K::kFloat, {}},
+                                   {"--duration", K::kFloat, {}},
+                                   {"--seed", K::kUint, {}},
+                                   {"--queue", K::kInt, {}},
+                                   {"--max-concurrency", K::kInt, {}},
+                                   {"--timing-runs", K::kInt, {}},
+                                   {"--overhead", K::kFloat, {}},
+                                   {"--grid", K::kText, {}},
+                                   {"--out", K::kOutputFile, {}},
+                                   {"--json", K::kOutputFile, {}}});
+  xema_plan.group = "xema";
+  xema_plan.bases = {{"--mix", s.mix, "--budget", "256MiB", "--max-concurrency", "1",
+                      "--timing-runs", "1", "--duration", "1", "--out", out + "plan.json"}};
+  xema_plan.keep = {"--max-concurrency", "--timing-runs"};  // a case stays a few seconds
+  t.push_back(xema_plan);
   // abuse needs a server too (needs_server): the closed port answers "cannot reach" at once.
   SubcommandSpec abuse = Spec("abuse", MpiUse::kNone, 2,
                               {{"--url", K::kText, {}},

@@ -18,6 +18,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaLoadgen(x, action);
   AddXemaBench(x, action);
   AddXemaAbuse(x, action);
+  AddXemaPlan(x, action);
 }
 
 }  // namespace tessera::cli

@@ -41,7 +41,14 @@ core::Status RunServe(const ServeArgs& a) {
   o.max_requests = a.max_requests;
   o.duration_s = a.duration_s;
   if (!a.plan_path.empty()) {
-    ASSIGN_OR_RETURN(o.plans, xema::ReadPlanTable(a.plan_path, a.budget_bytes));
+    ASSIGN_OR_RETURN(const core::Json table, core::ReadJsonFile(a.plan_path));
+    if (xema::IsServingPlanJson(table)) {
+      ASSIGN_OR_RETURN(xema::ServingPlan plan, xema::ServingPlanFromJson(table, a.plan_path));
+      o.serving_plan = std::make_shared<const xema::ServingPlan>(std::move(plan));
+      o.serving_plan_source = a.plan_path;
+    } else {
+      ASSIGN_OR_RETURN(o.plans, xema::PlanTableFromJson(table, a.plan_path, a.budget_bytes));
+    }
   }
   o.host_gbps = a.link.host_gbps;
   o.time_scale = a.link.time_scale;
@@ -53,7 +60,8 @@ core::Status RunServe(const ServeArgs& a) {
   std::printf(
       "serving on %s (policy %s, budget %s per device, %d device%s, queue %d); "
       "Ctrl-C stops\n",
-      server->url().c_str(), a.policy.c_str(), core::FormatBytes(a.budget_bytes).c_str(), o.devices,
+      server->url().c_str(),
+      o.serving_plan != nullptr ? ("plan " + a.plan_path).c_str() : a.policy.c_str(), core::FormatBytes(a.budget_bytes).c_str(), o.devices,
       o.devices == 1 ? "" : "s", o.queue_capacity);
   std::fflush(stdout);
   server->Wait([] { return g_interrupted != 0; });
@@ -98,8 +106,8 @@ void AddXemaServe(CLI::App* xema, Action* action) {
   AddHostLinkOptions(c, &a->link);
   auto paths = std::make_shared<CommandPaths>();
   paths->Input(c, "--plan", &a->plan_path,
-               "mitigation plans made offline (xema mitigate --json; one plan or an array), "
-               "caching and xema only");
+               "a plan table of xema plan (then --policy is unused), or mitigation plans made "
+               "offline (xema mitigate --json; one plan or an array; caching and xema only)");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunServe(*a); }); });
 }
 

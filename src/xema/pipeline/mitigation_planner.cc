@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "xema/pipeline/template_json.h"
+
 namespace tessera::xema {
 namespace {
 
@@ -409,19 +411,7 @@ core::StatusOr<MitigationPlan> PlanMitigations(const TinyModelSpec& spec,
 }
 
 core::Json ToJson(const MitigationPlan& p) {
-  const TraceKey key = KeyOf(p.request);
-  core::Json offload = core::Json::array();
-  if (p.request.offload.text_context) offload.push_back("text");
-  if (p.request.offload.latent) offload.push_back("latent");
-  if (p.request.offload.image) offload.push_back("image");
-  if (p.request.offload.idle_weights) offload.push_back("weights");
-  return {{"template",
-           {{"model", key.model},
-            {"width", key.width},
-            {"height", key.height},
-            {"frames", key.frames},
-            {"steps", key.steps},
-            {"cfg", key.cfg}}},
+  return {{"template", TemplateToJson(p.request)},
           {"limit_bytes", p.limit_bytes},
           {"base_peak_bytes", p.base_peak_bytes},
           {"excess_bytes", p.excess_bytes},
@@ -437,12 +427,7 @@ core::Json ToJson(const MitigationPlan& p) {
           {"retraces", p.retraces},
           {"rows", p.problem.rows.size()},
           {"choice", ToJson(p.problem, p.choice)},
-          {"request",
-           {{"ffn_chunks", p.request.ffn_chunks},
-            {"attention_chunks", p.request.attention_chunks},
-            {"vae_frame_slices", p.request.vae_frame_slices},
-            {"vae_tiles", p.request.vae_tiles},
-            {"offload", offload}}}};
+          {"request", MitigationsToJson(p.request)}};
 }
 
 }  // namespace tessera::xema

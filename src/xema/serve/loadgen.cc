@@ -122,22 +122,37 @@ double AttainmentAt(const LoadgenReport& report, const std::vector<double>& solo
   return static_cast<double>(met) / static_cast<double>(report.planned);
 }
 
-core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
-  std::string host;
-  int port = 0;
-  RETURN_IF_ERROR(ValidateOptions(o, &host, &port));
-  std::vector<double> arrivals;
+core::StatusOr<std::vector<PlannedArrival>> PlanArrivals(const LoadgenOptions& o) {
+  if (o.mix.empty()) return core::InvalidArgument("mix: got no templates, need at least one");
+  std::vector<double> times;
   if (o.trace.empty()) {
-    ASSIGN_OR_RETURN(arrivals, ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
+    ASSIGN_OR_RETURN(times, ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
   } else {
     for (const TraceArrival& a : o.trace) {
       if (a.template_index < 0 || a.template_index >= static_cast<int>(o.mix.size())) {
         return core::InvalidArgument(fmt::format("trace: template {} is not in the mix of {}",
                                                  a.template_index, o.mix.size()));
       }
-      arrivals.push_back(a.at_s);
+      times.push_back(a.at_s);
     }
   }
+  std::vector<PlannedArrival> out;
+  out.reserve(times.size());
+  core::Rng rng = core::Rng(o.seed).Fork(1);
+  for (size_t i = 0; i < times.size(); ++i) {
+    const double u = rng.Uniform();  // drawn either way: seeds do not depend on the source
+    const size_t k =
+        o.trace.empty() ? Pick(o.mix, u) : static_cast<size_t>(o.trace[i].template_index);
+    out.push_back({times[i], static_cast<int>(k), rng.NextU64()});
+  }
+  return out;
+}
+
+core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
+  std::string host;
+  int port = 0;
+  RETURN_IF_ERROR(ValidateOptions(o, &host, &port));
+  ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(o));
   {
     httplib::Client client(host, port);
     client.set_connection_timeout(5, 0);
@@ -150,7 +165,6 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
     }
   }
   LoadgenReport report;
-  core::Rng rng = core::Rng(o.seed).Fork(1);
   for (const LoadTemplate& t : o.mix) {
     // The first requests of a template may load a model, plan the template and map its arena:
     // kSoloRuns in a row, the last one timed.
@@ -210,17 +224,15 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
     if (o.progress) o.progress(finished.load() + report.not_sent, report.planned);
   };
   for (size_t i = 0; i < arrivals.size(); ++i) {
-    const double at = arrivals[i];
+    const double at = arrivals[i].at_s;
     for (;;) {
       const double wait_s = at - core::SecondsSince(t0);
       if (wait_s <= 0) break;
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait_s, 0.1)));
       tick();
     }
-    const double u = rng.Uniform();  // drawn either way: seeds do not depend on the source
-    const size_t k =
-        o.trace.empty() ? Pick(o.mix, u) : static_cast<size_t>(o.trace[i].template_index);
-    const uint64_t seed = rng.NextU64();
+    const auto k = static_cast<size_t>(arrivals[i].template_index);
+    const uint64_t seed = arrivals[i].seed;
     if (in_flight.load() >= o.max_in_flight) {
       std::lock_guard<std::mutex> lock(mu);
       ++report.not_sent;

@@ -96,6 +96,17 @@ core::Status ParseHttpUrl(const std::string& url, std::string* host, int* port);
 
 core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& options);
 
+// One planned arrival of a load: when, which template of the mix, and the request's seed.
+struct PlannedArrival {
+  double at_s = 0;
+  int template_index = 0;
+  uint64_t seed = 0;
+};
+// The arrivals RunLoadgen sends for `options` (rate, arrivals, cv, duration, seed, mix, or the
+// trace), in order: a serving simulation replays exactly the load a real run sends.
+// InvalidArgument for a bad rate, duration, mix or trace entry.
+core::StatusOr<std::vector<PlannedArrival>> PlanArrivals(const LoadgenOptions& options);
+
 core::Json ToJson(const LoadgenReport& report, const LoadgenOptions& options);
 
 }  // namespace tessera::xema

@@ -4,27 +4,10 @@
 
 #include <set>
 
+#include "xema/pipeline/template_json.h"
+
 namespace tessera::xema {
 namespace {
-
-core::StatusOr<OffloadSet> OffloadFromJson(const core::Json& list, const std::string& path) {
-  if (!list.is_array()) {
-    return core::InvalidArgument(
-        fmt::format("{}: got {}, must be an array of text, latent, image, weights", path,
-                    core::ShowJson(list)));
-  }
-  OffloadSet set;
-  for (const core::Json& item : list) {
-    const std::string name = item.is_string() ? item.get<std::string>() : "";
-    bool* flag = OffloadFlag(set, name);
-    if (flag == nullptr) {
-      return core::InvalidArgument(fmt::format(
-          "{}: got {}, items must be text, latent, image or weights", path, core::ShowJson(item)));
-    }
-    *flag = true;
-  }
-  return set;
-}
 
 core::StatusOr<PlannedTemplate> PlanFromJson(const core::Json& j, const std::string& path,
                                              int64_t budget_bytes) {
@@ -35,28 +18,9 @@ core::StatusOr<PlannedTemplate> PlanFromJson(const core::Json& j, const std::str
   DiffusionRequest r;
   const std::string tpath = core::JoinPath(path, "template");
   ASSIGN_OR_RETURN(const core::Json* t, core::Member(j, path, "template"));
-  ASSIGN_OR_RETURN(r.model, core::GetString(*t, tpath, "model"));
-  ASSIGN_OR_RETURN(r.width, core::GetPositiveInt(*t, tpath, "width"));
-  ASSIGN_OR_RETURN(r.height, core::GetPositiveInt(*t, tpath, "height"));
-  ASSIGN_OR_RETURN(r.frames, core::GetPositiveInt(*t, tpath, "frames"));
-  ASSIGN_OR_RETURN(r.steps, core::GetPositiveInt(*t, tpath, "steps"));
-  ASSIGN_OR_RETURN(const core::Json* cfg, core::Member(*t, tpath, "cfg"));
-  if (!cfg->is_boolean()) {
-    return core::InvalidArgument(
-        fmt::format("{}.cfg: got {}, must be true or false", tpath, core::ShowJson(*cfg)));
-  }
-  r.cfg = cfg->get<bool>();
-  const std::string rpath = core::JoinPath(path, "request");
+  RETURN_IF_ERROR(TemplateFromJson(*t, tpath, &r));
   ASSIGN_OR_RETURN(const core::Json* m, core::Member(j, path, "request"));
-  ASSIGN_OR_RETURN(r.ffn_chunks, core::GetPositiveInt(*m, rpath, "ffn_chunks"));
-  ASSIGN_OR_RETURN(r.attention_chunks, core::GetPositiveInt(*m, rpath, "attention_chunks"));
-  ASSIGN_OR_RETURN(r.vae_frame_slices, core::GetPositiveInt(*m, rpath, "vae_frame_slices"));
-  ASSIGN_OR_RETURN(r.vae_tiles, core::GetPositiveInt(*m, rpath, "vae_tiles"));
-  ASSIGN_OR_RETURN(const core::Json* off, core::Member(*m, rpath, "offload"));
-  ASSIGN_OR_RETURN(r.offload, OffloadFromJson(*off, core::JoinPath(rpath, "offload")));
-  // The mitigations must be valid for the template (a chunked attention is not recorded in
-  // the template: chunks > 1 need it).
-  if (r.attention_chunks > 1) r.attention = AttentionMode::kChunked;
+  RETURN_IF_ERROR(MitigationsFromJson(*m, core::JoinPath(path, "request"), &r));
   auto spec = TinyModel(r.model);
   if (!spec.ok()) return spec.status().WithPrefix(tpath);
   RETURN_IF_ERROR(ValidateRequest(*spec, r).WithPrefix(path));

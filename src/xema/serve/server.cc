@@ -5,10 +5,12 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <future>
 #include <optional>
 
+#include "core/cpu_affinity.h"
 #include "core/elapsed.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/template_check.h"
@@ -49,6 +51,9 @@ struct DiffusionServer::Job {
   DeviceRun run;
   double queue_s = 0;
   int device = -1;
+  // With a serving plan: the route, and the admission once admitted.
+  Route route;
+  Admission admission;
 };
 
 core::Status ValidateServerOptions(const ServerOptions& o) {
@@ -88,6 +93,10 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
   if (!(o.time_scale >= 0) || o.time_scale > 1e7) {
     return core::InvalidArgument(
         fmt::format("time-scale: got {}, must be in [0, 1e7] (0: measured)", o.time_scale));
+  }
+  if (o.serving_plan != nullptr && !o.plans.empty()) {
+    return core::InvalidArgument(
+        "plan: a serving plan table and mitigation plans cannot be given together");
   }
   if (!o.plans.empty() && !UsesPlannedMitigations(o.policy)) {
     return core::InvalidArgument(
@@ -208,6 +217,36 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     return core::Unavailable(fmt::format("cannot listen on {}:{} with a backlog of {}",
                                          options.host, s->port_, SOMAXCONN));
   }
+  if (options.serving_plan != nullptr) {
+    const ServingPlan& plan = *options.serving_plan;
+    const std::string& src = options.serving_plan_source;
+    if (plan.WeightBytes() >= options.budget_bytes) {
+      return core::InvalidArgument(fmt::format(
+          "{}.models: the weights take {} bytes, the budget is {}", src, plan.WeightBytes(),
+          options.budget_bytes));
+    }
+    const int64_t region = options.budget_bytes - plan.WeightBytes();
+    ASSIGN_OR_RETURN(PlanRecordings rec, RecordPlanEntries(plan, src, region));
+    RETURN_IF_ERROR(CheckPlanFitsServer(plan, src, options.budget_bytes, options.devices,
+                                        rec.weight_bytes));
+    s->recordings_ = std::make_unique<PlanRecordings>(std::move(rec));
+    const int cpus = core::OnlineCpus();
+    for (int d = 0; d < options.devices; ++d) {
+      const int cpu = options.devices <= cpus ? core::AllowedCpu(cpus - 1 - d) : -1;
+      ASSIGN_OR_RETURN(std::unique_ptr<PlannedDevice> dev,
+                       PlannedDevice::Create(d, cpu, plan, *s->recordings_, options.budget_bytes));
+      s->planned_.push_back(std::move(dev));
+    }
+    s->admission_ =
+        std::make_unique<PlanAdmission>(plan, options.devices, s->planned_[0]->region_bytes());
+    s->ready_.resize(static_cast<size_t>(options.devices));
+    const int slots = plan.MaxConcurrency();
+    for (int d = 0; d < options.devices; ++d) {
+      for (int k = 0; k < slots; ++k) s->workers_.emplace_back([self, d] { self->WorkPlanned(d); });
+    }
+    s->listener_ = std::thread([self] { self->http_->listen_after_bind(); });
+    return s;
+  }
   for (const PlannedTemplate& p : options.plans) {
     s->templates_.InsertMitigated(p.key, std::make_shared<MitigatedTemplate>(p.plan));
   }
@@ -282,7 +321,7 @@ core::Json DiffusionServer::Metrics() const {
     j["in_flight"] = in_flight_;
   }
   j["queue_capacity"] = options_.queue_capacity;
-  j["policy"] = MemoryPolicyName(options_.policy);
+  j["policy"] = options_.serving_plan != nullptr ? "plan" : MemoryPolicyName(options_.policy);
   j["budget_bytes"] = options_.budget_bytes;
   j["templates_planned"] = templates_.size();
   core::Json devices = core::Json::array();
@@ -296,7 +335,20 @@ core::Json DiffusionServer::Metrics() const {
                        {"weight_loads", s.weight_loads},
                        {"region_maps", s.region_maps}});
   }
+  for (const auto& d : planned_) {
+    const DeviceSnapshot s = d->Snapshot();
+    devices.push_back({{"device", d->index()},
+                       {"cpu", d->cpu()},
+                       {"live_bytes", s.live_bytes},
+                       {"peak_bytes", s.peak_bytes},
+                       {"peak_reserved_bytes", s.peak_reserved_bytes},
+                       {"requests", s.requests}});
+  }
   j["devices"] = devices;
+  if (options_.serving_plan != nullptr) {
+    j["template_misses"] = {{"covered", misses_covered_.load()},
+                            {"fallback", misses_fallback_.load()}};
+  }
   return j;
 }
 
@@ -316,7 +368,9 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   auto spec = TinyModel(r.model);
   if (!spec.ok()) return finish(400, spec.status().message(), false);
   // The least the request can need under this policy: with its strongest mitigations.
-  const int64_t need = MinimumPeakBytes(*spec, StrongestMitigations(options_.policy, *spec, r));
+  const MemoryPolicy strongest =
+      options_.serving_plan != nullptr ? MemoryPolicy::kTiling : options_.policy;
+  const int64_t need = MinimumPeakBytes(*spec, StrongestMitigations(strongest, *spec, r));
   if (need > options_.budget_bytes) {
     return finish(507,
                   fmt::format("out of device memory: {} needs at least {} bytes (weights and the "
@@ -327,6 +381,19 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   auto job = std::make_shared<Job>();
   job->request = std::move(*parsed);
   job->arrival = arrival;
+  if (options_.serving_plan != nullptr) {
+    const ServingPlan& plan = *options_.serving_plan;
+    job->route = RouteRequest(plan, job->request.request);
+    if (job->route.kind != RouteKind::kExact) {
+      (job->route.kind == RouteKind::kCovered ? misses_covered_ : misses_fallback_).fetch_add(1);
+      std::fprintf(stderr, "template miss: %s -> %s\n",
+                   TemplateKeyString(job->request.request).c_str(),
+                   job->route.kind == RouteKind::kCovered
+                       ? ("covered by " + plan.entries[static_cast<size_t>(job->route.entry)].key)
+                             .c_str()
+                       : "fallback (caching allocator, all mitigations, alone on a device)");
+    }
+  }
   std::future<void> done = job->done.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -337,8 +404,13 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
           false);
     }
     queue_.push_back(job);
+    if (admission_ != nullptr) DispatchLocked();
   }
-  work_cv_.notify_one();
+  if (admission_ != nullptr) {
+    work_cv_.notify_all();
+  } else {
+    work_cv_.notify_one();
+  }
   done.wait();
   if (!job->status.ok()) return finish(HttpStatus(job->status), job->status.message(), false);
 
@@ -359,9 +431,65 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
                 {"template_hit", job->run.template_hit},
                 {"mitigations", job->run.mitigations},
                 {"template", TemplateKeyString(req)},
-                {"policy", MemoryPolicyName(options_.policy)},
+                {"policy",
+                 options_.serving_plan != nullptr ? "plan" : MemoryPolicyName(options_.policy)},
                 {"device", job->device}};
+  if (options_.serving_plan != nullptr) reply.body["route"] = RouteKindName(job->route.kind);
   return finish(200, "", job->run.template_hit);
+}
+
+void DiffusionServer::DispatchLocked() {
+  while (!queue_.empty()) {
+    const std::shared_ptr<Job>& head = queue_.front();
+    const std::optional<Admission> a = admission_->Admit(head->route);
+    if (!a) return;  // strict FCFS: the head waits, and everything behind it
+    head->admission = *a;
+    ++in_flight_;
+    ready_[static_cast<size_t>(a->device)].push_back(head);
+    queue_.pop_front();
+  }
+}
+
+void DiffusionServer::WorkPlanned(int device) {
+  (void)kernels::SetBlasNumThreads(1);
+  PlannedDevice& dev = *planned_[static_cast<size_t>(device)];
+  if (dev.cpu() >= 0) (void)core::PinThisThreadToCpu(dev.cpu());
+  auto& ready = ready_[static_cast<size_t>(device)];
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] {
+        return !ready.empty() || (workers_exit_ && queue_.empty() && in_flight_ == 0);
+      });
+      if (ready.empty()) return;
+      job = std::move(ready.front());
+      ready.pop_front();
+    }
+    job->device = device;
+    job->queue_s = core::SecondsSince(job->arrival);
+    const double deadline_s = job->request.deadline_s;
+    if (deadline_s > 0 && job->queue_s > deadline_s) {
+      job->status = core::DeadlineExceeded(
+          fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job->queue_s));
+    } else {
+      if (options_.before_run) options_.before_run(device);
+      auto run = dev.Execute(job->request.request, job->route, job->admission);
+      if (run.ok()) {
+        job->run = std::move(*run);
+      } else {
+        job->status = run.status();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      admission_->Release(job->route, job->admission);
+      --in_flight_;
+      DispatchLocked();
+    }
+    work_cv_.notify_all();
+    job->done.set_value();
+  }
 }
 
 void DiffusionServer::Work(int device) {

@@ -49,10 +49,13 @@
 #include "core/json_util.h"
 #include "core/status.h"
 #include "xema/serve/memory_policy.h"
+#include "xema/serve/plan_admission.h"
 #include "xema/serve/plan_table.h"
+#include "xema/serve/planned_device.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/serve_device.h"
 #include "xema/serve/serve_metrics.h"
+#include "xema/serve/serving_plan.h"
 
 namespace httplib {
 class Server;
@@ -81,6 +84,14 @@ struct ServerOptions {
   // Mitigation plans made offline (plan_table.h), loaded before the first request; caching
   // and xema only (InvalidArgument for another policy).
   std::vector<PlannedTemplate> plans;
+  // A serving plan (serving_plan.h, `serve --plan` with a plan table of xema plan): when set,
+  // it decides the memory control and concurrency of every template (policy is then unused,
+  // reported "plan"); each device runs up to its entries' concurrency requests at once, its
+  // threads pinned to one core (the host's last cores, device 0 on the last; unpinned when the
+  // devices outnumber the cores); templates missing from the table are routed to a covering
+  // entry or the fallback, logged on stderr and counted in /v1/metrics ("template_misses").
+  std::shared_ptr<const ServingPlan> serving_plan;
+  std::string serving_plan_source = "plan";  // names the table in messages
   // Test hook: called by a device's worker before it runs each request.
   std::function<void(int device)> before_run;
 };
@@ -119,6 +130,9 @@ class DiffusionServer {
   explicit DiffusionServer(const ServerOptions& options);
   Reply Generate(GenerationKind kind, const std::string& body);
   void Work(int device);
+  void WorkPlanned(int device);
+  // Serving plan: admits queued jobs to devices in FCFS order while the head fits (mu_ held).
+  void DispatchLocked();
   void RequestStop();
 
   ServerOptions options_;
@@ -128,6 +142,13 @@ class DiffusionServer {
   TemplateCache templates_;
   std::vector<std::unique_ptr<ServeDevice>> devices_;
   std::vector<std::thread> workers_;
+  // With a serving plan (the devices_ above are then empty).
+  std::unique_ptr<PlanRecordings> recordings_;
+  std::vector<std::unique_ptr<PlannedDevice>> planned_;
+  std::unique_ptr<PlanAdmission> admission_;           // guarded by mu_
+  std::vector<std::deque<std::shared_ptr<Job>>> ready_;  // per device, admitted; guarded by mu_
+  std::atomic<int64_t> misses_covered_{0};
+  std::atomic<int64_t> misses_fallback_{0};
   ServeMetrics metrics_;
 
   mutable std::mutex mu_;  // guards the queue and the flags below

@@ -1,0 +1,129 @@
+#include "xema/planner/serving_planner.h"
+
+#include <gtest/gtest.h>
+
+#include "core/units.h"
+#include "xema/planner/grid_search.h"
+#include "xema/serve/load_mix.h"
+#include "xema/serve/planned_device.h"
+
+namespace tessera::xema {
+namespace {
+
+ServingPlannerOptions SmallOptions(int64_t budget) {
+  ServingPlannerOptions o;
+  auto mix = MixFromJson(core::ParseJson(R"([{"model":"tiny-t2i","size":"16x16","steps":1,"weight":2},
+                                             {"model":"tiny-t2i","size":"64x64","steps":1}])",
+                                         "mix")
+                             .value(),
+                         "mix");
+  EXPECT_TRUE(mix.ok());
+  o.mix = *mix;
+  o.budget_bytes = budget;
+  o.rate_rps = 4;
+  o.duration_s = 2;
+  o.slo_scale = 5;
+  o.max_concurrency = 2;
+  o.timing_runs = 1;
+  o.overhead_s = 0.002;
+  return o;
+}
+
+TEST(ServingPlannerTest, ProfilesPlansAndTheGridAgrees) {
+  // 48 MiB: the 64x64 template's unmitigated arena (about 11.5 MiB) fits once beside the
+  // weights, not twice.
+  const ServingPlannerOptions o = SmallOptions(48 * core::kMiBInt64);
+  auto p = ProfileServing(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->templates.size(), 2u);
+  EXPECT_EQ(p->region_bytes, o.budget_bytes - p->weight_bytes.at("tiny-t2i"));
+  EXPECT_EQ(p->speedup.size(), 2u);
+  EXPECT_DOUBLE_EQ(p->speedup[0], 1.0);
+  EXPECT_GT(p->speedup[1], 0);
+  EXPECT_DOUBLE_EQ(p->overhead_s, 0.002);
+  for (const TemplateProfile& t : p->templates) {
+    ASSERT_FALSE(t.variants.empty());
+    EXPECT_TRUE(t.variants[0].labels.empty());  // unmitigated first
+    EXPECT_DOUBLE_EQ(t.isolated_s, t.variants[0].solo_s);
+    for (const TemplateVariant& v : t.variants) {
+      EXPECT_GT(v.solo_s, 0);
+      EXPECT_EQ(v.arena_bytes % 512, 0);
+    }
+  }
+  // The grid is every (variant, concurrency) per template.
+  const std::vector<Configuration> grid = EnumerateGrid(*p, o.max_concurrency);
+  EXPECT_EQ(grid.size(), p->templates[0].variants.size() * 2 * p->templates[1].variants.size() * 2);
+  auto r = PlanServing(*p, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(Feasible(*p, r->chosen));
+  EXPECT_EQ(r->candidates, static_cast<int64_t>(p->templates[0].variants.size() * 2 +
+                                                p->templates[1].variants.size() * 2));
+  EXPECT_GT(r->simulated, 0);
+  ASSERT_EQ(r->plan.entries.size(), 2u);
+  // The plan's arena bytes are what the templates lay out in (the server checks it at start).
+  auto rec = RecordPlanEntries(r->plan, "plan", p->region_bytes);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  // The table round-trips and the search's choice is the best simulated point of the grid.
+  auto back = ServingPlanFromJson(ToJson(r->plan), "plan");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  GridOptions g;
+  g.real = false;
+  auto sim_grid = RunGrid(*p, o, r->chosen, g);
+  ASSERT_TRUE(sim_grid.ok());
+  ASSERT_GE(sim_grid->chosen, 0);
+  ASSERT_GE(sim_grid->best, 0);
+  EXPECT_DOUBLE_EQ(sim_grid->points[static_cast<size_t>(sim_grid->chosen)].predicted.attainment,
+                   sim_grid->points[static_cast<size_t>(sim_grid->best)].predicted.attainment);
+  for (const GridPoint& pt : sim_grid->points) {
+    if (!pt.feasible) {
+      EXPECT_EQ(pt.predicted.attainment, 0);
+    }
+  }
+}
+
+TEST(ServingPlannerTest, ARealGridPointIsServedAndMeasured) {
+  ServingPlannerOptions o = SmallOptions(64 * core::kMiBInt64);
+  o.max_concurrency = 1;
+  o.duration_s = 1;
+  auto p = ProfileServing(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  auto r = PlanServing(*p, o);
+  ASSERT_TRUE(r.ok());
+  GridOptions g;
+  auto grid = RunGrid(*p, o, r->chosen, g);
+  ASSERT_TRUE(grid.ok()) << grid.status().message();
+  EXPECT_GT(grid->served, 0);
+  EXPECT_GT(grid->grid_s, 0);
+  for (const GridPoint& pt : grid->points) {
+    if (!pt.feasible) continue;
+    EXPECT_EQ(pt.completed, pt.planned);  // everything answered
+    EXPECT_GT(pt.p50_s, 0);
+  }
+}
+
+TEST(ServingPlannerTest, BadOptionsAreNamed) {
+  ServingPlannerOptions o = SmallOptions(48 * core::kMiBInt64);
+  auto named = [](const ServingPlannerOptions& x, const std::string& want) {
+    auto r = ProfileServing(x);
+    ASSERT_FALSE(r.ok()) << want;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  };
+  ServingPlannerOptions x = o;
+  x.rate_rps = 0;
+  named(x, "rate: got 0");
+  x = o;
+  x.budget_bytes = 20 * core::kMiBInt64;  // below the weights
+  named(x, "budget: got 20971520 bytes, the mix's models' weights alone take");
+  x = o;
+  x.mix.push_back(x.mix[0]);
+  named(x, "in the mix twice");
+  x = o;
+  x.mix.clear();
+  named(x, "mix: got no templates");
+  x = o;
+  x.max_concurrency = 17;
+  named(x, "max-concurrency");
+}
+
+}  // namespace
+}  // namespace tessera::xema

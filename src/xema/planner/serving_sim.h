@@ -1,0 +1,55 @@
+// A discrete-event simulation of serving a request stream under a serving plan
+// (xema/serve/serving_plan.h), on the shared engine sim::Simulator: what the planner scores
+// configurations with, instead of serving each for real (Vidur's idea for LLM serving).
+//
+// Model (the server's rules, xema/serve/server.h):
+//   - one FIFO queue of at most queue_capacity waiting requests; an arrival that finds it
+//     full is rejected (the server's 429);
+//   - strict FCFS admission by PlanAdmission (the server's own code): the head starts on the
+//     lowest device that admits it (concurrency per entry, arena placed first fit in the
+//     device's region; a fallback request alone), else everything waits;
+//   - a device is one core shared by its requests in flight (processor sharing): with n in
+//     flight each progresses at speedup(n) / n seconds of its solo work per second, where
+//     speedup(n) is the measured aggregate throughput of n requests on one core relative to one
+//     (1 for n = 1; the last value beyond the table);
+//   - latency = finish - arrival + overhead_s (the server's HTTP and parsing time).
+// Errors: InvalidArgument for bad options or an arrival routed outside the plan. Deterministic.
+// Thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "xema/serve/serving_plan.h"
+
+namespace tessera::xema {
+
+struct ServingSimOptions {
+  int devices = 1;
+  int64_t region_bytes = 0;  // per device: the budget less the plan's weights
+  int queue_capacity = 64;
+  std::vector<double> speedup = {1};  // index n - 1: n requests in flight on one device
+  double overhead_s = 0;
+};
+
+struct SimArrival {
+  double at_s = 0;
+  Route route;
+  int template_index = 0;  // for the caller's statistics
+  double work_s = 0;       // the request's solo seconds (its template and mitigations)
+};
+
+struct SimRequest {
+  bool rejected = false;  // the queue was full
+  bool served = false;    // finished (false also for a request no device can ever admit)
+  int device = -1;
+  double start_s = 0, finish_s = 0, latency_s = 0;
+};
+
+// One SimRequest per arrival, in arrival order.
+core::StatusOr<std::vector<SimRequest>> SimulateServing(const ServingPlan& plan,
+                                                        const ServingSimOptions& options,
+                                                        const std::vector<SimArrival>& arrivals);
+
+}  // namespace tessera::xema

@@ -1,0 +1,132 @@
+#include "xema/planner/serving_sim.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::xema {
+namespace {
+
+ServingPlan OneEntryPlan(int concurrency, int64_t arena_bytes) {
+  ServingPlan p;
+  p.budget_bytes = 1000;
+  p.model_weight_bytes["tiny-t2i"] = 100;
+  ServingPlanEntry e;
+  e.concurrency = concurrency;
+  e.arena_bytes = arena_bytes;
+  p.entries.push_back(e);
+  return p;
+}
+
+SimArrival At(double t, double work, int entry = 0) {
+  SimArrival a;
+  a.at_s = t;
+  a.work_s = work;
+  a.route = entry < 0 ? Route{} : Route{RouteKind::kExact, entry};
+  return a;
+}
+
+ServingSimOptions Opts(int64_t region = 900, std::vector<double> speedup = {1}) {
+  ServingSimOptions o;
+  o.region_bytes = region;
+  o.speedup = std::move(speedup);
+  return o;
+}
+
+TEST(ServingSimTest, OneAtATimeIsFcfs) {
+  auto r = SimulateServing(OneEntryPlan(1, 100), Opts(), {At(0, 1), At(0.5, 1), At(5, 0.25)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].start_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].latency_s, 1.5);
+  EXPECT_DOUBLE_EQ((*r)[2].latency_s, 0.25);
+  for (const SimRequest& s : *r) EXPECT_TRUE(s.served);
+}
+
+TEST(ServingSimTest, ConcurrentRequestsShareTheCore) {
+  // Two at once, no gain: each at half speed, both done at 2 s.
+  auto r = SimulateServing(OneEntryPlan(2, 100), Opts(), {At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 2);
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2);
+  // A measured aggregate speed-up of 1.5 at two: each at 0.75, done at 4/3 s.
+  r = SimulateServing(OneEntryPlan(2, 100), Opts(900, {1, 1.5}), {At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR((*r)[0].finish_s, 4.0 / 3, 1e-12);
+  // A short request beside a long one: A alone for 0.5 s (1.5 s left), then both at half speed;
+  // B (0.5 s) finishes at 1.5, A's last 1.0 s runs alone: done at 2.5.
+  r = SimulateServing(OneEntryPlan(2, 100), Opts(), {At(0, 2), At(0.5, 0.5)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR((*r)[1].finish_s, 1.5, 1e-12);
+  EXPECT_NEAR((*r)[1].latency_s, 1.0, 1e-12);
+  EXPECT_NEAR((*r)[0].finish_s, 2.5, 1e-12);
+}
+
+TEST(ServingSimTest, ArenasMustFitTheRegionAndConcurrencyBinds) {
+  // Two requests allowed, but two 600-byte arenas do not fit 900 bytes: one at a time.
+  auto r = SimulateServing(OneEntryPlan(2, 600), Opts(900), {At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ((*r)[1].start_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2);
+  // Concurrency 3 with room for all three.
+  r = SimulateServing(OneEntryPlan(3, 300), Opts(900), {At(0, 1), At(0, 1), At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 3);
+  EXPECT_DOUBLE_EQ((*r)[3].start_s, 3);
+  EXPECT_DOUBLE_EQ((*r)[3].finish_s, 4);
+  // An arena larger than the region is never admitted: not served, not rejected.
+  r = SimulateServing(OneEntryPlan(1, 1000), Opts(900), {At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)[0].served);
+  EXPECT_FALSE((*r)[0].rejected);
+}
+
+TEST(ServingSimTest, QueueFullRejectsAndOverheadAdds) {
+  ServingSimOptions o = Opts();
+  o.queue_capacity = 1;
+  o.overhead_s = 0.01;
+  auto r = SimulateServing(OneEntryPlan(1, 100), o, {At(0, 1), At(0, 1), At(0, 1), At(3, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE((*r)[0].rejected);
+  EXPECT_FALSE((*r)[1].rejected);
+  EXPECT_TRUE((*r)[2].rejected);
+  EXPECT_DOUBLE_EQ((*r)[1].latency_s, 2.01);
+  EXPECT_DOUBLE_EQ((*r)[3].latency_s, 1.01);
+}
+
+TEST(ServingSimTest, FallbackRunsAloneAndStrictFcfsHoldsTheQueue) {
+  // Entry 0 may run 2 at once; a fallback request (route -1) waits for the device to empty,
+  // and the entry request behind it waits too (FCFS).
+  auto r = SimulateServing(OneEntryPlan(2, 100), Opts(),
+                           {At(0, 1), At(0.1, 1, -1), At(0.2, 1), At(0.3, 0.5, 0)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ((*r)[1].start_s, 1);   // after request 0
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2);  // alone
+  EXPECT_DOUBLE_EQ((*r)[2].start_s, 2);
+  EXPECT_DOUBLE_EQ((*r)[3].start_s, 2);
+  EXPECT_NEAR((*r)[3].finish_s, 3, 1e-12);  // 0.5 s at half speed
+  EXPECT_NEAR((*r)[2].finish_s, 3.5, 1e-12);
+}
+
+TEST(ServingSimTest, DevicesTakeTheLowestThatAdmits) {
+  ServingSimOptions o = Opts();
+  o.devices = 2;
+  auto r = SimulateServing(OneEntryPlan(1, 100), o, {At(0, 1), At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].device, 0);
+  EXPECT_EQ((*r)[1].device, 1);
+  EXPECT_EQ((*r)[2].device, 0);
+  EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2);
+}
+
+TEST(ServingSimTest, BadInputIsNamed) {
+  const ServingPlan p = OneEntryPlan(1, 100);
+  auto r = SimulateServing(p, Opts(), {At(1, 1), At(0, 1)});
+  EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("arrivals[1]"), std::string::npos);
+  EXPECT_FALSE(SimulateServing(p, Opts(), {At(0, 1, 3)}).ok());
+  EXPECT_FALSE(SimulateServing(p, Opts(0), {}).ok());
+  EXPECT_FALSE(SimulateServing(p, Opts(900, {0}), {}).ok());
+}
+
+}  // namespace
+}  // namespace tessera::xema

@@ -1,0 +1,53 @@
+// PlanAdmission: which device a request routed by a serving plan (serving_plan.h) starts on,
+// and where its arena lies there; the one rule both the server and the serving simulation
+// (xema/planner/serving_sim.h) follow, so that the simulation admits exactly as the server does.
+//
+// Per device: an activation region of `region_bytes` (the budget less every model's weights),
+// the arenas in flight placed in it first fit (ArenaPlacer), and per plan entry the requests of
+// it in flight. A request of entry e (exact or covered route) is admitted on the lowest-index
+// device where fewer than e.concurrency requests of e are in flight, no fallback request runs,
+// and e.arena_bytes fit in the region; a fallback request only on an idle device, which it
+// then holds alone. Strict FCFS is the caller's: it offers the queue's head and stops at the
+// first refusal. Not thread-safe (the server calls it under its lock).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "xema/serve/arena_placer.h"
+#include "xema/serve/serving_plan.h"
+
+namespace tessera::xema {
+
+struct Admission {
+  int device = -1;
+  int64_t offset = -1;  // of the arena in the device's region; -1 for the fallback
+};
+
+class PlanAdmission {
+ public:
+  PlanAdmission(const ServingPlan& plan, int devices, int64_t region_bytes);
+
+  // Admits (and reserves) or returns nullopt.
+  std::optional<Admission> Admit(const Route& route);
+  void Release(const Route& route, const Admission& admission);
+
+  int running(int device) const { return devices_[static_cast<size_t>(device)].running; }
+  int64_t used_bytes(int device) const {
+    return devices_[static_cast<size_t>(device)].placer.used_bytes();
+  }
+
+ private:
+  struct Device {
+    ArenaPlacer placer;
+    std::vector<int> in_flight;  // per entry
+    int running = 0;
+    bool exclusive = false;
+  };
+  std::vector<int64_t> arena_bytes_;
+  std::vector<int> concurrency_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace tessera::xema
