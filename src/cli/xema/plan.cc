@@ -4,6 +4,8 @@
 // the plan table `xema serve --plan` uses. `--grid sim` also simulates every configuration of
 // the grid; `--grid real` serves every feasible one for real (xema/planner/grid_search.h) and
 // reports the planner against it: time ratio, regret, the simulation's latency MAPE.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -43,12 +45,18 @@ void PrintXemaProfile(const xema::ServingProfile& p) {
   int64_t weights = 0;
   for (const auto& [name, bytes] : p.weight_bytes) weights += bytes;
   std::string speedup;
-  for (double s : p.speedup) speedup += (speedup.empty() ? "" : " ") + core::Fixed(s, 3);
+  for (size_t a = 0; a < p.pair_speedup.size(); ++a) {
+    for (size_t b = a; b < p.pair_speedup.size(); ++b) {
+      speedup += fmt::format("{}t{}+t{} {}", speedup.empty() ? "" : ", ", a, b,
+                             core::Fixed(p.pair_speedup[a][b], 3));
+    }
+  }
   std::printf(
-      "profile (measured on cpu %d): weights %s, region %s per device; processor sharing "
-      "speed-up at 1..%zu in flight: %s; server overhead %.4f s per request; %.1f s\n",
+      "profile (measured on cpu %d): weights %s, region %s per device; two requests sharing the "
+      "core, aggregate speed-up: %s; server overhead %.4f s per request; %.1f s (templates "
+      "%.1f s, pairs %.1f s, overhead probe %.1f s)\n",
       p.cpu, core::FormatBytes(weights).c_str(), core::FormatBytes(p.region_bytes).c_str(),
-      p.speedup.size(), speedup.c_str(), p.overhead_s, p.profile_s);
+      speedup.c_str(), p.overhead_s, p.profile_s, p.templates_s, p.pairs_s, p.overhead_probe_s);
   core::Table t({"template", "variant", "mitigations", "arena", "solo s"});
   for (const xema::TemplateProfile& tp : p.templates) {
     for (size_t v = 0; v < tp.variants.size(); ++v) {
@@ -88,8 +96,8 @@ void PrintXemaPlan(const xema::ServingPlan& plan, const xema::ServingPlannerResu
 }
 
 void PrintXemaGrid(const xema::GridReport& g, bool real, double planner_s) {
-  std::vector<std::string> header = {"#", "configuration", "fits", "sim att.", "sim p50",
-                                     "sim p99"};
+  std::vector<std::string> header = {"#",        "configuration", "fits",
+                                     "sim att.", "sim p50",       "sim p99"};
   if (real) {
     for (const char* h : {"att.", "p50", "p99", "s"}) header.push_back(h);
   }
@@ -122,8 +130,7 @@ void PrintXemaGrid(const xema::GridReport& g, bool real, double planner_s) {
         "choice %s of attainment below the grid's best (regret); simulated vs measured latency "
         "MAPE p50 %.1f%%, p99 %.1f%% (measured on this machine)\n",
         g.served, g.grid_s, planner_s, planner_s > 0 ? g.grid_s / planner_s : 0,
-        (core::Fixed(g.regret_points, 1) + " points").c_str(), 100 * g.p50_mape,
-        100 * g.p99_mape);
+        (core::Fixed(g.regret_points, 1) + " points").c_str(), 100 * g.p50_mape, 100 * g.p99_mape);
   }
 }
 
@@ -204,7 +211,9 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
   c->add_option("--duration", a->duration_s, "seconds of Poisson arrivals scored (and served)")
       ->check(PositiveNumber(86400))
       ->capture_default_str();
-  c->add_option("--seed", a->seed, "arrival and template seed")->check(Seed())->capture_default_str();
+  c->add_option("--seed", a->seed, "arrival and template seed")
+      ->check(Seed())
+      ->capture_default_str();
   c->add_option("--queue", a->queue, "requests that may wait for a device")
       ->transform(Integer(1, 100000))
       ->capture_default_str();

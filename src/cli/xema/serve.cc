@@ -61,8 +61,9 @@ core::Status RunServe(const ServeArgs& a) {
       "serving on %s (policy %s, budget %s per device, %d device%s, queue %d); "
       "Ctrl-C stops\n",
       server->url().c_str(),
-      o.serving_plan != nullptr ? ("plan " + a.plan_path).c_str() : a.policy.c_str(), core::FormatBytes(a.budget_bytes).c_str(), o.devices,
-      o.devices == 1 ? "" : "s", o.queue_capacity);
+      o.serving_plan != nullptr ? ("plan " + a.plan_path).c_str() : a.policy.c_str(),
+      core::FormatBytes(a.budget_bytes).c_str(), o.devices, o.devices == 1 ? "" : "s",
+      o.queue_capacity);
   std::fflush(stdout);
   server->Wait([] { return g_interrupted != 0; });
   std::signal(SIGINT, SIG_DFL);

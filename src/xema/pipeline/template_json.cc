@@ -5,7 +5,7 @@
 namespace tessera::xema {
 
 core::Json TemplateToJson(const DiffusionRequest& r) {
-  return {{"model", r.model}, {"width", r.width},  {"height", r.height},
+  return {{"model", r.model},   {"width", r.width}, {"height", r.height},
           {"frames", r.frames}, {"steps", r.steps}, {"cfg", r.cfg}};
 }
 

@@ -142,7 +142,7 @@ core::Json ToJson(const GridReport& r, const ServingProfile& profile) {
           {"label", "measured"},
           {"templates", templates},
           {"region_bytes", profile.region_bytes},
-          {"speedup", profile.speedup},
+          {"pair_speedup", profile.pair_speedup},
           {"profile_s", profile.profile_s},
           {"points", points},
           {"best", r.best},

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/mitigation_planner.h"
 #include "xema/pipeline/template_check.h"
+#include "xema/pressure_intervals.h"
 #include "xema/serve/serve_device.h"
 #include "xema/serve/server.h"
 #include "xema/static_layout.h"
@@ -42,11 +45,12 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
     return core::InvalidArgument(fmt::format("devices: got {}, must be in [1, 64]", o.devices));
   }
   if (!(o.rate_rps > 0) || o.rate_rps > 1e4) {
-    return core::InvalidArgument(fmt::format("rate: got {}, must be in (0, 1e4] per second",
-                                             o.rate_rps));
+    return core::InvalidArgument(
+        fmt::format("rate: got {}, must be in (0, 1e4] per second", o.rate_rps));
   }
   if (!(o.slo_scale > 0) || o.slo_scale > 1e6) {
-    return core::InvalidArgument(fmt::format("slo-scale: got {}, must be in (0, 1e6]", o.slo_scale));
+    return core::InvalidArgument(
+        fmt::format("slo-scale: got {}, must be in (0, 1e6]", o.slo_scale));
   }
   if (o.max_concurrency < 1 || o.max_concurrency > kMaxPlanConcurrency) {
     return core::InvalidArgument(fmt::format("max-concurrency: got {}, must be in [1, {}]",
@@ -57,8 +61,9 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
         fmt::format("timing-runs: got {}, must be in [1, 100]", o.timing_runs));
   }
   if (o.queue_capacity < 1 || o.max_configurations < 1 || !(o.overhead_s <= 1e3)) {
-    return core::InvalidArgument("planner: queue_capacity and max_configurations must be >= 1, "
-                                 "overhead_s <= 1e3");
+    return core::InvalidArgument(
+        "planner: queue_capacity and max_configurations must be >= 1, "
+        "overhead_s <= 1e3");
   }
   return core::Status::Ok();
 }
@@ -66,10 +71,6 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
 void Progress(const ServingPlannerOptions& o, const std::string& stage, int done, int total) {
   if (o.progress) o.progress(stage, done, total);
 }
-
-struct Laid {
-  std::shared_ptr<TemplatePlan> plan;
-};
 
 // Records `r` (activations on a heap), lays it out (tflite).
 core::StatusOr<std::shared_ptr<TemplatePlan>> RecordAndLayOut(DiffusionPipeline& pipeline,
@@ -99,44 +100,59 @@ core::StatusOr<double> TimeFromArena(DiffusionPipeline& pipeline, const Diffusio
   return core::Median(times);
 }
 
-// Aggregate throughput of n copies of `r` at once on `cpu` relative to one (each copy runs
-// `per_thread` requests from its own arena).
-core::StatusOr<double> MeasureSpeedup(DiffusionPipeline& pipeline, const DiffusionRequest& r,
-                                      const TemplatePlan& plan, double solo_s, int n, int cpu) {
-  constexpr int kPerThread = 2;
-  std::vector<std::unique_ptr<LayoutDeviceAllocator>> arenas;
-  for (int i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> a,
-                     LayoutDeviceAllocator::Create(plan.expanded, plan.layout));
-    arenas.push_back(std::move(a));
+// Aggregate speed-up of two requests looping at once on `cpu`, each from its own arena: the
+// sum over the two of solo / median run time while both ran.
+core::StatusOr<double> PairSpeedupHere(DiffusionPipeline& pa, const DiffusionRequest& ra,
+                                       const TemplatePlan& la, double solo_a, DiffusionPipeline& pb,
+                                       const DiffusionRequest& rb, const TemplatePlan& lb,
+                                       double solo_b, int cpu) {
+  struct Side {
+    DiffusionPipeline* pipeline;
+    const DiffusionRequest* request;
+    const TemplatePlan* layout;
+    double solo_s;
+    std::unique_ptr<LayoutDeviceAllocator> arena;
+    std::vector<double> runs_s;
+    core::Status status;
+  };
+  Side sides[2] = {{&pa, &ra, &la, solo_a, nullptr, {}, {}},
+                   {&pb, &rb, &lb, solo_b, nullptr, {}, {}}};
+  for (Side& s : sides) {
+    ASSIGN_OR_RETURN(s.arena, LayoutDeviceAllocator::Create(s.layout->expanded, s.layout->layout));
   }
-  std::barrier start(n + 1);
-  std::vector<core::Status> status(static_cast<size_t>(n));
+  const double window_s = std::max(0.6, 2.5 * (solo_a + solo_b));
+  std::atomic<bool> stop{false};
+  std::barrier start(3);
   std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
+  for (Side& side : sides) {
+    threads.emplace_back([&, s = &side] {
       if (cpu >= 0) (void)core::PinThisThreadToCpu(cpu);
-      std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
-      LayoutDeviceAllocator& a = *arenas[static_cast<size_t>(i)];
+      std::vector<float> out(static_cast<size_t>(OutputFloats(*s->request)));
       // A warm-up run first (the arena's pages touched), as the timed solo runs had.
-      core::Status warm = pipeline.Run(r, out, &a);
-      if (warm.ok()) warm = a.status();
-      status[static_cast<size_t>(i)] = warm;
+      s->status = s->pipeline->Run(*s->request, out, s->arena.get());
+      if (s->status.ok()) s->status = s->arena->status();
       start.arrive_and_wait();
-      for (int k = 0; k < kPerThread && status[static_cast<size_t>(i)].ok(); ++k) {
-        core::Status s = a.Rearm();
-        if (s.ok()) s = pipeline.Run(r, out, &a);
-        if (s.ok()) s = a.status();
-        status[static_cast<size_t>(i)] = s;
+      while (s->status.ok() && !stop.load()) {
+        s->status = s->arena->Rearm();
+        const Clock::time_point t0 = Clock::now();
+        if (s->status.ok()) s->status = s->pipeline->Run(*s->request, out, s->arena.get());
+        if (s->status.ok()) s->status = s->arena->status();
+        if (!stop.load()) s->runs_s.push_back(core::SecondsSince(t0));
       }
     });
   }
   start.arrive_and_wait();
-  const Clock::time_point t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+  stop.store(true);
   for (std::thread& t : threads) t.join();
-  const double makespan = core::SecondsSince(t0);
-  for (const core::Status& s : status) RETURN_IF_ERROR(s);
-  return n * kPerThread * solo_s / makespan;
+  double f = 0;
+  for (const Side& s : sides) {
+    RETURN_IF_ERROR(s.status);
+    if (s.runs_s.empty())
+      return core::Internal("pair speed-up: a request did not finish in its window");
+    f += s.solo_s / core::Median(s.runs_s);
+  }
+  return f;
 }
 
 core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int cpu) {
@@ -157,10 +173,11 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
   p.region_bytes = o.budget_bytes - weights;
   if (p.region_bytes <= 0) {
     return core::InvalidArgument(fmt::format(
-        "budget: got {} bytes, the mix's models' weights alone take {}: no template fits", 
+        "budget: got {} bytes, the mix's models' weights alone take {}: no template fits",
         o.budget_bytes, weights));
   }
   const int total = static_cast<int>(o.mix.size());
+  std::vector<std::vector<std::shared_ptr<TemplatePlan>>> laid_out;  // per template, per variant
   for (int ti = 0; ti < total; ++ti) {
     const LoadTemplate& lt = o.mix[static_cast<size_t>(ti)];
     Progress(o, "profile " + lt.label, ti, total);
@@ -171,60 +188,113 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
     tp.request.seed = 1;
     ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(tp.request.model));
     DiffusionPipeline& pipeline = *pipelines.at(spec.name);
-    const int64_t wm = p.weight_bytes.at(spec.name);
-    // The part-2 planner at the strictest per-request limit, then its MILP at each c.
-    MitigationPlanOptions mo;
-    mo.budget_bytes = wm + p.region_bytes / o.max_concurrency;
-    mo.repeats = 1;
-    ASSIGN_OR_RETURN(const MitigationPlan mp, PlanMitigations(spec, tp.request, mo));
-    tp.mitigation_runs = mp.runs;
+    // The unmitigated request first: when it fits max_concurrency times, no mitigation can
+    // help (exactly: its arena is the recorded layout's) and the part-2 planner is skipped.
+    // Otherwise the part-2 planner at the strictest per-request limit, then its MILP at each c.
+    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> base, RecordAndLayOut(pipeline, tp.request));
     std::vector<DiffusionRequest> variants = {tp.request};
-    std::set<std::vector<std::string>> seen = {MitigationLabels(tp.request)};
-    for (int c = 1; c <= o.max_concurrency; ++c) {
-      DiffusionRequest v = tp.request;
-      if (!mp.problem.rows.empty()) {
+    std::vector<std::shared_ptr<TemplatePlan>> plans = {base};
+    if (base->layout.arena_bytes > p.region_bytes / o.max_concurrency) {
+      // Activations only (the pipeline's weights stay loaded): limits are bytes of the region.
+      MitigationPlanOptions mo;
+      mo.budget_bytes = p.region_bytes / o.max_concurrency;
+      mo.repeats = 1;
+      mo.record = [&pipeline](const DiffusionRequest& r) {
+        return RecordActivations(pipeline, r, 0);
+      };
+      // Only the actions that act where the pressure is: no DiT option when every pressure
+      // interval lies outside the denoising steps, no VAE option when none reaches the VAE.
+      ASSIGN_OR_RETURN(const PressureReport pressure,
+                       FindPressureIntervals(base->trace, base->expanded, mo.budget_bytes));
+      bool denoise = false, vae = false;
+      for (const PressureInterval& in : pressure.intervals) {
+        for (Phase ph : in.phases) {
+          denoise = denoise || ph == Phase::kDenoise;
+          vae = vae || ph == Phase::kVae;
+        }
+      }
+      if (!denoise) {
+        mo.candidates.ffn_chunks.clear();
+        mo.candidates.attention_chunks.clear();
+      }
+      if (!vae) {
+        mo.candidates.vae_slices.clear();
+        mo.candidates.vae_tiles.clear();
+      }
+      ASSIGN_OR_RETURN(const MitigationPlan mp, PlanMitigations(spec, tp.request, mo));
+      tp.mitigation_runs = mp.runs;
+      std::set<std::vector<std::string>> seen = {MitigationLabels(tp.request)};
+      for (int c = 1; c <= o.max_concurrency && !mp.problem.rows.empty(); ++c) {
         MitigationProblem problem = mp.problem;
-        problem.limit_bytes = wm + p.region_bytes / c;
+        problem.limit_bytes = p.region_bytes / c;
         ASSIGN_OR_RETURN(const MitigationChoice choice, SolveMitigation(problem));
         if (choice.shortfall_bytes > 0) continue;
-        ASSIGN_OR_RETURN(v, ApplyChoice(tp.request, problem, choice.option));
+        ASSIGN_OR_RETURN(DiffusionRequest v, ApplyChoice(tp.request, problem, choice.option));
+        if (!seen.insert(MitigationLabels(v)).second) continue;
+        ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordAndLayOut(pipeline, v));
+        variants.push_back(v);
+        plans.push_back(std::move(plan));
       }
-      if (seen.insert(MitigationLabels(v)).second) variants.push_back(v);
     }
-    for (const DiffusionRequest& v : variants) {
-      ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordAndLayOut(pipeline, v));
+    for (size_t v = 0; v < variants.size(); ++v) {
       TemplateVariant tv;
-      tv.request = v;
-      tv.labels = MitigationLabels(v);
-      tv.arena_bytes = plan->layout.arena_bytes;
-      ASSIGN_OR_RETURN(tv.solo_s, TimeFromArena(pipeline, v, *plan, o.timing_runs));
+      tv.request = variants[v];
+      tv.labels = MitigationLabels(variants[v]);
+      tv.arena_bytes = plans[v]->layout.arena_bytes;
+      ASSIGN_OR_RETURN(tv.solo_s, TimeFromArena(pipeline, variants[v], *plans[v], o.timing_runs));
       tp.variants.push_back(std::move(tv));
     }
+    laid_out.push_back(std::move(plans));
     tp.isolated_s = tp.variants[0].solo_s;
     p.templates.push_back(std::move(tp));
   }
-  // Processor sharing on one core: the heaviest-weighted template's smallest variant.
-  p.speedup = {1.0};
+  p.templates_s = core::SecondsSince(t0);
+  const Clock::time_point t_pairs = Clock::now();
+  // Processor sharing on one core, per pair of templates: each with its fastest variant that
+  // fits twice in the region (else its smallest).
+  const size_t k = p.templates.size();
+  std::vector<size_t> rep(k, 0);
+  std::vector<std::shared_ptr<TemplatePlan>> rep_plan(k);
+  for (size_t t = 0; t < k; ++t) {
+    const std::vector<TemplateVariant>& vs = p.templates[t].variants;
+    int best = -1;
+    for (size_t v = 0; v < vs.size(); ++v) {
+      if (vs[v].arena_bytes <= p.region_bytes / 2 &&
+          (best < 0 || vs[v].solo_s < vs[static_cast<size_t>(best)].solo_s)) {
+        best = static_cast<int>(v);
+      }
+    }
+    if (best < 0) {
+      best = 0;
+      for (size_t v = 1; v < vs.size(); ++v) {
+        if (vs[v].arena_bytes < vs[static_cast<size_t>(best)].arena_bytes)
+          best = static_cast<int>(v);
+      }
+    }
+    rep[t] = static_cast<size_t>(best);
+    rep_plan[t] = laid_out[t][rep[t]];
+  }
+  // Two copies of each template are measured; a mixed pair is modeled as the geometric mean
+  // of the two same-template pairs (f_ab = sqrt(f_aa f_bb); checked against measured mixed
+  // pairs in docs/xema.md: within 1-3.5%).
+  p.pair_speedup.assign(k, std::vector<double>(k, 1.0));
   if (o.max_concurrency > 1) {
-    size_t t = 0;
-    for (size_t i = 1; i < o.mix.size(); ++i) {
-      if (o.mix[i].weight > o.mix[t].weight) t = i;
+    for (size_t a = 0; a < k; ++a) {
+      Progress(o, "processor sharing", static_cast<int>(a), static_cast<int>(k));
+      const TemplateVariant& va = p.templates[a].variants[rep[a]];
+      DiffusionPipeline& pl = *pipelines.at(va.request.model);
+      ASSIGN_OR_RETURN(p.pair_speedup[a][a],
+                       PairSpeedupHere(pl, va.request, *rep_plan[a], va.solo_s, pl, va.request,
+                                       *rep_plan[a], va.solo_s, cpu));
     }
-    const TemplateProfile& tp = p.templates[t];
-    size_t v = 0;
-    for (size_t i = 1; i < tp.variants.size(); ++i) {
-      if (tp.variants[i].arena_bytes < tp.variants[v].arena_bytes) v = i;
-    }
-    DiffusionPipeline& pipeline = *pipelines.at(tp.request.model);
-    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan,
-                     RecordAndLayOut(pipeline, tp.variants[v].request));
-    for (int n = 2; n <= o.max_concurrency; ++n) {
-      Progress(o, "processor sharing", n - 2, o.max_concurrency - 1);
-      ASSIGN_OR_RETURN(const double s, MeasureSpeedup(pipeline, tp.variants[v].request, *plan,
-                                                      tp.variants[v].solo_s, n, cpu));
-      p.speedup.push_back(s);
+    for (size_t a = 0; a < k; ++a) {
+      for (size_t b = a + 1; b < k; ++b) {
+        p.pair_speedup[a][b] = p.pair_speedup[b][a] =
+            std::sqrt(p.pair_speedup[a][a] * p.pair_speedup[b][b]);
+      }
     }
   }
+  p.pairs_s = core::SecondsSince(t_pairs);
   p.profile_s = core::SecondsSince(t0);
   return p;
 }
@@ -276,6 +346,13 @@ bool Better(const ConfigurationScore& a, const ConfigurationScore& b) {
 
 }  // namespace
 
+core::StatusOr<double> MeasurePairSpeedup(DiffusionPipeline& pa, const DiffusionRequest& ra,
+                                          const TemplatePlan& la, double solo_a,
+                                          DiffusionPipeline& pb, const DiffusionRequest& rb,
+                                          const TemplatePlan& lb, double solo_b, int cpu) {
+  return PairSpeedupHere(pa, ra, la, solo_a, pb, rb, lb, solo_b, cpu);
+}
+
 core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& o) {
   RETURN_IF_ERROR(ValidatePlannerOptions(o));
   const int cpu = core::AllowedCpu(core::OnlineCpus() - 1);
@@ -293,7 +370,8 @@ core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& o) {
     Progress(o, "server overhead", 0, 1);
     const Clock::time_point t0 = Clock::now();
     ASSIGN_OR_RETURN(result->overhead_s, MeasureOverhead(*result, o));
-    result->profile_s += core::SecondsSince(t0);
+    result->overhead_probe_s = core::SecondsSince(t0);
+    result->profile_s += result->overhead_probe_s;
   }
   return result;
 }
@@ -404,7 +482,7 @@ core::StatusOr<ConfigurationScore> ScoreConfiguration(const ServingProfile& p,
   so.devices = o.devices;
   so.region_bytes = p.region_bytes;
   so.queue_capacity = o.queue_capacity;
-  so.speedup = p.speedup;
+  so.pair_speedup = p.pair_speedup;
   so.overhead_s = p.overhead_s;
   ASSIGN_OR_RETURN(const std::vector<SimRequest> out, SimulateServing(plan, so, sim));
   std::vector<std::vector<double>> lat(nt);
@@ -543,7 +621,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
   result.score = best_score;
   result.plan = MakeServingPlan(p, o, best, best_score);
   result.search_s = core::SecondsSince(t0);
-  core::Json speedup = p.speedup;
+  core::Json speedup = p.pair_speedup;
   core::Json unplanned = result.unplanned;
   result.plan.planner = {{"profile_s", p.profile_s},
                          {"search_s", result.search_s},
@@ -554,7 +632,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
                          {"predicted_attainment", best_score.attainment},
                          {"predicted_p50_s", best_score.p50_s},
                          {"predicted_p99_s", best_score.p99_s},
-                         {"speedup", speedup},
+                         {"pair_speedup", speedup},
                          {"overhead_s", p.overhead_s},
                          {"cpu", p.cpu},
                          {"duration_s", o.duration_s},

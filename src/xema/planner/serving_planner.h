@@ -5,15 +5,22 @@
 //
 // 1. Profile (real runs on this host, each on one core, the core device 0 of the server uses):
 //    every model of the mix loaded once (weights W); the region R = B - W per device. Per
-//    template, the part-2 mitigation planner profiles its mitigation options once, at the
+//    template, the unmitigated request is recorded and laid out; when its arena fits
+//    max_concurrency times in R nothing else is profiled (no mitigation can help). Otherwise
+//    the part-2 mitigation planner profiles its mitigation options once (activations only,
+//    on the loaded pipeline; only the actions of the phases where the pressure intervals at
+//    that limit lie), at the
 //    strictest per-request limit R / max_concurrency; its MILP is then solved again for each
 //    concurrency c at the limit R / c (rows dropped at the strictest limit cannot bind at a
 //    looser one), giving the least-added-time mitigations for c requests in flight. Each
 //    distinct variant (and the unmitigated request) is recorded, laid out (tflite: its exact
 //    arena bytes) and timed from its arena (median of timing_runs after a warm-up): its solo
 //    seconds. The unmitigated solo time is the template's isolated latency, the SLO's base.
-//    Processor sharing on one core is calibrated once: n = 2..max_concurrency copies of one
-//    request run at once on the core; speedup(n) = n x solo / their makespan.
+//    Processor sharing on one core is calibrated per template (its fastest variant that fits
+//    twice): two copies run in a loop at once on the core for a window; their aggregate
+//    speed-up f_aa = sum of solo / median run time while both ran (1: ideal sharing; less:
+//    cache thrashing). A mixed pair is modeled as sqrt(f_aa f_bb) (MeasurePairSpeedup measures
+//    any pair; the model was checked against measured mixed pairs: within 1-3.5%).
 // 2. Candidates per template: (variant, c) with c x arena <= R (exact: the arena is the
 //    recorded layout's), drop those dominated at the same c (another variant no larger and no
 //    slower). A configuration takes one candidate per template.
@@ -43,6 +50,7 @@
 #include "xema/planner/serving_sim.h"
 #include "xema/serve/load_mix.h"
 #include "xema/serve/loadgen.h"
+#include "xema/serve/serve_device.h"
 #include "xema/serve/serving_plan.h"
 
 namespace tessera::xema {
@@ -77,7 +85,7 @@ struct TemplateVariant {
 
 struct TemplateProfile {
   std::string label;
-  DiffusionRequest request;              // as the mix sends it
+  DiffusionRequest request;               // as the mix sends it
   std::vector<TemplateVariant> variants;  // [0]: unmitigated
   double isolated_s = 0;                  // variants[0].solo_s
   int mitigation_runs = 0;
@@ -87,13 +95,24 @@ struct ServingProfile {
   std::vector<TemplateProfile> templates;
   std::map<std::string, int64_t> weight_bytes;
   int64_t region_bytes = 0;
-  std::vector<double> speedup;  // index n - 1
-  double overhead_s = 0;        // measured, or options.overhead_s when given
-  int cpu = -1;                 // the core the runs were timed on
-  double profile_s = 0;         // wall seconds of the profiling
+  std::vector<std::vector<double>> pair_speedup;  // per pair of templates (symmetric)
+  double overhead_s = 0;                          // measured, or options.overhead_s when given
+  int cpu = -1;                                   // the core the runs were timed on
+  double profile_s = 0;                           // wall seconds of the profiling, of which:
+  double templates_s = 0;       //   recording, mitigation profiling and timing the variants
+  double pairs_s = 0;           //   the pair speed-ups
+  double overhead_probe_s = 0;  //   the server-overhead probe
 };
 
 core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& options);
+
+// The aggregate speed-up of two requests sharing one core, each looping from its own arena of
+// its recorded layout for a window (at least 0.6 s) on `cpu` (-1: not pinned): the sum over
+// the two of solo_s / their median run time while both ran.
+core::StatusOr<double> MeasurePairSpeedup(DiffusionPipeline& pa, const DiffusionRequest& ra,
+                                          const TemplatePlan& la, double solo_a,
+                                          DiffusionPipeline& pb, const DiffusionRequest& rb,
+                                          const TemplatePlan& lb, double solo_b, int cpu);
 
 // Per template, the index of its variant and its concurrency.
 struct Configuration {
@@ -130,7 +149,7 @@ struct ServingPlannerResult {
   int64_t candidates = 0;  // (variant, c) pairs over the templates
   int64_t infeasible = 0;  // pruned exactly from the arenas
   int64_t dominated = 0;
-  int64_t simulated = 0;   // configurations scored
+  int64_t simulated = 0;               // configurations scored
   std::vector<std::string> unplanned;  // templates with no feasible candidate
   double search_s = 0;
 };

@@ -12,11 +12,12 @@ namespace {
 
 ServingPlannerOptions SmallOptions(int64_t budget) {
   ServingPlannerOptions o;
-  auto mix = MixFromJson(core::ParseJson(R"([{"model":"tiny-t2i","size":"16x16","steps":1,"weight":2},
+  auto mix =
+      MixFromJson(core::ParseJson(R"([{"model":"tiny-t2i","size":"16x16","steps":1,"weight":2},
                                              {"model":"tiny-t2i","size":"64x64","steps":1}])",
-                                         "mix")
-                             .value(),
-                         "mix");
+                                  "mix")
+                      .value(),
+                  "mix");
   EXPECT_TRUE(mix.ok());
   o.mix = *mix;
   o.budget_bytes = budget;
@@ -37,9 +38,12 @@ TEST(ServingPlannerTest, ProfilesPlansAndTheGridAgrees) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->templates.size(), 2u);
   EXPECT_EQ(p->region_bytes, o.budget_bytes - p->weight_bytes.at("tiny-t2i"));
-  EXPECT_EQ(p->speedup.size(), 2u);
-  EXPECT_DOUBLE_EQ(p->speedup[0], 1.0);
-  EXPECT_GT(p->speedup[1], 0);
+  ASSERT_EQ(p->pair_speedup.size(), 2u);
+  for (const auto& row : p->pair_speedup) {
+    ASSERT_EQ(row.size(), 2u);
+    for (double f : row) EXPECT_GT(f, 0);
+  }
+  EXPECT_EQ(p->pair_speedup[0][1], p->pair_speedup[1][0]);
   EXPECT_DOUBLE_EQ(p->overhead_s, 0.002);
   for (const TemplateProfile& t : p->templates) {
     ASSERT_FALSE(t.variants.empty());

@@ -2,30 +2,121 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
-#include <map>
+#include <limits>
 
-#include "sim/simulator.h"
+#include "sim/event_queue.h"
 #include "xema/serve/plan_admission.h"
 
 namespace tessera::xema {
 namespace {
 
-class Dispatcher : public sim::Listener {
+// Event kinds at equal times: completions before arrivals (a slot freed at t is free for an
+// arrival at t, as the server's worker releases before the next request is dispatched).
+constexpr int kDone = 0;
+constexpr int kArrive = 1;
+
+class Engine {
  public:
-  Dispatcher(sim::Simulator* sim, const std::vector<sim::ResourceId>* devices,
-             const ServingPlan& plan, const ServingSimOptions& o,
-             const std::vector<SimArrival>* arrivals, std::vector<SimRequest>* out)
-      : sim_(sim),
-        devices_(devices),
-        admission_(plan, o.devices, o.region_bytes),
-        capacity_(o.queue_capacity),
+  Engine(const ServingPlan& plan, const ServingSimOptions& o,
+         const std::vector<SimArrival>& arrivals, std::vector<SimRequest>* out)
+      : o_(o),
         arrivals_(arrivals),
-        out_(out) {}
+        out_(out),
+        admission_(plan, o.devices, o.region_bytes),
+        devices_(static_cast<size_t>(o.devices)) {}
+
+  void Run() {
+    for (size_t i = 0; i < arrivals_.size(); ++i) {
+      queue_events_.Schedule(arrivals_[i].at_s, kArrive,
+                             [this, i] { Arrive(static_cast<int>(i)); });
+    }
+    queue_events_.Run();
+  }
+
+ private:
+  struct Task {
+    int request = 0;
+    double remaining_s = 0;  // solo seconds of work left
+    Admission admission;
+  };
+  struct Device {
+    std::vector<Task> running;
+    double rate = 1;     // per task, since `since_s`
+    double since_s = 0;  // when `remaining_s` was last brought up to date
+    sim::EventId next = -1;
+  };
+
+  double PairSpeedup(int a, int b) const {
+    if (o_.pair_speedup.empty()) return 1;
+    return o_.pair_speedup[static_cast<size_t>(a)][static_cast<size_t>(b)];
+  }
+
+  // Brings the device's tasks' remaining work up to now.
+  void Advance(Device& d) {
+    const double now = queue_events_.now_s();
+    for (Task& t : d.running) t.remaining_s -= d.rate * (now - d.since_s);
+    d.since_s = now;
+  }
+
+  // New rates after a change of the running set, and the next completion.
+  void Reschedule(int di) {
+    Device& d = devices_[static_cast<size_t>(di)];
+    if (d.next >= 0) queue_events_.Cancel(d.next);
+    d.next = -1;
+    const size_t n = d.running.size();
+    if (n == 0) return;
+    double f = 1;
+    if (n >= 2) {
+      double sum = 0;
+      int pairs = 0;
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = a + 1; b < n; ++b) {
+          sum += PairSpeedup(Class(d.running[a]), Class(d.running[b]));
+          ++pairs;
+        }
+      }
+      f = sum / pairs;
+    }
+    d.rate = f / static_cast<double>(n);
+    double first = std::numeric_limits<double>::infinity();
+    for (const Task& t : d.running) first = std::min(first, std::max(0.0, t.remaining_s));
+    d.next = queue_events_.Schedule(queue_events_.now_s() + first / d.rate, kDone,
+                                    [this, di] { Complete(di); });
+  }
+
+  int Class(const Task& t) const {
+    return arrivals_[static_cast<size_t>(t.request)].template_index;
+  }
+
+  void Complete(int di) {
+    Device& d = devices_[static_cast<size_t>(di)];
+    d.next = -1;
+    Advance(d);
+    // The task(s) whose work ran out (the least remaining, and any within rounding of it).
+    double least = std::numeric_limits<double>::infinity();
+    for (const Task& t : d.running) least = std::min(least, t.remaining_s);
+    const double eps = 1e-9 * (1 + std::abs(least));
+    std::vector<Task> done;
+    std::erase_if(d.running, [&](const Task& t) {
+      if (t.remaining_s > least + eps) return false;
+      done.push_back(t);
+      return true;
+    });
+    for (const Task& t : done) {
+      SimRequest& s = (*out_)[static_cast<size_t>(t.request)];
+      s.finish_s = queue_events_.now_s();
+      s.served = true;
+      admission_.Release(arrivals_[static_cast<size_t>(t.request)].route, t.admission);
+    }
+    Reschedule(di);
+    Dispatch();
+  }
 
   void Arrive(int i) {
-    if (static_cast<int>(queue_.size()) >= capacity_) {
+    if (static_cast<int>(queue_.size()) >= o_.queue_capacity) {
       (*out_)[static_cast<size_t>(i)].rejected = true;
       return;
     }
@@ -33,46 +124,30 @@ class Dispatcher : public sim::Listener {
     Dispatch();
   }
 
-  void OnFinish(sim::TaskId task, double now_s) override {
-    auto it = running_.find(task);
-    if (it == running_.end()) return;
-    const int i = it->second.first;
-    admission_.Release((*arrivals_)[static_cast<size_t>(i)].route, it->second.second);
-    (*out_)[static_cast<size_t>(i)].finish_s = now_s;
-    (*out_)[static_cast<size_t>(i)].served = true;
-    running_.erase(it);
-    Dispatch();
-  }
-
- private:
   void Dispatch() {
     while (!queue_.empty()) {
       const int i = queue_.front();
-      const SimArrival& a = (*arrivals_)[static_cast<size_t>(i)];
+      const SimArrival& a = arrivals_[static_cast<size_t>(i)];
       const std::optional<Admission> adm = admission_.Admit(a.route);
-      if (!adm) return;
+      if (!adm) return;  // strict FCFS: the head and everything behind it wait
       queue_.pop_front();
-      const sim::ResourceId r = (*devices_)[static_cast<size_t>(adm->device)];
-      sim::TaskSpec t;
-      t.resources = std::span<const sim::ResourceId>(&r, 1);
-      t.work_s = a.work_s;
-      t.release_s = sim_->now_s();
-      const sim::TaskId id = sim_->AddTask(t);
-      running_[id] = {i, *adm};
+      Device& d = devices_[static_cast<size_t>(adm->device)];
+      Advance(d);
+      d.running.push_back(Task{i, a.work_s, *adm});
       SimRequest& s = (*out_)[static_cast<size_t>(i)];
       s.device = adm->device;
-      s.start_s = sim_->now_s();
+      s.start_s = queue_events_.now_s();
+      Reschedule(adm->device);
     }
   }
 
-  sim::Simulator* sim_;
-  const std::vector<sim::ResourceId>* devices_;
-  PlanAdmission admission_;
-  int capacity_;
-  const std::vector<SimArrival>* arrivals_;
+  const ServingSimOptions& o_;
+  const std::vector<SimArrival>& arrivals_;
   std::vector<SimRequest>* out_;
+  PlanAdmission admission_;
+  std::vector<Device> devices_;
   std::deque<int> queue_;
-  std::map<sim::TaskId, std::pair<int, Admission>> running_;
+  sim::EventQueue queue_events_;
 };
 
 }  // namespace
@@ -80,53 +155,47 @@ class Dispatcher : public sim::Listener {
 core::StatusOr<std::vector<SimRequest>> SimulateServing(const ServingPlan& plan,
                                                         const ServingSimOptions& o,
                                                         const std::vector<SimArrival>& arrivals) {
-  if (o.devices < 1 || o.region_bytes <= 0 || o.queue_capacity < 1 || o.speedup.empty() ||
-      !(o.overhead_s >= 0)) {
+  if (o.devices < 1 || o.region_bytes <= 0 || o.queue_capacity < 1 || !(o.overhead_s >= 0)) {
     return core::InvalidArgument(fmt::format(
-        "serving simulation: devices {}, region {} bytes, queue {}, {} speed-ups, overhead {} s; "
-        "need >= 1, > 0, >= 1, >= 1, >= 0",
-        o.devices, o.region_bytes, o.queue_capacity, o.speedup.size(), o.overhead_s));
+        "serving simulation: devices {}, region {} bytes, queue {}, overhead {} s; need >= 1, "
+        "> 0, >= 1, >= 0",
+        o.devices, o.region_bytes, o.queue_capacity, o.overhead_s));
   }
-  for (double s : o.speedup) {
-    if (!(s > 0) || !std::isfinite(s)) {
-      return core::InvalidArgument(fmt::format("speedup: got {}, must be finite and > 0", s));
+  const size_t k = o.pair_speedup.size();
+  for (size_t a = 0; a < k; ++a) {
+    if (o.pair_speedup[a].size() != k) {
+      return core::InvalidArgument(
+          fmt::format("pair_speedup[{}]: got {} values, must be square ({} x {})", a,
+                      o.pair_speedup[a].size(), k, k));
+    }
+    for (size_t b = 0; b < k; ++b) {
+      const double v = o.pair_speedup[a][b];
+      if (!(v > 0) || !std::isfinite(v) || v != o.pair_speedup[b][a]) {
+        return core::InvalidArgument(fmt::format(
+            "pair_speedup[{}][{}]: got {}, must be finite, > 0 and symmetric", a, b, v));
+      }
     }
   }
   double last = 0;
   for (size_t i = 0; i < arrivals.size(); ++i) {
     const SimArrival& a = arrivals[i];
-    const bool routed = a.route.kind == RouteKind::kFallback
-                            ? a.route.entry == -1
-                            : a.route.entry >= 0 &&
-                                  a.route.entry < static_cast<int>(plan.entries.size());
-    if (!routed || !(a.at_s >= last) || !(a.work_s >= 0) || !std::isfinite(a.work_s)) {
+    const bool routed =
+        a.route.kind == RouteKind::kFallback
+            ? a.route.entry == -1
+            : a.route.entry >= 0 && a.route.entry < static_cast<int>(plan.entries.size());
+    const bool classed =
+        k == 0 || (a.template_index >= 0 && a.template_index < static_cast<int>(k));
+    if (!routed || !classed || !(a.at_s >= last) || !(a.work_s >= 0) || !std::isfinite(a.work_s)) {
       return core::InvalidArgument(fmt::format(
-          "arrivals[{}]: at {} s (previous {}), entry {}, work {} s: must be in time order, routed "
-          "into the plan's {} entries, with finite work >= 0",
-          i, a.at_s, last, a.route.entry, a.work_s, plan.entries.size()));
+          "arrivals[{}]: at {} s (previous {}), entry {}, class {}, work {} s: must be in time "
+          "order, routed into the plan's {} entries, of a class of pair_speedup, with finite "
+          "work >= 0",
+          i, a.at_s, last, a.route.entry, a.template_index, a.work_s, plan.entries.size()));
     }
     last = a.at_s;
   }
-  sim::Simulator sim;
-  std::vector<sim::ResourceId> devices;
-  const std::vector<double> speedup = o.speedup;
-  for (int d = 0; d < o.devices; ++d) {
-    sim::ResourceSpec r;
-    r.name = fmt::format("device {}", d);
-    r.slots = sim::kUnlimited;
-    r.speed = [speedup](int n) {
-      const double s = speedup[std::min(static_cast<size_t>(n), speedup.size()) - 1];
-      return s / n;
-    };
-    devices.push_back(sim.AddResource(std::move(r)));
-  }
   std::vector<SimRequest> out(arrivals.size());
-  Dispatcher dispatcher(&sim, &devices, plan, o, &arrivals, &out);
-  sim.set_listener(&dispatcher);
-  for (size_t i = 0; i < arrivals.size(); ++i) {
-    sim.ScheduleAt(arrivals[i].at_s, [&dispatcher, i] { dispatcher.Arrive(static_cast<int>(i)); });
-  }
-  sim.Run();
+  Engine(plan, o, arrivals, &out).Run();
   for (size_t i = 0; i < arrivals.size(); ++i) {
     SimRequest& s = out[i];
     if (!s.served) continue;

@@ -1,6 +1,6 @@
 // A discrete-event simulation of serving a request stream under a serving plan
-// (xema/serve/serving_plan.h), on the shared engine sim::Simulator: what the planner scores
-// configurations with, instead of serving each for real (Vidur's idea for LLM serving).
+// (xema/serve/serving_plan.h), on the shared event engine sim::EventQueue: what the planner
+// scores configurations with, instead of serving each for real (Vidur's idea for LLM serving).
 //
 // Model (the server's rules, xema/serve/server.h):
 //   - one FIFO queue of at most queue_capacity waiting requests; an arrival that finds it
@@ -8,10 +8,12 @@
 //   - strict FCFS admission by PlanAdmission (the server's own code): the head starts on the
 //     lowest device that admits it (concurrency per entry, arena placed first fit in the
 //     device's region; a fallback request alone), else everything waits;
-//   - a device is one core shared by its requests in flight (processor sharing): with n in
-//     flight each progresses at speedup(n) / n seconds of its solo work per second, where
-//     speedup(n) is the measured aggregate throughput of n requests on one core relative to one
-//     (1 for n = 1; the last value beyond the table);
+//   - a device is one core shared by its requests in flight (processor sharing): with a set S
+//     of n >= 2 in flight each progresses at f(S) / n seconds of its solo work per second,
+//     where f(S) is the mean over the pairs {a, b} of S of pair_speedup[class a][class b], the
+//     measured aggregate throughput of two such requests on one core relative to one (two
+//     heavy requests thrash the caches more than a heavy and a light one); alone, at 1. An
+//     empty pair_speedup means 1 for every pair (ideal sharing);
 //   - latency = finish - arrival + overhead_s (the server's HTTP and parsing time).
 // Errors: InvalidArgument for bad options or an arrival routed outside the plan. Deterministic.
 // Thread-safety: reentrant.
@@ -29,14 +31,15 @@ struct ServingSimOptions {
   int devices = 1;
   int64_t region_bytes = 0;  // per device: the budget less the plan's weights
   int queue_capacity = 64;
-  std::vector<double> speedup = {1};  // index n - 1: n requests in flight on one device
+  // Symmetric, one row per request class (SimArrival::template_index); or empty.
+  std::vector<std::vector<double>> pair_speedup;
   double overhead_s = 0;
 };
 
 struct SimArrival {
   double at_s = 0;
   Route route;
-  int template_index = 0;  // for the caller's statistics
+  int template_index = 0;  // its class in pair_speedup, and for the caller's statistics
   double work_s = 0;       // the request's solo seconds (its template and mitigations)
 };
 

@@ -24,10 +24,10 @@ SimArrival At(double t, double work, int entry = 0) {
   return a;
 }
 
-ServingSimOptions Opts(int64_t region = 900, std::vector<double> speedup = {1}) {
+ServingSimOptions Opts(int64_t region = 900, std::vector<std::vector<double>> pairs = {}) {
   ServingSimOptions o;
   o.region_bytes = region;
-  o.speedup = std::move(speedup);
+  o.pair_speedup = std::move(pairs);
   return o;
 }
 
@@ -48,8 +48,8 @@ TEST(ServingSimTest, ConcurrentRequestsShareTheCore) {
   ASSERT_TRUE(r.ok());
   EXPECT_DOUBLE_EQ((*r)[0].finish_s, 2);
   EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2);
-  // A measured aggregate speed-up of 1.5 at two: each at 0.75, done at 4/3 s.
-  r = SimulateServing(OneEntryPlan(2, 100), Opts(900, {1, 1.5}), {At(0, 1), At(0, 1)});
+  // A measured aggregate speed-up of 1.5 for the pair: each at 0.75, done at 4/3 s.
+  r = SimulateServing(OneEntryPlan(2, 100), Opts(900, {{1.5}}), {At(0, 1), At(0, 1)});
   ASSERT_TRUE(r.ok());
   EXPECT_NEAR((*r)[0].finish_s, 4.0 / 3, 1e-12);
   // A short request beside a long one: A alone for 0.5 s (1.5 s left), then both at half speed;
@@ -59,6 +59,29 @@ TEST(ServingSimTest, ConcurrentRequestsShareTheCore) {
   EXPECT_NEAR((*r)[1].finish_s, 1.5, 1e-12);
   EXPECT_NEAR((*r)[1].latency_s, 1.0, 1e-12);
   EXPECT_NEAR((*r)[0].finish_s, 2.5, 1e-12);
+}
+
+TEST(ServingSimTest, PairSpeedupsDependOnWhoShares) {
+  // Two classes: a heavy pair runs at 0.5 together, a heavy and a light one at 0.9, two
+  // light ones at 1. Heavy (class 0, 1 s) and light (class 1, 0.1 s) start together: each at
+  // 0.45; the light one ends at 0.1 / 0.45 s, the heavy one then alone.
+  const std::vector<std::vector<double>> pairs = {{0.5, 0.9}, {0.9, 1.0}};
+  SimArrival heavy = At(0, 1), light = At(0, 0.1);
+  light.template_index = 1;
+  auto r = SimulateServing(OneEntryPlan(2, 100), Opts(900, pairs), {heavy, light});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double t_light = 0.1 / 0.45;
+  EXPECT_NEAR((*r)[1].finish_s, t_light, 1e-12);
+  EXPECT_NEAR((*r)[0].finish_s, t_light + (1 - 0.45 * t_light), 1e-12);
+  // Two heavy ones: 0.25 each, both done at 4 s.
+  r = SimulateServing(OneEntryPlan(2, 100), Opts(900, pairs), {heavy, heavy});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NEAR((*r)[0].finish_s, 4, 1e-12);
+  // Three: f = mean of the three pairs' speed-ups, each at f / 3.
+  r = SimulateServing(OneEntryPlan(3, 100), Opts(900, pairs), {heavy, heavy, light});
+  ASSERT_TRUE(r.ok());
+  const double f = (0.5 + 0.9 + 0.9) / 3;
+  EXPECT_NEAR((*r)[2].finish_s, 0.1 / (f / 3), 1e-12);
 }
 
 TEST(ServingSimTest, ArenasMustFitTheRegionAndConcurrencyBinds) {
@@ -125,7 +148,12 @@ TEST(ServingSimTest, BadInputIsNamed) {
   EXPECT_NE(r.status().message().find("arrivals[1]"), std::string::npos);
   EXPECT_FALSE(SimulateServing(p, Opts(), {At(0, 1, 3)}).ok());
   EXPECT_FALSE(SimulateServing(p, Opts(0), {}).ok());
-  EXPECT_FALSE(SimulateServing(p, Opts(900, {0}), {}).ok());
+  EXPECT_FALSE(SimulateServing(p, Opts(900, {{0}}), {}).ok());
+  EXPECT_FALSE(SimulateServing(p, Opts(900, {{1, 0.5}, {0.7, 1}}), {}).ok());  // not symmetric
+  EXPECT_TRUE(SimulateServing(p, Opts(900, {{1}}), {At(0, 1)}).ok());  // class 0 is in range
+  SimArrival bad_class = At(0, 1);
+  bad_class.template_index = 1;
+  EXPECT_FALSE(SimulateServing(p, Opts(900, {{1}}), {bad_class}).ok());
 }
 
 }  // namespace

@@ -61,8 +61,7 @@ PlannedDevice::~PlannedDevice() {
 core::StatusOr<std::unique_ptr<PlannedDevice>> PlannedDevice::Create(
     int index, int cpu, const ServingPlan& plan, const PlanRecordings& recordings,
     int64_t budget_bytes) {
-  std::unique_ptr<PlannedDevice> d(
-      new PlannedDevice(index, cpu, plan, recordings, budget_bytes));
+  std::unique_ptr<PlannedDevice> d(new PlannedDevice(index, cpu, plan, recordings, budget_bytes));
   for (const auto& [name, bytes] : plan.model_weight_bytes) {
     ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(name));
     auto loaded = DiffusionPipeline::Load(spec, d->weights_);
@@ -73,15 +72,16 @@ core::StatusOr<std::unique_ptr<PlannedDevice>> PlannedDevice::Create(
   }
   d->region_bytes_ = budget_bytes - d->weights_.live_bytes();
   if (d->region_bytes_ <= 0) {
-    return core::Infeasible(fmt::format(
-        "device {}: the plan's weights take {} bytes, the whole budget of {}", index,
-        d->weights_.live_bytes(), budget_bytes));
+    return core::Infeasible(
+        fmt::format("device {}: the plan's weights take {} bytes, the whole budget of {}", index,
+                    d->weights_.live_bytes(), budget_bytes));
   }
   void* p = mmap(nullptr, static_cast<size_t>(d->region_bytes_), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) {
-    return core::Infeasible(fmt::format("device {}: cannot map an activation region of {} bytes: {}",
-                                        index, d->region_bytes_, std::strerror(errno)));
+    return core::Infeasible(
+        fmt::format("device {}: cannot map an activation region of {} bytes: {}", index,
+                    d->region_bytes_, std::strerror(errno)));
   }
   d->region_ = static_cast<char*>(p);
   d->live_bytes_.store(d->weights_.live_bytes());
@@ -94,7 +94,8 @@ void PlannedDevice::Account(int64_t delta_live_bytes, int64_t request_peak_bytes
   while (live > seen && !peak_live_bytes_.compare_exchange_weak(seen, live)) {
   }
   seen = peak_bytes_.load();
-  while (request_peak_bytes > seen && !peak_bytes_.compare_exchange_weak(seen, request_peak_bytes)) {
+  while (request_peak_bytes > seen &&
+         !peak_bytes_.compare_exchange_weak(seen, request_peak_bytes)) {
   }
 }
 
@@ -104,7 +105,8 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
   ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
   auto pit = pipelines_.find(spec.name);
   if (pit == pipelines_.end()) {
-    return core::InvalidArgument(fmt::format("model: got '{}', not served by this plan", spec.name));
+    return core::InvalidArgument(
+        fmt::format("model: got '{}', not served by this plan", spec.name));
   }
   DiffusionPipeline& pipeline = *pit->second;
   const int64_t weights = weights_.live_bytes();

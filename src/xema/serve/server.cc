@@ -221,14 +221,14 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     const ServingPlan& plan = *options.serving_plan;
     const std::string& src = options.serving_plan_source;
     if (plan.WeightBytes() >= options.budget_bytes) {
-      return core::InvalidArgument(fmt::format(
-          "{}.models: the weights take {} bytes, the budget is {}", src, plan.WeightBytes(),
-          options.budget_bytes));
+      return core::InvalidArgument(
+          fmt::format("{}.models: the weights take {} bytes, the budget is {}", src,
+                      plan.WeightBytes(), options.budget_bytes));
     }
     const int64_t region = options.budget_bytes - plan.WeightBytes();
     ASSIGN_OR_RETURN(PlanRecordings rec, RecordPlanEntries(plan, src, region));
-    RETURN_IF_ERROR(CheckPlanFitsServer(plan, src, options.budget_bytes, options.devices,
-                                        rec.weight_bytes));
+    RETURN_IF_ERROR(
+        CheckPlanFitsServer(plan, src, options.budget_bytes, options.devices, rec.weight_bytes));
     s->recordings_ = std::make_unique<PlanRecordings>(std::move(rec));
     const int cpus = core::OnlineCpus();
     for (int d = 0; d < options.devices; ++d) {
@@ -240,7 +240,7 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
     s->admission_ =
         std::make_unique<PlanAdmission>(plan, options.devices, s->planned_[0]->region_bytes());
     s->ready_.resize(static_cast<size_t>(options.devices));
-    const int slots = plan.MaxConcurrency();
+    const int slots = plan.SlotsPerDevice();
     for (int d = 0; d < options.devices; ++d) {
       for (int k = 0; k < slots; ++k) s->workers_.emplace_back([self, d] { self->WorkPlanned(d); });
     }
@@ -386,12 +386,11 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
     job->route = RouteRequest(plan, job->request.request);
     if (job->route.kind != RouteKind::kExact) {
       (job->route.kind == RouteKind::kCovered ? misses_covered_ : misses_fallback_).fetch_add(1);
-      std::fprintf(stderr, "template miss: %s -> %s\n",
-                   TemplateKeyString(job->request.request).c_str(),
-                   job->route.kind == RouteKind::kCovered
-                       ? ("covered by " + plan.entries[static_cast<size_t>(job->route.entry)].key)
-                             .c_str()
-                       : "fallback (caching allocator, all mitigations, alone on a device)");
+      std::fprintf(
+          stderr, "template miss: %s -> %s\n", TemplateKeyString(job->request.request).c_str(),
+          job->route.kind == RouteKind::kCovered
+              ? ("covered by " + plan.entries[static_cast<size_t>(job->route.entry)].key).c_str()
+              : "fallback (caching allocator, all mitigations, alone on a device)");
     }
   }
   std::future<void> done = job->done.get_future();
@@ -423,17 +422,17 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
       data.push_back({{"b64_json", EncodeBase64(*png)}});
     }
   }
-  reply.body = {{"created", static_cast<int64_t>(std::time(nullptr))},
-                {"data", std::move(data)},
-                {"latency_s", core::SecondsSince(arrival)},
-                {"queue_s", job->queue_s},
-                {"peak_bytes", job->run.peak_bytes},
-                {"template_hit", job->run.template_hit},
-                {"mitigations", job->run.mitigations},
-                {"template", TemplateKeyString(req)},
-                {"policy",
-                 options_.serving_plan != nullptr ? "plan" : MemoryPolicyName(options_.policy)},
-                {"device", job->device}};
+  reply.body = {
+      {"created", static_cast<int64_t>(std::time(nullptr))},
+      {"data", std::move(data)},
+      {"latency_s", core::SecondsSince(arrival)},
+      {"queue_s", job->queue_s},
+      {"peak_bytes", job->run.peak_bytes},
+      {"template_hit", job->run.template_hit},
+      {"mitigations", job->run.mitigations},
+      {"template", TemplateKeyString(req)},
+      {"policy", options_.serving_plan != nullptr ? "plan" : MemoryPolicyName(options_.policy)},
+      {"device", job->device}};
   if (options_.serving_plan != nullptr) reply.body["route"] = RouteKindName(job->route.kind);
   return finish(200, "", job->run.template_hit);
 }

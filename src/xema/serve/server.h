@@ -86,10 +86,11 @@ struct ServerOptions {
   std::vector<PlannedTemplate> plans;
   // A serving plan (serving_plan.h, `serve --plan` with a plan table of xema plan): when set,
   // it decides the memory control and concurrency of every template (policy is then unused,
-  // reported "plan"); each device runs up to its entries' concurrency requests at once, its
-  // threads pinned to one core (the host's last cores, device 0 on the last; unpinned when the
-  // devices outnumber the cores); templates missing from the table are routed to a covering
-  // entry or the fallback, logged on stderr and counted in /v1/metrics ("template_misses").
+  // reported "plan"); each device runs up to SlotsPerDevice() requests at once (per entry up
+  // to its concurrency), its threads pinned to one core (the host's last cores, device 0 on the
+  // last; unpinned when the devices outnumber the cores); templates missing from the table are
+  // routed to a covering entry or the fallback, logged on stderr and counted in /v1/metrics
+  // ("template_misses").
   std::shared_ptr<const ServingPlan> serving_plan;
   std::string serving_plan_source = "plan";  // names the table in messages
   // Test hook: called by a device's worker before it runs each request.
@@ -145,7 +146,7 @@ class DiffusionServer {
   // With a serving plan (the devices_ above are then empty).
   std::unique_ptr<PlanRecordings> recordings_;
   std::vector<std::unique_ptr<PlannedDevice>> planned_;
-  std::unique_ptr<PlanAdmission> admission_;           // guarded by mu_
+  std::unique_ptr<PlanAdmission> admission_;             // guarded by mu_
   std::vector<std::deque<std::shared_ptr<Job>>> ready_;  // per device, admitted; guarded by mu_
   std::atomic<int64_t> misses_covered_{0};
   std::atomic<int64_t> misses_fallback_{0};

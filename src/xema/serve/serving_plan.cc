@@ -27,7 +27,9 @@ core::Json EntryToJson(const ServingPlanEntry& e) {
             {"mitigations", MitigationsToJson(e.request)},
             {"labels", MitigationLabels(e.request)}}},
           {"predicted",
-           {{"solo_s", e.solo_s}, {"p50_s", e.p50_s}, {"p99_s", e.p99_s},
+           {{"solo_s", e.solo_s},
+            {"p50_s", e.p50_s},
+            {"p99_s", e.p99_s},
             {"attainment", e.attainment}}},
           {"slo_s", e.slo_s}};
 }
@@ -101,10 +103,10 @@ int64_t ServingPlan::WeightBytes() const {
   return sum;
 }
 
-int ServingPlan::MaxConcurrency() const {
-  int c = 1;
-  for (const ServingPlanEntry& e : entries) c = std::max(c, e.concurrency);
-  return c;
+int ServingPlan::SlotsPerDevice() const {
+  int c = 0;
+  for (const ServingPlanEntry& e : entries) c += e.concurrency;
+  return std::max(c, 1);
 }
 
 core::Json ToJson(const ServingPlan& p) {
@@ -131,10 +133,10 @@ bool IsServingPlanJson(const core::Json& j) {
 }
 
 core::StatusOr<ServingPlan> ServingPlanFromJson(const core::Json& j, const std::string& source) {
-  RETURN_IF_ERROR(core::CheckKnownKeys(j, source,
-                                       {"format", "label", "device", "budget_bytes", "devices",
-                                        "rate_rps", "slo_scale", "models", "entries", "fallback",
-                                        "planner"}));
+  RETURN_IF_ERROR(
+      core::CheckKnownKeys(j, source,
+                           {"format", "label", "device", "budget_bytes", "devices", "rate_rps",
+                            "slo_scale", "models", "entries", "fallback", "planner"}));
   ASSIGN_OR_RETURN(const std::string format, core::GetString(j, source, "format"));
   if (format != kServingPlanFormat) {
     return core::InvalidArgument(fmt::format("{}.format: got '{}', this tessera reads {}", source,
@@ -155,9 +157,9 @@ core::StatusOr<ServingPlan> ServingPlanFromJson(const core::Json& j, const std::
   const std::string mpath = core::JoinPath(source, "models");
   ASSIGN_OR_RETURN(const core::Json* models, core::Member(j, source, "models"));
   if (!models->is_object() || models->empty()) {
-    return core::InvalidArgument(fmt::format(
-        "{}: got {}, must be an object of models with their weight_bytes", mpath,
-        core::ShowJson(*models)));
+    return core::InvalidArgument(
+        fmt::format("{}: got {}, must be an object of models with their weight_bytes", mpath,
+                    core::ShowJson(*models)));
   }
   for (const auto& [name, m] : models->items()) {
     const std::string path = core::JoinPath(mpath, name);
@@ -226,13 +228,13 @@ core::Status CheckPlanFitsServer(const ServingPlan& p, const std::string& source
         source, p.device, kLocalDeviceKind));
   }
   if (p.budget_bytes > budget_bytes) {
-    return core::InvalidArgument(fmt::format(
-        "{}.budget_bytes: got {}, more than the server's budget of {} bytes per device", source,
-        p.budget_bytes, budget_bytes));
+    return core::InvalidArgument(
+        fmt::format("{}.budget_bytes: got {}, more than the server's budget of {} bytes per device",
+                    source, p.budget_bytes, budget_bytes));
   }
   if (p.devices != devices) {
-    return core::InvalidArgument(fmt::format(
-        "{}.devices: got {}, the server has {} devices", source, p.devices, devices));
+    return core::InvalidArgument(
+        fmt::format("{}.devices: got {}, the server has {} devices", source, p.devices, devices));
   }
   for (const auto& [name, bytes] : p.model_weight_bytes) {
     auto it = weights.find(name);

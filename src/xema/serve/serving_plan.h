@@ -52,8 +52,8 @@ struct ServingPlanEntry {
   int concurrency = 1;
   int batch = 1;
   std::string allocator = "static";
-  int64_t arena_bytes = 0;  // the static arena of one request in flight
-  double solo_s = 0;        // predicted: alone on a device
+  int64_t arena_bytes = 0;                      // the static arena of one request in flight
+  double solo_s = 0;                            // predicted: alone on a device
   double p50_s = 0, p99_s = 0, attainment = 0;  // predicted under the planned load
   double slo_s = 0;
 };
@@ -70,7 +70,9 @@ struct ServingPlan {
   core::Json planner = core::Json::object();
 
   int64_t WeightBytes() const;  // every model's weights (resident on each device)
-  int MaxConcurrency() const;   // over the entries (1 when none)
+  // The most requests one device may hold at once: the entries' concurrencies summed (each
+  // entry's requests may run beside the others'), at least 1 (the fallback's).
+  int SlotsPerDevice() const;
 };
 
 core::Json ToJson(const ServingPlan& plan);

@@ -123,12 +123,13 @@ TEST(ServingPlanTest, JsonRoundTripAndBadInput) {
   EXPECT_TRUE(CheckPlanFitsServer(p, "p.json", p.budget_bytes, 1, w).ok());
   ServingPlan other = p;
   other.device = "h100-80g";
-  EXPECT_NE(CheckPlanFitsServer(other, "p.json", p.budget_bytes, 1, w).message().find(
-                "p.json.device: got 'h100-80g'"),
+  EXPECT_NE(CheckPlanFitsServer(other, "p.json", p.budget_bytes, 1, w)
+                .message()
+                .find("p.json.device: got 'h100-80g'"),
             std::string::npos);
-  EXPECT_NE(CheckPlanFitsServer(p, "p.json", p.budget_bytes - 1, 1, w).message().find(
-                "budget_bytes"),
-            std::string::npos);
+  EXPECT_NE(
+      CheckPlanFitsServer(p, "p.json", p.budget_bytes - 1, 1, w).message().find("budget_bytes"),
+      std::string::npos);
   EXPECT_NE(CheckPlanFitsServer(p, "p.json", p.budget_bytes, 2, w).message().find("devices"),
             std::string::npos);
   EXPECT_NE(CheckPlanFitsServer(p, "p.json", p.budget_bytes, 1, {{"tiny-t2i", 1}})
@@ -169,7 +170,7 @@ TEST(ServingPlanTest, ArenaPlacerIsFirstFitAndAdmissionFollowsThePlan) {
   EXPECT_EQ(a.Place(40), 40);
   EXPECT_FALSE(a.Place(30).has_value());  // 20 left
   EXPECT_TRUE(a.Free(0));
-  EXPECT_EQ(a.Place(30), 0);  // the hole at 0
+  EXPECT_EQ(a.Place(30), 0);              // the hole at 0
   EXPECT_FALSE(a.Place(50).has_value());  // 10 + 20 free, not in one piece
   EXPECT_EQ(a.used_bytes(), 70);
   EXPECT_FALSE(a.Free(5));
@@ -250,6 +251,33 @@ TEST(ServingPlanTest, AServerRunByAPlanServesHitsAndMissesAndCountsThem) {
   EXPECT_EQ(m["template_misses"]["fallback"], 1);
   EXPECT_EQ(m["policy"], "plan");
   (*s)->Stop();
+
+  // Two entries of concurrency 1 each run beside each other on the one device.
+  auto two =
+      std::make_shared<ServingPlan>(RealPlan({{Template(64, 2), 1}, {Template(32, 2), 1}}, budget));
+  EXPECT_EQ(two->SlotsPerDevice(), 2);
+  o.serving_plan = two;
+  running = 0;
+  most = 0;
+  {
+    auto s2 = DiffusionServer::Start(o);
+    ASSERT_TRUE(s2.ok()) << s2.status().message();
+    auto post2 = [&](int size) {
+      httplib::Client c("127.0.0.1", (*s2)->port());
+      c.set_read_timeout(60, 0);
+      auto res = c.Post("/v1/images/generations",
+                        fmt::format(R"({{"model":"tiny-t2i","prompt":"p","size":"{}x{}",)"
+                                    R"("num_inference_steps":2,"response_format":"none"}})",
+                                    size, size),
+                        "application/json");
+      return res ? res->status : 0;
+    };
+    auto a = std::async(std::launch::async, post2, 64);
+    auto b = std::async(std::launch::async, post2, 32);
+    EXPECT_EQ(a.get(), 200);
+    EXPECT_EQ(b.get(), 200);
+    EXPECT_EQ(most.load(), 2);
+  }
 
   // A plan whose arena is not what the template lays out here is refused at start.
   auto wrong = std::make_shared<ServingPlan>(*plan);
