@@ -477,6 +477,45 @@ TEST(CliTest, XemaServeAndLoadgenBadInputIsOneLine) {
   ExpectUserError("xema loadgen --mix x", "--url is required");
 }
 
+TEST(CliTest, XemaPlanWritesATableTheServerTakesAndRefusesBadInput) {
+  const std::string mix = R"( --mix '[{"model":"tiny-t2i","size":"16x16","steps":1,"weight":2},)"
+                          R"({"model":"tiny-t2i","size":"32x32","steps":1}]')";
+  const std::string plan = TempPath("serving_plan.json");
+  Result r = RunTessera(
+      "xema plan --budget 64MiB --max-concurrency 2 --timing-runs 1 "
+      "--duration 2 --rate 4 --out " +
+      plan + mix);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tiny-t2i 16x16x1 steps 1 cfg on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("configurations simulated"), std::string::npos) << r.out;
+  auto j = tessera::core::ReadJsonFile(plan);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["format"], "tessera.xema.plan_table/1");
+  EXPECT_EQ((*j)["entries"].size(), 2u);
+  // Bad input: one line, exit 1, naming the field and value.
+  ExpectUserError(
+      R"(xema plan --budget 64MiB --out x.json --mix '[{"model":"sdxl","size":"16x16"}]')",
+      "mix[0].model");
+  ExpectUserError("xema plan --budget 64MiB --rate 0 --out x.json" + mix, "--rate: got '0'");
+  ExpectUserError("xema plan --budget 30MiB --out x.json" + mix,
+                  "budget: got 31457280 bytes, the mix's models' weights alone take");
+  ExpectUserError("xema plan --budget 37MiB --timing-runs 1 --max-concurrency 1 --out x.json " +
+                      std::string(R"(--mix '[{"model":"tiny-t2i","size":"128x128","steps":1}]')"),
+                  "no template of the mix fits");
+  // A table from another device or model, or for a larger budget, is refused by serve.
+  (*j)["device"] = "h100-80g";
+  ExpectUserError(
+      "xema serve --port 0 --budget 64MiB --plan " + Write("other_device.json", j->dump()),
+      "device: got 'h100-80g'");
+  (*j)["device"] = "cpu";
+  (*j)["models"]["tiny-t2i"]["weight_bytes"] = 1000;
+  ExpectUserError(
+      "xema serve --port 0 --budget 64MiB --plan " + Write("other_model.json", j->dump()),
+      "weight_bytes: got 1000");
+  ExpectUserError("xema serve --port 0 --budget 48MiB --plan " + plan,
+                  "budget_bytes: got 67108864");
+}
+
 // serve on a free port, stopping itself after the loadgen's requests (warm-up, solo, arrivals).
 TEST(CliTest, XemaLoadgenAgainstServe) {
   auto arrivals = tessera::xema::ArrivalTimes(tessera::xema::ArrivalKind::kPoisson, 3, 1, 1, 5);

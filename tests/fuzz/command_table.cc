@@ -447,6 +447,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                  {"--duration", K::kFloat, {}},
                                  {"--seed", K::kUint, {}},
                                  {"--slo-scale", K::kFloat, {}},
+                                 {"--slo-reference", K::kText, {}},
                                  {"--json", K::kOutputFile, {}}});
   loadgen.group = "xema";
   loadgen.needs_server = true;

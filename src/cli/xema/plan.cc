@@ -160,8 +160,8 @@ core::Status RunXemaPlan(const XemaPlanArgs& a) {
   ASSIGN_OR_RETURN(const xema::ServingProfile profile, xema::ProfileServing(o));
   if (bar) bar->Done();
   bar.reset();
-  PrintXemaProfile(profile);
   ASSIGN_OR_RETURN(const xema::ServingPlannerResult r, xema::PlanServing(profile, o));
+  PrintXemaProfile(profile);
   PrintXemaPlan(r.plan, r);
   const double planner_s = profile.profile_s + r.search_s;
   if (!a.grid.empty()) {

@@ -30,15 +30,8 @@ core::Status ServeForReal(const ServingProfile& profile, const ServingPlannerOpt
       MakeServingPlan(profile, o, point->config, ConfigurationScore{}));
   so.serving_plan_source = "grid point " + point->label;
   ASSIGN_OR_RETURN(std::unique_ptr<DiffusionServer> server, DiffusionServer::Start(so));
-  LoadgenOptions lo;
+  LoadgenOptions lo = PlannedLoad(o);
   lo.url = server->url();
-  lo.mix = o.mix;
-  lo.rate_rps = o.rate_rps;
-  lo.arrivals = o.arrivals;
-  lo.cv = o.cv;
-  lo.duration_s = o.duration_s;
-  lo.seed = o.seed;
-  lo.slo_scale = o.slo_scale;
   for (const TemplateProfile& t : profile.templates) lo.reference_solo_s.push_back(t.isolated_s);
   auto report = RunLoadgen(lo);
   server->Stop();
@@ -55,14 +48,7 @@ core::Status ServeForReal(const ServingProfile& profile, const ServingPlannerOpt
 
 core::StatusOr<GridReport> RunGrid(const ServingProfile& profile, const ServingPlannerOptions& o,
                                    const Configuration& chosen, const GridOptions& g) {
-  LoadgenOptions lo;
-  lo.mix = o.mix;
-  lo.rate_rps = o.rate_rps;
-  lo.arrivals = o.arrivals;
-  lo.cv = o.cv;
-  lo.duration_s = o.duration_s;
-  lo.seed = o.seed;
-  ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(lo));
+  ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(PlannedLoad(o)));
   GridReport r;
   const std::vector<Configuration> grid = EnumerateGrid(profile, o.max_concurrency);
   int feasible = 0;

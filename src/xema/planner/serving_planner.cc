@@ -19,6 +19,7 @@
 #include "xema/pipeline/mitigation_planner.h"
 #include "xema/pipeline/template_check.h"
 #include "xema/pressure_intervals.h"
+#include "xema/serve/planned_device.h"
 #include "xema/serve/serve_device.h"
 #include "xema/serve/server.h"
 #include "xema/static_layout.h"
@@ -70,17 +71,6 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
 
 void Progress(const ServingPlannerOptions& o, const std::string& stage, int done, int total) {
   if (o.progress) o.progress(stage, done, total);
-}
-
-// Records `r` (activations on a heap), lays it out (tflite).
-core::StatusOr<std::shared_ptr<TemplatePlan>> RecordAndLayOut(DiffusionPipeline& pipeline,
-                                                              const DiffusionRequest& r) {
-  ASSIGN_OR_RETURN(RecordedRequest rec, RecordActivations(pipeline, r, 0));
-  auto plan = std::make_shared<TemplatePlan>();
-  plan->trace = std::move(rec.trace);
-  ASSIGN_OR_RETURN(plan->expanded, Expand(plan->trace));
-  ASSIGN_OR_RETURN(plan->layout, PlanLayout(plan->expanded, "tflite", LayoutOptions{}));
-  return plan;
 }
 
 // Seconds of `r` run from its own arena: the median of `runs` after one warm-up.
@@ -191,7 +181,8 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
     // The unmitigated request first: when it fits max_concurrency times, no mitigation can
     // help (exactly: its arena is the recorded layout's) and the part-2 planner is skipped.
     // Otherwise the part-2 planner at the strictest per-request limit, then its MILP at each c.
-    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> base, RecordAndLayOut(pipeline, tp.request));
+    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> base,
+                     RecordTemplatePlan(pipeline, tp.request, 0));
     std::vector<DiffusionRequest> variants = {tp.request};
     std::vector<std::shared_ptr<TemplatePlan>> plans = {base};
     if (base->layout.arena_bytes > p.region_bytes / o.max_concurrency) {
@@ -231,7 +222,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
         if (choice.shortfall_bytes > 0) continue;
         ASSIGN_OR_RETURN(DiffusionRequest v, ApplyChoice(tp.request, problem, choice.option));
         if (!seen.insert(MitigationLabels(v)).second) continue;
-        ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordAndLayOut(pipeline, v));
+        ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordTemplatePlan(pipeline, v, 0));
         variants.push_back(v);
         plans.push_back(std::move(plan));
       }
@@ -351,6 +342,18 @@ core::StatusOr<double> MeasurePairSpeedup(DiffusionPipeline& pa, const Diffusion
                                           DiffusionPipeline& pb, const DiffusionRequest& rb,
                                           const TemplatePlan& lb, double solo_b, int cpu) {
   return PairSpeedupHere(pa, ra, la, solo_a, pb, rb, lb, solo_b, cpu);
+}
+
+LoadgenOptions PlannedLoad(const ServingPlannerOptions& o) {
+  LoadgenOptions lo;
+  lo.mix = o.mix;
+  lo.rate_rps = o.rate_rps;
+  lo.arrivals = o.arrivals;
+  lo.cv = o.cv;
+  lo.duration_s = o.duration_s;
+  lo.seed = o.seed;
+  lo.slo_scale = o.slo_scale;
+  return lo;
 }
 
 core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& o) {
@@ -523,14 +526,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
   RETURN_IF_ERROR(ValidatePlannerOptions(o));
   const Clock::time_point t0 = Clock::now();
   ServingPlannerResult result;
-  LoadgenOptions lo;
-  lo.mix = o.mix;
-  lo.rate_rps = o.rate_rps;
-  lo.arrivals = o.arrivals;
-  lo.cv = o.cv;
-  lo.duration_s = o.duration_s;
-  lo.seed = o.seed;
-  ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(lo));
+  ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(PlannedLoad(o)));
   // Candidates per template: feasible, not dominated at the same concurrency.
   struct Candidate {
     int variant, concurrency;
@@ -564,6 +560,18 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
       result.unplanned.push_back(p.templates[t].label);
       cands[t].push_back({-1, 1});
     }
+  }
+  if (result.unplanned.size() == p.templates.size()) {
+    int64_t least = 0;
+    for (const TemplateProfile& t : p.templates) {
+      for (const TemplateVariant& v : t.variants) {
+        if (least == 0 || v.arena_bytes < least) least = v.arena_bytes;
+      }
+    }
+    return core::InvalidArgument(fmt::format(
+        "budget: got {} bytes, no template of the mix fits: {} bytes are left beside the weights, "
+        "the smallest arena profiled (mitigations included) is {} bytes",
+        o.budget_bytes, p.region_bytes, least));
   }
   auto score_of = [&](const Configuration& c) -> core::StatusOr<ConfigurationScore> {
     ++result.simulated;

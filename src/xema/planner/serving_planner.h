@@ -33,10 +33,10 @@
 // EnumerateGrid and ScoreConfiguration expose steps 2-3 for the grid search (grid_search.h).
 //
 // Errors: InvalidArgument naming the option (an empty mix, a rate <= 0, a budget the models'
-// weights fill, concurrency out of [1, 16]); a template that fits no candidate is not an
-// error: it is left out of the table (its requests go to the fallback) and listed in
-// `unplanned`. Progress: progress(stage, done, total). Thread-safety: reentrant; it pins a
-// thread of its own to a core for the timed runs.
+// weights fill or that no template fits, concurrency out of [1, 16]); one template that fits
+// no candidate is not an error: it is left out of the table (its requests go to the
+// fallback) and listed in `unplanned`. Progress: progress(stage, done, total). Thread-safety:
+// reentrant; it pins a thread of its own to a core for the timed runs.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +105,10 @@ struct ServingProfile {
 };
 
 core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& options);
+
+// The load generator's options for the planned load (mix, rate, arrivals, cv, duration, seed,
+// SLO scale): PlanArrivals of it gives the arrivals the planner scores and a real run sends.
+LoadgenOptions PlannedLoad(const ServingPlannerOptions& options);
 
 // The aggregate speed-up of two requests sharing one core, each looping from its own arena of
 // its recorded layout for a window (at least 0.6 s) on `cpu` (-1: not pinned): the sum over

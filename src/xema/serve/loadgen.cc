@@ -292,10 +292,12 @@ core::Json ToJson(const LoadgenReport& r, const LoadgenOptions& o) {
   core::Json status = core::Json::object();
   for (const auto& [code, n] : r.status_counts) status[std::to_string(code)] = n;
   core::Json templates = core::Json::array();
-  for (const TemplateLoad& t : r.templates) {
+  for (size_t i = 0; i < r.templates.size(); ++i) {
+    const TemplateLoad& t = r.templates[i];
+    const double ref = i < o.reference_solo_s.size() ? o.reference_solo_s[i] : t.solo_latency_s;
     templates.push_back({{"template", t.label},
                          {"solo_latency_s", t.solo_latency_s},
-                         {"slo_s", o.slo_scale * t.solo_latency_s},
+                         {"slo_s", o.slo_scale * ref},
                          {"sent", t.sent},
                          {"completed", t.completed},
                          {"slo_met", t.slo_met},

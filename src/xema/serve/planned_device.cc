@@ -12,6 +12,18 @@
 
 namespace tessera::xema {
 
+core::StatusOr<std::shared_ptr<TemplatePlan>> RecordTemplatePlan(DiffusionPipeline& pipeline,
+                                                                 const DiffusionRequest& request,
+                                                                 int64_t activation_budget_bytes) {
+  ASSIGN_OR_RETURN(RecordedRequest rec,
+                   RecordActivations(pipeline, request, activation_budget_bytes));
+  auto plan = std::make_shared<TemplatePlan>();
+  plan->trace = std::move(rec.trace);
+  ASSIGN_OR_RETURN(plan->expanded, Expand(plan->trace));
+  ASSIGN_OR_RETURN(plan->layout, PlanLayout(plan->expanded, "tflite", LayoutOptions{}));
+  return plan;
+}
+
 core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const std::string& source,
                                                  int64_t region_bytes) {
   PlanRecordings out;
@@ -27,12 +39,9 @@ core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const 
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ServingPlanEntry& e = plan.entries[i];
     const std::string path = fmt::format("{}.entries[{}]", source, i);
-    auto rec = RecordActivations(*pipelines.at(e.request.model), e.request, region_bytes);
-    if (!rec.ok()) return rec.status().WithPrefix(path + ": recording " + e.key);
-    auto plan_i = std::make_shared<TemplatePlan>();
-    plan_i->trace = std::move(rec->trace);
-    ASSIGN_OR_RETURN(plan_i->expanded, Expand(plan_i->trace));
-    ASSIGN_OR_RETURN(plan_i->layout, PlanLayout(plan_i->expanded, "tflite", LayoutOptions{}));
+    auto recorded = RecordTemplatePlan(*pipelines.at(e.request.model), e.request, region_bytes);
+    if (!recorded.ok()) return recorded.status().WithPrefix(path + ": recording " + e.key);
+    std::shared_ptr<TemplatePlan> plan_i = std::move(*recorded);
     if (plan_i->layout.arena_bytes != e.arena_bytes) {
       return core::InvalidArgument(fmt::format(
           "{}.memory.arena_bytes: got {}, template {} lays out in {} bytes here (a plan for "

@@ -37,6 +37,13 @@ struct PlanRecordings {
   std::map<std::string, int64_t> weight_bytes;               // per preset model of the plan
 };
 
+// Records `request` on `pipeline` with its activations on a heap bounded by
+// activation_budget_bytes (<= 0: the host's bound), expands the trace and lays it out
+// (tflite): the template's static arena. Infeasible when the activations do not fit.
+core::StatusOr<std::shared_ptr<TemplatePlan>> RecordTemplatePlan(DiffusionPipeline& pipeline,
+                                                                 const DiffusionRequest& request,
+                                                                 int64_t activation_budget_bytes);
+
 // Loads each model of the plan once and records each entry's (mitigated) template with its
 // activations bounded by region_bytes.
 core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const std::string& source,

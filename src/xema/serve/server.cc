@@ -323,7 +323,9 @@ core::Json DiffusionServer::Metrics() const {
   j["queue_capacity"] = options_.queue_capacity;
   j["policy"] = options_.serving_plan != nullptr ? "plan" : MemoryPolicyName(options_.policy);
   j["budget_bytes"] = options_.budget_bytes;
-  j["templates_planned"] = templates_.size();
+  j["templates_planned"] = options_.serving_plan != nullptr
+                               ? static_cast<int64_t>(options_.serving_plan->entries.size())
+                               : templates_.size();
   core::Json devices = core::Json::array();
   for (const auto& d : devices_) {
     const DeviceSnapshot s = d->Snapshot();
@@ -437,6 +439,25 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
   return finish(200, "", job->run.template_hit);
 }
 
+void DiffusionServer::RunJob(Job& job, int device,
+                             const std::function<core::StatusOr<DeviceRun>()>& execute) {
+  job.device = device;
+  job.queue_s = core::SecondsSince(job.arrival);
+  const double deadline_s = job.request.deadline_s;
+  if (deadline_s > 0 && job.queue_s > deadline_s) {
+    job.status = core::DeadlineExceeded(
+        fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job.queue_s));
+    return;
+  }
+  if (options_.before_run) options_.before_run(device);
+  auto run = execute();
+  if (run.ok()) {
+    job.run = std::move(*run);
+  } else {
+    job.status = run.status();
+  }
+}
+
 void DiffusionServer::DispatchLocked() {
   while (!queue_.empty()) {
     const std::shared_ptr<Job>& head = queue_.front();
@@ -465,21 +486,8 @@ void DiffusionServer::WorkPlanned(int device) {
       job = std::move(ready.front());
       ready.pop_front();
     }
-    job->device = device;
-    job->queue_s = core::SecondsSince(job->arrival);
-    const double deadline_s = job->request.deadline_s;
-    if (deadline_s > 0 && job->queue_s > deadline_s) {
-      job->status = core::DeadlineExceeded(
-          fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job->queue_s));
-    } else {
-      if (options_.before_run) options_.before_run(device);
-      auto run = dev.Execute(job->request.request, job->route, job->admission);
-      if (run.ok()) {
-        job->run = std::move(*run);
-      } else {
-        job->status = run.status();
-      }
-    }
+    RunJob(*job, device,
+           [&] { return dev.Execute(job->request.request, job->route, job->admission); });
     {
       std::lock_guard<std::mutex> lock(mu_);
       admission_->Release(job->route, job->admission);
@@ -506,21 +514,7 @@ void DiffusionServer::Work(int device) {
       queue_.pop_front();
       ++in_flight_;
     }
-    job->device = device;
-    job->queue_s = core::SecondsSince(job->arrival);
-    const double deadline_s = job->request.deadline_s;
-    if (deadline_s > 0 && job->queue_s > deadline_s) {
-      job->status = core::DeadlineExceeded(
-          fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job->queue_s));
-    } else {
-      if (options_.before_run) options_.before_run(device);
-      auto run = dev.Execute(job->request.request);
-      if (run.ok()) {
-        job->run = std::move(*run);
-      } else {
-        job->status = run.status();
-      }
-    }
+    RunJob(*job, device, [&] { return dev.Execute(job->request.request); });
     {
       std::lock_guard<std::mutex> lock(mu_);
       --in_flight_;

@@ -134,6 +134,8 @@ class DiffusionServer {
   void WorkPlanned(int device);
   // Serving plan: admits queued jobs to devices in FCFS order while the head fits (mu_ held).
   void DispatchLocked();
+  // Runs a dequeued job on `device` (its deadline checked first) and records the outcome.
+  void RunJob(Job& job, int device, const std::function<core::StatusOr<DeviceRun>()>& execute);
   void RequestStop();
 
   ServerOptions options_;

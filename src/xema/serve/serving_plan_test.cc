@@ -33,7 +33,8 @@ DiffusionRequest Template(int64_t size, int64_t steps, bool cfg = true) {
   return r;
 }
 
-// A plan with the real arena bytes of each template (recorded once here).
+// A plan with the real arena bytes of each template (RecordTemplatePlan, as the planner and
+// the server use).
 ServingPlan RealPlan(const std::vector<std::pair<DiffusionRequest, int>>& templates,
                      int64_t budget) {
   ServingPlan p;
@@ -44,21 +45,14 @@ ServingPlan RealPlan(const std::vector<std::pair<DiffusionRequest, int>>& templa
   auto pipeline = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   EXPECT_TRUE(pipeline.ok());
   p.model_weight_bytes["tiny-t2i"] = (*pipeline)->WeightBytes();
-  ServingPlan probe = p;
   for (const auto& [r, c] : templates) {
+    auto plan = RecordTemplatePlan(**pipeline, r, 0);
+    EXPECT_TRUE(plan.ok());
     ServingPlanEntry e;
     e.request = r;
     e.key = TemplateKeyString(r);
     e.concurrency = c;
-    e.arena_bytes = 512;
-    probe.entries = {e};
-    auto rec = RecordPlanEntries(probe, "probe", budget);
-    // The probe's check names the real size: read it back from the message.
-    EXPECT_FALSE(rec.ok());
-    const std::string m = rec.status().message();
-    const size_t at = m.find("lays out in ");
-    EXPECT_NE(at, std::string::npos) << m;
-    e.arena_bytes = std::stoll(m.substr(at + 12));
+    e.arena_bytes = (*plan)->layout.arena_bytes;
     p.entries.push_back(e);
   }
   return p;
