@@ -54,9 +54,11 @@ std::vector<StridedBlock> LocalSliceBlocks(const UlyssesLayout& l, int j, int nt
 // Both directions: the local side's blocks (one list per peer j, this member's rows with
 // head slice j) and the head-split side's blocks (one list per peer m, member m's rows in
 // the concatenation) are the same; the direction says which side is sent.
+// Staging: `given` when not null (checked against the sizes), else heap buffers charged to
+// `mem`.
 Status UlyssesAllToAll(comm::Communicator* group, const UlyssesLayout& l, Direction dir,
                        const std::vector<const float*>& in, const std::vector<float*>& out,
-                       core::MemoryTracker* mem) {
+                       core::MemoryTracker* mem, const UlyssesStaging* given) {
   RETURN_IF_ERROR(l.Validate(group));
   if (in.size() != out.size()) {
     return core::InvalidArgument("Ulysses: " + std::to_string(in.size()) + " input but " +
@@ -96,27 +98,65 @@ Status UlyssesAllToAll(comm::Communicator* group, const UlyssesLayout& l, Direct
   const auto& sd = scatter ? local_displs : super_displs;
   const auto& rc = scatter ? super_counts : local_counts;
   const auto& rd = scatter ? super_displs : local_displs;
-  core::TrackedBuffer send(mem, scatter ? local_pos : super_pos);
-  core::TrackedBuffer recv(mem, scatter ? super_pos : local_pos);
+  const int64_t send_floats = scatter ? local_pos : super_pos;
+  const int64_t recv_floats = scatter ? super_pos : local_pos;
+  core::TrackedBuffer send_heap, recv_heap;
+  std::span<float> send, recv;
+  if (given != nullptr) {
+    if (static_cast<int64_t>(given->send.size()) < send_floats ||
+        static_cast<int64_t>(given->recv.size()) < recv_floats) {
+      return core::InvalidArgument(
+          "UlyssesStaging: got " + std::to_string(given->send.size()) + " send and " +
+          std::to_string(given->recv.size()) + " receive floats, this call needs " +
+          std::to_string(send_floats) + " and " + std::to_string(recv_floats) +
+          " (UlyssesLocalFloats / UlyssesSplitFloats)");
+    }
+    send = given->send.first(static_cast<size_t>(send_floats));
+    recv = given->recv.first(static_cast<size_t>(recv_floats));
+  } else {
+    send_heap = core::TrackedBuffer(mem, send_floats);
+    recv_heap = core::TrackedBuffer(mem, recv_floats);
+    send = {send_heap.data(), static_cast<size_t>(send_floats)};
+    recv = {recv_heap.data(), static_cast<size_t>(recv_floats)};
+  }
   for (int j = 0; j < h; ++j) PackBlocks(send_blocks[j], in, send.data() + sd[j]);
-  RETURN_IF_ERROR(group->AllToAllV({send.data(), static_cast<size_t>(send.size())}, sc, sd,
-                                   {recv.data(), static_cast<size_t>(recv.size())}, rc, rd));
+  RETURN_IF_ERROR(group->AllToAllV(std::span<const float>(send), sc, sd, recv, rc, rd));
   for (int j = 0; j < h; ++j) UnpackBlocks(recv_blocks[j], recv.data() + rd[j], out);
   return Status::Ok();
 }
 
 }  // namespace
 
+int64_t UlyssesLocalFloats(const UlyssesLayout& layout, int num_tensors) {
+  return num_tensors * layout.shards.MemberRows(layout.member) * layout.heads * layout.head_dim;
+}
+
+int64_t UlyssesSplitFloats(const UlyssesLayout& layout, int num_tensors) {
+  return num_tensors * layout.super_rows() * layout.heads_per_member() * layout.head_dim;
+}
+
 Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
                       const std::vector<const float*>& in, const std::vector<float*>& out,
                       core::MemoryTracker* mem) {
-  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, mem);
+  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, mem, nullptr);
+}
+
+Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
+                      const std::vector<const float*>& in, const std::vector<float*>& out,
+                      const UlyssesStaging& staging) {
+  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, nullptr, &staging);
 }
 
 Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
                      const std::vector<const float*>& in, const std::vector<float*>& out,
                      core::MemoryTracker* mem) {
-  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, mem);
+  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, mem, nullptr);
+}
+
+Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
+                     const std::vector<const float*>& in, const std::vector<float*>& out,
+                     const UlyssesStaging& staging) {
+  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, nullptr, &staging);
 }
 
 }  // namespace tessera::parallel

@@ -12,14 +12,18 @@
 // UlyssesScatter maps local -> head-split with one all-to-all over the group; UlyssesGather is
 // its exact inverse. Both move nt tensors at once (one message per peer) and are pure copies,
 // so results are bit-exact. With h == 1 they copy locally and `group` may be null; otherwise
-// `group` has h ranks and this member is its rank `member`. Staging buffers are charged to
-// `mem` (may be null). Collective: every member of the group calls with the same shards,
-// heads, head_dim and tensor count. Errors: InvalidArgument for an inconsistent layout or
-// group (before any communication), else what the communicator returns.
+// `group` has h ranks and this member is its rank `member`. Staging (the packed send and
+// receive buffers of the all-to-all, h > 1 only): either allocated on the heap per call and
+// charged to `mem` (may be null), or given by the caller as UlyssesStaging (memory the caller
+// accounts for itself, e.g. device workspaces it reuses; nothing is allocated then).
+// Collective: every member of the group calls with the same shards, heads, head_dim and
+// tensor count. Errors: InvalidArgument for an inconsistent layout or group, or staging too
+// small (before any communication), else what the communicator returns.
 // Thread-safety: as the communicator (one thread per member).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -47,15 +51,36 @@ struct UlyssesLayout {
   core::Status Validate(const comm::Communicator* group) const;
 };
 
+// The floats of this member's local side of nt tensors, nt * MemberRows(member) * H * D, and
+// of its head-split side, nt * T_super * (H/h) * D: what a scatter sends and receives (a
+// gather the reverse) when h > 1.
+int64_t UlyssesLocalFloats(const UlyssesLayout& layout, int num_tensors);
+int64_t UlyssesSplitFloats(const UlyssesLayout& layout, int num_tensors);
+
+// Caller-provided staging for one call with h > 1: `send` holds at least the floats the call
+// sends (scatter: UlyssesLocalFloats, gather: UlyssesSplitFloats) and `recv` at least those it
+// receives (the other one); with h == 1 both may be empty. Contents on return: unspecified.
+// Neither may overlap the other or the call's tensors.
+struct UlyssesStaging {
+  std::span<float> send;
+  std::span<float> recv;
+};
+
 // in[t]: packed local (T_local, H, D); out[t]: (T_super, H/h, D) head slice of this member.
 core::Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
                             const std::vector<const float*>& in, const std::vector<float*>& out,
                             core::MemoryTracker* mem);
+core::Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
+                            const std::vector<const float*>& in, const std::vector<float*>& out,
+                            const UlyssesStaging& staging);
 
 // Inverse: in[t]: (T_super, H/h, D) head slice; out[t]: packed local (T_local, H, D) (only this
 // member's rows written).
 core::Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
                            const std::vector<const float*>& in, const std::vector<float*>& out,
                            core::MemoryTracker* mem);
+core::Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
+                           const std::vector<const float*>& in, const std::vector<float*>& out,
+                           const UlyssesStaging& staging);
 
 }  // namespace tessera::parallel

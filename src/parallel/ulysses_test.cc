@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
+#include <string>
 #include <vector>
 
 #include "comm/fake_communicator.h"
@@ -93,6 +95,44 @@ TEST(Ulysses, ScatterAndGatherMatchReferenceOnRandomShards) {
       ASSERT_TRUE(UlyssesGather(group, layout, ConstPtrs(split), Ptrs(back), &mem).ok());
       EXPECT_EQ(back, c.local[m]) << "round trip, seed " << seed << " member " << m;
       EXPECT_EQ(mem.current_bytes(), 0);
+    });
+  }
+}
+
+TEST(Ulysses, CallerStagingGivesTheSameResultsAndIsSizeChecked) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const UlyssesCase c = MakeUlyssesCase(seed);
+    const int h = c.base.group_size();
+    comm::RunFakeRanks(h, [&](comm::Communicator& world) {
+      const int m = world.rank();
+      const UlyssesLayout layout = c.Layout(m);
+      const int nt = c.num_tensors;
+      const int64_t local = UlyssesLocalFloats(layout, nt), split = UlyssesSplitFloats(layout, nt);
+      EXPECT_EQ(local, nt * layout.shards.MemberRows(m) * layout.heads * layout.head_dim);
+      // Exactly sized staging (scatter sends the local side, gather the head-split side).
+      std::vector<float> a(local + 1), b(split + 1);
+      const UlyssesStaging to_split{std::span<float>(a).first(local),
+                                    std::span<float>(b).first(split)};
+      const UlyssesStaging to_local{to_split.recv, to_split.send};
+      Tensors out(nt, std::vector<float>(c.split[m][0].size(), 0.0f));
+      ASSERT_TRUE(UlyssesScatter(&world, layout, ConstPtrs(c.local[m]), Ptrs(out), to_split).ok());
+      EXPECT_EQ(out, c.split[m]) << "scatter, seed " << seed << " member " << m;
+      Tensors back(nt, std::vector<float>(c.local[m][0].size(), kPad));
+      ASSERT_TRUE(UlyssesGather(&world, layout, ConstPtrs(out), Ptrs(back), to_local).ok());
+      EXPECT_EQ(back, c.local[m]) << "gather, seed " << seed << " member " << m;
+      // One float short on the receive side fails before communicating (split is the same on
+      // every member; h == 1 needs no staging at all).
+      if (h > 1 && split > 0) {
+        const UlyssesStaging short_recv{to_split.send, std::span<float>(b).first(split - 1)};
+        const core::Status st =
+            UlyssesScatter(&world, layout, ConstPtrs(c.local[m]), Ptrs(out), short_recv);
+        EXPECT_EQ(st.code(), core::StatusCode::kInvalidArgument);
+        EXPECT_NE(st.message().find("UlyssesStaging"), std::string::npos) << st.ToString();
+      } else if (h == 1) {
+        EXPECT_TRUE(
+            UlyssesScatter(nullptr, layout, ConstPtrs(c.local[m]), Ptrs(out), UlyssesStaging{})
+                .ok());
+      }
     });
   }
 }

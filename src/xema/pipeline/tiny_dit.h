@@ -44,6 +44,8 @@
 // "scores" (B H, ceil(L / k_att), L) when chunked), "dit.final" (allocates "dit.out" (B N,
 // C_in), frees the stream and "dit.cond"). Every call makes the same allocations in the same
 // order, so the denoising steps of a request are identical.
+// The math of Forward lives in dit_stages.h (row-wise stages on a run of each sequence's rows,
+// attention on whole sequences), shared with the sequence-parallel forward (sp_dit.h).
 // Errors: Create validates the config; Forward returns InvalidArgument for chunk counts below
 // 1; Infeasible (out of device memory) passes out with nothing leaked and no op left open.
 // Thread-safety: const methods; one thread per allocator.
@@ -79,6 +81,8 @@ struct DitExecution {
   int64_t attention_chunks = 1;  // kChunked: query chunks, >= 1
   int64_t ffn_chunks = 1;        // FFN row chunks, >= 1 (FfnChunkRows rows each)
 };
+
+class DitStages;
 
 class TinyDit {
  public:
@@ -131,6 +135,7 @@ class TinyDit {
   struct Offsets : models::SmallDitOffsets {
     int64_t w_txt, b_txt, w_pool, b_pool;
   };
+  friend class DitStages;  // the forward's stages (dit_stages.h) read the weights
   TinyDit() = default;
 
   models::SmallDitConfig config_;
