@@ -502,12 +502,20 @@ TEST(CliTest, XemaPlanWritesATableTheServerTakesAndRefusesBadInput) {
   ExpectUserError("xema plan --budget 37MiB --timing-runs 1 --max-concurrency 1 --out x.json " +
                       std::string(R"(--mix '[{"model":"tiny-t2i","size":"128x128","steps":1}]')"),
                   "no template of the mix fits");
-  // A table from another device or model, or for a larger budget, is refused by serve.
-  (*j)["device"] = "h100-80g";
-  ExpectUserError(
-      "xema serve --port 0 --budget 64MiB --plan " + Write("other_device.json", j->dump()),
-      "device: got 'h100-80g'");
-  (*j)["device"] = "cpu";
+  // A table from another device or model, or for a larger budget, is refused by serve. The
+  // other device's: a modeled paper-scale table (SP over 2 GPUs, no profiling runs).
+  const std::string modeled = TempPath("modeled_plan.json");
+  r = RunTessera("xema plan --device h100-80g --devices 2 --rate 0.1 --out " + modeled +
+                 R"( --mix '[{"model":"flux2-dev","size":"512x512","steps":4}]')");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("text encoders kept in host memory: [\"flux2-dev\"]"), std::string::npos)
+      << r.out;
+  ExpectUserError("xema serve --port 0 --budget 64MiB --plan " + modeled, "device: got 'h100-80g'");
+  ExpectUserError("xema plan --device h100-80g --budget 81GB --out x.json" + mix,
+                  "budget: got 75.437 GiB, the h100-80g has 74.506 GiB");
+  ExpectUserError("xema plan --device h100-80g --out x.json" + mix,
+                  "mix[0].model: got 'tiny-t2i', must be one of flux2-dev");
+  ExpectUserError("xema plan --device a100-40g --out x.json" + mix, "device: got 'a100-40g'");
   (*j)["models"]["tiny-t2i"]["weight_bytes"] = 1000;
   ExpectUserError(
       "xema serve --port 0 --budget 64MiB --plan " + Write("other_model.json", j->dump()),

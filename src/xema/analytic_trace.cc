@@ -1,5 +1,6 @@
 #include "xema/analytic_trace.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/byte_size.h"
@@ -10,6 +11,10 @@ namespace {
 
 constexpr double kBytesPerElement = 2.0;  // bf16
 constexpr double kModeledFlopsPerS = 4e14;
+constexpr double kLaunchS = 5e-6;                   // one kernel launch (ffn chunks)
+constexpr double kSms = 132;                        // H100 / H200 streaming multiprocessors
+constexpr double kTileRows = 128, kTileCols = 256;  // one CTA's output tile
+constexpr double kVaeTileOverlap = 1.5625;          // (1 + 2 x 1/8)^2: tile area with its overlap
 
 struct VaeBlock {
   int64_t channels;
@@ -104,6 +109,11 @@ const std::vector<ModelSpec>& Specs() {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The share of the SMs' work slots a kernel of `tiles` CTAs fills: tiles / (waves x SMs).
+double WaveEfficiency(double tiles) { return tiles / (std::ceil(tiles / kSms) * kSms); }
+// A GEMM's output (m, n) cut into tiles.
+double GemmTiles(double m, double n) { return std::ceil(m / kTileRows) * std::ceil(n / kTileCols); }
+
 // Builds the trace: ops first (so template indices are known), then tensors.
 class Builder {
  public:
@@ -163,10 +173,22 @@ core::StatusOr<std::pair<int64_t, int64_t>> ParseImageSize(const std::string& te
   return std::make_pair(*w, *h);
 }
 
-core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
-  const ModelSpec* spec = nullptr;
+namespace {
+const ModelSpec* FindSpec(const std::string& model) {
   for (const ModelSpec& s : Specs())
-    if (r.model == s.name) spec = &s;
+    if (model == s.name) return &s;
+  return nullptr;
+}
+}  // namespace
+
+core::StatusOr<AnalyticModelInfo> FindAnalyticModel(const std::string& model) {
+  const ModelSpec* spec = FindSpec(model);
+  if (spec == nullptr) return core::NotFound("analytic model '" + model + "' is not known");
+  return AnalyticModelInfo{spec->heads, spec->default_cfg, spec->frame_div > 1};
+}
+
+core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
+  const ModelSpec* spec = FindSpec(r.model);
   if (spec == nullptr) {
     std::string names;
     for (const std::string& n : AnalyticModelNames()) names += (names.empty() ? "" : ", ") + n;
@@ -192,6 +214,25 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
     return core::InvalidArgument(who + "steps: got " + std::to_string(r.steps) +
                                  ", must be in [1, " + std::to_string(kMaxSteps) + "]");
   }
+  if (r.sp_degree < 1 || r.sp_degree > 64 || m.heads % r.sp_degree != 0) {
+    return core::InvalidArgument(who + "sp_degree: got " + std::to_string(r.sp_degree) +
+                                 ", must be in [1, 64] and divide the " + std::to_string(m.heads) +
+                                 " attention heads");
+  }
+  if (r.ffn_chunks < 1 || r.ffn_chunks > 4096) {
+    return core::InvalidArgument(who + "ffn_chunks: got " + std::to_string(r.ffn_chunks) +
+                                 ", must be in [1, 4096]");
+  }
+  if (r.vae_tiles < 1 || r.vae_tiles > 64) {
+    return core::InvalidArgument(who + "vae_tiles: got " + std::to_string(r.vae_tiles) +
+                                 ", must be in [1, 64]");
+  }
+  if (!(r.link_bytes_per_s > 0) || !std::isfinite(r.link_bytes_per_s) ||
+      !(r.host_bytes_per_s > 0) || !std::isfinite(r.host_bytes_per_s)) {
+    return core::InvalidArgument(who + "link_bytes_per_s " + core::ShowNumber(r.link_bytes_per_s) +
+                                 ", host_bytes_per_s " + core::ShowNumber(r.host_bytes_per_s) +
+                                 ": must be finite and > 0");
+  }
   const bool cfg = r.cfg < 0 ? m.default_cfg : r.cfg != 0;
   const double b = cfg ? 2.0 : 1.0;  // batch under classifier-free guidance
   const double e = kBytesPerElement;
@@ -200,6 +241,8 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
                               static_cast<double>(r.width / m.pixels_per_token) *
                               static_cast<double>(r.height / m.pixels_per_token);
   const double tokens = video_tokens + static_cast<double>(m.text_tokens_in_attention);
+  const double sp = static_cast<double>(r.sp_degree);
+  const double rows = std::ceil(tokens / sp);  // this member's rows of the joint sequence
   const double latent_bytes =
       static_cast<double>(m.latent_channels) * static_cast<double>(r.width / m.vae_spatial) *
       static_cast<double>(r.height / m.vae_spatial) * static_cast<double>(latent_frames) * e;
@@ -213,29 +256,47 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   t.key.frames = r.frames;
   t.key.steps = r.steps;
   t.key.cfg = cfg;
+  t.key.sp_degree = r.sp_degree;
   t.key.dtype = "bf16";
   // Ops.
   const double te = static_cast<double>(m.enc_tokens);
   const double enc_layer_params = m.enc_params / m.enc_layers;
+  const double stream_s = enc_layer_params * e / r.host_bytes_per_s;
   for (int i = 0; i < m.enc_layers; ++i) {
     t.prologue.push_back(Op("text.l" + std::to_string(i), Phase::kText,
                             2 * enc_layer_params * te * b, enc_layer_params * e));
+    TraceOp& op = t.prologue.back();
+    if (r.encoder_on_host)
+      op.time_s = i == 0 ? op.time_s + stream_s : std::max(op.time_s, stream_s);
   }
   t.prologue.push_back(Op("text.pool", Phase::kText, 0, te * m.enc_hidden * e * b));
   t.prologue.push_back(Op("latent.init", Phase::kDenoise, 0, latent_bytes));
   const double block_params = 0.97 * m.dit_params / blocks;
   const double d = static_cast<double>(m.hidden);
-  t.body.push_back(
-      Op("dit.embed", Phase::kDenoise, 2 * 0.03 * m.dit_params * tokens * b, tokens * d * e * b));
+  const double x_bytes = rows * d * e * b;  // one (rows, hidden) activation of this member
+  const double a2a_s = 4 * x_bytes * (sp - 1) / sp / r.link_bytes_per_s;
+  const double chunk_s = static_cast<double>(r.ffn_chunks - 1) * 3 * kLaunchS;
+  // GPU fill (wave quantization): the block's GEMMs over this member's rows (the MLP's over one
+  // chunk of them), attention over (batch x heads / d) x 128-query tiles.
+  const double mlp_share = std::min(1.0, 2.0 * d * static_cast<double>(m.ffn) * 2 / block_params);
+  const double eff_linear = WaveEfficiency(GemmTiles(rows * b, d));
+  const double eff_mlp = WaveEfficiency(GemmTiles(
+      std::ceil(rows * b / static_cast<double>(r.ffn_chunks)), static_cast<double>(m.ffn)));
+  const double eff_attention =
+      WaveEfficiency(b * static_cast<double>(m.heads) / sp * std::ceil(tokens / kTileRows));
+  t.body.push_back(Op("dit.embed", Phase::kDenoise, 2 * 0.03 * m.dit_params * rows * b, x_bytes));
   for (int i = 0; i < blocks; ++i) {
     const std::string name = i < m.double_blocks
                                  ? "dit.double" + std::to_string(i)
                                  : "dit.block" + std::to_string(i - m.double_blocks);
-    const double flops = (2 * block_params * tokens + 4 * tokens * tokens * d) * b;
-    t.body.push_back(Op(name, Phase::kDenoise, flops, block_params * e + 4 * tokens * d * e * b));
+    const double linear = 2 * block_params * tokens * b / sp;
+    const double attention = 4 * tokens * tokens * d * b / sp;
+    t.body.push_back(Op(name, Phase::kDenoise, linear + attention, block_params * e + 4 * x_bytes));
+    t.body.back().time_s = linear * (1 - mlp_share) / (kModeledFlopsPerS * eff_linear) +
+                           linear * mlp_share / (kModeledFlopsPerS * eff_mlp) +
+                           attention / (kModeledFlopsPerS * eff_attention) + a2a_s + chunk_s;
   }
-  t.body.push_back(
-      Op("dit.final", Phase::kDenoise, 2 * tokens * d * m.latent_channels * b, tokens * d * e * b));
+  t.body.push_back(Op("dit.final", Phase::kDenoise, 2 * rows * d * m.latent_channels * b, x_bytes));
   t.body.push_back(Op("sched.step", Phase::kDenoise, 3 * latent_bytes / e, 3 * latent_bytes));
   std::vector<double> vae_elems;  // output elements per block
   for (size_t k = 0; k < m.vae.size(); ++k) {
@@ -245,13 +306,15 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
                          static_cast<double>(r.height / v.spatial_div) *
                          static_cast<double>(CeilDiv(r.frames, v.time_div));
     vae_elems.push_back(elems);
+    const double recompute = r.vae_tiles > 1 ? kVaeTileOverlap : 1.0;
     t.epilogue.push_back(Op("vae.up" + std::to_string(k), Phase::kVae,
-                            2 * 2 * 9 * static_cast<double>(v.channels) * elems, 3 * elems * e));
+                            2 * 2 * 9 * static_cast<double>(v.channels) * elems * recompute,
+                            3 * elems * e * recompute));
   }
 
   // Tensors.
   Builder bld(&t);
-  for (int i = 0; i < m.enc_layers; ++i)
+  for (int i = 0; i < m.enc_layers && !r.encoder_on_host; ++i)
     bld.Add("text.l" + std::to_string(i) + ".w", enc_layer_params * e, Phase::kText,
             TensorKind::kWeight);
   bld.Add("dit.embeddings.w", 0.03 * m.dit_params * e, Phase::kDenoise, TensorKind::kWeight);
@@ -262,6 +325,10 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   const int pool_op = m.enc_layers, init_op = m.enc_layers + 1;
   for (int i = 0; i < m.enc_layers; ++i) {
     const std::string l = "text.l" + std::to_string(i);
+    if (r.encoder_on_host) {  // prefetched during the previous layer
+      bld.Add(l + ".w.stream", enc_layer_params * e, Phase::kText, TensorKind::kWorkspace,
+              bld.Pro(std::max(0, i - 1)), bld.Pro(i));
+    }
     bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b, Phase::kText, TensorKind::kWorkspace,
             bld.Pro(i), bld.Pro(i));
     bld.Add(l + ".ffn", te * m.enc_ffn * e * b, Phase::kText, TensorKind::kActivation, bld.Pro(i),
@@ -276,19 +343,24 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
           sched)
       .free_step = 0;  // replaced by the first step's next latent
   // Body: one denoising step.
-  const double x_bytes = tokens * d * e * b;
   bld.Add("dit.tokens", x_bytes, Phase::kDenoise, TensorKind::kActivation, bld.Body(0),
           bld.Body(1));
   for (int i = 0; i < blocks; ++i) {
     const int op = bld.Body(1 + i);
     const std::string& n = t.body[1 + i].name;
     bld.Add(n + ".qkv", 3 * x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op);
+    if (r.sp_degree > 1) {
+      bld.Add(n + ".qkv_heads", 3 * x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op);
+    }
     bld.Add(n + ".attn", x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op);
     if (!r.fused_attention) {
-      bld.Add(n + ".scores", static_cast<double>(m.heads) * tokens * tokens * e * b,
+      bld.Add(n + ".scores", static_cast<double>(m.heads) / sp * tokens * tokens * e * b,
               Phase::kDenoise, TensorKind::kActivation, op, op);
     }
-    bld.Add(n + ".mlp", tokens * m.ffn * e * b, Phase::kDenoise, TensorKind::kActivation, op, op);
+    bld.Add(
+        n + ".mlp",
+        std::ceil(rows * b / static_cast<double>(r.ffn_chunks)) * static_cast<double>(m.ffn) * e,
+        Phase::kDenoise, TensorKind::kActivation, op, op);
     bld.Add(n + ".out", x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op + 1);
   }
   bld.Add("dit.velocity", latent_bytes * b, Phase::kDenoise, TensorKind::kActivation,
@@ -301,9 +373,14 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   for (size_t k = 0; k < m.vae.size(); ++k) {
     const int op = bld.Epi(static_cast<int>(k));
     const std::string n = "vae.up" + std::to_string(k);
-    bld.Add(n + ".tmp", 2 * vae_elems[k] * e, Phase::kVae, TensorKind::kWorkspace, op, op);
-    const int free_op = k + 1 < m.vae.size() ? op + 1 : op;
-    bld.Add(n + ".out", vae_elems[k] * e, Phase::kVae, TensorKind::kActivation, op, free_op);
+    const bool last = k + 1 == m.vae.size();
+    // Tiled: every intermediate holds one tile with its overlap; the output is full size.
+    const double tile =
+        r.vae_tiles > 1 ? kVaeTileOverlap / static_cast<double>(r.vae_tiles * r.vae_tiles) : 1.0;
+    bld.Add(n + ".tmp", 2 * vae_elems[k] * e * tile, Phase::kVae, TensorKind::kWorkspace, op, op);
+    const int free_op = last ? op : op + 1;
+    bld.Add(n + ".out", vae_elems[k] * e * (last ? 1.0 : tile), Phase::kVae,
+            TensorKind::kActivation, op, free_op);
   }
   if (!bld.error().empty()) return core::InvalidArgument(who + bld.error());
   core::Status st = Validate(t);

@@ -30,7 +30,27 @@
 //     cfg doubles the batch of every activation;
 //   epilogue: one op per VAE up block (its output carried to the next block, two transient
 //     full-size intermediates).
-// Flops and time_s are modeled (time at 400 TFLOP/s). Thread-safe (no state).
+// Flops and time_s are modeled: 400 TFLOP/s achieved when the GPU is full; a DiT block's GEMMs
+// and attention run at that rate times their wave efficiency on 132 SMs (tiles / (waves x
+// 132); GEMM output tiles 128 x 256, attention tiles 128 queries of one head), so a small
+// per-device slice (a small image, a high SP degree, fine FFN chunks) runs below it.
+// Thread-safe (no state).
+//
+// Serving choices (Xema part 3's planner at paper scale), all modeled:
+//   sp_degree d (Ulysses sequence parallelism over d devices, weights replicated): the trace
+//     is member 0's (every member runs the text encoder; member 0 also decodes). Every body
+//     activation holds ceil(tokens / d) rows (scores: heads / d heads over all tokens); each
+//     block adds the head-split q, k, v ("<block>.qkv_heads", 3 x its local rows); block
+//     flops / d; each block pays four all-to-alls (q, k, v out, attention back), each
+//     sending (d - 1) / d of a local (rows, hidden) tensor at link_bytes_per_s, not overlapped
+//     with compute. heads % d == 0.
+//   ffn_chunks k: the MLP intermediate over k token chunks (bytes / k); its GEMMs over 1/k of
+//     the rows (their wave efficiency), +15 us per extra chunk per block (three launches).
+//   vae_tiles t (t x t tiles with 1/8 tile overlap on each side): every VAE intermediate
+//     except the full-size output / t^2 x 1.25^2; VAE flops x 1.25^2 (overlap recompute).
+//   encoder_on_host: the text encoder's weights stay in host memory; layer i streams into a
+//     double-buffered device buffer ("text.l<i>.w.stream", live over ops i-1 .. i) at
+//     host_bytes_per_s; an encoder op takes max(compute, copy) (the first copy exposed).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +70,22 @@ struct AnalyticRequest {
   int64_t steps = 28;
   int cfg = -1;  // -1: the model's default; 0 off; 1 on
   bool fused_attention = true;
+  // Serving choices (see the file comment); the defaults model the plain request.
+  int64_t sp_degree = 1;            // [1, 64], dividing the model's heads
+  double link_bytes_per_s = 450e9;  // per direction between SP members (NVLink 4: 450 GB/s)
+  int64_t ffn_chunks = 1;           // [1, 4096]
+  int64_t vae_tiles = 1;            // [1, 64]
+  bool encoder_on_host = false;
+  double host_bytes_per_s = 55e9;  // host -> device (PCIe 5 x16, achieved)
 };
+
+struct AnalyticModelInfo {
+  int64_t heads = 0;         // attention heads (an SP degree divides them)
+  bool default_cfg = false;  // classifier-free guidance by default
+  bool video = false;        // frames = temporal factor x k + 1
+};
+// NotFound for an unknown name.
+core::StatusOr<AnalyticModelInfo> FindAnalyticModel(const std::string& model);
 
 std::vector<std::string> AnalyticModelNames();
 

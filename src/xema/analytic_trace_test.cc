@@ -62,6 +62,93 @@ TEST(AnalyticTraceTest, LayoutsAndIntervalsWork) {
   }
 }
 
+double RequestSeconds(const MemoryTrace& t) {
+  double s = 0;
+  for (const TraceOp& op : t.prologue) s += op.time_s;
+  for (const TraceOp& op : t.body) s += op.time_s * static_cast<double>(t.key.steps);
+  for (const TraceOp& op : t.epilogue) s += op.time_s;
+  return s;
+}
+
+TEST(AnalyticTraceTest, ServingChoicesScaleAsModeled) {
+  // CogVideoX-5B 720x480x49, cfg: 17,776 tokens; SP 4 keeps ceil(17776 / 4) = 4,444 rows.
+  AnalyticRequest base{"cogvideox-5b", 720, 480, 49, 50};
+  auto t1 = AnalyticTrace(base);
+  ASSERT_TRUE(t1.ok());
+  AnalyticRequest r = base;
+  r.sp_degree = 4;
+  auto t4 = AnalyticTrace(r);
+  ASSERT_TRUE(t4.ok()) << t4.status().ToString();
+  EXPECT_EQ(t4->key.sp_degree, 4);
+  EXPECT_EQ(Find(*t4, "dit.tokens").bytes, AlignBytes(4444 * 3072 * 2 * 2));
+  EXPECT_EQ(Find(*t4, "dit.block0.qkv_heads").bytes, Find(*t4, "dit.block0.qkv").bytes);
+  EXPECT_EQ(Weights(*t4), Weights(*t1));  // replicated
+  // Block time: a quarter of the work, run at a little less of the GPU (8,888 rows fill 840
+  // GEMM tiles: 7 waves of 132 SMs at 91%, against 97% for 35,552 rows), plus four all-to-alls
+  // of 3/4 of a local activation.
+  const TraceOp& b1 = t1->body[1];
+  const TraceOp& b4 = t4->body[1];
+  const double x_local = 4444.0 * 3072 * 2 * 2;
+  const double compute4 = b4.time_s - 4 * x_local * 0.75 / 450e9;
+  EXPECT_NEAR(b4.flops, b1.flops / 4, 1);
+  EXPECT_GT(compute4, b1.time_s / 4);
+  EXPECT_LT(compute4, b1.time_s / 4 * 1.1);
+  // A small image split 8 ways leaves most SMs idle: Flux.2 512x512 (1,536 tokens, 192 rows
+  // per GPU at SP 8) runs a block at well under 8x.
+  auto f1 = AnalyticTrace({"flux2-dev", 512, 512, 1, 28});
+  AnalyticRequest f = {"flux2-dev", 512, 512, 1, 28};
+  f.sp_degree = 8;
+  auto f8 = AnalyticTrace(f);
+  ASSERT_TRUE(f1.ok() && f8.ok());
+  EXPECT_GT(f8->body[1].time_s, f1->body[1].time_s / 8 * 1.5);
+  EXPECT_LT(RequestSeconds(*t4), RequestSeconds(*t1) / 3);
+  // A block's activations: 12 local-sized tensors of 4,444 rows (q k v twice, attn, out, MLP
+  // x4) against 9 of 17,776 rows: a third. (The request's peak is the VAE's, member 0's.)
+  auto block_bytes = [](const MemoryTrace& t) {
+    int64_t sum = 0;
+    for (const TraceTensor& x : t.tensors)
+      if (x.name.rfind("dit.block0.", 0) == 0 && x.kind != TensorKind::kWeight) sum += x.bytes;
+    return static_cast<double>(sum);
+  };
+  EXPECT_NEAR(block_bytes(*t4) / block_bytes(*t1), 12.0 * 4444 / (9.0 * 17776), 1e-3);
+  // FFN chunks: the MLP intermediate / k, slower (launches, GEMMs over fewer rows).
+  r = base;
+  r.ffn_chunks = 4;
+  auto tf = AnalyticTrace(r);
+  ASSERT_TRUE(tf.ok());
+  EXPECT_EQ(Find(*tf, "dit.block0.mlp").bytes, AlignBytes(8888 * 12288 * 2));
+  EXPECT_GT(tf->body[1].time_s - b1.time_s, 3 * 15e-6);  // launches, and smaller GEMMs
+  // VAE tiles 2x2: intermediates x 1.5625 / 4, the output full size, VAE flops x 1.5625.
+  r = base;
+  r.vae_tiles = 2;
+  auto tv = AnalyticTrace(r);
+  ASSERT_TRUE(tv.ok());
+  EXPECT_NEAR(static_cast<double>(Find(*tv, "vae.up0.out").bytes),
+              Find(*t1, "vae.up0.out").bytes * 1.5625 / 4, 512);
+  EXPECT_EQ(Find(*tv, "vae.up3.out").bytes, Find(*t1, "vae.up3.out").bytes);
+  EXPECT_NEAR(tv->epilogue[0].flops, t1->epilogue[0].flops * 1.5625, 1);
+  // Encoder on host: its 9.4 GB leave the weights; two streamed layers at most are live.
+  r = base;
+  r.encoder_on_host = true;
+  auto th = AnalyticTrace(r);
+  ASSERT_TRUE(th.ok());
+  EXPECT_NEAR(static_cast<double>(Weights(*t1) - Weights(*th)), 9.4e9, 0.01e9);
+  const double layer_s = 4.7e9 / 24 * 2 / 55e9;
+  EXPECT_NEAR(th->prologue[1].time_s, std::max(t1->prologue[1].time_s, layer_s), 1e-12);
+  EXPECT_NEAR(th->prologue[0].time_s, t1->prologue[0].time_s + layer_s, 1e-12);
+  r = base;
+  r.sp_degree = 5;
+  auto bad = AnalyticTrace(r);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sp_degree: got 5, must be in [1, 64] and divide the 48"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(FindAnalyticModel("ltx-2")->heads, 32);
+  EXPECT_FALSE(FindAnalyticModel("flux2-dev")->default_cfg);
+  EXPECT_TRUE(FindAnalyticModel("cogvideox-5b")->video);
+  EXPECT_FALSE(FindAnalyticModel("sdxl").ok());
+}
+
 TEST(AnalyticTraceTest, BadRequests) {
   auto r = AnalyticTrace({"sdxl", 1024, 1024, 1, 28});
   ASSERT_FALSE(r.ok());

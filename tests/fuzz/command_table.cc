@@ -480,6 +480,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   // plan profiles the mix for real: one timed run, no concurrency, a one-second trace.
   SubcommandSpec xema_plan = Spec("plan", MpiUse::kNone, 2,
                                   {{"--mix", K::kInputFile, {}},
+                                   {"--device", K::kText, {}},
                                    {"--budget", K::kText, {}},
                                    {"--devices", K::kInt, {}},
                                    {"--rate", K::kFloat, {}},

@@ -4,6 +4,8 @@
 // the plan table `xema serve --plan` uses. `--grid sim` also simulates every configuration of
 // the grid; `--grid real` serves every feasible one for real (xema/planner/grid_search.h) and
 // reports the planner against it: time ratio, regret, the simulation's latency MAPE.
+// `--device h100-80g|h200-141g` plans the public models at paper scale instead, modeled
+// (xema/planner/modeled_profile.h): SP degree, memory control, concurrency, encoder placement.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "core/progress.h"
 #include "core/table.h"
 #include "xema/planner/grid_search.h"
+#include "xema/planner/modeled_profile.h"
 #include "xema/planner/serving_planner.h"
 #include "xema/serve/serve_device.h"
 
@@ -24,7 +27,8 @@ namespace {
 
 struct XemaPlanArgs {
   std::string mix;
-  int64_t budget_bytes = 0;
+  std::string device = xema::kLocalDeviceKind;
+  int64_t budget_bytes = 0;  // 0: the modeled device's memory
   int64_t devices = 1;
   double rate_rps = 1;
   double slo_scale = 5;
@@ -70,7 +74,8 @@ void PrintXemaProfile(const xema::ServingProfile& p) {
   std::printf("%s", t.Render().c_str());
 }
 
-void PrintXemaPlan(const xema::ServingPlan& plan, const xema::ServingPlannerResult& r) {
+void PrintXemaPlan(const xema::ServingPlan& plan, const xema::ServingPlannerResult& r,
+                   bool modeled) {
   core::Table t({"template", "SP", "replicas", "concurrency", "batch", "allocator", "arena",
                  "mitigations", "solo s", "p50 s", "p99 s", "SLO s", "attainment"});
   for (const xema::ServingPlanEntry& e : plan.entries) {
@@ -89,10 +94,12 @@ void PrintXemaPlan(const xema::ServingPlan& plan, const xema::ServingPlannerResu
   std::printf(
       "planner: %lld candidates, %lld infeasible (pruned exactly), %lld dominated, %lld "
       "configurations simulated; predicted attainment %s, p50 %.3f s, p99 %.3f s; search %.3f s "
-      "(measured arena bytes and solo times, modeled latencies)\n",
+      "(%s)\n",
       static_cast<long long>(r.candidates), static_cast<long long>(r.infeasible),
       static_cast<long long>(r.dominated), static_cast<long long>(r.simulated),
-      PlanPercent(r.score.attainment).c_str(), r.score.p50_s, r.score.p99_s, r.search_s);
+      PlanPercent(r.score.attainment).c_str(), r.score.p50_s, r.score.p99_s, r.search_s,
+      modeled ? "modeled: analytic traces at 400 TFLOP/s, all-to-alls at the link's speed"
+              : "measured arena bytes and solo times, modeled latencies");
 }
 
 void PrintXemaGrid(const xema::GridReport& g, bool real, double planner_s) {
@@ -134,9 +141,37 @@ void PrintXemaGrid(const xema::GridReport& g, bool real, double planner_s) {
   }
 }
 
+// The paper-scale planner on a modeled device: no profiling runs, no grid.
+core::Status RunModeledPlan(const XemaPlanArgs& a, xema::ServingPlannerOptions o) {
+  ASSIGN_OR_RETURN(const xema::ModeledDevice device, xema::FindModeledDevice(a.device));
+  if (!a.grid.empty()) {
+    return core::InvalidArgument(fmt::format(
+        "grid: got '{}', a modeled device ({}) has no grid to serve; plan on --device cpu", a.grid,
+        a.device));
+  }
+  if (o.budget_bytes == 0) o.budget_bytes = device.memory_bytes;
+  if (o.budget_bytes > device.memory_bytes) {
+    return core::InvalidArgument(fmt::format("budget: got {}, the {} has {}",
+                                             core::FormatBytes(o.budget_bytes), device.name,
+                                             core::FormatBytes(device.memory_bytes)));
+  }
+  ASSIGN_OR_RETURN(o.mix, xema::ReadMix(a.mix, xema::MixModels::kAnalytic));
+  ASSIGN_OR_RETURN(const xema::ServingPlannerResult r, xema::PlanModeledServing(o, device));
+  const core::Json& on_host = r.plan.planner["encoders_on_host"];
+  std::printf(
+      "modeled device %s (datasheet figures): %.0f GB (%s) per device, %d devices, NVLink %.0f "
+      "GB/s, host link %.0f GB/s; text encoders kept in host memory: %s\n",
+      device.name.c_str(), static_cast<double>(o.budget_bytes) / 1e9,
+      core::FormatBytes(o.budget_bytes).c_str(), o.devices, device.link_bytes_per_s / 1e9,
+      device.host_bytes_per_s / 1e9, on_host.empty() ? "none" : on_host.dump().c_str());
+  PrintXemaPlan(r.plan, r, /*modeled=*/true);
+  RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::ToJson(r.plan)));
+  std::printf("wrote %s (modeled; planner %.1f s)\n", a.out_path.c_str(), r.search_s);
+  return core::Status::Ok();
+}
+
 core::Status RunXemaPlan(const XemaPlanArgs& a) {
   xema::ServingPlannerOptions o;
-  ASSIGN_OR_RETURN(o.mix, xema::ReadMix(a.mix));
   o.budget_bytes = a.budget_bytes;
   o.devices = static_cast<int>(a.devices);
   o.rate_rps = a.rate_rps;
@@ -157,12 +192,17 @@ core::Status RunXemaPlan(const XemaPlanArgs& a) {
     }
     bar->Update(done);
   };
+  if (a.device != xema::kLocalDeviceKind) return RunModeledPlan(a, o);
+  if (o.budget_bytes == 0) {
+    return core::InvalidArgument("budget: required for --device cpu (e.g. --budget 256MiB)");
+  }
+  ASSIGN_OR_RETURN(o.mix, xema::ReadMix(a.mix));
   ASSIGN_OR_RETURN(const xema::ServingProfile profile, xema::ProfileServing(o));
   if (bar) bar->Done();
   bar.reset();
   ASSIGN_OR_RETURN(const xema::ServingPlannerResult r, xema::PlanServing(profile, o));
   PrintXemaProfile(profile);
-  PrintXemaPlan(r.plan, r);
+  PrintXemaPlan(r.plan, r, /*modeled=*/false);
   const double planner_s = profile.profile_s + r.search_s;
   if (!a.grid.empty()) {
     xema::GridOptions g;
@@ -196,9 +236,13 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
       "plan", "Plan concurrency and memory control per template under a budget and an SLO");
   c->add_option("--mix", a->mix, "templates: a JSON file or inline (as xema loadgen)")->required();
   paths->RecordInput("--mix", &a->mix);
-  c->add_option("--budget", a->budget_bytes, "device memory budget per device, e.g. 256MiB")
-      ->transform(ByteSize(1, core::kMaxByteSize))
-      ->required();
+  c->add_option("--device", a->device,
+                "cpu (this host's cores, measured) or a modeled GPU: h100-80g, h200-141g")
+      ->capture_default_str();
+  c->add_option("--budget", a->budget_bytes,
+                "device memory budget per device, e.g. 256MiB (required on cpu; default: the "
+                "modeled device's memory)")
+      ->transform(ByteSize(1, core::kMaxByteSize));
   c->add_option("--devices", a->devices, "serving devices (one core each)")
       ->transform(Integer(1, 64))
       ->capture_default_str();

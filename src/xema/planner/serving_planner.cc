@@ -12,13 +12,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool Better(const ConfigurationScore& a, const ConfigurationScore& b) {
+}  // namespace
+
+bool BetterScore(const ConfigurationScore& a, const ConfigurationScore& b) {
   if (a.feasible != b.feasible) return a.feasible;
   if (a.attainment != b.attainment) return a.attainment > b.attainment;
   return a.mean_latency_s < b.mean_latency_s;
 }
-
-}  // namespace
 
 std::vector<Configuration> EnumerateGrid(const ServingProfile& p, int max_concurrency) {
   std::vector<Configuration> out = {Configuration{}};
@@ -79,7 +79,8 @@ ServingPlan MakeServingPlan(const ServingProfile& p, const ServingPlannerOptions
     ServingPlanEntry e;
     e.request = v.request;
     e.key = TemplateKeyString(v.request);
-    e.replicas = o.devices;
+    e.sp_degree = v.sp_degree;
+    e.replicas = o.devices / v.sp_degree;
     e.concurrency = c.concurrency[t];
     e.arena_bytes = v.arena_bytes;
     e.solo_s = v.solo_s;
@@ -184,7 +185,10 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
         }
         bool dominated = false;
         for (size_t w = 0; w < vs.size() && !dominated; ++w) {
-          if (w == v || vs[w].arena_bytes > p.region_bytes / c) continue;
+          if (w == v || vs[w].arena_bytes > p.region_bytes / c ||
+              vs[w].sp_degree > vs[v].sp_degree) {
+            continue;
+          }
           const bool no_worse =
               vs[w].arena_bytes <= vs[v].arena_bytes && vs[w].solo_s <= vs[v].solo_s;
           const bool better = vs[w].arena_bytes < vs[v].arena_bytes || vs[w].solo_s < vs[v].solo_s;
@@ -225,7 +229,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
   bool have = false;
   auto consider = [&](const Configuration& c) -> core::Status {
     ASSIGN_OR_RETURN(const ConfigurationScore s, score_of(c));
-    if (!have || Better(s, best_score)) {
+    if (!have || BetterScore(s, best_score)) {
       best = c;
       best_score = s;
       have = true;

@@ -6,8 +6,10 @@
 // 1. Profile the templates on this host (serving_profile.h): variants with their exact arena
 //    bytes and solo seconds, the isolated latencies, the pair speed-ups of a shared core.
 // 2. Candidates per template: (variant, c) with c x arena <= R (exact: the arena is the
-//    recorded layout's), drop those dominated at the same c (another variant no larger and no
-//    slower). A configuration takes one candidate per template.
+//    recorded layout's), drop those dominated at the same c (another variant no larger, no
+//    slower, on no more devices: SP degree). A variant of SP degree d runs each request on the
+//    d devices of a replica group (devices / d groups). A configuration takes one candidate per
+//    template.
 // 3. Score every configuration (their product, at most max_configurations; beyond it, a
 //    coordinate descent from the fastest candidates) with the serving simulation
 //    (serving_sim.h) on the arrivals a load generator with these options sends (PlanArrivals:
@@ -50,6 +52,9 @@ struct ConfigurationScore {
   std::vector<double> template_p50_s, template_p99_s, template_attainment;
   int64_t rejected = 0, unserved = 0;
 };
+
+// a better than b: feasible first, then higher attainment, then lower mean latency.
+bool BetterScore(const ConfigurationScore& a, const ConfigurationScore& b);
 
 // Every (variant, concurrency) per template, their product (feasible or not), in a fixed order.
 std::vector<Configuration> EnumerateGrid(const ServingProfile& profile, int max_concurrency);

@@ -63,8 +63,9 @@ struct ServingPlannerOptions {
 struct TemplateVariant {
   DiffusionRequest request;  // with its mitigations
   std::vector<std::string> labels;
-  int64_t arena_bytes = 0;
+  int64_t arena_bytes = 0;  // per device it runs on
   double solo_s = 0;
+  int sp_degree = 1;  // devices one request of it spans (1 on this host)
 };
 
 struct TemplateProfile {

@@ -22,11 +22,7 @@ class Engine {
  public:
   Engine(const ServingPlan& plan, const ServingSimOptions& o,
          const std::vector<SimArrival>& arrivals, std::vector<SimRequest>* out)
-      : o_(o),
-        arrivals_(arrivals),
-        out_(out),
-        admission_(plan, o.devices, o.region_bytes),
-        devices_(static_cast<size_t>(o.devices)) {}
+      : o_(o), arrivals_(arrivals), out_(out), admission_(plan, o.devices, o.region_bytes) {}
 
   void Run() {
     for (size_t i = 0; i < arrivals_.size(); ++i) {
@@ -40,13 +36,8 @@ class Engine {
   struct Task {
     int request = 0;
     double remaining_s = 0;  // solo seconds of work left
-    Admission admission;
-  };
-  struct Device {
-    std::vector<Task> running;
-    double rate = 1;     // per task, since `since_s`
-    double since_s = 0;  // when `remaining_s` was last brought up to date
-    sim::EventId next = -1;
+    double rate = 1;         // solo seconds per second, since the last Advance
+    Admission admission;     // devices admission.device .. + span - 1
   };
 
   double PairSpeedup(int a, int b) const {
@@ -54,54 +45,64 @@ class Engine {
     return o_.pair_speedup[static_cast<size_t>(a)][static_cast<size_t>(b)];
   }
 
-  // Brings the device's tasks' remaining work up to now.
-  void Advance(Device& d) {
-    const double now = queue_events_.now_s();
-    for (Task& t : d.running) t.remaining_s -= d.rate * (now - d.since_s);
-    d.since_s = now;
-  }
-
-  // New rates after a change of the running set, and the next completion.
-  void Reschedule(int di) {
-    Device& d = devices_[static_cast<size_t>(di)];
-    if (d.next >= 0) queue_events_.Cancel(d.next);
-    d.next = -1;
-    const size_t n = d.running.size();
-    if (n == 0) return;
-    double f = 1;
-    if (n >= 2) {
-      double sum = 0;
-      int pairs = 0;
-      for (size_t a = 0; a < n; ++a) {
-        for (size_t b = a + 1; b < n; ++b) {
-          sum += PairSpeedup(Class(d.running[a]), Class(d.running[b]));
-          ++pairs;
-        }
-      }
-      f = sum / pairs;
-    }
-    d.rate = f / static_cast<double>(n);
-    double first = std::numeric_limits<double>::infinity();
-    for (const Task& t : d.running) first = std::min(first, std::max(0.0, t.remaining_s));
-    d.next = queue_events_.Schedule(queue_events_.now_s() + first / d.rate, kDone,
-                                    [this, di] { Complete(di); });
-  }
-
   int Class(const Task& t) const {
     return arrivals_[static_cast<size_t>(t.request)].template_index;
   }
 
-  void Complete(int di) {
-    Device& d = devices_[static_cast<size_t>(di)];
-    d.next = -1;
-    Advance(d);
-    // The task(s) whose work ran out (the least remaining, and any within rounding of it).
+  // Brings every task's remaining work up to now.
+  void Advance() {
+    const double now = queue_events_.now_s();
+    for (Task& t : running_) t.remaining_s -= t.rate * (now - since_s_);
+    since_s_ = now;
+  }
+
+  // New rates after a change of the running set, and the next completion. A device shares
+  // itself among its n tasks at f(S) / n each; a gang task advances at its slowest device's.
+  void Reschedule() {
+    if (next_ >= 0) queue_events_.Cancel(next_);
+    next_ = -1;
+    if (running_.empty()) return;
+    std::vector<std::vector<int>> on(static_cast<size_t>(o_.devices));
+    for (size_t i = 0; i < running_.size(); ++i) {
+      const Admission& a = running_[i].admission;
+      for (int m = 0; m < a.span; ++m)
+        on[static_cast<size_t>(a.device + m)].push_back(static_cast<int>(i));
+    }
+    std::vector<double> share(on.size(), 1);
+    for (size_t d = 0; d < on.size(); ++d) {
+      const size_t n = on[d].size();
+      if (n < 2) continue;
+      double sum = 0;
+      int pairs = 0;
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = a + 1; b < n; ++b) {
+          sum += PairSpeedup(Class(running_[static_cast<size_t>(on[d][a])]),
+                             Class(running_[static_cast<size_t>(on[d][b])]));
+          ++pairs;
+        }
+      }
+      share[d] = sum / pairs / static_cast<double>(n);
+    }
+    double first = std::numeric_limits<double>::infinity();
+    for (Task& t : running_) {
+      t.rate = std::numeric_limits<double>::infinity();
+      for (int m = 0; m < t.admission.span; ++m)
+        t.rate = std::min(t.rate, share[static_cast<size_t>(t.admission.device + m)]);
+      first = std::min(first, std::max(0.0, t.remaining_s) / t.rate);
+    }
+    next_ = queue_events_.Schedule(queue_events_.now_s() + first, kDone, [this] { Complete(); });
+  }
+
+  void Complete() {
+    next_ = -1;
+    Advance();
+    // The task(s) whose work ran out (the least time left, and any within rounding of it).
     double least = std::numeric_limits<double>::infinity();
-    for (const Task& t : d.running) least = std::min(least, t.remaining_s);
+    for (const Task& t : running_) least = std::min(least, std::max(0.0, t.remaining_s) / t.rate);
     const double eps = 1e-9 * (1 + std::abs(least));
     std::vector<Task> done;
-    std::erase_if(d.running, [&](const Task& t) {
-      if (t.remaining_s > least + eps) return false;
+    std::erase_if(running_, [&](const Task& t) {
+      if (std::max(0.0, t.remaining_s) / t.rate > least + eps) return false;
       done.push_back(t);
       return true;
     });
@@ -111,7 +112,7 @@ class Engine {
       s.served = true;
       admission_.Release(arrivals_[static_cast<size_t>(t.request)].route, t.admission);
     }
-    Reschedule(di);
+    Reschedule();
     Dispatch();
   }
 
@@ -131,13 +132,12 @@ class Engine {
       const std::optional<Admission> adm = admission_.Admit(a.route);
       if (!adm) return;  // strict FCFS: the head and everything behind it wait
       queue_.pop_front();
-      Device& d = devices_[static_cast<size_t>(adm->device)];
-      Advance(d);
-      d.running.push_back(Task{i, a.work_s, *adm});
+      Advance();
+      running_.push_back(Task{i, a.work_s, 1, *adm});
       SimRequest& s = (*out_)[static_cast<size_t>(i)];
       s.device = adm->device;
       s.start_s = queue_events_.now_s();
-      Reschedule(adm->device);
+      Reschedule();
     }
   }
 
@@ -145,7 +145,9 @@ class Engine {
   const std::vector<SimArrival>& arrivals_;
   std::vector<SimRequest>* out_;
   PlanAdmission admission_;
-  std::vector<Device> devices_;
+  std::vector<Task> running_;  // on every device
+  double since_s_ = 0;         // when remaining_s was last brought up to date
+  sim::EventId next_ = -1;     // the next completion
   std::deque<int> queue_;
   sim::EventQueue queue_events_;
 };
@@ -160,6 +162,14 @@ core::StatusOr<std::vector<SimRequest>> SimulateServing(const ServingPlan& plan,
         "serving simulation: devices {}, region {} bytes, queue {}, overhead {} s; need >= 1, "
         "> 0, >= 1, >= 0",
         o.devices, o.region_bytes, o.queue_capacity, o.overhead_s));
+  }
+  for (size_t e = 0; e < plan.entries.size(); ++e) {
+    const int sp = plan.entries[e].sp_degree;
+    if (sp < 1 || o.devices % sp != 0) {
+      return core::InvalidArgument(fmt::format(
+          "plan entries[{}].sp_degree: got {}, must divide the {} devices (replica groups)", e, sp,
+          o.devices));
+    }
   }
   const size_t k = o.pair_speedup.size();
   for (size_t a = 0; a < k; ++a) {

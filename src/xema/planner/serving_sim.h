@@ -14,8 +14,12 @@
 //     measured aggregate throughput of two such requests on one core relative to one (two
 //     heavy requests thrash the caches more than a heavy and a light one); alone, at 1. An
 //     empty pair_speedup means 1 for every pair (ideal sharing);
+//   - a request of an entry with SP degree d > 1 holds one slot on each of the d devices of
+//     its replica group (PlanAdmission) and advances at the slowest of their shares (its
+//     members synchronise at every all-to-all); its work_s is its time on d devices;
 //   - latency = finish - arrival + overhead_s (the server's HTTP and parsing time).
-// Errors: InvalidArgument for bad options or an arrival routed outside the plan. Deterministic.
+// Errors: InvalidArgument for bad options, an entry whose SP degree does not divide the devices
+// or an arrival routed outside the plan. Deterministic.
 // Thread-safety: reentrant.
 #pragma once
 
@@ -46,7 +50,7 @@ struct SimArrival {
 struct SimRequest {
   bool rejected = false;  // the queue was full
   bool served = false;    // finished (false also for a request no device can ever admit)
-  int device = -1;
+  int device = -1;        // the first device (of an SP gang)
   double start_s = 0, finish_s = 0, latency_s = 0;
 };
 

@@ -141,6 +141,43 @@ TEST(ServingSimTest, DevicesTakeTheLowestThatAdmits) {
   EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2);
 }
 
+TEST(ServingSimTest, SequenceParallelRequestsRunAsGangs) {
+  // Entry 0: SP 2 (a gang over devices 0-1 or 2-3), one request per device; entry 1: SP 1.
+  ServingPlan p = OneEntryPlan(1, 100);
+  p.entries[0].sp_degree = 2;
+  ServingPlanEntry single;
+  single.concurrency = 1;
+  single.arena_bytes = 100;
+  p.entries.push_back(single);
+  ServingSimOptions o = Opts();
+  o.devices = 4;
+  // Two gangs fill the four devices; the third gang waits for the first (done at 1 s).
+  auto r = SimulateServing(p, o, {At(0, 1), At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].device, 0);
+  EXPECT_EQ((*r)[1].device, 2);
+  EXPECT_DOUBLE_EQ((*r)[2].start_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2);
+  // A single-device request on device 1 beside a gang on 0-1: device 1 shares itself (0.5
+  // each), so the gang runs at its slowest member's 0.5 as well: the single request (0.5 s of
+  // work) ends at 1 s, then the gang (0.5 s left) runs alone: done at 1.5 s. Entry 1's first
+  // request takes device 0, the gang needs both 0 and 1: with c = 1 per entry per device, the
+  // gang is admitted beside it (entries count separately), so device 0 holds both.
+  r = SimulateServing(p, o, {At(0, 0.5, 1), At(0, 1, 0)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].device, 0);
+  EXPECT_EQ((*r)[1].device, 0);
+  EXPECT_NEAR((*r)[0].finish_s, 1.0, 1e-12);
+  EXPECT_NEAR((*r)[1].finish_s, 1.5, 1e-12);
+  // An SP degree that does not divide the devices is refused.
+  o.devices = 3;
+  r = SimulateServing(p, o, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("entries[0].sp_degree: got 2, must divide the 3 devices"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(ServingSimTest, BadInputIsNamed) {
   const ServingPlan p = OneEntryPlan(1, 100);
   auto r = SimulateServing(p, Opts(), {At(1, 1), At(0, 1)});

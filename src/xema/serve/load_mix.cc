@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "xema/analytic_trace.h"
+#include "xema/serve/modeled_device.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/serve_device.h"
 
 namespace tessera::xema {
 
 core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
-                                                      const std::string& source) {
+                                                      const std::string& source, MixModels models) {
   if (!j.is_array() || j.empty() || j.size() > kMaxMixTemplates) {
     return core::InvalidArgument(fmt::format(
         "{}: got {}, must be an array of 1 to {} templates like [{{\"model\": \"tiny-t2i\", "
@@ -24,9 +28,25 @@ core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
     LoadTemplate t;
     DiffusionRequest& r = t.request;
     ASSIGN_OR_RETURN(r.model, core::GetString(e, path, "model"));
-    auto spec = TinyModel(r.model);
-    if (!spec.ok()) return spec.status().WithPrefix(path + ".model");
-    t.video = spec->video;
+    std::optional<TinyModelSpec> spec;
+    bool default_cfg = true;
+    if (models == MixModels::kTiny) {
+      auto tiny = TinyModel(r.model);
+      if (!tiny.ok()) return tiny.status().WithPrefix(path + ".model");
+      spec = *tiny;
+      t.video = spec->video;
+    } else {
+      auto info = FindAnalyticModel(r.model);
+      if (!info.ok()) {
+        return core::InvalidArgument(fmt::format("{}.model: got '{}', must be one of {}", path,
+                                                 r.model, fmt::join(AnalyticModelNames(), ", ")));
+      }
+      t.video = info->video;
+      default_cfg = info->default_cfg;
+      if (t.video && !e.contains("frames")) {
+        return core::InvalidArgument(path + ".frames: required for the video model " + r.model);
+      }
+    }
     if (e.contains("size")) {
       ASSIGN_OR_RETURN(const std::string size, core::GetString(e, path, "size"));
       RETURN_IF_ERROR(ParseSize(size, path + ".size", &r.width, &r.height));
@@ -38,7 +58,7 @@ core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
     if (e.contains("steps")) {
       ASSIGN_OR_RETURN(r.steps, core::GetIntInRange(e, path, "steps", 1, kMaxServeSteps));
     }
-    double guidance = 4.0;
+    double guidance = default_cfg ? 4.0 : 1.0;
     if (e.contains("guidance")) {
       ASSIGN_OR_RETURN(guidance, core::GetDoubleInRange(e, path, "guidance", 0, kMaxGuidance));
     }
@@ -47,21 +67,25 @@ core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
     if (e.contains("weight")) {
       ASSIGN_OR_RETURN(t.weight, core::GetPositiveDouble(e, path, "weight"));
     }
-    RETURN_IF_ERROR(ValidateRequest(*spec, r).WithPrefix(path));
+    if (spec) {
+      RETURN_IF_ERROR(ValidateRequest(*spec, r).WithPrefix(path));
+    } else {
+      RETURN_IF_ERROR(ValidateModeledTemplate(r, 1).WithPrefix(path));
+    }
     t.label = TemplateKeyString(r);
     mix.push_back(std::move(t));
   }
   return mix;
 }
 
-core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec) {
+core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec, MixModels models) {
   const size_t first = spec.find_first_not_of(" \t\n");
   if (first != std::string::npos && spec[first] == '[') {
     ASSIGN_OR_RETURN(const core::Json j, core::ParseJson(spec, "mix"));
-    return MixFromJson(j, "mix");
+    return MixFromJson(j, "mix", models);
   }
   ASSIGN_OR_RETURN(const core::Json j, core::ReadJsonFile(spec));
-  return MixFromJson(j, spec);
+  return MixFromJson(j, spec, models);
 }
 
 std::string RequestBody(const LoadTemplate& t, uint64_t seed) {

@@ -31,10 +31,17 @@ struct LoadTemplate {
   std::string label;  // "tiny-t2i 64x64x1 steps 4 cfg on"
 };
 
+// Which models a mix may name: the tiny pipeline's presets (served here), or the analytic
+// models of the paper-scale planner (modeled; frames required for a video model, cfg by
+// default as the model ships unless guidance says otherwise, ValidateModeledTemplate).
+enum class MixModels { kTiny, kAnalytic };
+
 core::StatusOr<std::vector<LoadTemplate>> MixFromJson(const core::Json& j,
-                                                      const std::string& source);
+                                                      const std::string& source,
+                                                      MixModels models = MixModels::kTiny);
 // Inline JSON when `spec` starts with '[' (after spaces), else a file path.
-core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec);
+core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec,
+                                                  MixModels models = MixModels::kTiny);
 
 // The body of one generation request of template `t` (response_format "none").
 std::string RequestBody(const LoadTemplate& t, uint64_t seed);

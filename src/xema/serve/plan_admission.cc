@@ -6,6 +6,7 @@ PlanAdmission::PlanAdmission(const ServingPlan& plan, int devices, int64_t regio
   for (const ServingPlanEntry& e : plan.entries) {
     arena_bytes_.push_back(e.arena_bytes);
     concurrency_.push_back(e.concurrency);
+    sp_degree_.push_back(e.sp_degree);
   }
   devices_.resize(static_cast<size_t>(devices));
   for (Device& d : devices_) {
@@ -14,36 +15,55 @@ PlanAdmission::PlanAdmission(const ServingPlan& plan, int devices, int64_t regio
   }
 }
 
+bool PlanAdmission::Fits(size_t d, size_t e) const {
+  const Device& dev = devices_[d];
+  return !dev.exclusive && dev.in_flight[e] < concurrency_[e] &&
+         dev.placer.Find(arena_bytes_[e]).has_value();
+}
+
 std::optional<Admission> PlanAdmission::Admit(const Route& route) {
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    Device& d = devices_[i];
-    if (d.exclusive) continue;
-    if (route.kind == RouteKind::kFallback) {
-      if (d.running > 0) continue;
+  if (route.kind == RouteKind::kFallback) {
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      Device& d = devices_[i];
+      if (d.exclusive || d.running > 0) continue;
       d.exclusive = true;
       d.running = 1;
-      return Admission{static_cast<int>(i), -1};
+      return Admission{static_cast<int>(i), -1, 1, {}};
     }
-    const auto e = static_cast<size_t>(route.entry);
-    if (d.in_flight[e] >= concurrency_[e]) continue;
-    const std::optional<int64_t> at = d.placer.Place(arena_bytes_[e]);
-    if (!at) continue;
-    ++d.in_flight[e];
-    ++d.running;
-    return Admission{static_cast<int>(i), *at};
+    return std::nullopt;
+  }
+  const auto e = static_cast<size_t>(route.entry);
+  const auto span = static_cast<size_t>(sp_degree_[e]);
+  for (size_t g = 0; g + span <= devices_.size(); g += span) {
+    bool all = true;
+    for (size_t m = g; m < g + span && all; ++m) all = Fits(m, e);
+    if (!all) continue;
+    Admission a{static_cast<int>(g), -1, static_cast<int>(span), {}};
+    for (size_t m = g; m < g + span; ++m) {
+      Device& d = devices_[m];
+      a.offsets.push_back(*d.placer.Place(arena_bytes_[e]));
+      ++d.in_flight[e];
+      ++d.running;
+    }
+    a.offset = a.offsets[0];
+    return a;
   }
   return std::nullopt;
 }
 
 void PlanAdmission::Release(const Route& route, const Admission& a) {
-  Device& d = devices_[static_cast<size_t>(a.device)];
-  --d.running;
   if (route.kind == RouteKind::kFallback) {
+    Device& d = devices_[static_cast<size_t>(a.device)];
+    --d.running;
     d.exclusive = false;
     return;
   }
-  --d.in_flight[static_cast<size_t>(route.entry)];
-  d.placer.Free(a.offset);
+  for (int m = 0; m < a.span; ++m) {
+    Device& d = devices_[static_cast<size_t>(a.device + m)];
+    --d.running;
+    --d.in_flight[static_cast<size_t>(route.entry)];
+    d.placer.Free(a.offsets[static_cast<size_t>(m)]);
+  }
 }
 
 }  // namespace tessera::xema

@@ -7,8 +7,11 @@
 // it in flight. A request of entry e (exact or covered route) is admitted on the lowest-index
 // device where fewer than e.concurrency requests of e are in flight, no fallback request runs,
 // and e.arena_bytes fit in the region; a fallback request only on an idle device, which it
-// then holds alone. Strict FCFS is the caller's: it offers the queue's head and stops at the
-// first refusal. Not thread-safe (the server calls it under its lock).
+// then holds alone. An entry of SP degree d > 1 runs each request as a gang over the d devices
+// of one replica group (devices g d .. g d + d - 1, fixed): it is admitted on the lowest group
+// where every member admits it as above (its arena placed on each member), all at once or not
+// at all. Strict FCFS is the caller's: it offers the queue's head and stops at the first
+// refusal. Not thread-safe (the server calls it under its lock).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,10 @@
 namespace tessera::xema {
 
 struct Admission {
-  int device = -1;
+  int device = -1;      // the first device (of the gang)
   int64_t offset = -1;  // of the arena in the device's region; -1 for the fallback
+  int span = 1;         // devices held: device .. device + span - 1 (the entry's SP degree)
+  std::vector<int64_t> offsets;  // per device held, for a planned entry (offsets[0] == offset)
 };
 
 class PlanAdmission {
@@ -45,8 +50,12 @@ class PlanAdmission {
     int running = 0;
     bool exclusive = false;
   };
+  // True when device d admits entry e (not exclusive, a free slot, the arena fits).
+  bool Fits(size_t d, size_t e) const;
+
   std::vector<int64_t> arena_bytes_;
   std::vector<int> concurrency_;
+  std::vector<int> sp_degree_;
   std::vector<Device> devices_;
 };
 

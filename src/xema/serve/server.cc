@@ -220,6 +220,7 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
   if (options.serving_plan != nullptr) {
     const ServingPlan& plan = *options.serving_plan;
     const std::string& src = options.serving_plan_source;
+    RETURN_IF_ERROR(CheckPlanDevice(plan, src));
     if (plan.WeightBytes() >= options.budget_bytes) {
       return core::InvalidArgument(
           fmt::format("{}.models: the weights take {} bytes, the budget is {}", src,

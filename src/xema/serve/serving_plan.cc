@@ -8,6 +8,7 @@
 
 #include "xema/pipeline/template_json.h"
 #include "xema/serve/memory_policy.h"
+#include "xema/serve/modeled_device.h"
 #include "xema/serve/serve_device.h"
 
 namespace tessera::xema {
@@ -34,8 +35,9 @@ core::Json EntryToJson(const ServingPlanEntry& e) {
           {"slo_s", e.slo_s}};
 }
 
+// `modeled`: a table for a modeled device (analytic models, SP degrees up to the devices).
 core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::string& path,
-                                               int devices) {
+                                               int devices, bool modeled) {
   RETURN_IF_ERROR(core::CheckKnownKeys(j, path,
                                        {"template", "key", "sp_degree", "replicas", "concurrency",
                                         "batch", "memory", "predicted", "slo_s"}));
@@ -48,10 +50,21 @@ core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::s
       *m, mpath, {"allocator", "arena_bytes", "layout", "mitigations", "labels"}));
   ASSIGN_OR_RETURN(const core::Json* mit, core::Member(*m, mpath, "mitigations"));
   RETURN_IF_ERROR(MitigationsFromJson(*mit, core::JoinPath(mpath, "mitigations"), &e.request));
-  auto spec = TinyModel(e.request.model);
-  if (!spec.ok()) return spec.status().WithPrefix(core::JoinPath(path, "template"));
-  RETURN_IF_ERROR(ValidateRequest(*spec, e.request).WithPrefix(path));
-  if (e.request.offload.any()) {
+  ASSIGN_OR_RETURN(const int64_t sp,
+                   core::GetIntInRange(j, path, "sp_degree", 1, modeled ? devices : 1));
+  if (devices % sp != 0) {
+    return core::InvalidArgument(fmt::format(
+        "{}.sp_degree: got {}, must divide the {} devices (replica groups)", path, sp, devices));
+  }
+  if (modeled) {
+    RETURN_IF_ERROR(
+        ValidateModeledTemplate(e.request, static_cast<int>(sp)).WithPrefix(path + ".template"));
+  } else {
+    auto spec = TinyModel(e.request.model);
+    if (!spec.ok()) return spec.status().WithPrefix(core::JoinPath(path, "template"));
+    RETURN_IF_ERROR(ValidateRequest(*spec, e.request).WithPrefix(path));
+  }
+  if (!modeled && e.request.offload.any()) {
     return core::InvalidArgument(fmt::format(
         "{}.mitigations.offload: got {}, a planned entry runs from a static arena without a host "
         "tier; must be []",
@@ -65,8 +78,8 @@ core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::s
         e.allocator));
   }
   ASSIGN_OR_RETURN(e.arena_bytes, core::GetPositiveInt(*m, mpath, "arena_bytes"));
-  ASSIGN_OR_RETURN(const int64_t sp, core::GetIntInRange(j, path, "sp_degree", 1, 1));
-  ASSIGN_OR_RETURN(const int64_t replicas, core::GetIntInRange(j, path, "replicas", 1, devices));
+  ASSIGN_OR_RETURN(const int64_t replicas,
+                   core::GetIntInRange(j, path, "replicas", devices / sp, devices / sp));
   ASSIGN_OR_RETURN(const int64_t c,
                    core::GetIntInRange(j, path, "concurrency", 1, kMaxPlanConcurrency));
   ASSIGN_OR_RETURN(const int64_t b, core::GetIntInRange(j, path, "batch", 1, 1));
@@ -149,6 +162,14 @@ core::StatusOr<ServingPlan> ServingPlanFromJson(const core::Json& j, const std::
         fmt::format("{}.label: got '{}', must be measured or modeled", source, p.label));
   }
   ASSIGN_OR_RETURN(p.device, core::GetString(j, source, "device"));
+  if (p.device != kLocalDeviceKind) {
+    RETURN_IF_ERROR(FindModeledDevice(p.device).status().WithPrefix(source));
+    if (p.label != "modeled") {
+      return core::InvalidArgument(fmt::format(
+          "{}.label: got '{}', a table for the modeled device {} must be labelled modeled", source,
+          p.label, p.device));
+    }
+  }
   ASSIGN_OR_RETURN(p.budget_bytes, core::GetPositiveInt(j, source, "budget_bytes"));
   ASSIGN_OR_RETURN(const int64_t devices, core::GetIntInRange(j, source, "devices", 1, 1 << 16));
   p.devices = static_cast<int>(devices);
@@ -175,7 +196,8 @@ core::StatusOr<ServingPlan> ServingPlanFromJson(const core::Json& j, const std::
   std::set<std::string> keys;
   for (size_t i = 0; i < entries->size(); ++i) {
     const std::string path = fmt::format("{}[{}]", epath, i);
-    ASSIGN_OR_RETURN(ServingPlanEntry e, EntryFromJson((*entries)[i], path, p.devices));
+    ASSIGN_OR_RETURN(ServingPlanEntry e,
+                     EntryFromJson((*entries)[i], path, p.devices, p.device != kLocalDeviceKind));
     if (!keys.insert(e.key).second) {
       return core::InvalidArgument(
           fmt::format("{}: a second entry for template {}, must be one per template", path, e.key));
@@ -218,15 +240,28 @@ core::StatusOr<ServingPlan> ReadServingPlan(const std::string& path) {
   return ServingPlanFromJson(j, path);
 }
 
-core::Status CheckPlanFitsServer(const ServingPlan& p, const std::string& source,
-                                 int64_t budget_bytes, int devices,
-                                 const std::map<std::string, int64_t>& weights) {
+core::Status CheckPlanDevice(const ServingPlan& p, const std::string& source) {
   if (p.device != kLocalDeviceKind) {
     return core::InvalidArgument(fmt::format(
         "{}.device: got '{}', this server's devices are '{}' (a plan for another device; plan "
         "again here)",
         source, p.device, kLocalDeviceKind));
   }
+  for (const ServingPlanEntry& e : p.entries) {
+    if (e.sp_degree > 1) {
+      return core::InvalidArgument(fmt::format(
+          "{}: entry {} has sp_degree {}, this server runs every request on one device (plan "
+          "again here)",
+          source, e.key, e.sp_degree));
+    }
+  }
+  return core::Status::Ok();
+}
+
+core::Status CheckPlanFitsServer(const ServingPlan& p, const std::string& source,
+                                 int64_t budget_bytes, int devices,
+                                 const std::map<std::string, int64_t>& weights) {
+  RETURN_IF_ERROR(CheckPlanDevice(p, source));
   if (p.budget_bytes > budget_bytes) {
     return core::InvalidArgument(
         fmt::format("{}.budget_bytes: got {}, more than the server's budget of {} bytes per device",

@@ -1,0 +1,168 @@
+#include "xema/planner/modeled_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "core/elapsed.h"
+#include "xema/analytic_trace.h"
+#include "xema/memory_trace.h"
+#include "xema/serve/serve_device.h"
+#include "xema/static_layout.h"
+
+namespace tessera::xema {
+namespace {
+
+constexpr int64_t kFfnChunkOptions[] = {1, 4};
+constexpr int64_t kVaeTileOptions[] = {1, 2, 4};
+
+double RequestSeconds(const MemoryTrace& t) {
+  double s = 0;
+  for (const TraceOp& op : t.prologue) s += op.time_s;
+  for (const TraceOp& op : t.body) s += op.time_s * static_cast<double>(t.key.steps);
+  for (const TraceOp& op : t.epilogue) s += op.time_s;
+  return s;
+}
+
+int64_t TraceWeightBytes(const MemoryTrace& t) {
+  int64_t sum = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (x.kind == TensorKind::kWeight) sum += x.bytes;
+  return sum;
+}
+
+// The tflite arena of the trace's activations and workspaces (weights are resident apart).
+core::StatusOr<int64_t> ActivationArenaBytes(const MemoryTrace& trace) {
+  MemoryTrace acts = trace;
+  acts.tensors.clear();
+  for (const TraceTensor& x : trace.tensors) {
+    if (x.kind == TensorKind::kWeight) continue;
+    acts.tensors.push_back(x);
+    acts.tensors.back().id = static_cast<int64_t>(acts.tensors.size()) - 1;
+  }
+  ASSIGN_OR_RETURN(const ExpandedTrace x, Expand(acts));
+  ASSIGN_OR_RETURN(const Layout layout, PlanLayout(x, "tflite"));
+  return layout.arena_bytes;
+}
+
+void Report(const ServingPlannerOptions& o, const std::string& stage, int done, int total) {
+  if (o.progress) o.progress(stage, done, total);
+}
+
+}  // namespace
+
+core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& o,
+                                                   const ModeledDevice& device,
+                                                   const std::set<std::string>& on_host) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ValidatePlannerOptions(o));
+  ServingProfile p;
+  for (size_t i = 0; i < o.mix.size(); ++i) {
+    const LoadTemplate& lt = o.mix[i];
+    RETURN_IF_ERROR(ValidateModeledTemplate(lt.request, 1).WithPrefix(fmt::format("mix[{}]", i)));
+    ASSIGN_OR_RETURN(const AnalyticModelInfo info, FindAnalyticModel(lt.request.model));
+    TemplateProfile tp;
+    tp.label = lt.label;
+    tp.request = lt.request;
+    DiffusionRequest plain = lt.request;
+    plain.offload = OffloadSet{};
+    ASSIGN_OR_RETURN(const MemoryTrace isolated,
+                     AnalyticTrace(ToAnalyticRequest(plain, 1, device)));
+    tp.isolated_s = RequestSeconds(isolated);
+    const bool host = on_host.contains(lt.request.model);
+    for (int sp = 1; sp <= o.devices; sp *= 2) {
+      if (o.devices % sp != 0 || info.heads % sp != 0) continue;
+      for (const int64_t ffn : kFfnChunkOptions) {
+        for (const int64_t tiles : kVaeTileOptions) {
+          TemplateVariant v;
+          v.request = plain;
+          v.request.ffn_chunks = ffn;
+          v.request.vae_tiles = tiles;
+          v.request.offload.idle_weights = host;
+          v.sp_degree = sp;
+          ASSIGN_OR_RETURN(const MemoryTrace t,
+                           AnalyticTrace(ToAnalyticRequest(v.request, sp, device)));
+          ASSIGN_OR_RETURN(v.arena_bytes, ActivationArenaBytes(t));
+          v.solo_s = RequestSeconds(t);
+          v.labels = MitigationLabels(v.request);
+          if (sp > 1) v.labels.insert(v.labels.begin(), fmt::format("sp={}", sp));
+          p.weight_bytes[lt.request.model] = TraceWeightBytes(t);
+          tp.variants.push_back(std::move(v));
+        }
+      }
+    }
+    p.templates.push_back(std::move(tp));
+    Report(o, "model", static_cast<int>(i) + 1, static_cast<int>(o.mix.size()));
+  }
+  int64_t weights = 0;
+  for (const auto& [model, bytes] : p.weight_bytes) weights += bytes;
+  p.region_bytes = o.budget_bytes - weights;
+  if (p.region_bytes <= 0) {
+    return core::InvalidArgument(
+        fmt::format("budget: got {} bytes, the resident weights of the mix's models take {} bytes",
+                    o.budget_bytes, weights));
+  }
+  p.overhead_s = 0;
+  p.profile_s = p.templates_s = core::SecondsSince(t0);
+  return p;
+}
+
+core::StatusOr<ServingPlannerResult> PlanModeledServing(const ServingPlannerOptions& o,
+                                                        const ModeledDevice& device) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ValidatePlannerOptions(o));
+  std::vector<std::string> models;
+  for (const LoadTemplate& t : o.mix) {
+    if (std::find(models.begin(), models.end(), t.request.model) == models.end())
+      models.push_back(t.request.model);
+  }
+  const size_t subsets = size_t{1} << models.size();
+  std::optional<ServingPlannerResult> best;
+  std::set<std::string> best_on_host;
+  std::string why;  // of the last subset that could not be planned
+  int tried = 0;
+  for (size_t mask = 0; mask < subsets; ++mask) {
+    std::set<std::string> on_host;
+    for (size_t m = 0; m < models.size(); ++m)
+      if (mask & (size_t{1} << m)) on_host.insert(models[m]);
+    auto profile = ModelServingProfile(o, device, on_host);
+    if (!profile.ok()) {
+      if (profile.status().message().rfind("budget:", 0) != 0) return profile.status();
+      why = profile.status().message();
+      continue;
+    }
+    auto r = PlanServing(*profile, o);
+    ++tried;
+    if (!r.ok()) {
+      if (r.status().message().rfind("budget:", 0) != 0) return r.status();
+      why = r.status().message();
+      continue;
+    }
+    if (!best || BetterScore(r->score, best->score)) {
+      best = std::move(*r);
+      best_on_host = on_host;
+    }
+    Report(o, "encoders", static_cast<int>(mask) + 1, static_cast<int>(subsets));
+  }
+  if (!best) {
+    return core::InvalidArgument(why.empty() ? "budget: no template of the mix fits" : why);
+  }
+  ServingPlannerResult result = std::move(*best);
+  result.plan.label = "modeled";
+  result.plan.device = device.name;
+  result.plan.planner["encoders_on_host"] =
+      std::vector<std::string>(best_on_host.begin(), best_on_host.end());
+  result.plan.planner["encoder_subsets_planned"] = tried;
+  result.plan.planner["device"] = {{"name", device.name},
+                                   {"memory_bytes", device.memory_bytes},
+                                   {"link_bytes_per_s", device.link_bytes_per_s},
+                                   {"host_bytes_per_s", device.host_bytes_per_s},
+                                   {"flops_per_s", 4e14}};
+  result.search_s = core::SecondsSince(t0);
+  result.plan.planner["planner_s"] = result.search_s;
+  return result;
+}
+
+}  // namespace tessera::xema
