@@ -489,6 +489,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                    {"--seed", K::kUint, {}},
                                    {"--queue", K::kInt, {}},
                                    {"--max-concurrency", K::kInt, {}},
+                                   {"--max-sp", K::kInt, {}},
                                    {"--timing-runs", K::kInt, {}},
                                    {"--overhead", K::kFloat, {}},
                                    {"--grid", K::kText, {}},

@@ -36,6 +36,7 @@ struct XemaPlanArgs {
   uint64_t seed = 1;
   int64_t queue = 64;
   int64_t max_concurrency = 3;
+  int64_t max_sp = 64;
   int64_t timing_runs = 3;
   double overhead_s = -1;
   std::string grid;  // "", "sim" or "real"
@@ -180,6 +181,7 @@ core::Status RunXemaPlan(const XemaPlanArgs& a) {
   o.seed = a.seed;
   o.queue_capacity = static_cast<int>(a.queue);
   o.max_concurrency = static_cast<int>(a.max_concurrency);
+  o.max_sp_degree = static_cast<int>(a.max_sp);
   o.timing_runs = static_cast<int>(a.timing_runs);
   o.overhead_s = a.overhead_s;
   std::unique_ptr<core::ProgressBar> bar;
@@ -264,6 +266,10 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
   c->add_option("--max-concurrency", a->max_concurrency,
                 "most requests of one template in flight on a device")
       ->transform(Integer(1, xema::kMaxPlanConcurrency))
+      ->capture_default_str();
+  c->add_option("--max-sp", a->max_sp,
+                "modeled devices: the largest SP degree tried (powers of two; cpu: always 1)")
+      ->transform(Integer(1, 64))
       ->capture_default_str();
   c->add_option("--timing-runs", a->timing_runs, "timed runs per variant (median)")
       ->transform(Integer(1, 100))

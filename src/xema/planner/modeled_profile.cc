@@ -72,7 +72,7 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
                      AnalyticTrace(ToAnalyticRequest(plain, 1, device)));
     tp.isolated_s = RequestSeconds(isolated);
     const bool host = on_host.contains(lt.request.model);
-    for (int sp = 1; sp <= o.devices; sp *= 2) {
+    for (int sp = 1; sp <= std::min(o.devices, o.max_sp_degree); sp *= 2) {
       if (o.devices % sp != 0 || info.heads % sp != 0) continue;
       for (const int64_t ffn : kFfnChunkOptions) {
         for (const int64_t tiles : kVaeTileOptions) {

@@ -3,16 +3,16 @@
 // GPU (xema/serve/modeled_device.h), searched by the same planner as the measured one
 // (serving_planner.h), with sequence parallelism as a real choice.
 //
-// ModelServingProfile: per template, a variant for every SP degree d (dividing the devices and
-// the model's heads), FFN token chunks k in {1, 4} and VAE tiles t in {1, 2, 4} (the
-// mitigations the analytic traces model; attention stays fused); each variant's trace is member
-// 0's (AnalyticTrace), its arena the tflite layout of its activations (weights excluded: they
-// are resident), its solo seconds the trace's modeled time (400 TFLOP/s, all-to-alls at the
-// device's link speed). The isolated latency (the SLO's base) is the plain request's on one
-// device with every weight resident, whether or not it fits. A model in `encoders_on_host`
-// keeps its text encoder's weights in host memory (streamed per layer, every variant of its
-// templates). Modeled sharing: two requests on one GPU share its throughput (pair speed-up 1:
-// a paper-scale DiT saturates the GPU alone); no server overhead.
+// ModelServingProfile: per template, a variant for every SP degree d, a power of two up to
+// options.max_sp_degree (dividing the devices and the model's heads), FFN token chunks k in {1, 4}
+// and VAE tiles t in {1, 2, 4} (the mitigations the analytic traces model; attention stays fused);
+// each variant's trace is member 0's (AnalyticTrace), its arena the tflite layout of its
+// activations (weights excluded: they are resident), its solo seconds the trace's modeled time (400
+// TFLOP/s, all-to-alls at the device's link speed). The isolated latency (the SLO's base) is the
+// plain request's on one device with every weight resident, whether or not it fits. A model in
+// `encoders_on_host` keeps its text encoder's weights in host memory (streamed per layer, every
+// variant of its templates). Modeled sharing: two requests on one GPU share its throughput (pair
+// speed-up 1: a paper-scale DiT saturates the GPU alone); no server overhead.
 //
 // PlanModeledServing: the planner's search (PlanServing) for every subset of the mix's models
 // whose encoders stay on the host (the weights must leave room: a subset whose resident weights

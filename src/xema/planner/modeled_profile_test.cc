@@ -47,6 +47,13 @@ TEST(ModeledPlannerTest, SequenceParallelismIsChosenWhenTheSloNeedsIt) {
   ASSERT_TRUE(single.ok()) << single.status().message();
   EXPECT_EQ(single->plan.entries[0].sp_degree, 1);
   EXPECT_EQ(single->score.attainment, 0);
+  // Nor with eight GPUs when SP is held to 1 (--max-sp 1).
+  ServingPlannerOptions no_sp = tight;
+  no_sp.max_sp_degree = 1;
+  auto held = PlanModeledServing(no_sp, h100);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(held->plan.entries[0].sp_degree, 1);
+  EXPECT_EQ(held->score.attainment, 0);
 
   // The table reads back, and a server on this host refuses it (another device).
   auto back = ServingPlanFromJson(ToJson(r->plan), "plan.json");

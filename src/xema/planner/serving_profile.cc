@@ -262,6 +262,10 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
     return core::InvalidArgument(fmt::format("max-concurrency: got {}, must be in [1, {}]",
                                              o.max_concurrency, kMaxPlanConcurrency));
   }
+  if (o.max_sp_degree < 1 || o.max_sp_degree > 64) {
+    return core::InvalidArgument(
+        fmt::format("max-sp: got {}, must be in [1, 64]", o.max_sp_degree));
+  }
   if (o.timing_runs < 1 || o.timing_runs > 100) {
     return core::InvalidArgument(
         fmt::format("timing-runs: got {}, must be in [1, 100]", o.timing_runs));

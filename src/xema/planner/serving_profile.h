@@ -51,6 +51,7 @@ struct ServingPlannerOptions {
   double cv = 1;
   int queue_capacity = 64;
   int max_concurrency = 3;
+  int max_sp_degree = 64;  // modeled devices: the largest SP degree tried (this host: 1)
   int timing_runs = 3;
   int64_t max_configurations = 20000;
   // Seconds per request the server adds to a run (HTTP, parsing, routing), added to simulated

@@ -6,7 +6,7 @@
 //   - one FIFO queue of at most queue_capacity waiting requests; an arrival that finds it
 //     full is rejected (the server's 429);
 //   - strict FCFS admission by PlanAdmission (the server's own code): the head starts on the
-//     lowest device that admits it (concurrency per entry, arena placed first fit in the
+//     least busy device that admits it (concurrency per entry, arena placed first fit in the
 //     device's region; a fallback request alone), else everything waits;
 //   - a device is one core shared by its requests in flight (processor sharing): with a set S
 //     of n >= 2 in flight each progresses at f(S) / n seconds of its solo work per second,

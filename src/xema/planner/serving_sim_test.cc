@@ -130,7 +130,7 @@ TEST(ServingSimTest, FallbackRunsAloneAndStrictFcfsHoldsTheQueue) {
   EXPECT_NEAR((*r)[2].finish_s, 3.5, 1e-12);
 }
 
-TEST(ServingSimTest, DevicesTakeTheLowestThatAdmits) {
+TEST(ServingSimTest, DevicesTakeTheLeastBusyThatAdmits) {
   ServingSimOptions o = Opts();
   o.devices = 2;
   auto r = SimulateServing(OneEntryPlan(1, 100), o, {At(0, 1), At(0, 1), At(0, 1)});
@@ -139,6 +139,14 @@ TEST(ServingSimTest, DevicesTakeTheLowestThatAdmits) {
   EXPECT_EQ((*r)[1].device, 1);
   EXPECT_EQ((*r)[2].device, 0);
   EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2);
+  // Two slots per device: the second request still goes to the idle device 1 (not beside the
+  // first on device 0), the third to device 0, sharing it: 1 s alone-equivalent each.
+  r = SimulateServing(OneEntryPlan(2, 100), o, {At(0, 1), At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[1].device, 1);
+  EXPECT_EQ((*r)[2].device, 0);
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 2);
 }
 
 TEST(ServingSimTest, SequenceParallelRequestsRunAsGangs) {
@@ -158,17 +166,24 @@ TEST(ServingSimTest, SequenceParallelRequestsRunAsGangs) {
   EXPECT_EQ((*r)[1].device, 2);
   EXPECT_DOUBLE_EQ((*r)[2].start_s, 1);
   EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2);
-  // A single-device request on device 1 beside a gang on 0-1: device 1 shares itself (0.5
-  // each), so the gang runs at its slowest member's 0.5 as well: the single request (0.5 s of
-  // work) ends at 1 s, then the gang (0.5 s left) runs alone: done at 1.5 s. Entry 1's first
-  // request takes device 0, the gang needs both 0 and 1: with c = 1 per entry per device, the
-  // gang is admitted beside it (entries count separately), so device 0 holds both.
+  // A single-device request on device 0 beside a gang on 0-1 (two devices: one group): device
+  // 0 shares itself (0.5 each), so the gang runs at its slowest member's 0.5 as well: the
+  // single request (0.5 s of work) ends at 1 s, then the gang (0.5 s left) runs alone: done at
+  // 1.5 s. (Entries count their slots separately: c = 1 each lets both onto device 0.)
+  o.devices = 2;
   r = SimulateServing(p, o, {At(0, 0.5, 1), At(0, 1, 0)});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].device, 0);
   EXPECT_EQ((*r)[1].device, 0);
   EXPECT_NEAR((*r)[0].finish_s, 1.0, 1e-12);
   EXPECT_NEAR((*r)[1].finish_s, 1.5, 1e-12);
+  // With four devices the gang takes the idle group 2-3 instead: both done by 1 s.
+  o.devices = 4;
+  r = SimulateServing(p, o, {At(0, 0.5, 1), At(0, 1, 0)});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[1].device, 2);
+  EXPECT_NEAR((*r)[0].finish_s, 0.5, 1e-12);
+  EXPECT_NEAR((*r)[1].finish_s, 1.0, 1e-12);
   // An SP degree that does not divide the devices is refused.
   o.devices = 3;
   r = SimulateServing(p, o, {});

@@ -1,5 +1,7 @@
 #include "xema/serve/plan_admission.h"
 
+#include <algorithm>
+
 namespace tessera::xema {
 
 PlanAdmission::PlanAdmission(const ServingPlan& plan, int devices, int64_t region_bytes) {
@@ -34,21 +36,30 @@ std::optional<Admission> PlanAdmission::Admit(const Route& route) {
   }
   const auto e = static_cast<size_t>(route.entry);
   const auto span = static_cast<size_t>(sp_degree_[e]);
+  size_t best = devices_.size();
+  int best_load = 0;
   for (size_t g = 0; g + span <= devices_.size(); g += span) {
     bool all = true;
-    for (size_t m = g; m < g + span && all; ++m) all = Fits(m, e);
-    if (!all) continue;
-    Admission a{static_cast<int>(g), -1, static_cast<int>(span), {}};
-    for (size_t m = g; m < g + span; ++m) {
-      Device& d = devices_[m];
-      a.offsets.push_back(*d.placer.Place(arena_bytes_[e]));
-      ++d.in_flight[e];
-      ++d.running;
+    int load = 0;
+    for (size_t m = g; m < g + span && all; ++m) {
+      all = Fits(m, e);
+      load = std::max(load, devices_[m].running);
     }
-    a.offset = a.offsets[0];
-    return a;
+    if (all && (best == devices_.size() || load < best_load)) {
+      best = g;
+      best_load = load;
+    }
   }
-  return std::nullopt;
+  if (best == devices_.size()) return std::nullopt;
+  Admission a{static_cast<int>(best), -1, static_cast<int>(span), {}};
+  for (size_t m = best; m < best + span; ++m) {
+    Device& d = devices_[m];
+    a.offsets.push_back(*d.placer.Place(arena_bytes_[e]));
+    ++d.in_flight[e];
+    ++d.running;
+  }
+  a.offset = a.offsets[0];
+  return a;
 }
 
 void PlanAdmission::Release(const Route& route, const Admission& a) {

@@ -4,14 +4,17 @@
 //
 // Per device: an activation region of `region_bytes` (the budget less every model's weights),
 // the arenas in flight placed in it first fit (ArenaPlacer), and per plan entry the requests of
-// it in flight. A request of entry e (exact or covered route) is admitted on the lowest-index
-// device where fewer than e.concurrency requests of e are in flight, no fallback request runs,
-// and e.arena_bytes fit in the region; a fallback request only on an idle device, which it
-// then holds alone. An entry of SP degree d > 1 runs each request as a gang over the d devices
-// of one replica group (devices g d .. g d + d - 1, fixed): it is admitted on the lowest group
-// where every member admits it as above (its arena placed on each member), all at once or not
-// at all. Strict FCFS is the caller's: it offers the queue's head and stops at the first
-// refusal. Not thread-safe (the server calls it under its lock).
+// it in flight. A request of entry e (exact or covered route) is admitted on a device where
+// fewer than e.concurrency requests of e are in flight, no fallback request runs, and
+// e.arena_bytes fit in the region: of those, the one running the fewest requests (ties: the
+// lowest index), so that requests spread over idle devices before they share one; a fallback
+// request only on an idle device (the lowest), which it then holds alone. An entry of SP
+// degree d > 1 runs each request as a gang over the d devices of one replica group (devices
+// g d .. g d + d - 1, fixed): it is admitted on a group where every member admits it as above
+// (its arena placed on each member), all at once or not at all; of those, the group whose
+// busiest member runs the fewest requests (ties: the lowest). Strict FCFS is the caller's: it
+// offers the queue's head and stops at the first refusal. Not thread-safe (the server calls it
+// under its lock).
 #pragma once
 
 #include <cstdint>
