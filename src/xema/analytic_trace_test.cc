@@ -15,13 +15,6 @@ const TraceTensor& Find(const MemoryTrace& t, const std::string& name) {
   return t.tensors[0];
 }
 
-int64_t Weights(const MemoryTrace& t) {
-  int64_t w = 0;
-  for (const TraceTensor& x : t.tensors)
-    if (x.kind == TensorKind::kWeight) w += x.bytes;
-  return w;
-}
-
 TEST(AnalyticTraceTest, PublicShapes) {
   // CogVideoX-5B at 720x480x49: 13 latent frames x 30 x 45 = 17,550 video tokens + 226 text;
   // cfg doubles the batch. Unfused scores: 48 heads x 17,776^2 x 2 B = 30.3 GB per prompt.
@@ -33,7 +26,7 @@ TEST(AnalyticTraceTest, PublicShapes) {
   // Flux.2-dev: 24B encoder + 32B DiT + 0.1B VAE in bf16 = 112.2 GB of weights.
   auto flux = AnalyticTrace({"flux2-dev", 1024, 1024, 1, 28});
   ASSERT_TRUE(flux.ok()) << flux.status().ToString();
-  EXPECT_NEAR(static_cast<double>(Weights(*flux)), 112.2e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(WeightBytes(*flux)), 112.2e9, 0.01e9);
   EXPECT_EQ(flux->provenance, "modeled");
   // LTX-2 at 768x512x121: the last VAE block holds 3 x 128 channels x 2 B = 768 B per
   // pixel-frame (documented: ~750): 36.5 GB.
@@ -62,14 +55,6 @@ TEST(AnalyticTraceTest, LayoutsAndIntervalsWork) {
   }
 }
 
-double RequestSeconds(const MemoryTrace& t) {
-  double s = 0;
-  for (const TraceOp& op : t.prologue) s += op.time_s;
-  for (const TraceOp& op : t.body) s += op.time_s * static_cast<double>(t.key.steps);
-  for (const TraceOp& op : t.epilogue) s += op.time_s;
-  return s;
-}
-
 TEST(AnalyticTraceTest, ServingChoicesScaleAsModeled) {
   // CogVideoX-5B 720x480x49, cfg: 17,776 tokens; SP 4 keeps ceil(17776 / 4) = 4,444 rows.
   AnalyticRequest base{"cogvideox-5b", 720, 480, 49, 50};
@@ -82,7 +67,7 @@ TEST(AnalyticTraceTest, ServingChoicesScaleAsModeled) {
   EXPECT_EQ(t4->key.sp_degree, 4);
   EXPECT_EQ(Find(*t4, "dit.tokens").bytes, AlignBytes(4444 * 3072 * 2 * 2));
   EXPECT_EQ(Find(*t4, "dit.block0.qkv_heads").bytes, Find(*t4, "dit.block0.qkv").bytes);
-  EXPECT_EQ(Weights(*t4), Weights(*t1));  // replicated
+  EXPECT_EQ(WeightBytes(*t4), WeightBytes(*t1));  // replicated
   // Block time: a quarter of the work, run at a little less of the GPU (8,888 rows fill 840
   // GEMM tiles: 7 waves of 132 SMs at 91%, against 97% for 35,552 rows), plus four all-to-alls
   // of 3/4 of a local activation.
@@ -132,7 +117,7 @@ TEST(AnalyticTraceTest, ServingChoicesScaleAsModeled) {
   r.encoder_on_host = true;
   auto th = AnalyticTrace(r);
   ASSERT_TRUE(th.ok());
-  EXPECT_NEAR(static_cast<double>(Weights(*t1) - Weights(*th)), 9.4e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(WeightBytes(*t1) - WeightBytes(*th)), 9.4e9, 0.01e9);
   const double layer_s = 4.7e9 / 24 * 2 / 55e9;
   EXPECT_NEAR(th->prologue[1].time_s, std::max(t1->prologue[1].time_s, layer_s), 1e-12);
   EXPECT_NEAR(th->prologue[0].time_s, t1->prologue[0].time_s + layer_s, 1e-12);

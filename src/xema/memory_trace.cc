@@ -517,6 +517,21 @@ std::vector<int64_t> LiveBytes(const ExpandedTrace& x, bool include_weights) {
   return live;
 }
 
+double RequestSeconds(const MemoryTrace& t) {
+  double s = 0;
+  for (const TraceOp& op : t.prologue) s += op.time_s;
+  for (const TraceOp& op : t.body) s += op.time_s * static_cast<double>(t.key.steps);
+  for (const TraceOp& op : t.epilogue) s += op.time_s;
+  return s;
+}
+
+int64_t WeightBytes(const MemoryTrace& t) {
+  int64_t w = 0;
+  for (const TraceTensor& x : t.tensors)
+    if (x.kind == TensorKind::kWeight) w += x.bytes;
+  return w;
+}
+
 int64_t WeightBytes(const ExpandedTrace& x) {
   int64_t w = 0;
   for (const FlatTensor& f : x.tensors)

@@ -178,6 +178,11 @@ int64_t WeightBytes(const ExpandedTrace& x);
 // can be smaller (XLA's NoFragmentationStatsHeap bound).
 int64_t LowerBoundBytes(const ExpandedTrace& x);
 
+// The request's seconds by its ops' time_s: prologue + steps x body + epilogue.
+double RequestSeconds(const MemoryTrace& trace);
+// Sum of the trace's weight tensors' bytes.
+int64_t WeightBytes(const MemoryTrace& trace);
+
 // One line: "tiny-t2i 64x64x1 steps 4 cfg on sp 1 bf16 (synthetic)".
 std::string Describe(const MemoryTrace& trace);
 

@@ -18,21 +18,6 @@ namespace {
 constexpr int64_t kFfnChunkOptions[] = {1, 4};
 constexpr int64_t kVaeTileOptions[] = {1, 2, 4};
 
-double RequestSeconds(const MemoryTrace& t) {
-  double s = 0;
-  for (const TraceOp& op : t.prologue) s += op.time_s;
-  for (const TraceOp& op : t.body) s += op.time_s * static_cast<double>(t.key.steps);
-  for (const TraceOp& op : t.epilogue) s += op.time_s;
-  return s;
-}
-
-int64_t TraceWeightBytes(const MemoryTrace& t) {
-  int64_t sum = 0;
-  for (const TraceTensor& x : t.tensors)
-    if (x.kind == TensorKind::kWeight) sum += x.bytes;
-  return sum;
-}
-
 // The tflite arena of the trace's activations and workspaces (weights are resident apart).
 core::StatusOr<int64_t> ActivationArenaBytes(const MemoryTrace& trace) {
   MemoryTrace acts = trace;
@@ -88,7 +73,7 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
           v.solo_s = RequestSeconds(t);
           v.labels = MitigationLabels(v.request);
           if (sp > 1) v.labels.insert(v.labels.begin(), fmt::format("sp={}", sp));
-          p.weight_bytes[lt.request.model] = TraceWeightBytes(t);
+          p.weight_bytes[lt.request.model] = WeightBytes(t);
           tp.variants.push_back(std::move(v));
         }
       }
