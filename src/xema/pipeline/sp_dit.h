@@ -64,6 +64,14 @@
 
 namespace tessera::xema {
 
+// One member of a sequence-parallel group: `group` (its size is the SP degree d; null: d = 1)
+// and this member's rank in it.
+struct SpMember {
+  comm::Communicator* group = nullptr;
+  int member = 0;
+  int degree() const { return group == nullptr ? 1 : group->size(); }
+};
+
 // Member `member`'s rows of each of `batch` sequences of text_tokens + image_tokens rows
 // under sp degree d >= 1 (see the file comment); empty when d exceeds L.
 DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d, int member);

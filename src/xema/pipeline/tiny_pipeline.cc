@@ -301,9 +301,20 @@ int64_t DiffusionPipeline::ParkedWeightBytes() const {
 }
 
 core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output,
-                                    DeviceAllocator* activations) {
+                                    DeviceAllocator* activations, const SpMember* sp) {
   RETURN_IF_ERROR(ValidateRequest(spec_, r));
-  if (static_cast<int64_t>(output.size()) != OutputFloats(r)) {
+  const bool spread = sp != nullptr && sp->degree() > 1;
+  const bool decodes = !spread || sp->member == 0;  // runs the VAE and writes the output
+  if (spread && r.offload.any()) {
+    return core::InvalidArgument(
+        "request.offload: not with sequence parallelism (sp degree > 1); clear the offload set");
+  }
+  if (!decodes && !output.empty()) {
+    return core::InvalidArgument(fmt::format(
+        "output: got {} floats on sp member {}, only member 0 decodes: pass an empty output",
+        output.size(), sp->member));
+  }
+  if (decodes && static_cast<int64_t>(output.size()) != OutputFloats(r)) {
     return core::InvalidArgument(
         fmt::format("output: got {} floats, need frames * 3 * height * width = {}", output.size(),
                     OutputFloats(r)));
@@ -395,7 +406,10 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     in.pool_ctx = off.pool_ctx(&pool_ctx);
     in.release_context = i == r.steps - 1 && !r.offload.text_context;
     in.after_embed = off.EmbedHook();
-    ASSIGN_OR_RETURN(DeviceTensor v, dit_.Forward(act, in, execution, body));
+    ASSIGN_OR_RETURN(
+        DeviceTensor v,
+        spread ? SequenceParallelForward(dit_, act, sp->group, sp->member, in, execution, body)
+               : dit_.Forward(act, in, execution, body));
     if (r.cfg) {
       OpScope op(act, "cfg.combine", body);
       RETURN_IF_ERROR(off.AfterDit(i));
@@ -421,8 +435,13 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     op.Count(2.0 * latent_floats, 12.0 * latent_floats);
   }
 
-  // Epilogue: unpatchify, VAE decode, copy out.
+  // Epilogue: unpatchify, VAE decode, copy out (member 0 of a sequence-parallel group only).
   const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
+  if (!decodes) {
+    OpScope op(act, "sp.done", epi);
+    x.Reset();
+    return core::Status::Ok();
+  }
   DeviceTensor latent;
   {
     OpScope op(act, "vae.unpatchify", epi);

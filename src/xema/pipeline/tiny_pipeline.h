@@ -60,6 +60,7 @@
 #include "xema/memory_trace.h"
 #include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/host_tier.h"
+#include "xema/pipeline/sp_dit.h"
 #include "xema/pipeline/text_encoder.h"
 #include "xema/pipeline/tiny_dit.h"
 #include "xema/pipeline/vae_decoder.h"
@@ -173,8 +174,15 @@ class DiffusionPipeline {
   // (the recorded trace has no weights then). Output bitwise the same. Parking idle weights
   // needs one allocator: offload.idle_weights with a separate `activations` is
   // InvalidArgument.
+  // `sp` (optional): this pipeline is member sp->member of a sequence-parallel group of
+  // d = sp->group->size() devices, each running Run with its own pipeline (the same spec:
+  // replicated weights) and the same request at once: the text encoding and the sampler on
+  // every member, the DiT's denoising passes by SequenceParallelForward (sp_dit.h), the VAE on
+  // member 0 only, which writes `output`; the other members pass an empty output and end with
+  // an op "sp.done" (their epilogue) once the last step is taken. Output equal to a run on one
+  // device within float rounding (bitwise with oneDNN). No offload with sp (InvalidArgument).
   core::Status Run(const DiffusionRequest& request, std::span<float> output,
-                   DeviceAllocator* activations = nullptr);
+                   DeviceAllocator* activations = nullptr, const SpMember* sp = nullptr);
 
  private:
   DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator, TextEncoder text,
