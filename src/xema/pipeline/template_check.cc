@@ -87,7 +87,8 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
 
 core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
                                                   const DiffusionRequest& request,
-                                                  int64_t activation_budget_bytes, HostTier* host) {
+                                                  int64_t activation_budget_bytes, HostTier* host,
+                                                  const SpMember* sp) {
   RETURN_IF_ERROR(ValidateRequest(pipeline.spec(), request));
   const int64_t budget =
       activation_budget_bytes > 0 ? activation_budget_bytes : HostMemoryBudgetBytes();
@@ -95,13 +96,16 @@ core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
   HeapDeviceAllocator heap(budget);
   {
     TraceRecorder recorder(heap);
-    r.output.assign(static_cast<size_t>(OutputFloats(request)), 0.0f);
+    const bool decodes = sp == nullptr || sp->member == 0;
+    r.output.assign(decodes ? static_cast<size_t>(OutputFloats(request)) : 0, 0.0f);
     if (host != nullptr) host->ResetStats();
     const auto t0 = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(pipeline.Run(request, r.output, &heap));
+    RETURN_IF_ERROR(pipeline.Run(request, r.output, &heap, sp));
     r.run_s = SecondsSince(t0);
     if (host != nullptr) r.host = host->stats();
-    ASSIGN_OR_RETURN(r.trace, recorder.Finish(KeyOf(request)));
+    TraceKey key = KeyOf(request);
+    if (sp != nullptr) key.sp_degree = sp->degree();
+    ASSIGN_OR_RETURN(r.trace, recorder.Finish(key));
   }
   r.measured_peak_bytes = heap.peak_bytes();
   return r;

@@ -71,10 +71,14 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
 // tensors only (weight_bytes 0) and measured_peak_bytes is their peak, so a layout of it is an
 // activation arena. `host`: the pipeline's host tier for its stats, or null. Infeasible when
 // the activations do not fit the budget (nothing leaked, the pipeline stays usable).
+// `sp`: record this member's share of a sequence-parallel run (DiffusionPipeline::Run; the
+// other members run at the same time; only member 0 has an output); the key's sp_degree is
+// the group's size.
 core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
                                                   const DiffusionRequest& request,
                                                   int64_t activation_budget_bytes,
-                                                  HostTier* host = nullptr);
+                                                  HostTier* host = nullptr,
+                                                  const SpMember* sp = nullptr);
 
 struct LayoutRunRow {
   Layout layout;  // offsets included

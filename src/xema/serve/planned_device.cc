@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "comm/fake_communicator.h"
+#include "kernels/gemm.h"
 #include "xema/pipeline/caching_device_allocator.h"
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/template_check.h"
@@ -14,9 +17,10 @@ namespace tessera::xema {
 
 core::StatusOr<std::shared_ptr<TemplatePlan>> RecordTemplatePlan(DiffusionPipeline& pipeline,
                                                                  const DiffusionRequest& request,
-                                                                 int64_t activation_budget_bytes) {
+                                                                 int64_t activation_budget_bytes,
+                                                                 const SpMember* sp) {
   ASSIGN_OR_RETURN(RecordedRequest rec,
-                   RecordActivations(pipeline, request, activation_budget_bytes));
+                   RecordActivations(pipeline, request, activation_budget_bytes, nullptr, sp));
   auto plan = std::make_shared<TemplatePlan>();
   plan->trace = std::move(rec.trace);
   ASSIGN_OR_RETURN(plan->expanded, Expand(plan->trace));
@@ -24,31 +28,72 @@ core::StatusOr<std::shared_ptr<TemplatePlan>> RecordTemplatePlan(DiffusionPipeli
   return plan;
 }
 
+core::StatusOr<std::vector<std::shared_ptr<TemplatePlan>>> RecordSpTemplatePlans(
+    const std::vector<DiffusionPipeline*>& pipelines, const DiffusionRequest& request,
+    int64_t activation_budget_bytes) {
+  const int d = static_cast<int>(pipelines.size());
+  if (d == 1) {
+    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> one,
+                     RecordTemplatePlan(*pipelines[0], request, activation_budget_bytes));
+    return std::vector<std::shared_ptr<TemplatePlan>>{std::move(one)};
+  }
+  std::vector<core::StatusOr<std::shared_ptr<TemplatePlan>>> got(
+      static_cast<size_t>(d), core::Internal("sp member did not run"));
+  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+    (void)kernels::SetBlasNumThreads(1);
+    const SpMember sp{&world, world.rank()};
+    got[static_cast<size_t>(world.rank())] = RecordTemplatePlan(
+        *pipelines[static_cast<size_t>(world.rank())], request, activation_budget_bytes, &sp);
+  });
+  std::vector<std::shared_ptr<TemplatePlan>> out;
+  for (int m = 0; m < d; ++m) {
+    auto& g = got[static_cast<size_t>(m)];
+    if (!g.ok()) return g.status().WithPrefix(fmt::format("sp member {} of {}", m, d));
+    out.push_back(std::move(*g));
+  }
+  return out;
+}
+
+int64_t SpArenaBytes(const std::vector<std::shared_ptr<TemplatePlan>>& members) {
+  int64_t most = 0;
+  for (const auto& m : members) most = std::max(most, m->layout.arena_bytes);
+  return most;
+}
+
 core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const std::string& source,
                                                  int64_t region_bytes) {
   PlanRecordings out;
   HeapDeviceAllocator heap;
-  std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines;
+  // Per model, as many pipelines (replicas) as the largest SP degree of its entries.
+  std::map<std::string, std::vector<std::unique_ptr<DiffusionPipeline>>> pipelines;
   for (const auto& [name, bytes] : plan.model_weight_bytes) {
     auto spec = TinyModel(name);
     if (!spec.ok()) return spec.status().WithPrefix(fmt::format("{}.models", source));
-    ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> p, DiffusionPipeline::Load(*spec, heap));
-    out.weight_bytes[name] = p->WeightBytes();
-    pipelines[name] = std::move(p);
+    int replicas = 1;
+    for (const ServingPlanEntry& e : plan.entries)
+      if (e.request.model == name) replicas = std::max(replicas, e.sp_degree);
+    for (int k = 0; k < replicas; ++k) {
+      ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> p, DiffusionPipeline::Load(*spec, heap));
+      out.weight_bytes[name] = p->WeightBytes();
+      pipelines[name].push_back(std::move(p));
+    }
   }
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const ServingPlanEntry& e = plan.entries[i];
     const std::string path = fmt::format("{}.entries[{}]", source, i);
-    auto recorded = RecordTemplatePlan(*pipelines.at(e.request.model), e.request, region_bytes);
+    std::vector<DiffusionPipeline*> members;
+    for (int m = 0; m < e.sp_degree; ++m)
+      members.push_back(pipelines.at(e.request.model)[static_cast<size_t>(m)].get());
+    auto recorded = RecordSpTemplatePlans(members, e.request, region_bytes);
     if (!recorded.ok()) return recorded.status().WithPrefix(path + ": recording " + e.key);
-    std::shared_ptr<TemplatePlan> plan_i = std::move(*recorded);
-    if (plan_i->layout.arena_bytes != e.arena_bytes) {
+    const int64_t arena = SpArenaBytes(*recorded);
+    if (arena != e.arena_bytes) {
       return core::InvalidArgument(fmt::format(
           "{}.memory.arena_bytes: got {}, template {} lays out in {} bytes here (a plan for "
           "another model or build: plan it again here)",
-          path, e.arena_bytes, e.key, plan_i->layout.arena_bytes));
+          path, e.arena_bytes, e.key, arena));
     }
-    out.entries.push_back(std::move(plan_i));
+    out.entries.emplace_back(recorded->begin(), recorded->end());
   }
   return out;
 }
@@ -109,7 +154,9 @@ void PlannedDevice::Account(int64_t delta_live_bytes, int64_t request_peak_bytes
 }
 
 core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request,
-                                                 const Route& route, const Admission& admission) {
+                                                 const Route& route, const Admission& admission,
+                                                 const SpMember* sp) {
+  const int member = sp == nullptr ? 0 : sp->member;
   requests_.fetch_add(1);
   ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
   auto pit = pipelines_.find(spec.name);
@@ -135,11 +182,14 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
     r = CopyMitigations(e.request, request);
     held = e.arena_bytes;
     if (route.kind == RouteKind::kExact) {
+      const TemplatePlan& mine =
+          *recordings_.entries[static_cast<size_t>(route.entry)][static_cast<size_t>(member)];
+      const int64_t offset = admission.offsets.empty()
+                                 ? admission.offset
+                                 : admission.offsets[static_cast<size_t>(member)];
       ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> a,
-                       LayoutDeviceAllocator::CreateIn(
-                           recordings_.entries[static_cast<size_t>(route.entry)]->expanded,
-                           recordings_.entries[static_cast<size_t>(route.entry)]->layout,
-                           region_ + admission.offset, e.arena_bytes));
+                       LayoutDeviceAllocator::CreateIn(mine.expanded, mine.layout, region_ + offset,
+                                                       e.arena_bytes));
       arena = a.get();
       act = std::move(a);
       run.template_hit = true;
@@ -149,8 +199,8 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
     }
   }
   Account(held, 0);
-  run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
-  core::Status s = pipeline.Run(r, run.output, act.get());
+  if (member == 0) run.output.assign(static_cast<size_t>(OutputFloats(r)), 0.0f);
+  core::Status s = pipeline.Run(r, run.output, act.get(), sp);
   if (s.ok() && arena != nullptr) s = arena->status();
   run.peak_bytes = weights + act->peak_bytes();
   act.reset();

@@ -8,9 +8,15 @@
 //             to the smaller request) on a heap bounded by the entry's arena bytes;
 //   fallback  a caching allocator (PyTorch's rules) bounded by the region's bytes, tiling's
 //             always-on mitigations, the device held alone.
-// RecordPlanEntries records every entry's template once (before serving) and checks that its
-// layout is the plan's arena to the byte: a plan made for another model or build is refused
-// (InvalidArgument naming the entry). Errors of Execute: Infeasible (out of device memory:
+// An entry of SP degree d > 1 runs each request as a gang: Execute is called once on each of
+// the d devices of the admission's group, at once, each with its member of the request's
+// sequence-parallel group (`sp`); member m's activations lie in the arena of member m's own
+// recorded layout at admission.offsets[m]; member 0 decodes and returns the image, the others
+// an empty output.
+// RecordPlanEntries records every entry's template once (before serving; an SP entry on d
+// pipelines at once, one layout per member) and checks that its layout is the plan's arena to
+// the byte (an SP entry: the largest member's): a plan made for another model or build is
+// refused (InvalidArgument naming the entry). Errors of Execute: Infeasible (out of device memory:
 // 507), FailedPrecondition (a replay diverged), the pipeline's own.
 // Thread-safety: Execute from any number of threads at once (each with its own admission);
 // Snapshot from any thread.
@@ -33,8 +39,9 @@
 namespace tessera::xema {
 
 struct PlanRecordings {
-  std::vector<std::shared_ptr<const TemplatePlan>> entries;  // per plan entry
-  std::map<std::string, int64_t> weight_bytes;               // per preset model of the plan
+  // Per plan entry, per SP member (one for SP degree 1).
+  std::vector<std::vector<std::shared_ptr<const TemplatePlan>>> entries;
+  std::map<std::string, int64_t> weight_bytes;  // per preset model of the plan
 };
 
 // Records `request` on `pipeline` with its activations on a heap bounded by
@@ -42,7 +49,16 @@ struct PlanRecordings {
 // (tflite): the template's static arena. Infeasible when the activations do not fit.
 core::StatusOr<std::shared_ptr<TemplatePlan>> RecordTemplatePlan(DiffusionPipeline& pipeline,
                                                                  const DiffusionRequest& request,
-                                                                 int64_t activation_budget_bytes);
+                                                                 int64_t activation_budget_bytes,
+                                                                 const SpMember* sp = nullptr);
+
+// The same for a sequence-parallel run over pipelines.size() = d members (one thread each, the
+// in-process communicator; the pipelines of one spec, replicated weights): one plan per member.
+core::StatusOr<std::vector<std::shared_ptr<TemplatePlan>>> RecordSpTemplatePlans(
+    const std::vector<DiffusionPipeline*>& pipelines, const DiffusionRequest& request,
+    int64_t activation_budget_bytes);
+// The largest member's arena bytes.
+int64_t SpArenaBytes(const std::vector<std::shared_ptr<TemplatePlan>>& members);
 
 // Loads each model of the plan once and records each entry's (mitigated) template with its
 // activations bounded by region_bytes.
@@ -62,7 +78,7 @@ class PlannedDevice {
   PlannedDevice& operator=(const PlannedDevice&) = delete;
 
   core::StatusOr<DeviceRun> Execute(const DiffusionRequest& request, const Route& route,
-                                    const Admission& admission);
+                                    const Admission& admission, const SpMember* sp = nullptr);
   DeviceSnapshot Snapshot() const;
   int index() const { return index_; }
   int cpu() const { return cpu_; }

@@ -9,7 +9,9 @@
 #include <ctime>
 #include <future>
 #include <optional>
+#include <tuple>
 
+#include "comm/fake_communicator.h"
 #include "core/cpu_affinity.h"
 #include "core/elapsed.h"
 #include "kernels/gemm.h"
@@ -54,6 +56,11 @@ struct DiffusionServer::Job {
   // With a serving plan: the route, and the admission once admitted.
   Route route;
   Admission admission;
+  // An SP gang (admission.span > 1): its members' communicator, the members still running
+  // and the first error of a member other than 0 (member 0's is `status`); guarded by mu_.
+  std::shared_ptr<comm::FakeWorld> world;
+  int members_left = 1;
+  core::Status member_status;
 };
 
 core::Status ValidateServerOptions(const ServerOptions& o) {
@@ -465,8 +472,11 @@ void DiffusionServer::DispatchLocked() {
     const std::optional<Admission> a = admission_->Admit(head->route);
     if (!a) return;  // strict FCFS: the head waits, and everything behind it
     head->admission = *a;
+    head->members_left = a->span;
+    if (a->span > 1) head->world = std::make_shared<comm::FakeWorld>(a->span);
     ++in_flight_;
-    ready_[static_cast<size_t>(a->device)].push_back(head);
+    for (int m = 0; m < a->span; ++m)
+      ready_[static_cast<size_t>(a->device + m)].push_back({head, m});
     queue_.pop_front();
   }
 }
@@ -478,25 +488,52 @@ void DiffusionServer::WorkPlanned(int device) {
   auto& ready = ready_[static_cast<size_t>(device)];
   for (;;) {
     std::shared_ptr<Job> job;
+    int member = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] {
         return !ready.empty() || (workers_exit_ && queue_.empty() && in_flight_ == 0);
       });
       if (ready.empty()) return;
-      job = std::move(ready.front());
+      std::tie(job, member) = std::move(ready.front());
       ready.pop_front();
     }
-    RunJob(*job, device,
-           [&] { return dev.Execute(job->request.request, job->route, job->admission); });
+    if (job->world == nullptr) {
+      RunJob(*job, device,
+             [&] { return dev.Execute(job->request.request, job->route, job->admission); });
+    } else {
+      // One member of an SP gang: every member runs at once on its device (admission held a
+      // slot on each); member 0 answers. A member that returns is marked gone, so a peer
+      // waiting on it gets an error instead of hanging.
+      std::unique_ptr<comm::Communicator> c = job->world->Rank(member);
+      const SpMember sp{c.get(), member};
+      auto execute = [&] {
+        return dev.Execute(job->request.request, job->route, job->admission, &sp);
+      };
+      if (member == 0) {
+        RunJob(*job, device, execute);
+      } else {
+        auto run = execute();
+        if (!run.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (job->member_status.ok()) job->member_status = run.status();
+        }
+      }
+      job->world->MarkExited(member);
+    }
+    bool finished = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      admission_->Release(job->route, job->admission);
-      --in_flight_;
-      DispatchLocked();
+      if (--job->members_left == 0) {
+        if (job->status.ok() && !job->member_status.ok()) job->status = job->member_status;
+        admission_->Release(job->route, job->admission);
+        --in_flight_;
+        DispatchLocked();
+        finished = true;
+      }
     }
     work_cv_.notify_all();
-    job->done.set_value();
+    if (finished) job->done.set_value();
   }
 }
 

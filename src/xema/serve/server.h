@@ -148,8 +148,10 @@ class DiffusionServer {
   // With a serving plan (the devices_ above are then empty).
   std::unique_ptr<PlanRecordings> recordings_;
   std::vector<std::unique_ptr<PlannedDevice>> planned_;
-  std::unique_ptr<PlanAdmission> admission_;             // guarded by mu_
-  std::vector<std::deque<std::shared_ptr<Job>>> ready_;  // per device, admitted; guarded by mu_
+  std::unique_ptr<PlanAdmission> admission_;  // guarded by mu_
+  // Per device, admitted (job, SP member: a gang's job is in the ready queue of each of its
+  // devices); guarded by mu_.
+  std::vector<std::deque<std::pair<std::shared_ptr<Job>, int>>> ready_;
   std::atomic<int64_t> misses_covered_{0};
   std::atomic<int64_t> misses_fallback_{0};
   ServeMetrics metrics_;

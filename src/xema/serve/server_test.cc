@@ -490,3 +490,66 @@ TEST(ServerTest, BadOptionsAreRefused) {
 
 }  // namespace
 }  // namespace tessera::xema
+
+namespace tessera::xema {
+namespace {
+
+// A plan with one entry of SP degree 2 on two devices: each request runs as a gang over both
+// devices (both cores), each member in its own recorded arena; the image equals a direct run.
+TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
+  const std::string body =
+      R"({"model": "tiny-t2i", "prompt": "a red cube", "size": "64x48", "num_inference_steps": 2,
+          "seed": 5})";
+  auto g = ParseGenerationRequest(body, GenerationKind::kImage);
+  ASSERT_TRUE(g.ok());
+  HeapDeviceAllocator heap;
+  auto p0 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
+  auto p1 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  auto members = RecordSpTemplatePlans({p0->get(), p1->get()}, g->request, 0);
+  ASSERT_TRUE(members.ok()) << members.status().ToString();
+  ASSERT_EQ(members->size(), 2u);
+  auto one = RecordTemplatePlan(**p0, g->request, 0);
+  ASSERT_TRUE(one.ok());
+  // Member 0 decodes (its arena holds the VAE); member 1's holds its DiT share only.
+  EXPECT_LT((*members)[1]->layout.arena_bytes, (*one)->layout.arena_bytes);
+  auto plan = std::make_shared<ServingPlan>();
+  plan->budget_bytes = 256 * core::kMiBInt64;
+  plan->devices = 2;
+  plan->rate_rps = 1;
+  plan->slo_scale = 5;
+  plan->model_weight_bytes["tiny-t2i"] = (*p0)->WeightBytes();
+  ServingPlanEntry e;
+  e.request = g->request;
+  e.key = TemplateKeyString(g->request);
+  e.sp_degree = 2;
+  e.replicas = 1;
+  e.concurrency = 1;
+  e.arena_bytes = SpArenaBytes(*members);
+  plan->entries.push_back(e);
+  auto back = ServingPlanFromJson(ToJson(*plan), "plan.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ServerOptions o = Options(MemoryPolicy::kNone, plan->budget_bytes);
+  o.devices = 2;
+  o.serving_plan = plan;
+  std::atomic<int> started{0};
+  o.before_run = [&](int) { ++started; };  // member 0 only: once per request
+  auto s = StartServer(o);
+  ASSERT_NE(s, nullptr);
+  const std::vector<Rgb8Image> direct = DirectRun(body, GenerationKind::kImage);
+  std::vector<std::future<Reply>> replies;
+  for (int i = 0; i < 3; ++i) {
+    replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, body); }));
+  }
+  for (auto& f : replies) {
+    const Reply r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    EXPECT_EQ(r.body["route"], "exact");
+    EXPECT_TRUE(SameFrames(Frames(r), direct));
+  }
+  EXPECT_EQ(started.load(), 3);
+  s->Stop();
+}
+
+}  // namespace
+}  // namespace tessera::xema

@@ -50,8 +50,7 @@ core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::s
       *m, mpath, {"allocator", "arena_bytes", "layout", "mitigations", "labels"}));
   ASSIGN_OR_RETURN(const core::Json* mit, core::Member(*m, mpath, "mitigations"));
   RETURN_IF_ERROR(MitigationsFromJson(*mit, core::JoinPath(mpath, "mitigations"), &e.request));
-  ASSIGN_OR_RETURN(const int64_t sp,
-                   core::GetIntInRange(j, path, "sp_degree", 1, modeled ? devices : 1));
+  ASSIGN_OR_RETURN(const int64_t sp, core::GetIntInRange(j, path, "sp_degree", 1, devices));
   if (devices % sp != 0) {
     return core::InvalidArgument(fmt::format(
         "{}.sp_degree: got {}, must divide the {} devices (replica groups)", path, sp, devices));
@@ -246,14 +245,6 @@ core::Status CheckPlanDevice(const ServingPlan& p, const std::string& source) {
         "{}.device: got '{}', this server's devices are '{}' (a plan for another device; plan "
         "again here)",
         source, p.device, kLocalDeviceKind));
-  }
-  for (const ServingPlanEntry& e : p.entries) {
-    if (e.sp_degree > 1) {
-      return core::InvalidArgument(fmt::format(
-          "{}: entry {} has sp_degree {}, this server runs every request on one device (plan "
-          "again here)",
-          source, e.key, e.sp_degree));
-    }
   }
   return core::Status::Ok();
 }

@@ -82,8 +82,7 @@ core::StatusOr<ServingPlan> ReadServingPlan(const std::string& path);
 // mitigation plans).
 bool IsServingPlanJson(const core::Json& j);
 
-// The server's device kind ("cpu") and SP degree 1 for every entry (the server runs each
-// request on one device).
+// The server's device kind ("cpu").
 core::Status CheckPlanDevice(const ServingPlan& plan, const std::string& source);
 // The server's side: CheckPlanDevice, budget, device count, models' weight bytes (`weights`:
 // the preset models' WeightBytes by name).

@@ -179,17 +179,18 @@ TEST(ServingPlanTest, ArenaPlacerIsFirstFitAndAdmissionFollowsThePlan) {
   auto a0 = adm.Admit(exact), a1 = adm.Admit(exact), a2 = adm.Admit(exact);
   ASSERT_TRUE(a0 && a1 && a2);
   EXPECT_EQ(a0->device, 0);
-  EXPECT_EQ(a1->device, 0);
-  EXPECT_EQ(a1->offset, 30);
-  EXPECT_EQ(a2->device, 1);  // device 0 is at its concurrency
+  EXPECT_EQ(a1->device, 1);  // the least busy device first: the idle one
+  EXPECT_EQ(a1->offset, 0);
+  EXPECT_EQ(a2->device, 0);  // a tie: the lowest
+  EXPECT_EQ(a2->offset, 30);
   const Route fallback{};
   auto f = adm.Admit(fallback);
   EXPECT_FALSE(f.has_value());  // no device idle
-  adm.Release(exact, *a2);
+  adm.Release(exact, *a1);
   f = adm.Admit(fallback);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->device, 1);
-  EXPECT_FALSE(adm.Admit(exact).has_value());  // device 0 full, device 1 held by the fallback
+  EXPECT_FALSE(adm.Admit(exact).has_value());  // device 0 at its concurrency, 1 held alone
   adm.Release(fallback, *f);
   EXPECT_TRUE(adm.Admit(exact).has_value());
 }
