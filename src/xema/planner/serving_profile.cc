@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "comm/fake_communicator.h"
 #include "core/cpu_affinity.h"
 #include "core/elapsed.h"
 #include "core/stats.h"
@@ -48,12 +49,71 @@ core::StatusOr<double> TimeFromArena(DiffusionPipeline& pipeline, const Diffusio
   return core::Median(times);
 }
 
-core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int cpu) {
+// Seconds of `r` run sequence-parallel over the d = pipelines.size() members (one thread
+// each, pinned to the core device m of the server uses, each member from its own arena of
+// plans[m]): member 0's median of `runs` after one warm-up (it decodes last).
+core::StatusOr<double> TimeSpFromArenas(const std::vector<DiffusionPipeline*>& pipelines,
+                                        const DiffusionRequest& r,
+                                        const std::vector<std::shared_ptr<TemplatePlan>>& plans,
+                                        int runs, const std::vector<int>& device_cpus) {
+  const int d = static_cast<int>(pipelines.size());
+  std::vector<core::Status> status(static_cast<size_t>(d));
+  std::vector<double> times;
+  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+    const int m = world.rank();
+    core::Status& st = status[static_cast<size_t>(m)];
+    (void)kernels::SetBlasNumThreads(1);
+    if (m < static_cast<int>(device_cpus.size()) && device_cpus[static_cast<size_t>(m)] >= 0) {
+      (void)core::PinThisThreadToCpu(device_cpus[static_cast<size_t>(m)]);
+    }
+    const SpMember sp{&world, m};
+    auto arena = LayoutDeviceAllocator::Create(plans[static_cast<size_t>(m)]->expanded,
+                                               plans[static_cast<size_t>(m)]->layout);
+    if (!arena.ok()) {
+      st = arena.status();
+      return;
+    }
+    std::vector<float> out(m == 0 ? static_cast<size_t>(OutputFloats(r)) : 0);
+    for (int i = 0; i <= runs && st.ok(); ++i) {
+      if (i > 0) st = (*arena)->Rearm();
+      const Clock::time_point t0 = Clock::now();
+      if (st.ok()) st = pipelines[static_cast<size_t>(m)]->Run(r, out, arena->get(), &sp);
+      if (st.ok()) st = (*arena)->status();
+      if (m == 0 && i > 0) times.push_back(core::SecondsSince(t0));
+    }
+  });
+  for (int m = 0; m < d; ++m) {
+    if (!status[static_cast<size_t>(m)].ok()) {
+      return status[static_cast<size_t>(m)].WithPrefix(fmt::format("sp member {} of {}", m, d));
+    }
+  }
+  return core::Median(times);
+}
+
+// The SP degrees tried on this host: powers of two from 2 up to max_sp_degree that divide the
+// devices and the model's heads, at most one device (core) each.
+std::vector<int> SpDegrees(const ServingPlannerOptions& o, const TinyModelSpec& spec,
+                           const std::vector<int>& device_cpus) {
+  std::vector<int> out;
+  const int most = std::min({o.devices, o.max_sp_degree, static_cast<int>(device_cpus.size())});
+  for (int d = 2; d <= most; d *= 2) {
+    if (o.devices % d == 0 && spec.dit.num_heads % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// device_cpus[m]: the core the server's device m uses (as many as devices and cores allow);
+// this thread runs on device_cpus[0].
+core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
+                                           const std::vector<int>& device_cpus) {
   const Clock::time_point t0 = Clock::now();
+  const int cpu = device_cpus[0];
   ServingProfile p;
   p.cpu = cpu;
   HeapDeviceAllocator heap;
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines;
+  // Per model, the replicas the other SP members run on (replicas[name][m - 1] is member m's).
+  std::map<std::string, std::vector<std::unique_ptr<DiffusionPipeline>>> replicas;
   int64_t weights = 0;
   for (const LoadTemplate& t : o.mix) {
     if (pipelines.contains(t.request.model)) continue;
@@ -62,6 +122,11 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
     p.weight_bytes[spec.name] = pl->WeightBytes();
     weights += pl->WeightBytes();
     pipelines[spec.name] = std::move(pl);
+    const std::vector<int> sp = SpDegrees(o, spec, device_cpus);
+    for (int m = 1; m < (sp.empty() ? 1 : sp.back()); ++m) {
+      ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> r, DiffusionPipeline::Load(spec, heap));
+      replicas[spec.name].push_back(std::move(r));
+    }
   }
   p.region_bytes = o.budget_bytes - weights;
   if (p.region_bytes <= 0) {
@@ -130,13 +195,37 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
         plans.push_back(std::move(plan));
       }
     }
-    for (size_t v = 0; v < variants.size(); ++v) {
+    const size_t plain = variants.size();
+    for (size_t v = 0; v < plain; ++v) {
       TemplateVariant tv;
       tv.request = variants[v];
       tv.labels = MitigationLabels(variants[v]);
       tv.arena_bytes = plans[v]->layout.arena_bytes;
       ASSIGN_OR_RETURN(tv.solo_s, TimeFromArena(pipeline, variants[v], *plans[v], o.timing_runs));
       tp.variants.push_back(std::move(tv));
+    }
+    // Sequence parallelism: every variant above again over d devices (one core each),
+    // recorded per member (the table's arena: the largest member's) and timed as the server
+    // runs it. Offload is not taken with SP (the pipeline refuses it).
+    for (const int d : SpDegrees(o, spec, device_cpus)) {
+      std::vector<DiffusionPipeline*> members = {&pipeline};
+      for (int m = 1; m < d; ++m)
+        members.push_back(replicas.at(spec.name)[static_cast<size_t>(m - 1)].get());
+      for (size_t v = 0; v < plain; ++v) {
+        if (variants[v].offload.any()) continue;
+        ASSIGN_OR_RETURN(std::vector<std::shared_ptr<TemplatePlan>> sp_plans,
+                         RecordSpTemplatePlans(members, variants[v], 0));
+        TemplateVariant tv;
+        tv.request = variants[v];
+        tv.sp_degree = d;
+        tv.labels = MitigationLabels(variants[v]);
+        tv.labels.insert(tv.labels.begin(), fmt::format("sp={}", d));
+        tv.arena_bytes = SpArenaBytes(sp_plans);
+        ASSIGN_OR_RETURN(tv.solo_s, TimeSpFromArenas(members, variants[v], sp_plans, o.timing_runs,
+                                                     device_cpus));
+        tp.variants.push_back(std::move(tv));
+        plans.push_back(sp_plans[0]);  // member 0's, for the pair measurement (not used: SP)
+      }
     }
     laid_out.push_back(std::move(plans));
     tp.isolated_s = tp.variants[0].solo_s;
@@ -153,7 +242,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
     const std::vector<TemplateVariant>& vs = p.templates[t].variants;
     int best = -1;
     for (size_t v = 0; v < vs.size(); ++v) {
-      if (vs[v].arena_bytes <= p.region_bytes / 2 &&
+      if (vs[v].sp_degree == 1 && vs[v].arena_bytes <= p.region_bytes / 2 &&
           (best < 0 || vs[v].solo_s < vs[static_cast<size_t>(best)].solo_s)) {
         best = static_cast<int>(v);
       }
@@ -161,7 +250,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o, int c
     if (best < 0) {
       best = 0;
       for (size_t v = 1; v < vs.size(); ++v) {
-        if (vs[v].arena_bytes < vs[static_cast<size_t>(best)].arena_bytes)
+        if (vs[v].sp_degree == 1 && vs[v].arena_bytes < vs[static_cast<size_t>(best)].arena_bytes)
           best = static_cast<int>(v);
       }
     }
@@ -201,7 +290,7 @@ core::StatusOr<double> MeasureOverhead(const ServingProfile& p, const ServingPla
   const TemplateProfile& t = p.templates[0];
   int v = -1;
   for (size_t i = 0; i < t.variants.size(); ++i) {
-    if (t.variants[i].arena_bytes <= p.region_bytes &&
+    if (t.variants[i].sp_degree == 1 && t.variants[i].arena_bytes <= p.region_bytes &&
         (v < 0 || t.variants[i].solo_s < t.variants[static_cast<size_t>(v)].solo_s)) {
       v = static_cast<int>(i);
     }
@@ -214,8 +303,10 @@ core::StatusOr<double> MeasureOverhead(const ServingProfile& p, const ServingPla
   c.variant[0] = v;
   ServerOptions so;
   so.budget_bytes = o.budget_bytes;
+  ServingPlannerOptions one_device = o;  // the probe's server has one device
+  one_device.devices = 1;
   so.serving_plan =
-      std::make_shared<const ServingPlan>(MakeServingPlan(p, o, c, ConfigurationScore{}));
+      std::make_shared<const ServingPlan>(MakeServingPlan(p, one_device, c, ConfigurationScore{}));
   so.serving_plan_source = "overhead probe";
   ASSIGN_OR_RETURN(std::unique_ptr<DiffusionServer> server, DiffusionServer::Start(so));
   LoadgenOptions lo;
@@ -345,12 +436,16 @@ LoadgenOptions PlannedLoad(const ServingPlannerOptions& o) {
 
 core::StatusOr<ServingProfile> ProfileServing(const ServingPlannerOptions& o) {
   RETURN_IF_ERROR(ValidatePlannerOptions(o));
-  const int cpu = core::AllowedCpu(core::OnlineCpus() - 1);
+  // The cores the server's devices pin to (server.cc): device d on the (cpus - 1 - d)-th.
+  const int cpus = core::OnlineCpus();
+  std::vector<int> device_cpus;
+  for (int d = 0; d < std::min(o.devices, cpus); ++d)
+    device_cpus.push_back(core::AllowedCpu(cpus - 1 - d));
   core::StatusOr<ServingProfile> result = core::Internal("profile did not run");
   std::thread worker([&] {
-    if (cpu >= 0) (void)core::PinThisThreadToCpu(cpu);
+    if (device_cpus[0] >= 0) (void)core::PinThisThreadToCpu(device_cpus[0]);
     (void)kernels::SetBlasNumThreads(1);
-    result = ProfileHere(o, cpu);
+    result = ProfileHere(o, device_cpus);
   });
   worker.join();
   if (!result.ok()) return result;

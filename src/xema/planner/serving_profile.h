@@ -13,6 +13,10 @@
 // distinct variant (and the unmitigated request) is recorded, laid out (tflite: its exact
 // arena bytes) and timed from its arena (median of timing_runs after a warm-up): its solo
 // seconds. The unmitigated solo time is the template's isolated latency, the SLO's base.
+// With devices >= 2 (and max_sp_degree >= 2), every variant is also profiled sequence-parallel
+// over d devices (d a power of two dividing the devices and the model's heads, at most one core
+// each): recorded on d pipelines at once (one layout per member; its arena the largest
+// member's) and timed on d threads pinned to the cores the server's devices 0 .. d-1 use.
 // Processor sharing on one core is calibrated per template (its fastest variant that fits
 // twice): two copies run in a loop at once on the core for a window; their aggregate speed-up
 // f_aa = sum of solo / median run time while both ran (1: ideal sharing; less: cache
