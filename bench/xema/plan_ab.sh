@@ -4,7 +4,7 @@
 # SLO attainments differ only by the plans and the machine's run-to-run noise.
 # Usage: bench/xema/plan_ab.sh PLAN_A PLAN_B MIX SLO_REFERENCES [ROUNDS] [OUT]
 #   SLO_REFERENCES: comma-separated seconds, one per mix template.
-# Env: BUDGET (160MiB), RATE (4), DURATION (35), SEED (1), SLO_SCALE (3).
+# Env: BUDGET (160MiB), DEVICES (1), RATE (4), DURATION (35), SEED (1), SLO_SCALE (3).
 # Writes OUT/{a,b}-N.json (loadgen reports) and prints one line per run.
 set -euo pipefail
 T=${TESSERA:-build/release/src/cli/tessera}
@@ -12,7 +12,8 @@ A=$1 B=$2 MIX=$3 REF=$4 ROUNDS=${5:-3} OUT=${6:-/tmp/plan-ab}
 mkdir -p "$OUT"
 run() {  # plan label round
   local log="$OUT/$2-$3.serve.txt"
-  "$T" xema serve --port 0 --budget "${BUDGET:-160MiB}" --plan "$1" >"$log" 2>&1 &
+  "$T" xema serve --port 0 --budget "${BUDGET:-160MiB}" --devices "${DEVICES:-1}" --plan "$1" \
+    >"$log" 2>&1 &
   local pid=$!
   local url=""
   for _ in $(seq 1 600); do

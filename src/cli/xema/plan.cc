@@ -1,5 +1,5 @@
 // `tessera xema plan`: the offline planner of Xema part 3 (xema/planner/serving_planner.h):
-// profiles the mix's templates on this host, searches SP degree (1 here), concurrency and
+// profiles the mix's templates on this host, searches SP degree (devices >= 2), concurrency and
 // memory control per template under the budget and SLO with the serving simulation, and writes
 // the plan table `xema serve --plan` uses. `--grid sim` also simulates every configuration of
 // the grid; `--grid real` serves every feasible one for real (xema/planner/grid_search.h) and

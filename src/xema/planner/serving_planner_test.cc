@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cpu_affinity.h"
 #include "core/units.h"
 #include "xema/planner/grid_search.h"
 #include "xema/serve/load_mix.h"
@@ -105,6 +106,42 @@ TEST(ServingPlannerTest, ARealGridPointIsServedAndMeasured) {
   }
 }
 
+TEST(ServingPlannerTest, TwoDevicesAddSequenceParallelVariants) {
+  if (core::OnlineCpus() < 2) GTEST_SKIP() << "SP variants need one core per device";
+  ServingPlannerOptions o = SmallOptions(64 * core::kMiBInt64);
+  o.devices = 2;
+  o.max_concurrency = 1;
+  o.duration_s = 1;
+  auto p = ProfileServing(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  for (const TemplateProfile& t : p->templates) {
+    int sp = 0;
+    for (const TemplateVariant& v : t.variants) {
+      if (v.sp_degree != 2) continue;
+      ++sp;
+      EXPECT_EQ(v.labels.front(), "sp=2");
+      EXPECT_GT(v.solo_s, 0);
+    }
+    EXPECT_EQ(sp * 2, static_cast<int>(t.variants.size()));  // each variant at SP 1 and 2
+  }
+  auto r = PlanServing(*p, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Whatever SP degree each entry took, the server's recording of the table agrees with it.
+  auto rec = RecordPlanEntries(r->plan, "plan", p->region_bytes);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  for (size_t e = 0; e < r->plan.entries.size(); ++e) {
+    EXPECT_EQ(rec->entries[e].size(), static_cast<size_t>(r->plan.entries[e].sp_degree));
+    EXPECT_EQ(r->plan.entries[e].replicas, 2 / r->plan.entries[e].sp_degree);
+  }
+  // Held to SP 1, no SP variant is profiled.
+  o.max_sp_degree = 1;
+  auto one = ProfileServing(o);
+  ASSERT_TRUE(one.ok());
+  for (const TemplateProfile& t : one->templates) {
+    for (const TemplateVariant& v : t.variants) EXPECT_EQ(v.sp_degree, 1);
+  }
+}
+
 TEST(ServingPlannerTest, BadOptionsAreNamed) {
   ServingPlannerOptions o = SmallOptions(48 * core::kMiBInt64);
   auto named = [](const ServingPlannerOptions& x, const std::string& want) {
@@ -127,6 +164,9 @@ TEST(ServingPlannerTest, BadOptionsAreNamed) {
   x = o;
   x.max_concurrency = 17;
   named(x, "max-concurrency");
+  x = o;
+  x.max_sp_degree = 0;
+  named(x, "max-sp: got 0");
 }
 
 }  // namespace
