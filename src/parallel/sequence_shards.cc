@@ -15,14 +15,14 @@ int64_t BlockFloats(std::span<const StridedBlock> blocks) {
 void PackBlocks(std::span<const StridedBlock> blocks, std::span<const float* const> tensors,
                 float* buffer) {
   ForEachBlockRun(blocks, [&](int t, int64_t offset, int64_t pos, int64_t floats) {
-    std::memcpy(buffer + pos, tensors[t] + offset, sizeof(float) * floats);
+    if (floats > 0) std::memcpy(buffer + pos, tensors[t] + offset, sizeof(float) * floats);
   });
 }
 
 void UnpackBlocks(std::span<const StridedBlock> blocks, const float* buffer,
                   std::span<float* const> tensors) {
   ForEachBlockRun(blocks, [&](int t, int64_t offset, int64_t pos, int64_t floats) {
-    std::memcpy(tensors[t] + offset, buffer + pos, sizeof(float) * floats);
+    if (floats > 0) std::memcpy(tensors[t] + offset, buffer + pos, sizeof(float) * floats);
   });
 }
 

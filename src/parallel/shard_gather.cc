@@ -55,7 +55,7 @@ Status AllGatherShards(comm::Communicator* group, const ShardGatherLayout& layou
   const int nt = static_cast<int>(in.size());
   const int64_t own = layout.member_rows() * layout.row_floats;
   if (layout.group_size() == 1) {
-    for (int t = 0; t < nt; ++t) std::memcpy(out[t], in[t], sizeof(float) * own);
+    for (int t = 0; t < nt && own > 0; ++t) std::memcpy(out[t], in[t], sizeof(float) * own);
     return Status::Ok();
   }
   const MemberMajor mm = MemberMajorLayout(layout, nt);
@@ -78,7 +78,7 @@ Status ReduceScatterShards(comm::Communicator* group, const ShardGatherLayout& l
   const int nt = static_cast<int>(in.size());
   const int64_t own = layout.member_rows() * layout.row_floats;
   if (q == 1) {
-    for (int t = 0; t < nt; ++t) std::memcpy(out[t], in[t], sizeof(float) * own);
+    for (int t = 0; t < nt && own > 0; ++t) std::memcpy(out[t], in[t], sizeof(float) * own);
     return Status::Ok();
   }
   // Send: member-major blocks of the concatenation (the all-gather's receive layout); receive:

@@ -74,7 +74,8 @@ Status UlyssesAllToAll(comm::Communicator* group, const UlyssesLayout& l, Direct
         const int64_t local = l.local_row_offsets[s] * HD, super = cu[s] * hd;
         const int64_t src = dir == Direction::kScatter ? local : super;
         const int64_t dst = dir == Direction::kScatter ? super : local;
-        std::memcpy(out[t] + dst, in[t] + src, sizeof(float) * l.shards.rows[0][s] * HD);
+        const int64_t floats = l.shards.rows[0][s] * HD;
+        if (floats > 0) std::memcpy(out[t] + dst, in[t] + src, sizeof(float) * floats);
       }
     return Status::Ok();
   }
