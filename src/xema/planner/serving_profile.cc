@@ -32,30 +32,14 @@ void Progress(const ServingPlannerOptions& o, const std::string& stage, int done
   if (o.progress) o.progress(stage, done, total);
 }
 
-// Seconds of `r` run from its own arena: the median of `runs` after one warm-up.
-core::StatusOr<double> TimeFromArena(DiffusionPipeline& pipeline, const DiffusionRequest& r,
-                                     const TemplatePlan& plan, int runs) {
-  ASSIGN_OR_RETURN(std::unique_ptr<LayoutDeviceAllocator> arena,
-                   LayoutDeviceAllocator::Create(plan.expanded, plan.layout));
-  std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
-  std::vector<double> times;
-  for (int i = 0; i <= runs; ++i) {
-    if (i > 0) RETURN_IF_ERROR(arena->Rearm());
-    const Clock::time_point t0 = Clock::now();
-    RETURN_IF_ERROR(pipeline.Run(r, out, arena.get()));
-    RETURN_IF_ERROR(arena->status());
-    if (i > 0) times.push_back(core::SecondsSince(t0));
-  }
-  return core::Median(times);
-}
-
-// Seconds of `r` run sequence-parallel over the d = pipelines.size() members (one thread
-// each, pinned to the core device m of the server uses, each member from its own arena of
-// plans[m]): member 0's median of `runs` after one warm-up (it decodes last).
-core::StatusOr<double> TimeSpFromArenas(const std::vector<DiffusionPipeline*>& pipelines,
-                                        const DiffusionRequest& r,
-                                        const std::vector<std::shared_ptr<TemplatePlan>>& plans,
-                                        int runs, const std::vector<int>& device_cpus) {
+// Seconds of `r` run over the d = pipelines.size() members (d = 1: on one device; else
+// sequence-parallel), one thread each, pinned to the core device m of the server uses, each
+// member from its own arena of plans[m]: member 0's median of `runs` after one warm-up (it
+// decodes last).
+core::StatusOr<double> TimeFromArenas(const std::vector<DiffusionPipeline*>& pipelines,
+                                      const DiffusionRequest& r,
+                                      const std::vector<std::shared_ptr<TemplatePlan>>& plans,
+                                      int runs, const std::vector<int>& device_cpus) {
   const int d = static_cast<int>(pipelines.size());
   std::vector<core::Status> status(static_cast<size_t>(d));
   std::vector<double> times;
@@ -201,7 +185,8 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
       tv.request = variants[v];
       tv.labels = MitigationLabels(variants[v]);
       tv.arena_bytes = plans[v]->layout.arena_bytes;
-      ASSIGN_OR_RETURN(tv.solo_s, TimeFromArena(pipeline, variants[v], *plans[v], o.timing_runs));
+      ASSIGN_OR_RETURN(tv.solo_s, TimeFromArenas({&pipeline}, variants[v], {plans[v]},
+                                                 o.timing_runs, device_cpus));
       tp.variants.push_back(std::move(tv));
     }
     // Sequence parallelism: every variant above again over d devices (one core each),
@@ -221,8 +206,8 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
         tv.labels = MitigationLabels(variants[v]);
         tv.labels.insert(tv.labels.begin(), fmt::format("sp={}", d));
         tv.arena_bytes = SpArenaBytes(sp_plans);
-        ASSIGN_OR_RETURN(tv.solo_s, TimeSpFromArenas(members, variants[v], sp_plans, o.timing_runs,
-                                                     device_cpus));
+        ASSIGN_OR_RETURN(
+            tv.solo_s, TimeFromArenas(members, variants[v], sp_plans, o.timing_runs, device_cpus));
         tp.variants.push_back(std::move(tv));
         plans.push_back(sp_plans[0]);  // member 0's, for the pair measurement (not used: SP)
       }
