@@ -130,6 +130,10 @@ Status Validate(const MemoryTrace& t) {
     return InvalidArgument("key.sp_degree: got " + std::to_string(k.sp_degree) +
                            ", must be in [1, 4096]");
   }
+  if (k.batch < 1 || k.batch > kMaxTraceBatch) {
+    return InvalidArgument("key.batch: got " + std::to_string(k.batch) + ", must be in [1, " +
+                           std::to_string(kMaxTraceBatch) + "]");
+  }
   const int64_t num_ops =
       static_cast<int64_t>(t.prologue.size() + t.body.size() + t.epilogue.size());
   if (num_ops < 1 || num_ops > kMaxTemplateOps) {
@@ -297,6 +301,7 @@ Json ToJson(const MemoryTrace& t) {
   j["key"] = Json{{"model", t.key.model},         {"width", t.key.width}, {"height", t.key.height},
                   {"frames", t.key.frames},       {"steps", t.key.steps}, {"cfg", t.key.cfg},
                   {"sp_degree", t.key.sp_degree}, {"dtype", t.key.dtype}};
+  if (t.key.batch > 1) j["key"]["batch"] = t.key.batch;  // absent: 1 (older files have none)
   const std::pair<const char*, const std::vector<TraceOp>*> sections[] = {
       {"prologue", &t.prologue}, {"body", &t.body}, {"epilogue", &t.epilogue}};
   for (const auto& [name, ops] : sections) {
@@ -344,7 +349,8 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
     }
     ASSIGN_OR_RETURN(const Json* key, core::Member(j, "", "key"));
     RETURN_IF_ERROR(core::CheckKnownKeys(
-        *key, "key", {"model", "width", "height", "frames", "steps", "cfg", "sp_degree", "dtype"}));
+        *key, "key",
+        {"model", "width", "height", "frames", "steps", "cfg", "sp_degree", "dtype", "batch"}));
     ASSIGN_OR_RETURN(t.key.model, core::GetString(*key, "key", "model"));
     ASSIGN_OR_RETURN(t.key.width, core::GetIntInRange(*key, "key", "width", 0, 1'000'000));
     ASSIGN_OR_RETURN(t.key.height, core::GetIntInRange(*key, "key", "height", 0, 1'000'000));
@@ -357,6 +363,9 @@ StatusOr<MemoryTrace> TraceFromJson(const Json& j, const std::string& source) {
     t.key.cfg = cfg->get<bool>();
     ASSIGN_OR_RETURN(t.key.sp_degree, core::GetIntInRange(*key, "key", "sp_degree", 1, 4096));
     ASSIGN_OR_RETURN(t.key.dtype, core::GetString(*key, "key", "dtype"));
+    if (key->contains("batch")) {
+      ASSIGN_OR_RETURN(t.key.batch, core::GetIntInRange(*key, "key", "batch", 1, kMaxTraceBatch));
+    }
     ASSIGN_OR_RETURN(t.prologue, ParseOps(j, "prologue"));
     ASSIGN_OR_RETURN(t.body, ParseOps(j, "body"));
     ASSIGN_OR_RETURN(t.epilogue, ParseOps(j, "epilogue"));
@@ -549,8 +558,9 @@ int64_t LowerBoundBytes(const ExpandedTrace& x) {
 std::string Describe(const MemoryTrace& t) {
   return t.key.model + " " + std::to_string(t.key.width) + "x" + std::to_string(t.key.height) +
          "x" + std::to_string(t.key.frames) + " steps " + std::to_string(t.key.steps) + " cfg " +
-         (t.key.cfg ? "on" : "off") + " sp " + std::to_string(t.key.sp_degree) + " " + t.key.dtype +
-         " (" + t.provenance + ")";
+         (t.key.cfg ? "on" : "off") + " sp " + std::to_string(t.key.sp_degree) +
+         (t.key.batch > 1 ? " batch " + std::to_string(t.key.batch) : std::string()) + " " +
+         t.key.dtype + " (" + t.provenance + ")";
 }
 
 }  // namespace tessera::xema

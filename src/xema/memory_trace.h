@@ -2,7 +2,7 @@
 // recording allocator running the pipeline) or modeled, then used by every memory planner
 // of Xema (pressure intervals, static layouts, the caching-allocator replay).
 //
-// A template is keyed by (model, width, height, frames, steps, cfg, sp_degree, dtype). A
+// A template is keyed by (model, width, height, frames, steps, cfg, sp_degree, dtype, batch). A
 // request runs text encoding, `steps` identical denoising steps and a VAE decode, so the ops
 // are stored once, in three sections:
 //
@@ -36,7 +36,7 @@
 // names the field, the value and what is allowed:
 //   {"format": "tessera.xema.trace/1", "provenance": "recorded|modeled|synthetic",
 //    "key": {"model": "tiny-t2i", "width": 64, "height": 64, "frames": 1, "steps": 4,
-//            "cfg": true, "sp_degree": 1, "dtype": "bf16"},
+//            "cfg": true, "sp_degree": 1, "dtype": "bf16"},  // + "batch": 2 when > 1
 //    "prologue": [{"name": "text.l0", "phase": "text", "flops": 1e6, "bytes": 4096,
 //                  "time_s": 1e-4}, ...],          // flops, bytes, time_s optional (0)
 //    "body": [...], "epilogue": [...],
@@ -75,6 +75,7 @@ inline constexpr int64_t kMaxTemplateTensors = int64_t{1} << 20;
 inline constexpr int64_t kMaxExpandedOps = int64_t{1} << 22;
 inline constexpr int64_t kMaxExpandedTensors = int64_t{1} << 22;
 inline constexpr int64_t kMaxSteps = 10000;
+inline constexpr int64_t kMaxTraceBatch = 64;  // TraceKey::batch
 inline constexpr const char* kTraceFormat = "tessera.xema.trace/1";
 
 enum class Phase { kText, kDenoise, kVae };
@@ -97,6 +98,7 @@ struct TraceKey {
   bool cfg = false;    // classifier-free guidance on (two predictions per step)
   int64_t sp_degree = 1;
   std::string dtype = "bf16";
+  int64_t batch = 1;  // requests run together in each pass, [1, kMaxTraceBatch]
 };
 
 struct TraceOp {
@@ -183,7 +185,8 @@ double RequestSeconds(const MemoryTrace& trace);
 // Sum of the trace's weight tensors' bytes.
 int64_t WeightBytes(const MemoryTrace& trace);
 
-// One line: "tiny-t2i 64x64x1 steps 4 cfg on sp 1 bf16 (synthetic)".
+// One line: "tiny-t2i 64x64x1 steps 4 cfg on sp 1 bf16 (synthetic)"; with a batch > 1
+// "... sp 1 batch 2 bf16 (synthetic)".
 std::string Describe(const MemoryTrace& trace);
 
 }  // namespace tessera::xema

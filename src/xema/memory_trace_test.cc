@@ -91,6 +91,34 @@ TEST(MemoryTraceTest, JsonRoundTrip) {
   EXPECT_EQ(ToJson(*back), ToJson(tiny));
 }
 
+// key.batch is written only when > 1 (files of one request are unchanged) and read as
+// optional (default 1).
+TEST(MemoryTraceTest, KeyBatchIsOptionalAndRoundTrips) {
+  MemoryTrace tiny = Tiny();
+  EXPECT_EQ(tiny.key.batch, 1);
+  EXPECT_FALSE(ToJson(tiny)["key"].contains("batch"));
+  EXPECT_EQ(Describe(tiny).find("batch"), std::string::npos);
+  tiny.key.batch = 3;
+  const core::Json j = ToJson(tiny);
+  EXPECT_EQ(j["key"]["batch"], 3);
+  auto back = TraceFromJson(core::Json::parse(j.dump()), "<rt>");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->key.batch, 3);
+  EXPECT_EQ(ToJson(*back), j);
+  EXPECT_NE(Describe(*back).find(" sp 1 batch 3 "), std::string::npos) << Describe(*back);
+  for (int64_t bad : {0, 65}) {
+    core::Json b = j;
+    b["key"]["batch"] = bad;
+    auto t = TraceFromJson(b, "t.json");
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("key.batch: got " + std::to_string(bad)), std::string::npos)
+        << t.status().ToString();
+  }
+  tiny.key.batch = 0;
+  EXPECT_NE(Validate(tiny).message().find("key.batch: got 0, must be in [1, 64]"),
+            std::string::npos);
+}
+
 TEST(MemoryTraceTest, SizesAreRoundedTo512) {
   core::Json j = ToJson(Tiny());
   j["tensors"][3]["bytes"] = 1000;

@@ -86,6 +86,12 @@ core::Status DitStages::Validate(const TinyDit& dit, const TinyDit::Input& in,
         "and a latent",
         b_n, n, in.latent == nullptr ? " without a latent" : "", kMaxDitBatch));
   }
+  if (in.latents < 1 || in.latents > b_n || b_n % in.latents != 0) {
+    return core::InvalidArgument(fmt::format(
+        "TinyDit::Forward: latents: got {} with batch {}; need latents in [1, batch] dividing "
+        "batch (sequence b reads latent b % latents)",
+        in.latents, b_n));
+  }
   if (has_text && (txt < 1 || in.text_ctx->f32_count() != b_n * txt * hd)) {
     return core::InvalidArgument(
         fmt::format("TinyDit::Forward: text context has {} floats, need batch * text_tokens * "
@@ -144,27 +150,35 @@ void DitStages::Condition(const TinyDit& dit, const TinyDit::Input& in, float* t
 void DitStages::Embed(const TinyDit& dit, const TinyDit::Input& in, const DitRows& rows,
                       float* pos_row, float* h) {
   const int64_t hd = dit.config_.hidden, cin = dit.config_.in_channels;
-  const int64_t txt = rows.text_tokens, per_seq = rows.per_seq();
+  const int64_t txt = rows.text_tokens, per_seq = rows.per_seq(), g_n = in.latents;
   const float* p = dit.params_.f32();
   const TinyDit::Offsets& off = dit.off_;
-  // Image rows: those of sequence 0 are embedded, then copied to the other sequences.
+  // Image rows: those of latent g are embedded in sequence g, then copied to the sequences
+  // b > g with b % G == g.
   const int64_t img_begin = rows.image_begin(), img_rows = rows.image_per_seq();
   const int64_t img_local = img_begin - rows.begin;  // first image row within a local sequence
-  float* img0 = h + img_local * hd;
+  auto image_of = [&](int64_t b) { return h + (b * per_seq + img_local) * hd; };
   if (img_rows > 0) {
-    ops::LinearForward(in.latent + (img_begin - txt) * cin, img_rows, cin, p + off.w_in, hd,
-                       p + off.b_in, hd, img0, hd);
+    for (int64_t g = 0; g < g_n; ++g) {
+      ops::LinearForward(in.latent + (g * rows.image_tokens + img_begin - txt) * cin, img_rows, cin,
+                         p + off.w_in, hd, p + off.b_in, hd, image_of(g), hd);
+    }
   }
   for (int64_t t = 0; t < img_rows; ++t) {
     const float pos = static_cast<float>(img_begin - txt + t);
     ops::SinusoidalEmbedding(&pos, 1, hd, 10000.0f, pos_row);
-    float* row = img0 + t * hd;
-    for (int64_t j = 0; j < hd; ++j) row[j] += pos_row[j];
+    for (int64_t g = 0; g < g_n; ++g) {
+      float* row = image_of(g) + t * hd;
+      for (int64_t j = 0; j < hd; ++j) row[j] += pos_row[j];
+    }
   }
   const int64_t txt_rows = std::max<int64_t>(0, std::min(rows.end, txt) - rows.begin);
   for (int64_t b = 0; b < rows.batch; ++b) {
     float* seq = h + b * per_seq * hd;
-    if (b > 0) std::copy(img0, img0 + img_rows * hd, seq + img_local * hd);
+    if (b >= g_n) {
+      const float* src = image_of(b % g_n);
+      std::copy(src, src + img_rows * hd, seq + img_local * hd);
+    }
     if (txt_rows > 0) {
       const float* ctx = in.text_ctx->f32() + (b * txt + rows.begin) * hd;
       std::copy(ctx, ctx + txt_rows * hd, seq);
@@ -181,10 +195,10 @@ core::Status DitStages::FinishEmbed(const TinyDit::Input& in) {
   return core::Status::Ok();
 }
 
-DitCost DitStages::EmbedCost(const TinyDit& dit, const DitRows& rows) {
+DitCost DitStages::EmbedCost(const TinyDit& dit, const DitRows& rows, int64_t latents) {
   const int64_t hd = dit.config_.hidden, cin = dit.config_.in_channels;
   const int64_t ft = dit.config_.timestep_freq_dim, n = rows.image_per_seq();
-  return {2.0 * static_cast<double>(n * cin * hd + ft * hd + hd * hd),
+  return {2.0 * static_cast<double>(latents * n * cin * hd + ft * hd + hd * hd),
           4.0 * static_cast<double>(rows.local() * hd)};
 }
 

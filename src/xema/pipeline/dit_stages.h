@@ -67,8 +67,8 @@ struct DitCost {
 
 class DitStages {
  public:
-  // TinyDit::Forward's input checks (its messages): batch, tokens, latent, context sizes, chunk
-  // counts.
+  // TinyDit::Forward's input checks (its messages): batch, latents, tokens, latent, context
+  // sizes, chunk counts.
   [[nodiscard]] static core::Status Validate(const TinyDit& dit, const TinyDit::Input& in,
                                              const DitExecution& execution);
   // All rows [0, L) of the input's sequences (T_txt = 0 without a text context).
@@ -76,14 +76,16 @@ class DitStages {
 
   // cond (B, Hd) := SiLU(timestep MLP(1000 t) + pooled_b); temb: ft + 2 Hd floats of scratch.
   static void Condition(const TinyDit& dit, const TinyDit::Input& in, float* temb, float* cond);
-  // h (rows.local(), Hd) := the local rows of [ctx_b ; x W_in + b_in + pos]: the image rows
-  // are computed once (sequence 0) and copied to the others. pos_row: Hd floats of scratch.
+  // h (rows.local(), Hd) := the local rows of [ctx_b ; x_{b % G} W_in + b_in + pos] (G =
+  // in.latents): the image rows of latent g are computed once (in sequence g) and copied to
+  // the sequences b > g with b % G == g. pos_row: Hd floats of scratch.
   static void Embed(const TinyDit& dit, const TinyDit::Input& in, const DitRows& rows,
                     float* pos_row, float* h);
   // The end of "dit.embed" once the inputs were read: frees the text context when
   // in.release_context, then runs in.after_embed.
   [[nodiscard]] static core::Status FinishEmbed(const TinyDit::Input& in);
-  static DitCost EmbedCost(const TinyDit& dit, const DitRows& rows);
+  // `latents` (G) image embeddings of the local image rows.
+  static DitCost EmbedCost(const TinyDit& dit, const DitRows& rows, int64_t latents);
 
   // Block `layer` up to attention, on the local rows: mod (B, 6 Hd) := cond W_mod + b_mod;
   // norm (local, Hd), rstd (local) := LayerNorm(x); modx (local, Hd) := its modulation;

@@ -18,12 +18,14 @@
 namespace tessera::xema {
 namespace {
 
-// FNV-1a over what every member must pass alike: shapes, execution, the model's sizes and t.
+// FNV-1a over what every member must pass alike: shapes (latents too), execution, the model's
+// sizes and t.
 int64_t SpInputFingerprint(const TinyDit& dit, const TinyDit::Input& in, const DitRows& all,
                            const DitExecution& execution) {
   const models::SmallDitConfig& c = dit.config();
   const bool has_pool = in.pool_ctx != nullptr && !in.pool_ctx->empty();
-  const std::array<int64_t, 13> values = {all.batch,
+  const std::array<int64_t, 14> values = {all.batch,
+                                          in.latents,
                                           all.text_tokens,
                                           all.image_tokens,
                                           has_pool ? 1 : 0,
@@ -63,8 +65,8 @@ core::Status SpAgree(comm::Communicator& group, const core::Status& local, int64
       if (all[2 * j + 1] != all[1]) {
         return core::InvalidArgument(fmt::format(
             "SequenceParallelForward: sp member {} of {} passed another input or execution than "
-            "member 0 (batch, tokens, pooled context, attention mode and chunks, FFN chunks, "
-            "model sizes, t); every member must pass the same",
+            "member 0 (batch, latents, tokens, pooled context, attention mode and chunks, FFN "
+            "chunks, model sizes, t); every member must pass the same",
             j, d));
       }
     }
@@ -211,7 +213,7 @@ core::StatusOr<DeviceTensor> SequenceParallelForward(const TinyDit& dit, DeviceA
       return DitStages::FinishEmbed(in);
     }();
     RETURN_IF_ERROR(SpAgree(*group, st, 0));
-    const DitCost cost = DitStages::EmbedCost(dit, mine);
+    const DitCost cost = DitStages::EmbedCost(dit, mine, in.latents);
     op.Count(cost.flops, cost.bytes);
   }
 

@@ -43,7 +43,7 @@ namespace tessera::xema {
 
 struct RecordedRequest {
   MemoryTrace trace;
-  std::vector<float> output;  // (frames, 3, height, width)
+  std::vector<float> output;  // OutputFloats: (frames, 3, height, width) per request
   int64_t measured_peak_bytes = 0;
   int64_t weight_bytes = 0;
   double run_s = 0;                 // wall-clock seconds of the request (weights loaded before)

@@ -112,7 +112,7 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
     DitStages::Condition(*this, in, temb.f32(), cond.f32());
     DitStages::Embed(*this, in, all, temb.f32() + ft + 2 * hd, h.f32());
     RETURN_IF_ERROR(DitStages::FinishEmbed(in));
-    const DitCost cost = DitStages::EmbedCost(*this, all);
+    const DitCost cost = DitStages::EmbedCost(*this, all, in.latents);
     op.Count(cost.flops, cost.bytes);
   }
 

@@ -11,10 +11,13 @@
 // ProjectText (run inside the caller's op): ctx_b = text_b W_txt + b_txt (T_txt, Hd) and
 // pool_b = pooled_b W_pool + b_pool (Hd) for each of the B prompts.
 //
-// Forward on B sequences that share the image latent x (N, C_in) and time t (classifier-free
-// guidance runs cond and uncond as B = 2):
+// Forward on B sequences at one time t over G distinct image latents x_g (N, C_in) (G divides
+// B; sequence b reads x_{b % G}): classifier-free guidance of one request runs cond and uncond
+// as B = 2 on G = 1 latent; a batch of k requests runs [cond_0 .. cond_{k-1}, uncond x k] as
+// B = 2k on G = k latents (B = G = k without guidance):
 //   c_b   = W_t2 SiLU(W_t1 freq(1000 t) + b_t1) + b_t2 (+ pool_b when given)
-//   h_b   = [ctx_b ; x W_in + b_in + pos(0 .. N-1)]     joint sequence, L = T_txt + N rows
+//   h_b   = [ctx_b ; x_{b % G} W_in + b_in + pos(0 .. N-1)]   joint sequence, L = T_txt + N rows
+//           (the image rows are embedded once per latent and copied to its other sequences)
 //   every block: SmallDit's adaLN block over the joint sequence (attention over all L tokens)
 //   out_b = final adaLN layer on the N image rows of h_b    -> (B, N, C_in)
 // With no text (T_txt = 0, no pooled) it is SmallDit::Forward on one sequence (tested).
@@ -111,10 +114,11 @@ class TinyDit {
                                          double* flops) const;
 
   struct Input {
-    const float* latent = nullptr;     // (N, C_in) image tokens shared by every sequence
+    const float* latent = nullptr;     // (G, N, C_in) image tokens: sequence b reads b % G
     int64_t image_tokens = 0;          // N >= 1
     float t = 1.0f;                    // diffusion time
     int64_t batch = 1;                 // B in [1, kMaxDitBatch]
+    int64_t latents = 1;               // G >= 1 dividing B (1: every sequence shares x)
     DeviceTensor* text_ctx = nullptr;  // (B, T_txt, Hd) from ProjectText, or null: no text
     int64_t text_tokens = 0;           // T_txt (0 without text)
     DeviceTensor* pool_ctx = nullptr;  // (B, Hd) from ProjectText, or null: no pooled term

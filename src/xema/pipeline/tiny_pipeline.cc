@@ -60,6 +60,44 @@ class RestoreOnExit {
   WeightParking* parking_;
 };
 
+// What differs between the requests of a batch: request 0 is the request itself, request j >=
+// 1 its batch mate j - 1.
+struct BatchMember {
+  const std::string* prompt;
+  uint64_t seed;
+  float guidance;
+};
+BatchMember MemberOf(const DiffusionRequest& r, int64_t j) {
+  if (j == 0) return {&r.prompt, r.seed, r.guidance};
+  const BatchMate& m = r.batch_mates[static_cast<size_t>(j - 1)];
+  return {&m.prompt, m.seed, m.guidance};
+}
+// The op (and tensor) name group of request j of a batch: `base` for j = 0, base + j after.
+std::string BatchName(const char* base, int64_t j) {
+  return j == 0 ? std::string(base) : fmt::format("{}{}", base, j);
+}
+
+// out (Lf, C, h, w) := the patchified latent x (N, C_in) (see tiny_pipeline.h).
+void Unpatchify(const Geometry& g, int64_t lc, int64_t p, const float* xs, float* out) {
+  const int64_t cin = lc * p * p;
+  for (int64_t f = 0; f < g.latent_frames; ++f) {
+    for (int64_t gy = 0; gy < g.grid_height; ++gy) {
+      for (int64_t gx = 0; gx < g.grid_width; ++gx) {
+        const float* token = xs + ((f * g.grid_height + gy) * g.grid_width + gx) * cin;
+        for (int64_t c = 0; c < lc; ++c) {
+          for (int64_t py = 0; py < p; ++py) {
+            for (int64_t px = 0; px < p; ++px) {
+              const int64_t y = gy * p + py, xx = gx * p + px;
+              out[((f * lc + c) * g.latent_height + y) * g.latent_width + xx] =
+                  token[(c * p + py) * p + px];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 core::Status SpecError(const std::string& field, const std::string& got, const std::string& want) {
   return core::InvalidArgument(fmt::format("spec.{}: got {}, {}", field, got, want));
 }
@@ -175,7 +213,36 @@ core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& 
     return bad("vae_tiles", std::to_string(r.vae_tiles),
                fmt::format("must be in [1, {}]", kMaxVaeTiles));
   }
+  const int64_t mates = static_cast<int64_t>(r.batch_mates.size());
+  if (mates > kMaxRequestBatch - 1) {
+    return bad("batch_mates", fmt::format("{} mates", mates),
+               fmt::format("must be at most {} (a batch of at most {} requests, each two DiT "
+                           "sequences with cfg)",
+                           kMaxRequestBatch - 1, kMaxRequestBatch));
+  }
+  for (int64_t i = 0; i < mates; ++i) {
+    const BatchMate& m = r.batch_mates[static_cast<size_t>(i)];
+    const std::string field = fmt::format("batch_mates[{}]", i);
+    if (static_cast<int64_t>(m.prompt.size()) > kMaxPromptBytes) {
+      return bad((field + ".prompt").c_str(), fmt::format("{} bytes", m.prompt.size()),
+                 fmt::format("must be at most {} bytes", kMaxPromptBytes));
+    }
+    if (!std::isfinite(m.guidance) || m.guidance < 0.0f || m.guidance > kMaxGuidance) {
+      return bad((field + ".guidance").c_str(), fmt::format("{}", m.guidance),
+                 fmt::format("must be finite and in [0, {}]", kMaxGuidance));
+    }
+  }
+  if (mates > 0 && r.offload.any()) {
+    return core::InvalidArgument(fmt::format(
+        "request.offload: not with a batch > 1 (got {} batch mates); clear the offload set or "
+        "run the requests one at a time",
+        mates));
+  }
   return core::Status::Ok();
+}
+
+int64_t RequestBatch(const DiffusionRequest& r) {
+  return 1 + static_cast<int64_t>(r.batch_mates.size());
 }
 
 TraceKey KeyOf(const DiffusionRequest& r) {
@@ -188,10 +255,13 @@ TraceKey KeyOf(const DiffusionRequest& r) {
   key.cfg = r.cfg;
   key.sp_degree = 1;
   key.dtype = "f32";
+  key.batch = RequestBatch(r);
   return key;
 }
 
-int64_t OutputFloats(const DiffusionRequest& r) { return r.frames * 3 * r.height * r.width; }
+int64_t OutputFloats(const DiffusionRequest& r) {
+  return RequestBatch(r) * r.frames * 3 * r.height * r.width;
+}
 
 int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   const std::vector<int64_t>& ch = spec.vae.channels;
@@ -314,10 +384,12 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
         "output: got {} floats on sp member {}, only member 0 decodes: pass an empty output",
         output.size(), sp->member));
   }
+  const int64_t k = RequestBatch(r);  // requests in the batch
   if (decodes && static_cast<int64_t>(output.size()) != OutputFloats(r)) {
+    const char* need =
+        k > 1 ? "batch * frames * 3 * height * width" : "frames * 3 * height * width";
     return core::InvalidArgument(
-        fmt::format("output: got {} floats, need frames * 3 * height * width = {}", output.size(),
-                    OutputFloats(r)));
+        fmt::format("output: got {} floats, need {} = {}", output.size(), need, OutputFloats(r)));
   }
   if (r.offload.any() && host_ == nullptr) {
     return core::InvalidArgument(
@@ -340,9 +412,11 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   }
   const Geometry g = GeometryOf(spec_, r);
   const int64_t n = g.tokens, cin = spec_.dit.in_channels, p = spec_.patch;
-  const int64_t lc = spec_.latent_channels, batch = r.cfg ? 2 : 1;
+  const int64_t lc = spec_.latent_channels, batch = (r.cfg ? 2 : 1) * k;  // DiT sequences
   const int64_t text_tokens = spec_.text.tokens;
-  const double latent_floats = static_cast<double>(n * cin);
+  const int64_t latent_size = n * cin;  // floats of one request's latent
+  const double latent_floats = static_cast<double>(latent_size);
+  const double all_latent_floats = static_cast<double>(k) * latent_floats;
 
   // Tensors that cross ops. Declared before every OpScope, so on an error return they are
   // destroyed after the open op has ended and are freed at once.
@@ -350,28 +424,34 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   // Tensors parked in the host tier (declared after the ones above, so destroyed first).
   ActivationOffload off(host_, r.offload, act, r.steps);
 
-  // Prologue: text encoding, projection for the DiT, initial noise.
+  // Prologue: text encoding (each request's prompt, the empty prompt once), projection for the
+  // DiT over the sequences [cond_0 .. cond_{k-1}, uncond x k], initial noise.
   const OpContext text_op{Phase::kText, Section::kPrologue, -1};
   {
-    DeviceTensor tokens[2], pooled[2];
-    RETURN_IF_ERROR(text_.Encode(act, r.prompt, "text.cond", text_op, &tokens[0], &pooled[0]));
+    // tokens[j], pooled[j]: request j's prompt; index k: the empty prompt (cfg).
+    std::array<DeviceTensor, kMaxRequestBatch + 1> tokens, pooled;
+    for (int64_t j = 0; j < k; ++j) {
+      RETURN_IF_ERROR(text_.Encode(act, *MemberOf(r, j).prompt, BatchName("text.cond", j), text_op,
+                                   &tokens[j], &pooled[j]));
+    }
     if (r.cfg) {
-      RETURN_IF_ERROR(text_.Encode(act, "", "text.uncond", text_op, &tokens[1], &pooled[1]));
+      RETURN_IF_ERROR(text_.Encode(act, "", "text.uncond", text_op, &tokens[k], &pooled[k]));
     }
     OpScope op(act, "dit.text_proj", text_op);
-    std::array<const float*, 2> text_ptrs{}, pool_ptrs{};
+    std::array<const float*, kMaxDitBatch> text_ptrs{}, pool_ptrs{};
     for (int64_t b = 0; b < batch; ++b) {
-      text_ptrs[b] = tokens[b].f32();
-      pool_ptrs[b] = pooled[b].f32();
+      const int64_t e = b < k ? b : k;  // the uncond sequences share the one encoding
+      text_ptrs[b] = tokens[e].f32();
+      pool_ptrs[b] = pooled[e].f32();
     }
     double flops = 0;
     RETURN_IF_ERROR(dit_.ProjectText(
         act, std::span<const float* const>(text_ptrs.data(), static_cast<size_t>(batch)),
         std::span<const float* const>(pool_ptrs.data(), static_cast<size_t>(batch)), text_tokens,
         &text_ctx, &pool_ctx, &flops));
-    for (int64_t b = 0; b < batch; ++b) {
-      tokens[b].Reset();
-      pooled[b].Reset();
+    for (int64_t e = 0; e < k + (r.cfg ? 1 : 0); ++e) {
+      tokens[e].Reset();
+      pooled[e].Reset();
     }
     if (r.offload.idle_weights) parking_->Park(WeightParking::kTextEncoder);
     op.Count(flops);
@@ -379,11 +459,14 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   RETURN_IF_ERROR(off.TextContextReady(&text_ctx, &pool_ctx));
   {
     OpScope op(act, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
-    ASSIGN_OR_RETURN(x, act.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
-    core::Rng rng(r.seed);
-    for (int64_t i = 0; i < n * cin; ++i) x.f32()[i] = static_cast<float>(rng.Normal());
+    ASSIGN_OR_RETURN(x, act.AllocateF32(k * latent_size, "latent.x", TensorKind::kActivation));
+    for (int64_t j = 0; j < k; ++j) {  // request j's noise as if it ran alone
+      core::Rng rng(MemberOf(r, j).seed);
+      float* xj = x.f32() + j * latent_size;
+      for (int64_t i = 0; i < latent_size; ++i) xj[i] = static_cast<float>(rng.Normal());
+    }
     if (r.offload.idle_weights) parking_->Park(WeightParking::kDitText);
-    op.Count(0, 4.0 * latent_floats);
+    op.Count(0, 4.0 * all_latent_floats);
   }
   RETURN_IF_ERROR(off.LatentReady(&x, 0));
 
@@ -401,6 +484,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     in.image_tokens = n;
     in.t = t;
     in.batch = batch;
+    in.latents = k;  // sequence b reads request b % k's latent
     in.text_ctx = off.text_ctx(&text_ctx);
     in.text_tokens = text_tokens;
     in.pool_ctx = off.pool_ctx(&pool_ctx);
@@ -414,82 +498,80 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
       OpScope op(act, "cfg.combine", body);
       RETURN_IF_ERROR(off.AfterDit(i));
       ASSIGN_OR_RETURN(DeviceTensor guided,
-                       act.AllocateF32(n * cin, "cfg.v", TensorKind::kActivation));
-      const float* vc = v.f32();
-      const float* vu = v.f32() + n * cin;
-      for (int64_t j = 0; j < n * cin; ++j) guided.f32()[j] = vu[j] + r.guidance * (vc[j] - vu[j]);
-      v = std::move(guided);  // frees the (2, N, C_in) prediction
-      op.Count(3.0 * latent_floats, 12.0 * latent_floats);
+                       act.AllocateF32(k * latent_size, "cfg.v", TensorKind::kActivation));
+      for (int64_t j = 0; j < k; ++j) {  // request j: cond at sequence j, uncond at k + j
+        const float w = MemberOf(r, j).guidance;
+        const float* vc = v.f32() + j * latent_size;
+        const float* vu = v.f32() + (k + j) * latent_size;
+        float* gj = guided.f32() + j * latent_size;
+        for (int64_t e = 0; e < latent_size; ++e) gj[e] = vu[e] + w * (vc[e] - vu[e]);
+      }
+      v = std::move(guided);  // frees the (2k, N, C_in) prediction
+      op.Count(3.0 * all_latent_floats, 12.0 * all_latent_floats);
     }
     OpScope op(act, "euler.step", body);
     if (!r.cfg) RETURN_IF_ERROR(off.AfterDit(i));
     ASSIGN_OR_RETURN(DeviceTensor next,
-                     act.AllocateF32(n * cin, "latent.x", TensorKind::kActivation));
+                     act.AllocateF32(k * latent_size, "latent.x", TensorKind::kActivation));
     const float dt = t_next - t;
     const float* xi = off.LatentForStep(x);
-    for (int64_t j = 0; j < n * cin; ++j) next.f32()[j] = xi[j] + dt * v.f32()[j];
+    for (int64_t j = 0; j < k * latent_size; ++j) next.f32()[j] = xi[j] + dt * v.f32()[j];
     x = std::move(next);  // frees x_i
     off.DropLatent();     // or its copy brought back from the host
     v.Reset();
     RETURN_IF_ERROR(off.LatentReady(&x, i + 1));
-    op.Count(2.0 * latent_floats, 12.0 * latent_floats);
+    op.Count(2.0 * all_latent_floats, 12.0 * all_latent_floats);
   }
 
-  // Epilogue: unpatchify, VAE decode, copy out (member 0 of a sequence-parallel group only).
+  // Epilogue: per request, unpatchify, VAE decode, copy out (member 0 of a sequence-parallel
+  // group only).
   const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
   if (!decodes) {
     OpScope op(act, "sp.done", epi);
     x.Reset();
     return core::Status::Ok();
   }
-  DeviceTensor latent;
-  {
-    OpScope op(act, "vae.unpatchify", epi);
-    ASSIGN_OR_RETURN(latent,
-                     act.AllocateF32(g.latent_frames * lc * g.latent_height * g.latent_width,
-                                     "vae.latent", TensorKind::kActivation));
-    const float* xs = x.f32();
-    float* out = latent.f32();
-    for (int64_t f = 0; f < g.latent_frames; ++f) {
-      for (int64_t gy = 0; gy < g.grid_height; ++gy) {
-        for (int64_t gx = 0; gx < g.grid_width; ++gx) {
-          const float* token = xs + ((f * g.grid_height + gy) * g.grid_width + gx) * cin;
-          for (int64_t c = 0; c < lc; ++c) {
-            for (int64_t py = 0; py < p; ++py) {
-              for (int64_t px = 0; px < p; ++px) {
-                const int64_t y = gy * p + py, xx = gx * p + px;
-                out[((f * lc + c) * g.latent_height + y) * g.latent_width + xx] =
-                    token[(c * p + py) * p + px];
-              }
-            }
-          }
-        }
+  const int64_t frame_floats = spec_.vae.out_channels * r.height * r.width;
+  const int64_t request_floats = r.frames * frame_floats;
+  for (int64_t j = 0; j < k; ++j) {
+    const bool last = j == k - 1;
+    const std::string vae_name = BatchName("vae", j);
+    DeviceTensor latent;
+    {
+      OpScope op(act, vae_name + ".unpatchify", epi);
+      ASSIGN_OR_RETURN(latent,
+                       act.AllocateF32(g.latent_frames * lc * g.latent_height * g.latent_width,
+                                       vae_name + ".latent", TensorKind::kActivation));
+      Unpatchify(g, lc, p, x.f32() + j * latent_size, latent.f32());
+      if (last) {
+        x.Reset();
+        off.InUnpatchify();
+        if (r.offload.idle_weights) parking_->Park(WeightParking::kDitParams);
       }
+      op.Count(0, 8.0 * latent_floats);
     }
-    x.Reset();
-    off.InUnpatchify();
-    if (r.offload.idle_weights) parking_->Park(WeightParking::kDitParams);
-    op.Count(0, 8.0 * latent_floats);
+    VaeGeometry vg;
+    vg.latent_frames = g.latent_frames;
+    vg.latent_height = g.latent_height;
+    vg.latent_width = g.latent_width;
+    vg.frames = r.frames;
+    vg.temporal_factor = spec_.temporal_factor;
+    vg.slices = r.vae_frame_slices;
+    vg.tiles = r.vae_tiles;
+    vg.name = vae_name;
+    ASSIGN_OR_RETURN(DeviceTensor image,
+                     vae_.Decode(act, std::move(latent), vg, epi, off.FrameSink(frame_floats)));
+    OpScope op(act, vae_name + ".output", epi);
+    const std::span<float> out_j = output.subspan(static_cast<size_t>(j * request_floats),
+                                                  static_cast<size_t>(request_floats));
+    if (r.offload.image) {
+      off.GatherFrames(out_j);  // the frames are on the host already
+    } else {
+      std::copy(image.f32(), image.f32() + out_j.size(), out_j.begin());
+    }
+    image.Reset();
+    op.Count(0, 8.0 * static_cast<double>(out_j.size()));
   }
-  VaeGeometry vg;
-  vg.latent_frames = g.latent_frames;
-  vg.latent_height = g.latent_height;
-  vg.latent_width = g.latent_width;
-  vg.frames = r.frames;
-  vg.temporal_factor = spec_.temporal_factor;
-  vg.slices = r.vae_frame_slices;
-  vg.tiles = r.vae_tiles;
-  ASSIGN_OR_RETURN(DeviceTensor image,
-                   vae_.Decode(act, std::move(latent), vg, epi,
-                               off.FrameSink(spec_.vae.out_channels * r.height * r.width)));
-  OpScope op(act, "vae.output", epi);
-  if (r.offload.image) {
-    off.GatherFrames(output);  // the frames are on the host already
-  } else {
-    std::copy(image.f32(), image.f32() + output.size(), output.begin());
-  }
-  image.Reset();
-  op.Count(0, 8.0 * static_cast<double>(output.size()));
   return core::Status::Ok();
 }
 

@@ -26,6 +26,18 @@
 //     except that the last step's "dit.embed" frees the prologue's text context.
 //   epilogue (Phase kVae): "vae.unpatchify" (frees the last latent), the VAE block ops, and
 //     "vae.output", which copies the frames into the caller's buffer and frees the image.
+// A batch of k = RequestBatch > 1 requests (batch_mates) runs as one template: prologue
+//   "text.cond.*" (request 0), "text.cond<j>.*" (request j >= 1), "text.uncond.*" once (its
+//   encoding serves every request), "dit.text_proj" over the 2k (cfg) or k sequences [cond_0 ..
+//   cond_{k-1}, uncond x k], "latent.init" allocating "latent.x" (k, N, C_in) (request j's
+//   slice from core::Rng(seed_j), as if it ran alone); body: the same ops as above, one DiT pass
+//   over all sequences (sequence b reads latent b % k), "cfg.combine" with each request's own
+//   guidance (cond of j at sequence j, uncond at k + j), "euler.step" on all k latents;
+//   epilogue, request after request: request 0's ops as above, request j >= 1's with "vae<j>"
+//   for "vae" ("vae<j>.unpatchify", "vae<j>.block<b>", ..., "vae<j>.output"; tensors
+//   "vae<j>.latent", "vae<j>.image"). The latent x stays until the last request's unpatchify.
+//   Every request's output equals its run alone within float rounding (the GEMMs run over
+//   more rows; tested).
 // Every allocation of Run happens inside an op (but restored weights, below); on error every
 // tensor of the request is freed, no op is left open and no host copy is in flight (RAII).
 // Same request -> bitwise the same output on any allocator, with any offload set.
@@ -110,6 +122,16 @@ struct OffloadSet {
 // the plan files spell them), or null for any other name.
 bool* OffloadFlag(OffloadSet& set, std::string_view name);
 
+// Another request of the same template run in the same DiT passes as a request (batch > 1):
+// what may differ between requests of one template.
+struct BatchMate {
+  std::string prompt;  // <= kMaxPromptBytes
+  uint64_t seed = 1;   // its initial noise
+  float guidance = 4.0f;
+};
+// The most requests one pass runs (with cfg each is two DiT sequences: kMaxDitBatch).
+inline constexpr int64_t kMaxRequestBatch = kMaxDitBatch / 2;
+
 struct DiffusionRequest {
   std::string model = "tiny-t2i";
   int64_t width = 64, height = 64;  // pixels, multiples of spatial_factor * patch (16)
@@ -126,16 +148,26 @@ struct DiffusionRequest {
   int64_t ffn_chunks = 1;  // the DiT's FFN over this many token chunks, [1, kMaxFfnChunks]
   int64_t vae_tiles = 1;   // the VAE decodes a vae_tiles x vae_tiles grid, [1, kMaxVaeTiles]
   OffloadSet offload;
+  // Further requests of this template run with this one as one batch: every DiT pass over the
+  // batch's sequences at once, the sampler and the VAE per request. Batch = 1 +
+  // batch_mates.size() in [1, kMaxRequestBatch]; no offload with a batch > 1.
+  std::vector<BatchMate> batch_mates;
 };
+// 1 + request.batch_mates.size().
+int64_t RequestBatch(const DiffusionRequest& request);
 
 // InvalidArgument "request.width: got 70, must be a positive multiple of 16 ..." style for
 // every field: model must be spec.name; width/height positive multiples of spatial_factor *
 // patch up to kMaxRequestPixels; frames 1 for an image model, temporal_factor k + 1 up to
 // kMaxRequestFrames for a video model; steps in [1, 1000]; guidance finite in [0, 100];
-// prompt at most kMaxPromptBytes; attention a known mode; chunks and slices in range.
+// prompt at most kMaxPromptBytes; attention a known mode; chunks and slices in range;
+// at most kMaxRequestBatch - 1 batch mates, each with a prompt and guidance as above
+// ("request.batch_mates[i].prompt"), and no offload with any.
 core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& request);
-TraceKey KeyOf(const DiffusionRequest& request);        // dtype "f32", sp_degree 1
-int64_t OutputFloats(const DiffusionRequest& request);  // frames * 3 * height * width
+TraceKey KeyOf(const DiffusionRequest& request);  // dtype "f32", sp_degree 1, batch RequestBatch
+// RequestBatch * frames * 3 * height * width: request after request (the request itself
+// first, then its batch mates in order), each (frames, 3, height, width).
+int64_t OutputFloats(const DiffusionRequest& request);
 
 // A lower bound on the peak device bytes of `request` (valid for `spec`), computed without
 // running it: the weights (but the DiT's text projections) plus the most that one of the VAE's two
@@ -165,9 +197,10 @@ class DiffusionPipeline {
   // Run restores; device live bytes between requests are WeightBytes() - ParkedWeightBytes().
   int64_t ParkedWeightBytes() const;
 
-  // Runs one request; writes the decoded frames (frames, 3, height, width) into `output`
-  // (size OutputFloats). Validates first (InvalidArgument, also for a wrong output size, and
-  // for an offload without a host tier).
+  // Runs one request, or a batch of k = RequestBatch(request) requests at once (see the file
+  // comment); writes the decoded frames (frames, 3, height, width) of each request in turn
+  // into `output` (size OutputFloats). Validates first (InvalidArgument, also for a wrong
+  // output size, and for an offload without a host tier or with a batch > 1).
   // `activations` (optional; must outlive the call): every tensor and op of the request goes
   // to it instead of the load allocator, which then holds only the weights: a server keeps one
   // copy of a model's weights and runs each request template from its own activation arena

@@ -215,7 +215,7 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
   const bool tiled = rows.size() * cols.size() > 1;
   DeviceTensor image;  // "vae.image", or one slice's frames with a sink
   for (int64_t s = 0; s < g.slices; ++s) {
-    const std::string slice_prefix = g.slices > 1 ? fmt::format("vae.slice{}", s) : "vae";
+    const std::string slice_prefix = g.slices > 1 ? fmt::format("{}.slice{}", g.name, s) : g.name;
     for (size_t i = 0; i < rows.size(); ++i) {
       for (size_t j = 0; j < cols.size(); ++j) {
         TileJob job;
@@ -234,7 +234,7 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
           job.dest_f0 = job.f0;
           if (last_tile) job.hand_to = &sink;
         } else {
-          job.dest_name = "vae.image";
+          job.dest_name = g.name + ".image";
           job.dest_frames = g.frames;
         }
         RETURN_IF_ERROR(DecodeTile(allocator, config_, weights_, g, job, latent, image, context));

@@ -32,7 +32,7 @@
 // Order and op names: for each slice s, for each tile (i, j) in row-major order, one op per
 // block b = 0 .. n: "vae.block<b>" (one slice, one tile), "vae.slice<s>.block<b>" (slices),
 // "vae.tile<i>_<j>.block<b>" (tiles), "vae.slice<s>.tile<i>_<j>.block<b>" (both). A grid of one
-// tile (t = 1, or a 1 x 1 latent) is untiled and named so.
+// tile (t = 1, or a 1 x 1 latent) is untiled and named so. "vae" is VaeGeometry::name.
 // Memory per block op <op>, for the frames of its slice and the haloed span of its tile: the
 // input activation (the previous block's "<op>.out") is freed; "<op>.out" is allocated
 // (blocks 0 .. n-1); workspaces living only in the op: "<op>.up" (blocks 1 .. n-1, the
@@ -52,6 +52,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -79,6 +80,9 @@ struct VaeGeometry {
   int64_t temporal_factor = 1;
   int64_t slices = 1;  // in [1, F]
   int64_t tiles = 1;   // tiles per axis, >= 1 (clamped to the latent height and width)
+  // The first component of every op and activation name ("vae" in the names below); a batch
+  // of requests decodes request j >= 1 as "vae<j>" (tiny_pipeline.h).
+  std::string name = "vae";
 };
 
 // Receives the frames [f0, f1) of one slice, (f1 - f0, out_channels, H, W), inside the slice's
