@@ -490,6 +490,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                    {"--queue", K::kInt, {}},
                                    {"--max-concurrency", K::kInt, {}},
                                    {"--max-sp", K::kInt, {}},
+                                   {"--max-batch", K::kInt, {}},
                                    {"--timing-runs", K::kInt, {}},
                                    {"--overhead", K::kFloat, {}},
                                    {"--grid", K::kText, {}},

@@ -37,6 +37,7 @@ struct XemaPlanArgs {
   int64_t queue = 64;
   int64_t max_concurrency = 3;
   int64_t max_sp = 64;
+  int64_t max_batch = xema::kMaxRequestBatch;
   int64_t timing_runs = 3;
   double overhead_s = -1;
   std::string grid;  // "", "sim" or "real"
@@ -182,6 +183,7 @@ core::Status RunXemaPlan(const XemaPlanArgs& a) {
   o.queue_capacity = static_cast<int>(a.queue);
   o.max_concurrency = static_cast<int>(a.max_concurrency);
   o.max_sp_degree = static_cast<int>(a.max_sp);
+  o.max_batch = static_cast<int>(a.max_batch);
   o.timing_runs = static_cast<int>(a.timing_runs);
   o.overhead_s = a.overhead_s;
   std::unique_ptr<core::ProgressBar> bar;
@@ -268,8 +270,13 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
       ->transform(Integer(1, xema::kMaxPlanConcurrency))
       ->capture_default_str();
   c->add_option("--max-sp", a->max_sp,
-                "modeled devices: the largest SP degree tried (powers of two; cpu: always 1)")
+                "the largest SP degree tried (powers of two dividing --devices; cpu: one core "
+                "per member)")
       ->transform(Integer(1, 64))
+      ->capture_default_str();
+  c->add_option("--max-batch", a->max_batch,
+                "cpu: the most requests of a template one run takes together (modeled: 1)")
+      ->transform(Integer(1, xema::kMaxRequestBatch))
       ->capture_default_str();
   c->add_option("--timing-runs", a->timing_runs, "timed runs per variant (median)")
       ->transform(Integer(1, 100))

@@ -118,8 +118,11 @@ core::Json ToJson(const GridReport& r, const ServingProfile& profile) {
   for (const TemplateProfile& t : profile.templates) {
     core::Json variants = core::Json::array();
     for (const TemplateVariant& v : t.variants) {
-      variants.push_back(
-          {{"labels", v.labels}, {"arena_bytes", v.arena_bytes}, {"solo_s", v.solo_s}});
+      variants.push_back({{"labels", v.labels},
+                          {"arena_bytes", v.arena_bytes},
+                          {"solo_s", v.solo_s},
+                          {"batch", v.batch},
+                          {"batch_s", v.batch_s}});
     }
     templates.push_back(
         {{"template", t.label}, {"isolated_s", t.isolated_s}, {"variants", variants}});

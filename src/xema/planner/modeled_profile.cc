@@ -71,6 +71,7 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
                            AnalyticTrace(ToAnalyticRequest(v.request, sp, device)));
           ASSIGN_OR_RETURN(v.arena_bytes, ActivationArenaBytes(t));
           v.solo_s = RequestSeconds(t);
+          v.batch_s = {v.solo_s};  // batch 1: the analytic traces are of one request
           v.labels = MitigationLabels(v.request);
           if (sp > 1) v.labels.insert(v.labels.begin(), fmt::format("sp={}", sp));
           p.weight_bytes[lt.request.model] = WeightBytes(t);

@@ -80,6 +80,7 @@ ServingPlan MakeServingPlan(const ServingProfile& p, const ServingPlannerOptions
     e.request = v.request;
     e.key = TemplateKeyString(v.request);
     e.sp_degree = v.sp_degree;
+    e.batch = v.batch;
     e.replicas = o.devices / v.sp_degree;
     e.concurrency = c.concurrency[t];
     e.arena_bytes = v.arena_bytes;
@@ -129,6 +130,10 @@ core::StatusOr<ConfigurationScore> ScoreConfiguration(const ServingProfile& p,
   so.queue_capacity = o.queue_capacity;
   so.pair_speedup = p.pair_speedup;
   so.overhead_s = p.overhead_s;
+  for (size_t t = 0; t < nt; ++t) {
+    if (c.variant[t] >= 0)
+      so.batch_work_s.push_back(p.templates[t].variants[static_cast<size_t>(c.variant[t])].batch_s);
+  }
   ASSIGN_OR_RETURN(const std::vector<SimRequest> out, SimulateServing(plan, so, sim));
   std::vector<std::vector<double>> lat(nt);
   std::vector<int64_t> met(nt, 0), arrived(nt, 0);
@@ -186,7 +191,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
         bool dominated = false;
         for (size_t w = 0; w < vs.size() && !dominated; ++w) {
           if (w == v || vs[w].arena_bytes > p.region_bytes / c ||
-              vs[w].sp_degree > vs[v].sp_degree) {
+              vs[w].sp_degree > vs[v].sp_degree || vs[w].batch != vs[v].batch) {
             continue;
           }
           const bool no_worse =

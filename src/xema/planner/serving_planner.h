@@ -6,10 +6,11 @@
 // 1. Profile the templates on this host (serving_profile.h): variants with their exact arena
 //    bytes and solo seconds, the isolated latencies, the pair speed-ups of a shared core.
 // 2. Candidates per template: (variant, c) with c x arena <= R (exact: the arena is the
-//    recorded layout's), drop those dominated at the same c (another variant no larger, no
-//    slower, on no more devices: SP degree). A variant of SP degree d runs each request on the
-//    d devices of a replica group (devices / d groups). A configuration takes one candidate per
-//    template.
+//    recorded layout's), drop those dominated at the same c (another variant of the same batch
+//    no larger, no slower, on no more devices: SP degree). A variant of batch b runs up to b
+//    waiting requests of its template together in each of its c slots. A variant of SP degree d
+//    runs each request on the d devices of a replica group (devices / d groups). A configuration
+//    takes one candidate per template.
 // 3. Score every configuration (their product, at most max_configurations; beyond it, a
 //    coordinate descent from the fastest candidates) with the serving simulation
 //    (serving_sim.h) on the arrivals a load generator with these options sends (PlanArrivals:

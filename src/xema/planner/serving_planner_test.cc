@@ -1,5 +1,6 @@
 #include "xema/planner/serving_planner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/cpu_affinity.h"
@@ -26,6 +27,7 @@ ServingPlannerOptions SmallOptions(int64_t budget) {
   o.duration_s = 2;
   o.slo_scale = 5;
   o.max_concurrency = 2;
+  o.max_batch = 1;  // batches: BatchVariantsAreProfiledAndTheServerAgrees
   o.timing_runs = 1;
   o.overhead_s = 0.002;
   return o;
@@ -130,7 +132,8 @@ TEST(ServingPlannerTest, TwoDevicesAddSequenceParallelVariants) {
   auto rec = RecordPlanEntries(r->plan, "plan", p->region_bytes);
   ASSERT_TRUE(rec.ok()) << rec.status().message();
   for (size_t e = 0; e < r->plan.entries.size(); ++e) {
-    EXPECT_EQ(rec->entries[e].size(), static_cast<size_t>(r->plan.entries[e].sp_degree));
+    ASSERT_EQ(rec->entries[e].size(), static_cast<size_t>(r->plan.entries[e].batch));
+    EXPECT_EQ(rec->entries[e][0].size(), static_cast<size_t>(r->plan.entries[e].sp_degree));
     EXPECT_EQ(r->plan.entries[e].replicas, 2 / r->plan.entries[e].sp_degree);
   }
   // Held to SP 1, no SP variant is profiled.
@@ -139,6 +142,49 @@ TEST(ServingPlannerTest, TwoDevicesAddSequenceParallelVariants) {
   ASSERT_TRUE(one.ok());
   for (const TemplateProfile& t : one->templates) {
     for (const TemplateVariant& v : t.variants) EXPECT_EQ(v.sp_degree, 1);
+  }
+}
+
+TEST(ServingPlannerTest, BatchVariantsAreProfiledAndTheServerAgrees) {
+  ServingPlannerOptions o = SmallOptions(64 * core::kMiBInt64);
+  o.max_batch = 3;
+  o.max_concurrency = 1;
+  o.duration_s = 1;
+  auto p = ProfileServing(o);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  Configuration c;
+  for (const TemplateProfile& t : p->templates) {
+    int batched = -1;
+    for (size_t v = 0; v < t.variants.size(); ++v) {
+      const TemplateVariant& tv = t.variants[v];
+      ASSERT_EQ(tv.batch_s.size(), static_cast<size_t>(tv.batch));
+      EXPECT_DOUBLE_EQ(tv.batch_s[0], tv.solo_s);
+      if (tv.batch == 1) continue;
+      // A batch of b: the unmitigated request, its arena the largest of batches 1 .. b.
+      EXPECT_EQ(tv.labels.front(), fmt::format("batch={}", tv.batch));
+      EXPECT_GE(tv.arena_bytes, t.variants[0].arena_bytes);
+      for (size_t k = 1; k < tv.batch_s.size(); ++k) EXPECT_GT(tv.batch_s[k], 0);
+      if (tv.batch == 3) batched = static_cast<int>(v);
+    }
+    ASSERT_GE(batched, 0) << t.label;  // both templates fit a batch of 3 in 64 MiB
+    c.variant.push_back(batched);
+    c.concurrency.push_back(1);
+  }
+  // The batch entries' tables: scored, and the server's recordings agree with their arenas.
+  auto score = ScoreConfiguration(*p, o, PlanArrivals(PlannedLoad(o)).value(), c);
+  ASSERT_TRUE(score.ok()) << score.status().message();
+  EXPECT_GT(score->attainment, 0);
+  const ServingPlan plan = MakeServingPlan(*p, o, c, *score);
+  for (const ServingPlanEntry& e : plan.entries) EXPECT_EQ(e.batch, 3);
+  auto rec = RecordPlanEntries(plan, "plan", p->region_bytes);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  for (const auto& batches : rec->entries) EXPECT_EQ(batches.size(), 3u);
+  // Held to batch 1, none is profiled.
+  o.max_batch = 1;
+  auto one = ProfileServing(o);
+  ASSERT_TRUE(one.ok());
+  for (const TemplateProfile& t : one->templates) {
+    for (const TemplateVariant& v : t.variants) EXPECT_EQ(v.batch, 1);
   }
 }
 
@@ -167,6 +213,9 @@ TEST(ServingPlannerTest, BadOptionsAreNamed) {
   x = o;
   x.max_sp_degree = 0;
   named(x, "max-sp: got 0");
+  x = o;
+  x.max_batch = kMaxRequestBatch + 1;
+  named(x, "max-batch: got 5");
 }
 
 }  // namespace

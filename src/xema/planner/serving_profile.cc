@@ -187,7 +187,31 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
       tv.arena_bytes = plans[v]->layout.arena_bytes;
       ASSIGN_OR_RETURN(tv.solo_s, TimeFromArenas({&pipeline}, variants[v], {plans[v]},
                                                  o.timing_runs, device_cpus));
+      tv.batch_s = {tv.solo_s};
       tp.variants.push_back(std::move(tv));
+    }
+    // Batches of the unmitigated request (see the header).
+    if (!variants[0].offload.any()) {
+      int64_t arena = tp.variants[0].arena_bytes;
+      std::vector<double> batch_s = tp.variants[0].batch_s;
+      for (int k = 2; k <= o.max_batch; ++k) {
+        const DiffusionRequest rk = BatchTemplate(variants[0], k);
+        auto plan = RecordTemplatePlan(pipeline, rk, p.region_bytes);
+        if (!plan.ok() && plan.status().code() == core::StatusCode::kInfeasible) break;
+        if (!plan.ok()) return plan.status().WithPrefix(fmt::format("batch of {}", k));
+        arena = std::max(arena, (*plan)->layout.arena_bytes);
+        if (arena > p.region_bytes) break;
+        ASSIGN_OR_RETURN(const double run_s,
+                         TimeFromArenas({&pipeline}, rk, {*plan}, o.timing_runs, device_cpus));
+        batch_s.push_back(run_s);
+        TemplateVariant tv = tp.variants[0];
+        tv.batch = k;
+        tv.labels.insert(tv.labels.begin(), fmt::format("batch={}", k));
+        tv.arena_bytes = arena;
+        tv.batch_s = batch_s;
+        tp.variants.push_back(std::move(tv));
+        plans.push_back(std::move(*plan));
+      }
     }
     // Sequence parallelism: every variant above again over d devices (one core each),
     // recorded per member (the table's arena: the largest member's) and timed as the server
@@ -208,6 +232,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
         tv.arena_bytes = SpArenaBytes(sp_plans);
         ASSIGN_OR_RETURN(
             tv.solo_s, TimeFromArenas(members, variants[v], sp_plans, o.timing_runs, device_cpus));
+        tv.batch_s = {tv.solo_s};
         tp.variants.push_back(std::move(tv));
         plans.push_back(sp_plans[0]);  // member 0's, for the pair measurement (not used: SP)
       }
@@ -227,7 +252,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
     const std::vector<TemplateVariant>& vs = p.templates[t].variants;
     int best = -1;
     for (size_t v = 0; v < vs.size(); ++v) {
-      if (vs[v].sp_degree == 1 && vs[v].arena_bytes <= p.region_bytes / 2 &&
+      if (vs[v].sp_degree == 1 && vs[v].batch == 1 && vs[v].arena_bytes <= p.region_bytes / 2 &&
           (best < 0 || vs[v].solo_s < vs[static_cast<size_t>(best)].solo_s)) {
         best = static_cast<int>(v);
       }
@@ -235,7 +260,8 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
     if (best < 0) {
       best = 0;
       for (size_t v = 1; v < vs.size(); ++v) {
-        if (vs[v].sp_degree == 1 && vs[v].arena_bytes < vs[static_cast<size_t>(best)].arena_bytes)
+        if (vs[v].sp_degree == 1 && vs[v].batch == 1 &&
+            vs[v].arena_bytes < vs[static_cast<size_t>(best)].arena_bytes)
           best = static_cast<int>(v);
       }
     }
@@ -275,7 +301,8 @@ core::StatusOr<double> MeasureOverhead(const ServingProfile& p, const ServingPla
   const TemplateProfile& t = p.templates[0];
   int v = -1;
   for (size_t i = 0; i < t.variants.size(); ++i) {
-    if (t.variants[i].sp_degree == 1 && t.variants[i].arena_bytes <= p.region_bytes &&
+    if (t.variants[i].sp_degree == 1 && t.variants[i].batch == 1 &&
+        t.variants[i].arena_bytes <= p.region_bytes &&
         (v < 0 || t.variants[i].solo_s < t.variants[static_cast<size_t>(v)].solo_s)) {
       v = static_cast<int>(i);
     }
@@ -341,6 +368,10 @@ core::Status ValidatePlannerOptions(const ServingPlannerOptions& o) {
   if (o.max_sp_degree < 1 || o.max_sp_degree > 64) {
     return core::InvalidArgument(
         fmt::format("max-sp: got {}, must be in [1, 64]", o.max_sp_degree));
+  }
+  if (o.max_batch < 1 || o.max_batch > kMaxRequestBatch) {
+    return core::InvalidArgument(
+        fmt::format("max-batch: got {}, must be in [1, {}]", o.max_batch, kMaxRequestBatch));
   }
   if (o.timing_runs < 1 || o.timing_runs > 100) {
     return core::InvalidArgument(

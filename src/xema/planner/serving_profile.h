@@ -17,6 +17,10 @@
 // over d devices (d a power of two dividing the devices and the model's heads, at most one core
 // each): recorded on d pipelines at once (one layout per member; its arena the largest
 // member's) and timed on d threads pinned to the cores the server's devices 0 .. d-1 use.
+// Batches: the unmitigated request (SP 1, no offload) is also recorded and timed as a run of
+// k requests together (BatchTemplate) for k = 2 .. max_batch, while the largest arena over the
+// batch sizes up to k fits the region: a variant of batch b per such b, its arena the largest
+// of k = 1 .. b (a run takes whatever batch of up to b is waiting) and its batch_s measured.
 // Processor sharing on one core is calibrated per template (its fastest variant that fits
 // twice): two copies run in a loop at once on the core for a window; their aggregate speed-up
 // f_aa = sum of solo / median run time while both ran (1: ideal sharing; less: cache
@@ -25,9 +29,9 @@
 // options.overhead_s is given, the server's own seconds per request are measured.
 //
 // Errors: InvalidArgument naming the option (an empty mix or a template in it twice, a rate
-// <= 0, a budget the models' weights fill, concurrency out of [1, 16]). Progress:
-// progress(stage, done, total). Thread-safety: reentrant; it pins a thread of its own to a
-// core for the timed runs.
+// <= 0, a budget the models' weights fill, concurrency out of [1, 16], batch out of [1, 4]).
+// Progress: progress(stage, done, total). Thread-safety: reentrant; it pins a thread of its own to
+// a core for the timed runs.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +59,8 @@ struct ServingPlannerOptions {
   double cv = 1;
   int queue_capacity = 64;
   int max_concurrency = 3;
-  int max_sp_degree = 64;  // modeled devices: the largest SP degree tried (this host: 1)
+  int max_sp_degree = 64;            // modeled devices: the largest SP degree tried (this host: 1)
+  int max_batch = kMaxRequestBatch;  // the largest batch tried ([1, kMaxRequestBatch])
   int timing_runs = 3;
   int64_t max_configurations = 20000;
   // Seconds per request the server adds to a run (HTTP, parsing, routing), added to simulated
@@ -70,7 +75,10 @@ struct TemplateVariant {
   std::vector<std::string> labels;
   int64_t arena_bytes = 0;  // per device it runs on
   double solo_s = 0;
-  int sp_degree = 1;  // devices one request of it spans (1 on this host)
+  int sp_degree = 1;  // devices one request of it spans
+  int batch = 1;      // the most requests one run of it takes together
+  // [k - 1]: seconds of a run of a batch of k, k = 1 .. batch ([0] == solo_s).
+  std::vector<double> batch_s;
 };
 
 struct TemplateProfile {

@@ -22,7 +22,11 @@ class Engine {
  public:
   Engine(const ServingPlan& plan, const ServingSimOptions& o,
          const std::vector<SimArrival>& arrivals, std::vector<SimRequest>* out)
-      : o_(o), arrivals_(arrivals), out_(out), admission_(plan, o.devices, o.region_bytes) {}
+      : plan_(plan),
+        o_(o),
+        arrivals_(arrivals),
+        out_(out),
+        admission_(plan, o.devices, o.region_bytes) {}
 
   void Run() {
     for (size_t i = 0; i < arrivals_.size(); ++i) {
@@ -34,10 +38,10 @@ class Engine {
 
  private:
   struct Task {
-    int request = 0;
-    double remaining_s = 0;  // solo seconds of work left
-    double rate = 1;         // solo seconds per second, since the last Advance
-    Admission admission;     // devices admission.device .. + span - 1
+    std::vector<int> requests;  // the head, then its batch mates
+    double remaining_s = 0;     // solo seconds of work left
+    double rate = 1;            // solo seconds per second, since the last Advance
+    Admission admission;        // devices admission.device .. + span - 1
   };
 
   double PairSpeedup(int a, int b) const {
@@ -46,7 +50,7 @@ class Engine {
   }
 
   int Class(const Task& t) const {
-    return arrivals_[static_cast<size_t>(t.request)].template_index;
+    return arrivals_[static_cast<size_t>(t.requests[0])].template_index;
   }
 
   // Brings every task's remaining work up to now.
@@ -107,10 +111,12 @@ class Engine {
       return true;
     });
     for (const Task& t : done) {
-      SimRequest& s = (*out_)[static_cast<size_t>(t.request)];
-      s.finish_s = queue_events_.now_s();
-      s.served = true;
-      admission_.Release(arrivals_[static_cast<size_t>(t.request)].route, t.admission);
+      for (const int r : t.requests) {
+        SimRequest& s = (*out_)[static_cast<size_t>(r)];
+        s.finish_s = queue_events_.now_s();
+        s.served = true;
+      }
+      admission_.Release(arrivals_[static_cast<size_t>(t.requests[0])].route, t.admission);
     }
     Reschedule();
     Dispatch();
@@ -132,15 +138,30 @@ class Engine {
       const std::optional<Admission> adm = admission_.Admit(a.route);
       if (!adm) return;  // strict FCFS: the head and everything behind it wait
       queue_.pop_front();
+      // Its batch mates leave the queue with it (BatchMates: the server's rule).
+      Task task{{i}, a.work_s, 1, *adm};
+      std::vector<Route> waiting;
+      for (const int w : queue_) waiting.push_back(arrivals_[static_cast<size_t>(w)].route);
+      const std::vector<size_t> mates = BatchMates(plan_, a.route, waiting);
+      for (const size_t m : mates) task.requests.push_back(queue_[m]);
+      for (auto m = mates.rbegin(); m != mates.rend(); ++m)
+        queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*m));
+      if (task.requests.size() > 1) {
+        task.remaining_s =
+            o_.batch_work_s[static_cast<size_t>(a.route.entry)][task.requests.size() - 1];
+      }
       Advance();
-      running_.push_back(Task{i, a.work_s, 1, *adm});
-      SimRequest& s = (*out_)[static_cast<size_t>(i)];
-      s.device = adm->device;
-      s.start_s = queue_events_.now_s();
+      for (const int r : task.requests) {
+        SimRequest& s = (*out_)[static_cast<size_t>(r)];
+        s.device = adm->device;
+        s.start_s = queue_events_.now_s();
+      }
+      running_.push_back(std::move(task));
       Reschedule();
     }
   }
 
+  const ServingPlan& plan_;
   const ServingSimOptions& o_;
   const std::vector<SimArrival>& arrivals_;
   std::vector<SimRequest>* out_;
@@ -169,6 +190,22 @@ core::StatusOr<std::vector<SimRequest>> SimulateServing(const ServingPlan& plan,
       return core::InvalidArgument(fmt::format(
           "plan entries[{}].sp_degree: got {}, must divide the {} devices (replica groups)", e, sp,
           o.devices));
+    }
+    const int batch = plan.entries[e].batch;
+    if (batch < 1) {
+      return core::InvalidArgument(
+          fmt::format("plan entries[{}].batch: got {}, must be >= 1", e, batch));
+    }
+    if (batch == 1) continue;
+    const bool listed = e < o.batch_work_s.size() &&
+                        o.batch_work_s[e].size() >= static_cast<size_t>(batch) &&
+                        std::all_of(o.batch_work_s[e].begin(), o.batch_work_s[e].end(),
+                                    [](double s) { return s >= 0 && std::isfinite(s); });
+    if (!listed) {
+      return core::InvalidArgument(fmt::format(
+          "batch_work_s[{}]: entry {} has batch {}, need the finite seconds (>= 0) of a run of "
+          "each batch size 1 .. {}",
+          e, e, batch, batch));
     }
   }
   const size_t k = o.pair_speedup.size();

@@ -17,9 +17,12 @@
 //   - a request of an entry with SP degree d > 1 holds one slot on each of the d devices of
 //     its replica group (PlanAdmission) and advances at the slowest of their shares (its
 //     members synchronise at every all-to-all); its work_s is its time on d devices;
+//   - an entry of batch b > 1: an admitted head takes up to b - 1 more queued requests of its
+//     entry into its run (BatchMates, the server's rule); the run holds one slot, its work is
+//     batch_work_s[entry][k - 1] for a batch of k, and every request of it finishes at its end;
 //   - latency = finish - arrival + overhead_s (the server's HTTP and parsing time).
 // Errors: InvalidArgument for bad options, an entry whose SP degree does not divide the devices
-// or an arrival routed outside the plan. Deterministic.
+// or whose batch > 1 has no batch_work_s, an arrival routed outside the plan. Deterministic.
 // Thread-safety: reentrant.
 #pragma once
 
@@ -38,6 +41,9 @@ struct ServingSimOptions {
   // Symmetric, one row per request class (SimArrival::template_index); or empty.
   std::vector<std::vector<double>> pair_speedup;
   double overhead_s = 0;
+  // Per plan entry (needed for entries of batch > 1): [k - 1] = solo seconds of a run of a
+  // batch of k requests of it (a batch of 1 takes its arrival's work_s).
+  std::vector<std::vector<double>> batch_work_s;
 };
 
 struct SimArrival {

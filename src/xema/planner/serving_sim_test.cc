@@ -193,6 +193,40 @@ TEST(ServingSimTest, SequenceParallelRequestsRunAsGangs) {
       << r.status().message();
 }
 
+TEST(ServingSimTest, ABatchTakesWaitingRequestsOfItsEntryIntoOneRun) {
+  // One slot, batch 2: a run of 1 takes 1 s, a run of 2 takes 1.5 s.
+  ServingPlan p = OneEntryPlan(1, 100);
+  p.entries[0].batch = 2;
+  ServingSimOptions o = Opts();
+  o.batch_work_s = {{1.0, 1.5}};
+  // The first starts alone (nothing waits), the next two run together once it is done, the
+  // fourth alone after them: 1, 2.5, 2.5, 3.5.
+  auto r = SimulateServing(p, o, {At(0, 1), At(0, 1), At(0.1, 1), At(0.2, 1)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].start_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[2].start_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2.5);
+  EXPECT_DOUBLE_EQ((*r)[2].finish_s, 2.5);
+  EXPECT_DOUBLE_EQ((*r)[3].start_s, 2.5);
+  EXPECT_DOUBLE_EQ((*r)[3].finish_s, 3.5);
+  // Only requests routed exactly to the entry join: a fallback request waiting before them
+  // is the head at t = 1, runs alone (the device held), and the two after it run together:
+  // 1, 2, 3.5, 3.5.
+  r = SimulateServing(p, o, {At(0, 1), At(0, 1, -1), At(0, 1), At(0, 1)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ((*r)[0].finish_s, 1);
+  EXPECT_DOUBLE_EQ((*r)[1].finish_s, 2);
+  EXPECT_DOUBLE_EQ((*r)[2].finish_s, 3.5);
+  EXPECT_DOUBLE_EQ((*r)[3].finish_s, 3.5);
+  // A batch entry without the seconds of its batch sizes is refused.
+  o.batch_work_s = {{1.0}};
+  r = SimulateServing(p, o, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("batch_work_s[0]: entry 0 has batch 2"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(ServingSimTest, BadInputIsNamed) {
   const ServingPlan p = OneEntryPlan(1, 100);
   auto r = SimulateServing(p, Opts(), {At(1, 1), At(0, 1)});

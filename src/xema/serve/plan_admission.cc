@@ -4,6 +4,17 @@
 
 namespace tessera::xema {
 
+std::vector<size_t> BatchMates(const ServingPlan& plan, const Route& head,
+                               std::span<const Route> waiting) {
+  std::vector<size_t> out;
+  if (head.kind != RouteKind::kExact) return out;
+  const size_t more = static_cast<size_t>(plan.entries[static_cast<size_t>(head.entry)].batch) - 1;
+  for (size_t i = 0; i < waiting.size() && out.size() < more; ++i) {
+    if (waiting[i].kind == RouteKind::kExact && waiting[i].entry == head.entry) out.push_back(i);
+  }
+  return out;
+}
+
 PlanAdmission::PlanAdmission(const ServingPlan& plan, int devices, int64_t region_bytes) {
   for (const ServingPlanEntry& e : plan.entries) {
     arena_bytes_.push_back(e.arena_bytes);

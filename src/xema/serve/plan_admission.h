@@ -15,10 +15,16 @@
 // busiest member runs the fewest requests (ties: the lowest). Strict FCFS is the caller's: it
 // offers the queue's head and stops at the first refusal. Not thread-safe (the server calls it
 // under its lock).
+// Batching (BatchMates): an admitted head of an exact route to an entry of batch b > 1 takes
+// with it up to b - 1 more waiting requests routed exactly to the same entry, the first in
+// queue order, into the same run (one slot, one arena; no waiting for a batch to fill).
+// Covered and fallback requests run alone.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "xema/serve/arena_placer.h"
@@ -32,6 +38,11 @@ struct Admission {
   int span = 1;         // devices held: device .. device + span - 1 (the entry's SP degree)
   std::vector<int64_t> offsets;  // per device held, for a planned entry (offsets[0] == offset)
 };
+
+// The indices into `waiting` (the routes queued behind an admitted head, in queue order) of
+// the requests that join the head's run: see the file comment. Empty for a batch of 1.
+std::vector<size_t> BatchMates(const ServingPlan& plan, const Route& head,
+                               std::span<const Route> waiting);
 
 class PlanAdmission {
  public:

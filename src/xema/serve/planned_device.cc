@@ -84,16 +84,24 @@ core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const 
     std::vector<DiffusionPipeline*> members;
     for (int m = 0; m < e.sp_degree; ++m)
       members.push_back(pipelines.at(e.request.model)[static_cast<size_t>(m)].get());
-    auto recorded = RecordSpTemplatePlans(members, e.request, region_bytes);
-    if (!recorded.ok()) return recorded.status().WithPrefix(path + ": recording " + e.key);
-    const int64_t arena = SpArenaBytes(*recorded);
+    std::vector<std::vector<std::shared_ptr<const TemplatePlan>>> batches;
+    int64_t arena = 0;
+    for (int k = 1; k <= e.batch; ++k) {
+      auto recorded = RecordSpTemplatePlans(members, BatchTemplate(e.request, k), region_bytes);
+      if (!recorded.ok()) {
+        return recorded.status().WithPrefix(
+            fmt::format("{}: recording {} (batch of {})", path, e.key, k));
+      }
+      arena = std::max(arena, SpArenaBytes(*recorded));
+      batches.emplace_back(recorded->begin(), recorded->end());
+    }
     if (arena != e.arena_bytes) {
       return core::InvalidArgument(fmt::format(
-          "{}.memory.arena_bytes: got {}, template {} lays out in {} bytes here (a plan for "
-          "another model or build: plan it again here)",
-          path, e.arena_bytes, e.key, arena));
+          "{}.memory.arena_bytes: got {}, template {} (batch {}) lays out in {} bytes here (a "
+          "plan for another model or build: plan it again here)",
+          path, e.arena_bytes, e.key, e.batch, arena));
     }
-    out.entries.emplace_back(recorded->begin(), recorded->end());
+    out.entries.push_back(std::move(batches));
   }
   return out;
 }
@@ -181,9 +189,17 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
     const ServingPlanEntry& e = plan_.entries[static_cast<size_t>(route.entry)];
     r = CopyMitigations(e.request, request);
     held = e.arena_bytes;
+    const int64_t batch = RequestBatch(request);
+    if (batch > 1 && (route.kind != RouteKind::kExact || batch > e.batch)) {
+      return core::InvalidArgument(fmt::format(
+          "request.batch_mates: a batch of {} on entry {} ({} route, batch {}): only an exact "
+          "route runs a batch, of at most the entry's",
+          batch, e.key, RouteKindName(route.kind), e.batch));
+    }
     if (route.kind == RouteKind::kExact) {
       const TemplatePlan& mine =
-          *recordings_.entries[static_cast<size_t>(route.entry)][static_cast<size_t>(member)];
+          *recordings_.entries[static_cast<size_t>(route.entry)][static_cast<size_t>(batch - 1)]
+                              [static_cast<size_t>(member)];
       const int64_t offset = admission.offsets.empty()
                                  ? admission.offset
                                  : admission.offsets[static_cast<size_t>(member)];

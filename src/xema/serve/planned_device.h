@@ -13,10 +13,14 @@
 // sequence-parallel group (`sp`); member m's activations lie in the arena of member m's own
 // recorded layout at admission.offsets[m]; member 0 decodes and returns the image, the others
 // an empty output.
-// RecordPlanEntries records every entry's template once (before serving; an SP entry on d
-// pipelines at once, one layout per member) and checks that its layout is the plan's arena to
-// the byte (an SP entry: the largest member's): a plan made for another model or build is
-// refused (InvalidArgument naming the entry). Errors of Execute: Infeasible (out of device memory:
+// An entry of batch b > 1: a request that arrives with batch mates (the server's batch of k
+// <= b, BatchMates) runs them in one pass from the arena of the layout recorded for a batch of
+// k; the output holds every request's frames in turn.
+// RecordPlanEntries records every entry's template once per batch size k = 1 .. batch
+// (BatchTemplate; before serving; an SP entry on d pipelines at once, one layout per member)
+// and checks that the largest of those layouts is the plan's arena to the byte (an SP entry:
+// the largest member's): a plan made for another model or build is refused (InvalidArgument
+// naming the entry). Errors of Execute: Infeasible (out of device memory:
 // 507), FailedPrecondition (a replay diverged), the pipeline's own.
 // Thread-safety: Execute from any number of threads at once (each with its own admission);
 // Snapshot from any thread.
@@ -39,8 +43,9 @@
 namespace tessera::xema {
 
 struct PlanRecordings {
-  // Per plan entry, per SP member (one for SP degree 1).
-  std::vector<std::vector<std::shared_ptr<const TemplatePlan>>> entries;
+  // Per plan entry, per batch size k - 1 (k = 1 .. the entry's batch), per SP member (one for
+  // SP degree 1).
+  std::vector<std::vector<std::vector<std::shared_ptr<const TemplatePlan>>>> entries;
   std::map<std::string, int64_t> weight_bytes;  // per preset model of the plan
 };
 

@@ -61,61 +61,9 @@ struct DiffusionServer::Job {
   std::shared_ptr<comm::FakeWorld> world;
   int members_left = 1;
   core::Status member_status;
+  // Requests run in this one's pass (an entry of batch > 1: BatchMates), answered with it.
+  std::vector<std::shared_ptr<Job>> mates;
 };
-
-core::Status ValidateServerOptions(const ServerOptions& o) {
-  if (o.budget_bytes <= 0) {
-    return core::InvalidArgument(fmt::format("budget: got {}, must be > 0 bytes", o.budget_bytes));
-  }
-  if (o.devices < 1 || o.devices > kMaxServeDevices) {
-    return core::InvalidArgument(
-        fmt::format("devices: got {}, must be in [1, {}]", o.devices, kMaxServeDevices));
-  }
-  if (o.queue_capacity < 1 || o.queue_capacity > kMaxServeQueue) {
-    return core::InvalidArgument(
-        fmt::format("queue: got {}, must be in [1, {}]", o.queue_capacity, kMaxServeQueue));
-  }
-  if (o.port < 0 || o.port > 65535) {
-    return core::InvalidArgument(fmt::format("port: got {}, must be in [0, 65535]", o.port));
-  }
-  if (o.max_requests < 0) {
-    return core::InvalidArgument(fmt::format("max-requests: got {}, must be >= 0", o.max_requests));
-  }
-  if (!(o.duration_s >= 0) || o.duration_s > 1e7) {
-    return core::InvalidArgument(
-        fmt::format("duration-s: got {}, must be in [0, 1e7] seconds", o.duration_s));
-  }
-  // Runs allocate real memory: the devices together may use at most 80% of what the host has.
-  const int64_t host = HostMemoryBudgetBytes();
-  if (host > 0 && o.budget_bytes > host / o.devices) {
-    return core::InvalidArgument(fmt::format(
-        "budget: got {} bytes per device x {} devices, more than the {} bytes (80% of the "
-        "memory available) this host can give them",
-        o.budget_bytes, o.devices, host));
-  }
-  if (!(o.host_gbps > 0) || o.host_gbps > 1e6) {
-    return core::InvalidArgument(
-        fmt::format("host-gbps: got {}, must be in (0, 1e6] GB/s", o.host_gbps));
-  }
-  if (!(o.time_scale >= 0) || o.time_scale > 1e7) {
-    return core::InvalidArgument(
-        fmt::format("time-scale: got {}, must be in [0, 1e7] (0: measured)", o.time_scale));
-  }
-  if (o.serving_plan != nullptr && !o.plans.empty()) {
-    return core::InvalidArgument(
-        "plan: a serving plan table and mitigation plans cannot be given together");
-  }
-  if (!o.plans.empty() && !UsesPlannedMitigations(o.policy)) {
-    return core::InvalidArgument(
-        fmt::format("plan: the policy {} does not use mitigation plans (caching and xema do)",
-                    MemoryPolicyName(o.policy)));
-  }
-  if (o.max_body_bytes < 1024 || o.http_threads < 1 || o.http_threads > 1024) {
-    return core::InvalidArgument(
-        "server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
-  }
-  return core::Status::Ok();
-}
 
 DiffusionServer::DiffusionServer(const ServerOptions& options)
     : options_(options), http_(std::make_unique<httplib::Server>()) {}
@@ -449,35 +397,67 @@ DiffusionServer::Reply DiffusionServer::Generate(GenerationKind kind, const std:
 
 void DiffusionServer::RunJob(Job& job, int device,
                              const std::function<core::StatusOr<DeviceRun>()>& execute) {
-  job.device = device;
-  job.queue_s = core::SecondsSince(job.arrival);
-  const double deadline_s = job.request.deadline_s;
-  if (deadline_s > 0 && job.queue_s > deadline_s) {
-    job.status = core::DeadlineExceeded(
-        fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, job.queue_s));
-    return;
+  // The head and its batch mates: each one past its deadline is answered 503; the pass runs
+  // when any of them is still within its own.
+  std::vector<Job*> batch = {&job};
+  for (const auto& m : job.mates) batch.push_back(m.get());
+  bool any = false;
+  for (Job* b : batch) {
+    b->device = device;
+    b->queue_s = core::SecondsSince(b->arrival);
+    const double deadline_s = b->request.deadline_s;
+    if (deadline_s > 0 && b->queue_s > deadline_s) {
+      b->status = core::DeadlineExceeded(
+          fmt::format("deadline_s {} passed while queued ({} s)", deadline_s, b->queue_s));
+    } else {
+      any = true;
+    }
   }
+  if (!any) return;
   if (options_.before_run) options_.before_run(device);
   auto run = execute();
-  if (run.ok()) {
-    job.run = std::move(*run);
-  } else {
-    job.status = run.status();
+  if (!run.ok()) {
+    for (Job* b : batch) {
+      if (b->status.ok()) b->status = run.status();
+    }
+    return;
   }
+  // Request i's frames are the i-th slice of the pass's output.
+  const size_t each = run->output.size() / batch.size();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Job& b = *batch[i];
+    b.run.peak_bytes = run->peak_bytes;
+    b.run.template_hit = run->template_hit;
+    b.run.mitigations = run->mitigations;
+    if (i > 0) {
+      const auto from = run->output.begin() + static_cast<std::ptrdiff_t>(i * each);
+      b.run.output.assign(from, from + static_cast<std::ptrdiff_t>(each));
+    }
+  }
+  run->output.resize(each);
+  job.run.output = std::move(run->output);
 }
 
 void DiffusionServer::DispatchLocked() {
   while (!queue_.empty()) {
-    const std::shared_ptr<Job>& head = queue_.front();
+    const std::shared_ptr<Job> head = queue_.front();
     const std::optional<Admission> a = admission_->Admit(head->route);
     if (!a) return;  // strict FCFS: the head waits, and everything behind it
+    queue_.pop_front();
     head->admission = *a;
     head->members_left = a->span;
     if (a->span > 1) head->world = std::make_shared<comm::FakeWorld>(a->span);
-    ++in_flight_;
+    // Its batch mates leave the queue with it (plan_admission.h).
+    std::vector<Route> waiting;
+    for (const auto& j : queue_) waiting.push_back(j->route);
+    const std::vector<size_t> mates = BatchMates(*options_.serving_plan, head->route, waiting);
+    head->mates.clear();
+    for (const size_t m : mates) head->mates.push_back(queue_[m]);
+    for (auto m = mates.rbegin(); m != mates.rend(); ++m)
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*m));
+    in_flight_ += 1 + static_cast<int>(mates.size());
     for (int m = 0; m < a->span; ++m)
       ready_[static_cast<size_t>(a->device + m)].push_back({head, m});
-    queue_.pop_front();
   }
 }
 
@@ -498,18 +478,22 @@ void DiffusionServer::WorkPlanned(int device) {
       std::tie(job, member) = std::move(ready.front());
       ready.pop_front();
     }
+    // The head's request, with its batch mates' prompts, seeds and guidance scales as batch
+    // mates (their frames follow the head's in the output).
+    DiffusionRequest request = job->request.request;
+    for (const auto& m : job->mates) {
+      const DiffusionRequest& q = m->request.request;
+      request.batch_mates.push_back(BatchMate{q.prompt, q.seed, q.guidance});
+    }
     if (job->world == nullptr) {
-      RunJob(*job, device,
-             [&] { return dev.Execute(job->request.request, job->route, job->admission); });
+      RunJob(*job, device, [&] { return dev.Execute(request, job->route, job->admission); });
     } else {
       // One member of an SP gang: every member runs at once on its device (admission held a
       // slot on each); member 0 answers. A member that returns is marked gone, so a peer
       // waiting on it gets an error instead of hanging.
       std::unique_ptr<comm::Communicator> c = job->world->Rank(member);
       const SpMember sp{c.get(), member};
-      auto execute = [&] {
-        return dev.Execute(job->request.request, job->route, job->admission, &sp);
-      };
+      auto execute = [&] { return dev.Execute(request, job->route, job->admission, &sp); };
       if (member == 0) {
         RunJob(*job, device, execute);
       } else {
@@ -525,15 +509,23 @@ void DiffusionServer::WorkPlanned(int device) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (--job->members_left == 0) {
-        if (job->status.ok() && !job->member_status.ok()) job->status = job->member_status;
+        if (!job->member_status.ok()) {
+          if (job->status.ok()) job->status = job->member_status;
+          for (const auto& m : job->mates) {
+            if (m->status.ok()) m->status = job->member_status;
+          }
+        }
         admission_->Release(job->route, job->admission);
-        --in_flight_;
+        in_flight_ -= 1 + static_cast<int>(job->mates.size());
         DispatchLocked();
         finished = true;
       }
     }
     work_cv_.notify_all();
-    if (finished) job->done.set_value();
+    if (finished) {
+      for (const auto& m : job->mates) m->done.set_value();
+      job->done.set_value();
+    }
   }
 }
 

@@ -86,14 +86,15 @@ struct ServerOptions {
   std::vector<PlannedTemplate> plans;
   // A serving plan (serving_plan.h, `serve --plan` with a plan table of xema plan): when set,
   // it decides the memory control and concurrency of every template (policy is then unused,
-  // reported "plan"); each device runs up to SlotsPerDevice() requests at once (per entry up
-  // to its concurrency), its threads pinned to one core (the host's last cores, device 0 on the
+  // reported "plan"); each device runs up to SlotsPerDevice() runs at once (per entry up to
+  // its concurrency; a run of an entry of batch b takes up to b waiting requests of it into one
+  // pass, BatchMates), its threads pinned to one core (the host's last cores, device 0 on the
   // last; unpinned when the devices outnumber the cores); templates missing from the table are
   // routed to a covering entry or the fallback, logged on stderr and counted in /v1/metrics
   // ("template_misses").
   std::shared_ptr<const ServingPlan> serving_plan;
   std::string serving_plan_source = "plan";  // names the table in messages
-  // Test hook: called by a device's worker before it runs each request.
+  // Test hook: called by a device's worker before it runs each request (once per batch).
   std::function<void(int device)> before_run;
 };
 

@@ -19,95 +19,12 @@
 #include "xema/pipeline/device_allocator.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
+#include "xema/serve/server_test_util.h"
 
 namespace tessera::xema {
 namespace {
 
-std::unique_ptr<DiffusionServer> StartServer(ServerOptions o) {
-  auto s = DiffusionServer::Start(o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
-ServerOptions Options(MemoryPolicy policy = MemoryPolicy::kNone, int64_t budget = core::kGiBInt64) {
-  ServerOptions o;
-  o.policy = policy;
-  o.budget_bytes = budget;
-  o.http_threads = 8;
-  return o;
-}
-
-struct Reply {
-  int status = 0;
-  core::Json body;
-};
-
-Reply Post(const DiffusionServer& s, const std::string& route, const std::string& body) {
-  httplib::Client c("127.0.0.1", s.port());
-  c.set_read_timeout(30, 0);
-  auto res = c.Post(route.c_str(), body, "application/json");
-  Reply r;
-  if (!res) return r;
-  r.status = res->status;
-  auto j = core::ParseJson(res->body, "reply");
-  if (j.ok()) r.body = *j;
-  return r;
-}
-Reply PostImage(const DiffusionServer& s, const std::string& body) {
-  return Post(s, "/v1/images/generations", body);
-}
-
-// The frames of a request run directly on the pipeline, as 8-bit RGB.
-std::vector<Rgb8Image> DirectRun(const std::string& body, GenerationKind kind) {
-  auto g = ParseGenerationRequest(body, kind);
-  EXPECT_TRUE(g.ok());
-  const DiffusionRequest& r = g->request;
-  HeapDeviceAllocator heap;
-  auto spec = TinyModel(r.model);
-  auto p = DiffusionPipeline::Load(*spec, heap);
-  EXPECT_TRUE(p.ok());
-  std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
-  EXPECT_TRUE((*p)->Run(r, out).ok());
-  std::vector<Rgb8Image> frames;
-  const size_t n = static_cast<size_t>(3 * r.width * r.height);
-  for (int64_t f = 0; f < r.frames; ++f) {
-    frames.push_back(
-        *FrameToRgb8(std::span<const float>(out).subspan(f * n, n), r.width, r.height));
-  }
-  return frames;
-}
-
-std::vector<Rgb8Image> Frames(const Reply& r) {
-  std::vector<Rgb8Image> frames;
-  for (const core::Json& d : r.body["data"]) {
-    auto png = DecodeBase64(d["b64_json"].get<std::string>());
-    EXPECT_TRUE(png.ok());
-    auto img = DecodePng(*png);
-    EXPECT_TRUE(img.ok());
-    if (img.ok()) frames.push_back(*img);
-  }
-  return frames;
-}
-
-bool SameFrames(const std::vector<Rgb8Image>& a, const std::vector<Rgb8Image>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].width != b[i].width || a[i].height != b[i].height || a[i].rgb != b[i].rgb) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Polls until `pred` holds (at most 10 s).
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 1000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using namespace serve_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
 const std::string kImage =
     R"({"model": "tiny-t2i", "prompt": "a red cube", "size": "32x16", "num_inference_steps": 2,
@@ -486,69 +403,6 @@ TEST(ServerTest, BadOptionsAreRefused) {
   o = Options();
   o.queue_capacity = 0;
   EXPECT_FALSE(DiffusionServer::Start(o).ok());
-}
-
-}  // namespace
-}  // namespace tessera::xema
-
-namespace tessera::xema {
-namespace {
-
-// A plan with one entry of SP degree 2 on two devices: each request runs as a gang over both
-// devices (both cores), each member in its own recorded arena; the image equals a direct run.
-TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
-  const std::string body =
-      R"({"model": "tiny-t2i", "prompt": "a red cube", "size": "64x48", "num_inference_steps": 2,
-          "seed": 5})";
-  auto g = ParseGenerationRequest(body, GenerationKind::kImage);
-  ASSERT_TRUE(g.ok());
-  HeapDeviceAllocator heap;
-  auto p0 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
-  auto p1 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
-  ASSERT_TRUE(p0.ok() && p1.ok());
-  auto members = RecordSpTemplatePlans({p0->get(), p1->get()}, g->request, 0);
-  ASSERT_TRUE(members.ok()) << members.status().ToString();
-  ASSERT_EQ(members->size(), 2u);
-  auto one = RecordTemplatePlan(**p0, g->request, 0);
-  ASSERT_TRUE(one.ok());
-  // Member 0 decodes (its arena holds the VAE); member 1's holds its DiT share only.
-  EXPECT_LT((*members)[1]->layout.arena_bytes, (*one)->layout.arena_bytes);
-  auto plan = std::make_shared<ServingPlan>();
-  plan->budget_bytes = 256 * core::kMiBInt64;
-  plan->devices = 2;
-  plan->rate_rps = 1;
-  plan->slo_scale = 5;
-  plan->model_weight_bytes["tiny-t2i"] = (*p0)->WeightBytes();
-  ServingPlanEntry e;
-  e.request = g->request;
-  e.key = TemplateKeyString(g->request);
-  e.sp_degree = 2;
-  e.replicas = 1;
-  e.concurrency = 1;
-  e.arena_bytes = SpArenaBytes(*members);
-  plan->entries.push_back(e);
-  auto back = ServingPlanFromJson(ToJson(*plan), "plan.json");
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  ServerOptions o = Options(MemoryPolicy::kNone, plan->budget_bytes);
-  o.devices = 2;
-  o.serving_plan = plan;
-  std::atomic<int> started{0};
-  o.before_run = [&](int) { ++started; };  // member 0 only: once per request
-  auto s = StartServer(o);
-  ASSERT_NE(s, nullptr);
-  const std::vector<Rgb8Image> direct = DirectRun(body, GenerationKind::kImage);
-  std::vector<std::future<Reply>> replies;
-  for (int i = 0; i < 3; ++i) {
-    replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, body); }));
-  }
-  for (auto& f : replies) {
-    const Reply r = f.get();
-    ASSERT_EQ(r.status, 200) << r.body.dump();
-    EXPECT_EQ(r.body["route"], "exact");
-    EXPECT_TRUE(SameFrames(Frames(r), direct));
-  }
-  EXPECT_EQ(started.load(), 3);
-  s->Stop();
 }
 
 }  // namespace

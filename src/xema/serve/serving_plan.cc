@@ -81,7 +81,9 @@ core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::s
                    core::GetIntInRange(j, path, "replicas", devices / sp, devices / sp));
   ASSIGN_OR_RETURN(const int64_t c,
                    core::GetIntInRange(j, path, "concurrency", 1, kMaxPlanConcurrency));
-  ASSIGN_OR_RETURN(const int64_t b, core::GetIntInRange(j, path, "batch", 1, 1));
+  // A batch runs requests of the tiny pipeline together (the analytic models have batch 1).
+  ASSIGN_OR_RETURN(const int64_t b,
+                   core::GetIntInRange(j, path, "batch", 1, modeled ? 1 : kMaxRequestBatch));
   e.sp_degree = static_cast<int>(sp);
   e.replicas = static_cast<int>(replicas);
   e.concurrency = static_cast<int>(c);
@@ -306,6 +308,16 @@ std::string RouteKindName(RouteKind kind) {
 
 DiffusionRequest FallbackRequest(const TinyModelSpec& spec, const DiffusionRequest& r) {
   return AlwaysOnMitigations(MemoryPolicy::kTiling, spec, r);
+}
+
+DiffusionRequest BatchTemplate(const DiffusionRequest& request, int k) {
+  DiffusionRequest r = request;
+  r.batch_mates.clear();
+  for (int j = 1; j < k; ++j) {
+    r.batch_mates.push_back(BatchMate{fmt::format("batch mate {}", j),
+                                      request.seed + static_cast<uint64_t>(j), request.guidance});
+  }
+  return r;
 }
 
 }  // namespace tessera::xema

@@ -1,9 +1,9 @@
 // The serving plan table of Xema part 3 (`tessera xema plan --out plan.json`, read by
 // `tessera xema serve --plan plan.json`): per request template, how the server runs it: SP
-// degree, replicas, concurrency (requests of the template in flight on one device at once),
-// batch, the memory control (allocator, static-arena bytes per request in flight, the
-// mitigations) and what the planner predicted; plus the fallback for templates not in the
-// table. JSON:
+// degree, replicas, concurrency (runs of the template in flight on one device at once), batch
+// (the most requests of the template one run takes together), the memory control (allocator,
+// static-arena bytes per run in flight, the mitigations) and what the planner predicted; plus
+// the fallback for templates not in the table. JSON:
 //   {"format": "tessera.xema.plan_table/1", "label": "measured" | "modeled",
 //    "device": "cpu" (this host's cores, one per device) | a modeled preset ("h100-80g", ...),
 //    "budget_bytes", "devices", "rate_rps", "slo_scale",
@@ -50,10 +50,10 @@ struct ServingPlanEntry {
   int sp_degree = 1;
   int replicas = 1;
   int concurrency = 1;
-  int batch = 1;
+  int batch = 1;  // [1, kMaxRequestBatch]; 1 on a modeled device
   std::string allocator = "static";
-  int64_t arena_bytes = 0;                      // the static arena of one request in flight
-  double solo_s = 0;                            // predicted: alone on a device
+  int64_t arena_bytes = 0;  // the static arena of one run in flight (a batch of up to `batch`)
+  double solo_s = 0;        // predicted: alone on a device
   double p50_s = 0, p99_s = 0, attainment = 0;  // predicted under the planned load
   double slo_s = 0;
 };
@@ -97,6 +97,12 @@ struct Route {
 };
 Route RouteRequest(const ServingPlan& plan, const DiffusionRequest& request);
 std::string RouteKindName(RouteKind kind);  // "exact", "covered", "fallback"
+
+// `request` as a run of a batch of k requests of its template (k - 1 batch mates: prompts
+// "batch mate <j>", seeds request.seed + j, its guidance): what the planner and the server record
+// and time a batch of k with (a run's layout depends on its template and batch, not on the
+// prompts or seeds).
+DiffusionRequest BatchTemplate(const DiffusionRequest& request, int k);
 
 // The request as the fallback runs it: the template as sent, tiling's always-on mitigations.
 DiffusionRequest FallbackRequest(const TinyModelSpec& spec, const DiffusionRequest& request);

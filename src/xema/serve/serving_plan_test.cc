@@ -105,6 +105,8 @@ TEST(ServingPlanTest, JsonRoundTripAndBadInput) {
       },
       "leaves");
   bad([](core::Json& x) { x["entries"][0]["sp_degree"] = 2; }, "sp_degree");
+  bad([](core::Json& x) { x["entries"][0]["batch"] = kMaxRequestBatch + 1; }, "batch");
+  bad([](core::Json& x) { x["entries"][0]["batch"] = 0; }, "batch");
   bad([](core::Json& x) { x["entries"][0]["memory"]["allocator"] = "caching"; }, "allocator");
   bad([](core::Json& x) { x["entries"][0]["memory"]["arena_bytes"] = -1; }, "arena_bytes");
   bad([](core::Json& x) { x["entries"].push_back(x["entries"][0]); }, "second entry");
@@ -193,6 +195,16 @@ TEST(ServingPlanTest, ArenaPlacerIsFirstFitAndAdmissionFollowsThePlan) {
   EXPECT_FALSE(adm.Admit(exact).has_value());  // device 0 at its concurrency, 1 held alone
   adm.Release(fallback, *f);
   EXPECT_TRUE(adm.Admit(exact).has_value());
+
+  // Batch mates: the first waiting requests routed exactly to the head's entry, up to batch - 1.
+  p.entries.push_back(e);
+  p.entries[0].batch = 3;
+  const Route other{RouteKind::kExact, 1}, covered{RouteKind::kCovered, 0};
+  const std::vector<Route> waiting = {other, exact, covered, fallback, exact, exact};
+  EXPECT_EQ(BatchMates(p, exact, waiting), (std::vector<size_t>{1, 4}));
+  EXPECT_TRUE(BatchMates(p, other, waiting).empty());    // entry 1 has batch 1
+  EXPECT_TRUE(BatchMates(p, covered, waiting).empty());  // a covered request runs alone
+  EXPECT_TRUE(BatchMates(p, fallback, waiting).empty());
 }
 
 TEST(ServingPlanTest, AServerRunByAPlanServesHitsAndMissesAndCountsThem) {
