@@ -5,7 +5,8 @@
 # Usage: bench/xema/plan_ab.sh PLAN_A PLAN_B MIX SLO_REFERENCES [ROUNDS] [OUT]
 #   SLO_REFERENCES: comma-separated seconds, one per mix template.
 # Env: BUDGET (160MiB), DEVICES (1), RATE (4), DURATION (35), SEED (1), SLO_SCALE (3).
-# Writes OUT/{a,b}-N.json (loadgen reports) and prints one line per run.
+# Writes OUT/{a,b}-N.json (loadgen reports), OUT/{a,b}-N.metrics.json (the server's
+# /v1/metrics at the end of the run) and prints one line per run.
 set -euo pipefail
 T=${TESSERA:-build/release/src/cli/tessera}
 A=$1 B=$2 MIX=$3 REF=$4 ROUNDS=${5:-3} OUT=${6:-/tmp/plan-ab}
@@ -24,6 +25,7 @@ run() {  # plan label round
   "$T" xema loadgen --url "$url" --mix "$MIX" --rate "${RATE:-4}" --duration "${DURATION:-35}" \
     --seed "${SEED:-1}" --slo-scale "${SLO_SCALE:-3}" --slo-reference "$REF" \
     --json "$OUT/$2-$3.json" 2>/dev/null | tail -1 | sed "s/^/$2 round $3: /"
+  curl -s "$url/v1/metrics" >"$OUT/$2-$3.metrics.json" || true
   kill -INT "$pid"
   wait "$pid" || true
 }

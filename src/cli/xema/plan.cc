@@ -63,14 +63,15 @@ void PrintXemaProfile(const xema::ServingProfile& p) {
       "%.1f s, pairs %.1f s, overhead probe %.1f s)\n",
       p.cpu, core::FormatBytes(weights).c_str(), core::FormatBytes(p.region_bytes).c_str(),
       speedup.c_str(), p.overhead_s, p.profile_s, p.templates_s, p.pairs_s, p.overhead_probe_s);
-  core::Table t({"template", "variant", "mitigations", "arena", "solo s"});
+  core::Table t({"template", "variant", "mitigations", "arena", "solo s", "full batch s"});
   for (const xema::TemplateProfile& tp : p.templates) {
     for (size_t v = 0; v < tp.variants.size(); ++v) {
       const xema::TemplateVariant& x = tp.variants[v];
       std::string m;
       for (const std::string& l : x.labels) m += (m.empty() ? "" : ",") + l;
       t.AddRow({v == 0 ? tp.label : "", std::to_string(v), m.empty() ? "off" : m,
-                core::FormatBytes(x.arena_bytes), core::Fixed(x.solo_s, 4)});
+                core::FormatBytes(x.arena_bytes), core::Fixed(x.solo_s, 4),
+                x.batch > 1 ? core::Fixed(x.batch_s.back(), 4) : "-"});
     }
   }
   std::printf("%s", t.Render().c_str());

@@ -144,6 +144,7 @@ TEST(ServerTest, BatchEntryRunsWaitingRequestsTogetherAndEachGetsItsImage) {
     EXPECT_TRUE(SameFrames(Frames(r), DirectRun(body(i), GenerationKind::kImage))) << i;
   }
   EXPECT_EQ(runs.load(), 2);  // three requests in two passes
+  EXPECT_EQ(s->Metrics()["batch_mates"], 1);
   s->Stop();
 }
 

@@ -306,6 +306,7 @@ core::Json DiffusionServer::Metrics() const {
   if (options_.serving_plan != nullptr) {
     j["template_misses"] = {{"covered", misses_covered_.load()},
                             {"fallback", misses_fallback_.load()}};
+    j["batch_mates"] = batch_mates_.load();
   }
   return j;
 }
@@ -456,6 +457,7 @@ void DiffusionServer::DispatchLocked() {
     for (auto m = mates.rbegin(); m != mates.rend(); ++m)
       queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*m));
     in_flight_ += 1 + static_cast<int>(mates.size());
+    batch_mates_ += static_cast<int64_t>(mates.size());
     for (int m = 0; m < a->span; ++m)
       ready_[static_cast<size_t>(a->device + m)].push_back({head, m});
   }

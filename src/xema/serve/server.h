@@ -4,7 +4,9 @@
 // Endpoints:
 //   POST /v1/images/generations, /v1/videos/generations  body: request_json.h
 //   GET  /v1/metrics  replies per status, queue length, in flight, p50 / p99 latency,
-//                     per device live / peak / peak reserved bytes, templates planned
+//                     per device live / peak / peak reserved bytes, templates planned;
+//                     with a serving plan the template misses and "batch_mates" (requests
+//                     run in another request's pass)
 //   GET  /healthz     {"status": "ok"} (503 while stopping)
 // A generation reply (200): {"data": [{"b64_json": PNG}, ...] (one per frame; [] with
 // response_format "none"), "latency_s" (arrival to reply), "queue_s", "peak_bytes" (peak
@@ -154,6 +156,7 @@ class DiffusionServer {
   // devices); guarded by mu_.
   std::vector<std::deque<std::pair<std::shared_ptr<Job>, int>>> ready_;
   std::atomic<int64_t> misses_covered_{0};
+  std::atomic<int64_t> batch_mates_{0};  // requests run in another request's pass
   std::atomic<int64_t> misses_fallback_{0};
   ServeMetrics metrics_;
 
