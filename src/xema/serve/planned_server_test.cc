@@ -21,6 +21,27 @@ namespace {
 
 using namespace serve_test;  // NOLINT(google-build-using-namespace): shared test helpers
 
+// A table of one tiny-t2i entry for `request` (256 MiB per device, concurrency 1).
+std::shared_ptr<ServingPlan> OneEntryPlan(const DiffusionRequest& request, int64_t weight_bytes,
+                                          int devices, int sp_degree, int batch,
+                                          int64_t arena_bytes) {
+  auto plan = std::make_shared<ServingPlan>();
+  plan->budget_bytes = 256 * core::kMiBInt64;
+  plan->devices = devices;
+  plan->rate_rps = 1;
+  plan->slo_scale = 5;
+  plan->model_weight_bytes["tiny-t2i"] = weight_bytes;
+  ServingPlanEntry e;
+  e.request = request;
+  e.key = TemplateKeyString(request);
+  e.sp_degree = sp_degree;
+  e.replicas = devices / sp_degree;
+  e.batch = batch;
+  e.arena_bytes = arena_bytes;
+  plan->entries.push_back(e);
+  return plan;
+}
+
 // A plan with one entry of SP degree 2 on two devices: each request runs as a gang over both
 // devices (both cores), each member in its own recorded arena; the image equals a direct run.
 TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
@@ -40,20 +61,8 @@ TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
   ASSERT_TRUE(one.ok());
   // Member 0 decodes (its arena holds the VAE); member 1's holds its DiT share only.
   EXPECT_LT((*members)[1]->layout.arena_bytes, (*one)->layout.arena_bytes);
-  auto plan = std::make_shared<ServingPlan>();
-  plan->budget_bytes = 256 * core::kMiBInt64;
-  plan->devices = 2;
-  plan->rate_rps = 1;
-  plan->slo_scale = 5;
-  plan->model_weight_bytes["tiny-t2i"] = (*p0)->WeightBytes();
-  ServingPlanEntry e;
-  e.request = g->request;
-  e.key = TemplateKeyString(g->request);
-  e.sp_degree = 2;
-  e.replicas = 1;
-  e.concurrency = 1;
-  e.arena_bytes = SpArenaBytes(*members);
-  plan->entries.push_back(e);
+  const auto plan = OneEntryPlan(g->request, (*p0)->WeightBytes(), 2, /*sp_degree=*/2, /*batch=*/1,
+                                 SpArenaBytes(*members));
   auto back = ServingPlanFromJson(ToJson(*plan), "plan.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ServerOptions o = Options(MemoryPolicy::kNone, plan->budget_bytes);
@@ -101,17 +110,8 @@ TEST(ServerTest, BatchEntryRunsWaitingRequestsTogetherAndEachGetsItsImage) {
     if (k == 1) arena_one = (*rec)->layout.arena_bytes;
   }
   EXPECT_GT(arena, arena_one);  // a batch of two holds more than one request
-  auto plan = std::make_shared<ServingPlan>();
-  plan->budget_bytes = 256 * core::kMiBInt64;
-  plan->rate_rps = 1;
-  plan->slo_scale = 5;
-  plan->model_weight_bytes["tiny-t2i"] = (*pipeline)->WeightBytes();
-  ServingPlanEntry e;
-  e.request = g->request;
-  e.key = TemplateKeyString(g->request);
-  e.batch = 2;
-  e.arena_bytes = arena;
-  plan->entries.push_back(e);
+  const auto plan =
+      OneEntryPlan(g->request, (*pipeline)->WeightBytes(), 1, /*sp_degree=*/1, /*batch=*/2, arena);
   auto back = ServingPlanFromJson(ToJson(*plan), "plan.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->entries[0].batch, 2);
