@@ -4,8 +4,9 @@
 # Rates load the eight GPUs to about 70% at SP 1 (0.7 x 8 / the mix's mean isolated latency:
 # Flux.2 0.18/s, CogVideoX 0.03/s, LTX-2 0.10/s); SLO 2x the isolated latency; an hour of
 # Poisson arrivals. Seconds of planning each (no profiling runs: analytic traces).
-# Each is planned twice: SP degree searched (1-8), and held to 1 (--max-sp 1), the same load.
-# Writes OUT/<model>-<device>[-sp1].txt (the table as printed) and .json (the plan table).
+# Each is planned three times on the same load: SP degree (1-8) and batch (1-4) searched;
+# batch held to 1 (-b1: --max-batch 1); both held to 1 (-sp1: --max-sp 1 --max-batch 1).
+# Writes OUT/<model>-<device>[-b1|-sp1].txt (the table as printed) and .json (the plan table).
 # Usage: bench/xema/paper_tables.sh [OUT]   (default docs/results/xema-paper)
 set -euo pipefail
 T=${TESSERA:-build/release/src/cli/tessera}
@@ -14,11 +15,16 @@ mkdir -p "$OUT"
 declare -A RATE=([flux2-dev]=0.18 [cogvideox-5b]=0.03 [ltx-2]=0.10)
 for model in flux2-dev cogvideox-5b ltx-2; do
   for device in h100-80g h200-141g; do
-    for sp in 64 1; do
-      name="$model-$device$([ "$sp" = 1 ] && echo -sp1 || true)"
+    for held in "" b1 sp1; do
+      case "$held" in
+        "") flags=(--max-sp 64 --max-batch 4) ;;
+        b1) flags=(--max-sp 64 --max-batch 1) ;;
+        sp1) flags=(--max-sp 1 --max-batch 1) ;;
+      esac
+      name="$model-$device${held:+-$held}"
       "$T" xema plan --device "$device" --devices 8 --mix "bench/xema/paper/mix-$model.json" \
         --rate "${RATE[$model]}" --slo-scale 2 --duration 3600 --seed 1 --max-concurrency 3 \
-        --max-sp "$sp" --out "$OUT/$name.json" | tee "$OUT/$name.txt"
+        "${flags[@]}" --out "$OUT/$name.json" | tee "$OUT/$name.txt"
     done
   done
 done

@@ -227,6 +227,10 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
     return core::InvalidArgument(who + "vae_tiles: got " + std::to_string(r.vae_tiles) +
                                  ", must be in [1, 64]");
   }
+  if (r.batch < 1 || r.batch > 64) {
+    return core::InvalidArgument(who + "batch: got " + std::to_string(r.batch) +
+                                 ", must be in [1, 64]");
+  }
   if (!(r.link_bytes_per_s > 0) || !std::isfinite(r.link_bytes_per_s) ||
       !(r.host_bytes_per_s > 0) || !std::isfinite(r.host_bytes_per_s)) {
     return core::InvalidArgument(who + "link_bytes_per_s " + core::ShowNumber(r.link_bytes_per_s) +
@@ -234,7 +238,11 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
                                  ": must be finite and > 0");
   }
   const bool cfg = r.cfg < 0 ? m.default_cfg : r.cfg != 0;
-  const double b = cfg ? 2.0 : 1.0;  // batch under classifier-free guidance
+  const double k_req = static_cast<double>(r.batch);  // requests in the pass
+  // Sequences of the DiT (x2 under classifier-free guidance) and prompts the encoder runs (the
+  // negative prompt once for the batch).
+  const double b = (cfg ? 2.0 : 1.0) * k_req;
+  const double b_enc = k_req + (cfg ? 1.0 : 0.0);
   const double e = kBytesPerElement;
   const int64_t latent_frames = (r.frames - 1) / m.frame_div + 1;
   const double video_tokens = static_cast<double>(latent_frames) *
@@ -243,9 +251,10 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   const double tokens = video_tokens + static_cast<double>(m.text_tokens_in_attention);
   const double sp = static_cast<double>(r.sp_degree);
   const double rows = std::ceil(tokens / sp);  // this member's rows of the joint sequence
-  const double latent_bytes =
+  const double latent_bytes =  // of the batch's k latents
       static_cast<double>(m.latent_channels) * static_cast<double>(r.width / m.vae_spatial) *
-      static_cast<double>(r.height / m.vae_spatial) * static_cast<double>(latent_frames) * e;
+      static_cast<double>(r.height / m.vae_spatial) * static_cast<double>(latent_frames) * e *
+      k_req;
   const int blocks = m.double_blocks + m.single_blocks;
 
   MemoryTrace t;
@@ -257,6 +266,7 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   t.key.steps = r.steps;
   t.key.cfg = cfg;
   t.key.sp_degree = r.sp_degree;
+  t.key.batch = r.batch;
   t.key.dtype = "bf16";
   // Ops.
   const double te = static_cast<double>(m.enc_tokens);
@@ -264,12 +274,12 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   const double stream_s = enc_layer_params * e / r.host_bytes_per_s;
   for (int i = 0; i < m.enc_layers; ++i) {
     t.prologue.push_back(Op("text.l" + std::to_string(i), Phase::kText,
-                            2 * enc_layer_params * te * b, enc_layer_params * e));
+                            2 * enc_layer_params * te * b_enc, enc_layer_params * e));
     TraceOp& op = t.prologue.back();
     if (r.encoder_on_host)
       op.time_s = i == 0 ? op.time_s + stream_s : std::max(op.time_s, stream_s);
   }
-  t.prologue.push_back(Op("text.pool", Phase::kText, 0, te * m.enc_hidden * e * b));
+  t.prologue.push_back(Op("text.pool", Phase::kText, 0, te * m.enc_hidden * e * b_enc));
   t.prologue.push_back(Op("latent.init", Phase::kDenoise, 0, latent_bytes));
   const double block_params = 0.97 * m.dit_params / blocks;
   const double d = static_cast<double>(m.hidden);
@@ -298,18 +308,25 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   }
   t.body.push_back(Op("dit.final", Phase::kDenoise, 2 * rows * d * m.latent_channels * b, x_bytes));
   t.body.push_back(Op("sched.step", Phase::kDenoise, 3 * latent_bytes / e, 3 * latent_bytes));
-  std::vector<double> vae_elems;  // output elements per block
-  for (size_t k = 0; k < m.vae.size(); ++k) {
-    const VaeBlock& v = m.vae[k];
-    const double elems = static_cast<double>(v.channels) *
-                         static_cast<double>(r.width / v.spatial_div) *
-                         static_cast<double>(r.height / v.spatial_div) *
-                         static_cast<double>(CeilDiv(r.frames, v.time_div));
-    vae_elems.push_back(elems);
-    const double recompute = r.vae_tiles > 1 ? kVaeTileOverlap : 1.0;
-    t.epilogue.push_back(Op("vae.up" + std::to_string(k), Phase::kVae,
-                            2 * 2 * 9 * static_cast<double>(v.channels) * elems * recompute,
-                            3 * elems * e * recompute));
+  std::vector<double> vae_elems;  // output elements per block (one request)
+  for (const VaeBlock& v : m.vae) {
+    vae_elems.push_back(static_cast<double>(v.channels) *
+                        static_cast<double>(r.width / v.spatial_div) *
+                        static_cast<double>(r.height / v.spatial_div) *
+                        static_cast<double>(CeilDiv(r.frames, v.time_div)));
+  }
+  // The VAE's ops of request j of the batch: "vae.up<i>" for j = 0, "vae<j>.up<i>" after.
+  auto vae_name = [](int64_t j, size_t i) {
+    return (j == 0 ? std::string("vae") : "vae" + std::to_string(j)) + ".up" + std::to_string(i);
+  };
+  const double recompute = r.vae_tiles > 1 ? kVaeTileOverlap : 1.0;
+  for (int64_t j = 0; j < r.batch; ++j) {
+    for (size_t i = 0; i < m.vae.size(); ++i) {
+      t.epilogue.push_back(
+          Op(vae_name(j, i), Phase::kVae,
+             2 * 2 * 9 * static_cast<double>(m.vae[i].channels) * vae_elems[i] * recompute,
+             3 * vae_elems[i] * e * recompute));
+    }
   }
 
   // Tensors.
@@ -329,16 +346,17 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
       bld.Add(l + ".w.stream", enc_layer_params * e, Phase::kText, TensorKind::kWorkspace,
               bld.Pro(std::max(0, i - 1)), bld.Pro(i));
     }
-    bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b, Phase::kText, TensorKind::kWorkspace,
+    bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b_enc, Phase::kText,
+            TensorKind::kWorkspace, bld.Pro(i), bld.Pro(i));
+    bld.Add(l + ".ffn", te * m.enc_ffn * e * b_enc, Phase::kText, TensorKind::kActivation,
             bld.Pro(i), bld.Pro(i));
-    bld.Add(l + ".ffn", te * m.enc_ffn * e * b, Phase::kText, TensorKind::kActivation, bld.Pro(i),
-            bld.Pro(i));
-    bld.Add(l + ".out", te * m.enc_hidden * e * b, Phase::kText, TensorKind::kActivation,
+    bld.Add(l + ".out", te * m.enc_hidden * e * b_enc, Phase::kText, TensorKind::kActivation,
             bld.Pro(i), bld.Pro(i + 1));
   }
   const int sched = bld.Body(blocks + 2);
-  bld.Add("text.prompt_emb", te * m.enc_hidden * e * b, Phase::kText, TensorKind::kActivation,
-          bld.Pro(pool_op), sched);  // read by every step: freed in the last one
+  bld.Add("text.prompt_emb", te * m.enc_hidden * e * b_enc, Phase::kText,
+          TensorKind::kActivation, bld.Pro(pool_op),
+          sched);  // read by every step: freed in the last one
   bld.Add("latent.noise", latent_bytes, Phase::kDenoise, TensorKind::kActivation, bld.Pro(init_op),
           sched)
       .free_step = 0;  // replaced by the first step's next latent
@@ -363,24 +381,30 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
         Phase::kDenoise, TensorKind::kActivation, op, op);
     bld.Add(n + ".out", x_bytes, Phase::kDenoise, TensorKind::kActivation, op, op + 1);
   }
-  bld.Add("dit.velocity", latent_bytes * b, Phase::kDenoise, TensorKind::kActivation,
+  bld.Add("dit.velocity", latent_bytes * b / k_req, Phase::kDenoise, TensorKind::kActivation,
           bld.Body(blocks + 1), sched);
   TraceTensor& next =
       bld.Add("latent.next", latent_bytes, Phase::kDenoise, TensorKind::kActivation, sched, sched);
   next.free_next_step = true;  // the next step's latent, replaced by the step after
-  next.last_free_op = bld.Epi(0);
-  // Epilogue: VAE up blocks.
-  for (size_t k = 0; k < m.vae.size(); ++k) {
-    const int op = bld.Epi(static_cast<int>(k));
-    const std::string n = "vae.up" + std::to_string(k);
-    const bool last = k + 1 == m.vae.size();
-    // Tiled: every intermediate holds one tile with its overlap; the output is full size.
-    const double tile =
-        r.vae_tiles > 1 ? kVaeTileOverlap / static_cast<double>(r.vae_tiles * r.vae_tiles) : 1.0;
-    bld.Add(n + ".tmp", 2 * vae_elems[k] * e * tile, Phase::kVae, TensorKind::kWorkspace, op, op);
-    const int free_op = last ? op : op + 1;
-    bld.Add(n + ".out", vae_elems[k] * e * (last ? 1.0 : tile), Phase::kVae,
-            TensorKind::kActivation, op, free_op);
+  // The latents stay until the last request's decode starts.
+  const int vae_ops = static_cast<int>(m.vae.size());
+  next.last_free_op = bld.Epi(static_cast<int>(r.batch - 1) * vae_ops);
+  // Epilogue: VAE up blocks, request after request.
+  for (int64_t j = 0; j < r.batch; ++j) {
+    for (size_t i = 0; i < m.vae.size(); ++i) {
+      const int op = bld.Epi(static_cast<int>(j) * vae_ops + static_cast<int>(i));
+      const std::string n = vae_name(j, i);
+      const bool last = i + 1 == m.vae.size();
+      // Tiled: every intermediate holds one tile with its overlap; the output is full size.
+      const double tile = r.vae_tiles > 1
+                              ? kVaeTileOverlap / static_cast<double>(r.vae_tiles * r.vae_tiles)
+                              : 1.0;
+      bld.Add(n + ".tmp", 2 * vae_elems[i] * e * tile, Phase::kVae, TensorKind::kWorkspace, op,
+              op);
+      const int free_op = last ? op : op + 1;
+      bld.Add(n + ".out", vae_elems[i] * e * (last ? 1.0 : tile), Phase::kVae,
+              TensorKind::kActivation, op, free_op);
+    }
   }
   if (!bld.error().empty()) return core::InvalidArgument(who + bld.error());
   core::Status st = Validate(t);

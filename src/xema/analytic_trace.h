@@ -51,6 +51,11 @@
 //   encoder_on_host: the text encoder's weights stay in host memory; layer i streams into a
 //     double-buffered device buffer ("text.l<i>.w.stream", live over ops i-1 .. i) at
 //     host_bytes_per_s; an encoder op takes max(compute, copy) (the first copy exposed).
+//   batch k (k requests of the template in one pass, as the tiny pipeline's batch_mates): the
+//     encoder runs k prompts (+ the negative prompt once with cfg); every DiT activation, flop
+//     and all-to-all x k (k (x2 with cfg) sequences, so the GEMMs' and attention's tiles fill
+//     more of the GPU); the latents x k; the VAE decodes the requests one after another (ops
+//     "vae.up<i>", then "vae1.up<i>", ...). The key's batch is k.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +82,7 @@ struct AnalyticRequest {
   int64_t vae_tiles = 1;            // [1, 64]
   bool encoder_on_host = false;
   double host_bytes_per_s = 55e9;  // host -> device (PCIe 5 x16, achieved)
+  int64_t batch = 1;               // requests in one pass, [1, 64]
 };
 
 struct AnalyticModelInfo {

@@ -134,6 +134,44 @@ TEST(AnalyticTraceTest, ServingChoicesScaleAsModeled) {
   EXPECT_FALSE(FindAnalyticModel("sdxl").ok());
 }
 
+TEST(AnalyticTraceTest, ABatchFillsTheGpuAndDecodesEachRequest) {
+  // Flux.2 512x512 at SP 8: 192 rows per GPU fill 48 GEMM tiles of 132 SMs (36%); four requests
+  // in one pass (768 rows, 144 tiles: two waves at 55%) run a block in about 2.7x one's time for
+  // 4x the work. The text encoder runs four prompts (no cfg), the VAE decodes the four in turn.
+  AnalyticRequest one = {"flux2-dev", 512, 512, 1, 28};
+  one.sp_degree = 8;
+  AnalyticRequest four = one;
+  four.batch = 4;
+  auto t1 = AnalyticTrace(one);
+  auto t4 = AnalyticTrace(four);
+  ASSERT_TRUE(t1.ok() && t4.ok()) << t4.status().ToString();
+  EXPECT_EQ(t4->key.batch, 4);
+  EXPECT_NEAR(t4->body[1].flops, 4 * t1->body[1].flops, 1e-6 * t4->body[1].flops);
+  EXPECT_GT(t4->body[1].time_s, 2.5 * t1->body[1].time_s);
+  EXPECT_LT(t4->body[1].time_s, 3 * t1->body[1].time_s);
+  EXPECT_NEAR(t4->prologue[0].flops, 4 * t1->prologue[0].flops, 1);
+  ASSERT_EQ(t4->epilogue.size(), 4 * t1->epilogue.size());
+  EXPECT_EQ(t4->epilogue[t1->epilogue.size()].name, "vae1.up0");
+  EXPECT_EQ(Find(*t4, "vae3.up3.out").bytes, Find(*t1, "vae.up3.out").bytes);
+  EXPECT_EQ(Find(*t4, "dit.tokens").bytes, AlignBytes(4 * 192 * 6144 * 2));
+  EXPECT_EQ(Find(*t4, "latent.next").bytes, AlignBytes(4 * 32 * 64 * 64 * 2));
+  EXPECT_LT(RequestSeconds(*t4), 4 * RequestSeconds(*t1));
+  EXPECT_EQ(WeightBytes(*t4), WeightBytes(*t1));
+  // CogVideoX (cfg): 2 prompts and the negative once; sequences 2 x 2.
+  AnalyticRequest cog{"cogvideox-5b", 720, 480, 49, 50};
+  cog.batch = 2;
+  auto c2 = AnalyticTrace(cog);
+  auto c1 = AnalyticTrace({"cogvideox-5b", 720, 480, 49, 50});
+  ASSERT_TRUE(c1.ok() && c2.ok());
+  EXPECT_NEAR(c2->prologue[0].flops, 1.5 * c1->prologue[0].flops, 1);
+  EXPECT_NEAR(c2->body[1].flops, 2 * c1->body[1].flops, 1e-6 * c2->body[1].flops);
+  four.batch = 0;
+  auto bad = AnalyticTrace(four);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("batch: got 0, must be in [1, 64]"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(AnalyticTraceTest, BadRequests) {
   auto r = AnalyticTrace({"sdxl", 1024, 1024, 1, 28});
   ASSERT_FALSE(r.ok());

@@ -276,7 +276,7 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
       ->transform(Integer(1, 64))
       ->capture_default_str();
   c->add_option("--max-batch", a->max_batch,
-                "cpu: the most requests of a template one run takes together (modeled: 1)")
+                "the most requests of a template one run takes together (one DiT pass)")
       ->transform(Integer(1, xema::kMaxRequestBatch))
       ->capture_default_str();
   c->add_option("--timing-runs", a->timing_runs, "timed runs per variant (median)")

@@ -61,21 +61,34 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
       if (o.devices % sp != 0 || info.heads % sp != 0) continue;
       for (const int64_t ffn : kFfnChunkOptions) {
         for (const int64_t tiles : kVaeTileOptions) {
-          TemplateVariant v;
-          v.request = plain;
-          v.request.ffn_chunks = ffn;
-          v.request.vae_tiles = tiles;
-          v.request.offload.idle_weights = host;
-          v.sp_degree = sp;
-          ASSIGN_OR_RETURN(const MemoryTrace t,
-                           AnalyticTrace(ToAnalyticRequest(v.request, sp, device)));
-          ASSIGN_OR_RETURN(v.arena_bytes, ActivationArenaBytes(t));
-          v.solo_s = RequestSeconds(t);
-          v.batch_s = {v.solo_s};  // batch 1: the analytic traces are of one request
-          v.labels = MitigationLabels(v.request);
-          if (sp > 1) v.labels.insert(v.labels.begin(), fmt::format("sp={}", sp));
-          p.weight_bytes[lt.request.model] = WeightBytes(t);
-          tp.variants.push_back(std::move(v));
+          DiffusionRequest req = plain;
+          req.ffn_chunks = ffn;
+          req.vae_tiles = tiles;
+          req.offload.idle_weights = host;
+          // A variant per batch b <= max_batch: the seconds of each batch size up to b, the
+          // largest of their arenas (a run takes whatever batch of up to b is waiting).
+          std::vector<double> batch_s;
+          int64_t arena = 0;
+          for (int k = 1; k <= o.max_batch; ++k) {
+            AnalyticRequest a = ToAnalyticRequest(req, sp, device);
+            a.batch = k;
+            ASSIGN_OR_RETURN(const MemoryTrace t, AnalyticTrace(a));
+            ASSIGN_OR_RETURN(const int64_t bytes, ActivationArenaBytes(t));
+            arena = std::max(arena, bytes);
+            batch_s.push_back(RequestSeconds(t));
+            if (k == 1) p.weight_bytes[lt.request.model] = WeightBytes(t);
+            TemplateVariant v;
+            v.request = req;
+            v.sp_degree = sp;
+            v.batch = k;
+            v.arena_bytes = arena;
+            v.solo_s = batch_s[0];
+            v.batch_s = batch_s;
+            v.labels = MitigationLabels(v.request);
+            if (k > 1) v.labels.insert(v.labels.begin(), fmt::format("batch={}", k));
+            if (sp > 1) v.labels.insert(v.labels.begin(), fmt::format("sp={}", sp));
+            tp.variants.push_back(std::move(v));
+          }
         }
       }
     }

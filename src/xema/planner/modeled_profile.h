@@ -4,11 +4,12 @@
 // (serving_planner.h), with sequence parallelism as a real choice.
 //
 // ModelServingProfile: per template, a variant for every SP degree d, a power of two up to
-// options.max_sp_degree (dividing the devices and the model's heads), FFN token chunks k in {1, 4}
-// and VAE tiles t in {1, 2, 4} (the mitigations the analytic traces model; attention stays fused);
-// each variant's trace is member 0's (AnalyticTrace), its arena the tflite layout of its
-// activations (weights excluded: they are resident), its solo seconds the trace's modeled time (400
-// TFLOP/s, all-to-alls at the device's link speed). The isolated latency (the SLO's base) is the
+// options.max_sp_degree (dividing the devices and the model's heads), FFN token chunks k in {1, 4},
+// VAE tiles t in {1, 2, 4} (the mitigations the analytic traces model; attention stays fused) and
+// batch b in 1 .. options.max_batch; each variant's trace is member 0's (AnalyticTrace), its arena
+// the tflite layout of its activations (weights excluded: they are resident; a batch variant's the
+// largest over the batch sizes up to b), its solo seconds the trace's modeled time (400 TFLOP/s,
+// all-to-alls at the device's link speed) and its batch_s those of each batch size. The isolated latency (the SLO's base) is the
 // plain request's on one device with every weight resident, whether or not it fits. A model in
 // `encoders_on_host` keeps its text encoder's weights in host memory (streamed per layer, every
 // variant of its templates). Modeled sharing: two requests on one GPU share its throughput (pair

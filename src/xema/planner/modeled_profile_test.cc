@@ -18,6 +18,7 @@ ServingPlannerOptions PaperOptions(const std::string& mix_json, int devices, dou
   o.slo_scale = slo_scale;
   o.duration_s = 600;
   o.max_concurrency = 2;
+  o.max_batch = 1;  // batches: BatchesAreOfferedAndNeverEndTheSearchLower
   return o;
 }
 
@@ -88,6 +89,44 @@ TEST(ModeledPlannerTest, Flux2AtEightyGigabytesKeepsItsEncoderOnTheHost) {
   r = PlanModeledServing(o, h200);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->plan.planner["encoder_subsets_planned"], 2);
+}
+
+TEST(ModeledPlannerTest, BatchesAreOfferedAndNeverEndTheSearchLower) {
+  // LTX-2's three templates on eight H100s at about 70% load (bench/xema/paper_tables.sh):
+  // too many configurations for an exhaustive search with batches, so the search is the
+  // batch-1 space exhaustively, then a descent over everything from its best.
+  const char mix[] = R"([{"model":"ltx-2","size":"768x512","frames":49,"steps":40,"weight":2},
+                         {"model":"ltx-2","size":"768x512","frames":121,"steps":40,"weight":2},
+                         {"model":"ltx-2","size":"1216x704","frames":121,"steps":40}])";
+  const ModeledDevice h100 = FindModeledDevice("h100-80g").value();
+  ServingPlannerOptions o = PaperOptions(mix, 8, 0.10, 2);
+  o.budget_bytes = h100.memory_bytes;
+  o.max_concurrency = 3;
+  o.max_batch = 2;
+  o.duration_s = 1200;
+  auto profile = ModelServingProfile(o, h100, {"ltx-2"});
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  for (const TemplateProfile& t : profile->templates) {
+    int batched = 0;
+    for (const TemplateVariant& v : t.variants) {
+      ASSERT_EQ(v.batch_s.size(), static_cast<size_t>(v.batch));
+      if (v.batch == 1) continue;
+      ++batched;
+      // Each larger batch takes longer (more work); whether it beats b runs of one depends on
+      // how it fills the GPU's waves (the analytic test checks one that does).
+      for (size_t k = 1; k < v.batch_s.size(); ++k) EXPECT_GT(v.batch_s[k], v.batch_s[k - 1]);
+    }
+    EXPECT_EQ(batched * 2, static_cast<int>(t.variants.size()));  // batch 1 and 2 of each
+  }
+  auto with = PlanModeledServing(o, h100);
+  ServingPlannerOptions b1 = o;
+  b1.max_batch = 1;
+  auto without = PlanModeledServing(b1, h100);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_GE(with->score.attainment, without->score.attainment);
+  for (const ServingPlanEntry& e : without->plan.entries) EXPECT_EQ(e.batch, 1);
+  auto back = ServingPlanFromJson(ToJson(with->plan), "plan.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
 }
 
 TEST(ModeledPlannerTest, BadInputIsNamed) {

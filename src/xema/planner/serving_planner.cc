@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/elapsed.h"
@@ -227,8 +228,6 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
     ++result.simulated;
     return ScoreConfiguration(p, o, arrivals, c);
   };
-  double product = 1;
-  for (const auto& c : cands) product *= static_cast<double>(c.size());
   Configuration best;
   ConfigurationScore best_score;
   bool have = false;
@@ -241,31 +240,32 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
     }
     return core::Status::Ok();
   };
-  if (product <= static_cast<double>(o.max_configurations)) {
-    std::vector<size_t> idx(cands.size(), 0);
+  using Candidates = std::vector<std::vector<Candidate>>;
+  auto fits_exhaustive = [&](const Candidates& cs) {
+    double product = 1;
+    for (const auto& c : cs) product *= static_cast<double>(c.size());
+    return product <= static_cast<double>(o.max_configurations);
+  };
+  auto exhaustive = [&](const Candidates& cs) -> core::Status {
+    std::vector<size_t> idx(cs.size(), 0);
     for (;;) {
       Configuration c;
-      for (size_t t = 0; t < cands.size(); ++t) {
-        c.variant.push_back(cands[t][idx[t]].variant);
-        c.concurrency.push_back(cands[t][idx[t]].concurrency);
+      for (size_t t = 0; t < cs.size(); ++t) {
+        c.variant.push_back(cs[t][idx[t]].variant);
+        c.concurrency.push_back(cs[t][idx[t]].concurrency);
       }
       RETURN_IF_ERROR(consider(c));
       size_t t = 0;
-      while (t < idx.size() && ++idx[t] == cands[t].size()) idx[t++] = 0;
-      if (t == idx.size()) break;
+      while (t < idx.size() && ++idx[t] == cs[t].size()) idx[t++] = 0;
+      if (t == idx.size()) return core::Status::Ok();
     }
-  } else {
-    // Coordinate descent from each template's first candidate (its fastest at c = 1).
-    Configuration c;
-    for (const auto& ct : cands) {
-      c.variant.push_back(ct[0].variant);
-      c.concurrency.push_back(ct[0].concurrency);
-    }
-    RETURN_IF_ERROR(consider(c));
+  };
+  // Coordinate descent from the best so far: one template's candidate changed at a time.
+  auto descend = [&](const Candidates& cs) -> core::Status {
     for (int round = 0; round < 10; ++round) {
       const Configuration start = best;
-      for (size_t t = 0; t < cands.size(); ++t) {
-        for (const Candidate& k : cands[t]) {
+      for (size_t t = 0; t < cs.size(); ++t) {
+        for (const Candidate& k : cs[t]) {
           Configuration x = best;
           x.variant[t] = k.variant;
           x.concurrency[t] = k.concurrency;
@@ -274,6 +274,35 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
       }
       if (best.variant == start.variant && best.concurrency == start.concurrency) break;
     }
+    return core::Status::Ok();
+  };
+  if (fits_exhaustive(cands)) {
+    RETURN_IF_ERROR(exhaustive(cands));
+  } else {
+    // Batch 1 first (every configuration when they fit max_configurations, else a descent
+    // from each template's first candidate: its fastest at c = 1), then a descent over every
+    // candidate from the best found: offering batches never ends the search below what batch 1
+    // alone reaches (a descent only climbs).
+    Candidates batch_one(cands.size());
+    for (size_t t = 0; t < cands.size(); ++t) {
+      for (const Candidate& k : cands[t]) {
+        if (k.variant < 0 || p.templates[t].variants[static_cast<size_t>(k.variant)].batch == 1)
+          batch_one[t].push_back(k);
+      }
+      if (batch_one[t].empty()) batch_one[t].push_back(cands[t][0]);
+    }
+    if (fits_exhaustive(batch_one)) {
+      RETURN_IF_ERROR(exhaustive(batch_one));
+    } else {
+      Configuration c;
+      for (const auto& ct : batch_one) {
+        c.variant.push_back(ct[0].variant);
+        c.concurrency.push_back(ct[0].concurrency);
+      }
+      RETURN_IF_ERROR(consider(c));
+      RETURN_IF_ERROR(descend(batch_one));
+    }
+    RETURN_IF_ERROR(descend(cands));
   }
   result.chosen = best;
   result.score = best_score;

@@ -12,7 +12,8 @@
 //    runs each request on the d devices of a replica group (devices / d groups). A configuration
 //    takes one candidate per template.
 // 3. Score every configuration (their product, at most max_configurations; beyond it, a
-//    coordinate descent from the fastest candidates) with the serving simulation
+//    the batch-1 candidates' product, or a coordinate descent from the fastest of them, then a
+//    coordinate descent over every candidate from the best) with the serving simulation
 //    (serving_sim.h) on the arrivals a load generator with these options sends (PlanArrivals:
 //    the same times and templates); SLO attainment = requests served within slo_scale x
 //    isolated latency / arrivals; ties by mean latency. The best becomes the plan table, with

@@ -44,6 +44,7 @@ AnalyticRequest ToAnalyticRequest(const DiffusionRequest& r, int sp_degree,
   a.vae_tiles = r.vae_tiles;
   a.encoder_on_host = r.offload.idle_weights;
   a.host_bytes_per_s = device.host_bytes_per_s;
+  a.batch = RequestBatch(r);
   return a;
 }
 

@@ -81,9 +81,7 @@ core::StatusOr<ServingPlanEntry> EntryFromJson(const core::Json& j, const std::s
                    core::GetIntInRange(j, path, "replicas", devices / sp, devices / sp));
   ASSIGN_OR_RETURN(const int64_t c,
                    core::GetIntInRange(j, path, "concurrency", 1, kMaxPlanConcurrency));
-  // A batch runs requests of the tiny pipeline together (the analytic models have batch 1).
-  ASSIGN_OR_RETURN(const int64_t b,
-                   core::GetIntInRange(j, path, "batch", 1, modeled ? 1 : kMaxRequestBatch));
+  ASSIGN_OR_RETURN(const int64_t b, core::GetIntInRange(j, path, "batch", 1, kMaxRequestBatch));
   e.sp_degree = static_cast<int>(sp);
   e.replicas = static_cast<int>(replicas);
   e.concurrency = static_cast<int>(c);

@@ -50,7 +50,7 @@ struct ServingPlanEntry {
   int sp_degree = 1;
   int replicas = 1;
   int concurrency = 1;
-  int batch = 1;  // [1, kMaxRequestBatch]; 1 on a modeled device
+  int batch = 1;  // [1, kMaxRequestBatch]
   std::string allocator = "static";
   int64_t arena_bytes = 0;  // the static arena of one run in flight (a batch of up to `batch`)
   double solo_s = 0;        // predicted: alone on a device
