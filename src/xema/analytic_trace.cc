@@ -251,7 +251,7 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
   const double tokens = video_tokens + static_cast<double>(m.text_tokens_in_attention);
   const double sp = static_cast<double>(r.sp_degree);
   const double rows = std::ceil(tokens / sp);  // this member's rows of the joint sequence
-  const double latent_bytes =  // of the batch's k latents
+  const double latent_bytes =                  // of the batch's k latents
       static_cast<double>(m.latent_channels) * static_cast<double>(r.width / m.vae_spatial) *
       static_cast<double>(r.height / m.vae_spatial) * static_cast<double>(latent_frames) * e *
       k_req;
@@ -346,16 +346,16 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
       bld.Add(l + ".w.stream", enc_layer_params * e, Phase::kText, TensorKind::kWorkspace,
               bld.Pro(std::max(0, i - 1)), bld.Pro(i));
     }
-    bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b_enc, Phase::kText,
-            TensorKind::kWorkspace, bld.Pro(i), bld.Pro(i));
+    bld.Add(l + ".qkv", 3 * te * m.enc_hidden * e * b_enc, Phase::kText, TensorKind::kWorkspace,
+            bld.Pro(i), bld.Pro(i));
     bld.Add(l + ".ffn", te * m.enc_ffn * e * b_enc, Phase::kText, TensorKind::kActivation,
             bld.Pro(i), bld.Pro(i));
     bld.Add(l + ".out", te * m.enc_hidden * e * b_enc, Phase::kText, TensorKind::kActivation,
             bld.Pro(i), bld.Pro(i + 1));
   }
   const int sched = bld.Body(blocks + 2);
-  bld.Add("text.prompt_emb", te * m.enc_hidden * e * b_enc, Phase::kText,
-          TensorKind::kActivation, bld.Pro(pool_op),
+  bld.Add("text.prompt_emb", te * m.enc_hidden * e * b_enc, Phase::kText, TensorKind::kActivation,
+          bld.Pro(pool_op),
           sched);  // read by every step: freed in the last one
   bld.Add("latent.noise", latent_bytes, Phase::kDenoise, TensorKind::kActivation, bld.Pro(init_op),
           sched)
@@ -396,11 +396,9 @@ core::StatusOr<MemoryTrace> AnalyticTrace(const AnalyticRequest& r) {
       const std::string n = vae_name(j, i);
       const bool last = i + 1 == m.vae.size();
       // Tiled: every intermediate holds one tile with its overlap; the output is full size.
-      const double tile = r.vae_tiles > 1
-                              ? kVaeTileOverlap / static_cast<double>(r.vae_tiles * r.vae_tiles)
-                              : 1.0;
-      bld.Add(n + ".tmp", 2 * vae_elems[i] * e * tile, Phase::kVae, TensorKind::kWorkspace, op,
-              op);
+      const double tile =
+          r.vae_tiles > 1 ? kVaeTileOverlap / static_cast<double>(r.vae_tiles * r.vae_tiles) : 1.0;
+      bld.Add(n + ".tmp", 2 * vae_elems[i] * e * tile, Phase::kVae, TensorKind::kWorkspace, op, op);
       const int free_op = last ? op : op + 1;
       bld.Add(n + ".out", vae_elems[i] * e * (last ? 1.0 : tile), Phase::kVae,
               TensorKind::kActivation, op, free_op);

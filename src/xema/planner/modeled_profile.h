@@ -9,11 +9,12 @@
 // batch b in 1 .. options.max_batch; each variant's trace is member 0's (AnalyticTrace), its arena
 // the tflite layout of its activations (weights excluded: they are resident; a batch variant's the
 // largest over the batch sizes up to b), its solo seconds the trace's modeled time (400 TFLOP/s,
-// all-to-alls at the device's link speed) and its batch_s those of each batch size. The isolated latency (the SLO's base) is the
-// plain request's on one device with every weight resident, whether or not it fits. A model in
-// `encoders_on_host` keeps its text encoder's weights in host memory (streamed per layer, every
-// variant of its templates). Modeled sharing: two requests on one GPU share its throughput (pair
-// speed-up 1: a paper-scale DiT saturates the GPU alone); no server overhead.
+// all-to-alls at the device's link speed) and its batch_s those of each batch size. The isolated
+// latency (the SLO's base) is the plain request's on one device with every weight resident, whether
+// or not it fits. A model in `encoders_on_host` keeps its text encoder's weights in host memory
+// (streamed per layer, every variant of its templates). Modeled sharing: two requests on one GPU
+// share its throughput (pair speed-up 1: a paper-scale DiT saturates the GPU alone); no server
+// overhead.
 //
 // PlanModeledServing: the planner's search (PlanServing) for every subset of the mix's models
 // whose encoders stay on the host (the weights must leave room: a subset whose resident weights
