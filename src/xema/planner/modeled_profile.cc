@@ -99,7 +99,7 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
   for (const auto& [model, bytes] : p.weight_bytes) weights += bytes;
   p.region_bytes = o.budget_bytes - weights;
   if (p.region_bytes <= 0) {
-    return core::InvalidArgument(
+    return core::Infeasible(
         fmt::format("budget: got {} bytes, the resident weights of the mix's models take {} bytes",
                     o.budget_bytes, weights));
   }
@@ -126,16 +126,18 @@ core::StatusOr<ServingPlannerResult> PlanModeledServing(const ServingPlannerOpti
     std::set<std::string> on_host;
     for (size_t m = 0; m < models.size(); ++m)
       if (mask & (size_t{1} << m)) on_host.insert(models[m]);
+    // A subset that leaves no room (Infeasible: its weights fill the budget, or no template
+    // fits beside them) is skipped; any other error ends the search.
     auto profile = ModelServingProfile(o, device, on_host);
     if (!profile.ok()) {
-      if (profile.status().message().rfind("budget:", 0) != 0) return profile.status();
+      if (profile.status().code() != core::StatusCode::kInfeasible) return profile.status();
       why = profile.status().message();
       continue;
     }
     auto r = PlanServing(*profile, o);
     ++tried;
     if (!r.ok()) {
-      if (r.status().message().rfind("budget:", 0) != 0) return r.status();
+      if (r.status().code() != core::StatusCode::kInfeasible) return r.status();
       why = r.status().message();
       continue;
     }

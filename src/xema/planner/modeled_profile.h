@@ -22,7 +22,9 @@
 // labelled modeled, device the preset, and its report names the subset.
 //
 // Errors: InvalidArgument naming the option (ValidatePlannerOptions; the mix's models must be
-// analytic; a budget no subset leaves room in). Progress: progress(stage, done, total).
+// analytic; a budget no subset leaves room in). ModelServingProfile: Infeasible "budget: ..."
+// when the resident weights fill the budget (PlanModeledServing skips such a subset, and one
+// where PlanServing finds no template fits, by that code). Progress: progress(stage, done, total).
 // Thread-safety: reentrant.
 #pragma once
 

@@ -137,6 +137,11 @@ TEST(ModeledPlannerTest, BadInputIsNamed) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("budget: got 1000000000 bytes"), std::string::npos)
       << r.status().message();
+  EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument);
+  // Each subset's profile says Infeasible (so the search skips it, by code, not by message).
+  EXPECT_EQ(ModelServingProfile(o, h100, {}).status().code(), core::StatusCode::kInfeasible);
+  EXPECT_EQ(ModelServingProfile(o, h100, {"cogvideox-5b"}).status().code(),
+            core::StatusCode::kInfeasible);
   auto mix = MixFromJson(core::ParseJson(R"([{"model":"tiny-t2i"}])", "m").value(), "m",
                          MixModels::kAnalytic);
   ASSERT_FALSE(mix.ok());

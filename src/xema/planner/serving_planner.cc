@@ -219,7 +219,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
         if (least == 0 || v.arena_bytes < least) least = v.arena_bytes;
       }
     }
-    return core::InvalidArgument(fmt::format(
+    return core::Infeasible(fmt::format(
         "budget: got {} bytes, no template of the mix fits: {} bytes are left beside the weights, "
         "the smallest arena profiled (mitigations included) is {} bytes",
         o.budget_bytes, p.region_bytes, least));

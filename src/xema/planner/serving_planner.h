@@ -21,7 +21,8 @@
 // EnumerateGrid and ScoreConfiguration expose steps 2-3 for the grid search (grid_search.h).
 //
 // Errors: InvalidArgument naming the option (an empty mix, a rate <= 0, a budget the models'
-// weights fill or that no template fits, concurrency out of [1, 16]); one template that fits
+// weights fill, concurrency out of [1, 16]); Infeasible "budget: ..." when no template of the
+// mix fits beside the weights; one template that fits
 // no candidate is not an error: it is left out of the table (its requests go to the
 // fallback) and listed in `unplanned`. Progress: progress(stage, done, total). Thread-safety:
 // reentrant; it pins a thread of its own to a core for the timed runs.
