@@ -140,12 +140,10 @@ class Engine {
       queue_.pop_front();
       // Its batch mates leave the queue with it (BatchMates: the server's rule).
       Task task{{i}, a.work_s, 1, *adm};
-      std::vector<Route> waiting;
-      for (const int w : queue_) waiting.push_back(arrivals_[static_cast<size_t>(w)].route);
-      const std::vector<size_t> mates = BatchMates(plan_, a.route, waiting);
-      for (const size_t m : mates) task.requests.push_back(queue_[m]);
-      for (auto m = mates.rbegin(); m != mates.rend(); ++m)
-        queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*m));
+      const std::vector<int> mates = TakeBatchMates(plan_, a.route, queue_, [this](int w) {
+        return arrivals_[static_cast<size_t>(w)].route;
+      });
+      task.requests.insert(task.requests.end(), mates.begin(), mates.end());
       if (task.requests.size() > 1) {
         task.remaining_s =
             o_.batch_work_s[static_cast<size_t>(a.route.entry)][task.requests.size() - 1];

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <vector>
@@ -43,6 +44,21 @@ struct Admission {
 // the requests that join the head's run: see the file comment. Empty for a batch of 1.
 std::vector<size_t> BatchMates(const ServingPlan& plan, const Route& head,
                                std::span<const Route> waiting);
+
+// Takes the head's batch mates out of `queue` (the requests waiting behind the admitted head,
+// in order; route_of(element) gives each one's route) and returns them in queue order.
+template <typename T, typename RouteOf>
+std::vector<T> TakeBatchMates(const ServingPlan& plan, const Route& head, std::deque<T>& queue,
+                              RouteOf route_of) {
+  std::vector<Route> waiting;
+  for (const T& x : queue) waiting.push_back(route_of(x));
+  const std::vector<size_t> picked = BatchMates(plan, head, waiting);
+  std::vector<T> mates;
+  for (const size_t i : picked) mates.push_back(queue[i]);
+  for (auto i = picked.rbegin(); i != picked.rend(); ++i)
+    queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(*i));
+  return mates;
+}
 
 class PlanAdmission {
  public:

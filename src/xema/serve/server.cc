@@ -449,15 +449,10 @@ void DiffusionServer::DispatchLocked() {
     head->members_left = a->span;
     if (a->span > 1) head->world = std::make_shared<comm::FakeWorld>(a->span);
     // Its batch mates leave the queue with it (plan_admission.h).
-    std::vector<Route> waiting;
-    for (const auto& j : queue_) waiting.push_back(j->route);
-    const std::vector<size_t> mates = BatchMates(*options_.serving_plan, head->route, waiting);
-    head->mates.clear();
-    for (const size_t m : mates) head->mates.push_back(queue_[m]);
-    for (auto m = mates.rbegin(); m != mates.rend(); ++m)
-      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*m));
-    in_flight_ += 1 + static_cast<int>(mates.size());
-    batch_mates_ += static_cast<int64_t>(mates.size());
+    head->mates = TakeBatchMates(*options_.serving_plan, head->route, queue_,
+                                 [](const std::shared_ptr<Job>& j) { return j->route; });
+    in_flight_ += 1 + static_cast<int>(head->mates.size());
+    batch_mates_ += static_cast<int64_t>(head->mates.size());
     for (int m = 0; m < a->span; ++m)
       ready_[static_cast<size_t>(a->device + m)].push_back({head, m});
   }
