@@ -176,7 +176,7 @@ void CopyEngine::Loop() {
       const int64_t b1 =
           w1 >= a->put.wire_bytes ? a->put.bytes : a->put.bytes * w1 / a->put.wire_bytes;
       a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
-      a->reserve_at_ns = r.start_ns;
+      a->reserve_at_ns = r.last_start_ns;
       ++a->in_flight;
       pending.push(Packet{r.arrival_ns, a, b0, b1 - b0, next_seq++});
       ++local.packets;

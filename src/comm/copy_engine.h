@@ -9,10 +9,13 @@
 // right behind the previous one's last, and delivered (signals raised) in that order, so a
 // receiver may count a stream's messages. Messages to different destinations run
 // concurrently.
-// The engine keeps at most one packet per message reserved ahead of the one on the wire (it
-// reserves packet k+1 once packet k's start time has come), so concurrent flows interleave
-// packet by packet on a shared resource (two flows get half each) while flows on disjoint
-// resources (the two directions of a link) proceed at full rate at once. Arrival times follow the
+// The engine keeps at most one packet per message reserved ahead of the one on the wire: it
+// reserves packet k+1 once packet k has started on its route's last resource, i.e. has passed
+// every queue of its path (a real link's credit-based flow control lets a sender run only a
+// few packets ahead of the bottleneck, wherever on the path it is). So concurrent flows
+// interleave packet by packet on a shared resource (two flows get half each, even when one
+// of them reaches it through a faster private link and started earlier), while flows on
+// disjoint resources (the two directions of a link) proceed at full rate at once. Arrival times follow the
 // fabric's virtual timeline, so a late wake-up delays a copy but not the packets after it (they
 // were reserved on the timeline already) unless it is later than one packet time.
 //

@@ -207,6 +207,48 @@ TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
   });
 }
 
+TEST(CopyEngine, ALaterFlowGetsItsShareOfAResourceBehindAFasterPrivateLink) {
+  // Endpoints 0 and 1 both send to 2; each reaches the shared resource s (10,000-byte packets:
+  // 2 ms each) through a private link ten times faster (0.2 ms). Endpoint 0 sends 40 packets;
+  // endpoint 1 starts 10 ms later with 10. Shared packet by packet, endpoint 1 takes every
+  // other slot of s and is done after about 10 + 2 x 10 x 2 = 50 ms, long before endpoint 0
+  // (about 100 ms). Had endpoint 0 booked s as fast as its private link lets it (40 packets
+  // in 8 ms), endpoint 1 would queue behind all of them and finish last (about 100 ms, with
+  // endpoint 0 at 80 ms).
+  PacedLinks links;
+  links.num_endpoints = 3;
+  links.resources = {{"a0", 50e6}, {"a1", 50e6}, {"s", 5e6}, {"x", 1e9}};
+  links.routes.resize(9, PacedRoute{{3}, 0});
+  links.routes[0 * 3 + 2] = {{0, 2}, 0};
+  links.routes[1 * 3 + 2] = {{1, 2}, 0};
+  links.packet_bytes = 10'000;
+  std::vector<std::atomic<int64_t>> done_ns(2);
+  RunFakeRanks(3, [&](Communicator& base) {
+    auto fabric = LinkFabric::Create(base, links);
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    auto mem = SymmetricMemory::Create(base, 1 << 20);
+    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+    CopyEngine engine(fabric->get(), base.rank());
+    std::vector<std::byte> src(400'000, std::byte{1});
+    ASSERT_TRUE(base.Barrier().ok());
+    if (base.rank() < 2) {
+      if (base.rank() == 1) SleepUntilNs(NowNs() + 10'000'000);
+      CopyEngine::Put put;
+      put.dst_endpoint = 2;
+      put.dst = (*mem)->segment(2) + base.rank() * 400'000;
+      put.src = src.data();
+      put.bytes = put.wire_bytes = base.rank() == 0 ? 400'000 : 100'000;
+      engine.Submit(put);
+      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+      done_ns[base.rank()] = NowNs();
+    }
+    ASSERT_TRUE(base.Barrier().ok());
+  });
+  EXPECT_LT(done_ns[1].load(), done_ns[0].load())
+      << "the later flow finished " << (done_ns[1] - done_ns[0]) / 1e6
+      << " ms after the earlier one: it queued behind it instead of sharing";
+}
+
 TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
   // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
   PacedLinks links;
@@ -229,8 +271,15 @@ TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
       EXPECT_EQ(r1.arrival_ns, 10'000 + 2000 + 1000);
       // The next packet on the shared resource s waits for it to be free at 12'000.
       auto r2 = (*fabric)->Reserve(0, 2, 500, 10'000);
+      EXPECT_EQ(r1.last_start_ns, 10'000);  // cut through: s starts with a
       EXPECT_EQ(r2.start_ns, 12'000);
+      EXPECT_EQ(r2.last_start_ns, 12'000);
       EXPECT_EQ(r2.arrival_ns, 12'000 + 1000);
+      // 0 -> 1 again: a is free at 11'000, s (its last resource) only at 13'000.
+      auto r3 = (*fabric)->Reserve(0, 1, 1000, 10'000);
+      EXPECT_EQ(r3.start_ns, 11'000);
+      EXPECT_EQ(r3.last_start_ns, 13'000);
+      EXPECT_EQ(r3.arrival_ns, 13'000 + 2000 + 1000);
     }
     ASSERT_TRUE(base.Barrier().ok());
   });

@@ -64,6 +64,7 @@ LinkFabric::Reservation LinkFabric::Reserve(int src, int dst, int64_t wire_bytes
   }
   pthread_mutex_unlock(&table_->mutex);
   if (route.resources.empty()) out.start_ns = earliest_ns;
+  out.last_start_ns = std::llround(prev_start);
   out.arrival_ns = std::llround(prev_end) + route.latency_ns;
   return out;
 }

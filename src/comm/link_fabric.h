@@ -9,9 +9,11 @@
 // so a resource carries the packet as soon as it is free and the packet has reached it (no
 // resource idles waiting for the others to be free together), and a packet never leaves a
 // slower resource before it came through the faster one before it. Flows that share a
-// resource queue behind each other packet by packet (fair sharing when each flow keeps at
-// most one packet reserved ahead, as copy_engine.h does), while the two directions of a link,
-// being separate resources, run at full rate at once.
+// resource queue behind each other packet by packet: fair sharing when no flow books a
+// resource further ahead than one packet, which copy_engine.h ensures by reserving a flow's
+// next packet only once the current one has started on its route's last resource
+// (last_start_ns), whichever resource of the route is the shared one. The two directions of a
+// link, being separate resources, run at full rate at once.
 //
 // Collective rules: Create is collective over the communicator whose ranks are the
 // PacedLinks endpoints (normally the world); destroy it on every rank. Reserve may be called
@@ -30,8 +32,9 @@ namespace tessera::comm {
 class LinkFabric {
  public:
   struct Reservation {
-    int64_t start_ns = 0;    // first byte on the route's first resource
-    int64_t arrival_ns = 0;  // last byte delivered (includes the route latency)
+    int64_t start_ns = 0;       // first byte on the route's first resource
+    int64_t last_start_ns = 0;  // first byte on the route's last resource: past every queue
+    int64_t arrival_ns = 0;     // last byte delivered (includes the route latency)
   };
 
   // Validates `links` (InvalidArgument) and checks that links.num_endpoints equals the
