@@ -15,9 +15,10 @@
 // few packets ahead of the bottleneck, wherever on the path it is). So concurrent flows
 // interleave packet by packet on a shared resource (two flows get half each, even when one
 // of them reaches it through a faster private link and started earlier), while flows on
-// disjoint resources (the two directions of a link) proceed at full rate at once. Arrival times follow the
-// fabric's virtual timeline, so a late wake-up delays a copy but not the packets after it (they
-// were reserved on the timeline already) unless it is later than one packet time.
+// disjoint resources (the two directions of a link) proceed at full rate at once. Arrival
+// times follow the fabric's virtual timeline, so a late wake-up delays a copy but not the
+// packets after it (they were reserved on the timeline already) unless it is later than one
+// packet time.
 //
 // The first packet of a message may start on the wire as early as the message was submitted
 // (if its resources were free then), not when the engine thread woke up to reserve it: a DMA
