@@ -45,6 +45,7 @@ struct CopyEngine::Active {
   int64_t reserved_wire = 0;  // wire bytes reserved so far
   int64_t reserve_at_ns = 0;  // when the next packet may be reserved
   int64_t not_before_ns = 0;  // earliest wire start of the next packet
+  int64_t arrival_ns = 0;     // the latest arrival of its packets on the timeline
   int in_flight = 0;          // reserved packets not copied yet
   bool Done() const { return reserved_wire >= put.wire_bytes && in_flight == 0; }
 };
@@ -145,7 +146,9 @@ void CopyEngine::Loop() {
       while (!queue_.empty()) {
         auto a = std::make_unique<Active>();
         a->put = queue_.front();
-        a->not_before_ns = std::max(a->put.not_before_ns, a->put.submitted_ns);
+        a->not_before_ns =
+            std::max(a->put.not_before_ns,
+                     a->put.ready_ns > 0 ? a->put.ready_ns : a->put.submitted_ns);
         queue_.pop_front();
         active.push_back(std::move(a));
       }
@@ -166,9 +169,11 @@ void CopyEngine::Loop() {
       if (a->reserve_at_ns > now) continue;
       // A message with no wire bytes still pays its route's latency.
       const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
-      // The first packet may start when the message was submitted; later ones from now.
-      const int64_t earliest =
-          a->reserved_wire == 0 ? a->not_before_ns : std::max(now, a->not_before_ns);
+      // The first packet may start when the message was submitted (or its data were ready);
+      // a later one when its turn came, even if this thread woke up after that.
+      const int64_t earliest = a->reserved_wire == 0
+                                   ? a->not_before_ns
+                                   : std::max(a->reserve_at_ns, a->not_before_ns);
       const LinkFabric::Reservation r = fabric_->Reserve(self_, a->put.dst_endpoint, w, earliest);
       // The real bytes in proportion to the wire bytes; the last packet takes the rest.
       const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
@@ -177,6 +182,7 @@ void CopyEngine::Loop() {
           w1 >= a->put.wire_bytes ? a->put.bytes : a->put.bytes * w1 / a->put.wire_bytes;
       a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
       a->reserve_at_ns = r.last_start_ns;
+      a->arrival_ns = std::max(a->arrival_ns, r.arrival_ns);
       ++a->in_flight;
       pending.push(Packet{r.arrival_ns, a, b0, b1 - b0, next_seq++});
       ++local.packets;
@@ -194,6 +200,12 @@ void CopyEngine::Loop() {
         std::memcpy(p.message->put.dst + p.offset, p.message->put.src + p.offset,
                     static_cast<size_t>(p.bytes));
       if (--p.message->in_flight == 0 && p.message->reserved_wire >= p.message->put.wire_bytes) {
+        if (std::atomic<int64_t>* stamp = p.message->put.arrival_stamp; stamp != nullptr) {
+          int64_t seen = stamp->load();
+          while (seen < p.message->arrival_ns &&
+                 !stamp->compare_exchange_weak(seen, p.message->arrival_ns)) {
+          }
+        }
         if (p.message->put.signal != nullptr) Bump(p.message->put.signal);
         ++finished_now;
       }

@@ -16,13 +16,16 @@
 // interleave packet by packet on a shared resource (two flows get half each, even when one
 // of them reaches it through a faster private link and started earlier), while flows on
 // disjoint resources (the two directions of a link) proceed at full rate at once. Arrival
-// times follow the fabric's virtual timeline, so a late wake-up delays a copy but not the
-// packets after it (they were reserved on the timeline already) unless it is later than one
-// packet time.
+// times follow the fabric's virtual timeline, and a packet reserved late (the thread woke up
+// after its turn) starts where it would have had the thread woken on time, so this machine's
+// scheduler delays move copies, never the timeline.
 //
 // The first packet of a message may start on the wire as early as the message was submitted
 // (if its resources were free then), not when the engine thread woke up to reserve it: a DMA
-// starts when it is issued.
+// starts when it is issued. With Put::ready_ns it may start as early as its data were ready
+// on the timeline, even if the sender's thread submitted it later: on the device a forward
+// is issued within a microsecond of the data's arrival, while a thread here may wake tens of
+// microseconds late, and those delays would otherwise add up hop after hop.
 //
 // Wake-up lead: a timed sleep on this machine wakes some tens of microseconds late (timer
 // slack is set to 1 ns, the rest is the kernel's and the hypervisor's). The engine measures
@@ -67,6 +70,16 @@ class CopyEngine {
     // scheduled ahead is reserved on the timeline at once, so the engine's wake-up jitter
     // does not delay its start. 0: as soon as submitted.
     int64_t not_before_ns = 0;
+    // The data were ready at this time of the fabric's timeline (NowNs clock; may be in the
+    // past): the first packet may start then rather than when Submit was called, so a sender
+    // that woke up late to forward data (this machine's scheduler, not the emulated device)
+    // does not delay the timeline. Give the arrival time of the data it forwards (see
+    // arrival_stamp) and the time its own inputs were complete. 0: as soon as submitted.
+    int64_t ready_ns = 0;
+    // When done, raised to at least the message's arrival time on the timeline (its last
+    // packet's) before the signal is bumped, so the receiver knows when its data arrived.
+    // May be null.
+    std::atomic<int64_t>* arrival_stamp = nullptr;
     int64_t submitted_ns = 0;  // set by Submit
   };
   struct Stats {

@@ -249,6 +249,44 @@ TEST(CopyEngine, ALaterFlowGetsItsShareOfAResourceBehindAFasterPrivateLink) {
       << " ms after the earlier one: it queued behind it instead of sharing";
 }
 
+TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival) {
+  // One 20,000-byte packet on a 1 MB/s link with 1 ms latency: 20 ms on the wire. Submitted
+  // 30 ms after its data were ready (a sender that woke up late), it still starts when the
+  // data were ready: its arrival stamp is ready + 20 ms + 1 ms exactly, and it is delivered at
+  // once (started at submission, it would take 21 ms).
+  PacedLinks links = FullMeshLinks(2, 1e6, 1'000'000);
+  links.packet_bytes = 20'000;
+  RunFakeRanks(2, [&](Communicator& base) {
+    auto fabric = LinkFabric::Create(base, links);
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    auto mem = SymmetricMemory::Create(base, 1 << 16);
+    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+    CopyEngine engine(fabric->get(), base.rank());
+    ASSERT_TRUE(base.Barrier().ok());
+    if (base.rank() == 0) {
+      std::vector<std::byte> src(20'000, std::byte{7});
+      std::atomic<int64_t> stamp{0};
+      std::atomic<uint32_t> signal{0};
+      CopyEngine::Put put;
+      put.dst_endpoint = 1;
+      put.dst = (*mem)->segment(1);
+      put.src = src.data();
+      put.bytes = put.wire_bytes = 20'000;
+      put.signal = &signal;
+      put.arrival_stamp = &stamp;
+      const int64_t submitted = NowNs();
+      put.ready_ns = submitted - 30'000'000;
+      engine.Submit(put);
+      EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
+      const int64_t done = NowNs();
+      EXPECT_EQ(stamp.load(), put.ready_ns + 21'000'000);
+      EXPECT_LT(done - submitted, 15'000'000) << "started at submission, not when ready";
+      EXPECT_EQ((*mem)->segment(1)[19'999], std::byte{7});
+    }
+    ASSERT_TRUE(base.Barrier().ok());
+  });
+}
+
 TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
   // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
   PacedLinks links;

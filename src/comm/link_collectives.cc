@@ -18,8 +18,14 @@ constexpr int kMaxSteps = PacedLinks::kMaxEndpoints;
 // then one data slot per step for each of three directions.
 constexpr int kReadySlot = 0;
 constexpr int kSlots = 1 + 3 * kMaxSteps;
-constexpr int64_t kHeaderBytes = 4096;
-static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kHeaderBytes);
+// Then, from kStampOffset, the arrival time of each chunk message per data slot
+// (copy_engine.h's Put::arrival_stamp): every data slot receives kLinkChunks messages per
+// collective, chunk 0 first, so the receiver's count on the slot names the chunk.
+constexpr int64_t kStampOffset = 4096;
+constexpr int64_t kHeaderBytes = kStampOffset + 32768;
+static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kStampOffset);
+static_assert(kSlots * kLinkChunks * sizeof(std::atomic<int64_t>) <=
+              kHeaderBytes - kStampOffset);
 
 int CwSlot(int step) { return 1 + step; }
 int CcwSlot(int step) { return 1 + kMaxSteps + step; }
@@ -134,6 +140,11 @@ std::atomic<uint32_t>* LinkCollectives::Signal(int rank, int slot) const {
   return reinterpret_cast<std::atomic<uint32_t>*>(memory_->segment(rank)) + slot;
 }
 
+std::atomic<int64_t>* LinkCollectives::Stamp(int rank, int slot, int chunk) const {
+  return reinterpret_cast<std::atomic<int64_t>*>(memory_->segment(rank) + kStampOffset) +
+         slot * kLinkChunks + chunk;
+}
+
 std::byte* LinkCollectives::Data(int rank) const { return memory_->segment(rank) + kHeaderBytes; }
 
 int64_t LinkCollectives::Deadline() const {
@@ -148,11 +159,15 @@ Status LinkCollectives::Wait(int slot) {
     return core::DeadlineExceeded("emulated collective: no data from a peer within " +
                                   std::to_string(comm_.op_timeout_s()) + " s");
   }
+  const int chunk = static_cast<int>((target - 1) % kLinkChunks);
+  timeline_ns_ = std::max(timeline_ns_, Stamp(comm_.rank(), slot, chunk)->load());
   return Status::Ok();
 }
 
+void LinkCollectives::LocalInputsReady() { timeline_ns_ = std::max(timeline_ns_, NowNs()); }
+
 void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes,
-                           int64_t elements, int slot_at_receiver) {
+                           int64_t elements, int slot_at_receiver, int chunk) {
   CopyEngine::Put put;
   put.dst_endpoint = options_.endpoint_of_rank[to_rank];
   put.dst = Data(to_rank) + dst_offset;
@@ -160,6 +175,8 @@ void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int
   put.bytes = bytes;
   put.wire_bytes = elements * options_.wire_element_bytes;
   put.signal = Signal(to_rank, slot_at_receiver);
+  put.arrival_stamp = Stamp(to_rank, slot_at_receiver, chunk);
+  put.ready_ns = timeline_ns_;
   engine_->Submit(put);
 }
 
@@ -170,6 +187,7 @@ Status LinkCollectives::BeginCollective() {
         "emulated collective: a peer did not finish the previous collective within " +
         std::to_string(comm_.op_timeout_s()) + " s");
   }
+  timeline_ns_ = 0;  // sends start when submitted until data arrive
   return Status::Ok();
 }
 
@@ -217,7 +235,7 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
                          int slot) {
     for (int j = 0; j < kLinkChunks; ++j) {
       const auto [a, b] = Chunk(lo, hi, j);
-      Send(to, block * bb + a * kT, src + a * kT, (b - a) * kT, b - a, slot);
+      Send(to, block * bb + a * kT, src + a * kT, (b - a) * kT, b - a, slot, j);
     }
   };
   auto copy_out = [&](int block, int64_t a, int64_t b) {
@@ -250,15 +268,17 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
     for (int s = 0; s < n - 1; ++s) {
       const bool more = s + 1 < n - 1;
       const int a = order[RingIndex(p - s - 1, n)];
-      RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int, int64_t x, int64_t y) {
+      RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int j, int64_t x, int64_t y) {
         if (more)
-          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1));
+          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1),
+               j);
       }));
       if (two) {
         const int b = order[RingIndex(p + s + 1, n)];
-        RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int, int64_t x, int64_t y) {
+        RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int j, int64_t x, int64_t y) {
           if (more)
-            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x, CcwSlot(s + 1));
+            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x,
+                 CcwSlot(s + 1), j);
         }));
       }
       RETURN_IF_ERROR(ready(a, 0, h0));
@@ -294,7 +314,9 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
   RETURN_IF_ERROR(BeginCollective());
   auto produce = [&](int block, int64_t lo, int64_t hi) -> Status {
     if (hooks == nullptr || !hooks->produce || lo >= hi) return Status::Ok();
-    return hooks->produce(block, lo, hi);
+    RETURN_IF_ERROR(hooks->produce(block, lo, hi));
+    LocalInputsReady();  // what is sent from here on waited for this computation
+    return Status::Ok();
   };
   if (n == 1) {
     RETURN_IF_ERROR(produce(me, 0, c));
@@ -312,7 +334,7 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
       for (int j = 0; j < kLinkChunks; ++j) {
         const auto [a, b] = Chunk(0, c, j);
         Send(to_of(s), (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to_of(s) * c + a,
-             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s));
+             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s), j);
       }
     };
     RETURN_IF_ERROR(produce(to_of(1), 0, c));
@@ -354,7 +376,7 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
       for (int64_t i = a; i < b; ++i) {
         out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[blk * c + i]);
       }
-      Send(to, (s * c + a) * kAcc, out + a, (b - a) * kAcc, b - a, out_slot);
+      Send(to, (s * c + a) * kAcc, out + a, (b - a) * kAcc, b - a, out_slot, j);
     }
     return Status::Ok();
   };

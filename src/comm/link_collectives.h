@@ -45,6 +45,12 @@
 //    floor(c / granule / 2) x granule; without hooks h0 = floor(c / 2).
 // A hook's error stops the collective (after the engine drained) and is returned.
 //
+// Timeline: a message forwarded (or added to and sent) because data arrived may start on the
+// wire at that data's arrival time on the fabric's timeline (later if the rank's own inputs,
+// a produce hook's result, were complete later), not when this rank's thread got round to
+// it; so the scheduler delays of a machine with fewer cores than threads do not add up along
+// the ring. The dependencies are the ones above (what compass/collective_model.h models).
+//
 // Synchronisation: a collective starts only after every rank finished the previous one (each
 // rank signals all peers when it is done with its window), so windows are reused safely.
 // Waits use the communicator's op timeout: DeadlineExceeded when a peer stops answering.
@@ -115,9 +121,15 @@ class LinkCollectives {
   Status EndCollective();
   // The signal counters of `rank`'s window; data counters per (direction, step).
   std::atomic<uint32_t>* Signal(int rank, int slot) const;
+  // The arrival time of chunk message `chunk` on `slot` of `rank`'s window.
+  std::atomic<int64_t>* Stamp(int rank, int slot, int chunk) const;
+  // Waits for the slot's next message and moves timeline_ns_ to its arrival time.
   Status Wait(int slot);
+  // This rank's own inputs for what it sends next are complete now (after a produce hook).
+  void LocalInputsReady();
+  // Chunk `chunk` (0..kLinkChunks-1) of a step's message to `slot_at_receiver`.
   void Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes, int64_t elements,
-            int slot_at_receiver);
+            int slot_at_receiver, int chunk);
   std::byte* Data(int rank) const;
   static std::pair<int64_t, int64_t> Chunk(int64_t lo, int64_t hi, int j);
   Status Drained(Status st);
@@ -130,6 +142,10 @@ class LinkCollectives {
   std::vector<int> position_of_rank_;
   std::vector<uint32_t> expected_;  // per slot of this rank's window
   uint32_t collectives_done_ = 0;
+  // When the data of this rank's next send are ready on the fabric's timeline: the latest
+  // arrival it waited for and the end of its latest produce hook in this collective (0 at
+  // the start: sends start when submitted). See CopyEngine::Put::ready_ns.
+  int64_t timeline_ns_ = 0;
   std::vector<std::byte> stage_;  // ReduceScatter partial sums, read by the engine
 };
 

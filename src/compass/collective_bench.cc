@@ -91,7 +91,9 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       my_end[rep * runs.size() + ri] = static_cast<double>(comm::NowNs() - start);
       my_begin[rep * runs.size() + ri] = static_cast<double>(begin - start);
       RETURN_IF_ERROR(st);
-      // Check against the plain reference (outside the timed region).
+      // Check against the plain reference (outside the timed region), once every rank is done:
+      // a rank that finished first must not take the cores of ranks still being timed.
+      RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
       if (failure.ok()) {
         for (int64_t i = 0; i < out_count && failure.ok(); ++i) {
           double want;
