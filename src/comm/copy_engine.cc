@@ -146,9 +146,8 @@ void CopyEngine::Loop() {
       while (!queue_.empty()) {
         auto a = std::make_unique<Active>();
         a->put = queue_.front();
-        a->not_before_ns =
-            std::max(a->put.not_before_ns,
-                     a->put.ready_ns > 0 ? a->put.ready_ns : a->put.submitted_ns);
+        a->not_before_ns = std::max(a->put.not_before_ns,
+                                    a->put.ready_ns > 0 ? a->put.ready_ns : a->put.submitted_ns);
         queue_.pop_front();
         active.push_back(std::move(a));
       }
@@ -171,9 +170,8 @@ void CopyEngine::Loop() {
       const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
       // The first packet may start when the message was submitted (or its data were ready);
       // a later one when its turn came, even if this thread woke up after that.
-      const int64_t earliest = a->reserved_wire == 0
-                                   ? a->not_before_ns
-                                   : std::max(a->reserve_at_ns, a->not_before_ns);
+      const int64_t earliest =
+          a->reserved_wire == 0 ? a->not_before_ns : std::max(a->reserve_at_ns, a->not_before_ns);
       const LinkFabric::Reservation r = fabric_->Reserve(self_, a->put.dst_endpoint, w, earliest);
       // The real bytes in proportion to the wire bytes; the last packet takes the rest.
       const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
