@@ -168,6 +168,7 @@ void LinkCollectives::LocalInputsReady() { timeline_ns_ = std::max(timeline_ns_,
 
 void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes,
                            int64_t elements, int slot_at_receiver, int chunk) {
+  CHECK(chunk >= 0 && chunk < kLinkChunks) << "chunk " << chunk;
   CopyEngine::Put put;
   put.dst_endpoint = options_.endpoint_of_rank[to_rank];
   put.dst = Data(to_rank) + dst_offset;
