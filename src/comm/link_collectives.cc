@@ -24,8 +24,7 @@ constexpr int kSlots = 1 + 3 * kMaxSteps;
 constexpr int64_t kStampOffset = 4096;
 constexpr int64_t kHeaderBytes = kStampOffset + 32768;
 static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kStampOffset);
-static_assert(kSlots * kLinkChunks * sizeof(std::atomic<int64_t>) <=
-              kHeaderBytes - kStampOffset);
+static_assert(kSlots * kLinkChunks * sizeof(std::atomic<int64_t>) <= kHeaderBytes - kStampOffset);
 
 int CwSlot(int step) { return 1 + step; }
 int CcwSlot(int step) { return 1 + kMaxSteps + step; }
@@ -271,15 +270,14 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
       const int a = order[RingIndex(p - s - 1, n)];
       RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int j, int64_t x, int64_t y) {
         if (more)
-          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1),
-               j);
+          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1), j);
       }));
       if (two) {
         const int b = order[RingIndex(p + s + 1, n)];
         RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int j, int64_t x, int64_t y) {
           if (more)
-            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x,
-                 CcwSlot(s + 1), j);
+            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x, CcwSlot(s + 1),
+                 j);
         }));
       }
       RETURN_IF_ERROR(ready(a, 0, h0));
