@@ -148,17 +148,13 @@ BatchTestDiffs BatchTestDitLatentsVsAlone() {
 
 TEST(BatchPipelineTest, DitOverDistinctLatentsEqualsEachLatentAlone) {
   // Measured (one BLAS thread, 2-core AMD EPYC): oneDNN bitwise, OpenBLAS 7.7e-7 of the scale.
-  const testing::BackendGuard guard;
-  for (const kernels::GemmBackend backend :
-       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
-    if (!kernels::GemmBackendAvailable(backend)) continue;
-    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+  testing::ForEachGemmBackend([&](kernels::GemmBackend backend) {
     const BatchTestDiffs d = BatchTestDitLatentsVsAlone();
     const char* name = kernels::GemmBackendName(backend);
     EXPECT_LE(d.rel, 1e-5) << name;
     std::printf("[ batch dit ] %s: latents vs alone max |diff| / max |out| = %.3g (%s)\n", name,
                 d.rel, d.bitwise ? "bitwise" : "not bitwise");
-  }
+  });
 }
 
 TEST(BatchPipelineTest, SequenceParallelDitOverDistinctLatentsEqualsOneDevice) {
@@ -316,17 +312,13 @@ TEST(BatchPipelineTest, BatchEqualsEachRequestAlone) {
   // bitwise equal; OpenBLAS 0.3.21 2.1e-6 of max(1, max |output|) (its kernels round rows
   // differently with the call's row count, and a batch's GEMMs run over more rows). The bound
   // leaves ~5x of that.
-  const testing::BackendGuard guard;
-  for (const kernels::GemmBackend backend :
-       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
-    if (!kernels::GemmBackendAvailable(backend)) continue;
-    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+  testing::ForEachGemmBackend([&](kernels::GemmBackend backend) {
     const BatchTestDiffs d = BatchTestBatchVsAlone();
     const char* name = kernels::GemmBackendName(backend);
     EXPECT_LE(d.rel, 1e-5) << name;
     std::printf("[ batch run ] %s: batch vs alone max |diff| / max(1, max |out|) = %.3g (%s)\n",
                 name, d.rel, d.bitwise ? "bitwise" : "not bitwise");
-  }
+  });
 }
 
 TEST(BatchPipelineTest, RecordedBatchReplaysBitwiseInItsLayoutArena) {

@@ -4,9 +4,11 @@
 // frees inside an op are released only at its end, so nothing lowers it), the aligned bytes
 // of each tensor it allocated (by name) and its counted FLOPs. MaxAbsDiff compares outputs;
 // SpecOf gives a request's preset; BackendGuard restores the process-wide GEMM backend a test
-// switched.
+// switched; ForEachGemmBackend runs a check under each backend the build has.
 // Thread-safety: as the allocator (one thread).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -111,5 +113,18 @@ class BackendGuard {
  private:
   kernels::GemmBackend saved_;
 };
+
+// Runs fn(backend) once under each GEMM backend this build has (oneDNN, then OpenBLAS) and
+// restores the backend in force before. A backend that cannot be selected fails the test.
+template <typename Fn>
+void ForEachGemmBackend(Fn&& fn) {
+  const BackendGuard guard;
+  for (const kernels::GemmBackend backend :
+       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
+    if (!kernels::GemmBackendAvailable(backend)) continue;
+    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok()) << kernels::GemmBackendName(backend);
+    fn(backend);
+  }
+}
 
 }  // namespace tessera::xema::testing

@@ -238,14 +238,10 @@ double SpDiffsOnRandomConfigs(const std::string& backend) {
 }
 
 TEST(SpDitTest, MatchesSingleDeviceOnRandomConfigs) {
-  const testing::BackendGuard guard;
-  for (const kernels::GemmBackend backend :
-       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
-    if (!kernels::GemmBackendAvailable(backend)) continue;
-    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+  testing::ForEachGemmBackend([&](kernels::GemmBackend backend) {
     const std::string name = kernels::GemmBackendName(backend);
     RecordProperty("sp_max_rel_diff_" + name, std::to_string(SpDiffsOnRandomConfigs(name)));
-  }
+  });
 }
 
 TEST(SpDitTest, MembersWithoutImageRowsStillMatch) {

@@ -240,11 +240,7 @@ TEST(TinyDitTest, FfnChunksMatchOneChunkOnRandomConfigs) {
   // outputs (whole 8-row blocks and no one-row tail keep every row on the kernels' paths of
   // the unchunked call); OpenBLAS's kernel choice depends on the call's row count on some
   // CPUs (AMD EPYC: up to 7.6e-7 of the scale, a few float ulps; Intel Xeon: 0 seen).
-  const testing::BackendGuard guard;
-  for (const kernels::GemmBackend backend :
-       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
-    if (!kernels::GemmBackendAvailable(backend)) continue;
-    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+  testing::ForEachGemmBackend([&](kernels::GemmBackend backend) {
     const ChunkDiffs d = FfnChunkDiffs();
     const std::string name = kernels::GemmBackendName(backend);
     EXPECT_LE(d.rel, 1e-6) << name << " over " << d.cases << " cases (max abs diff " << d.abs
@@ -253,7 +249,7 @@ TEST(TinyDitTest, FfnChunksMatchOneChunkOnRandomConfigs) {
       EXPECT_EQ(d.abs, 0.0) << "oneDNN: bitwise";
     }
     RecordProperty("ffn_chunks_max_abs_diff_" + name, std::to_string(d.abs));
-  }
+  });
 }
 
 TEST(TinyDitTest, FfnChunkRowsAreWholeBlocksWithoutAOneRowTail) {

@@ -114,12 +114,8 @@ TEST(VaeDecoderTest, TiledDecodeEqualsUntiled) {
                                    {{12, 8, 6}, 1, 10, 6, 1, 1, 1},  // three blocks (factor 4)
                                    {{16, 8}, 3, 6, 7, 9, 4, 3},      // video, slices
                                    {{12, 8, 6}, 2, 5, 9, 5, 4, 2}};  // video, slices, three blocks
-  const testing::BackendGuard guard;
   double max_diff = 0;
-  for (const kernels::GemmBackend backend :
-       {kernels::GemmBackend::kOneDnn, kernels::GemmBackend::kOpenBlas}) {
-    if (!kernels::GemmBackendAvailable(backend)) continue;
-    ASSERT_TRUE(kernels::SetGemmBackend(backend).ok());
+  testing::ForEachGemmBackend([&](kernels::GemmBackend backend) {
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Case& c = cases[ci];
       VaeDecoderConfig config;
@@ -151,7 +147,7 @@ TEST(VaeDecoderTest, TiledDecodeEqualsUntiled) {
         EXPECT_EQ(allocator.live_bytes(), vae->WeightBytes());
       }
     }
-  }
+  });
   RecordProperty("vae_tiles_max_abs_diff", std::to_string(max_diff));
 }
 
