@@ -140,6 +140,7 @@ void CopyEngine::Loop() {
   uint64_t next_seq = 0;
   Stats local;
   for (;;) {
+    ++local.wakeups;
     int64_t finished_now = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -219,14 +220,19 @@ void CopyEngine::Loop() {
                    active.end());
       local.messages += finished_now;
     }
-    // 4. Sleep until the next arrival or reservation turn, or until new work comes.
+    // 4. Sleep until the next message completes or reservation turn comes, or until new work
+    // comes. Only a message's last packet needs its own wake-up (it raises the signal); the
+    // packets before it are copied on whichever wake-up comes after their arrival, which
+    // halves the wake-ups of a long message.
     int64_t wake = kNoDeadline;
-    if (!pending.empty()) wake = pending.top().arrival_ns - lead;
     // Only the head of each stream may reserve; the messages queued behind it wait for it
     // (counting them would wake the thread again and again: a busy loop).
     claimed.clear();
     for (const auto& a : active) {
-      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
+      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) {
+        if (a->in_flight > 0) wake = std::min(wake, a->arrival_ns - lead);
+        continue;
+      }
       if (std::find(claimed.begin(), claimed.end(), a->put.dst_endpoint) != claimed.end()) {
         continue;
       }

@@ -1,8 +1,12 @@
 // CopyEngine: one rank's emulated DMA engine. A thread that takes Put requests (copy `bytes`
 // from local memory into a peer's symmetric memory, then raise a signal there), cuts each
 // into packets of PacedLinks::packet_bytes wire bytes, reserves every packet's path in the
-// LinkFabric, sleeps until the packet's arrival time (no spinning), copies its bytes and,
-// after the last packet, bumps the message's signal counter (futex.h) so the receiver wakes.
+// LinkFabric, sleeps (no spinning) until the next packet's turn to be reserved or the next
+// message's last arrival, copies every packet whose arrival time has passed and, after the
+// last packet, bumps the message's signal counter (futex.h) so the receiver wakes. Only a
+// message's last packet gets a wake-up of its own: no one reads the bytes before the signal,
+// so the packets before it are copied on whichever wake-up follows their arrival (about one
+// wake-up per packet instead of two, which lets packets be small).
 //
 // Streams, fairness and duplex: a rank's messages to one destination form a stream, sent one
 // after another in submission order (a GPU copy stream), the next one's first packet queued
@@ -88,6 +92,7 @@ class CopyEngine {
     int64_t wire_bytes = 0;
     int64_t cpu_ns = 0;        // CPU time of the engine thread so far
     int64_t late_wake_ns = 0;  // total lateness of packet copies past their arrival time
+    int64_t wakeups = 0;       // passes of the engine thread's loop (each follows a wake-up)
   };
 
   // `self_endpoint` is this rank's endpoint in the fabric. The fabric must outlive the engine.

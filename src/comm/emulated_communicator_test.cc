@@ -287,6 +287,44 @@ TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival)
   });
 }
 
+TEST(CopyEngine, WakesOncePerPacketNotAlsoForEachPacketsArrival) {
+  // 20 packets of 10,000 bytes on a 10 MB/s link with 3.5 ms latency: a packet's turn to
+  // reserve comes every 1 ms (k ms) and its arrival 3.5 ms after its last byte (k + 4.5 ms),
+  // never at a turn. Only the last packet's arrival needs its own wake-up (it raises the
+  // signal); the others are copied on the next turn's wake-up. So about 21 wake-ups, not the
+  // 40 that waking for every arrival takes. Every byte still lands.
+  PacedLinks links = FullMeshLinks(2, 10e6, 3'500'000);
+  links.packet_bytes = 10'000;
+  RunFakeRanks(2, [&](Communicator& base) {
+    auto fabric = LinkFabric::Create(base, links);
+    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+    auto mem = SymmetricMemory::Create(base, 1 << 18);
+    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+    CopyEngine engine(fabric->get(), base.rank());
+    ASSERT_TRUE(base.Barrier().ok());
+    if (base.rank() == 0) {
+      std::vector<std::byte> src(200'000);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 & 0xFF);
+      std::atomic<uint32_t> signal{0};
+      CopyEngine::Put put;
+      put.dst_endpoint = 1;
+      put.dst = (*mem)->segment(1);
+      put.src = src.data();
+      put.bytes = put.wire_bytes = 200'000;
+      put.signal = &signal;
+      const int64_t before = engine.stats().wakeups;
+      engine.Submit(put);
+      EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
+      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+      const CopyEngine::Stats st = engine.stats();
+      EXPECT_EQ(st.packets, 20);
+      EXPECT_LE(st.wakeups - before, 26) << "woke for the arrivals as well as the turns";
+      EXPECT_EQ(std::memcmp((*mem)->segment(1), src.data(), src.size()), 0);
+    }
+    ASSERT_TRUE(base.Barrier().ok());
+  });
+}
+
 TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
   // Endpoint 0 -> 1 crosses resources {a (1 GB/s), s (0.5 GB/s)}; 0 -> 2 crosses {s}.
   PacedLinks links;
