@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -162,49 +163,61 @@ TEST(LinkCollectives, AlgorithmNamesRoundTrip) {
 
 // ---- The copy engine and the fabric ------------------------------------------------------
 
-TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
-  RunFakeRanks(2, [](Communicator& base) {
-    PacedLinks links = FullMeshLinks(2, 200e6, 5'000);
-    links.packet_bytes = 1024;
+// Runs fn on n fake ranks, each with a fabric over `links`, `window_bytes` of symmetric
+// memory and its own copy engine, between two barriers: every engine exists before any rank
+// sends, and outlives every rank's fn.
+void WithCopyEngines(int n, const PacedLinks& links, int64_t window_bytes,
+                     const std::function<void(Communicator&, SymmetricMemory&, CopyEngine&)>& fn) {
+  RunFakeRanks(n, [&](Communicator& base) {
     auto fabric = LinkFabric::Create(base, links);
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
-    auto mem = SymmetricMemory::Create(base, 1 << 20);
+    auto mem = SymmetricMemory::Create(base, window_bytes);
     ASSERT_TRUE(mem.ok()) << mem.status().ToString();
     CopyEngine engine(fabric->get(), base.rank());
-    auto* signal = reinterpret_cast<std::atomic<uint32_t>*>((*mem)->segment(base.rank()));
-    const int peer = 1 - base.rank();
-    // Three messages of odd sizes (wire bytes half the real bytes) and one empty one.
-    std::vector<std::byte> src(100'000);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 31 + base.rank()) & 0xFF);
-    const int64_t sizes[] = {1, 4097, 60'000, 0};
-    int64_t offset = 64;
-    for (int64_t b : sizes) {
-      CopyEngine::Put put;
-      put.dst_endpoint = peer;
-      put.dst = (*mem)->segment(peer) + offset;
-      put.src = src.data();
-      put.bytes = b;
-      put.wire_bytes = b / 2;
-      put.signal = reinterpret_cast<std::atomic<uint32_t>*>((*mem)->segment(peer));
-      engine.Submit(put);
-      offset += b;
-    }
-    EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
-    EXPECT_TRUE(WaitAtLeast(signal, 4, NowNs() + 20'000'000'000));
     ASSERT_TRUE(base.Barrier().ok());
-    offset = 64;
-    const std::byte* mine = (*mem)->segment(base.rank());
-    for (int64_t b : sizes) {
-      for (int64_t i = 0; i < b; ++i) {
-        ASSERT_EQ(mine[offset + i], std::byte((i * 31 + peer) & 0xFF)) << "byte " << i;
-      }
-      offset += b;
-    }
-    const CopyEngine::Stats st = engine.stats();
-    EXPECT_EQ(st.messages, 4);
-    EXPECT_EQ(st.wire_bytes, 0 + 2048 + 30'000);
+    fn(base, **mem, engine);
     ASSERT_TRUE(base.Barrier().ok());
   });
+}
+
+TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
+  PacedLinks links = FullMeshLinks(2, 200e6, 5'000);
+  links.packet_bytes = 1024;
+  WithCopyEngines(
+      2, links, 1 << 20, [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
+        auto* signal = reinterpret_cast<std::atomic<uint32_t>*>(mem.segment(base.rank()));
+        const int peer = 1 - base.rank();
+        // Three messages of odd sizes (wire bytes half the real bytes) and one empty one.
+        std::vector<std::byte> src(100'000);
+        for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 31 + base.rank()) & 0xFF);
+        const int64_t sizes[] = {1, 4097, 60'000, 0};
+        int64_t offset = 64;
+        for (int64_t b : sizes) {
+          CopyEngine::Put put;
+          put.dst_endpoint = peer;
+          put.dst = mem.segment(peer) + offset;
+          put.src = src.data();
+          put.bytes = b;
+          put.wire_bytes = b / 2;
+          put.signal = reinterpret_cast<std::atomic<uint32_t>*>(mem.segment(peer));
+          engine.Submit(put);
+          offset += b;
+        }
+        EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+        EXPECT_TRUE(WaitAtLeast(signal, 4, NowNs() + 20'000'000'000));
+        ASSERT_TRUE(base.Barrier().ok());
+        offset = 64;
+        const std::byte* mine = mem.segment(base.rank());
+        for (int64_t b : sizes) {
+          for (int64_t i = 0; i < b; ++i) {
+            ASSERT_EQ(mine[offset + i], std::byte((i * 31 + peer) & 0xFF)) << "byte " << i;
+          }
+          offset += b;
+        }
+        const CopyEngine::Stats st = engine.stats();
+        EXPECT_EQ(st.messages, 4);
+        EXPECT_EQ(st.wire_bytes, 0 + 2048 + 30'000);
+      });
 }
 
 TEST(CopyEngine, ALaterFlowGetsItsShareOfAResourceBehindAFasterPrivateLink) {
@@ -223,27 +236,21 @@ TEST(CopyEngine, ALaterFlowGetsItsShareOfAResourceBehindAFasterPrivateLink) {
   links.routes[1 * 3 + 2] = {{1, 2}, 0};
   links.packet_bytes = 10'000;
   std::vector<std::atomic<int64_t>> done_ns(2);
-  RunFakeRanks(3, [&](Communicator& base) {
-    auto fabric = LinkFabric::Create(base, links);
-    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
-    auto mem = SymmetricMemory::Create(base, 1 << 20);
-    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    CopyEngine engine(fabric->get(), base.rank());
-    std::vector<std::byte> src(400'000, std::byte{1});
-    ASSERT_TRUE(base.Barrier().ok());
-    if (base.rank() < 2) {
-      if (base.rank() == 1) SleepUntilNs(NowNs() + 10'000'000);
-      CopyEngine::Put put;
-      put.dst_endpoint = 2;
-      put.dst = (*mem)->segment(2) + base.rank() * 400'000;
-      put.src = src.data();
-      put.bytes = put.wire_bytes = base.rank() == 0 ? 400'000 : 100'000;
-      engine.Submit(put);
-      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
-      done_ns[base.rank()] = NowNs();
-    }
-    ASSERT_TRUE(base.Barrier().ok());
-  });
+  WithCopyEngines(3, links, 1 << 20,
+                  [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
+                    std::vector<std::byte> src(400'000, std::byte{1});
+                    if (base.rank() < 2) {
+                      if (base.rank() == 1) SleepUntilNs(NowNs() + 10'000'000);
+                      CopyEngine::Put put;
+                      put.dst_endpoint = 2;
+                      put.dst = mem.segment(2) + base.rank() * 400'000;
+                      put.src = src.data();
+                      put.bytes = put.wire_bytes = base.rank() == 0 ? 400'000 : 100'000;
+                      engine.Submit(put);
+                      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+                      done_ns[base.rank()] = NowNs();
+                    }
+                  });
   EXPECT_LT(done_ns[1].load(), done_ns[0].load())
       << "the later flow finished " << (done_ns[1] - done_ns[0]) / 1e6
       << " ms after the earlier one: it queued behind it instead of sharing";
@@ -256,35 +263,29 @@ TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival)
   // once (started at submission, it would take 21 ms).
   PacedLinks links = FullMeshLinks(2, 1e6, 1'000'000);
   links.packet_bytes = 20'000;
-  RunFakeRanks(2, [&](Communicator& base) {
-    auto fabric = LinkFabric::Create(base, links);
-    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
-    auto mem = SymmetricMemory::Create(base, 1 << 16);
-    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    CopyEngine engine(fabric->get(), base.rank());
-    ASSERT_TRUE(base.Barrier().ok());
-    if (base.rank() == 0) {
-      std::vector<std::byte> src(20'000, std::byte{7});
-      std::atomic<int64_t> stamp{0};
-      std::atomic<uint32_t> signal{0};
-      CopyEngine::Put put;
-      put.dst_endpoint = 1;
-      put.dst = (*mem)->segment(1);
-      put.src = src.data();
-      put.bytes = put.wire_bytes = 20'000;
-      put.signal = &signal;
-      put.arrival_stamp = &stamp;
-      const int64_t submitted = NowNs();
-      put.ready_ns = submitted - 30'000'000;
-      engine.Submit(put);
-      EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
-      const int64_t done = NowNs();
-      EXPECT_EQ(stamp.load(), put.ready_ns + 21'000'000);
-      EXPECT_LT(done - submitted, 15'000'000) << "started at submission, not when ready";
-      EXPECT_EQ((*mem)->segment(1)[19'999], std::byte{7});
-    }
-    ASSERT_TRUE(base.Barrier().ok());
-  });
+  WithCopyEngines(
+      2, links, 1 << 16, [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
+        if (base.rank() == 0) {
+          std::vector<std::byte> src(20'000, std::byte{7});
+          std::atomic<int64_t> stamp{0};
+          std::atomic<uint32_t> signal{0};
+          CopyEngine::Put put;
+          put.dst_endpoint = 1;
+          put.dst = mem.segment(1);
+          put.src = src.data();
+          put.bytes = put.wire_bytes = 20'000;
+          put.signal = &signal;
+          put.arrival_stamp = &stamp;
+          const int64_t submitted = NowNs();
+          put.ready_ns = submitted - 30'000'000;
+          engine.Submit(put);
+          EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
+          const int64_t done = NowNs();
+          EXPECT_EQ(stamp.load(), put.ready_ns + 21'000'000);
+          EXPECT_LT(done - submitted, 15'000'000) << "started at submission, not when ready";
+          EXPECT_EQ(mem.segment(1)[19'999], std::byte{7});
+        }
+      });
 }
 
 TEST(CopyEngine, WakesOncePerPacketNotAlsoForEachPacketsArrival) {
@@ -295,34 +296,28 @@ TEST(CopyEngine, WakesOncePerPacketNotAlsoForEachPacketsArrival) {
   // 40 that waking for every arrival takes. Every byte still lands.
   PacedLinks links = FullMeshLinks(2, 10e6, 3'500'000);
   links.packet_bytes = 10'000;
-  RunFakeRanks(2, [&](Communicator& base) {
-    auto fabric = LinkFabric::Create(base, links);
-    ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
-    auto mem = SymmetricMemory::Create(base, 1 << 18);
-    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    CopyEngine engine(fabric->get(), base.rank());
-    ASSERT_TRUE(base.Barrier().ok());
-    if (base.rank() == 0) {
-      std::vector<std::byte> src(200'000);
-      for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 & 0xFF);
-      std::atomic<uint32_t> signal{0};
-      CopyEngine::Put put;
-      put.dst_endpoint = 1;
-      put.dst = (*mem)->segment(1);
-      put.src = src.data();
-      put.bytes = put.wire_bytes = 200'000;
-      put.signal = &signal;
-      const int64_t before = engine.stats().wakeups;
-      engine.Submit(put);
-      EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
-      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
-      const CopyEngine::Stats st = engine.stats();
-      EXPECT_EQ(st.packets, 20);
-      EXPECT_LE(st.wakeups - before, 26) << "woke for the arrivals as well as the turns";
-      EXPECT_EQ(std::memcmp((*mem)->segment(1), src.data(), src.size()), 0);
-    }
-    ASSERT_TRUE(base.Barrier().ok());
-  });
+  WithCopyEngines(
+      2, links, 1 << 18, [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
+        if (base.rank() == 0) {
+          std::vector<std::byte> src(200'000);
+          for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 & 0xFF);
+          std::atomic<uint32_t> signal{0};
+          CopyEngine::Put put;
+          put.dst_endpoint = 1;
+          put.dst = mem.segment(1);
+          put.src = src.data();
+          put.bytes = put.wire_bytes = 200'000;
+          put.signal = &signal;
+          const int64_t before = engine.stats().wakeups;
+          engine.Submit(put);
+          EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
+          EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
+          const CopyEngine::Stats st = engine.stats();
+          EXPECT_EQ(st.packets, 20);
+          EXPECT_LE(st.wakeups - before, 26) << "woke for the arrivals as well as the turns";
+          EXPECT_EQ(std::memcmp(mem.segment(1), src.data(), src.size()), 0);
+        }
+      });
 }
 
 TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
