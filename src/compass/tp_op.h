@@ -15,9 +15,7 @@
 // Layer shapes (hidden h, FFN f, TP t): qkv K = h, N = 3h/t; fc1 K = h, N = f/t (AG); proj
 // K = h/t, N = h; fc2 K = f/t, N = h (RS); wgrad of qkv: K = h, N = 3h/t.
 //
-// Inputs are seeded: element values in [-1, 1) from core::Rng seeded by (seed, rank, tensor),
-// so every rank (and a test) can rebuild every rank's inputs and compute the single-process
-// reference.
+// Seeded inputs and the single-process reference of an operator: engine/tp_op_reference.h.
 #pragma once
 
 #include <cstdint>
@@ -61,16 +59,5 @@ core::Status ValidateTpOp(const TpOpShape& s);
 int64_t DecompositionLength(const TpOpShape& s);
 // InvalidArgument "decomp:D: d must divide <what> = L" when d does not divide it (or d < 1).
 core::Status ValidateDegree(const TpOpShape& s, int d);
-
-// The seeded inputs of `rank`: x (x_count) and w (w_count: W, or dY for kWgrad).
-void TpOpInputs(const TpOpShape& s, uint64_t seed, int rank, std::vector<float>* x,
-                std::vector<float>* w);
-
-// Rank `rank`'s output computed in one process from every rank's inputs with kernels::Gemm
-// (sums over ranks in double). The reference every strategy is checked against.
-core::StatusOr<std::vector<float>> TpOpReference(const TpOpShape& s, uint64_t seed, int rank);
-
-// max |got - want| / max |want| (0 when both are all zero); InvalidArgument on a size mismatch.
-core::StatusOr<double> RelativeError(const std::vector<float>& got, const std::vector<float>& want);
 
 }  // namespace tessera::compass

@@ -16,7 +16,7 @@
 #include "cli/mpi_launch.h"
 #include "cli/options.h"
 #include "cli/rank_progress.h"
-#include "compass/links_report.h"
+#include "compass/engine/links_report.h"
 #include "core/json_util.h"
 #include "core/table.h"
 #include "core/units.h"

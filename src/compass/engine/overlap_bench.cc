@@ -1,0 +1,307 @@
+#include "compass/engine/overlap_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+
+#include "comm/futex.h"
+#include "compass/engine/link_runtime.h"
+#include "compass/engine/overlap_strategy.h"
+#include "compass/engine/run_timing.h"
+#include "compass/plan.h"
+#include "core/stats.h"
+
+namespace tessera::compass {
+
+namespace {
+
+constexpr double kCheckTolerance = 1e-5;
+constexpr int kMaxSweepDegree = 16;
+
+GemmShape WholeGemm(const TpOpShape& s) {
+  return s.kind == TpOpKind::kWgrad ? GemmShape{true, s.k, s.n, s.m}
+                                    : GemmShape{false, s.m, s.n, s.k};
+}
+
+// The choices run on one configuration: the named strategies, then the degree sweep.
+core::StatusOr<std::vector<StrategyChoice>> ChoicesFor(const TpOpShape& s,
+                                                       const OverlapBenchConfig& config) {
+  std::vector<StrategyChoice> out;
+  auto has = [&](const std::string& name) {
+    for (const StrategyChoice& c : out)
+      if (c.name == name) return true;
+    return false;
+  };
+  for (const std::string& name : config.strategies) {
+    ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy(name));
+    if (c.entry->takes_degree) {
+      core::Status st = ValidateDegree(s, c.degree);
+      if (!st.ok()) return core::InvalidArgument(s.label + ": " + st.message());
+    }
+    if (!has(c.name)) out.push_back(c);
+  }
+  for (int d : config.degrees) {
+    if (d > kMaxSweepDegree || !ValidateDegree(s, d).ok()) continue;
+    const std::string name = "decomp:" + std::to_string(d);
+    if (has(name)) continue;
+    ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy(name));
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+const OverlapRun* OverlapConfigResult::Find(const std::string& strategy) const {
+  for (const OverlapRun& r : runs)
+    if (r.strategy == strategy) return &r;
+  return nullptr;
+}
+
+core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
+                                             const hw::Topology& topology,
+                                             const kernels::TimeScale& scale,
+                                             const OverlapBenchConfig& config,
+                                             const OverlapConfigDone& config_done) {
+  const int n = world.size(), me = world.rank();
+  if (config.shapes.empty()) return core::InvalidArgument("overlap bench: no configurations");
+  if (config.repeats < 0 || config.repeats > 1000) {
+    return core::InvalidArgument("repeats: got " + std::to_string(config.repeats) +
+                                 ", must be in [0, 1000]");
+  }
+  if (config.repeats == 0 && !config.check) {
+    return core::InvalidArgument("overlap bench: repeats 0 without check measures nothing");
+  }
+  if (config.compute == ComputeMode::kRecord) {
+    return core::InvalidArgument("overlap bench: compute must be real or modeled");
+  }
+  std::vector<std::vector<StrategyChoice>> choices;
+  int64_t window = 1;
+  int total = 0;
+  for (const TpOpShape& s : config.shapes) {
+    RETURN_IF_ERROR(ValidateTpOp(s));
+    if (s.tp != n) {
+      return core::InvalidArgument(s.label + ": tp " + std::to_string(s.tp) + " on " +
+                                   std::to_string(n) + " ranks");
+    }
+    ASSIGN_OR_RETURN(std::vector<StrategyChoice> c, ChoicesFor(s, config));
+    if (c.empty()) return core::InvalidArgument(s.label + ": no strategy to run");
+    int timed = 0;
+    for (const StrategyChoice& x : c) timed += x.entry->timed ? 1 : 0;
+    total += static_cast<int>(c.size()) * (config.check ? 2 : 1) + timed * config.repeats;
+    choices.push_back(std::move(c));
+    window = std::max(window, OverlapWindowBytes(s));
+  }
+  ASSIGN_OR_RETURN(LinkRuntime rt,
+                   StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));
+  OverlapContext ctx(world, rt.single.get(), rt.dual.get());
+
+  OverlapBench out;
+  out.topology = topology.name();
+  out.ranks = n;
+  out.scale = scale;
+  out.compute = config.compute;
+  out.checked = config.check;
+  out.repeats = config.repeats;
+  for (int r : rt.ring1.order) out.ring1_order.push_back(rt.devices[r]);
+  for (int r : rt.ring2.order) out.ring2_order.push_back(rt.devices[r]);
+
+  int done = 0;
+  auto tick = [&] {
+    ++done;
+    if (me == 0 && config.progress) config.progress(done, total);
+  };
+  // Every rank starts a run at one instant (untimed runs too, so no rank races ahead).
+  auto start_together = [&](int64_t delay_ns) -> core::StatusOr<int64_t> {
+    ASSIGN_OR_RETURN(int64_t start, rt.barrier->Arrive(delay_ns, 600.0));
+    comm::SleepUntilNs(start);
+    return start;
+  };
+  std::vector<float> x, w, y, ref;
+  for (size_t ci = 0; ci < config.shapes.size(); ++ci) {
+    const TpOpShape& s = config.shapes[ci];
+    const std::vector<StrategyChoice>& cs = choices[ci];
+    TpOpInputs(s, config.seed + ci, me, &x, &w);
+    y.assign(static_cast<size_t>(s.y_count()), 0.0f);
+    const OpBuffers io{x.data(), w.data(), y.data()};
+
+    // 1. Record every strategy's GEMM shapes (collectives run, GEMMs do not); rank 0 times
+    // them alone while the others sleep in the futex barrier.
+    ctx.set_mode(ComputeMode::kRecord);
+    std::vector<std::vector<GemmShape>> used(cs.size());  // each strategy's GEMMs, in order
+    std::vector<GemmShape> shapes;
+    for (size_t k = 0; k < cs.size(); ++k) {
+      RETURN_IF_ERROR(start_together(0).status());
+      RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
+      used[k] = ctx.TakeRecorded();
+      shapes.insert(shapes.end(), used[k].begin(), used[k].end());
+      tick();
+    }
+    shapes.push_back(WholeGemm(s));
+    std::sort(shapes.begin(), shapes.end());
+    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+    double count = static_cast<double>(shapes.size());
+    RETURN_IF_ERROR(world.AllReduceSum(std::span<double>(&count, 1)));
+    if (count != static_cast<double>(shapes.size()) * n) {
+      return core::Internal(s.label + ": the ranks ran different GEMM shapes");
+    }
+    GemmProfile profile;
+    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &profile));
+
+    OverlapConfigResult result;
+    result.shape = s;
+    result.gemm_s = profile.at(WholeGemm(s)) / scale.scale;
+    for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
+    const double block_wire =
+        2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
+    const CollectiveTimer model =
+        OperatorCollectiveTimer(topology, out.ring1_order, out.ring2_order, s.kind);
+    auto model_ring1 = [&](double wire_bytes) { return model(comm::LinkAlgo::kRing1, wire_bytes); };
+    result.modeled_collective_s = model_ring1(block_wire);
+    for (comm::LinkAlgo a :
+         {comm::LinkAlgo::kRing1, comm::LinkAlgo::kRing2, comm::LinkAlgo::kDirect}) {
+      result.modeled_collective_by_algo[a] = model(a, block_wire);
+    }
+    for (size_t k = 0; k < cs.size(); ++k) {
+      OverlapRun r;
+      r.strategy = cs[k].name;
+      r.degree = cs[k].degree;
+      r.timed = cs[k].entry->timed && config.repeats > 0;
+      for (const GemmShape& g : used[k]) r.compute_s += profile.at(g) / scale.scale;
+      if (r.degree > 0) r.part_collective_s = model_ring1(block_wire / r.degree);
+      result.runs.push_back(r);
+    }
+
+    // 2. --check: real compute, every strategy against the single-process reference.
+    if (config.check) {
+      ASSIGN_OR_RETURN(ref, TpOpReference(s, config.seed + ci, me));
+      ctx.set_mode(ComputeMode::kReal);
+      std::vector<double> errors(cs.size());
+      for (size_t k = 0; k < cs.size(); ++k) {
+        std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+        RETURN_IF_ERROR(start_together(0).status());
+        RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
+        ASSIGN_OR_RETURN(errors[k], RelativeError(y, ref));
+        if (!std::isfinite(errors[k])) errors[k] = 1e30;
+        tick();
+      }
+      std::vector<double> all(errors.size() * n);
+      RETURN_IF_ERROR(world.AllGather(std::span<const double>(errors), std::span<double>(all)));
+      for (size_t k = 0; k < cs.size(); ++k) {
+        double worst = 0;
+        int worst_rank = 0;
+        for (int r = 0; r < n; ++r) {
+          if (all[r * cs.size() + k] > worst) {
+            worst = all[r * cs.size() + k];
+            worst_rank = r;
+          }
+        }
+        result.runs[k].rel_error = worst;
+        if (worst > kCheckTolerance) {
+          return core::Internal(s.label + ": strategy " + cs[k].name + " differs from the " +
+                                "single-process GEMM on rank " + std::to_string(worst_rank) +
+                                " by " + std::to_string(worst) + " (relative, tolerance 1e-5)");
+        }
+      }
+    }
+
+    // 3. Timed rounds, strategies interleaved.
+    if (config.repeats > 0) {
+      ctx.set_mode(config.compute);
+      ctx.set_profile(&profile);
+      std::vector<size_t> timed;
+      for (size_t k = 0; k < cs.size(); ++k)
+        if (result.runs[k].timed) timed.push_back(k);
+      if (config.compute == ComputeMode::kReal && !config.check) {
+        for (size_t k : timed) {  // warm-up: the first real run touches every buffer
+          RETURN_IF_ERROR(start_together(0).status());
+          RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
+        }
+      }
+      std::vector<double> begin_ns, end_ns;
+      for (int rep = 0; rep < config.repeats; ++rep) {
+        for (size_t k : timed) {
+          ASSIGN_OR_RETURN(int64_t start, start_together(2'000'000));
+          const int64_t b = comm::NowNs();
+          RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
+          end_ns.push_back(static_cast<double>(comm::NowNs() - start));
+          begin_ns.push_back(static_cast<double>(b - start));
+          tick();
+        }
+      }
+      ASSIGN_OR_RETURN(std::vector<double> t,
+                       GatherRunTimesS(world, begin_ns, end_ns, scale.scale));
+      for (size_t j = 0; j < timed.size(); ++j) {
+        std::vector<double> per;
+        for (int rep = 0; rep < config.repeats; ++rep) per.push_back(t[rep * timed.size() + j]);
+        OverlapRun& r = result.runs[timed[j]];
+        r.median_s = core::Median(per);
+        // The medians of the even and of the odd rounds: how far one median moves.
+        std::vector<double> even, odd;
+        for (size_t i = 0; i < per.size(); ++i) (i % 2 == 0 ? even : odd).push_back(per[i]);
+        r.cv = core::Mean(per) > 0 ? core::StdDev(per) / core::Mean(per) : 0;
+        if (!even.empty() && !odd.empty() && r.median_s > 0) {
+          r.half_spread = std::fabs(core::Median(even) - core::Median(odd)) / r.median_s;
+        }
+        r.min_s = *std::min_element(per.begin(), per.end());
+        r.max_s = *std::max_element(per.begin(), per.end());
+      }
+    }
+    out.configs.push_back(std::move(result));
+    if (me == 0 && config_done) {
+      config_done(static_cast<int>(ci), static_cast<int>(config.shapes.size()), out.configs.back());
+    }
+  }
+  return out;
+}
+
+core::Json ToJson(const OverlapBench& b) {
+  core::Json configs = core::Json::array();
+  for (const OverlapConfigResult& c : b.configs) {
+    core::Json runs = core::Json::array();
+    for (const OverlapRun& r : c.runs) {
+      core::Json j = {{"strategy", r.strategy}, {"timed", r.timed}};
+      if (r.degree > 0) j["degree"] = r.degree;
+      j["profiled_compute_s"] = r.compute_s;
+      if (r.degree > 0) j["modeled_part_collective_s"] = r.part_collective_s;
+      if (r.timed) {
+        j["measured_median_s"] = r.median_s;
+        j["measured_min_s"] = r.min_s;
+        j["measured_max_s"] = r.max_s;
+        j["half_spread"] = r.half_spread;
+        j["cv"] = r.cv;
+      }
+      if (r.rel_error >= 0) j["rel_error"] = r.rel_error;
+      runs.push_back(j);
+    }
+    core::Json by_algo = core::Json::object();
+    for (const auto& [a, t] : c.modeled_collective_by_algo) by_algo[comm::LinkAlgoName(a)] = t;
+    configs.push_back({{"label", c.shape.label},
+                       {"op", TpOpKindName(c.shape.kind)},
+                       {"m", c.shape.m},
+                       {"n", c.shape.n},
+                       {"k", c.shape.k},
+                       {"tp", c.shape.tp},
+                       {"gemm_s", c.gemm_s},
+                       {"modeled_collective_s", c.modeled_collective_s},
+                       {"modeled_collective_by_algo", by_algo},
+                       {"runs", runs}});
+  }
+  return {{"topology", b.topology},
+          {"ranks", b.ranks},
+          {"time_scale", b.scale.scale},
+          {"time_scale_source", b.scale.source},
+          {"compute", ComputeModeName(b.compute)},
+          {"compute_note", b.compute == ComputeMode::kModeled
+                               ? "emulated compute: each GEMM sleeps for its profiled time"
+                               : "real GEMMs, one thread per rank"},
+          {"checked", b.checked},
+          {"repeats", b.repeats},
+          {"ring1_order", b.ring1_order},
+          {"ring2_order", b.ring2_order},
+          {"times", "device seconds: measured = emulated wall time / time_scale"},
+          {"configs", configs}};
+}
+
+}  // namespace tessera::compass

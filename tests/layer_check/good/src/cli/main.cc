@@ -1,0 +1,2 @@
+#include "compass/engine/run.h"
+#include "xema/serve/server.h"

@@ -1,0 +1,1 @@
+#include "xema/serve/server.h"

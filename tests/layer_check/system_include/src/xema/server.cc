@@ -1,0 +1,1 @@
+#include "compass/selector.h"

@@ -1,0 +1,1 @@
+#include "compass/plan.h"

@@ -1,0 +1,1 @@
+#include "xema/trace.h"
