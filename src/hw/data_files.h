@@ -1,9 +1,10 @@
 // Where tessera's versioned data files (hardware presets: data/hw/devices/<name>.json,
-// data/hw/clusters/<name>.json) are read from. A data file is looked up by its path relative
-// to a data root ("hw/clusters/a800x16.json") in these roots, first hit wins:
+// data/hw/clusters/<name>.json; model shapes: data/models/<name>.json) are read from. A data file
+// is looked up by its path relative to a data root ("hw/clusters/a800x16.json") in these roots,
+// first hit wins:
 //   1. $TESSERA_DATA_DIR (a checkout's data/ folder, or a copy of share/tessera);
 //   2. the install dir next to the executable: <exe dir>/../share/tessera (the CMake install
-//      rule puts data/hw there);
+//      rule puts data/hw and data/models there);
 //   3. the copy embedded in the binary at build time (embedded_data.h).
 // A file found in a root is used even if it is malformed (the error names it); a later root
 // is tried only when the file is absent. DataFile::origin says which root served the file.

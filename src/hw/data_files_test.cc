@@ -28,9 +28,11 @@ std::string ReadAll(const std::filesystem::path& p) {
 TEST(DataFilesTest, EmbeddedCopyMatchesSourceTree) {
   const std::filesystem::path data = TESSERA_SOURCE_DATA_DIR;
   std::vector<std::string> on_disk;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(data / "hw")) {
-    if (e.is_regular_file() && e.path().extension() == ".json") {
-      on_disk.push_back(std::filesystem::relative(e.path(), data).string());
+  for (const char* dir : {"hw", "models"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(data / dir)) {
+      if (e.is_regular_file() && e.path().extension() == ".json") {
+        on_disk.push_back(std::filesystem::relative(e.path(), data).string());
+      }
     }
   }
   std::sort(on_disk.begin(), on_disk.end());

@@ -1,6 +1,7 @@
 #include "models/dit_spec.h"
 
 #include "core/input_file.h"
+#include "models/model_presets.h"
 
 namespace tessera::models {
 
@@ -78,11 +79,20 @@ StatusOr<DitModel> DitModelFromJson(const Json& j, const std::string& source) {
   return r;
 }
 
-std::vector<std::string> DitModelPresetNames() { return {"wan2.1-1.3b"}; }
+std::vector<std::string> DitModelPresetNames() { return ModelPresetNames("dit"); }
 
 StatusOr<DitModel> DitModelPreset(const std::string& name) {
-  if (name == "wan2.1-1.3b") return DitModel{name, 1536, 12, 30, 8960, 512, 2};
-  return core::NotFound("model: got '" + name + "', must be one of wan2.1-1.3b or a JSON file");
+  auto preset = LoadModelPreset(name, "dit");
+  if (preset.status().code() == core::StatusCode::kNotFound) {
+    std::string all;
+    for (const std::string& n : DitModelPresetNames()) all += (all.empty() ? "" : ", ") + n;
+    return core::NotFound("model: got '" + name + "', must be one of " + all + " or a JSON file");
+  }
+  if (!preset.ok()) return preset.status();
+  ASSIGN_OR_RETURN(const Json* shape, PresetSection(*preset, "transformer"));
+  Json j = *shape;
+  j["name"] = preset->name;
+  return DitModelFromJson(j, preset->origin + ": transformer");
 }
 
 StatusOr<DitModel> LoadDitModel(const std::string& name_or_path) {

@@ -1,7 +1,8 @@
 // DitModel: the shape of a Diffusion Transformer as the cost model and the engine see it.
 // Sizes are element counts; bytes_per_elem is the training dtype width (2 for bf16).
-// Preset "wan2.1-1.3b": hidden 1536, 12 heads (head dim 128), 30 layers, FFN 8960,
-// 512 text tokens for cross-attention. Plain value; thread-safe to read.
+// Presets are the "dit" model files (model_presets.h), e.g. data/models/wan2.1-1.3b.json: hidden
+// 1536, 12 heads (head dim 128), 30 layers, FFN 8960, 512 text tokens for cross-attention.
+// Plain value; thread-safe to read.
 #pragma once
 
 #include <cstdint>

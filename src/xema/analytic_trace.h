@@ -3,7 +3,7 @@
 // provenance "modeled": no GPU run produced them. They give `layout`, `intervals` and
 // `allocsim` realistic shapes until the pipeline records traces.
 //
-// Models (AnalyticModelNames()):
+// Models (AnalyticModelNames(); their shapes are data files, analytic_model.h):
 //   flux2-dev     DiT 32B: 8 double + 48 single blocks, hidden 6144 (48 heads x 128), MLP
 //                 ratio 3; Mistral-Small 24B text encoder (40 layers, hidden 5120, FFN 32768,
 //                 512 tokens); image tokens = W*H/256 (VAE /8, patch 2) + 512 text tokens;
@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "xema/analytic_model.h"
 #include "xema/memory_trace.h"
 
 namespace tessera::xema {
@@ -92,8 +93,6 @@ struct AnalyticModelInfo {
 };
 // NotFound for an unknown name.
 core::StatusOr<AnalyticModelInfo> FindAnalyticModel(const std::string& model);
-
-std::vector<std::string> AnalyticModelNames();
 
 // "1024x1024" -> (width, height); each in [16, 16384]. InvalidArgument "size: got ..." else.
 core::StatusOr<std::pair<int64_t, int64_t>> ParseImageSize(const std::string& text);
