@@ -55,7 +55,7 @@ void Print(const compass::OverlapBench& b, const compass::OverlapSummary& sum,
   std::printf("topology %s, TP %d on devices 0..%d, time scale s = %.1f (%s)\n", b.topology.c_str(),
               b.ranks, b.ranks - 1, b.scale.scale, b.scale.source.c_str());
   std::printf("compute: %s; ring1 order %s, ring2 order %s\n",
-              b.compute == compass::ComputeMode::kModeled
+              b.compute == runtime::ComputeMode::kModeled
                   ? "MODELED (emulated compute: each GEMM sleeps for its profiled time)"
                   : "real GEMMs, one thread per rank",
               core::Json(b.ring1_order).dump().c_str(), core::Json(b.ring2_order).dump().c_str());
@@ -165,7 +165,7 @@ Status BenchOnWorld(const CompassBenchArgs& a, comm::Communicator& world) {
   ASSIGN_OR_RETURN(o.shapes, compass::GridShapes(grid, world.size()));
   o.strategies = grid.strategies;
   o.degrees = grid.degrees;
-  o.compute = a.compute == "modeled" ? compass::ComputeMode::kModeled : compass::ComputeMode::kReal;
+  o.compute = a.compute == "modeled" ? runtime::ComputeMode::kModeled : runtime::ComputeMode::kReal;
   o.check = a.check;
   o.repeats = a.repeats;
   std::optional<double> fixed;

@@ -61,7 +61,7 @@ void PrintGptRun(const compass::GptRun& r) {
       r.tp - 1, static_cast<long long>(r.batch), static_cast<long long>(r.seq), r.strategy.c_str());
   std::printf("time scale s = %.1f (%s); %s; times in device ms\n", r.scale.scale,
               r.scale.source.c_str(),
-              r.compute == compass::ComputeMode::kModeled
+              r.compute == runtime::ComputeMode::kModeled
                   ? "MODELED TP GEMMs (each sleeps for its profiled time; attention, norms, head "
                     "and optimizer compute; losses not meaningful)"
                   : "real GEMMs, one thread per rank");
@@ -115,7 +115,7 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
   c.strategy = a.strategy;
   c.steps = a.steps;
   c.check = a.check;
-  c.compute = a.compute == "modeled" ? compass::ComputeMode::kModeled : compass::ComputeMode::kReal;
+  c.compute = a.compute == "modeled" ? runtime::ComputeMode::kModeled : runtime::ComputeMode::kReal;
   c.profile = profile ? &*profile : nullptr;
   c.profile_name = "--profile " + a.profile;
   std::optional<double> fixed;

@@ -112,10 +112,10 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     return core::InvalidArgument(
         fmt::format("--steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
   }
-  if (c.compute != ComputeMode::kReal && c.compute != ComputeMode::kModeled) {
+  if (c.compute != runtime::ComputeMode::kReal && c.compute != runtime::ComputeMode::kModeled) {
     return core::InvalidArgument("compass run: compute must be real or modeled");
   }
-  if (c.check && c.compute != ComputeMode::kReal) {
+  if (c.check && c.compute != runtime::ComputeMode::kReal) {
     return core::InvalidArgument(
         "--check needs --compute real (modeled GEMMs do not write their outputs)");
   }
@@ -147,7 +147,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   }
   ASSIGN_OR_RETURN(LinkRuntime rt, StartLinkRuntime(world, topology, scale, window, std::nullopt));
   OverlapContext ctx(world, rt.single.get(), rt.dual.get());
-  ctx.set_mode(ComputeMode::kReal);
+  ctx.compute().set_mode(runtime::ComputeMode::kReal);
 
   GptRun out;
   out.topology = topology.name();
@@ -164,7 +164,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   for (int r : rt.ring2.order) ring2.push_back(rt.devices[r]);
 
   // The GEMM times auto needs: every whole and part shape, timed on rank 0 alone.
-  GemmProfile gemm_s;
+  runtime::GemmProfile gemm_s;
   const OverheadTable overheads = c.profile != nullptr ? c.profile->overheads : OverheadTable{};
   out.overheads_source =
       c.profile != nullptr
@@ -174,18 +174,18 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     return OperatorCollectiveTimer(topology, ring1, ring2, s.kind)(a, wire);
   };
   if (c.strategy == "auto") {
-    std::set<GemmShape> wanted;
+    std::set<runtime::GemmShape> wanted;
     const OpGemmTimer record = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
-      wanted.insert(GemmShape{t, gm, gn, gk});
+      wanted.insert(runtime::GemmShape{t, gm, gn, gk});
       return 1.0;
     };
     RETURN_IF_ERROR(
         ChooseGptStrategies("auto", ops, record, collective, overheads, c.selector).status());
-    const std::vector<GemmShape> shapes(wanted.begin(), wanted.end());
+    const std::vector<runtime::GemmShape> shapes(wanted.begin(), wanted.end());
     RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
   }
   const OpGemmTimer lookup = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
-    return gemm_s.at(GemmShape{t, gm, gn, gk});
+    return gemm_s.at(runtime::GemmShape{t, gm, gn, gk});
   };
   ASSIGN_OR_RETURN(out.choices,
                    ChooseGptStrategies(c.strategy, ops, lookup, collective, overheads, c.selector));
@@ -215,19 +215,19 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   }
 
   StrategyTpOps tp_ops(ctx, per_op, fallback);
-  GemmProfile modeled;
-  if (c.compute == ComputeMode::kModeled) {
+  runtime::GemmProfile modeled;
+  if (c.compute == runtime::ComputeMode::kModeled) {
     // Record every GEMM shape of one step, time them on rank 0 alone, then sleep for them.
     ASSIGN_OR_RETURN(models::GptBatch b,
                      models::MakeSyntheticGptBatch(mc.vocab, c.batch, c.seq, c.seed, 0));
-    ctx.set_mode(ComputeMode::kRecord);
+    ctx.compute().set_mode(runtime::ComputeMode::kRecord);
     RETURN_IF_ERROR(model.ForwardBackward(b, tp_ops).status());
-    std::vector<GemmShape> shapes = ctx.TakeRecorded();
+    std::vector<runtime::GemmShape> shapes = ctx.compute().TakeRecorded();
     std::sort(shapes.begin(), shapes.end());
     shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
     RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &modeled));
-    ctx.set_profile(&modeled);
-    ctx.set_mode(ComputeMode::kModeled);
+    ctx.compute().set_profile(&modeled);
+    ctx.compute().set_mode(runtime::ComputeMode::kModeled);
   }
   ASSIGN_OR_RETURN(models::AdamW opt, models::AdamW::Create(model.NumParameters(),
                                                             {.learning_rate = c.learning_rate}));
@@ -298,7 +298,7 @@ core::Json ToJson(const GptRun& r) {
                   {"parameters_per_rank", r.parameters_per_rank},
                   {"time_scale", r.scale.scale},
                   {"time_scale_source", r.scale.source},
-                  {"compute", ComputeModeName(r.compute)},
+                  {"compute", runtime::ComputeModeName(r.compute)},
                   {"overheads_source", r.overheads_source},
                   {"choices", choices},
                   {"losses", r.losses},

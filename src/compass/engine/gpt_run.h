@@ -51,7 +51,7 @@ struct GptRunConfig {
   std::string strategy = "auto";    // "auto" or an overlap_strategy.h name
   int steps = 10;
   bool check = false;
-  ComputeMode compute = ComputeMode::kReal;  // kReal or kModeled
+  runtime::ComputeMode compute = runtime::ComputeMode::kReal;  // kReal or kModeled
   uint64_t seed = 1;
   float learning_rate = 1e-3f;
   const CompassProfile* profile = nullptr;  // overheads for auto (may be null)
@@ -72,7 +72,7 @@ struct GptOpChoice {
 struct GptRun {
   std::string topology, model, strategy;
   int tp = 0;
-  ComputeMode compute = ComputeMode::kReal;
+  runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   int64_t batch = 0, seq = 0, parameters_per_rank = 0;
   kernels::TimeScale scale;
   std::string overheads_source;

@@ -14,7 +14,7 @@ namespace tessera::compass {
 namespace {
 
 core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps = 3,
-                             ComputeMode compute = ComputeMode::kReal) {
+                             runtime::ComputeMode compute = runtime::ComputeMode::kReal) {
   auto topo = hw::TopologyPreset("a6000x8");
   if (!topo.ok()) return topo.status();
   auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
@@ -25,7 +25,7 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
   config.seq = 32;
   config.steps = steps;
   config.strategy = strategy;
-  config.check = compute == ComputeMode::kReal;
+  config.check = compute == runtime::ComputeMode::kReal;
   config.compute = compute;
   std::vector<core::StatusOr<GptRun>> out(ranks, core::Internal("not run"));
   comm::RunFakeRanks(ranks, [&](comm::Communicator& world) {
@@ -100,9 +100,9 @@ TEST(CompassGptRun, ChoicesFollowTheStrategy) {
 
 // Modeled compute: the TP GEMMs sleep for their profiled times; every step is timed.
 TEST(CompassGptRun, ModeledComputeRunsEveryStep) {
-  auto r = RunOn(4, "fused-ring2", 2, ComputeMode::kModeled);
+  auto r = RunOn(4, "fused-ring2", 2, runtime::ComputeMode::kModeled);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->compute, ComputeMode::kModeled);
+  EXPECT_EQ(r->compute, runtime::ComputeMode::kModeled);
   ASSERT_EQ(r->step_s.size(), 2u);
   for (double s : r->step_s) EXPECT_GT(s, 0);
   EXPECT_TRUE(r->reference_losses.empty());
@@ -176,11 +176,11 @@ TEST(CompassGptRun, BadInputIsRefused) {
   EXPECT_NE(s.message().find("--steps"), std::string::npos) << s.ToString();
   c.steps = 1;
   c.check = true;
-  c.compute = ComputeMode::kModeled;
+  c.compute = runtime::ComputeMode::kModeled;
   s = run(c, 2);
   EXPECT_NE(s.message().find("--check needs --compute real"), std::string::npos) << s.ToString();
   c.check = false;
-  c.compute = ComputeMode::kReal;
+  c.compute = runtime::ComputeMode::kReal;
   s = run(c, 3);  // 4 heads on 3 ranks
   EXPECT_NE(s.message().find("tp 3"), std::string::npos) << s.ToString();
 }

@@ -70,12 +70,12 @@ int64_t OverlapWindowBytes(const TpOpShape& s) {
 }
 
 core::Status ProfileGemmsOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
-                                    const std::vector<GemmShape>& shapes, double divide,
-                                    GemmProfile* out) {
+                                    const std::vector<runtime::GemmShape>& shapes, double divide,
+                                    runtime::GemmProfile* out) {
   std::vector<double> times(shapes.size(), -1.0);
   core::Status profiled = core::Status::Ok();
   if (world.rank() == 0) {
-    auto p = ProfileGemms(shapes);
+    auto p = runtime::ProfileGemms(shapes);
     if (p.ok()) {
       for (size_t i = 0; i < shapes.size(); ++i) times[i] = p->at(shapes[i]) / divide;
     } else {

@@ -50,8 +50,8 @@ int64_t OverlapWindowBytes(const TpOpShape& s);
 // then broadcast: into *out, seconds divided by `divide` (the time scale for device seconds, 1
 // for wall seconds). Collective over `world`; rank 0's profiling error on every rank.
 core::Status ProfileGemmsOnRankZero(comm::Communicator& world, comm::SharedBarrier& barrier,
-                                    const std::vector<GemmShape>& shapes, double divide,
-                                    GemmProfile* out);
+                                    const std::vector<runtime::GemmShape>& shapes, double divide,
+                                    runtime::GemmProfile* out);
 
 // The time scale every rank uses: `fixed` when given, else one core's GEMM rate measured on
 // rank 0 while the others sleep on a futex barrier, broadcast. Collective over `world`.

@@ -19,9 +19,9 @@ namespace {
 constexpr double kCheckTolerance = 1e-5;
 constexpr int kMaxSweepDegree = 16;
 
-GemmShape WholeGemm(const TpOpShape& s) {
-  return s.kind == TpOpKind::kWgrad ? GemmShape{true, s.k, s.n, s.m}
-                                    : GemmShape{false, s.m, s.n, s.k};
+runtime::GemmShape WholeGemm(const TpOpShape& s) {
+  return s.kind == TpOpKind::kWgrad ? runtime::GemmShape{true, s.k, s.n, s.m}
+                                    : runtime::GemmShape{false, s.m, s.n, s.k};
 }
 
 // The choices run on one configuration: the named strategies, then the degree sweep.
@@ -73,7 +73,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
   if (config.repeats == 0 && !config.check) {
     return core::InvalidArgument("overlap bench: repeats 0 without check measures nothing");
   }
-  if (config.compute == ComputeMode::kRecord) {
+  if (config.compute == runtime::ComputeMode::kRecord) {
     return core::InvalidArgument("overlap bench: compute must be real or modeled");
   }
   std::vector<std::vector<StrategyChoice>> choices;
@@ -128,13 +128,14 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
 
     // 1. Record every strategy's GEMM shapes (collectives run, GEMMs do not); rank 0 times
     // them alone while the others sleep in the futex barrier.
-    ctx.set_mode(ComputeMode::kRecord);
-    std::vector<std::vector<GemmShape>> used(cs.size());  // each strategy's GEMMs, in order
-    std::vector<GemmShape> shapes;
+    ctx.compute().set_mode(runtime::ComputeMode::kRecord);
+    std::vector<std::vector<runtime::GemmShape>> used(
+        cs.size());  // each strategy's GEMMs, in order
+    std::vector<runtime::GemmShape> shapes;
     for (size_t k = 0; k < cs.size(); ++k) {
       RETURN_IF_ERROR(start_together(0).status());
       RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
-      used[k] = ctx.TakeRecorded();
+      used[k] = ctx.compute().TakeRecorded();
       shapes.insert(shapes.end(), used[k].begin(), used[k].end());
       tick();
     }
@@ -146,7 +147,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     if (count != static_cast<double>(shapes.size()) * n) {
       return core::Internal(s.label + ": the ranks ran different GEMM shapes");
     }
-    GemmProfile profile;
+    runtime::GemmProfile profile;
     RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &profile));
 
     OverlapConfigResult result;
@@ -168,7 +169,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
       r.strategy = cs[k].name;
       r.degree = cs[k].degree;
       r.timed = cs[k].entry->timed && config.repeats > 0;
-      for (const GemmShape& g : used[k]) r.compute_s += profile.at(g) / scale.scale;
+      for (const runtime::GemmShape& g : used[k]) r.compute_s += profile.at(g) / scale.scale;
       if (r.degree > 0) r.part_collective_s = model_ring1(block_wire / r.degree);
       result.runs.push_back(r);
     }
@@ -176,7 +177,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     // 2. --check: real compute, every strategy against the single-process reference.
     if (config.check) {
       ASSIGN_OR_RETURN(ref, TpOpReference(s, config.seed + ci, me));
-      ctx.set_mode(ComputeMode::kReal);
+      ctx.compute().set_mode(runtime::ComputeMode::kReal);
       std::vector<double> errors(cs.size());
       for (size_t k = 0; k < cs.size(); ++k) {
         std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
@@ -208,12 +209,12 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
 
     // 3. Timed rounds, strategies interleaved.
     if (config.repeats > 0) {
-      ctx.set_mode(config.compute);
-      ctx.set_profile(&profile);
+      ctx.compute().set_mode(config.compute);
+      ctx.compute().set_profile(&profile);
       std::vector<size_t> timed;
       for (size_t k = 0; k < cs.size(); ++k)
         if (result.runs[k].timed) timed.push_back(k);
-      if (config.compute == ComputeMode::kReal && !config.check) {
+      if (config.compute == runtime::ComputeMode::kReal && !config.check) {
         for (size_t k : timed) {  // warm-up: the first real run touches every buffer
           RETURN_IF_ERROR(start_together(0).status());
           RETURN_IF_ERROR(RunStrategy(ctx, cs[k], s, io));
@@ -292,8 +293,8 @@ core::Json ToJson(const OverlapBench& b) {
           {"ranks", b.ranks},
           {"time_scale", b.scale.scale},
           {"time_scale_source", b.scale.source},
-          {"compute", ComputeModeName(b.compute)},
-          {"compute_note", b.compute == ComputeMode::kModeled
+          {"compute", runtime::ComputeModeName(b.compute)},
+          {"compute_note", b.compute == runtime::ComputeMode::kModeled
                                ? "emulated compute: each GEMM sleeps for its profiled time"
                                : "real GEMMs, one thread per rank"},
           {"checked", b.checked},

@@ -39,7 +39,7 @@ struct OverlapBenchConfig {
   std::vector<TpOpShape> shapes;        // tp = world size
   std::vector<std::string> strategies;  // overlap_strategy.h names
   std::vector<int> degrees;             // decomp:D sweep (feasible D only)
-  ComputeMode compute = ComputeMode::kReal;
+  runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   bool check = false;
   int repeats = 7;  // 0: check only
   uint64_t seed = 1;
@@ -76,7 +76,7 @@ struct OverlapConfigResult {
   // The whole operator's collective per algorithm (model; ring2 on the double ring's order).
   std::map<comm::LinkAlgo, double> modeled_collective_by_algo;
   // Every GEMM shape its strategies run (whole and parts), profiled: device seconds.
-  std::vector<std::pair<GemmShape, double>> gemms;
+  std::vector<std::pair<runtime::GemmShape, double>> gemms;
   std::vector<OverlapRun> runs;
   const OverlapRun* Find(const std::string& strategy) const;
 };
@@ -85,7 +85,7 @@ struct OverlapBench {
   std::string topology;
   int ranks = 0;
   kernels::TimeScale scale;
-  ComputeMode compute = ComputeMode::kReal;
+  runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   bool checked = false;
   int repeats = 0;
   std::vector<int> ring1_order, ring2_order;  // devices in ring order

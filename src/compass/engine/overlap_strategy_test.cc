@@ -133,7 +133,7 @@ TEST(OverlapStrategy, ModeledComputeNeedsAProfiledShape) {
   auto st = OnLinkRanks(2, 1 << 20, [](comm::Communicator&, OverlapContext& ctx) {
     const TpOpShape s{TpOpKind::kAgGemm, 8, 4, 4, 2, "ag"};
     std::vector<float> x(s.x_count(), 1), w(s.w_count(), 1), y(s.y_count());
-    ctx.set_mode(ComputeMode::kModeled);
+    ctx.compute().set_mode(runtime::ComputeMode::kModeled);
     ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy("none"));
     return RunStrategy(ctx, c, s, OpBuffers{x.data(), w.data(), y.data()});
   });

@@ -71,7 +71,7 @@ core::Status MeasureContention(comm::Communicator& world, const hw::Topology& to
                                                         n, count, comm::DType::kF32),
                                                     config.wake_lead_ns));
   OverlapContext ctx(world, rt.single.get(), rt.dual.get());
-  ctx.set_mode(ComputeMode::kReal);
+  ctx.compute().set_mode(runtime::ComputeMode::kReal);
   const int64_t m = config.contention_m, nn = config.contention_n, k = config.contention_k;
   core::Rng rng(17 + world.rank());
   std::vector<float> a(m * k), w(k * nn), c(m * nn), send(count), recv(n * count);
@@ -170,12 +170,12 @@ core::StatusOr<CompassProfile> RunCompassProfile(comm::Communicator& world,
   o.shapes = config.shapes;
   o.strategies = {"none", "fused-ring1", "fused-ring2", "fused-direct"};
   o.degrees = config.degrees;
-  o.compute = ComputeMode::kReal;
+  o.compute = runtime::ComputeMode::kReal;
   o.repeats = config.repeats;
   o.wake_lead_ns = config.wake_lead_ns;
   o.progress = config.progress;
   ASSIGN_OR_RETURN(OverlapBench b, RunOverlapBench(world, topology, scale, o, config.config_done));
-  std::map<GemmShape, double> gemms;
+  std::map<runtime::GemmShape, double> gemms;
   for (const OverlapConfigResult& c : b.configs)
     for (const auto& [g, s] : c.gemms) gemms[g] = s;
   for (const auto& [g, s] : gemms) p.gemms.push_back({g.trans_a, g.m, g.n, g.k, s});
