@@ -123,8 +123,8 @@ CopyEngine::Stats CopyEngine::stats() const {
   return stats_;
 }
 
-void CopyEngine::Loop() {
-  const int64_t packet = fabric_->links().packet_bytes;
+// The engine thread's own state across wake-ups (Loop's; no lock needed).
+struct CopyEngine::LoopState {
   struct Packet {
     int64_t arrival_ns;
     Active* message;
@@ -139,112 +139,136 @@ void CopyEngine::Loop() {
   std::vector<int> claimed;  // destinations whose stream is taken this round
   uint64_t next_seq = 0;
   Stats local;
-  for (;;) {
-    ++local.wakeups;
-    int64_t finished_now = 0;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!queue_.empty()) {
-        auto a = std::make_unique<Active>();
-        a->put = queue_.front();
-        a->not_before_ns = std::max(a->put.not_before_ns,
-                                    a->put.ready_ns > 0 ? a->put.ready_ns : a->put.submitted_ns);
-        queue_.pop_front();
-        active.push_back(std::move(a));
-      }
-      if (stop_ && active.empty()) break;
+  int64_t packet_bytes = 0;  // the fabric's packet size
+};
+
+bool CopyEngine::TakeSubmitted(LoopState& s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!queue_.empty()) {
+    auto a = std::make_unique<Active>();
+    a->put = queue_.front();
+    a->not_before_ns =
+        std::max(a->put.not_before_ns, a->put.ready_ns > 0 ? a->put.ready_ns : a->put.submitted_ns);
+    queue_.pop_front();
+    s.active.push_back(std::move(a));
+  }
+  return !(stop_ && s.active.empty());
+}
+
+void CopyEngine::ReservePackets(LoopState& s, int64_t now) {
+  const int64_t packet = s.packet_bytes;
+  // Messages to one destination form a stream: only the oldest one still reserving may.
+  const size_t n = s.active.size();
+  s.claimed.clear();
+  for (size_t i = 0; i < n; ++i) {
+    Active* a = s.active[i].get();
+    if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
+    if (std::find(s.claimed.begin(), s.claimed.end(), a->put.dst_endpoint) != s.claimed.end()) {
+      continue;
     }
+    s.claimed.push_back(a->put.dst_endpoint);
+    if (a->reserve_at_ns > now) continue;
+    // A message with no wire bytes still pays its route's latency.
+    const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
+    // The first packet may start when the message was submitted (or its data were ready);
+    // a later one when its turn came, even if this thread woke up after that.
+    const int64_t earliest =
+        a->reserved_wire == 0 ? a->not_before_ns : std::max(a->reserve_at_ns, a->not_before_ns);
+    const LinkFabric::Reservation r = fabric_->Reserve(self_, a->put.dst_endpoint, w, earliest);
+    // The real bytes in proportion to the wire bytes; the last packet takes the rest.
+    const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
+    const int64_t b0 = a->put.wire_bytes == 0 ? 0 : a->put.bytes * w0 / a->put.wire_bytes;
+    const int64_t b1 =
+        w1 >= a->put.wire_bytes ? a->put.bytes : a->put.bytes * w1 / a->put.wire_bytes;
+    a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
+    a->reserve_at_ns = r.last_start_ns;
+    a->arrival_ns = std::max(a->arrival_ns, r.arrival_ns);
+    ++a->in_flight;
+    s.pending.push(LoopState::Packet{r.arrival_ns, a, b0, b1 - b0, s.next_seq++});
+    ++s.local.packets;
+    s.local.wire_bytes += w;
+    // The stream's next message may queue its first packet right behind this last one.
+    if (a->reserved_wire >= a->put.wire_bytes) s.claimed.pop_back();
+  }
+}
+
+int64_t CopyEngine::DeliverDue(LoopState& s, int64_t lead) {
+  int64_t finished_now = 0;
+  while (!s.pending.empty() && s.pending.top().arrival_ns <= NowNs() + lead) {
+    const LoopState::Packet p = s.pending.top();
+    s.pending.pop();
+    s.local.late_wake_ns += std::max<int64_t>(0, NowNs() - p.arrival_ns);
+    if (p.bytes > 0)
+      std::memcpy(p.message->put.dst + p.offset, p.message->put.src + p.offset,
+                  static_cast<size_t>(p.bytes));
+    if (--p.message->in_flight == 0 && p.message->reserved_wire >= p.message->put.wire_bytes) {
+      if (std::atomic<int64_t>* stamp = p.message->put.arrival_stamp; stamp != nullptr) {
+        int64_t seen = stamp->load();
+        while (seen < p.message->arrival_ns &&
+               !stamp->compare_exchange_weak(seen, p.message->arrival_ns)) {
+        }
+      }
+      if (p.message->put.signal != nullptr) Bump(p.message->put.signal);
+      ++finished_now;
+    }
+  }
+  return finished_now;
+}
+
+int64_t CopyEngine::NextWakeNs(LoopState& s, int64_t lead) {
+  // Only a message's last packet needs its own wake-up (it raises the signal); the packets
+  // before it are copied on whichever wake-up comes after their arrival, which halves the
+  // wake-ups of a long message.
+  int64_t wake = kNoDeadline;
+  // Only the head of each stream may reserve; the messages queued behind it wait for it
+  // (counting them would wake the thread again and again: a busy loop).
+  s.claimed.clear();
+  for (const auto& a : s.active) {
+    if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) {
+      if (a->in_flight > 0) wake = std::min(wake, a->arrival_ns - lead);
+      continue;
+    }
+    if (std::find(s.claimed.begin(), s.claimed.end(), a->put.dst_endpoint) != s.claimed.end()) {
+      continue;
+    }
+    s.claimed.push_back(a->put.dst_endpoint);
+    wake = std::min(wake, a->reserve_at_ns);
+  }
+  return wake;
+}
+
+void CopyEngine::Loop() {
+  LoopState s;
+  s.packet_bytes = fabric_->links().packet_bytes;
+  for (;;) {
+    ++s.local.wakeups;
+    if (!TakeSubmitted(s)) break;
     const int64_t now = NowNs();
     // 1. Reserve: every message whose turn has come gets its next packet on the timeline.
-    // Messages to one destination form a stream: only the oldest one still reserving may.
-    const size_t n = active.size();
-    claimed.clear();
-    for (size_t i = 0; i < n; ++i) {
-      Active* a = active[i].get();
-      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) continue;
-      if (std::find(claimed.begin(), claimed.end(), a->put.dst_endpoint) != claimed.end()) {
-        continue;
-      }
-      claimed.push_back(a->put.dst_endpoint);
-      if (a->reserve_at_ns > now) continue;
-      // A message with no wire bytes still pays its route's latency.
-      const int64_t w = std::min(packet, a->put.wire_bytes - a->reserved_wire);
-      // The first packet may start when the message was submitted (or its data were ready);
-      // a later one when its turn came, even if this thread woke up after that.
-      const int64_t earliest =
-          a->reserved_wire == 0 ? a->not_before_ns : std::max(a->reserve_at_ns, a->not_before_ns);
-      const LinkFabric::Reservation r = fabric_->Reserve(self_, a->put.dst_endpoint, w, earliest);
-      // The real bytes in proportion to the wire bytes; the last packet takes the rest.
-      const int64_t w0 = a->reserved_wire, w1 = a->reserved_wire + w;
-      const int64_t b0 = a->put.wire_bytes == 0 ? 0 : a->put.bytes * w0 / a->put.wire_bytes;
-      const int64_t b1 =
-          w1 >= a->put.wire_bytes ? a->put.bytes : a->put.bytes * w1 / a->put.wire_bytes;
-      a->reserved_wire = std::max<int64_t>(w1, 1);  // a 0-byte message counts as reserved
-      a->reserve_at_ns = r.last_start_ns;
-      a->arrival_ns = std::max(a->arrival_ns, r.arrival_ns);
-      ++a->in_flight;
-      pending.push(Packet{r.arrival_ns, a, b0, b1 - b0, next_seq++});
-      ++local.packets;
-      local.wire_bytes += w;
-      // The stream's next message may queue its first packet right behind this last one.
-      if (a->reserved_wire >= a->put.wire_bytes) claimed.pop_back();
-    }
+    ReservePackets(s, now);
     // 2. Deliver every packet whose arrival time has come.
     const int64_t lead = wake_lead_ns_.load(std::memory_order_relaxed);
-    while (!pending.empty() && pending.top().arrival_ns <= NowNs() + lead) {
-      const Packet p = pending.top();
-      pending.pop();
-      local.late_wake_ns += std::max<int64_t>(0, NowNs() - p.arrival_ns);
-      if (p.bytes > 0)
-        std::memcpy(p.message->put.dst + p.offset, p.message->put.src + p.offset,
-                    static_cast<size_t>(p.bytes));
-      if (--p.message->in_flight == 0 && p.message->reserved_wire >= p.message->put.wire_bytes) {
-        if (std::atomic<int64_t>* stamp = p.message->put.arrival_stamp; stamp != nullptr) {
-          int64_t seen = stamp->load();
-          while (seen < p.message->arrival_ns &&
-                 !stamp->compare_exchange_weak(seen, p.message->arrival_ns)) {
-          }
-        }
-        if (p.message->put.signal != nullptr) Bump(p.message->put.signal);
-        ++finished_now;
-      }
-    }
+    const int64_t finished_now = DeliverDue(s, lead);
     // 3. Retire finished messages.
     if (finished_now > 0) {
-      active.erase(std::remove_if(active.begin(), active.end(),
-                                  [](const std::unique_ptr<Active>& a) {
-                                    return a->in_flight == 0 &&
-                                           a->reserved_wire >= a->put.wire_bytes &&
-                                           a->reserved_wire > 0;
-                                  }),
-                   active.end());
-      local.messages += finished_now;
+      s.active.erase(std::remove_if(s.active.begin(), s.active.end(),
+                                    [](const std::unique_ptr<Active>& a) {
+                                      return a->in_flight == 0 &&
+                                             a->reserved_wire >= a->put.wire_bytes &&
+                                             a->reserved_wire > 0;
+                                    }),
+                     s.active.end());
+      s.local.messages += finished_now;
     }
     // 4. Sleep until the next message completes or reservation turn comes, or until new work
-    // comes. Only a message's last packet needs its own wake-up (it raises the signal); the
-    // packets before it are copied on whichever wake-up comes after their arrival, which
-    // halves the wake-ups of a long message.
-    int64_t wake = kNoDeadline;
-    // Only the head of each stream may reserve; the messages queued behind it wait for it
-    // (counting them would wake the thread again and again: a busy loop).
-    claimed.clear();
-    for (const auto& a : active) {
-      if (a->reserved_wire >= a->put.wire_bytes && a->reserved_wire > 0) {
-        if (a->in_flight > 0) wake = std::min(wake, a->arrival_ns - lead);
-        continue;
-      }
-      if (std::find(claimed.begin(), claimed.end(), a->put.dst_endpoint) != claimed.end()) {
-        continue;
-      }
-      claimed.push_back(a->put.dst_endpoint);
-      wake = std::min(wake, a->reserve_at_ns);
-    }
-    local.cpu_ns = ThreadCpuNs();
+    // comes.
+    const int64_t wake = NextWakeNs(s, lead);
+    s.local.cpu_ns = ThreadCpuNs();
     std::unique_lock<std::mutex> lock(mu_);
     finished_ += static_cast<uint64_t>(finished_now);
-    stats_ = local;
+    stats_ = s.local;
     if (finished_now > 0) done_cv_.notify_all();
-    if (!queue_.empty() || (stop_ && active.empty())) continue;
+    if (!queue_.empty() || (stop_ && s.active.empty())) continue;
     if (wake == kNoDeadline) {
       work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
     } else if (wake > NowNs()) {
@@ -252,8 +276,8 @@ void CopyEngine::Loop() {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  local.cpu_ns = ThreadCpuNs();
-  stats_ = local;
+  s.local.cpu_ns = ThreadCpuNs();
+  stats_ = s.local;
 }
 
 }  // namespace tessera::comm

@@ -116,7 +116,19 @@ class CopyEngine {
 
  private:
   struct Active;
+  // The engine thread: per wake-up, take the submitted puts, reserve, deliver, retire, sleep.
   void Loop();
+  // Loop's phases, over the engine thread's own state.
+  struct LoopState;
+  // Moves the submitted puts to the active messages; false once stopped with none left.
+  bool TakeSubmitted(LoopState& s);
+  // Gives every stream head whose turn has come (at `now`) its next packet on the timeline.
+  void ReservePackets(LoopState& s, int64_t now);
+  // Copies every packet due by now + lead; returns the messages that finished.
+  int64_t DeliverDue(LoopState& s, int64_t lead);
+  // The next wake-up: a finished-reserving message's arrival (less the lead) or a stream
+  // head's reservation turn; kNoDeadline when nothing waits.
+  int64_t NextWakeNs(LoopState& s, int64_t lead);
 
   LinkFabric* fabric_;
   int self_;

@@ -108,10 +108,8 @@ Status ValidateOps(const std::vector<TraceOp>& ops, const char* section) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Status Validate(const MemoryTrace& t) {
-  const TraceKey& k = t.key;
+// The key's fields: model, dtype, sizes, steps, sp degree, batch.
+Status ValidateKey(const TraceKey& k) {
   if (k.model.empty()) return InvalidArgument("key.model: empty, must name the model");
   if (k.dtype.empty()) return InvalidArgument("key.dtype: empty, must name the dtype (bf16)");
   const std::pair<const char*, int64_t> dims[] = {
@@ -134,6 +132,80 @@ Status Validate(const MemoryTrace& t) {
     return InvalidArgument("key.batch: got " + std::to_string(k.batch) + ", must be in [1, " +
                            std::to_string(kMaxTraceBatch) + "]");
   }
+  return Status::Ok();
+}
+
+// Tensor i of t: its id and bytes, and (not a weight) where it is allocated and freed.
+Status ValidateTensor(const MemoryTrace& t, size_t i) {
+  const TraceKey& k = t.key;
+  const int p = static_cast<int>(t.prologue.size());
+  const int s = static_cast<int>(t.body.size());
+  const int n = t.num_template_ops();
+  const TraceTensor& x = t.tensors[i];
+  const std::string path = TensorPath(i);
+  if (x.id != static_cast<int64_t>(i)) {
+    return InvalidArgument(path + ".id: got " + std::to_string(x.id) + ", must be " +
+                           std::to_string(i) + " (ids are positions in the array)");
+  }
+  if (x.bytes <= 0 || x.bytes > kMaxTensorBytes) {
+    return InvalidArgument(path + ".bytes: got " + std::to_string(x.bytes) + ", must be in [1, " +
+                           std::to_string(kMaxTensorBytes) + "]");
+  }
+  if (x.kind == TensorKind::kWeight) return Status::Ok();
+  if (x.alloc_op < 0 || x.alloc_op >= n) {
+    return InvalidArgument(path + ".alloc_op: got " + std::to_string(x.alloc_op) + ", " +
+                           OpRange(t));
+  }
+  if (x.free_op < 0 || x.free_op >= n) {
+    return InvalidArgument(path + ".free_op: got " + std::to_string(x.free_op) + ", " + OpRange(t));
+  }
+  const Section as = t.SectionOf(x.alloc_op);
+  const Section fs = t.SectionOf(x.free_op);
+  if (x.free_next_step) {
+    if (as != Section::kBody || fs != Section::kBody) {
+      return InvalidArgument(path + ".free_next_step: true needs alloc_op and free_op in the " +
+                             "body [" + std::to_string(p) + ", " + std::to_string(p + s) +
+                             "), got alloc_op " + std::to_string(x.alloc_op) + " (" +
+                             SectionName(as) + ") and free_op " + std::to_string(x.free_op) + " (" +
+                             SectionName(fs) + ")");
+    }
+    if (x.last_free_op < p + s || x.last_free_op >= n) {
+      return InvalidArgument(
+          path + ".last_free_op: got " + std::to_string(x.last_free_op) +
+          ", must be an epilogue op in [" + std::to_string(p + s) + ", " + std::to_string(n) +
+          ") (where the last step's instance of a free_next_step tensor is freed)");
+    }
+  } else {
+    if (x.last_free_op != -1) {
+      return InvalidArgument(path + ".last_free_op: got " + std::to_string(x.last_free_op) +
+                             ", only allowed with free_next_step: true");
+    }
+    if (x.free_step != -1) {
+      if (as != Section::kPrologue || fs != Section::kBody) {
+        return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
+                               ", only allowed for a prologue tensor freed at a body op");
+      }
+      if (x.free_step < 0 || x.free_step >= k.steps) {
+        return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
+                               ", must be in [0, " + std::to_string(k.steps) +
+                               ") (key.steps) or -1 for the last step");
+      }
+    }
+    if (x.free_op < x.alloc_op) {
+      return InvalidArgument(path + ".free_op: got " + std::to_string(x.free_op) +
+                             ", before alloc_op " + std::to_string(x.alloc_op) +
+                             " (free before alloc); must be >= alloc_op, or use " +
+                             "free_next_step for a body tensor freed in the next step");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Validate(const MemoryTrace& t) {
+  const TraceKey& k = t.key;
+  RETURN_IF_ERROR(ValidateKey(k));
   const int64_t num_ops =
       static_cast<int64_t>(t.prologue.size() + t.body.size() + t.epilogue.size());
   if (num_ops < 1 || num_ops > kMaxTemplateOps) {
@@ -155,73 +227,15 @@ Status Validate(const MemoryTrace& t) {
     return InvalidArgument("tensors: got " + std::to_string(t.tensors.size()) +
                            " tensors, must be <= " + std::to_string(kMaxTemplateTensors));
   }
-  const int p = static_cast<int>(t.prologue.size());
-  const int s = static_cast<int>(t.body.size());
-  const int n = t.num_template_ops();
   int64_t expanded_tensors = 0;
   for (size_t i = 0; i < t.tensors.size(); ++i) {
+    RETURN_IF_ERROR(ValidateTensor(t, i));
     const TraceTensor& x = t.tensors[i];
-    const std::string path = TensorPath(i);
-    if (x.id != static_cast<int64_t>(i)) {
-      return InvalidArgument(path + ".id: got " + std::to_string(x.id) + ", must be " +
-                             std::to_string(i) + " (ids are positions in the array)");
-    }
-    if (x.bytes <= 0 || x.bytes > kMaxTensorBytes) {
-      return InvalidArgument(path + ".bytes: got " + std::to_string(x.bytes) + ", must be in [1, " +
-                             std::to_string(kMaxTensorBytes) + "]");
-    }
     if (x.kind == TensorKind::kWeight) {
       ++expanded_tensors;
-      continue;
-    }
-    if (x.alloc_op < 0 || x.alloc_op >= n) {
-      return InvalidArgument(path + ".alloc_op: got " + std::to_string(x.alloc_op) + ", " +
-                             OpRange(t));
-    }
-    if (x.free_op < 0 || x.free_op >= n) {
-      return InvalidArgument(path + ".free_op: got " + std::to_string(x.free_op) + ", " +
-                             OpRange(t));
-    }
-    const Section as = t.SectionOf(x.alloc_op);
-    const Section fs = t.SectionOf(x.free_op);
-    if (x.free_next_step) {
-      if (as != Section::kBody || fs != Section::kBody) {
-        return InvalidArgument(path + ".free_next_step: true needs alloc_op and free_op in the " +
-                               "body [" + std::to_string(p) + ", " + std::to_string(p + s) +
-                               "), got alloc_op " + std::to_string(x.alloc_op) + " (" +
-                               SectionName(as) + ") and free_op " + std::to_string(x.free_op) +
-                               " (" + SectionName(fs) + ")");
-      }
-      if (x.last_free_op < p + s || x.last_free_op >= n) {
-        return InvalidArgument(
-            path + ".last_free_op: got " + std::to_string(x.last_free_op) +
-            ", must be an epilogue op in [" + std::to_string(p + s) + ", " + std::to_string(n) +
-            ") (where the last step's instance of a free_next_step tensor is freed)");
-      }
     } else {
-      if (x.last_free_op != -1) {
-        return InvalidArgument(path + ".last_free_op: got " + std::to_string(x.last_free_op) +
-                               ", only allowed with free_next_step: true");
-      }
-      if (x.free_step != -1) {
-        if (as != Section::kPrologue || fs != Section::kBody) {
-          return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
-                                 ", only allowed for a prologue tensor freed at a body op");
-        }
-        if (x.free_step < 0 || x.free_step >= k.steps) {
-          return InvalidArgument(path + ".free_step: got " + std::to_string(x.free_step) +
-                                 ", must be in [0, " + std::to_string(k.steps) +
-                                 ") (key.steps) or -1 for the last step");
-        }
-      }
-      if (x.free_op < x.alloc_op) {
-        return InvalidArgument(path + ".free_op: got " + std::to_string(x.free_op) +
-                               ", before alloc_op " + std::to_string(x.alloc_op) +
-                               " (free before alloc); must be >= alloc_op, or use " +
-                               "free_next_step for a body tensor freed in the next step");
-      }
+      expanded_tensors += t.SectionOf(x.alloc_op) == Section::kBody ? k.steps : 1;
     }
-    expanded_tensors += as == Section::kBody ? k.steps : 1;
   }
   if (expanded_tensors > kMaxExpandedTensors) {
     return InvalidArgument("tensors: expand to " + std::to_string(expanded_tensors) +

@@ -148,6 +148,134 @@ core::Status SpAllocateBlock(DeviceAllocator& allocator, const std::string& name
   return core::Status::Ok();
 }
 
+// One member's pass over the group (d > 1): its inputs, the rows it holds and its buffers'
+// sizes, and the Ulysses layout over the members.
+struct SpPass {
+  SpPass(const TinyDit& dit_in, DeviceAllocator& allocator_in, comm::Communicator* group_in,
+         const TinyDit::Input& input, const DitExecution& execution_in, const OpContext& context_in)
+      : dit(dit_in),
+        allocator(allocator_in),
+        group(group_in),
+        in(input),
+        execution(execution_in),
+        context(context_in) {}
+
+  const TinyDit& dit;
+  DeviceAllocator& allocator;
+  comm::Communicator* group;
+  const TinyDit::Input& in;
+  const DitExecution& execution;
+  const OpContext& context;
+  int d = 1;
+  DitRows all, mine;  // every member's rows; this member's
+  SpSizes z;
+  parallel::UlyssesLayout layout;
+};
+
+// Op "dit.embed": *cond := the conditioning, *h := this member's embedded rows.
+core::Status SpEmbed(const SpPass& s, DeviceTensor* h, DeviceTensor* cond) {
+  const models::SmallDitConfig& c = s.dit.config();
+  const int64_t hd = c.hidden, ft = c.timestep_freq_dim;
+  DeviceAllocator& allocator = s.allocator;
+  OpScope op(allocator, "dit.embed", s.context);
+  DeviceTensor temb;
+  const core::Status st = [&]() -> core::Status {
+    ASSIGN_OR_RETURN(temb,
+                     allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", TensorKind::kWorkspace));
+    ASSIGN_OR_RETURN(*cond,
+                     allocator.AllocateF32(s.all.batch * hd, "dit.cond", TensorKind::kActivation));
+    ASSIGN_OR_RETURN(*h, allocator.AllocateF32(s.z.local * hd, "dit.h", TensorKind::kActivation));
+    DitStages::Condition(s.dit, s.in, temb.f32(), cond->f32());
+    DitStages::Embed(s.dit, s.in, s.mine, temb.f32() + ft + 2 * hd, h->f32());
+    return DitStages::FinishEmbed(s.in);
+  }();
+  RETURN_IF_ERROR(SpAgree(*s.group, st, 0));
+  const DitCost cost = DitStages::EmbedCost(s.dit, s.mine, s.in.latents);
+  op.Count(cost.flops, cost.bytes);
+  return core::Status::Ok();
+}
+
+// Op "dit.block<l>": block l on this member's rows of *h, attention over the heads it holds
+// after the all-to-all.
+core::Status SpBlock(const SpPass& s, int64_t l, const DeviceTensor& cond, DeviceTensor* h) {
+  const models::SmallDitConfig& c = s.dit.config();
+  const int64_t b_n = s.all.batch, l_n = s.all.seq_len(), heads_local = c.num_heads / s.d;
+  const std::string name = fmt::format("dit.block{}", l);
+  OpScope op(s.allocator, name, s.context);
+  SpBlockBuffers b;
+  RETURN_IF_ERROR(SpAgree(*s.group, SpAllocateBlock(s.allocator, name, c, b_n, s.z, &b), 0));
+  DitStages::BlockQkv(s.dit, l, s.mine, cond.f32(), h->f32(), b.mod.f32(), b.norm.f32(),
+                      b.rstd.f32(), b.modx.f32(), b.q.f32(), b.k.f32(), b.v.f32());
+  // norm and modx are dead until the output projection: they hold the all-to-all staging.
+  const parallel::UlyssesStaging staging{b.norm.f32_span(), b.modx.f32_span()};
+  for (auto [local, split] :
+       {std::pair{&b.q, &b.q_heads}, std::pair{&b.k, &b.k_heads}, std::pair{&b.v, &b.v_heads}}) {
+    RETURN_IF_ERROR(
+        parallel::UlyssesScatter(s.group, s.layout, {local->f32()}, {split->f32()}, staging));
+  }
+  RETURN_IF_ERROR(DitStages::Attention(s.execution, name, b_n, l_n, heads_local, c.head_dim(),
+                                       b.q_heads.f32(), b.k_heads.f32(), b.v_heads.f32(),
+                                       b.o_heads.f32(), b.att.f32()));
+  RETURN_IF_ERROR(
+      parallel::UlyssesGather(s.group, s.layout, {b.o_heads.f32()}, {b.q.f32()}, staging));
+  DitStages::BlockOutFfn(s.dit, l, s.mine, b.mod.f32(), b.q.f32(), s.z.ffn_rows, h->f32(),
+                         b.norm.f32(), b.rstd.f32(), b.modx.f32(), b.ffn.f32());
+  const DitCost cost = DitStages::BlockCost(s.dit, s.mine, heads_local);
+  op.Count(cost.flops, cost.bytes);
+  return core::Status::Ok();
+}
+
+// Op "dit.final": this member's image rows through the final layer, gathered from every
+// member into "dit.out" (B, N, C_in); frees *h and *cond.
+core::StatusOr<DeviceTensor> SpFinal(const SpPass& s, DeviceTensor* h, DeviceTensor* cond) {
+  const models::SmallDitConfig& c = s.dit.config();
+  const int64_t hd = c.hidden, cin = c.in_channels;
+  const int64_t b_n = s.all.batch, n = s.all.image_tokens;
+  const int d = s.d;
+  DeviceAllocator& allocator = s.allocator;
+  OpScope op(allocator, "dit.final", s.context);
+  const int64_t img = s.mine.image_per_seq();
+  DeviceTensor fmod, norm, rstd, modx, rows_out, out;
+  const core::Status st = [&]() -> core::Status {
+    auto fws = [&](int64_t count, const char* what) {
+      return allocator.AllocateF32(count, fmt::format("dit.final.{}", what),
+                                   TensorKind::kWorkspace);
+    };
+    ASSIGN_OR_RETURN(fmod, fws(b_n * 2 * hd, "mod"));
+    if (img > 0) {
+      ASSIGN_OR_RETURN(norm, fws(b_n * img * hd, "norm"));
+      ASSIGN_OR_RETURN(rstd, fws(b_n * img, "rstd"));
+      ASSIGN_OR_RETURN(modx, fws(b_n * img * hd, "modx"));
+      ASSIGN_OR_RETURN(rows_out, fws(b_n * img * cin, "rows"));
+    }
+    ASSIGN_OR_RETURN(out, allocator.AllocateF32(b_n * n * cin, "dit.out", TensorKind::kActivation));
+    return core::Status::Ok();
+  }();
+  RETURN_IF_ERROR(SpAgree(*s.group, st, 0));
+  DitStages::Final(s.dit, s.mine, h->f32(), cond->f32(), fmod.f32(), norm.f32(), rstd.f32(),
+                   modx.f32(), rows_out.f32());
+  // Each sequence's image rows, member after member, are that sequence's rows of "dit.out".
+  std::vector<int64_t> counts(static_cast<size_t>(d)), displs(static_cast<size_t>(d));
+  int64_t pos = 0;
+  for (int j = 0; j < d; ++j) {
+    counts[j] = SpRowsOf(b_n, s.all.text_tokens, n, d, j).image_per_seq() * cin;
+    displs[j] = pos;
+    pos += counts[j];
+  }
+  float no_rows = 0.0f;  // a valid address for a member without image rows
+  for (int64_t q = 0; q < b_n; ++q) {
+    const float* send = img > 0 ? rows_out.f32() + q * img * cin : &no_rows;
+    RETURN_IF_ERROR(s.group->AllGatherV(
+        std::span<const float>(send, static_cast<size_t>(img * cin)),
+        std::span<float>(out.f32() + q * n * cin, static_cast<size_t>(n * cin)), counts, displs));
+  }
+  h->Reset();
+  cond->Reset();
+  const DitCost cost = DitStages::FinalCost(s.dit, s.mine);
+  op.Count(cost.flops, cost.bytes);
+  return out;
+}
+
 }  // namespace
 
 DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d, int member) {
@@ -177,112 +305,33 @@ core::StatusOr<DeviceTensor> SequenceParallelForward(const TinyDit& dit, DeviceA
       SpAgree(*group, valid, valid.ok() ? SpInputFingerprint(dit, in, all, execution) : 0));
 
   const models::SmallDitConfig& c = dit.config();
-  const int64_t hd = c.hidden, cin = c.in_channels, ft = c.timestep_freq_dim;
   const int64_t heads = c.num_heads, heads_local = heads / d;
   const int64_t b_n = all.batch, n = all.image_tokens, l_n = all.seq_len();
-  const DitRows mine = SpRowsOf(b_n, all.text_tokens, n, d, member);
-  SpSizes z;
-  z.local = mine.local();
-  z.staging_rows = b_n * ((l_n + d - 1) / d);
-  z.ffn_rows = FfnChunkRows(z.local, execution.ffn_chunks);
-  z.split_floats = b_n * l_n * heads_local * c.head_dim();
-  z.att_floats = DitStages::AttentionWorkspaceFloats(execution, b_n, l_n, heads_local, &z.att_what);
+  SpPass s(dit, allocator, group, in, execution, context);
+  s.d = d;
+  s.all = all;
+  s.mine = SpRowsOf(b_n, all.text_tokens, n, d, member);
+  s.z.local = s.mine.local();
+  s.z.staging_rows = b_n * ((l_n + d - 1) / d);
+  s.z.ffn_rows = FfnChunkRows(s.z.local, execution.ffn_chunks);
+  s.z.split_floats = b_n * l_n * heads_local * c.head_dim();
+  s.z.att_floats =
+      DitStages::AttentionWorkspaceFloats(execution, b_n, l_n, heads_local, &s.z.att_what);
 
-  parallel::UlyssesLayout layout;
-  layout.shards.rows.resize(static_cast<size_t>(d));
+  s.layout.shards.rows.resize(static_cast<size_t>(d));
   for (int j = 0; j < d; ++j) {
-    layout.shards.rows[j].assign(static_cast<size_t>(b_n),
-                                 SpRowsOf(b_n, all.text_tokens, n, d, j).per_seq());
+    s.layout.shards.rows[j].assign(static_cast<size_t>(b_n),
+                                   SpRowsOf(b_n, all.text_tokens, n, d, j).per_seq());
   }
-  layout.member = member;
-  layout.heads = heads;
-  layout.head_dim = c.head_dim();
-  for (int64_t s = 0; s < b_n; ++s) layout.local_row_offsets.push_back(s * mine.per_seq());
+  s.layout.member = member;
+  s.layout.heads = heads;
+  s.layout.head_dim = c.head_dim();
+  for (int64_t q = 0; q < b_n; ++q) s.layout.local_row_offsets.push_back(q * s.mine.per_seq());
 
   DeviceTensor h, cond;
-  {
-    OpScope op(allocator, "dit.embed", context);
-    DeviceTensor temb;
-    const core::Status st = [&]() -> core::Status {
-      ASSIGN_OR_RETURN(
-          temb, allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", TensorKind::kWorkspace));
-      ASSIGN_OR_RETURN(cond, allocator.AllocateF32(b_n * hd, "dit.cond", TensorKind::kActivation));
-      ASSIGN_OR_RETURN(h, allocator.AllocateF32(z.local * hd, "dit.h", TensorKind::kActivation));
-      DitStages::Condition(dit, in, temb.f32(), cond.f32());
-      DitStages::Embed(dit, in, mine, temb.f32() + ft + 2 * hd, h.f32());
-      return DitStages::FinishEmbed(in);
-    }();
-    RETURN_IF_ERROR(SpAgree(*group, st, 0));
-    const DitCost cost = DitStages::EmbedCost(dit, mine, in.latents);
-    op.Count(cost.flops, cost.bytes);
-  }
-
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string name = fmt::format("dit.block{}", l);
-    OpScope op(allocator, name, context);
-    SpBlockBuffers b;
-    RETURN_IF_ERROR(SpAgree(*group, SpAllocateBlock(allocator, name, c, b_n, z, &b), 0));
-    DitStages::BlockQkv(dit, l, mine, cond.f32(), h.f32(), b.mod.f32(), b.norm.f32(), b.rstd.f32(),
-                        b.modx.f32(), b.q.f32(), b.k.f32(), b.v.f32());
-    // norm and modx are dead until the output projection: they hold the all-to-all staging.
-    const parallel::UlyssesStaging staging{b.norm.f32_span(), b.modx.f32_span()};
-    for (auto [local, split] :
-         {std::pair{&b.q, &b.q_heads}, std::pair{&b.k, &b.k_heads}, std::pair{&b.v, &b.v_heads}}) {
-      RETURN_IF_ERROR(
-          parallel::UlyssesScatter(group, layout, {local->f32()}, {split->f32()}, staging));
-    }
-    RETURN_IF_ERROR(DitStages::Attention(execution, name, b_n, l_n, heads_local, c.head_dim(),
-                                         b.q_heads.f32(), b.k_heads.f32(), b.v_heads.f32(),
-                                         b.o_heads.f32(), b.att.f32()));
-    RETURN_IF_ERROR(
-        parallel::UlyssesGather(group, layout, {b.o_heads.f32()}, {b.q.f32()}, staging));
-    DitStages::BlockOutFfn(dit, l, mine, b.mod.f32(), b.q.f32(), z.ffn_rows, h.f32(), b.norm.f32(),
-                           b.rstd.f32(), b.modx.f32(), b.ffn.f32());
-    const DitCost cost = DitStages::BlockCost(dit, mine, heads_local);
-    op.Count(cost.flops, cost.bytes);
-  }
-
-  OpScope op(allocator, "dit.final", context);
-  const int64_t img = mine.image_per_seq();
-  DeviceTensor fmod, norm, rstd, modx, rows_out, out;
-  const core::Status st = [&]() -> core::Status {
-    auto fws = [&](int64_t count, const char* what) {
-      return allocator.AllocateF32(count, fmt::format("dit.final.{}", what),
-                                   TensorKind::kWorkspace);
-    };
-    ASSIGN_OR_RETURN(fmod, fws(b_n * 2 * hd, "mod"));
-    if (img > 0) {
-      ASSIGN_OR_RETURN(norm, fws(b_n * img * hd, "norm"));
-      ASSIGN_OR_RETURN(rstd, fws(b_n * img, "rstd"));
-      ASSIGN_OR_RETURN(modx, fws(b_n * img * hd, "modx"));
-      ASSIGN_OR_RETURN(rows_out, fws(b_n * img * cin, "rows"));
-    }
-    ASSIGN_OR_RETURN(out, allocator.AllocateF32(b_n * n * cin, "dit.out", TensorKind::kActivation));
-    return core::Status::Ok();
-  }();
-  RETURN_IF_ERROR(SpAgree(*group, st, 0));
-  DitStages::Final(dit, mine, h.f32(), cond.f32(), fmod.f32(), norm.f32(), rstd.f32(), modx.f32(),
-                   rows_out.f32());
-  // Each sequence's image rows, member after member, are that sequence's rows of "dit.out".
-  std::vector<int64_t> counts(static_cast<size_t>(d)), displs(static_cast<size_t>(d));
-  int64_t pos = 0;
-  for (int j = 0; j < d; ++j) {
-    counts[j] = SpRowsOf(b_n, all.text_tokens, n, d, j).image_per_seq() * cin;
-    displs[j] = pos;
-    pos += counts[j];
-  }
-  float no_rows = 0.0f;  // a valid address for a member without image rows
-  for (int64_t s = 0; s < b_n; ++s) {
-    const float* send = img > 0 ? rows_out.f32() + s * img * cin : &no_rows;
-    RETURN_IF_ERROR(group->AllGatherV(
-        std::span<const float>(send, static_cast<size_t>(img * cin)),
-        std::span<float>(out.f32() + s * n * cin, static_cast<size_t>(n * cin)), counts, displs));
-  }
-  h.Reset();
-  cond.Reset();
-  const DitCost cost = DitStages::FinalCost(dit, mine);
-  op.Count(cost.flops, cost.bytes);
-  return out;
+  RETURN_IF_ERROR(SpEmbed(s, &h, &cond));
+  for (int64_t l = 0; l < c.num_layers; ++l) RETURN_IF_ERROR(SpBlock(s, l, cond, &h));
+  return SpFinal(s, &h, &cond);
 }
 
 }  // namespace tessera::xema

@@ -54,9 +54,24 @@ void TraceRecorder::OnEndOp(int64_t op, double flops, double bytes) {
   o.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - op_start_).count();
 }
 
-core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
-  if (allocator_.in_op()) return FailedPrecondition("recording: an op is still open");
+// The recording's sections over flat ops: prologue [0, p), body [p, body_end) of `steps`
+// steps of s ops each, epilogue [body_end, num_ops).
+struct TraceRecorder::Sections {
+  int64_t num_ops = 0, p = 0, body_end = 0, s = 0, steps = 0;
+
+  // The template op of flat op `flat` (body ops fold onto step 0's).
+  int64_t TemplateOp(int64_t flat) const {
+    if (flat < p) return flat;
+    if (flat < body_end) return p + (flat - p) % s;
+    return p + s + (flat - body_end);
+  }
+  // The step of flat op `flat`, -1 outside the body.
+  int64_t StepOf(int64_t flat) const { return flat >= p && flat < body_end ? (flat - p) / s : -1; }
+};
+
+core::StatusOr<TraceRecorder::Sections> TraceRecorder::FindSections() const {
   // Sections: prologue ops [0, p), body [p, p + steps * s), epilogue after.
+  Sections sec;
   const int64_t num_ops = static_cast<int64_t>(ops_.size());
   if (num_ops == 0) return FailedPrecondition("recording: no ops were run");
   int64_t p = 0;
@@ -90,36 +105,34 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
           o.info.name, o.info.step, first.info.name));
     }
   }
-  const int64_t e = num_ops - body_end;
-  auto template_op = [&](int64_t flat) -> int64_t {
-    if (flat < p) return flat;
-    if (flat < body_end) return p + (flat - p) % s;
-    return p + s + (flat - body_end);
-  };
-  auto step_of = [&](int64_t flat) -> int64_t {
-    return flat >= p && flat < body_end ? (flat - p) / s : -1;
-  };
+  sec.num_ops = num_ops;
+  sec.p = p;
+  sec.body_end = body_end;
+  sec.s = s;
+  sec.steps = steps;
+  return sec;
+}
 
-  MemoryTrace t;
-  t.key = key;
-  t.key.steps = steps;
-  t.provenance = "recorded";
-  for (int64_t i = 0; i < num_ops; ++i) {
+void TraceRecorder::FoldOps(const Sections& sec, MemoryTrace* t) const {
+  for (int64_t i = 0; i < sec.num_ops; ++i) {
     const Op& o = ops_[i];
     TraceOp op{o.info.name, o.info.phase, o.flops, o.bytes, o.time_s};
-    if (i < p) {
-      t.prologue.push_back(op);
-    } else if (i < p + s) {
+    if (i < sec.p) {
+      t->prologue.push_back(op);
+    } else if (i < sec.p + sec.s) {
       // The mean time over the steps.
       double sum = 0;
-      for (int64_t k = 0; k < steps; ++k) sum += ops_[i + k * s].time_s;
-      op.time_s = sum / static_cast<double>(steps);
-      t.body.push_back(op);
-    } else if (i >= body_end) {
-      t.epilogue.push_back(op);
+      for (int64_t k = 0; k < sec.steps; ++k) sum += ops_[i + k * sec.s].time_s;
+      op.time_s = sum / static_cast<double>(sec.steps);
+      t->body.push_back(op);
+    } else if (i >= sec.body_end) {
+      t->epilogue.push_back(op);
     }
   }
+}
 
+core::StatusOr<std::vector<int64_t>> TraceRecorder::TemplateTensorOrder(
+    const Sections& sec, std::vector<std::vector<int64_t>>* step_allocs) const {
   // Template tensors: weights first (they expand first), then the rest in allocation order,
   // body tensors from step 0 only.
   std::vector<int64_t> order;
@@ -132,7 +145,7 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
             a.name));
       }
       if (a.ops_before_alloc > 0 ||
-          (a.released && a.ops_before_release < num_ops && !ParkedWeight(a))) {
+          (a.released && a.ops_before_release < sec.num_ops && !ParkedWeight(a))) {
         return FailedPrecondition(fmt::format(
             "recording: weight {} '{}' was allocated or freed during the request (weights are "
             "loaded before the first op and live through the last)",
@@ -141,7 +154,7 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
       order.push_back(static_cast<int64_t>(k));
     }
   }
-  std::vector<std::vector<int64_t>> step_allocs(steps);  // body allocations per step
+  step_allocs->assign(sec.steps, {});  // body allocations per step
   for (size_t k = 0; k < allocs_.size(); ++k) {
     const Alloc& a = allocs_[k];
     if (a.alloc_op < 0) continue;
@@ -151,13 +164,13 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
           "request",
           k, a.name, a.alloc_op, ops_[a.alloc_op].info.name));
     }
-    const int64_t st = step_of(a.alloc_op);
-    if (st >= 0) step_allocs[st].push_back(static_cast<int64_t>(k));
+    const int64_t st = sec.StepOf(a.alloc_op);
+    if (st >= 0) (*step_allocs)[st].push_back(static_cast<int64_t>(k));
     if (st <= 0) order.push_back(static_cast<int64_t>(k));
   }
-  for (int64_t st = 1; st < steps; ++st) {
-    const auto& mine = step_allocs[st];
-    const auto& base = step_allocs[0];
+  for (int64_t st = 1; st < sec.steps; ++st) {
+    const auto& mine = (*step_allocs)[st];
+    const auto& base = (*step_allocs)[0];
     if (mine.size() != base.size()) {
       return FailedPrecondition(fmt::format(
           "recording: step {} made {} allocations, step 0 made {}", st, mine.size(), base.size()));
@@ -166,7 +179,7 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
       const Alloc& a = allocs_[mine[j]];
       const Alloc& b = allocs_[base[j]];
       if (a.name != b.name || a.bytes != b.bytes ||
-          template_op(a.alloc_op) != template_op(b.alloc_op)) {
+          sec.TemplateOp(a.alloc_op) != sec.TemplateOp(b.alloc_op)) {
         return FailedPrecondition(fmt::format(
             "recording: allocation {} of step {} ('{}', {} bytes at '{}') differs from step "
             "0's ('{}', {} bytes at '{}')",
@@ -175,53 +188,59 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
       }
     }
   }
+  return order;
+}
 
+core::Status TraceRecorder::AddTemplateTensors(const Sections& sec,
+                                               const std::vector<int64_t>& order,
+                                               const std::vector<std::vector<int64_t>>& step_allocs,
+                                               MemoryTrace* t) const {
   for (int64_t k : order) {
     const Alloc& a = allocs_[k];
     TraceTensor x;
-    x.id = static_cast<int64_t>(t.tensors.size());
+    x.id = static_cast<int64_t>(t->tensors.size());
     x.name = a.name;
     x.bytes = a.bytes;
     x.kind = a.kind;
     if (a.kind == TensorKind::kWeight && a.alloc_op < 0 && !ParkedWeight(a)) {
       x.phase = Phase::kDenoise;
-      t.tensors.push_back(x);
+      t->tensors.push_back(x);
       continue;
     }
     if (ParkedWeight(a)) {  // resident from before op 0 until it was parked
-      if (p == 0) {
+      if (sec.p == 0) {
         return FailedPrecondition(fmt::format(
             "recording: weight '{}' was parked during a request without a prologue", a.name));
       }
       x.kind = TensorKind::kActivation;
       x.phase = ops_[0].info.phase;
       x.alloc_op = 0;
-      x.free_op = static_cast<int>(template_op(a.free_op));
-      if (step_of(a.free_op) >= 0) x.free_step = static_cast<int>(step_of(a.free_op));
-      t.tensors.push_back(x);
+      x.free_op = static_cast<int>(sec.TemplateOp(a.free_op));
+      if (sec.StepOf(a.free_op) >= 0) x.free_step = static_cast<int>(sec.StepOf(a.free_op));
+      t->tensors.push_back(x);
       continue;
     }
     x.phase = ops_[a.alloc_op].info.phase;
-    x.alloc_op = static_cast<int>(template_op(a.alloc_op));
-    x.free_op = static_cast<int>(template_op(a.free_op));
-    const int64_t as = step_of(a.alloc_op);
-    const int64_t fs = step_of(a.free_op);
-    if (a.alloc_op < p) {
+    x.alloc_op = static_cast<int>(sec.TemplateOp(a.alloc_op));
+    x.free_op = static_cast<int>(sec.TemplateOp(a.free_op));
+    const int64_t as = sec.StepOf(a.alloc_op);
+    const int64_t fs = sec.StepOf(a.free_op);
+    if (a.alloc_op < sec.p) {
       if (fs >= 0) x.free_step = static_cast<int>(fs);
     } else if (as == 0) {
-      if (fs == 1 && steps > 1) {
+      if (fs == 1 && sec.steps > 1) {
         // Freed in the next step: every step's instance must be, the last in the epilogue.
         x.free_next_step = true;
         const int64_t j =
             std::find(step_allocs[0].begin(), step_allocs[0].end(), k) - step_allocs[0].begin();
-        const Alloc& last = allocs_[step_allocs[steps - 1][j]];
-        if (last.free_op < body_end) {
+        const Alloc& last = allocs_[step_allocs[sec.steps - 1][j]];
+        if (last.free_op < sec.body_end) {
           return FailedPrecondition(fmt::format(
               "recording: tensor '{}' of the last step is freed at op {}, before the epilogue, "
               "though each step's instance lives into the next step",
               last.name, last.free_op));
         }
-        x.last_free_op = static_cast<int>(template_op(last.free_op));
+        x.last_free_op = static_cast<int>(sec.TemplateOp(last.free_op));
       } else if (fs > 1) {
         return FailedPrecondition(fmt::format(
             "recording: tensor '{}' allocated in step 0 is freed in step {}; a body tensor must "
@@ -229,10 +248,12 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
             a.name, fs));
       }
     }
-    t.tensors.push_back(x);
+    t->tensors.push_back(x);
   }
-  RETURN_IF_ERROR(Validate(t).WithPrefix("recording folded into an invalid trace"));
+  return core::Status::Ok();
+}
 
+core::Status TraceRecorder::CheckFoldReproducesRun(const MemoryTrace& t) const {
   // The fold must reproduce the run, allocation by allocation.
   ASSIGN_OR_RETURN(ExpandedTrace x, Expand(t));
   if (x.tensors.size() != allocs_.size()) {
@@ -252,7 +273,22 @@ core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
           k, a.name, a.bytes, alloc_op, free_op, f.bytes, f.alloc_op, f.free_op));
     }
   }
-  (void)e;
+  return core::Status::Ok();
+}
+
+core::StatusOr<MemoryTrace> TraceRecorder::Finish(const TraceKey& key) const {
+  if (allocator_.in_op()) return FailedPrecondition("recording: an op is still open");
+  ASSIGN_OR_RETURN(const Sections sec, FindSections());
+  MemoryTrace t;
+  t.key = key;
+  t.key.steps = sec.steps;
+  t.provenance = "recorded";
+  FoldOps(sec, &t);
+  std::vector<std::vector<int64_t>> step_allocs;
+  ASSIGN_OR_RETURN(const std::vector<int64_t> order, TemplateTensorOrder(sec, &step_allocs));
+  RETURN_IF_ERROR(AddTemplateTensors(sec, order, step_allocs, &t));
+  RETURN_IF_ERROR(Validate(t).WithPrefix("recording folded into an invalid trace"));
+  RETURN_IF_ERROR(CheckFoldReproducesRun(t));
   return t;
 }
 

@@ -72,6 +72,24 @@ class TraceRecorder final : public AllocationObserver {
   // A weight loaded before the first op and released inside an op of the request (parked).
   static bool ParkedWeight(const Alloc& a);
 
+  // Finish's phases, in order. Sections: prologue / body steps / epilogue of the flat ops.
+  struct Sections;
+  // Splits the ops into sections; FailedPrecondition when they do not run prologue, body of
+  // equal steps, epilogue.
+  core::StatusOr<Sections> FindSections() const;
+  // Appends the template ops to t (body ops from step 0, with the mean time over the steps).
+  void FoldOps(const Sections& sec, MemoryTrace* t) const;
+  // The allocations that become template tensors (weights, then allocation order, body ones
+  // from step 0 only); step_allocs[s]: the body allocations of step s, checked to repeat.
+  core::StatusOr<std::vector<int64_t>> TemplateTensorOrder(
+      const Sections& sec, std::vector<std::vector<int64_t>>* step_allocs) const;
+  // Appends the template tensor of each allocation in `order` to t.
+  core::Status AddTemplateTensors(const Sections& sec, const std::vector<int64_t>& order,
+                                  const std::vector<std::vector<int64_t>>& step_allocs,
+                                  MemoryTrace* t) const;
+  // Internal unless t expands to the recorded allocations, each live over the same ops.
+  core::Status CheckFoldReproducesRun(const MemoryTrace& t) const;
+
   DeviceAllocator& allocator_;
   int64_t first_id_ = 0;  // allocator ids and ops before the recorder attached are not ours
   int64_t first_op_ = 0;

@@ -13,6 +13,167 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One candidate of a template: a variant at a concurrency (variant -1: not planned, the
+// fallback serves it).
+struct Candidate {
+  int variant, concurrency;
+};
+using Candidates = std::vector<std::vector<Candidate>>;  // per template
+
+// Phase 1, collect candidates per template: feasible, not dominated at the same concurrency
+// (a template without any gets {-1, 1} and is listed in result->unplanned). Counts the
+// candidates, infeasible and dominated ones in *result.
+Candidates CollectCandidates(const ServingProfile& p, const ServingPlannerOptions& o,
+                             ServingPlannerResult* result) {
+  Candidates cands(p.templates.size());
+  for (size_t t = 0; t < p.templates.size(); ++t) {
+    const std::vector<TemplateVariant>& vs = p.templates[t].variants;
+    for (int c = 1; c <= o.max_concurrency; ++c) {
+      for (size_t v = 0; v < vs.size(); ++v) {
+        ++result->candidates;
+        if (vs[v].arena_bytes > p.region_bytes / c) {
+          ++result->infeasible;
+          continue;
+        }
+        bool dominated = false;
+        for (size_t w = 0; w < vs.size() && !dominated; ++w) {
+          if (w == v || vs[w].arena_bytes > p.region_bytes / c ||
+              vs[w].sp_degree > vs[v].sp_degree || vs[w].batch != vs[v].batch) {
+            continue;
+          }
+          const bool no_worse =
+              vs[w].arena_bytes <= vs[v].arena_bytes && vs[w].solo_s <= vs[v].solo_s;
+          const bool better = vs[w].arena_bytes < vs[v].arena_bytes || vs[w].solo_s < vs[v].solo_s;
+          dominated = no_worse && (better || w < v);
+        }
+        if (dominated) {
+          ++result->dominated;
+          continue;
+        }
+        cands[t].push_back({static_cast<int>(v), c});
+      }
+    }
+    if (cands[t].empty()) {
+      result->unplanned.push_back(p.templates[t].label);
+      cands[t].push_back({-1, 1});
+    }
+  }
+  return cands;
+}
+
+// Infeasible, naming the smallest arena profiled: no template of the mix fits the region.
+core::Status NoTemplateFits(const ServingProfile& p, const ServingPlannerOptions& o) {
+  int64_t least = 0;
+  for (const TemplateProfile& t : p.templates) {
+    for (const TemplateVariant& v : t.variants) {
+      if (least == 0 || v.arena_bytes < least) least = v.arena_bytes;
+    }
+  }
+  return core::Infeasible(fmt::format(
+      "budget: got {} bytes, no template of the mix fits: {} bytes are left beside the weights, "
+      "the smallest arena profiled (mitigations included) is {} bytes",
+      o.budget_bytes, p.region_bytes, least));
+}
+
+// Phase 2, search: scores configurations by simulation (counting them in
+// result->simulated) and keeps the best (BetterScore; the first of equals).
+class ConfigurationSearch {
+ public:
+  ConfigurationSearch(const ServingProfile& p, const ServingPlannerOptions& o,
+                      const std::vector<PlannedArrival>& arrivals, ServingPlannerResult* result)
+      : p_(p), o_(o), arrivals_(arrivals), result_(result) {}
+
+  // Every configuration when the candidates' product fits max_configurations; else batch 1
+  // first (exhaustive when it fits, else a descent from each template's first candidate: its
+  // fastest at c = 1), then a descent over every candidate from the best found.
+  core::Status Run(const Candidates& cands) {
+    if (FitsExhaustive(cands)) return Exhaustive(cands);
+    // Offering batches never ends the search below what batch 1 alone reaches (a descent only
+    // climbs).
+    Candidates batch_one(cands.size());
+    for (size_t t = 0; t < cands.size(); ++t) {
+      for (const Candidate& k : cands[t]) {
+        if (k.variant < 0 || p_.templates[t].variants[static_cast<size_t>(k.variant)].batch == 1)
+          batch_one[t].push_back(k);
+      }
+      if (batch_one[t].empty()) batch_one[t].push_back(cands[t][0]);
+    }
+    if (FitsExhaustive(batch_one)) {
+      RETURN_IF_ERROR(Exhaustive(batch_one));
+    } else {
+      Configuration c;
+      for (const auto& ct : batch_one) {
+        c.variant.push_back(ct[0].variant);
+        c.concurrency.push_back(ct[0].concurrency);
+      }
+      RETURN_IF_ERROR(Consider(c));
+      RETURN_IF_ERROR(Descend(batch_one));
+    }
+    return Descend(cands);
+  }
+
+  const Configuration& best() const { return best_; }
+  const ConfigurationScore& best_score() const { return best_score_; }
+
+ private:
+  core::Status Consider(const Configuration& c) {
+    ++result_->simulated;
+    ASSIGN_OR_RETURN(const ConfigurationScore s, ScoreConfiguration(p_, o_, arrivals_, c));
+    if (!have_ || BetterScore(s, best_score_)) {
+      best_ = c;
+      best_score_ = s;
+      have_ = true;
+    }
+    return core::Status::Ok();
+  }
+
+  bool FitsExhaustive(const Candidates& cs) const {
+    double product = 1;
+    for (const auto& c : cs) product *= static_cast<double>(c.size());
+    return product <= static_cast<double>(o_.max_configurations);
+  }
+
+  core::Status Exhaustive(const Candidates& cs) {
+    std::vector<size_t> idx(cs.size(), 0);
+    for (;;) {
+      Configuration c;
+      for (size_t t = 0; t < cs.size(); ++t) {
+        c.variant.push_back(cs[t][idx[t]].variant);
+        c.concurrency.push_back(cs[t][idx[t]].concurrency);
+      }
+      RETURN_IF_ERROR(Consider(c));
+      size_t t = 0;
+      while (t < idx.size() && ++idx[t] == cs[t].size()) idx[t++] = 0;
+      if (t == idx.size()) return core::Status::Ok();
+    }
+  }
+
+  // Coordinate descent from the best so far: one template's candidate changed at a time.
+  core::Status Descend(const Candidates& cs) {
+    for (int round = 0; round < 10; ++round) {
+      const Configuration start = best_;
+      for (size_t t = 0; t < cs.size(); ++t) {
+        for (const Candidate& k : cs[t]) {
+          Configuration x = best_;
+          x.variant[t] = k.variant;
+          x.concurrency[t] = k.concurrency;
+          RETURN_IF_ERROR(Consider(x));
+        }
+      }
+      if (best_.variant == start.variant && best_.concurrency == start.concurrency) break;
+    }
+    return core::Status::Ok();
+  }
+
+  const ServingProfile& p_;
+  const ServingPlannerOptions& o_;
+  const std::vector<PlannedArrival>& arrivals_;
+  ServingPlannerResult* result_;
+  Configuration best_;
+  ConfigurationScore best_score_;
+  bool have_ = false;
+};
+
 }  // namespace
 
 bool BetterScore(const ConfigurationScore& a, const ConfigurationScore& b) {
@@ -175,135 +336,12 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
   const Clock::time_point t0 = Clock::now();
   ServingPlannerResult result;
   ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(PlannedLoad(o)));
-  // Candidates per template: feasible, not dominated at the same concurrency.
-  struct Candidate {
-    int variant, concurrency;
-  };
-  std::vector<std::vector<Candidate>> cands(p.templates.size());
-  for (size_t t = 0; t < p.templates.size(); ++t) {
-    const std::vector<TemplateVariant>& vs = p.templates[t].variants;
-    for (int c = 1; c <= o.max_concurrency; ++c) {
-      for (size_t v = 0; v < vs.size(); ++v) {
-        ++result.candidates;
-        if (vs[v].arena_bytes > p.region_bytes / c) {
-          ++result.infeasible;
-          continue;
-        }
-        bool dominated = false;
-        for (size_t w = 0; w < vs.size() && !dominated; ++w) {
-          if (w == v || vs[w].arena_bytes > p.region_bytes / c ||
-              vs[w].sp_degree > vs[v].sp_degree || vs[w].batch != vs[v].batch) {
-            continue;
-          }
-          const bool no_worse =
-              vs[w].arena_bytes <= vs[v].arena_bytes && vs[w].solo_s <= vs[v].solo_s;
-          const bool better = vs[w].arena_bytes < vs[v].arena_bytes || vs[w].solo_s < vs[v].solo_s;
-          dominated = no_worse && (better || w < v);
-        }
-        if (dominated) {
-          ++result.dominated;
-          continue;
-        }
-        cands[t].push_back({static_cast<int>(v), c});
-      }
-    }
-    if (cands[t].empty()) {
-      result.unplanned.push_back(p.templates[t].label);
-      cands[t].push_back({-1, 1});
-    }
-  }
-  if (result.unplanned.size() == p.templates.size()) {
-    int64_t least = 0;
-    for (const TemplateProfile& t : p.templates) {
-      for (const TemplateVariant& v : t.variants) {
-        if (least == 0 || v.arena_bytes < least) least = v.arena_bytes;
-      }
-    }
-    return core::Infeasible(fmt::format(
-        "budget: got {} bytes, no template of the mix fits: {} bytes are left beside the weights, "
-        "the smallest arena profiled (mitigations included) is {} bytes",
-        o.budget_bytes, p.region_bytes, least));
-  }
-  auto score_of = [&](const Configuration& c) -> core::StatusOr<ConfigurationScore> {
-    ++result.simulated;
-    return ScoreConfiguration(p, o, arrivals, c);
-  };
-  Configuration best;
-  ConfigurationScore best_score;
-  bool have = false;
-  auto consider = [&](const Configuration& c) -> core::Status {
-    ASSIGN_OR_RETURN(const ConfigurationScore s, score_of(c));
-    if (!have || BetterScore(s, best_score)) {
-      best = c;
-      best_score = s;
-      have = true;
-    }
-    return core::Status::Ok();
-  };
-  using Candidates = std::vector<std::vector<Candidate>>;
-  auto fits_exhaustive = [&](const Candidates& cs) {
-    double product = 1;
-    for (const auto& c : cs) product *= static_cast<double>(c.size());
-    return product <= static_cast<double>(o.max_configurations);
-  };
-  auto exhaustive = [&](const Candidates& cs) -> core::Status {
-    std::vector<size_t> idx(cs.size(), 0);
-    for (;;) {
-      Configuration c;
-      for (size_t t = 0; t < cs.size(); ++t) {
-        c.variant.push_back(cs[t][idx[t]].variant);
-        c.concurrency.push_back(cs[t][idx[t]].concurrency);
-      }
-      RETURN_IF_ERROR(consider(c));
-      size_t t = 0;
-      while (t < idx.size() && ++idx[t] == cs[t].size()) idx[t++] = 0;
-      if (t == idx.size()) return core::Status::Ok();
-    }
-  };
-  // Coordinate descent from the best so far: one template's candidate changed at a time.
-  auto descend = [&](const Candidates& cs) -> core::Status {
-    for (int round = 0; round < 10; ++round) {
-      const Configuration start = best;
-      for (size_t t = 0; t < cs.size(); ++t) {
-        for (const Candidate& k : cs[t]) {
-          Configuration x = best;
-          x.variant[t] = k.variant;
-          x.concurrency[t] = k.concurrency;
-          RETURN_IF_ERROR(consider(x));
-        }
-      }
-      if (best.variant == start.variant && best.concurrency == start.concurrency) break;
-    }
-    return core::Status::Ok();
-  };
-  if (fits_exhaustive(cands)) {
-    RETURN_IF_ERROR(exhaustive(cands));
-  } else {
-    // Batch 1 first (every configuration when they fit max_configurations, else a descent
-    // from each template's first candidate: its fastest at c = 1), then a descent over every
-    // candidate from the best found: offering batches never ends the search below what batch 1
-    // alone reaches (a descent only climbs).
-    Candidates batch_one(cands.size());
-    for (size_t t = 0; t < cands.size(); ++t) {
-      for (const Candidate& k : cands[t]) {
-        if (k.variant < 0 || p.templates[t].variants[static_cast<size_t>(k.variant)].batch == 1)
-          batch_one[t].push_back(k);
-      }
-      if (batch_one[t].empty()) batch_one[t].push_back(cands[t][0]);
-    }
-    if (fits_exhaustive(batch_one)) {
-      RETURN_IF_ERROR(exhaustive(batch_one));
-    } else {
-      Configuration c;
-      for (const auto& ct : batch_one) {
-        c.variant.push_back(ct[0].variant);
-        c.concurrency.push_back(ct[0].concurrency);
-      }
-      RETURN_IF_ERROR(consider(c));
-      RETURN_IF_ERROR(descend(batch_one));
-    }
-    RETURN_IF_ERROR(descend(cands));
-  }
+  const Candidates cands = CollectCandidates(p, o, &result);
+  if (result.unplanned.size() == p.templates.size()) return NoTemplateFits(p, o);
+  ConfigurationSearch search(p, o, arrivals, &result);
+  RETURN_IF_ERROR(search.Run(cands));
+  const Configuration& best = search.best();
+  const ConfigurationScore& best_score = search.best_score();
   result.chosen = best;
   result.score = best_score;
   result.plan = MakeServingPlan(p, o, best, best_score);

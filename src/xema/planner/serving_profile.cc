@@ -86,168 +86,201 @@ std::vector<int> SpDegrees(const ServingPlannerOptions& o, const TinyModelSpec& 
   return out;
 }
 
-// device_cpus[m]: the core the server's device m uses (as many as devices and cores allow);
-// this thread runs on device_cpus[0].
-core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
-                                           const std::vector<int>& device_cpus) {
-  const Clock::time_point t0 = Clock::now();
-  const int cpu = device_cpus[0];
-  ServingProfile p;
-  p.cpu = cpu;
-  HeapDeviceAllocator heap;
+// The mix's models, each loaded once from one heap, plus the replicas the other SP members
+// run on (replicas[name][m - 1] is member m's).
+struct LoadedModels {
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines;
-  // Per model, the replicas the other SP members run on (replicas[name][m - 1] is member m's).
   std::map<std::string, std::vector<std::unique_ptr<DiffusionPipeline>>> replicas;
+};
+
+// Loads every model of the mix (and its SP replicas) from `heap`, records each model's weight
+// bytes in p->weight_bytes and returns the weights' total bytes.
+core::StatusOr<int64_t> LoadMixModels(const ServingPlannerOptions& o,
+                                      const std::vector<int>& device_cpus,
+                                      HeapDeviceAllocator& heap, LoadedModels* models,
+                                      ServingProfile* p) {
   int64_t weights = 0;
   for (const LoadTemplate& t : o.mix) {
-    if (pipelines.contains(t.request.model)) continue;
+    if (models->pipelines.contains(t.request.model)) continue;
     ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(t.request.model));
     ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> pl, DiffusionPipeline::Load(spec, heap));
-    p.weight_bytes[spec.name] = pl->WeightBytes();
+    p->weight_bytes[spec.name] = pl->WeightBytes();
     weights += pl->WeightBytes();
-    pipelines[spec.name] = std::move(pl);
+    models->pipelines[spec.name] = std::move(pl);
     const std::vector<int> sp = SpDegrees(o, spec, device_cpus);
     for (int m = 1; m < (sp.empty() ? 1 : sp.back()); ++m) {
       ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> r, DiffusionPipeline::Load(spec, heap));
-      replicas[spec.name].push_back(std::move(r));
+      models->replicas[spec.name].push_back(std::move(r));
     }
   }
-  p.region_bytes = o.budget_bytes - weights;
-  if (p.region_bytes <= 0) {
-    return core::InvalidArgument(fmt::format(
-        "budget: got {} bytes, the mix's models' weights alone take {}: no template fits",
-        o.budget_bytes, weights));
-  }
-  const int total = static_cast<int>(o.mix.size());
-  std::vector<std::vector<std::shared_ptr<TemplatePlan>>> laid_out;  // per template, per variant
-  for (int ti = 0; ti < total; ++ti) {
-    const LoadTemplate& lt = o.mix[static_cast<size_t>(ti)];
-    Progress(o, "profile " + lt.label, ti, total);
-    TemplateProfile tp;
-    tp.label = lt.label;
-    tp.request = lt.request;
-    tp.request.prompt = "a planner profile";
-    tp.request.seed = 1;
-    ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(tp.request.model));
-    DiffusionPipeline& pipeline = *pipelines.at(spec.name);
-    // The unmitigated request first: when it fits max_concurrency times, no mitigation can
-    // help (exactly: its arena is the recorded layout's) and the part-2 planner is skipped.
-    // Otherwise the part-2 planner at the strictest per-request limit, then its MILP at each c.
-    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> base,
-                     RecordTemplatePlan(pipeline, tp.request, 0));
-    std::vector<DiffusionRequest> variants = {tp.request};
-    std::vector<std::shared_ptr<TemplatePlan>> plans = {base};
-    if (base->layout.arena_bytes > p.region_bytes / o.max_concurrency) {
-      // Activations only (the pipeline's weights stay loaded): limits are bytes of the region.
-      MitigationPlanOptions mo;
-      mo.budget_bytes = p.region_bytes / o.max_concurrency;
-      mo.repeats = 1;
-      mo.record = [&pipeline](const DiffusionRequest& r) {
-        return RecordActivations(pipeline, r, 0);
-      };
-      // Only the actions that act where the pressure is: no DiT option when every pressure
-      // interval lies outside the denoising steps, no VAE option when none reaches the VAE.
-      ASSIGN_OR_RETURN(const PressureReport pressure,
-                       FindPressureIntervals(base->trace, base->expanded, mo.budget_bytes));
-      bool denoise = false, vae = false;
-      for (const PressureInterval& in : pressure.intervals) {
-        for (Phase ph : in.phases) {
-          denoise = denoise || ph == Phase::kDenoise;
-          vae = vae || ph == Phase::kVae;
-        }
-      }
-      if (!denoise) {
-        mo.candidates.ffn_chunks.clear();
-        mo.candidates.attention_chunks.clear();
-      }
-      if (!vae) {
-        mo.candidates.vae_slices.clear();
-        mo.candidates.vae_tiles.clear();
-      }
-      ASSIGN_OR_RETURN(const MitigationPlan mp, PlanMitigations(spec, tp.request, mo));
-      tp.mitigation_runs = mp.runs;
-      std::set<std::vector<std::string>> seen = {MitigationLabels(tp.request)};
-      for (int c = 1; c <= o.max_concurrency && !mp.problem.rows.empty(); ++c) {
-        MitigationProblem problem = mp.problem;
-        problem.limit_bytes = p.region_bytes / c;
-        ASSIGN_OR_RETURN(const MitigationChoice choice, SolveMitigation(problem));
-        if (choice.shortfall_bytes > 0) continue;
-        ASSIGN_OR_RETURN(DiffusionRequest v, ApplyChoice(tp.request, problem, choice.option));
-        if (!seen.insert(MitigationLabels(v)).second) continue;
-        ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordTemplatePlan(pipeline, v, 0));
-        variants.push_back(v);
-        plans.push_back(std::move(plan));
-      }
+  return weights;
+}
+
+// One template's variants as they are found: the requests (the first `plain` of them
+// unbatched, single-device) and, per variant of the profile, its recorded plan.
+struct VariantPlans {
+  std::vector<DiffusionRequest> variants;
+  std::vector<std::shared_ptr<TemplatePlan>> plans;
+};
+
+// The unmitigated request does not fit max_concurrency times: the part-2 planner at the
+// strictest per-request limit, then its MILP at each concurrency c; appends each distinct
+// mitigated request that fits (and its recorded plan) to *vp.
+core::Status AddMitigatedVariants(const ServingPlannerOptions& o, const TinyModelSpec& spec,
+                                  DiffusionPipeline& pipeline, const TemplatePlan& base,
+                                  int64_t region_bytes, TemplateProfile* tp, VariantPlans* vp) {
+  // Activations only (the pipeline's weights stay loaded): limits are bytes of the region.
+  MitigationPlanOptions mo;
+  mo.budget_bytes = region_bytes / o.max_concurrency;
+  mo.repeats = 1;
+  mo.record = [&pipeline](const DiffusionRequest& r) { return RecordActivations(pipeline, r, 0); };
+  // Only the actions that act where the pressure is: no DiT option when every pressure
+  // interval lies outside the denoising steps, no VAE option when none reaches the VAE.
+  ASSIGN_OR_RETURN(const PressureReport pressure,
+                   FindPressureIntervals(base.trace, base.expanded, mo.budget_bytes));
+  bool denoise = false, vae = false;
+  for (const PressureInterval& in : pressure.intervals) {
+    for (Phase ph : in.phases) {
+      denoise = denoise || ph == Phase::kDenoise;
+      vae = vae || ph == Phase::kVae;
     }
-    const size_t plain = variants.size();
+  }
+  if (!denoise) {
+    mo.candidates.ffn_chunks.clear();
+    mo.candidates.attention_chunks.clear();
+  }
+  if (!vae) {
+    mo.candidates.vae_slices.clear();
+    mo.candidates.vae_tiles.clear();
+  }
+  ASSIGN_OR_RETURN(const MitigationPlan mp, PlanMitigations(spec, tp->request, mo));
+  tp->mitigation_runs = mp.runs;
+  std::set<std::vector<std::string>> seen = {MitigationLabels(tp->request)};
+  for (int c = 1; c <= o.max_concurrency && !mp.problem.rows.empty(); ++c) {
+    MitigationProblem problem = mp.problem;
+    problem.limit_bytes = region_bytes / c;
+    ASSIGN_OR_RETURN(const MitigationChoice choice, SolveMitigation(problem));
+    if (choice.shortfall_bytes > 0) continue;
+    ASSIGN_OR_RETURN(DiffusionRequest v, ApplyChoice(tp->request, problem, choice.option));
+    if (!seen.insert(MitigationLabels(v)).second) continue;
+    ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> plan, RecordTemplatePlan(pipeline, v, 0));
+    vp->variants.push_back(v);
+    vp->plans.push_back(std::move(plan));
+  }
+  return core::Status::Ok();
+}
+
+// Batches of the unmitigated request (see the header): batch k = 2, 3, ... while its arena
+// (the largest so far) fits the region; each appended to tp->variants and its plan to *plans.
+core::Status AddBatchVariants(const ServingPlannerOptions& o, const std::vector<int>& device_cpus,
+                              DiffusionPipeline& pipeline, const DiffusionRequest& unmitigated,
+                              int64_t region_bytes, TemplateProfile* tp,
+                              std::vector<std::shared_ptr<TemplatePlan>>* plans) {
+  int64_t arena = tp->variants[0].arena_bytes;
+  std::vector<double> batch_s = tp->variants[0].batch_s;
+  for (int k = 2; k <= o.max_batch; ++k) {
+    const DiffusionRequest rk = BatchTemplate(unmitigated, k);
+    auto plan = RecordTemplatePlan(pipeline, rk, region_bytes);
+    if (!plan.ok() && plan.status().code() == core::StatusCode::kInfeasible) break;
+    if (!plan.ok()) return plan.status().WithPrefix(fmt::format("batch of {}", k));
+    arena = std::max(arena, (*plan)->layout.arena_bytes);
+    if (arena > region_bytes) break;
+    ASSIGN_OR_RETURN(const double run_s,
+                     TimeFromArenas({&pipeline}, rk, {*plan}, o.timing_runs, device_cpus));
+    batch_s.push_back(run_s);
+    TemplateVariant tv = tp->variants[0];
+    tv.batch = k;
+    tv.labels.insert(tv.labels.begin(), fmt::format("batch={}", k));
+    tv.arena_bytes = arena;
+    tv.batch_s = batch_s;
+    tp->variants.push_back(std::move(tv));
+    plans->push_back(std::move(*plan));
+  }
+  return core::Status::Ok();
+}
+
+// Sequence parallelism: the first `plain` variants again over d devices (one core each),
+// recorded per member (the table's arena: the largest member's) and timed as the server
+// runs it. Offload is not taken with SP (the pipeline refuses it).
+core::Status AddSpVariants(const ServingPlannerOptions& o, const std::vector<int>& device_cpus,
+                           const TinyModelSpec& spec, const LoadedModels& models, size_t plain,
+                           TemplateProfile* tp, VariantPlans* vp) {
+  DiffusionPipeline& pipeline = *models.pipelines.at(spec.name);
+  for (const int d : SpDegrees(o, spec, device_cpus)) {
+    std::vector<DiffusionPipeline*> members = {&pipeline};
+    for (int m = 1; m < d; ++m)
+      members.push_back(models.replicas.at(spec.name)[static_cast<size_t>(m - 1)].get());
     for (size_t v = 0; v < plain; ++v) {
+      const DiffusionRequest& request = vp->variants[v];
+      if (request.offload.any()) continue;
+      ASSIGN_OR_RETURN(std::vector<std::shared_ptr<TemplatePlan>> sp_plans,
+                       RecordSpTemplatePlans(members, request, 0));
       TemplateVariant tv;
-      tv.request = variants[v];
-      tv.labels = MitigationLabels(variants[v]);
-      tv.arena_bytes = plans[v]->layout.arena_bytes;
-      ASSIGN_OR_RETURN(tv.solo_s, TimeFromArenas({&pipeline}, variants[v], {plans[v]},
-                                                 o.timing_runs, device_cpus));
+      tv.request = request;
+      tv.sp_degree = d;
+      tv.labels = MitigationLabels(request);
+      tv.labels.insert(tv.labels.begin(), fmt::format("sp={}", d));
+      tv.arena_bytes = SpArenaBytes(sp_plans);
+      ASSIGN_OR_RETURN(tv.solo_s,
+                       TimeFromArenas(members, request, sp_plans, o.timing_runs, device_cpus));
       tv.batch_s = {tv.solo_s};
-      tp.variants.push_back(std::move(tv));
+      tp->variants.push_back(std::move(tv));
+      vp->plans.push_back(sp_plans[0]);  // member 0's, for the pair measurement (not used: SP)
     }
-    // Batches of the unmitigated request (see the header).
-    if (!variants[0].offload.any()) {
-      int64_t arena = tp.variants[0].arena_bytes;
-      std::vector<double> batch_s = tp.variants[0].batch_s;
-      for (int k = 2; k <= o.max_batch; ++k) {
-        const DiffusionRequest rk = BatchTemplate(variants[0], k);
-        auto plan = RecordTemplatePlan(pipeline, rk, p.region_bytes);
-        if (!plan.ok() && plan.status().code() == core::StatusCode::kInfeasible) break;
-        if (!plan.ok()) return plan.status().WithPrefix(fmt::format("batch of {}", k));
-        arena = std::max(arena, (*plan)->layout.arena_bytes);
-        if (arena > p.region_bytes) break;
-        ASSIGN_OR_RETURN(const double run_s,
-                         TimeFromArenas({&pipeline}, rk, {*plan}, o.timing_runs, device_cpus));
-        batch_s.push_back(run_s);
-        TemplateVariant tv = tp.variants[0];
-        tv.batch = k;
-        tv.labels.insert(tv.labels.begin(), fmt::format("batch={}", k));
-        tv.arena_bytes = arena;
-        tv.batch_s = batch_s;
-        tp.variants.push_back(std::move(tv));
-        plans.push_back(std::move(*plan));
-      }
-    }
-    // Sequence parallelism: every variant above again over d devices (one core each),
-    // recorded per member (the table's arena: the largest member's) and timed as the server
-    // runs it. Offload is not taken with SP (the pipeline refuses it).
-    for (const int d : SpDegrees(o, spec, device_cpus)) {
-      std::vector<DiffusionPipeline*> members = {&pipeline};
-      for (int m = 1; m < d; ++m)
-        members.push_back(replicas.at(spec.name)[static_cast<size_t>(m - 1)].get());
-      for (size_t v = 0; v < plain; ++v) {
-        if (variants[v].offload.any()) continue;
-        ASSIGN_OR_RETURN(std::vector<std::shared_ptr<TemplatePlan>> sp_plans,
-                         RecordSpTemplatePlans(members, variants[v], 0));
-        TemplateVariant tv;
-        tv.request = variants[v];
-        tv.sp_degree = d;
-        tv.labels = MitigationLabels(variants[v]);
-        tv.labels.insert(tv.labels.begin(), fmt::format("sp={}", d));
-        tv.arena_bytes = SpArenaBytes(sp_plans);
-        ASSIGN_OR_RETURN(
-            tv.solo_s, TimeFromArenas(members, variants[v], sp_plans, o.timing_runs, device_cpus));
-        tv.batch_s = {tv.solo_s};
-        tp.variants.push_back(std::move(tv));
-        plans.push_back(sp_plans[0]);  // member 0's, for the pair measurement (not used: SP)
-      }
-    }
-    laid_out.push_back(std::move(plans));
-    tp.isolated_s = tp.variants[0].solo_s;
-    p.templates.push_back(std::move(tp));
   }
-  p.templates_s = core::SecondsSince(t0);
-  const Clock::time_point t_pairs = Clock::now();
-  // Processor sharing on one core, per pair of templates: each with its fastest variant that
-  // fits twice in the region (else its smallest).
+  return core::Status::Ok();
+}
+
+// One template of the mix: its variants (plain, mitigated, batched, SP), each recorded and
+// timed; *plans receives each variant's plan, in tp's variant order.
+core::StatusOr<TemplateProfile> ProfileTemplate(const ServingPlannerOptions& o,
+                                                const std::vector<int>& device_cpus,
+                                                const LoadedModels& models, int64_t region_bytes,
+                                                const LoadTemplate& lt,
+                                                std::vector<std::shared_ptr<TemplatePlan>>* plans) {
+  TemplateProfile tp;
+  tp.label = lt.label;
+  tp.request = lt.request;
+  tp.request.prompt = "a planner profile";
+  tp.request.seed = 1;
+  ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(tp.request.model));
+  DiffusionPipeline& pipeline = *models.pipelines.at(spec.name);
+  // The unmitigated request first: when it fits max_concurrency times, no mitigation can
+  // help (exactly: its arena is the recorded layout's) and the part-2 planner is skipped.
+  // Otherwise the part-2 planner at the strictest per-request limit, then its MILP at each c.
+  ASSIGN_OR_RETURN(std::shared_ptr<TemplatePlan> base, RecordTemplatePlan(pipeline, tp.request, 0));
+  VariantPlans vp;
+  vp.variants = {tp.request};
+  vp.plans = {base};
+  if (base->layout.arena_bytes > region_bytes / o.max_concurrency) {
+    RETURN_IF_ERROR(AddMitigatedVariants(o, spec, pipeline, *base, region_bytes, &tp, &vp));
+  }
+  const size_t plain = vp.variants.size();
+  for (size_t v = 0; v < plain; ++v) {
+    TemplateVariant tv;
+    tv.request = vp.variants[v];
+    tv.labels = MitigationLabels(vp.variants[v]);
+    tv.arena_bytes = vp.plans[v]->layout.arena_bytes;
+    ASSIGN_OR_RETURN(tv.solo_s, TimeFromArenas({&pipeline}, vp.variants[v], {vp.plans[v]},
+                                               o.timing_runs, device_cpus));
+    tv.batch_s = {tv.solo_s};
+    tp.variants.push_back(std::move(tv));
+  }
+  if (!vp.variants[0].offload.any()) {
+    RETURN_IF_ERROR(
+        AddBatchVariants(o, device_cpus, pipeline, vp.variants[0], region_bytes, &tp, &vp.plans));
+  }
+  RETURN_IF_ERROR(AddSpVariants(o, device_cpus, spec, models, plain, &tp, &vp));
+  *plans = std::move(vp.plans);
+  tp.isolated_s = tp.variants[0].solo_s;
+  return tp;
+}
+
+// Per template, the variant whose plan the pair measurement runs: the fastest single-device,
+// unbatched variant that fits twice in the region (else the smallest such).
+std::vector<size_t> PairRepresentatives(const ServingProfile& p) {
   const size_t k = p.templates.size();
   std::vector<size_t> rep(k, 0);
-  std::vector<std::shared_ptr<TemplatePlan>> rep_plan(k);
   for (size_t t = 0; t < k; ++t) {
     const std::vector<TemplateVariant>& vs = p.templates[t].variants;
     int best = -1;
@@ -266,28 +299,72 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
       }
     }
     rep[t] = static_cast<size_t>(best);
-    rep_plan[t] = laid_out[t][rep[t]];
   }
-  // Two copies of each template are measured; a mixed pair is modeled as the geometric mean
-  // of the two same-template pairs (f_ab = sqrt(f_aa f_bb); checked against measured mixed
-  // pairs in docs/xema.md: within 1-3.5%).
-  p.pair_speedup.assign(k, std::vector<double>(k, 1.0));
+  return rep;
+}
+
+// Processor sharing on one core, per pair of templates (p->pair_speedup): two copies of each
+// template's representative are measured; a mixed pair is modeled as the geometric mean of
+// the two same-template pairs (f_ab = sqrt(f_aa f_bb); checked against measured mixed pairs in
+// docs/xema.md: within 1-3.5%). All 1 when max_concurrency is 1.
+core::Status MeasurePairs(const ServingPlannerOptions& o, const LoadedModels& models,
+                          const std::vector<std::vector<std::shared_ptr<TemplatePlan>>>& laid_out,
+                          int cpu, ServingProfile* p) {
+  const size_t k = p->templates.size();
+  const std::vector<size_t> rep = PairRepresentatives(*p);
+  std::vector<std::shared_ptr<TemplatePlan>> rep_plan(k);
+  for (size_t t = 0; t < k; ++t) rep_plan[t] = laid_out[t][rep[t]];
+  p->pair_speedup.assign(k, std::vector<double>(k, 1.0));
   if (o.max_concurrency > 1) {
     for (size_t a = 0; a < k; ++a) {
       Progress(o, "processor sharing", static_cast<int>(a), static_cast<int>(k));
-      const TemplateVariant& va = p.templates[a].variants[rep[a]];
-      DiffusionPipeline& pl = *pipelines.at(va.request.model);
-      ASSIGN_OR_RETURN(p.pair_speedup[a][a],
+      const TemplateVariant& va = p->templates[a].variants[rep[a]];
+      DiffusionPipeline& pl = *models.pipelines.at(va.request.model);
+      ASSIGN_OR_RETURN(p->pair_speedup[a][a],
                        MeasurePairSpeedup(pl, va.request, *rep_plan[a], va.solo_s, pl, va.request,
                                           *rep_plan[a], va.solo_s, cpu));
     }
     for (size_t a = 0; a < k; ++a) {
       for (size_t b = a + 1; b < k; ++b) {
-        p.pair_speedup[a][b] = p.pair_speedup[b][a] =
-            std::sqrt(p.pair_speedup[a][a] * p.pair_speedup[b][b]);
+        p->pair_speedup[a][b] = p->pair_speedup[b][a] =
+            std::sqrt(p->pair_speedup[a][a] * p->pair_speedup[b][b]);
       }
     }
   }
+  return core::Status::Ok();
+}
+
+// device_cpus[m]: the core the server's device m uses (as many as devices and cores allow);
+// this thread runs on device_cpus[0].
+core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
+                                           const std::vector<int>& device_cpus) {
+  const Clock::time_point t0 = Clock::now();
+  const int cpu = device_cpus[0];
+  ServingProfile p;
+  p.cpu = cpu;
+  HeapDeviceAllocator heap;
+  LoadedModels models;
+  ASSIGN_OR_RETURN(const int64_t weights, LoadMixModels(o, device_cpus, heap, &models, &p));
+  p.region_bytes = o.budget_bytes - weights;
+  if (p.region_bytes <= 0) {
+    return core::InvalidArgument(fmt::format(
+        "budget: got {} bytes, the mix's models' weights alone take {}: no template fits",
+        o.budget_bytes, weights));
+  }
+  const int total = static_cast<int>(o.mix.size());
+  std::vector<std::vector<std::shared_ptr<TemplatePlan>>> laid_out;  // per template, per variant
+  for (int ti = 0; ti < total; ++ti) {
+    const LoadTemplate& lt = o.mix[static_cast<size_t>(ti)];
+    Progress(o, "profile " + lt.label, ti, total);
+    std::vector<std::shared_ptr<TemplatePlan>> plans;
+    ASSIGN_OR_RETURN(TemplateProfile tp,
+                     ProfileTemplate(o, device_cpus, models, p.region_bytes, lt, &plans));
+    laid_out.push_back(std::move(plans));
+    p.templates.push_back(std::move(tp));
+  }
+  p.templates_s = core::SecondsSince(t0);
+  const Clock::time_point t_pairs = Clock::now();
+  RETURN_IF_ERROR(MeasurePairs(o, models, laid_out, cpu, &p));
   p.pairs_s = core::SecondsSince(t_pairs);
   p.profile_s = core::SecondsSince(t0);
   return p;

@@ -214,9 +214,9 @@ const std::string& GzipBomb() {
   return bomb;
 }
 
-std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
-  const std::string valid = ObjectText(BaseImage());
-  const int64_t limit = ctx.max_body_bytes;
+// The malformed-JSON kinds' bodies (kJsonTruncated .. kJsonBadUtf8); `valid` otherwise.
+// `valid` is the base image request's body, `limit` the server's body limit in bytes.
+std::string MalformedJsonBody(Kind k, core::Rng& rng, const std::string& valid, int64_t limit) {
   switch (k) {
     case kJsonTruncated:
       return valid.substr(0, static_cast<size_t>(rng.Below(valid.size())));
@@ -274,6 +274,14 @@ std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
           "\"\xC0\xAF\"", "\"\\uD800\"",  "\"a\\uDC00b\"",    "\"\xE2\x82\""};
       return ObjectText(With(BaseImage(), rng.Below(2) == 0 ? "prompt" : "model", Pick(rng, v)));
     }
+    default:
+      return valid;
+  }
+}
+
+// The wrong-type kinds' bodies (kWrongType, kUnknownKey); `valid` otherwise.
+std::string WrongTypeBody(Kind k, core::Rng& rng, const std::string& valid) {
+  switch (k) {
     case kWrongType: {
       const std::vector<std::pair<std::string, std::vector<std::string>>> v = {
           {"num_inference_steps", {"\"4\"", "true", "2.5", "[1]", "{}", "null"}},
@@ -293,6 +301,15 @@ std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
                Pick(rng, std::vector<std::string>{"n", "Model", "", "quality",
                                                   std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
                "1"));
+    default:
+      return valid;
+  }
+}
+
+// The absurd-value kinds' bodies (kAbsurdSize .. kOverBudget); `valid` otherwise. `limit`:
+// the server's body limit in bytes.
+std::string AbsurdValueBody(Kind k, core::Rng& rng, const std::string& valid, int64_t limit) {
+  switch (k) {
     case kAbsurdSize: {
       const std::vector<std::string> v = {"100000x100000",
                                           "0x0",
@@ -349,16 +366,26 @@ std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
       f = With(f, "size", fmt::format("\"{}x{}\"", kMaxRequestPixels, kMaxRequestPixels));
       return ObjectText(With(f, "frames", std::to_string(kMaxRequestFrames)));
     }
-    case kBodyTooLarge: {
-      const int64_t n =
-          limit + 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * limit)));
-      std::string body = ObjectText(With(BaseImage(), "prompt", "\"\""));
-      body.insert(body.find("\"prompt\": \"") + 11, std::string(n - body.size(), 'p'));
-      return body;
-    }
     default:
       return valid;
   }
+}
+
+// The body of a request of kind `k` (one of the kinds that send a body), drawn from `rng`; the
+// valid base image request's body for the others.
+std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
+  const std::string valid = ObjectText(BaseImage());
+  const int64_t limit = ctx.max_body_bytes;
+  if (k >= kJsonTruncated && k <= kJsonBadUtf8) return MalformedJsonBody(k, rng, valid, limit);
+  if (k == kWrongType || k == kUnknownKey) return WrongTypeBody(k, rng, valid);
+  if (k >= kAbsurdSize && k <= kOverBudget) return AbsurdValueBody(k, rng, valid, limit);
+  if (k == kBodyTooLarge) {
+    const int64_t n = limit + 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * limit)));
+    std::string body = ObjectText(With(BaseImage(), "prompt", "\"\""));
+    body.insert(body.find("\"prompt\": \"") + 11, std::string(n - body.size(), 'p'));
+    return body;
+  }
+  return valid;
 }
 
 std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {

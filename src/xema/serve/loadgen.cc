@@ -81,6 +81,163 @@ size_t Pick(const std::vector<LoadTemplate>& mix, double u) {
   return mix.size() - 1;
 }
 
+// Phase 1: Unavailable unless GET /healthz at host:port answers 200.
+core::Status CheckHealthy(const std::string& host, int port, const std::string& url) {
+  httplib::Client client(host, port);
+  client.set_connection_timeout(5, 0);
+  auto res = client.Get("/healthz");
+  if (!res || res->status != 200) {
+    return core::Unavailable(
+        fmt::format("cannot reach a healthy server at {}: {}", url,
+                    res ? "GET /healthz answered " + std::to_string(res->status)
+                        : httplib::to_string(res.error())));
+  }
+  return core::Status::Ok();
+}
+
+// Phase 2, solo runs: per template of the mix, kSoloRuns requests in a row (the first may load
+// a model, plan the template and map its arena), the last one timed, into report->templates.
+// Unavailable when one gets no reply; FailedPrecondition when no template is served alone.
+core::Status MeasureSolo(const LoadgenOptions& o, const std::string& host, int port,
+                         LoadgenReport* report) {
+  for (const LoadTemplate& t : o.mix) {
+    // The first requests of a template may load a model, plan the template and map its arena:
+    // kSoloRuns in a row, the last one timed.
+    Outcome solo;
+    for (int i = 0; i < kSoloRuns; ++i) {
+      solo = Send(host, port, t, o.seed + static_cast<uint64_t>(i), o.timeout_s);
+      if (solo.status != 200) break;
+    }
+    if (solo.status == 0) {
+      return core::Unavailable(
+          fmt::format("solo request of template {}: no reply: {}", t.label, solo.body));
+    }
+    TemplateLoad tl;
+    tl.label = t.label;
+    if (solo.status == 200) {
+      tl.solo_latency_s = solo.latency_s;
+    } else {
+      tl.solo_error = fmt::format("HTTP {}: {}", solo.status, solo.body);
+    }
+    report->templates.push_back(std::move(tl));
+  }
+  bool any_solo = false;
+  for (const TemplateLoad& tl : report->templates) any_solo = any_solo || tl.solo_error.empty();
+  if (!any_solo) {
+    return core::FailedPrecondition(
+        "no template of the mix is served alone: " + report->templates[0].label + ": " +
+        report->templates[0].solo_error);
+  }
+  return core::Status::Ok();
+}
+
+// Phase 3, the open loop: sends each planned arrival at its time from a thread of its own
+// (none while max_in_flight are in flight: counted not sent), records each outcome in the
+// report (against the SLO reference slo_s[template]) and waits for the last reply. One Run
+// per object; the report is guarded by the object's mutex while requests are in flight.
+class OpenLoop {
+ public:
+  OpenLoop(const LoadgenOptions& o, const std::string& host, int port, std::vector<double> slo_s,
+           LoadgenReport* report)
+      : o_(o), host_(host), port_(port), slo_s_(std::move(slo_s)), report_(*report) {}
+
+  // Returns the seconds from the start of the loop until every reply was recorded.
+  double Run(const std::vector<PlannedArrival>& arrivals) {
+    const Clock::time_point t0 = Clock::now();
+    for (size_t i = 0; i < arrivals.size(); ++i) {
+      const double at = arrivals[i].at_s;
+      for (;;) {
+        const double wait_s = at - core::SecondsSince(t0);
+        if (wait_s <= 0) break;
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait_s, 0.1)));
+        Tick();
+      }
+      const auto k = static_cast<size_t>(arrivals[i].template_index);
+      const uint64_t seed = arrivals[i].seed;
+      if (in_flight_.load() >= o_.max_in_flight) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++report_.not_sent;
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++report_.sent;
+        ++report_.templates[k].sent;
+      }
+      in_flight_.fetch_add(1);
+      Reap();
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      workers_.push_back({std::thread([this, k, seed, done] {
+                            Record(k, Send(host_, port_, o_.mix[k], seed, o_.timeout_s));
+                            in_flight_.fetch_sub(1);
+                            finished_.fetch_add(1);
+                            done->store(true);
+                          }),
+                          done});
+    }
+    while (in_flight_.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      Tick();
+    }
+    for (Worker& w : workers_) w.thread.join();
+    Tick();
+    return core::SecondsSince(t0);
+  }
+
+  // The latencies of the 200 replies, in the order they were recorded (after Run).
+  const std::deque<double>& latencies() const { return latencies_; }
+
+ private:
+  // A request thread; finished ones are joined as arrivals go, so at most about max_in_flight
+  // are held however long the run.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+
+  void Reap() {
+    for (Worker& w : workers_) {
+      if (w.done->load()) w.thread.join();
+    }
+    std::erase_if(workers_, [](const Worker& w) { return !w.thread.joinable(); });
+  }
+
+  void Tick() {
+    if (o_.progress) o_.progress(finished_.load() + report_.not_sent, report_.planned);
+  }
+
+  // Counts one reply (or transport error) of template k.
+  void Record(size_t k, const Outcome& out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (out.status == 0) {
+      ++report_.transport_errors;
+    } else {
+      ++report_.status_counts[out.status];
+    }
+    report_.outcomes.push_back({static_cast<int>(k), out.status, out.latency_s});
+    if (out.status == 200) {
+      ++report_.completed;
+      ++report_.templates[k].completed;
+      latencies_.push_back(out.latency_s);
+      if (slo_s_[k] > 0 && out.latency_s <= o_.slo_scale * slo_s_[k]) {
+        ++report_.slo_met;
+        ++report_.templates[k].slo_met;
+      }
+    }
+  }
+
+  const LoadgenOptions& o_;
+  const std::string& host_;
+  const int port_;
+  const std::vector<double> slo_s_;
+  LoadgenReport& report_;
+  std::mutex mu_;  // guards report_ and latencies_
+  std::deque<double> latencies_;
+  std::atomic<int64_t> finished_{0};
+  std::atomic<int> in_flight_{0};
+  std::vector<Worker> workers_;
+};
+
 }  // namespace
 
 core::Status ParseHttpUrl(const std::string& url, std::string* host, int* port) {
@@ -153,46 +310,9 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   int port = 0;
   RETURN_IF_ERROR(ValidateOptions(o, &host, &port));
   ASSIGN_OR_RETURN(const std::vector<PlannedArrival> arrivals, PlanArrivals(o));
-  {
-    httplib::Client client(host, port);
-    client.set_connection_timeout(5, 0);
-    auto res = client.Get("/healthz");
-    if (!res || res->status != 200) {
-      return core::Unavailable(
-          fmt::format("cannot reach a healthy server at {}: {}", o.url,
-                      res ? "GET /healthz answered " + std::to_string(res->status)
-                          : httplib::to_string(res.error())));
-    }
-  }
+  RETURN_IF_ERROR(CheckHealthy(host, port, o.url));
   LoadgenReport report;
-  for (const LoadTemplate& t : o.mix) {
-    // The first requests of a template may load a model, plan the template and map its arena:
-    // kSoloRuns in a row, the last one timed.
-    Outcome solo;
-    for (int i = 0; i < kSoloRuns; ++i) {
-      solo = Send(host, port, t, o.seed + static_cast<uint64_t>(i), o.timeout_s);
-      if (solo.status != 200) break;
-    }
-    if (solo.status == 0) {
-      return core::Unavailable(
-          fmt::format("solo request of template {}: no reply: {}", t.label, solo.body));
-    }
-    TemplateLoad tl;
-    tl.label = t.label;
-    if (solo.status == 200) {
-      tl.solo_latency_s = solo.latency_s;
-    } else {
-      tl.solo_error = fmt::format("HTTP {}: {}", solo.status, solo.body);
-    }
-    report.templates.push_back(std::move(tl));
-  }
-  bool any_solo = false;
-  for (const TemplateLoad& tl : report.templates) any_solo = any_solo || tl.solo_error.empty();
-  if (!any_solo) {
-    return core::FailedPrecondition(
-        "no template of the mix is served alone: " + report.templates[0].label + ": " +
-        report.templates[0].solo_error);
-  }
+  RETURN_IF_ERROR(MeasureSolo(o, host, port, &report));
 
   // The SLO reference of each template: given, or its solo latency here.
   std::vector<double> slo_s;
@@ -202,88 +322,12 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
                                                              : 0.0);
   }
   report.planned = static_cast<int64_t>(arrivals.size());
-  std::mutex mu;  // guards report and latencies
-  std::deque<double> latencies;
-  std::atomic<int64_t> finished{0};
-  std::atomic<int> in_flight{0};
-  // Request threads; finished ones are joined as arrivals go, so at most about max_in_flight
-  // are held however long the run.
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::vector<Worker> workers;
-  auto reap = [&workers] {
-    for (Worker& w : workers) {
-      if (w.done->load()) w.thread.join();
-    }
-    std::erase_if(workers, [](const Worker& w) { return !w.thread.joinable(); });
-  };
-  const Clock::time_point t0 = Clock::now();
-  auto tick = [&] {
-    if (o.progress) o.progress(finished.load() + report.not_sent, report.planned);
-  };
-  for (size_t i = 0; i < arrivals.size(); ++i) {
-    const double at = arrivals[i].at_s;
-    for (;;) {
-      const double wait_s = at - core::SecondsSince(t0);
-      if (wait_s <= 0) break;
-      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(wait_s, 0.1)));
-      tick();
-    }
-    const auto k = static_cast<size_t>(arrivals[i].template_index);
-    const uint64_t seed = arrivals[i].seed;
-    if (in_flight.load() >= o.max_in_flight) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++report.not_sent;
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++report.sent;
-      ++report.templates[k].sent;
-    }
-    in_flight.fetch_add(1);
-    reap();
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    workers.push_back(
-        {std::thread([&, k, seed, done] {
-           const Outcome out = Send(host, port, o.mix[k], seed, o.timeout_s);
-           {
-             std::lock_guard<std::mutex> lock(mu);
-             if (out.status == 0) {
-               ++report.transport_errors;
-             } else {
-               ++report.status_counts[out.status];
-             }
-             report.outcomes.push_back({static_cast<int>(k), out.status, out.latency_s});
-             if (out.status == 200) {
-               ++report.completed;
-               ++report.templates[k].completed;
-               latencies.push_back(out.latency_s);
-               if (slo_s[k] > 0 && out.latency_s <= o.slo_scale * slo_s[k]) {
-                 ++report.slo_met;
-                 ++report.templates[k].slo_met;
-               }
-             }
-           }
-           in_flight.fetch_sub(1);
-           finished.fetch_add(1);
-           done->store(true);
-         }),
-         done});
-  }
-  while (in_flight.load() > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    tick();
-  }
-  for (Worker& w : workers) w.thread.join();
-  tick();
-  report.wall_s = core::SecondsSince(t0);
+  OpenLoop loop(o, host, port, std::move(slo_s), &report);
+  report.wall_s = loop.Run(arrivals);
   report.slo_attainment =
       report.planned > 0 ? static_cast<double>(report.slo_met) / report.planned : 0;
-  report.latency_p50_s = Percentile(latencies, 0.50);
-  report.latency_p99_s = Percentile(latencies, 0.99);
+  report.latency_p50_s = Percentile(loop.latencies(), 0.50);
+  report.latency_p99_s = Percentile(loop.latencies(), 0.99);
   report.throughput_rps = report.wall_s > 0 ? report.completed / report.wall_s : 0;
   return report;
 }
