@@ -35,10 +35,15 @@ struct PlanOptions {
 
 struct OpPlan {
   LayerOp op;
+  // The selector's pick; for an operator without a collective (op.has_collective false) the
+  // GEMM alone, whose pick.strategy is unused.
   StrategyPick pick;
   double none_s = 0, te_s = 0, ring1_s = 0;
   // Where its GEMM times came from: "profile", "modeled (tile/wave)" or "mixed".
   std::string gemm_source;
+  // The strategy as tables and JSON show it: pick.strategy's name, or "gemm" without a
+  // collective.
+  std::string StrategyText() const;
 };
 
 struct CompassPlan {

@@ -112,7 +112,7 @@ TEST(Plan, Llama7bOnA6000PicksNoWorseThanNone) {
   EXPECT_NEAR(plan->step_s(), 32 * sum, 1e-12);
   // On a6000x8 the double ring is the fastest fused collective: some operator picks it.
   bool ring2 = false;
-  for (const OpPlan& op : plan->ops) ring2 = ring2 || op.pick.strategy == "fused-ring2";
+  for (const OpPlan& op : plan->ops) ring2 = ring2 || op.pick.strategy.Name() == "fused-ring2";
   EXPECT_TRUE(ring2);
   const core::Json te = TeUserbufferConfig(*plan);
   EXPECT_TRUE(te.contains("qkv_fprop"));

@@ -85,7 +85,7 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
       };
       const StrategyInputs in = StrategyInputsFor(shape, gemm_s, coll, options.max_degree);
       ASSIGN_OR_RETURN(StrategyPick pick, SelectStrategy(in, overheads, options));
-      c.strategy = pick.strategy;
+      c.strategy = pick.strategy.Name();
       c.predicted_s = pick.predicted_s;
       c.none_s = pick.none_s;
       c.reason = pick.reason;
@@ -94,12 +94,12 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
       c.reason = "given (--strategy)";
     }
     ASSIGN_OR_RETURN(StrategyChoice choice, ParseStrategy(c.strategy));
-    if (choice.entry->takes_degree) {
-      core::Status st = ValidateDegree(shape, choice.degree);
+    if (TakesDegree(choice.id.family)) {
+      core::Status st = ValidateDegree(shape, choice.degree());
       if (!st.ok())
         return core::InvalidArgument("--strategy: operator " + name + ": " + st.message());
     }
-    c.strategy = choice.name;
+    c.strategy = choice.name();
     out.push_back(std::move(c));
   }
   return out;
@@ -193,7 +193,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   for (const GptOpChoice& oc : out.choices) {
     ASSIGN_OR_RETURN(per_op[oc.op], ParseStrategy(oc.strategy));
   }
-  ASSIGN_OR_RETURN(StrategyChoice fallback, ParseStrategy("none"));
+  const StrategyChoice fallback = ChoiceOf(StrategyName::Of(StrategyFamily::kNone));
 
   // --check: the single-process twin on rank 0 while the others wait.
   if (c.check) {

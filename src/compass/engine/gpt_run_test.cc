@@ -44,8 +44,8 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
 // step's loss is off by more than 1e-5 relative; the figures are asserted here as well.
 TEST(CompassGptRun, EveryStrategyTrainsLikeOneProcess) {
   std::vector<std::string> strategies = {"auto"};
-  for (const std::string& name : StrategyRegistry().Names()) {
-    strategies.push_back(StrategyRegistry().FindOrNull(name)->takes_degree ? name + ":2" : name);
+  for (StrategyFamily f : AllStrategyFamilies()) {
+    strategies.push_back((TakesDegree(f) ? StrategyName::Decomp(2) : StrategyName::Of(f)).Name());
   }
   for (int tp : {2, 4}) {
     for (const std::string& s : strategies) {

@@ -57,7 +57,11 @@ OverlapGrid QuickGrid() {
   g.hidden = {512, 1024, 1536};
   g.tokens = {256, 512, 1024, 2048};
   g.ffn_multiple = 4;
-  g.strategies = {"none", "fused-ring1", "fused-ring2", "fused-direct", "te"};
+  for (StrategyFamily f :
+       {StrategyFamily::kNone, StrategyFamily::kFusedRing1, StrategyFamily::kFusedRing2,
+        StrategyFamily::kFusedDirect, StrategyFamily::kTe}) {
+    g.strategies.push_back(StrategyName::Of(f));
+  }
   g.degrees = {1, 2, 4, 8, 16};
   return g;
 }
@@ -94,13 +98,14 @@ core::StatusOr<OverlapGrid> GridFromJson(const core::Json& j, const std::string&
     ASSIGN_OR_RETURN(int64_t f, core::GetIntInRange(j, where, "ffn_multiple", 1, 16));
     g.ffn_multiple = static_cast<int>(f);
   }
-  ASSIGN_OR_RETURN(g.strategies, StringList(j, where, "strategies"));
-  for (size_t i = 0; i < g.strategies.size(); ++i) {
-    auto c = ParseStrategy(g.strategies[i]);
+  ASSIGN_OR_RETURN(const std::vector<std::string> strategies, StringList(j, where, "strategies"));
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    auto c = StrategyName::Parse(strategies[i]);
     if (!c.ok()) {
       return core::InvalidArgument(core::JoinPath(where, "strategies") + "[" + std::to_string(i) +
                                    "]: " + c.status().message());
     }
+    g.strategies.push_back(*c);
   }
   if (j.contains("degrees")) {
     ASSIGN_OR_RETURN(std::vector<int64_t> d, IntList(j, where, "degrees", 1, 64));

@@ -81,7 +81,8 @@ TEST(OverlapStrategy, ParsesNamesAndRefusesBadOnes) {
   EXPECT_EQ(ParseStrategy("fused-ring2")->entry->name, "fused-ring2");
   auto d = ParseStrategy("decomp:4");
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->degree, 4);
+  EXPECT_EQ(d->degree(), 4);
+  EXPECT_EQ(d->name(), "decomp:4");
   EXPECT_FALSE(ParseStrategy("mpi")->entry->timed);
   for (const char* bad : {"decomp", "decomp:0", "decomp:x", "none:2", "flux", ""}) {
     auto r = ParseStrategy(bad);
@@ -146,11 +147,19 @@ TEST(OverlapStrategy, ModeledComputeNeedsAProfiledShape) {
 TEST(OverlapBench, ChecksAndTimesEveryStrategyInProcess) {
   const hw::Topology topo = A6000();
   OverlapBenchConfig config;
-  auto shapes = GridShapes(
-      OverlapGrid{{"qkv", "proj", "qkv-wgrad"}, {48}, {24}, 4, {"none", "fused-ring2"}, {1, 2}}, 3);
+  auto shapes = GridShapes(OverlapGrid{{"qkv", "proj", "qkv-wgrad"},
+                                       {48},
+                                       {24},
+                                       4,
+                                       {StrategyName::Of(StrategyFamily::kNone),
+                                        StrategyName::Of(StrategyFamily::kFusedRing2)},
+                                       {1, 2}},
+                           3);
   ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
   config.shapes = *shapes;
-  config.strategies = {"none", "fused-ring2", "mpi"};
+  config.strategies = {StrategyName::Of(StrategyFamily::kNone),
+                       StrategyName::Of(StrategyFamily::kFusedRing2),
+                       StrategyName::Of(StrategyFamily::kMpi)};
   config.degrees = {1, 2, 4};
   config.check = true;
   config.repeats = 2;
@@ -186,7 +195,7 @@ TEST(OverlapBench, RefusesAnInfeasibleDegreeNamingTheConfiguration) {
   const hw::Topology topo = A6000();
   OverlapBenchConfig config;
   config.shapes = {*LayerOpShape("qkv", 48, 4, 24, 2)};  // 12 rows per rank
-  config.strategies = {"decomp:5"};
+  config.strategies = {StrategyName::Decomp(5)};
   std::vector<core::StatusOr<OverlapBench>> out(2, core::Internal("not run"));
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     out[world.rank()] = RunOverlapBench(world, topo, FastScale(topo), config);
