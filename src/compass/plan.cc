@@ -15,7 +15,8 @@ StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
   StrategyInputs in;
   in.kind = s.kind;
   in.tp = s.tp;
-  const bool rs = s.kind == TpOpKind::kGemmRs, wgrad = s.kind == TpOpKind::kWgrad;
+  const bool rs = s.kind == TpOpKind::kGemmReduceScatter,
+             wgrad = s.kind == TpOpKind::kAllGatherWgrad;
   in.gemm_s = wgrad ? gemm(true, s.k, s.n, s.m) : gemm(false, s.m, s.n, s.k);
   const double block_wire = 2.0 * static_cast<double>(s.shard_rows()) * (rs ? s.n : s.k);
   for (comm::LinkAlgo a :
@@ -40,8 +41,8 @@ StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
 
 CollectiveTimer OperatorCollectiveTimer(const hw::Topology& topology, std::vector<int> ring1_order,
                                         std::vector<int> ring2_order, TpOpKind kind) {
-  const CollectiveKind ck =
-      kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllGather;
+  const CollectiveKind ck = kind == TpOpKind::kGemmReduceScatter ? CollectiveKind::kReduceScatter
+                                                                 : CollectiveKind::kAllGather;
   return [&topology, r1 = std::move(ring1_order), r2 = std::move(ring2_order), ck](comm::LinkAlgo a,
                                                                                    double wire) {
     return ModelCollective(topology, a == comm::LinkAlgo::kRing2 ? r2 : r1, ck, a, wire).total_s;
@@ -107,7 +108,7 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
     OpPlan p;
     p.op = op;
     if (!op.has_collective) {
-      const double t = op.shape.kind == TpOpKind::kWgrad
+      const double t = op.shape.kind == TpOpKind::kAllGatherWgrad
                            ? gemm(true, op.shape.k, op.shape.n, op.shape.m)
                            : gemm(false, op.shape.m, op.shape.n, op.shape.k);
       p.pick.predicted_s = p.pick.none_s = t;

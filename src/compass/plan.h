@@ -66,9 +66,9 @@ using CollectiveTimer = std::function<double(comm::LinkAlgo, double)>;
 StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
                                  const CollectiveTimer& collective, int max_degree = 16);
 
-// The collective model of an operator of `kind` (ReduceScatter for kGemmRs, else AllGather) on
-// the topology: ring2 on `ring2_order`, ring1 and direct on `ring1_order` (device lists). The
-// timer keeps a reference to `topology` and copies of the orders.
+// The collective model of an operator of `kind` (ReduceScatter for kGemmReduceScatter, else
+// AllGather) on the topology: ring2 on `ring2_order`, ring1 and direct on `ring1_order` (device
+// lists). The timer keeps a reference to `topology` and copies of the orders.
 CollectiveTimer OperatorCollectiveTimer(const hw::Topology& topology, std::vector<int> ring1_order,
                                         std::vector<int> ring2_order, TpOpKind kind);
 

@@ -27,7 +27,7 @@ TEST(ModelShapes, LayerOperatorsOfLlama) {
   EXPECT_EQ((*ops)[0].shape.n, 3 * 4096 / 8);
   EXPECT_EQ((*ops)[0].shape.k, 4096);
   EXPECT_EQ((*ops)[2].shape.n, 2 * 11008 / 8);  // SwiGLU: gate and up
-  EXPECT_EQ((*ops)[3].shape.kind, TpOpKind::kGemmRs);
+  EXPECT_EQ((*ops)[3].shape.kind, TpOpKind::kGemmReduceScatter);
   EXPECT_EQ((*ops)[3].shape.k, 11008 / 8);
   EXPECT_FALSE((*ops)[10].has_collective);
   // Grouped-query attention: 8 KV heads of 128.

@@ -19,7 +19,7 @@ double FusedTime(const StrategyInputs& in, double coll_s, const Overheads& o) {
   if (n == 1) return block;
   const double step = coll_s / (n - 1) + o.alpha_s;
   if (step <= 0) return kInf;
-  if (in.kind == TpOpKind::kGemmRs) {
+  if (in.kind == TpOpKind::kGemmReduceScatter) {
     // Partials computed back to back (slowed while sends are in flight), each sent once
     // computed and the previous send done; the own block's partial last.
     double computed = 0, sent = 0;
@@ -64,7 +64,9 @@ core::Json ToJson(const OverheadTable& t) {
   return j;
 }
 
-const char* OperatorClassOf(TpOpKind kind) { return kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
+const char* OperatorClassOf(TpOpKind kind) {
+  return kind == TpOpKind::kGemmReduceScatter ? "rs" : "ag";
+}
 
 core::StatusOr<double> PredictFamily(StrategyFamily family, int degree, const StrategyInputs& in,
                                      const Overheads& o) {
@@ -115,13 +117,13 @@ core::StatusOr<double> PredictStrategy(const StrategyName& strategy, const Strat
   };
   if (strategy.family == StrategyFamily::kTe) {
     switch (in.kind) {
-      case TpOpKind::kAgGemm:
+      case TpOpKind::kAllGatherGemm:
         return PredictFamily(StrategyFamily::kFusedRing1, 0, in,
                              overheads(StrategyFamily::kFusedRing1));
-      case TpOpKind::kGemmRs:
+      case TpOpKind::kGemmReduceScatter:
         return PredictFamily(StrategyFamily::kDecomp, TeRsDegree(in), in,
                              overheads(StrategyFamily::kDecomp));
-      case TpOpKind::kWgrad:
+      case TpOpKind::kAllGatherWgrad:
         return PredictFamily(StrategyFamily::kNone, 0, in, overheads(StrategyFamily::kNone));
     }
   }

@@ -34,7 +34,7 @@ namespace tessera::compass {
 
 // What the model knows about one operator (device seconds).
 struct StrategyInputs {
-  TpOpKind kind = TpOpKind::kAgGemm;
+  TpOpKind kind = TpOpKind::kAllGatherGemm;
   int tp = 2;
   double gemm_s = 0;                        // the whole GEMM on one rank
   std::map<comm::LinkAlgo, double> coll_s;  // the whole collective, modeled, per algorithm

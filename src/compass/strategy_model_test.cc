@@ -40,29 +40,30 @@ double Family(const std::string& f, const StrategyInputs& in, const Overheads& o
 
 TEST(StrategyModel, FusedAllGatherIsABlockPipeline) {
   // 4 blocks of 2; steps of 2 (collective 6 over 3 steps): arrivals 0, 2, 4, 6 -> done 8.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAgGemm, 4, 8, 6), {}), 8);
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAllGatherGemm, 4, 8, 6), {}), 8);
   // Steps of 4: the last block waits for its arrival at 12.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAgGemm, 4, 8, 12), {}), 14);
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAllGatherGemm, 4, 8, 12), {}), 14);
   // kappa 1.5 on the blocks computed while others arrive: 3, 6, 9, then 9 + 2.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAgGemm, 4, 8, 6), {0, 0, 1.5}), 11);
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAllGatherGemm, 4, 8, 6), {0, 0, 1.5}),
+                   11);
   // alpha lengthens each step, delta each block.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAgGemm, 4, 8, 12), {1, 0.5, 1}),
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kAllGatherGemm, 4, 8, 12), {1, 0.5, 1}),
                    3 * 5 + 2.5);
   // The double ring uses its own (here halved) collective.
-  EXPECT_DOUBLE_EQ(Family("fused-ring2", Inputs(TpOpKind::kAgGemm, 4, 8, 12), {}), 8);
+  EXPECT_DOUBLE_EQ(Family("fused-ring2", Inputs(TpOpKind::kAllGatherGemm, 4, 8, 12), {}), 8);
   // wgrad is an AllGather-side pipeline too.
-  EXPECT_DOUBLE_EQ(Family("fused-direct", Inputs(TpOpKind::kWgrad, 4, 8, 6), {}), 8);
+  EXPECT_DOUBLE_EQ(Family("fused-direct", Inputs(TpOpKind::kAllGatherWgrad, 4, 8, 6), {}), 8);
 }
 
 TEST(StrategyModel, FusedReduceScatterSendsEachPartialOnceComputed) {
   // Partials of 2 at 2, 4, 6 (own block at 8); sends of 2 end at 4, 6, 8 -> 8.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kGemmRs, 4, 8, 6), {}), 8);
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kGemmReduceScatter, 4, 8, 6), {}), 8);
   // Sends of 4: 2 -> 6, 6 -> 10, 10 -> 14.
-  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kGemmRs, 4, 8, 12), {}), 14);
+  EXPECT_DOUBLE_EQ(Family("fused-ring1", Inputs(TpOpKind::kGemmReduceScatter, 4, 8, 12), {}), 14);
 }
 
 TEST(StrategyModel, NoneDecompAndTeCompose) {
-  const StrategyInputs ag = Inputs(TpOpKind::kAgGemm, 2, 10, 6);
+  const StrategyInputs ag = Inputs(TpOpKind::kAllGatherGemm, 2, 10, 6);
   const Overheads o{0.5, 0.25, 1.2};
   EXPECT_DOUBLE_EQ(Family("none", ag, o), 10 + 6 + 0.75);
   EXPECT_DOUBLE_EQ(Family("decomp", ag, o, 4), o.Predict(2.5, 1.5, 4));
@@ -72,11 +73,11 @@ TEST(StrategyModel, NoneDecompAndTeCompose) {
   auto te_ag = PredictStrategy(Name("te"), ag, table);
   ASSERT_TRUE(te_ag.ok());
   EXPECT_DOUBLE_EQ(*te_ag, Family("fused-ring1", ag, o));
-  StrategyInputs rs = Inputs(TpOpKind::kGemmRs, 2, 10, 6);
+  StrategyInputs rs = Inputs(TpOpKind::kGemmReduceScatter, 2, 10, 6);
   EXPECT_DOUBLE_EQ(*PredictStrategy(Name("te"), rs, table), Family("decomp", rs, o, 4));
   rs.part_gemm_s.erase(4);  // 4 infeasible: the largest degree below
   EXPECT_DOUBLE_EQ(*PredictStrategy(Name("te"), rs, table), Family("decomp", rs, o, 2));
-  const StrategyInputs wg = Inputs(TpOpKind::kWgrad, 2, 10, 6);
+  const StrategyInputs wg = Inputs(TpOpKind::kAllGatherWgrad, 2, 10, 6);
   EXPECT_DOUBLE_EQ(*PredictStrategy(Name("te"), wg, table), Family("none", wg, o));
   EXPECT_DOUBLE_EQ(*PredictStrategy(Name("decomp:2"), ag, {}), Family("decomp", ag, {}, 2));
 
@@ -93,7 +94,7 @@ TEST(StrategyModel, OverheadFitRecoversExactOverheads) {
   const Overheads truth{2e-6, 1e-6, 1.25};
   std::vector<StrategyInputs> inputs;
   for (int i = 0; i < 16; ++i) {
-    inputs.push_back(Inputs(i % 2 ? TpOpKind::kAgGemm : TpOpKind::kWgrad, 4,
+    inputs.push_back(Inputs(i % 2 ? TpOpKind::kAllGatherGemm : TpOpKind::kAllGatherWgrad, 4,
                             rng.Uniform(1e-5, 2e-4), rng.Uniform(1e-5, 2e-4)));
   }
   std::vector<StrategySample> samples;
@@ -113,7 +114,7 @@ TEST(StrategyModel, OverheadFitRecoversExactOverheads) {
 
 TEST(Selector, PicksTheFastestUnlessUnderTheMargin) {
   // Communication-bound AllGather on 4 ranks: the double ring halves the collective.
-  StrategyInputs in = Inputs(TpOpKind::kAgGemm, 4, 8e-6, 24e-6);
+  StrategyInputs in = Inputs(TpOpKind::kAllGatherGemm, 4, 8e-6, 24e-6);
   auto pick = SelectStrategy(in, {});
   ASSERT_TRUE(pick.ok()) << pick.status().ToString();
   EXPECT_EQ(pick->strategy.Name(), "fused-ring2");
@@ -125,7 +126,7 @@ TEST(Selector, PicksTheFastestUnlessUnderTheMargin) {
     EXPECT_LE(pick->candidates[i - 1].second, pick->candidates[i].second);
   }
   // A tiny gain stays under a large margin: none, with the reason.
-  auto cautious = SelectStrategy(Inputs(TpOpKind::kAgGemm, 2, 1e-6, 1e-4), {}, {0.6, 16});
+  auto cautious = SelectStrategy(Inputs(TpOpKind::kAllGatherGemm, 2, 1e-6, 1e-4), {}, {0.6, 16});
   ASSERT_TRUE(cautious.ok());
   EXPECT_EQ(cautious->strategy.Name(), "none");
   EXPECT_NE(cautious->reason.find("margin"), std::string::npos) << cautious->reason;

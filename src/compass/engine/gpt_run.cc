@@ -141,7 +141,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   }
   std::vector<std::pair<std::string, TpOpShape>> ops;
   int64_t window = 1;
-  for (const models::SmallGpt::TpCall& call : model.LayerTpCalls(m)) {
+  for (const models::TpLayerOp& call : model.LayerTpCalls(m)) {
     ops.emplace_back(call.name, TpOpShapeOf(call.name, call.kind, call.dims, n));
     window = std::max(window, OverlapWindowBytes(ops.back().second));
   }

@@ -110,8 +110,8 @@ TEST(CompassGptRun, ModeledComputeRunsEveryStep) {
 }
 
 std::vector<std::pair<std::string, TpOpShape>> TwoOps() {
-  return {{"qkv", TpOpShape{TpOpKind::kAgGemm, 4096, 768, 1024, 4, "qkv"}},
-          {"proj", TpOpShape{TpOpKind::kGemmRs, 4096, 1024, 256, 4, "proj"}}};
+  return {{"qkv", TpOpShape{TpOpKind::kAllGatherGemm, 4096, 768, 1024, 4, "qkv"}},
+          {"proj", TpOpShape{TpOpKind::kGemmReduceScatter, 4096, 1024, 256, 4, "proj"}}};
 }
 
 // auto with a collective that dwarfs the GEMM overlaps; with a free collective it keeps none

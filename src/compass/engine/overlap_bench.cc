@@ -20,8 +20,8 @@ constexpr double kCheckTolerance = 1e-5;
 constexpr int kMaxSweepDegree = 16;
 
 GemmShape WholeGemm(const TpOpShape& s) {
-  return s.kind == TpOpKind::kWgrad ? GemmShape{true, s.k, s.n, s.m}
-                                    : GemmShape{false, s.m, s.n, s.k};
+  return s.kind == TpOpKind::kAllGatherWgrad ? GemmShape{true, s.k, s.n, s.m}
+                                             : GemmShape{false, s.m, s.n, s.k};
 }
 
 // The choices run on one configuration: the named strategies, then the degree sweep.
@@ -158,8 +158,8 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     result.shape = s;
     result.gemm_s = profile.at(WholeGemm(s)) / scale.scale;
     for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
-    const double block_wire =
-        2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
+    const double block_wire = 2.0 * static_cast<double>(s.shard_rows()) *
+                              (s.kind == TpOpKind::kGemmReduceScatter ? s.n : s.k);
     const CollectiveTimer model =
         OperatorCollectiveTimer(topology, out.ring1_order, out.ring2_order, s.kind);
     auto model_ring1 = [&](double wire_bytes) { return model(comm::LinkAlgo::kRing1, wire_bytes); };

@@ -134,19 +134,19 @@ core::StatusOr<TpOpShape> LayerOpShape(const std::string& op, int64_t hidden, in
   s.tp = tp;
   s.m = tokens;
   if (op == "qkv" || op == "qkv-wgrad") {
-    s.kind = op == "qkv" ? TpOpKind::kAgGemm : TpOpKind::kWgrad;
+    s.kind = op == "qkv" ? TpOpKind::kAllGatherGemm : TpOpKind::kAllGatherWgrad;
     s.k = h;
     ASSIGN_OR_RETURN(s.n, per_rank(3 * h, "3h"));
   } else if (op == "fc1") {
-    s.kind = TpOpKind::kAgGemm;
+    s.kind = TpOpKind::kAllGatherGemm;
     s.k = h;
     ASSIGN_OR_RETURN(s.n, per_rank(f, "f"));
   } else if (op == "proj") {
-    s.kind = TpOpKind::kGemmRs;
+    s.kind = TpOpKind::kGemmReduceScatter;
     ASSIGN_OR_RETURN(s.k, per_rank(h, "h"));
     s.n = h;
   } else if (op == "fc2") {
-    s.kind = TpOpKind::kGemmRs;
+    s.kind = TpOpKind::kGemmReduceScatter;
     ASSIGN_OR_RETURN(s.k, per_rank(f, "f"));
     s.n = h;
   } else {

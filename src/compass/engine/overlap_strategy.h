@@ -30,7 +30,7 @@
 
 namespace tessera::compass {
 
-// One rank's tensors: x (x_count), w (w_count: W, or dY for kWgrad), y (y_count).
+// One rank's tensors: x (x_count), w (w_count: W, or dY for kAllGatherWgrad), y (y_count).
 struct OpBuffers {
   const float* x = nullptr;
   const float* w = nullptr;

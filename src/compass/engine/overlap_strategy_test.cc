@@ -52,7 +52,7 @@ std::vector<core::Status> OnLinkRanks(
 }
 
 TEST(TpOp, ValidatesShapesAndDegrees) {
-  TpOpShape s{TpOpKind::kAgGemm, 10, 8, 8, 4, "x"};
+  TpOpShape s{TpOpKind::kAllGatherGemm, 10, 8, 8, 4, "x"};
   EXPECT_NE(ValidateTpOp(s).message().find("m: got 10, not divisible by tp 4"), std::string::npos)
       << ValidateTpOp(s).message();
   s.m = 16;
@@ -62,7 +62,7 @@ TEST(TpOp, ValidatesShapesAndDegrees) {
   EXPECT_NE(ValidateDegree(s, 3).message().find("decomp:3: d must divide m/tp = 4"),
             std::string::npos);
   EXPECT_FALSE(ValidateDegree(s, 8).ok());
-  s.kind = TpOpKind::kGemmRs;
+  s.kind = TpOpKind::kGemmReduceScatter;
   EXPECT_EQ(DecompositionLength(s), 8);
   EXPECT_TRUE(ValidateDegree(s, 8).ok());
   s.k = 0;
@@ -100,7 +100,8 @@ TEST(OverlapStrategy, EveryStrategyMatchesTheSingleProcessGemm) {
                                           "decomp:1", "decomp:2",    "te",          "mpi"};
   core::Rng rng(2026);
   for (int tp = 1; tp <= 4; ++tp) {
-    for (TpOpKind kind : {TpOpKind::kAgGemm, TpOpKind::kGemmRs, TpOpKind::kWgrad}) {
+    for (TpOpKind kind :
+         {TpOpKind::kAllGatherGemm, TpOpKind::kGemmReduceScatter, TpOpKind::kAllGatherWgrad}) {
       TpOpShape s;
       s.kind = kind;
       s.tp = tp;
@@ -132,7 +133,7 @@ TEST(OverlapStrategy, EveryStrategyMatchesTheSingleProcessGemm) {
 
 TEST(OverlapStrategy, ModeledComputeNeedsAProfiledShape) {
   auto st = OnLinkRanks(2, 1 << 20, [](comm::Communicator&, OverlapContext& ctx) {
-    const TpOpShape s{TpOpKind::kAgGemm, 8, 4, 4, 2, "ag"};
+    const TpOpShape s{TpOpKind::kAllGatherGemm, 8, 4, 4, 2, "ag"};
     std::vector<float> x(s.x_count(), 1), w(s.w_count(), 1), y(s.y_count());
     ctx.set_mode(ComputeMode::kModeled);
     ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy("none"));
@@ -208,11 +209,11 @@ TEST(OverlapBench, RefusesAnInfeasibleDegreeNamingTheConfiguration) {
 TEST(OverlapGrid, LayerShapesAndTheQuickGrid) {
   auto qkv = LayerOpShape("qkv", 1024, 4, 2048, 4);
   ASSERT_TRUE(qkv.ok());
-  EXPECT_EQ(qkv->kind, TpOpKind::kAgGemm);
+  EXPECT_EQ(qkv->kind, TpOpKind::kAllGatherGemm);
   EXPECT_EQ(qkv->k, 1024);
   EXPECT_EQ(qkv->n, 768);
   auto fc2 = LayerOpShape("fc2", 1024, 4, 2048, 4);
-  EXPECT_EQ(fc2->kind, TpOpKind::kGemmRs);
+  EXPECT_EQ(fc2->kind, TpOpKind::kGemmReduceScatter);
   EXPECT_EQ(fc2->k, 1024);
   EXPECT_EQ(fc2->n, 1024);
   EXPECT_NE(LayerOpShape("proj", 1004, 4, 2048, 8)

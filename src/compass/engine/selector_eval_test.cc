@@ -17,7 +17,7 @@ OverlapBench SyntheticBench(const OverheadTable& truth, uint64_t seed) {
   core::Rng rng(seed);
   for (int i = 0; i < 48; ++i) {
     OverlapConfigResult c;
-    c.shape = TpOpShape{(i / 2) % 2 == 0 ? TpOpKind::kGemmRs : TpOpKind::kAgGemm,
+    c.shape = TpOpShape{(i / 2) % 2 == 0 ? TpOpKind::kGemmReduceScatter : TpOpKind::kAllGatherGemm,
                         1024,
                         64,
                         64,
