@@ -67,7 +67,7 @@ core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or
       name_or_path.find(".json") == std::string::npos) {
     std::string all;
     for (const std::string& n : ModelPresetNames()) all += (all.empty() ? "" : ", ") + n;
-    return core::NotFound("--model: got '" + name_or_path + "', must be one of " + all +
+    return core::NotFound("model: got '" + name_or_path + "', must be one of " + all +
                           " or a model JSON file");
   }
   ASSIGN_OR_RETURN(core::Json j, core::ReadJsonFile(name_or_path));
@@ -75,7 +75,7 @@ core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or
 }
 
 core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp, int64_t tokens) {
-  if (tp < 1) return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be >= 1");
+  if (tp < 1) return core::InvalidArgument("tp: got " + std::to_string(tp) + ", must be >= 1");
   if (m.heads % tp != 0) return core::InvalidArgument(Divisibility("heads", m.heads, tp));
   if (m.kv_heads % tp != 0) {
     return core::InvalidArgument(Divisibility("kv_heads", m.kv_heads, tp) +
@@ -84,9 +84,9 @@ core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp,
   if (m.hidden % tp != 0) return core::InvalidArgument(Divisibility("hidden", m.hidden, tp));
   if (m.ffn % tp != 0) return core::InvalidArgument(Divisibility("ffn", m.ffn, tp));
   if (tokens < tp || tokens % tp != 0) {
-    return core::InvalidArgument("tokens (--seq x --mbs): got " + std::to_string(tokens) +
+    return core::InvalidArgument("tokens: got " + std::to_string(tokens) +
                                  ", must be a positive multiple of tp " + std::to_string(tp) +
-                                 " (the token axis is sharded)");
+                                 " (the token axis is sharded; tokens = seq x mbs)");
   }
   const std::vector<models::TpLayerOp> table =
       models::MegatronTpLayerOps({m.hidden, m.ffn, m.heads, m.kv_heads, m.gated_mlp, tp, tokens});

@@ -46,7 +46,7 @@ struct LayerOp {
 };
 
 // InvalidArgument naming the field when t does not divide heads, kv_heads, hidden or ffn,
-// or M is not divisible by t ("--seq x --mbs: got 1001 tokens, not divisible by tp 8").
+// or M is not divisible by t ("tokens: got 1001, must be a positive multiple of tp 8 ...").
 core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp, int64_t tokens);
 
 }  // namespace tessera::compass

@@ -53,15 +53,10 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
                                       const PlanOptions& options, const CompassProfile* profile,
                                       const std::string& profile_name) {
   const int tp = options.tp;
-  if (tp < 2 || tp > topology.num_devices()) {
-    return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be in [2, " +
-                                 std::to_string(topology.num_devices()) + "] for " +
-                                 topology.name());
-  }
+  RETURN_IF_ERROR(CheckTpOnTopology(topology, tp));
   if (options.seq < 1 || options.mbs < 1) {
-    return core::InvalidArgument("--seq and --mbs must be >= 1, got " +
-                                 std::to_string(options.seq) + " and " +
-                                 std::to_string(options.mbs));
+    return core::InvalidArgument("seq and mbs must be >= 1, got " + std::to_string(options.seq) +
+                                 " and " + std::to_string(options.mbs));
   }
   ASSIGN_OR_RETURN(std::vector<LayerOp> ops, LayerOps(model, tp, options.seq * options.mbs));
   if (profile != nullptr) {

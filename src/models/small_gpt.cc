@@ -74,7 +74,7 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 4096,
                           .max_seq = 512};
   }
-  return core::NotFound("--model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
+  return core::NotFound("model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
 }
 
 core::Status ValidateSmallGptConfig(const SmallGptConfig& c, int tp) {
