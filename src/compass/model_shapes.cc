@@ -1,5 +1,9 @@
 #include "compass/model_shapes.h"
 
+#include <algorithm>
+
+#include "core/check.h"
+
 namespace tessera::compass {
 
 namespace {
@@ -63,7 +67,7 @@ core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or
       name_or_path.find(".json") == std::string::npos) {
     std::string all;
     for (const std::string& n : ModelPresetNames()) all += (all.empty() ? "" : ", ") + n;
-    return core::NotFound("--model: got '" + name_or_path + "', must be one of " + all +
+    return core::NotFound("model: got '" + name_or_path + "', must be one of " + all +
                           " or a model JSON file");
   }
   ASSIGN_OR_RETURN(core::Json j, core::ReadJsonFile(name_or_path));
@@ -71,7 +75,7 @@ core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or
 }
 
 core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp, int64_t tokens) {
-  if (tp < 1) return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be >= 1");
+  if (tp < 1) return core::InvalidArgument("tp: got " + std::to_string(tp) + ", must be >= 1");
   if (m.heads % tp != 0) return core::InvalidArgument(Divisibility("heads", m.heads, tp));
   if (m.kv_heads % tp != 0) {
     return core::InvalidArgument(Divisibility("kv_heads", m.kv_heads, tp) +
@@ -80,30 +84,29 @@ core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp,
   if (m.hidden % tp != 0) return core::InvalidArgument(Divisibility("hidden", m.hidden, tp));
   if (m.ffn % tp != 0) return core::InvalidArgument(Divisibility("ffn", m.ffn, tp));
   if (tokens < tp || tokens % tp != 0) {
-    return core::InvalidArgument("tokens (--seq x --mbs): got " + std::to_string(tokens) +
+    return core::InvalidArgument("tokens: got " + std::to_string(tokens) +
                                  ", must be a positive multiple of tp " + std::to_string(tp) +
-                                 " (the token axis is sharded)");
+                                 " (the token axis is sharded; tokens = seq x mbs)");
   }
-  const int64_t h = m.hidden, qkv = (h + 2 * m.kv_heads * m.head_dim()) / tp;
-  const int64_t f = m.ffn / tp, g = (m.gated_mlp ? 2 : 1) * m.ffn / tp;
-  auto op = [&](const std::string& name, TpOpKind kind, int64_t n, int64_t k, bool coll = true) {
-    return LayerOp{name, TpOpShape{kind, tokens, n, k, tp, name + " " + m.name}, coll};
-  };
-  return std::vector<LayerOp>{
-      op("qkv", TpOpKind::kAgGemm, qkv, h),
-      op("proj", TpOpKind::kGemmRs, h, h / tp),
-      op("fc1", TpOpKind::kAgGemm, g, h),
-      op("fc2", TpOpKind::kGemmRs, h, f),
-      op("proj-dgrad", TpOpKind::kAgGemm, h / tp, h),
-      op("fc2-dgrad", TpOpKind::kAgGemm, f, h),
-      op("qkv-dgrad", TpOpKind::kGemmRs, h, qkv),
-      op("fc1-dgrad", TpOpKind::kGemmRs, h, g),
-      op("qkv-wgrad", TpOpKind::kWgrad, qkv, h),
-      op("fc1-wgrad", TpOpKind::kWgrad, g, h),
-      // dW = A^T dY with A (M/t.. local) and the dY already gathered: K = h / t or f / t.
-      op("proj-wgrad", TpOpKind::kWgrad, h, h / tp, false),
-      op("fc2-wgrad", TpOpKind::kWgrad, h, f, false),
-  };
+  const std::vector<models::TpLayerOp> table =
+      models::MegatronTpLayerOps({m.hidden, m.ffn, m.heads, m.kv_heads, m.gated_mlp, tp, tokens});
+  // The plan lists the forward operators, then the backward ones grouped by kind (the order
+  // its tables and JSON have always had); the table is in call order.
+  static const char* const kPlanOrder[] = {"qkv",        "proj",      "fc1",        "fc2",
+                                           "proj-dgrad", "fc2-dgrad", "qkv-dgrad",  "fc1-dgrad",
+                                           "qkv-wgrad",  "fc1-wgrad", "proj-wgrad", "fc2-wgrad"};
+  std::vector<LayerOp> ops;
+  for (const char* name : kPlanOrder) {
+    const auto it = std::find_if(table.begin(), table.end(),
+                                 [&](const models::TpLayerOp& o) { return o.name == name; });
+    CHECK(it != table.end()) << "no operator " << name << " in the layer table";
+    // An operator that reuses its dgrad's gathered dY is planned as Megatron runs it: the
+    // GEMM dW = X^T dY alone (models/tp_layer_ops.h).
+    const models::TpGemmDims d = it->needs_collective() ? it->dims : models::GemmOnlyDims(*it);
+    ops.push_back(LayerOp{it->name, TpOpShape{it->kind, d.m, d.n, d.k, tp, it->name + " " + m.name},
+                          it->needs_collective()});
+  }
+  return ops;
 }
 
 }  // namespace tessera::compass

@@ -1,6 +1,7 @@
 // Transformer shapes for Compass's planner: presets of the paper's grid (Llama-2-7B/13B/70B,
 // Llama-3-8B with grouped-query attention) or a JSON file, and the tensor-parallel operators
-// of one Megatron layer with sequence parallelism at TP t over M tokens (M = seq x mbs):
+// of one Megatron layer with sequence parallelism at TP t over M tokens (M = seq x mbs), from
+// the models layer's table (models/tp_layer_ops.h):
 //   forward:  qkv (AG, K = h, N = (h + 2 kv_heads head_dim) / t), proj (RS, K = h/t, N = h),
 //             fc1 (AG, K = h, N = g f / t), fc2 (RS, K = f/t, N = h)
 //   backward: proj-dgrad (AG of dY, K = h, N = h/t), fc2-dgrad (AG, K = h, N = f/t),
@@ -37,13 +38,15 @@ core::StatusOr<TransformerShape> TransformerShapeFromJson(const core::Json& j,
                                                           const std::string& where);
 
 struct LayerOp {
-  std::string name;            // "qkv", "proj-dgrad", "fc1-wgrad", ...
-  TpOpShape shape;             // label "<name> <model>"
-  bool has_collective = true;  // false: proj-wgrad and fc2-wgrad (GEMM only)
+  std::string name;  // "qkv", "proj-dgrad", "fc1-wgrad", ...
+  TpOpShape shape;   // label "<name> <model>"
+  // false: proj-wgrad and fc2-wgrad, which reuse the dY their dgrad gathered (GEMM only;
+  // models::TpLayerOp::reuses_dgrad_gather).
+  bool has_collective = true;
 };
 
 // InvalidArgument naming the field when t does not divide heads, kv_heads, hidden or ffn,
-// or M is not divisible by t ("--seq x --mbs: got 1001 tokens, not divisible by tp 8").
+// or M is not divisible by t ("tokens: got 1001, must be a positive multiple of tp 8 ...").
 core::StatusOr<std::vector<LayerOp>> LayerOps(const TransformerShape& m, int tp, int64_t tokens);
 
 }  // namespace tessera::compass

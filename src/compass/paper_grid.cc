@@ -32,17 +32,17 @@ core::StatusOr<PaperGrid> RunPaperGrid(const hw::Topology& topology) {
           pt.tp = tp;
           pt.tokens = tokens;
           pt.op = p.op.name;
-          pt.pick = p.pick.strategy;
+          pt.pick = p.StrategyText();
           double best_decomp = 0;
           for (const auto& [strategy, t] : p.pick.candidates) {
-            if (strategy.rfind("decomp:", 0) == 0) {
+            if (strategy.family == StrategyFamily::kDecomp) {
               if (best_decomp == 0 || t < best_decomp) best_decomp = t;
             } else {
-              pt.predicted_s[strategy] = t;
+              pt.predicted_s[strategy.Name()] = t;
             }
           }
           if (best_decomp > 0) pt.predicted_s["decomp:d*"] = best_decomp;
-          pt.predicted_s["te"] = p.te_s;
+          pt.predicted_s[StrategyFamilyName(StrategyFamily::kTe)] = p.te_s;
           pt.predicted_s["auto"] = p.pick.predicted_s;
           g.points.push_back(pt);
         }

@@ -15,7 +15,8 @@ StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
   StrategyInputs in;
   in.kind = s.kind;
   in.tp = s.tp;
-  const bool rs = s.kind == TpOpKind::kGemmRs, wgrad = s.kind == TpOpKind::kWgrad;
+  const bool rs = s.kind == TpOpKind::kGemmReduceScatter,
+             wgrad = s.kind == TpOpKind::kAllGatherWgrad;
   in.gemm_s = wgrad ? gemm(true, s.k, s.n, s.m) : gemm(false, s.m, s.n, s.k);
   const double block_wire = 2.0 * static_cast<double>(s.shard_rows()) * (rs ? s.n : s.k);
   for (comm::LinkAlgo a :
@@ -40,8 +41,8 @@ StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
 
 CollectiveTimer OperatorCollectiveTimer(const hw::Topology& topology, std::vector<int> ring1_order,
                                         std::vector<int> ring2_order, TpOpKind kind) {
-  const CollectiveKind ck =
-      kind == TpOpKind::kGemmRs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllGather;
+  const CollectiveKind ck = kind == TpOpKind::kGemmReduceScatter ? CollectiveKind::kReduceScatter
+                                                                 : CollectiveKind::kAllGather;
   return [&topology, r1 = std::move(ring1_order), r2 = std::move(ring2_order), ck](comm::LinkAlgo a,
                                                                                    double wire) {
     return ModelCollective(topology, a == comm::LinkAlgo::kRing2 ? r2 : r1, ck, a, wire).total_s;
@@ -52,15 +53,10 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
                                       const PlanOptions& options, const CompassProfile* profile,
                                       const std::string& profile_name) {
   const int tp = options.tp;
-  if (tp < 2 || tp > topology.num_devices()) {
-    return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be in [2, " +
-                                 std::to_string(topology.num_devices()) + "] for " +
-                                 topology.name());
-  }
+  RETURN_IF_ERROR(CheckTpOnTopology(topology, tp));
   if (options.seq < 1 || options.mbs < 1) {
-    return core::InvalidArgument("--seq and --mbs must be >= 1, got " +
-                                 std::to_string(options.seq) + " and " +
-                                 std::to_string(options.mbs));
+    return core::InvalidArgument("seq and mbs must be >= 1, got " + std::to_string(options.seq) +
+                                 " and " + std::to_string(options.mbs));
   }
   ASSIGN_OR_RETURN(std::vector<LayerOp> ops, LayerOps(model, tp, options.seq * options.mbs));
   if (profile != nullptr) {
@@ -107,19 +103,21 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
     OpPlan p;
     p.op = op;
     if (!op.has_collective) {
-      const double t = op.shape.kind == TpOpKind::kWgrad
+      const double t = op.shape.kind == TpOpKind::kAllGatherWgrad
                            ? gemm(true, op.shape.k, op.shape.n, op.shape.m)
                            : gemm(false, op.shape.m, op.shape.n, op.shape.k);
-      p.pick.strategy = "gemm";
       p.pick.predicted_s = p.pick.none_s = t;
       p.pick.reason = "no collective: the dY gathered for its dgrad is reused";
       p.none_s = p.te_s = p.ring1_s = t;
     } else {
       const StrategyInputs in = StrategyInputsFor(op.shape, gemm, collective);
       ASSIGN_OR_RETURN(p.pick, SelectStrategy(in, overheads, options.selector));
-      ASSIGN_OR_RETURN(p.none_s, PredictStrategy("none", in, overheads));
-      ASSIGN_OR_RETURN(p.te_s, PredictStrategy("te", in, overheads));
-      ASSIGN_OR_RETURN(p.ring1_s, PredictStrategy("fused-ring1", in, overheads));
+      ASSIGN_OR_RETURN(p.none_s,
+                       PredictStrategy(StrategyName::Of(StrategyFamily::kNone), in, overheads));
+      ASSIGN_OR_RETURN(p.te_s,
+                       PredictStrategy(StrategyName::Of(StrategyFamily::kTe), in, overheads));
+      ASSIGN_OR_RETURN(
+          p.ring1_s, PredictStrategy(StrategyName::Of(StrategyFamily::kFusedRing1), in, overheads));
     }
     p.gemm_source = modeled == 0 ? "profile" : profiled == 0 ? "modeled (tile/wave)" : "mixed";
     plan.layer_s += p.pick.predicted_s;
@@ -131,17 +129,21 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
   return plan;
 }
 
+std::string OpPlan::StrategyText() const {
+  return op.has_collective ? pick.strategy.Name() : "gemm";
+}
+
 core::Json ToJson(const CompassPlan& p) {
   core::Json ops = core::Json::array();
   for (const OpPlan& o : p.ops) {
     core::Json cands = core::Json::object();
-    for (const auto& [name, t] : o.pick.candidates) cands[name] = t;
+    for (const auto& [name, t] : o.pick.candidates) cands[name.Name()] = t;
     ops.push_back({{"op", o.op.name},
                    {"kind", TpOpKindName(o.op.shape.kind)},
                    {"m", o.op.shape.m},
                    {"n", o.op.shape.n},
                    {"k", o.op.shape.k},
-                   {"strategy", o.pick.strategy},
+                   {"strategy", o.StrategyText()},
                    {"reason", o.pick.reason},
                    {"predicted_s", o.pick.predicted_s},
                    {"none_s", o.none_s},
@@ -181,15 +183,16 @@ core::Json TeUserbufferConfig(const CompassPlan& p) {
     std::string key = o.op.name;
     std::replace(key.begin(), key.end(), '-', '_');
     if (key.find('_') == std::string::npos) key += "_fprop";
-    const std::string& s = o.pick.strategy;
-    if (s.rfind("decomp:", 0) == 0) {
-      cfg[key] = {{"method", "pipeline"}, {"num_splits", std::stoi(s.substr(7))}};
-    } else if (s == "none") {
+    const StrategyName& s = o.pick.strategy;
+    if (s.family == StrategyFamily::kDecomp) {
+      cfg[key] = {{"method", "pipeline"}, {"num_splits", s.degree}};
+    } else if (s.family == StrategyFamily::kNone) {
       cfg[key] = {{"method", "bulk"}};
     } else {
       cfg[key] = {{"method", "ring_exchange"}};
-      if (s != "fused-ring1") {
-        notes.push_back(key + ": tessera picks " + s + ", which TE cannot express; ring_exchange");
+      if (s.family != StrategyFamily::kFusedRing1) {
+        notes.push_back(key + ": tessera picks " + s.Name() +
+                        ", which TE cannot express; ring_exchange");
       }
     }
   }
@@ -205,7 +208,7 @@ core::TraceWriter PlanTrace(const CompassPlan& p) {
   t.NameTrack(1, "none: collective then GEMM (modeled)");
   double at = 0, at_none = 0;
   for (const OpPlan& o : p.ops) {
-    t.Span(0, o.op.name + ": " + o.pick.strategy, "compass", at, o.pick.predicted_s,
+    t.Span(0, o.op.name + ": " + o.StrategyText(), "compass", at, o.pick.predicted_s,
            {{"reason", o.pick.reason}, {"none_us", o.none_s * 1e6}});
     t.Span(1, o.op.name, "none", at_none, o.none_s);
     at += o.pick.predicted_s;

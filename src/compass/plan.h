@@ -35,10 +35,15 @@ struct PlanOptions {
 
 struct OpPlan {
   LayerOp op;
+  // The selector's pick; for an operator without a collective (op.has_collective false) the
+  // GEMM alone, whose pick.strategy is unused.
   StrategyPick pick;
   double none_s = 0, te_s = 0, ring1_s = 0;
   // Where its GEMM times came from: "profile", "modeled (tile/wave)" or "mixed".
   std::string gemm_source;
+  // The strategy as tables and JSON show it: pick.strategy's name, or "gemm" without a
+  // collective.
+  std::string StrategyText() const;
 };
 
 struct CompassPlan {
@@ -61,9 +66,9 @@ using CollectiveTimer = std::function<double(comm::LinkAlgo, double)>;
 StrategyInputs StrategyInputsFor(const TpOpShape& s, const GemmTimer& gemm,
                                  const CollectiveTimer& collective, int max_degree = 16);
 
-// The collective model of an operator of `kind` (ReduceScatter for kGemmRs, else AllGather) on
-// the topology: ring2 on `ring2_order`, ring1 and direct on `ring1_order` (device lists). The
-// timer keeps a reference to `topology` and copies of the orders.
+// The collective model of an operator of `kind` (ReduceScatter for kGemmReduceScatter, else
+// AllGather) on the topology: ring2 on `ring2_order`, ring1 and direct on `ring1_order` (device
+// lists). The timer keeps a reference to `topology` and copies of the orders.
 CollectiveTimer OperatorCollectiveTimer(const hw::Topology& topology, std::vector<int> ring1_order,
                                         std::vector<int> ring2_order, TpOpKind kind);
 

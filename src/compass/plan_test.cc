@@ -27,7 +27,7 @@ TEST(ModelShapes, LayerOperatorsOfLlama) {
   EXPECT_EQ((*ops)[0].shape.n, 3 * 4096 / 8);
   EXPECT_EQ((*ops)[0].shape.k, 4096);
   EXPECT_EQ((*ops)[2].shape.n, 2 * 11008 / 8);  // SwiGLU: gate and up
-  EXPECT_EQ((*ops)[3].shape.kind, TpOpKind::kGemmRs);
+  EXPECT_EQ((*ops)[3].shape.kind, TpOpKind::kGemmReduceScatter);
   EXPECT_EQ((*ops)[3].shape.k, 11008 / 8);
   EXPECT_FALSE((*ops)[10].has_collective);
   // Grouped-query attention: 8 KV heads of 128.
@@ -112,7 +112,7 @@ TEST(Plan, Llama7bOnA6000PicksNoWorseThanNone) {
   EXPECT_NEAR(plan->step_s(), 32 * sum, 1e-12);
   // On a6000x8 the double ring is the fastest fused collective: some operator picks it.
   bool ring2 = false;
-  for (const OpPlan& op : plan->ops) ring2 = ring2 || op.pick.strategy == "fused-ring2";
+  for (const OpPlan& op : plan->ops) ring2 = ring2 || op.pick.strategy.Name() == "fused-ring2";
   EXPECT_TRUE(ring2);
   const core::Json te = TeUserbufferConfig(*plan);
   EXPECT_TRUE(te.contains("qkv_fprop"));

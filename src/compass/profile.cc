@@ -1,5 +1,6 @@
 #include "compass/profile.h"
 
+#include <optional>
 #include <string>
 
 namespace tessera::compass {
@@ -230,15 +231,15 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
   }
   for (const auto& [family, by_class] : overheads->items()) {
     const std::string path = w + ".overheads." + family;
-    if (!IsStrategyFamily(family)) {
+    const std::optional<StrategyFamily> f = ParseStrategyFamily(family);
+    if (!f || !IsFittedFamily(*f)) {
       return core::InvalidArgument(w + ".overheads: unknown strategy family '" + family +
-                                   "', must be one of none, fused-ring1, fused-ring2, "
-                                   "fused-direct, decomp");
+                                   "', must be one of " + FittedFamilyList());
     }
     RETURN_IF_ERROR(core::CheckKnownKeys(by_class, path, {"ag", "rs"}));
     for (const auto& [cls, params] : by_class.items()) {
       ASSIGN_OR_RETURN(auto x, ParamsFromJson(params, path + "." + cls));
-      p.overheads[{family, cls}] = Overheads{x[0], x[1], x[2]};
+      p.overheads[{*f, cls}] = Overheads{x[0], x[1], x[2]};
     }
   }
   return p;

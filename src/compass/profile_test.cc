@@ -30,8 +30,8 @@ CompassProfile Sample() {
   p.operators.push_back(o);
   p.classes["ag"] = {DegreeClassModel{2.8e-6, 1.9e-6, 1.13}, PipelineModel{2.5e-6, 1e-6, 1.2}};
   p.classes["rs"] = {DegreeClassModel{3e-6, -1e-7, 1.0}, PipelineModel{3e-6, 0, 1.5}};
-  p.overheads[{"fused-ring2", "ag"}] = Overheads{1e-6, 2e-7, 1.1};
-  p.overheads[{"decomp", "rs"}] = Overheads{5e-7, 0, 1.3};
+  p.overheads[{StrategyFamily::kFusedRing2, "ag"}] = Overheads{1e-6, 2e-7, 1.1};
+  p.overheads[{StrategyFamily::kDecomp, "rs"}] = Overheads{5e-7, 0, 1.3};
   return p;
 }
 
@@ -47,7 +47,7 @@ TEST(CompassProfile, RoundTripKeepsEveryFigure) {
   EXPECT_EQ(q->GemmSeconds(false, 512, 768, 64).status().code(), core::StatusCode::kNotFound);
   EXPECT_EQ(q->operators[0].t_by_d.at(16), 5.4e-5);
   EXPECT_DOUBLE_EQ(q->classes.at("rs").pipeline.kappa, 1.5);
-  EXPECT_DOUBLE_EQ((q->overheads.at({"fused-ring2", "ag"}).kappa), 1.1);
+  EXPECT_DOUBLE_EQ((q->overheads.at({StrategyFamily::kFusedRing2, "ag"}).kappa), 1.1);
 }
 
 TEST(CompassProfile, RefusesBadFilesNamingFieldAndValue) {

@@ -14,15 +14,17 @@ core::StatusOr<StrategyPick> SelectStrategy(const StrategyInputs& in, const Over
                                  " must be in [0, 1)");
   }
   StrategyPick pick;
-  ASSIGN_OR_RETURN(pick.none_s, PredictStrategy("none", in, table));
-  std::vector<std::string> names = {"none", "fused-ring1", "fused-ring2", "fused-direct"};
+  const StrategyName none = StrategyName::Of(StrategyFamily::kNone);
+  ASSIGN_OR_RETURN(pick.none_s, PredictStrategy(none, in, table));
+  std::vector<StrategyName> names;
+  for (StrategyFamily f : SelectorFixedFamilies()) names.push_back(StrategyName::Of(f));
   for (const auto& [d, g] : in.part_gemm_s) {
     (void)g;
-    if (d <= options.max_degree && in.part_coll_s.count(d)) {
-      names.push_back("decomp:" + std::to_string(d));
+    if (d <= options.max_degree && d <= kMaxStrategyDegree && in.part_coll_s.count(d)) {
+      names.push_back(StrategyName::Decomp(d));
     }
   }
-  for (const std::string& name : names) {
+  for (const StrategyName& name : names) {
     auto t = PredictStrategy(name, in, table);
     if (t.ok() && std::isfinite(*t)) pick.candidates.push_back({name, *t});
   }
@@ -30,31 +32,37 @@ core::StatusOr<StrategyPick> SelectStrategy(const StrategyInputs& in, const Over
                    [](const auto& a, const auto& b) { return a.second < b.second; });
   const auto& [best, best_s] = pick.candidates.front();
   const std::string cls = OperatorClassOf(in.kind);
-  if (best == "none" || best_s > pick.none_s * (1 - options.margin)) {
-    pick.strategy = "none";
+  if (best == none || best_s > pick.none_s * (1 - options.margin)) {
+    pick.strategy = none;
     pick.predicted_s = pick.none_s;
-    pick.reason = best == "none"
-                      ? "no overlap is predicted fastest"
-                      : fmt::format("{} is predicted only {:.1f}% faster, under the {:.0f}% margin",
-                                    best, 100 * (1 - best_s / pick.none_s), 100 * options.margin);
+    pick.reason =
+        best == none
+            ? "no overlap is predicted fastest"
+            : fmt::format("{} is predicted only {:.1f}% faster, under the {:.0f}% margin",
+                          best.Name(), 100 * (1 - best_s / pick.none_s), 100 * options.margin);
     return pick;
   }
   pick.strategy = best;
   pick.predicted_s = best_s;
-  const auto it = table.find({FamilyOf(best), cls});
+  const auto it = table.find({best.family, cls});
   const double kappa = it == table.end() ? 1.0 : it->second.kappa;
   const double exposed = std::max(0.0, best_s - in.gemm_s);
   const double comm =
       in.coll_s.count(comm::LinkAlgo::kRing1) ? in.coll_s.at(comm::LinkAlgo::kRing1) : 0.0;
   std::string how;
-  if (best.rfind("decomp:", 0) == 0) {
-    how = "split into " + best.substr(7) + " pipelined parts";
-  } else if (best == "fused-ring2") {
-    how = "GEMM fused into the double ring (half of each block each way)";
-  } else if (best == "fused-ring1") {
-    how = "GEMM fused into the single ring";
-  } else {
-    how = "GEMM fused into direct peer copies";
+  switch (best.family) {
+    case StrategyFamily::kDecomp:
+      how = "split into " + std::to_string(best.degree) + " pipelined parts";
+      break;
+    case StrategyFamily::kFusedRing2:
+      how = "GEMM fused into the double ring (half of each block each way)";
+      break;
+    case StrategyFamily::kFusedRing1:
+      how = "GEMM fused into the single ring";
+      break;
+    default:
+      how = "GEMM fused into direct peer copies";
+      break;
   }
   pick.reason = fmt::format(
       "{}: {:.2f}x over none; {:.1f} us beyond the {:.1f} us GEMM exposed (none: the whole "

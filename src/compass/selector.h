@@ -1,9 +1,9 @@
 // The strategy selector (Compass part 3): for one TP operator, the candidate of lowest
 // predicted time (strategy_model.h) among none, fused-ring1, fused-ring2, fused-direct and
-// decomp:D (every degree the inputs carry, up to max_degree); when the best beats `none` by
-// less than the margin, `none` (never regress on a prediction's error). Each pick says why:
-// its predicted time against none's, the communication it leaves exposed, the degree for a
-// decomposition, and the contention factor it was predicted with.
+// decomp:D (every degree the inputs carry, up to max_degree and kMaxStrategyDegree); when the
+// best beats `none` by less than the margin, `none` (never regress on a prediction's error).
+// Each pick says why: its predicted time against none's, the communication it leaves exposed,
+// the degree for a decomposition, and the contention factor it was predicted with.
 #pragma once
 
 #include <string>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compass/strategy_model.h"
+#include "compass/strategy_name.h"
 #include "core/status.h"
 
 namespace tessera::compass {
@@ -21,11 +22,11 @@ struct SelectorOptions {
 };
 
 struct StrategyPick {
-  std::string strategy;  // "none", "fused-ring2", "decomp:4", ...
+  StrategyName strategy;  // none, fused-ring2, decomp:4, ...
   double predicted_s = 0;
   double none_s = 0;  // none's predicted time
   // Every candidate's prediction, fastest first.
-  std::vector<std::pair<std::string, double>> candidates;
+  std::vector<std::pair<StrategyName, double>> candidates;
   std::string reason;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace tessera::compass {
 
@@ -18,7 +19,7 @@ double FusedTime(const StrategyInputs& in, double coll_s, const Overheads& o) {
   if (n == 1) return block;
   const double step = coll_s / (n - 1) + o.alpha_s;
   if (step <= 0) return kInf;
-  if (in.kind == TpOpKind::kGemmRs) {
+  if (in.kind == TpOpKind::kGemmReduceScatter) {
     // Partials computed back to back (slowed while sends are in flight), each sent once
     // computed and the previous send done; the own block's partial last.
     double computed = 0, sent = 0;
@@ -48,34 +49,27 @@ int TeRsDegree(const StrategyInputs& in) {
 
 }  // namespace
 
+bool OverheadKey::operator<(const OverheadKey& o) const {
+  const std::string_view a = StrategyFamilyName(family), b = StrategyFamilyName(o.family);
+  if (a != b) return a < b;
+  return op_class < o.op_class;
+}
+
 core::Json ToJson(const OverheadTable& t) {
   core::Json j = core::Json::object();
   for (const auto& [key, o] : t) {
-    j[key.first][key.second] = {{"alpha_s", o.alpha_s}, {"delta_s", o.delta_s}, {"kappa", o.kappa}};
+    j[StrategyFamilyName(key.family)][key.op_class] = {
+        {"alpha_s", o.alpha_s}, {"delta_s", o.delta_s}, {"kappa", o.kappa}};
   }
   return j;
 }
 
-const std::vector<std::string>& StrategyFamilies() {
-  static const std::vector<std::string> kFamilies = {"none", "fused-ring1", "fused-ring2",
-                                                     "fused-direct", "decomp"};
-  return kFamilies;
+const char* OperatorClassOf(TpOpKind kind) {
+  return kind == TpOpKind::kGemmReduceScatter ? "rs" : "ag";
 }
 
-std::string FamilyOf(const std::string& strategy) {
-  if (strategy.rfind("decomp:", 0) == 0) return "decomp";
-  return strategy;
-}
-
-bool IsStrategyFamily(const std::string& family) {
-  const std::vector<std::string>& f = StrategyFamilies();
-  return std::find(f.begin(), f.end(), family) != f.end();
-}
-
-const char* OperatorClassOf(TpOpKind kind) { return kind == TpOpKind::kGemmRs ? "rs" : "ag"; }
-
-core::StatusOr<double> PredictFamily(const std::string& family, int degree,
-                                     const StrategyInputs& in, const Overheads& o) {
+core::StatusOr<double> PredictFamily(StrategyFamily family, int degree, const StrategyInputs& in,
+                                     const Overheads& o) {
   auto coll = [&](comm::LinkAlgo a) -> core::StatusOr<double> {
     const auto it = in.coll_s.find(a);
     if (it == in.coll_s.end()) {
@@ -84,58 +78,56 @@ core::StatusOr<double> PredictFamily(const std::string& family, int degree,
     }
     return it->second;
   };
-  if (family == "none") {
-    ASSIGN_OR_RETURN(double m, coll(comm::LinkAlgo::kRing1));
-    return in.gemm_s + m + o.alpha_s + o.delta_s;
-  }
-  if (family == "fused-ring1" || family == "fused-ring2" || family == "fused-direct") {
-    const comm::LinkAlgo a = family == "fused-ring1"   ? comm::LinkAlgo::kRing1
-                             : family == "fused-ring2" ? comm::LinkAlgo::kRing2
-                                                       : comm::LinkAlgo::kDirect;
-    ASSIGN_OR_RETURN(double m, coll(a));
-    return FusedTime(in, m, o);
-  }
-  if (family == "decomp") {
-    const auto g = in.part_gemm_s.find(degree), m = in.part_coll_s.find(degree);
-    if (g == in.part_gemm_s.end() || m == in.part_coll_s.end()) {
-      return core::InvalidArgument("strategy model: no part times for decomp:" +
-                                   std::to_string(degree));
+  switch (family) {
+    case StrategyFamily::kNone: {
+      ASSIGN_OR_RETURN(double m, coll(comm::LinkAlgo::kRing1));
+      return in.gemm_s + m + o.alpha_s + o.delta_s;
     }
-    return o.Predict(g->second, m->second, degree);
+    case StrategyFamily::kFusedRing1:
+    case StrategyFamily::kFusedRing2:
+    case StrategyFamily::kFusedDirect: {
+      const comm::LinkAlgo a = family == StrategyFamily::kFusedRing1   ? comm::LinkAlgo::kRing1
+                               : family == StrategyFamily::kFusedRing2 ? comm::LinkAlgo::kRing2
+                                                                       : comm::LinkAlgo::kDirect;
+      ASSIGN_OR_RETURN(double m, coll(a));
+      return FusedTime(in, m, o);
+    }
+    case StrategyFamily::kDecomp: {
+      const auto g = in.part_gemm_s.find(degree), m = in.part_coll_s.find(degree);
+      if (g == in.part_gemm_s.end() || m == in.part_coll_s.end()) {
+        return core::InvalidArgument("strategy model: no part times for " +
+                                     StrategyName{family, degree}.Name());
+      }
+      return o.Predict(g->second, m->second, degree);
+    }
+    case StrategyFamily::kTe:
+    case StrategyFamily::kMpi:
+      break;
   }
-  return core::InvalidArgument("strategy model: unknown family '" + family + "'");
+  return core::InvalidArgument(std::string("strategy model: unknown family '") +
+                               StrategyFamilyName(family) + "'");
 }
 
-core::StatusOr<double> PredictStrategy(const std::string& strategy, const StrategyInputs& in,
+core::StatusOr<double> PredictStrategy(const StrategyName& strategy, const StrategyInputs& in,
                                        const OverheadTable& table) {
   const std::string cls = OperatorClassOf(in.kind);
-  auto overheads = [&](const std::string& family) {
+  auto overheads = [&](StrategyFamily family) {
     const auto it = table.find({family, cls});
     return it == table.end() ? Overheads{} : it->second;
   };
-  if (strategy == "te") {
+  if (strategy.family == StrategyFamily::kTe) {
     switch (in.kind) {
-      case TpOpKind::kAgGemm:
-        return PredictFamily("fused-ring1", 0, in, overheads("fused-ring1"));
-      case TpOpKind::kGemmRs: {
-        return PredictFamily("decomp", TeRsDegree(in), in, overheads("decomp"));
-      }
-      case TpOpKind::kWgrad:
-        return PredictFamily("none", 0, in, overheads("none"));
+      case TpOpKind::kAllGatherGemm:
+        return PredictFamily(StrategyFamily::kFusedRing1, 0, in,
+                             overheads(StrategyFamily::kFusedRing1));
+      case TpOpKind::kGemmReduceScatter:
+        return PredictFamily(StrategyFamily::kDecomp, TeRsDegree(in), in,
+                             overheads(StrategyFamily::kDecomp));
+      case TpOpKind::kAllGatherWgrad:
+        return PredictFamily(StrategyFamily::kNone, 0, in, overheads(StrategyFamily::kNone));
     }
   }
-  int degree = 0;
-  const std::string family = FamilyOf(strategy);
-  if (family == "decomp") {
-    try {
-      degree = std::stoi(strategy.substr(7));
-    } catch (...) {
-      degree = 0;
-    }
-    if (degree < 1)
-      return core::InvalidArgument("strategy model: bad degree in '" + strategy + "'");
-  }
-  return PredictFamily(family, degree, in, overheads(family));
+  return PredictFamily(strategy.family, strategy.degree, in, overheads(strategy.family));
 }
 
 core::StatusOr<Overheads> FitOverheads(const std::vector<StrategySample>& samples) {
@@ -150,7 +142,7 @@ core::StatusOr<Overheads> FitOverheads(const std::vector<StrategySample>& sample
       return core::InvalidArgument("overhead fit: samples must be of one family with T > 0");
     }
     RETURN_IF_ERROR(PredictFamily(s.family, s.degree, *s.inputs, Overheads{}).status());
-    t.push_back(s.t_s / std::max(1, s.family == "decomp" ? s.degree : s.inputs->tp));
+    t.push_back(s.t_s / std::max(1, s.family == StrategyFamily::kDecomp ? s.degree : s.inputs->tp));
   }
   std::sort(t.begin(), t.end());
   double best_e = 0;
@@ -168,7 +160,7 @@ core::StatusOr<Overheads> FitOverheads(const std::vector<StrategySample>& sample
   if (!std::isfinite(best_e)) {
     return core::InvalidArgument("overhead fit: no overheads give finite predictions");
   }
-  if (samples[0].family == "none") {
+  if (samples[0].family == StrategyFamily::kNone) {
     // Only alpha + delta enters `none`, and no overlap is slowed: one constant, kappa 1.
     return Overheads{best.alpha_s + best.delta_s, 0, 1};
   }

@@ -25,6 +25,7 @@
 
 #include "comm/link_algo.h"
 #include "compass/degree_model.h"
+#include "compass/strategy_name.h"
 #include "compass/tp_op.h"
 #include "core/json_util.h"
 #include "core/status.h"
@@ -33,7 +34,7 @@ namespace tessera::compass {
 
 // What the model knows about one operator (device seconds).
 struct StrategyInputs {
-  TpOpKind kind = TpOpKind::kAgGemm;
+  TpOpKind kind = TpOpKind::kAllGatherGemm;
   int tp = 2;
   double gemm_s = 0;                        // the whole GEMM on one rank
   std::map<comm::LinkAlgo, double> coll_s;  // the whole collective, modeled, per algorithm
@@ -44,35 +45,36 @@ struct StrategyInputs {
 // alpha, delta, kappa (degree_model.h's PipelineModel, which also predicts decomp:d).
 using Overheads = PipelineModel;
 
-// The strategy families whose overheads are fitted: "none", "fused-ring1", "fused-ring2",
-// "fused-direct", "decomp".
-const std::vector<std::string>& StrategyFamilies();
-// The family of a strategy name ("decomp:4" -> "decomp"; "te" has none: it is composed).
-std::string FamilyOf(const std::string& strategy);
-// True when `family` is one of StrategyFamilies().
-bool IsStrategyFamily(const std::string& family);
 // "ag" (AllGather and wgrad) or "rs".
 const char* OperatorClassOf(TpOpKind kind);
 
-// Overheads per (family, class), e.g. {"fused-ring2", "ag"}.
-using OverheadTable = std::map<std::pair<std::string, std::string>, Overheads>;
+// A fitted family (FittedStrategyFamilies) and an operator class ("ag" or "rs"). Ordered by
+// the family's name, then the class: the order the profile file and its table list them.
+struct OverheadKey {
+  StrategyFamily family = StrategyFamily::kNone;
+  std::string op_class;
+  bool operator<(const OverheadKey& o) const;
+};
+// Overheads per (family, class), e.g. {kFusedRing2, "ag"}.
+using OverheadTable = std::map<OverheadKey, Overheads>;
 
 // {family: {class: {"alpha_s", "delta_s", "kappa"}}}: the profile file's "overheads".
 core::Json ToJson(const OverheadTable& t);
 
-// Predicted time of `strategy` (a registry name: none, fused-ring1, fused-ring2, fused-direct,
-// decomp:D, te) with `table`'s overheads (a missing entry: zero overheads, kappa 1).
-// InvalidArgument for an unknown strategy or a degree/algorithm missing from the inputs.
-core::StatusOr<double> PredictStrategy(const std::string& strategy, const StrategyInputs& in,
+// Predicted time of `strategy` (none, fused-ring1, fused-ring2, fused-direct, decomp:D, te)
+// with `table`'s overheads (a missing entry: zero overheads, kappa 1). InvalidArgument for a
+// strategy the model does not predict (mpi) or a degree/algorithm missing from the inputs.
+core::StatusOr<double> PredictStrategy(const StrategyName& strategy, const StrategyInputs& in,
                                        const OverheadTable& table);
 
-// The same for one family with explicit overheads (the fit's inner loop).
-core::StatusOr<double> PredictFamily(const std::string& family, int degree,
-                                     const StrategyInputs& in, const Overheads& o);
+// The same for one fitted family with explicit overheads (the fit's inner loop); `degree` is
+// D for kDecomp (ignored otherwise).
+core::StatusOr<double> PredictFamily(StrategyFamily family, int degree, const StrategyInputs& in,
+                                     const Overheads& o);
 
 struct StrategySample {
   const StrategyInputs* inputs = nullptr;
-  std::string family;
+  StrategyFamily family = StrategyFamily::kNone;
   int degree = 0;  // decomp only
   double t_s = 0;  // measured
 };

@@ -16,36 +16,37 @@ constexpr int64_t kMaxOpTensor = int64_t{1} << 28;
 
 const char* TpOpKindName(TpOpKind kind) {
   switch (kind) {
-    case TpOpKind::kAgGemm:
+    case TpOpKind::kAllGatherGemm:
       return "ag-gemm";
-    case TpOpKind::kGemmRs:
+    case TpOpKind::kGemmReduceScatter:
       return "gemm-rs";
-    case TpOpKind::kWgrad:
+    case TpOpKind::kAllGatherWgrad:
       return "wgrad";
   }
   return "?";
 }
 
 core::StatusOr<TpOpKind> ParseTpOpKind(const std::string& name) {
-  for (TpOpKind k : {TpOpKind::kAgGemm, TpOpKind::kGemmRs, TpOpKind::kWgrad}) {
+  for (TpOpKind k :
+       {TpOpKind::kAllGatherGemm, TpOpKind::kGemmReduceScatter, TpOpKind::kAllGatherWgrad}) {
     if (name == TpOpKindName(k)) return k;
   }
   return core::InvalidArgument("got '" + name + "', must be one of ag-gemm, gemm-rs, wgrad");
 }
 
 double TpOpShape::collective_wire_bytes() const {
-  const double block =
-      kind == TpOpKind::kGemmRs ? static_cast<double>(m / tp) * n : static_cast<double>(m / tp) * k;
+  const double block = kind == TpOpKind::kGemmReduceScatter ? static_cast<double>(m / tp) * n
+                                                            : static_cast<double>(m / tp) * k;
   return 2.0 * block * (tp - 1);
 }
 
 int64_t TpOpShape::y_count() const {
   switch (kind) {
-    case TpOpKind::kAgGemm:
+    case TpOpKind::kAllGatherGemm:
       return m * n;
-    case TpOpKind::kGemmRs:
+    case TpOpKind::kGemmReduceScatter:
       return m / tp * n;
-    case TpOpKind::kWgrad:
+    case TpOpKind::kAllGatherWgrad:
       return k * n;
   }
   return 0;
@@ -80,12 +81,12 @@ core::Status ValidateTpOp(const TpOpShape& s) {
 }
 
 int64_t DecompositionLength(const TpOpShape& s) {
-  return s.kind == TpOpKind::kGemmRs ? s.n : s.m / s.tp;
+  return s.kind == TpOpKind::kGemmReduceScatter ? s.n : s.m / s.tp;
 }
 
 core::Status ValidateDegree(const TpOpShape& s, int d) {
   const int64_t len = DecompositionLength(s);
-  const char* what = s.kind == TpOpKind::kGemmRs ? "n" : "m/tp";
+  const char* what = s.kind == TpOpKind::kGemmReduceScatter ? "n" : "m/tp";
   if (d < 1 || d > len || len % d != 0) {
     return core::InvalidArgument("decomp:" + std::to_string(d) + ": d must divide " + what + " = " +
                                  std::to_string(len));

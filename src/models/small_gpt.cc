@@ -74,7 +74,7 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 4096,
                           .max_seq = 512};
   }
-  return core::NotFound("--model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
+  return core::NotFound("model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
 }
 
 core::Status ValidateSmallGptConfig(const SmallGptConfig& c, int tp) {
@@ -192,16 +192,14 @@ core::StatusOr<SmallGpt> SmallGpt::Create(const SmallGptConfig& c, int tp, int r
   return g;
 }
 
-std::vector<SmallGpt::TpCall> SmallGpt::LayerTpCalls(int64_t m) const {
-  const int64_t h = config_.hidden, hl = h / tp_, fl = config_.ffn_hidden / tp_;
-  return {
-      {"qkv", 0, {m, 3 * hl, h}},       {"proj", 1, {m, h, hl}},
-      {"fc1", 0, {m, fl, h}},           {"fc2", 1, {m, h, fl}},
-      {"fc2-dgrad", 0, {m, fl, h}},     {"fc2-wgrad", 2, {m, fl, h}},
-      {"fc1-dgrad", 1, {m, h, fl}},     {"fc1-wgrad", 2, {m, fl, h}},
-      {"proj-dgrad", 0, {m, hl, h}},    {"proj-wgrad", 2, {m, hl, h}},
-      {"qkv-dgrad", 1, {m, h, 3 * hl}}, {"qkv-wgrad", 2, {m, 3 * hl, h}},
-  };
+std::vector<TpLayerOp> SmallGpt::LayerTpCalls(int64_t m) const {
+  return MegatronTpLayerOps(TpLayerShape{.hidden = config_.hidden,
+                                         .ffn = config_.ffn_hidden,
+                                         .heads = config_.num_heads,
+                                         .kv_heads = config_.num_heads,
+                                         .gated_mlp = false,
+                                         .tp = tp_,
+                                         .tokens = m});
 }
 
 core::StatusOr<double> SmallGpt::TrainStep(const GptBatch& batch, TensorParallelOps& ops,

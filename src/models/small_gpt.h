@@ -15,13 +15,14 @@
 // residual stream, LayerNorms, embeddings and the head work on the rank's M / t token rows
 // (sequence parallelism); W_qkv (h, 3 hl) holds the q, k and v columns of heads
 // [r H / t, (r+1) H / t); W_proj (hl, h) the matching rows; W_fc1 (h, fl) columns and W_fc2
-// (fl, h) rows [r fl, (r+1) fl). Per layer and step the TP operators are
+// (fl, h) rows [r fl, (r+1) fl). Per layer and step the TP operators are those of
+// tp_layer_ops.h (one ungated MLP, as many KV heads as heads):
 //   forward   qkv, fc1 (AllGatherGemm);  proj, fc2 (GemmReduceScatter)
 //   backward  proj-dgrad, fc2-dgrad (AllGatherGemm of dY with W^T);  qkv-dgrad, fc1-dgrad
 //             (GemmReduceScatter with W^T);  qkv-wgrad, fc1-wgrad (AllGatherWgrad of the LN
 //             output);  proj-wgrad, fc2-wgrad (AllGatherWgrad of dY, giving dW^T: Megatron
-//             reuses the dY its dgrad gathered; here each operator gathers its own, so the
-//             strategies can overlap it)
+//             reuses the dY its dgrad gathered (the table's reuses_dgrad_gather); here each
+//             operator gathers its own, so the strategies can overlap it)
 // and the gradients of the replicated weights (embeddings, head) are summed over ranks with
 // one AllReduceSum, the loss with another.
 //
@@ -41,6 +42,7 @@
 #include "core/status.h"
 #include "models/adamw.h"
 #include "models/small_dit.h"
+#include "models/tp_layer_ops.h"
 #include "models/tp_ops.h"
 
 namespace tessera::models {
@@ -111,15 +113,9 @@ class SmallGpt {
   int64_t NumReplicatedParameters() const { return replicated_; }
   const std::vector<ParameterTensor>& ParameterTensors() const { return tensors_; }
 
-  // This rank's TP operator shapes, in call order, for one step on M tokens (name, kind 0 =
-  // AllGatherGemm, 1 = GemmReduceScatter, 2 = AllGatherWgrad, dims): one layer's worth; every
-  // layer repeats them.
-  struct TpCall {
-    std::string name;
-    int kind = 0;
-    TpGemmDims dims;
-  };
-  std::vector<TpCall> LayerTpCalls(int64_t num_tokens) const;
+  // This rank's TP operators, in call order, for one step on M tokens (tp_layer_ops.h's
+  // table for this model): one layer's worth; every layer repeats them.
+  std::vector<TpLayerOp> LayerTpCalls(int64_t num_tokens) const;
 
  private:
   SmallGpt(const SmallGptConfig& config, int tp, int rank);

@@ -127,11 +127,7 @@ Status LinksOnWorld(const LinksArgs& a, comm::Communicator& world) {
 Status RunLinks(const LinksArgs& a) {
   // Checked before MPI starts, so a bad topology is one line, not n.
   ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
-  if (a.ranks < 2 || a.ranks > topology.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(a.ranks) + ", must be in [2, " +
-                                 std::to_string(topology.num_devices()) + "] for " +
-                                 topology.name());
-  }
+  RETURN_IF_ERROR(compass::CheckLinksRanks(topology, a.ranks));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return LinksOnWorld(a, world); });
 }

@@ -47,7 +47,7 @@ void PrintPlan(const compass::CompassPlan& p) {
   for (const compass::OpPlan& o : p.ops) {
     const compass::TpOpShape& s = o.op.shape;
     t.AddRow({o.op.name, compass::TpOpKindName(s.kind), fmt::format("{} x {} x {}", s.m, s.n, s.k),
-              o.pick.strategy, Ms(o.pick.predicted_s), Ms(o.none_s), Ms(o.te_s), Ms(o.ring1_s),
+              o.StrategyText(), Ms(o.pick.predicted_s), Ms(o.none_s), Ms(o.te_s), Ms(o.ring1_s),
               fmt::format("{:.2f}x", o.none_s / o.pick.predicted_s), o.gemm_source});
   }
   std::printf("%s", t.Render().c_str());
@@ -62,7 +62,7 @@ void PrintPlan(const compass::CompassPlan& p) {
               Ms(p.step_none_s()).c_str());
   std::printf("why:\n");
   for (const compass::OpPlan& o : p.ops) {
-    std::printf("  %-11s %s: %s\n", o.op.name.c_str(), o.pick.strategy.c_str(),
+    std::printf("  %-11s %s: %s\n", o.op.name.c_str(), o.StrategyText().c_str(),
                 o.pick.reason.c_str());
   }
 }

@@ -87,8 +87,8 @@ void PrintCompassProfile(const compass::CompassProfile& p) {
   std::printf("operator classes (fitted on every profiled operator):\n%s", cls.Render().c_str());
   core::Table ov({"strategy family", "class", "alpha us", "delta us", "kappa"});
   for (const auto& [key, o] : p.overheads) {
-    ov.AddRow({key.first, key.second, MicrosecondsText(o.alpha_s), MicrosecondsText(o.delta_s),
-               core::Fixed(o.kappa, 2)});
+    ov.AddRow({compass::StrategyFamilyName(key.family), key.op_class, MicrosecondsText(o.alpha_s),
+               MicrosecondsText(o.delta_s), core::Fixed(o.kappa, 2)});
   }
   std::printf("selector overheads (fitted on every profiled operator's measured runs):\n%s",
               ov.Render().c_str());

@@ -101,13 +101,8 @@ void PrintGptRun(const compass::GptRun& r) {
   }
 }
 
-Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
-  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
-  ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
-  std::optional<compass::CompassProfile> profile;
-  if (!a.profile.empty()) {
-    ASSIGN_OR_RETURN(profile, compass::LoadProfile(a.profile));
-  }
+// The library's run config from the command line (`profile` may be null).
+compass::GptRunConfig RunConfigOf(const CompassRunArgs& a, const compass::CompassProfile* profile) {
   compass::GptRunConfig c;
   c.model = a.model;
   c.batch = a.batch;
@@ -116,8 +111,19 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
   c.steps = a.steps;
   c.check = a.check;
   c.compute = a.compute == "modeled" ? runtime::ComputeMode::kModeled : runtime::ComputeMode::kReal;
-  c.profile = profile ? &*profile : nullptr;
+  c.profile = profile;
   c.profile_name = "--profile " + a.profile;
+  return c;
+}
+
+Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
+  ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
+  std::optional<compass::CompassProfile> profile;
+  if (!a.profile.empty()) {
+    ASSIGN_OR_RETURN(profile, compass::LoadProfile(a.profile));
+  }
+  compass::GptRunConfig c = RunConfigOf(a, profile ? &*profile : nullptr);
   std::optional<double> fixed;
   if (a.time_scale > 0) fixed = a.time_scale;
   ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
@@ -134,33 +140,15 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
 }
 
 Status RunGptJob(const CompassRunArgs& a) {
-  // What can be refused before ranks start: the topology, the model, the strategy name, the
-  // batch shape and the profile.
+  // What can be refused before ranks start (the library's own checks of a run): the
+  // topology, the model, the strategy name, the batch shape and the profile.
   ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
-  if (a.ranks > topology.num_devices()) {
-    return core::InvalidArgument(fmt::format("--ranks: got {}, {} has {} devices", a.ranks,
-                                             topology.name(), topology.num_devices()));
-  }
-  ASSIGN_OR_RETURN(models::SmallGptConfig mc, models::SmallGptPreset(a.model));
-  RETURN_IF_ERROR(models::ValidateSmallGptConfig(mc, a.ranks));
-  if (a.strategy != "auto") RETURN_IF_ERROR(compass::ParseStrategy(a.strategy).status());
-  if (a.check && a.compute != "real") {
-    return core::InvalidArgument("--check needs --compute real (modeled GEMMs write no outputs)");
-  }
-  if (a.seq > mc.max_seq) {
-    return core::InvalidArgument(
-        fmt::format("--seq: got {}, {} has {} positions (max_seq)", a.seq, a.model, mc.max_seq));
-  }
-  if (a.batch * a.seq % a.ranks != 0) {
-    return core::InvalidArgument(fmt::format(
-        "--batch x --seq: {} tokens, not divisible by --ranks {} (the token axis is sharded)",
-        a.batch * a.seq, a.ranks));
-  }
+  std::optional<compass::CompassProfile> profile;
   if (!a.profile.empty()) {
-    ASSIGN_OR_RETURN(compass::CompassProfile p, compass::LoadProfile(a.profile));
-    RETURN_IF_ERROR(
-        compass::CheckProfileFor(p, "--profile " + a.profile, topology.name(), a.ranks));
+    ASSIGN_OR_RETURN(profile, compass::LoadProfile(a.profile));
   }
+  RETURN_IF_ERROR(
+      compass::CheckGptRun(RunConfigOf(a, profile ? &*profile : nullptr), topology, a.ranks));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return GptRunOnWorld(a, world); });
 }

@@ -101,10 +101,7 @@ Status RunTopo(const TopoArgs& a) {
     return core::InvalidArgument("--tp: got " + std::to_string(a.tp) + ", " + t.name() +
                                  " has one device (no ring)");
   }
-  if (a.tp > n) {
-    return core::InvalidArgument("--tp: got " + std::to_string(a.tp) + ", must be in [2, " +
-                                 std::to_string(n) + "] for " + t.name());
-  }
+  if (a.tp > 0) RETURN_IF_ERROR(compass::CheckTpOnTopology(t, a.tp));
   const int tp = a.tp > 0 ? a.tp : n;
   std::printf("topology %s: %d x %s, %s\n", t.name().c_str(), n, t.device().name.c_str(),
               t.provenance().c_str());

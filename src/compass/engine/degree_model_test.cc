@@ -116,7 +116,7 @@ TEST(OverlapSummary, DegreeFiguresOnExactSyntheticData) {
   core::Rng rng(9);
   for (int i = 0; i < 12; ++i) {
     OverlapConfigResult c;
-    c.shape = TpOpShape{i % 3 == 0 ? TpOpKind::kGemmRs : TpOpKind::kAgGemm,
+    c.shape = TpOpShape{i % 3 == 0 ? TpOpKind::kGemmReduceScatter : TpOpKind::kAllGatherGemm,
                         1024,
                         64,
                         64,

@@ -85,7 +85,7 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
       };
       const StrategyInputs in = StrategyInputsFor(shape, gemm_s, coll, options.max_degree);
       ASSIGN_OR_RETURN(StrategyPick pick, SelectStrategy(in, overheads, options));
-      c.strategy = pick.strategy;
+      c.strategy = pick.strategy.Name();
       c.predicted_s = pick.predicted_s;
       c.none_s = pick.none_s;
       c.reason = pick.reason;
@@ -94,20 +94,18 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
       c.reason = "given (--strategy)";
     }
     ASSIGN_OR_RETURN(StrategyChoice choice, ParseStrategy(c.strategy));
-    if (choice.entry->takes_degree) {
-      core::Status st = ValidateDegree(shape, choice.degree);
+    if (TakesDegree(choice.id.family)) {
+      core::Status st = ValidateDegree(shape, choice.degree());
       if (!st.ok())
-        return core::InvalidArgument("--strategy: operator " + name + ": " + st.message());
+        return core::InvalidArgument("strategy: operator " + name + ": " + st.message());
     }
-    c.strategy = choice.name;
+    c.strategy = choice.name();
     out.push_back(std::move(c));
   }
   return out;
 }
 
-core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
-                              const kernels::TimeScale& scale, const GptRunConfig& c) {
-  const int n = world.size(), me = world.rank();
+core::Status CheckGptRun(const GptRunConfig& c, const hw::Topology& topology, int ranks) {
   if (c.steps < 1 || c.steps > kMaxSteps) {
     return core::InvalidArgument(
         fmt::format("--steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
@@ -119,29 +117,39 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
     return core::InvalidArgument(
         "--check needs --compute real (modeled GEMMs do not write their outputs)");
   }
-  if (n > topology.num_devices()) {
-    return core::InvalidArgument(
-        fmt::format("{} ranks on {} with {} devices", n, topology.name(), topology.num_devices()));
+  if (ranks > topology.num_devices()) {
+    return core::InvalidArgument(fmt::format("{} ranks on {} with {} devices", ranks,
+                                             topology.name(), topology.num_devices()));
   }
   ASSIGN_OR_RETURN(models::SmallGptConfig mc, models::SmallGptPreset(c.model));
+  RETURN_IF_ERROR(models::ValidateSmallGptConfig(mc, ranks));
   if (c.batch < 1 || c.seq < 1 || c.seq > mc.max_seq) {
-    return core::InvalidArgument(fmt::format(
-        "--batch {} and --seq {}: need batch >= 1 and seq in [1, {}] (the model's max_seq)",
-        c.batch, c.seq, mc.max_seq));
+    return core::InvalidArgument(
+        fmt::format("batch {} and seq {}: need batch >= 1 and seq in [1, {}] (the model's max_seq)",
+                    c.batch, c.seq, mc.max_seq));
   }
   const int64_t m = c.batch * c.seq;
-  if (m % n != 0) {
+  if (m % ranks != 0) {
     return core::InvalidArgument(fmt::format(
-        "--batch x --seq: {} tokens, not divisible by tp {} (the token axis is sharded)", m, n));
+        "batch x seq: {} tokens, not divisible by tp {} (the token axis is sharded)", m, ranks));
   }
-  ASSIGN_OR_RETURN(models::SmallGpt model, models::SmallGpt::Create(mc, n, me));
   if (c.strategy != "auto") RETURN_IF_ERROR(ParseStrategy(c.strategy).status());
   if (c.profile != nullptr) {
-    RETURN_IF_ERROR(CheckProfileFor(*c.profile, c.profile_name, topology.name(), n));
+    RETURN_IF_ERROR(CheckProfileFor(*c.profile, c.profile_name, topology.name(), ranks));
   }
+  return core::Status::Ok();
+}
+
+core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
+                              const kernels::TimeScale& scale, const GptRunConfig& c) {
+  const int n = world.size(), me = world.rank();
+  RETURN_IF_ERROR(CheckGptRun(c, topology, n));
+  ASSIGN_OR_RETURN(models::SmallGptConfig mc, models::SmallGptPreset(c.model));
+  const int64_t m = c.batch * c.seq;
+  ASSIGN_OR_RETURN(models::SmallGpt model, models::SmallGpt::Create(mc, n, me));
   std::vector<std::pair<std::string, TpOpShape>> ops;
   int64_t window = 1;
-  for (const models::SmallGpt::TpCall& call : model.LayerTpCalls(m)) {
+  for (const models::TpLayerOp& call : model.LayerTpCalls(m)) {
     ops.emplace_back(call.name, TpOpShapeOf(call.name, call.kind, call.dims, n));
     window = std::max(window, OverlapWindowBytes(ops.back().second));
   }
@@ -193,7 +201,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   for (const GptOpChoice& oc : out.choices) {
     ASSIGN_OR_RETURN(per_op[oc.op], ParseStrategy(oc.strategy));
   }
-  ASSIGN_OR_RETURN(StrategyChoice fallback, ParseStrategy("none"));
+  const StrategyChoice fallback = ChoiceOf(StrategyName::Of(StrategyFamily::kNone));
 
   // --check: the single-process twin on rank 0 while the others wait.
   if (c.check) {

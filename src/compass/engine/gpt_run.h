@@ -100,6 +100,13 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
     const OpGemmTimer& gemm_s, const OpCollectiveTimer& collective_s,
     const OverheadTable& overheads, const SelectorOptions& options);
 
+// Everything RunGpt checks before it starts, so a command line can refuse bad input before
+// ranks start (one line, not one per rank): steps, compute and check, `ranks` against the
+// topology's devices, the model preset and its split over `ranks` (ValidateSmallGptConfig),
+// batch and seq against max_seq, the tokens divisible by `ranks`, the strategy name (unless
+// auto) and the profile's topology and TP. InvalidArgument / NotFound naming the field.
+core::Status CheckGptRun(const GptRunConfig& config, const hw::Topology& topology, int ranks);
+
 core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
                               const kernels::TimeScale& scale, const GptRunConfig& config);
 

@@ -44,8 +44,8 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
 // step's loss is off by more than 1e-5 relative; the figures are asserted here as well.
 TEST(CompassGptRun, EveryStrategyTrainsLikeOneProcess) {
   std::vector<std::string> strategies = {"auto"};
-  for (const std::string& name : StrategyRegistry().Names()) {
-    strategies.push_back(StrategyRegistry().FindOrNull(name)->takes_degree ? name + ":2" : name);
+  for (StrategyFamily f : AllStrategyFamilies()) {
+    strategies.push_back((TakesDegree(f) ? StrategyName::Decomp(2) : StrategyName::Of(f)).Name());
   }
   for (int tp : {2, 4}) {
     for (const std::string& s : strategies) {
@@ -110,8 +110,8 @@ TEST(CompassGptRun, ModeledComputeRunsEveryStep) {
 }
 
 std::vector<std::pair<std::string, TpOpShape>> TwoOps() {
-  return {{"qkv", TpOpShape{TpOpKind::kAgGemm, 4096, 768, 1024, 4, "qkv"}},
-          {"proj", TpOpShape{TpOpKind::kGemmRs, 4096, 1024, 256, 4, "proj"}}};
+  return {{"qkv", TpOpShape{TpOpKind::kAllGatherGemm, 4096, 768, 1024, 4, "qkv"}},
+          {"proj", TpOpShape{TpOpKind::kGemmReduceScatter, 4096, 1024, 256, 4, "proj"}}};
 }
 
 // auto with a collective that dwarfs the GEMM overlaps; with a free collective it keeps none

@@ -8,14 +8,19 @@
 
 namespace tessera::compass {
 
-core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::Topology& topology,
-                                          const LinksOptions& options) {
-  const int n = world.size();
-  if (n < 2 || n > topology.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(n) + ", must be in [2, " +
+core::Status CheckLinksRanks(const hw::Topology& topology, int ranks) {
+  if (ranks < 2 || ranks > topology.num_devices()) {
+    return core::InvalidArgument("--ranks: got " + std::to_string(ranks) + ", must be in [2, " +
                                  std::to_string(topology.num_devices()) + "] for " +
                                  topology.name());
   }
+  return core::Status::Ok();
+}
+
+core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::Topology& topology,
+                                          const LinksOptions& options) {
+  const int n = world.size();
+  RETURN_IF_ERROR(CheckLinksRanks(topology, n));
   LinksReport out;
   out.topology = topology.name();
   out.provenance = topology.provenance();

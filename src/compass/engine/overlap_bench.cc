@@ -20,38 +20,43 @@ constexpr double kCheckTolerance = 1e-5;
 constexpr int kMaxSweepDegree = 16;
 
 runtime::GemmShape WholeGemm(const TpOpShape& s) {
-  return s.kind == TpOpKind::kWgrad ? runtime::GemmShape{true, s.k, s.n, s.m}
-                                    : runtime::GemmShape{false, s.m, s.n, s.k};
+  return s.kind == TpOpKind::kAllGatherWgrad ? runtime::GemmShape{true, s.k, s.n, s.m}
+                                             : runtime::GemmShape{false, s.m, s.n, s.k};
 }
 
 // The choices run on one configuration: the named strategies, then the degree sweep.
 core::StatusOr<std::vector<StrategyChoice>> ChoicesFor(const TpOpShape& s,
                                                        const OverlapBenchConfig& config) {
   std::vector<StrategyChoice> out;
-  auto has = [&](const std::string& name) {
+  auto has = [&](const StrategyName& id) {
     for (const StrategyChoice& c : out)
-      if (c.name == name) return true;
+      if (c.id == id) return true;
     return false;
   };
-  for (const std::string& name : config.strategies) {
-    ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy(name));
-    if (c.entry->takes_degree) {
-      core::Status st = ValidateDegree(s, c.degree);
+  for (const StrategyName& id : config.strategies) {
+    const StrategyChoice c = ChoiceOf(id);
+    if (TakesDegree(c.id.family)) {
+      core::Status st = ValidateDegree(s, c.degree());
       if (!st.ok()) return core::InvalidArgument(s.label + ": " + st.message());
     }
-    if (!has(c.name)) out.push_back(c);
+    if (!has(c.id)) out.push_back(c);
   }
   for (int d : config.degrees) {
     if (d > kMaxSweepDegree || !ValidateDegree(s, d).ok()) continue;
-    const std::string name = "decomp:" + std::to_string(d);
-    if (has(name)) continue;
-    ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy(name));
-    out.push_back(c);
+    const StrategyName id = StrategyName::Decomp(d);
+    if (has(id)) continue;
+    out.push_back(ChoiceOf(id));
   }
   return out;
 }
 
 }  // namespace
+
+std::optional<StrategyName> StrategyOf(const OverlapRun& r) {
+  auto id = StrategyName::Parse(r.strategy);
+  if (!id.ok()) return std::nullopt;
+  return *id;
+}
 
 const OverlapRun* OverlapConfigResult::Find(const std::string& strategy) const {
   for (const OverlapRun& r : runs)
@@ -154,8 +159,8 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     result.shape = s;
     result.gemm_s = profile.at(WholeGemm(s)) / scale.scale;
     for (const auto& [g, wall_s] : profile) result.gemms.push_back({g, wall_s / scale.scale});
-    const double block_wire =
-        2.0 * static_cast<double>(s.shard_rows()) * (s.kind == TpOpKind::kGemmRs ? s.n : s.k);
+    const double block_wire = 2.0 * static_cast<double>(s.shard_rows()) *
+                              (s.kind == TpOpKind::kGemmReduceScatter ? s.n : s.k);
     const CollectiveTimer model =
         OperatorCollectiveTimer(topology, out.ring1_order, out.ring2_order, s.kind);
     auto model_ring1 = [&](double wire_bytes) { return model(comm::LinkAlgo::kRing1, wire_bytes); };
@@ -166,8 +171,8 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
     }
     for (size_t k = 0; k < cs.size(); ++k) {
       OverlapRun r;
-      r.strategy = cs[k].name;
-      r.degree = cs[k].degree;
+      r.strategy = cs[k].name();
+      r.degree = cs[k].degree();
       r.timed = cs[k].entry->timed && config.repeats > 0;
       for (const runtime::GemmShape& g : used[k]) r.compute_s += profile.at(g) / scale.scale;
       if (r.degree > 0) r.part_collective_s = model_ring1(block_wire / r.degree);
@@ -200,7 +205,7 @@ core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
         }
         result.runs[k].rel_error = worst;
         if (worst > kCheckTolerance) {
-          return core::Internal(s.label + ": strategy " + cs[k].name + " differs from the " +
+          return core::Internal(s.label + ": strategy " + cs[k].name() + " differs from the " +
                                 "single-process GEMM on rank " + std::to_string(worst_rank) +
                                 " by " + std::to_string(worst) + " (relative, tolerance 1e-5)");
         }

@@ -29,6 +29,7 @@
 #include "comm/link_algo.h"
 #include "compass/engine/overlap_context.h"
 #include "compass/engine/tp_op_reference.h"
+#include "compass/strategy_name.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
 #include "kernels/time_scale.h"
@@ -36,9 +37,9 @@
 namespace tessera::compass {
 
 struct OverlapBenchConfig {
-  std::vector<TpOpShape> shapes;        // tp = world size
-  std::vector<std::string> strategies;  // overlap_strategy.h names
-  std::vector<int> degrees;             // decomp:D sweep (feasible D only)
+  std::vector<TpOpShape> shapes;         // tp = world size
+  std::vector<StrategyName> strategies;  // run in this order (duplicates once)
+  std::vector<int> degrees;              // decomp:D sweep (feasible D only)
   runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   bool check = false;
   int repeats = 7;  // 0: check only
@@ -53,7 +54,7 @@ struct OverlapConfigResult;
 using OverlapConfigDone = std::function<void(int, int, const OverlapConfigResult&)>;
 
 struct OverlapRun {
-  std::string strategy;  // "fused-ring2", "decomp:4"
+  std::string strategy;  // StrategyName::Name(): "fused-ring2", "decomp:4" (as reported)
   int degree = 0;        // D for decomp, 0 otherwise
   bool timed = true;
   double median_s = 0, min_s = 0, max_s = 0;  // device seconds (0 when not timed)
@@ -68,6 +69,10 @@ struct OverlapRun {
   // decomp:D: one part's single-ring collective (1/D of the block), modeled (collective_model.h).
   double part_collective_s = 0;
 };
+
+// The run's strategy as a type (StrategyName::Parse of `strategy`); nullopt for a name that
+// does not parse (a bench only records names it ran).
+std::optional<StrategyName> StrategyOf(const OverlapRun& r);
 
 struct OverlapConfigResult {
   TpOpShape shape;

@@ -57,7 +57,11 @@ OverlapGrid QuickGrid() {
   g.hidden = {512, 1024, 1536};
   g.tokens = {256, 512, 1024, 2048};
   g.ffn_multiple = 4;
-  g.strategies = {"none", "fused-ring1", "fused-ring2", "fused-direct", "te"};
+  for (StrategyFamily f :
+       {StrategyFamily::kNone, StrategyFamily::kFusedRing1, StrategyFamily::kFusedRing2,
+        StrategyFamily::kFusedDirect, StrategyFamily::kTe}) {
+    g.strategies.push_back(StrategyName::Of(f));
+  }
   g.degrees = {1, 2, 4, 8, 16};
   return g;
 }
@@ -94,13 +98,14 @@ core::StatusOr<OverlapGrid> GridFromJson(const core::Json& j, const std::string&
     ASSIGN_OR_RETURN(int64_t f, core::GetIntInRange(j, where, "ffn_multiple", 1, 16));
     g.ffn_multiple = static_cast<int>(f);
   }
-  ASSIGN_OR_RETURN(g.strategies, StringList(j, where, "strategies"));
-  for (size_t i = 0; i < g.strategies.size(); ++i) {
-    auto c = ParseStrategy(g.strategies[i]);
+  ASSIGN_OR_RETURN(const std::vector<std::string> strategies, StringList(j, where, "strategies"));
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    auto c = StrategyName::Parse(strategies[i]);
     if (!c.ok()) {
       return core::InvalidArgument(core::JoinPath(where, "strategies") + "[" + std::to_string(i) +
                                    "]: " + c.status().message());
     }
+    g.strategies.push_back(*c);
   }
   if (j.contains("degrees")) {
     ASSIGN_OR_RETURN(std::vector<int64_t> d, IntList(j, where, "degrees", 1, 64));
@@ -129,19 +134,19 @@ core::StatusOr<TpOpShape> LayerOpShape(const std::string& op, int64_t hidden, in
   s.tp = tp;
   s.m = tokens;
   if (op == "qkv" || op == "qkv-wgrad") {
-    s.kind = op == "qkv" ? TpOpKind::kAgGemm : TpOpKind::kWgrad;
+    s.kind = op == "qkv" ? TpOpKind::kAllGatherGemm : TpOpKind::kAllGatherWgrad;
     s.k = h;
     ASSIGN_OR_RETURN(s.n, per_rank(3 * h, "3h"));
   } else if (op == "fc1") {
-    s.kind = TpOpKind::kAgGemm;
+    s.kind = TpOpKind::kAllGatherGemm;
     s.k = h;
     ASSIGN_OR_RETURN(s.n, per_rank(f, "f"));
   } else if (op == "proj") {
-    s.kind = TpOpKind::kGemmRs;
+    s.kind = TpOpKind::kGemmReduceScatter;
     ASSIGN_OR_RETURN(s.k, per_rank(h, "h"));
     s.n = h;
   } else if (op == "fc2") {
-    s.kind = TpOpKind::kGemmRs;
+    s.kind = TpOpKind::kGemmReduceScatter;
     ASSIGN_OR_RETURN(s.k, per_rank(f, "f"));
     s.n = h;
   } else {

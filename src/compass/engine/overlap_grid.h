@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "compass/strategy_name.h"
 #include "compass/tp_op.h"
 #include "core/json_util.h"
 #include "core/status.h"
@@ -30,7 +31,7 @@ struct OverlapGrid {
   std::vector<std::string> ops;
   std::vector<int64_t> hidden, tokens;
   int ffn_multiple = 4;
-  std::vector<std::string> strategies;
+  std::vector<StrategyName> strategies;
   std::vector<int> degrees;
 };
 

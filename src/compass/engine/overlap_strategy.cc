@@ -1,84 +1,59 @@
 #include "compass/engine/overlap_strategy.h"
 
 #include "compass/engine/strategies.h"
-#include "core/parse_number.h"
+#include "core/check.h"
 
 namespace tessera::compass {
+
+namespace {
+
+using Family = StrategyFamily;
+
+}  // namespace
 
 const StrategyRegistryTable& StrategyRegistry() {
   static const StrategyRegistryTable* table = [] {
     auto* r = new StrategyRegistryTable("strategy");
-    r->Add({{},
-            "none",
-            "collective (single ring), then GEMM (Megatron-LM)",
-            &internal::NewNoOverlap,
-            {}});
-    r->Add({{},
-            "fused-ring1",
-            "GEMM per block inside a single-ring collective (Flux)",
-            &internal::NewFusedRing1,
-            {}});
-    r->Add({{},
-            "fused-ring2",
-            "GEMM per half block inside the double ring (Compass)",
-            &internal::NewFusedRing2,
-            {}});
-    r->Add({{},
-            "fused-direct",
-            "GEMM per block inside direct pulls (PyTorch async TP)",
-            &internal::NewFusedDirect,
-            {}});
-    r->Add({{.takes_degree = true},
-            "decomp",
-            "D parts, collective i overlaps GEMM i+1",
-            &internal::NewDecomposed,
-            {}});
-    r->Add({{},
-            "te",
-            "Transformer Engine defaults: ring exchange AG, pipeline D=4 RS",
-            &internal::NewTeDefaults,
-            {}});
-    r->Add({{.timed = false},
-            "mpi",
-            "the communicator's unpaced collective, then GEMM",
-            &internal::NewMpiReference,
-            {}});
+    auto add = [r](StrategyTraits traits, const char* description,
+                   std::unique_ptr<OverlapStrategy> (*make)()) {
+      r->Add({traits, StrategyFamilyName(traits.family), description, make, {}});
+    };
+    add({.family = Family::kNone}, "collective (single ring), then GEMM (Megatron-LM)",
+        &internal::NewNoOverlap);
+    add({.family = Family::kFusedRing1}, "GEMM per block inside a single-ring collective (Flux)",
+        &internal::NewFusedRing1);
+    add({.family = Family::kFusedRing2}, "GEMM per half block inside the double ring (Compass)",
+        &internal::NewFusedRing2);
+    add({.family = Family::kFusedDirect}, "GEMM per block inside direct pulls (PyTorch async TP)",
+        &internal::NewFusedDirect);
+    add({.family = Family::kDecomp}, "D parts, collective i overlaps GEMM i+1",
+        &internal::NewDecomposed);
+    add({.family = Family::kTe}, "Transformer Engine defaults: ring exchange AG, pipeline D=4 RS",
+        &internal::NewTeDefaults);
+    add({.family = Family::kMpi, .timed = false},
+        "the communicator's unpaced collective, then GEMM", &internal::NewMpiReference);
+    // The table is code: one entry per family, in the families' order.
+    size_t i = 0;
+    for (const StrategyEntry& e : *r) {
+      CHECK(i < AllStrategyFamilies().size() && e.family == AllStrategyFamilies()[i])
+          << "strategy registry: entry " << e.name << " out of order";
+      ++i;
+    }
+    CHECK(i == AllStrategyFamilies().size()) << "strategy registry: a family has no entry";
     return r;
   }();
   return *table;
 }
 
+StrategyChoice ChoiceOf(const StrategyName& id) {
+  const StrategyEntry* e = StrategyRegistry().FindOrNull(StrategyFamilyName(id.family));
+  CHECK(e != nullptr) << "strategy registry: no entry for " << id.Name();
+  return StrategyChoice{e, id};
+}
+
 core::StatusOr<StrategyChoice> ParseStrategy(const std::string& name) {
-  const size_t colon = name.find(':');
-  const std::string base = name.substr(0, colon);
-  const StrategyEntry* e = StrategyRegistry().FindOrNull(base);
-  if (e == nullptr) {
-    std::string names;
-    for (const StrategyEntry& x : StrategyRegistry()) {
-      names += (names.empty() ? "" : ", ") + x.name + (x.takes_degree ? ":D" : "");
-    }
-    return core::InvalidArgument("strategy: got '" + name + "', must be one of " + names);
-  }
-  StrategyChoice c;
-  c.entry = e;
-  c.name = name;
-  if (!e->takes_degree) {
-    if (colon != std::string::npos) {
-      return core::InvalidArgument("strategy: got '" + name + "', " + base + " takes no degree");
-    }
-    return c;
-  }
-  if (colon == std::string::npos) {
-    return core::InvalidArgument("strategy: got '" + name + "', must be " + base +
-                                 ":D with D the number of parts");
-  }
-  auto d = core::ParseInteger(name.substr(colon + 1), 1, 64);
-  if (!d.ok()) {
-    return core::InvalidArgument("strategy: got '" + name + "': the degree " +
-                                 d.status().message());
-  }
-  c.degree = static_cast<int>(*d);
-  return c;
+  ASSIGN_OR_RETURN(StrategyName id, StrategyName::Parse(name));
+  return ChoiceOf(id);
 }
 
 core::Status RunStrategy(OverlapContext& ctx, const StrategyChoice& choice, const TpOpShape& shape,
@@ -88,9 +63,9 @@ core::Status RunStrategy(OverlapContext& ctx, const StrategyChoice& choice, cons
     return core::InvalidArgument("tp " + std::to_string(shape.tp) + " on " +
                                  std::to_string(ctx.world().size()) + " ranks");
   }
-  if (choice.entry->takes_degree) RETURN_IF_ERROR(ValidateDegree(shape, choice.degree));
+  if (TakesDegree(choice.id.family)) RETURN_IF_ERROR(ValidateDegree(shape, choice.degree()));
   std::unique_ptr<OverlapStrategy> s = choice.entry->make();
-  return s->Run(ctx, shape, choice.degree, io);
+  return s->Run(ctx, shape, choice.degree(), io);
 }
 
 namespace internal {

@@ -1,6 +1,7 @@
 // Overlap strategies for the TP operators of tp_op.h (Compass, part 2): how a rank runs one
-// operator's collective and GEMM, on emulated links (overlap_context.h). Registered by name;
-// adding a strategy is one file (the class and its factory) and one line in
+// operator's collective and GEMM, on emulated links (overlap_context.h). Registered by name,
+// one entry per family of compass/strategy_name.h (which spells and parses the names); adding
+// a strategy is a family there, one file here (the class and its factory) and one line in
 // overlap_strategy.cc's table.
 //
 //   none          the collective (single ring), then the GEMM; Megatron-LM's default
@@ -22,13 +23,14 @@
 #include <vector>
 
 #include "compass/engine/overlap_context.h"
+#include "compass/strategy_name.h"
 #include "compass/tp_op.h"
 #include "core/registry.h"
 #include "core/status.h"
 
 namespace tessera::compass {
 
-// One rank's tensors: x (x_count), w (w_count: W, or dY for kWgrad), y (y_count).
+// One rank's tensors: x (x_count), w (w_count: W, or dY for kAllGatherWgrad), y (y_count).
 struct OpBuffers {
   const float* x = nullptr;
   const float* w = nullptr;
@@ -44,20 +46,25 @@ class OverlapStrategy {
 };
 
 struct StrategyTraits {
-  bool takes_degree = false;  // named "<name>:D"
-  bool timed = true;          // false: correctness only (mpi)
+  StrategyFamily family = StrategyFamily::kNone;  // the entry's name is its family's name
+  bool timed = true;                              // false: correctness only (mpi)
 };
 using StrategyRegistryTable = core::Registry<OverlapStrategy, StrategyTraits>;
 using StrategyEntry = StrategyRegistryTable::Entry;
+// One entry per family of AllStrategyFamilies(), in that order.
 const StrategyRegistryTable& StrategyRegistry();
 
-// A strategy name as a user writes it: "fused-ring2", "decomp:4".
+// A strategy to run: its name and its registry entry.
 struct StrategyChoice {
   const StrategyEntry* entry = nullptr;
-  int degree = 0;
-  std::string name;  // as given, normalised ("decomp:4")
+  StrategyName id;
+  int degree() const { return id.degree; }        // D for decomp, else 0
+  std::string name() const { return id.Name(); }  // normalised: "decomp:4"
 };
-// InvalidArgument naming the value: an unknown name, a degree on a strategy without one,
+// The registry entry of `id` (every family has one).
+StrategyChoice ChoiceOf(const StrategyName& id);
+// A strategy name as a user writes it ("fused-ring2", "decomp:4"), through StrategyName::Parse:
+// InvalidArgument naming the value for an unknown name, a degree on a strategy without one,
 // "decomp" without a degree or with one outside [1, 64].
 core::StatusOr<StrategyChoice> ParseStrategy(const std::string& name);
 

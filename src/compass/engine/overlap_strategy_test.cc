@@ -52,7 +52,7 @@ std::vector<core::Status> OnLinkRanks(
 }
 
 TEST(TpOp, ValidatesShapesAndDegrees) {
-  TpOpShape s{TpOpKind::kAgGemm, 10, 8, 8, 4, "x"};
+  TpOpShape s{TpOpKind::kAllGatherGemm, 10, 8, 8, 4, "x"};
   EXPECT_NE(ValidateTpOp(s).message().find("m: got 10, not divisible by tp 4"), std::string::npos)
       << ValidateTpOp(s).message();
   s.m = 16;
@@ -62,7 +62,7 @@ TEST(TpOp, ValidatesShapesAndDegrees) {
   EXPECT_NE(ValidateDegree(s, 3).message().find("decomp:3: d must divide m/tp = 4"),
             std::string::npos);
   EXPECT_FALSE(ValidateDegree(s, 8).ok());
-  s.kind = TpOpKind::kGemmRs;
+  s.kind = TpOpKind::kGemmReduceScatter;
   EXPECT_EQ(DecompositionLength(s), 8);
   EXPECT_TRUE(ValidateDegree(s, 8).ok());
   s.k = 0;
@@ -81,7 +81,8 @@ TEST(OverlapStrategy, ParsesNamesAndRefusesBadOnes) {
   EXPECT_EQ(ParseStrategy("fused-ring2")->entry->name, "fused-ring2");
   auto d = ParseStrategy("decomp:4");
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->degree, 4);
+  EXPECT_EQ(d->degree(), 4);
+  EXPECT_EQ(d->name(), "decomp:4");
   EXPECT_FALSE(ParseStrategy("mpi")->entry->timed);
   for (const char* bad : {"decomp", "decomp:0", "decomp:x", "none:2", "flux", ""}) {
     auto r = ParseStrategy(bad);
@@ -99,7 +100,8 @@ TEST(OverlapStrategy, EveryStrategyMatchesTheSingleProcessGemm) {
                                           "decomp:1", "decomp:2",    "te",          "mpi"};
   core::Rng rng(2026);
   for (int tp = 1; tp <= 4; ++tp) {
-    for (TpOpKind kind : {TpOpKind::kAgGemm, TpOpKind::kGemmRs, TpOpKind::kWgrad}) {
+    for (TpOpKind kind :
+         {TpOpKind::kAllGatherGemm, TpOpKind::kGemmReduceScatter, TpOpKind::kAllGatherWgrad}) {
       TpOpShape s;
       s.kind = kind;
       s.tp = tp;
@@ -131,7 +133,7 @@ TEST(OverlapStrategy, EveryStrategyMatchesTheSingleProcessGemm) {
 
 TEST(OverlapStrategy, ModeledComputeNeedsAProfiledShape) {
   auto st = OnLinkRanks(2, 1 << 20, [](comm::Communicator&, OverlapContext& ctx) {
-    const TpOpShape s{TpOpKind::kAgGemm, 8, 4, 4, 2, "ag"};
+    const TpOpShape s{TpOpKind::kAllGatherGemm, 8, 4, 4, 2, "ag"};
     std::vector<float> x(s.x_count(), 1), w(s.w_count(), 1), y(s.y_count());
     ctx.compute().set_mode(runtime::ComputeMode::kModeled);
     ASSIGN_OR_RETURN(StrategyChoice c, ParseStrategy("none"));
@@ -146,11 +148,19 @@ TEST(OverlapStrategy, ModeledComputeNeedsAProfiledShape) {
 TEST(OverlapBench, ChecksAndTimesEveryStrategyInProcess) {
   const hw::Topology topo = A6000();
   OverlapBenchConfig config;
-  auto shapes = GridShapes(
-      OverlapGrid{{"qkv", "proj", "qkv-wgrad"}, {48}, {24}, 4, {"none", "fused-ring2"}, {1, 2}}, 3);
+  auto shapes = GridShapes(OverlapGrid{{"qkv", "proj", "qkv-wgrad"},
+                                       {48},
+                                       {24},
+                                       4,
+                                       {StrategyName::Of(StrategyFamily::kNone),
+                                        StrategyName::Of(StrategyFamily::kFusedRing2)},
+                                       {1, 2}},
+                           3);
   ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
   config.shapes = *shapes;
-  config.strategies = {"none", "fused-ring2", "mpi"};
+  config.strategies = {StrategyName::Of(StrategyFamily::kNone),
+                       StrategyName::Of(StrategyFamily::kFusedRing2),
+                       StrategyName::Of(StrategyFamily::kMpi)};
   config.degrees = {1, 2, 4};
   config.check = true;
   config.repeats = 2;
@@ -186,7 +196,7 @@ TEST(OverlapBench, RefusesAnInfeasibleDegreeNamingTheConfiguration) {
   const hw::Topology topo = A6000();
   OverlapBenchConfig config;
   config.shapes = {*LayerOpShape("qkv", 48, 4, 24, 2)};  // 12 rows per rank
-  config.strategies = {"decomp:5"};
+  config.strategies = {StrategyName::Decomp(5)};
   std::vector<core::StatusOr<OverlapBench>> out(2, core::Internal("not run"));
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     out[world.rank()] = RunOverlapBench(world, topo, FastScale(topo), config);
@@ -199,11 +209,11 @@ TEST(OverlapBench, RefusesAnInfeasibleDegreeNamingTheConfiguration) {
 TEST(OverlapGrid, LayerShapesAndTheQuickGrid) {
   auto qkv = LayerOpShape("qkv", 1024, 4, 2048, 4);
   ASSERT_TRUE(qkv.ok());
-  EXPECT_EQ(qkv->kind, TpOpKind::kAgGemm);
+  EXPECT_EQ(qkv->kind, TpOpKind::kAllGatherGemm);
   EXPECT_EQ(qkv->k, 1024);
   EXPECT_EQ(qkv->n, 768);
   auto fc2 = LayerOpShape("fc2", 1024, 4, 2048, 4);
-  EXPECT_EQ(fc2->kind, TpOpKind::kGemmRs);
+  EXPECT_EQ(fc2->kind, TpOpKind::kGemmReduceScatter);
   EXPECT_EQ(fc2->k, 1024);
   EXPECT_EQ(fc2->n, 1024);
   EXPECT_NE(LayerOpShape("proj", 1004, 4, 2048, 8)

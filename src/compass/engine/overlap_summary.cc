@@ -18,7 +18,8 @@ double Time(const OverlapConfigResult& c, const std::string& name) {
 bool CommBound(const OverlapConfigResult& c) { return c.modeled_collective_s > c.gemm_s; }
 
 bool IsTimedDecomposition(const OverlapRun& r) {
-  return r.degree > 0 && r.timed && r.median_s > 0 && r.strategy.rfind("decomp:", 0) == 0;
+  const std::optional<StrategyName> id = StrategyOf(r);
+  return r.degree > 0 && r.timed && r.median_s > 0 && id && id->family == StrategyFamily::kDecomp;
 }
 
 }  // namespace
@@ -50,10 +51,14 @@ std::vector<DegreeSample> DegreeSamplesOf(const OverlapConfigResult& c) {
 
 OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   OverlapSummary out;
-  const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"none", "fused-ring1"}, {"none", "fused-ring2"},        {"none", "fused-direct"},
-      {"none", "te"},          {"fused-ring1", "fused-ring2"}, {"fused-direct", "fused-ring2"}};
-  for (const auto& [a, c] : pairs) {
+  using F = StrategyFamily;
+  const std::vector<std::pair<F, F>> family_pairs = {
+      {F::kNone, F::kFusedRing1},       {F::kNone, F::kFusedRing2},
+      {F::kNone, F::kFusedDirect},      {F::kNone, F::kTe},
+      {F::kFusedRing1, F::kFusedRing2}, {F::kFusedDirect, F::kFusedRing2}};
+  const std::string none = StrategyFamilyName(F::kNone);
+  for (const auto& [fa, fc] : family_pairs) {
+    const std::string a = StrategyFamilyName(fa), c = StrategyFamilyName(fc);
     std::vector<double> all, bound;
     for (const OverlapConfigResult& cfg : b.configs) {
       const double ta = Time(cfg, a), tc = Time(cfg, c);
@@ -68,10 +73,10 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
   {
     std::vector<double> all, bound;
     for (const OverlapConfigResult& cfg : b.configs) {
-      const double tn = Time(cfg, "none");
+      const double tn = Time(cfg, none);
       double best = 0;
       for (const OverlapRun& r : cfg.runs) {
-        if (r.strategy == "none" || !r.timed || r.median_s <= 0) continue;
+        if (r.strategy == none || !r.timed || r.median_s <= 0) continue;
         if (best == 0 || r.median_s < best) best = r.median_s;
       }
       if (tn <= 0 || best <= 0) continue;

@@ -168,7 +168,7 @@ core::StatusOr<CompassProfile> RunCompassProfile(comm::Communicator& world,
   stage("strategies");
   OverlapBenchConfig o;
   o.shapes = config.shapes;
-  o.strategies = {"none", "fused-ring1", "fused-ring2", "fused-direct"};
+  for (StrategyFamily f : SelectorFixedFamilies()) o.strategies.push_back(StrategyName::Of(f));
   o.degrees = config.degrees;
   o.compute = runtime::ComputeMode::kReal;
   o.repeats = config.repeats;

@@ -18,8 +18,13 @@ core::StatusOr<CompassProfile> ProfileOn(int ranks) {
   auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
   if (!scale.ok()) return scale.status();
   ProfileRunConfig config;
-  auto shapes =
-      GridShapes(OverlapGrid{{"qkv", "proj"}, {48, 96}, {48}, 4, {"none"}, {1, 2, 4, 8}}, ranks);
+  auto shapes = GridShapes(OverlapGrid{{"qkv", "proj"},
+                                       {48, 96},
+                                       {48},
+                                       4,
+                                       {StrategyName::Of(StrategyFamily::kNone)},
+                                       {1, 2, 4, 8}},
+                           ranks);
   if (!shapes.ok()) return shapes.status();
   config.shapes = *shapes;
   config.degrees = {1, 2, 4, 8};

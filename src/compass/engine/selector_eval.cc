@@ -12,7 +12,10 @@ namespace tessera::compass {
 namespace {
 
 // A selector candidate: a strategy of one of the model's families (not te, not mpi).
-bool IsCandidate(const std::string& strategy) { return IsStrategyFamily(FamilyOf(strategy)); }
+bool IsCandidate(const OverlapRun& r) {
+  const std::optional<StrategyName> id = StrategyOf(r);
+  return id && IsFittedFamily(id->family);
+}
 
 }  // namespace
 
@@ -39,11 +42,11 @@ core::StatusOr<OverheadTable> FitOverheadTable(
   std::vector<StrategyInputs> inputs;
   inputs.reserve(configs.size());
   for (const OverlapConfigResult* c : configs) inputs.push_back(StrategyInputsOf(*c));
-  std::map<std::pair<std::string, std::string>, std::vector<StrategySample>> samples;
+  std::map<OverheadKey, std::vector<StrategySample>> samples;
   for (size_t i = 0; i < configs.size(); ++i) {
     for (const OverlapRun& r : configs[i]->runs) {
-      if (!r.timed || !(r.median_s > 0) || !IsCandidate(r.strategy)) continue;
-      const std::string family = FamilyOf(r.strategy);
+      if (!r.timed || !(r.median_s > 0) || !IsCandidate(r)) continue;
+      const StrategyFamily family = StrategyOf(r)->family;
       samples[{family, OperatorClassOf(configs[i]->shape.kind)}].push_back(
           {&inputs[i], family, r.degree, r.median_s});
     }
@@ -66,10 +69,10 @@ core::StatusOr<SelectorEvaluation> EvaluateSelector(const OverlapBench& b,
   std::map<std::string, std::vector<double>> errors;
   for (size_t i = 0; i < b.configs.size(); ++i) {
     const OverlapConfigResult& c = b.configs[i];
-    const OverlapRun* none = c.Find("none");
+    const OverlapRun* none = c.Find(StrategyFamilyName(StrategyFamily::kNone));
     const OverlapRun* best = nullptr;
     for (const OverlapRun& r : c.runs) {
-      if (!r.timed || !(r.median_s > 0) || !IsCandidate(r.strategy)) continue;
+      if (!r.timed || !(r.median_s > 0) || !IsCandidate(r)) continue;
       if (best == nullptr || r.median_s < best->median_s) best = &r;
     }
     if (none == nullptr || !none->timed || best == nullptr) continue;
@@ -77,18 +80,19 @@ core::StatusOr<SelectorEvaluation> EvaluateSelector(const OverlapBench& b,
     ASSIGN_OR_RETURN(StrategyPick pick, SelectStrategy(in, e.overheads, options));
     if (i % 2 == 1) {
       for (const OverlapRun& r : c.runs) {
-        if (!r.timed || !(r.median_s > 0) || !IsCandidate(r.strategy)) continue;
-        auto p = PredictStrategy(r.strategy, in, e.overheads);
+        if (!r.timed || !(r.median_s > 0) || !IsCandidate(r)) continue;
+        const StrategyName id = *StrategyOf(r);
+        auto p = PredictStrategy(id, in, e.overheads);
         if (!p.ok()) continue;
-        errors[FamilyOf(r.strategy)].push_back(std::fabs(*p - r.median_s) / r.median_s);
+        errors[StrategyFamilyName(id.family)].push_back(std::fabs(*p - r.median_s) / r.median_s);
       }
     }
-    const OverlapRun* picked = c.Find(pick.strategy);
+    const OverlapRun* picked = c.Find(pick.strategy.Name());
     if (picked == nullptr || !picked->timed) continue;  // a pick the bench did not measure
     SelectorRow row;
     row.label = c.shape.label;
     row.held_out = i % 2 == 1;
-    row.pick = pick.strategy;
+    row.pick = pick.strategy.Name();
     row.best = best->strategy;
     row.predicted_s = pick.predicted_s;
     row.pick_s = picked->median_s;

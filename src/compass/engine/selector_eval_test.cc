@@ -17,7 +17,7 @@ OverlapBench SyntheticBench(const OverheadTable& truth, uint64_t seed) {
   core::Rng rng(seed);
   for (int i = 0; i < 48; ++i) {
     OverlapConfigResult c;
-    c.shape = TpOpShape{(i / 2) % 2 == 0 ? TpOpKind::kGemmRs : TpOpKind::kAgGemm,
+    c.shape = TpOpShape{(i / 2) % 2 == 0 ? TpOpKind::kGemmReduceScatter : TpOpKind::kAllGatherGemm,
                         1024,
                         64,
                         64,
@@ -41,7 +41,7 @@ OverlapBench SyntheticBench(const OverheadTable& truth, uint64_t seed) {
     }
     const StrategyInputs in = StrategyInputsOf(c);
     for (OverlapRun& r : c.runs) {
-      auto t = PredictStrategy(r.strategy, in, truth);
+      auto t = PredictStrategy(*StrategyName::Parse(r.strategy), in, truth);
       EXPECT_TRUE(t.ok()) << t.status().ToString();
       r.median_s = r.min_s = r.max_s = *t;
     }
@@ -52,7 +52,7 @@ OverlapBench SyntheticBench(const OverheadTable& truth, uint64_t seed) {
 
 OverheadTable Truth() {
   OverheadTable t;
-  for (const std::string& f : StrategyFamilies()) {
+  for (StrategyFamily f : FittedStrategyFamilies()) {
     t[{f, "ag"}] = Overheads{1e-6, 5e-7, 1.2};
     t[{f, "rs"}] = Overheads{2e-6, 3e-7, 1.1};
   }
@@ -76,7 +76,7 @@ TEST(SelectorEvaluation, ExactMeasurementsGiveEveryHeldOutPick) {
   EXPECT_GE(e->strict_top1(), 22.0 / 24);
   EXPECT_LT(e->mape, 2e-3);
   EXPECT_EQ(e->family_mape.size(),
-            StrategyFamilies().size());  // ties within the fit's error may swap
+            FittedStrategyFamilies().size());  // ties within the fit's error may swap
   const core::Json j = ToJson(*e);
   EXPECT_EQ(j.at("rows").size(), e->rows.size());
   EXPECT_TRUE(j.at("overheads").contains("fused-ring2"));

@@ -31,13 +31,13 @@ core::Status RunBulk(OverlapContext& ctx, const TpOpShape& s, const OpBuffers& i
 
 // Shared GEMM steps (row-major, per tp_op.h's layouts). `gathered` is the (M, K) AllGather
 // output; rows [r0, r1) of the token axis.
-// kAgGemm: y[r0:r1] = gathered[r0:r1] W.
+// kAllGatherGemm: y[r0:r1] = gathered[r0:r1] W.
 core::Status AgGemmRows(OverlapContext& ctx, const TpOpShape& s, const float* gathered,
                         const float* w, float* y, int64_t r0, int64_t r1);
-// kWgrad: dW (+)= gathered[r0:r1]^T dY[r0:r1].
+// kAllGatherWgrad: dW (+)= gathered[r0:r1]^T dY[r0:r1].
 core::Status WgradRows(OverlapContext& ctx, const TpOpShape& s, const float* gathered,
                        const float* dy, float* dw, int64_t r0, int64_t r1, bool accumulate);
-// kGemmRs: partial[r0:r1] = X[r0:r1] W (the rank's contribution to those rows).
+// kGemmReduceScatter: partial[r0:r1] = X[r0:r1] W (the rank's contribution to those rows).
 core::Status PartialRows(OverlapContext& ctx, const TpOpShape& s, const float* x, const float* w,
                          float* partial, int64_t r0, int64_t r1);
 

@@ -47,7 +47,7 @@ class Handoff {
 class Decomposed final : public OverlapStrategy {
  public:
   core::Status Run(OverlapContext& ctx, const TpOpShape& s, int d, const OpBuffers& io) override {
-    return s.kind == TpOpKind::kGemmRs ? RunRs(ctx, s, d, io) : RunAg(ctx, s, d, io);
+    return s.kind == TpOpKind::kGemmReduceScatter ? RunRs(ctx, s, d, io) : RunAg(ctx, s, d, io);
   }
 
  private:
@@ -72,7 +72,7 @@ class Decomposed final : public OverlapStrategy {
       st = arrived.WaitFor(i + 1);
       if (!st.ok()) break;
       const float* g = gathered + i * part;
-      if (s.kind == TpOpKind::kAgGemm) {
+      if (s.kind == TpOpKind::kAllGatherGemm) {
         // One GEMM over the part's t x q rows, then each rank's q rows into place.
         st = ctx.Gemm(false, t * q, s.n, s.k, g, s.k, io.w, s.n, false, tmp, s.n);
         for (int r = 0; r < t && st.ok(); ++r) {

@@ -15,7 +15,7 @@ class Fused final : public OverlapStrategy {
     comm::LinkCollectives& lc = algo_ == LinkAlgo::kRing2 ? ctx.ring2() : ctx.ring1();
     const int64_t rows = s.shard_rows();
     comm::BlockHooks hooks;
-    if (s.kind == TpOpKind::kGemmRs) {
+    if (s.kind == TpOpKind::kGemmReduceScatter) {
       float* partial = ctx.Scratch(0, s.m * s.n);
       hooks.granule = s.n;
       hooks.produce = [&](int block, int64_t lo, int64_t hi) {
@@ -30,7 +30,8 @@ class Fused final : public OverlapStrategy {
     hooks.granule = s.k;
     hooks.ready = [&](int block, int64_t lo, int64_t hi) -> core::Status {
       const int64_t r0 = block * rows + lo / s.k, r1 = block * rows + hi / s.k;
-      if (s.kind == TpOpKind::kAgGemm) return AgGemmRows(ctx, s, gathered, io.w, io.y, r0, r1);
+      if (s.kind == TpOpKind::kAllGatherGemm)
+        return AgGemmRows(ctx, s, gathered, io.w, io.y, r0, r1);
       const bool accumulate = !first;
       first = false;
       return WgradRows(ctx, s, gathered, io.w, io.y, r0, r1, accumulate);

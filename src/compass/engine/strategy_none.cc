@@ -28,14 +28,14 @@ class NoOverlap final : public OverlapStrategy {
 
 core::Status RunBulk(OverlapContext& ctx, const TpOpShape& s, const OpBuffers& io,
                      const BulkGather& gather, const BulkReduceScatter& reduce_scatter) {
-  if (s.kind == TpOpKind::kGemmRs) {
+  if (s.kind == TpOpKind::kGemmReduceScatter) {
     float* partial = ctx.Scratch(0, s.m * s.n);
     RETURN_IF_ERROR(PartialRows(ctx, s, io.x, io.w, partial, 0, s.m));
     return reduce_scatter(partial, io.y);
   }
   float* gathered = ctx.Scratch(0, s.m * s.k);
   RETURN_IF_ERROR(gather(io.x, gathered));
-  if (s.kind == TpOpKind::kAgGemm) return AgGemmRows(ctx, s, gathered, io.w, io.y, 0, s.m);
+  if (s.kind == TpOpKind::kAllGatherGemm) return AgGemmRows(ctx, s, gathered, io.w, io.y, 0, s.m);
   return WgradRows(ctx, s, gathered, io.w, io.y, 0, s.m, false);
 }
 

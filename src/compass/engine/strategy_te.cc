@@ -1,7 +1,7 @@
 // `te`: Transformer Engine's userbuffer defaults (num_splits = tp with ring_exchange for the
 // AllGather, a pipeline of 4 splits for the ReduceScatter, bulk wgrad): fused-ring1 for
-// kAgGemm (a ring exchange computes each arriving block), decomp:4 for kGemmRs (the largest
-// degree <= 4 that divides N when 4 does not), none for kWgrad.
+// kAllGatherGemm (a ring exchange computes each arriving block), decomp:4 for kGemmReduceScatter
+// (the largest degree <= 4 that divides N when 4 does not), none for kAllGatherWgrad.
 #include "compass/engine/strategies.h"
 
 namespace tessera::compass::internal {
@@ -12,14 +12,14 @@ class TeDefaults final : public OverlapStrategy {
  public:
   core::Status Run(OverlapContext& ctx, const TpOpShape& s, int, const OpBuffers& io) override {
     switch (s.kind) {
-      case TpOpKind::kAgGemm:
+      case TpOpKind::kAllGatherGemm:
         return NewFusedRing1()->Run(ctx, s, 0, io);
-      case TpOpKind::kGemmRs: {
+      case TpOpKind::kGemmReduceScatter: {
         int d = 4;
         while (d > 1 && s.n % d != 0) --d;
         return NewDecomposed()->Run(ctx, s, d, io);
       }
-      case TpOpKind::kWgrad:
+      case TpOpKind::kAllGatherWgrad:
         return NewNoOverlap()->Run(ctx, s, 0, io);
     }
     return core::Internal("te: unknown operator kind");

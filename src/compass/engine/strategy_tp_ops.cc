@@ -8,9 +8,9 @@ StrategyTpOps::StrategyTpOps(OverlapContext& ctx, std::map<std::string, Strategy
                              StrategyChoice fallback)
     : ctx_(ctx), per_op_(std::move(per_op)), fallback_(std::move(fallback)) {}
 
-TpOpShape TpOpShapeOf(const std::string& name, int kind, const models::TpGemmDims& d, int tp) {
+TpOpShape TpOpShapeOf(const std::string& name, TpOpKind kind, const models::TpGemmDims& d, int tp) {
   TpOpShape s;
-  s.kind = kind == 0 ? TpOpKind::kAgGemm : kind == 1 ? TpOpKind::kGemmRs : TpOpKind::kWgrad;
+  s.kind = kind;
   s.m = d.m;
   s.n = d.n;
   s.k = d.k;
@@ -26,8 +26,7 @@ const StrategyChoice& StrategyTpOps::ChoiceFor(const std::string& name) const {
 
 core::Status StrategyTpOps::Run(const std::string& name, TpOpKind kind, const models::TpGemmDims& d,
                                 const float* x, const float* w, float* y) {
-  const int k = kind == TpOpKind::kAgGemm ? 0 : kind == TpOpKind::kGemmRs ? 1 : 2;
-  const TpOpShape s = TpOpShapeOf(name, k, d, tp());
+  const TpOpShape s = TpOpShapeOf(name, kind, d, tp());
   const int64_t t0 = comm::NowNs();
   core::Status st = RunStrategy(ctx_, ChoiceFor(name), s, OpBuffers{x, w, y});
   const int64_t t1 = comm::NowNs();
@@ -39,17 +38,17 @@ core::Status StrategyTpOps::Run(const std::string& name, TpOpKind kind, const mo
 
 core::Status StrategyTpOps::AllGatherGemm(const std::string& name, const models::TpGemmDims& d,
                                           const float* x, const float* w, float* y) {
-  return Run(name, TpOpKind::kAgGemm, d, x, w, y);
+  return Run(name, TpOpKind::kAllGatherGemm, d, x, w, y);
 }
 
 core::Status StrategyTpOps::GemmReduceScatter(const std::string& name, const models::TpGemmDims& d,
                                               const float* x, const float* w, float* y) {
-  return Run(name, TpOpKind::kGemmRs, d, x, w, y);
+  return Run(name, TpOpKind::kGemmReduceScatter, d, x, w, y);
 }
 
 core::Status StrategyTpOps::AllGatherWgrad(const std::string& name, const models::TpGemmDims& d,
                                            const float* x, const float* dy, float* dw) {
-  return Run(name, TpOpKind::kWgrad, d, x, dy, dw);
+  return Run(name, TpOpKind::kAllGatherWgrad, d, x, dy, dw);
 }
 
 core::Status StrategyTpOps::AllReduceSum(std::span<float> data) {

@@ -63,8 +63,7 @@ class StrategyTpOps final : public models::TensorParallelOps {
   std::vector<Span> spans_;
 };
 
-// The TpOpShape of a model's operator call on `tp` ranks (kind 0 = AllGatherGemm, 1 =
-// GemmReduceScatter, 2 = AllGatherWgrad: models::SmallGpt::TpCall's numbering).
-TpOpShape TpOpShapeOf(const std::string& name, int kind, const models::TpGemmDims& d, int tp);
+// The TpOpShape of a model's operator call on `tp` ranks.
+TpOpShape TpOpShapeOf(const std::string& name, TpOpKind kind, const models::TpGemmDims& d, int tp);
 
 }  // namespace tessera::compass

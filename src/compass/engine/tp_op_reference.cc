@@ -33,7 +33,7 @@ core::StatusOr<std::vector<float>> TpOpReference(const TpOpShape& s, uint64_t se
   std::vector<float> x, w;
   std::vector<float> out(static_cast<size_t>(s.y_count()));
   using kernels::Transpose;
-  if (s.kind == TpOpKind::kGemmRs) {
+  if (s.kind == TpOpKind::kGemmReduceScatter) {
     // Rows of block `rank` of sum_j X_j W_j.
     std::vector<double> sum(out.size(), 0.0);
     std::vector<float> part(out.size());
@@ -54,7 +54,7 @@ core::StatusOr<std::vector<float>> TpOpReference(const TpOpShape& s, uint64_t se
     std::copy(x.begin(), x.end(), gathered.begin() + j * rows * s.k);
   }
   TpOpInputs(s, seed, rank, &x, &w);
-  if (s.kind == TpOpKind::kAgGemm) {
+  if (s.kind == TpOpKind::kAllGatherGemm) {
     RETURN_IF_ERROR(kernels::Gemm(Transpose::kNo, Transpose::kNo, s.m, s.n, s.k, 1.0f,
                                   gathered.data(), s.k, w.data(), s.n, 0.0f, out.data(), s.n));
   } else {

@@ -13,7 +13,7 @@
 
 namespace tessera::compass {
 
-// The seeded inputs of `rank`: x (x_count) and w (w_count: W, or dY for kWgrad).
+// The seeded inputs of `rank`: x (x_count) and w (w_count: W, or dY for kAllGatherWgrad).
 void TpOpInputs(const TpOpShape& s, uint64_t seed, int rank, std::vector<float>* x,
                 std::vector<float>* w);
 
