@@ -3,19 +3,11 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "models/model_presets.h"
 
 namespace tessera::compass {
 
 namespace {
-
-core::StatusOr<TransformerShape> Preset(const std::string& name) {
-  // Hidden, FFN, heads, KV heads, layers from the models' published configurations.
-  if (name == "llama2-7b") return TransformerShape{name, 4096, 11008, 32, 32, 32, true};
-  if (name == "llama2-13b") return TransformerShape{name, 5120, 13824, 40, 40, 40, true};
-  if (name == "llama3-8b") return TransformerShape{name, 4096, 14336, 32, 8, 32, true};
-  if (name == "llama2-70b") return TransformerShape{name, 8192, 28672, 64, 8, 80, true};
-  return core::NotFound("model: no preset '" + name + "'");
-}
 
 std::string Divisibility(const std::string& field, int64_t value, int tp) {
   return field + ": got " + std::to_string(value) + ", not divisible by tp " + std::to_string(tp);
@@ -29,6 +21,49 @@ const std::vector<std::string>& ModelPresetNames() {
   return kNames;
 }
 
+namespace {
+
+// The shape fields of a model file or of a preset's "transformer" section (`m->name` set by the
+// caller).
+core::Status ParseShapeFields(const core::Json& j, const std::string& where, TransformerShape* m) {
+  constexpr int64_t kMax = int64_t{1} << 20;
+  ASSIGN_OR_RETURN(m->hidden, core::GetIntInRange(j, where, "hidden", 1, kMax));
+  ASSIGN_OR_RETURN(m->ffn, core::GetIntInRange(j, where, "ffn", 1, kMax));
+  ASSIGN_OR_RETURN(m->heads, core::GetIntInRange(j, where, "heads", 1, 4096));
+  ASSIGN_OR_RETURN(m->kv_heads, core::GetIntInRange(j, where, "kv_heads", 1, 4096));
+  ASSIGN_OR_RETURN(m->layers, core::GetIntInRange(j, where, "layers", 1, 1000));
+  ASSIGN_OR_RETURN(const core::Json* gated, core::Member(j, where, "gated_mlp"));
+  if (!gated->is_boolean()) {
+    return core::InvalidArgument(where + ".gated_mlp: got " + core::ShowJson(*gated) +
+                                 ", must be true or false");
+  }
+  m->gated_mlp = gated->get<bool>();
+  if (m->hidden % m->heads != 0) {
+    return core::InvalidArgument(where + ".hidden: got " + std::to_string(m->hidden) +
+                                 ", not divisible by heads " + std::to_string(m->heads));
+  }
+  if (m->heads % m->kv_heads != 0) {
+    return core::InvalidArgument(where + ".kv_heads: got " + std::to_string(m->kv_heads) +
+                                 ", must divide heads " + std::to_string(m->heads));
+  }
+  return core::Status::Ok();
+}
+
+// A preset: the "transformer" section of the model file data/models/<name>.json (family llm).
+core::StatusOr<TransformerShape> Preset(const std::string& name) {
+  ASSIGN_OR_RETURN(models::ModelPreset preset, models::LoadModelPreset(name, "llm"));
+  ASSIGN_OR_RETURN(const core::Json* section, models::PresetSection(preset, "transformer"));
+  const std::string where = preset.origin + ": transformer";
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      *section, where, {"hidden", "ffn", "heads", "kv_heads", "layers", "gated_mlp"}));
+  TransformerShape m;
+  m.name = preset.name;
+  RETURN_IF_ERROR(ParseShapeFields(*section, where, &m));
+  return m;
+}
+
+}  // namespace
+
 core::StatusOr<TransformerShape> TransformerShapeFromJson(const core::Json& j,
                                                           const std::string& where) {
   RETURN_IF_ERROR(core::CheckKnownKeys(
@@ -37,32 +72,13 @@ core::StatusOr<TransformerShape> TransformerShapeFromJson(const core::Json& j,
   RETURN_IF_ERROR(core::CheckKindAndVersion(j, where, "compass-model", 1));
   TransformerShape m;
   ASSIGN_OR_RETURN(m.name, core::GetString(j, where, "name"));
-  constexpr int64_t kMax = int64_t{1} << 20;
-  ASSIGN_OR_RETURN(m.hidden, core::GetIntInRange(j, where, "hidden", 1, kMax));
-  ASSIGN_OR_RETURN(m.ffn, core::GetIntInRange(j, where, "ffn", 1, kMax));
-  ASSIGN_OR_RETURN(m.heads, core::GetIntInRange(j, where, "heads", 1, 4096));
-  ASSIGN_OR_RETURN(m.kv_heads, core::GetIntInRange(j, where, "kv_heads", 1, 4096));
-  ASSIGN_OR_RETURN(m.layers, core::GetIntInRange(j, where, "layers", 1, 1000));
-  ASSIGN_OR_RETURN(const core::Json* gated, core::Member(j, where, "gated_mlp"));
-  if (!gated->is_boolean()) {
-    return core::InvalidArgument(where + ".gated_mlp: got " + core::ShowJson(*gated) +
-                                 ", must be true or false");
-  }
-  m.gated_mlp = gated->get<bool>();
-  if (m.hidden % m.heads != 0) {
-    return core::InvalidArgument(where + ".hidden: got " + std::to_string(m.hidden) +
-                                 ", not divisible by heads " + std::to_string(m.heads));
-  }
-  if (m.heads % m.kv_heads != 0) {
-    return core::InvalidArgument(where + ".kv_heads: got " + std::to_string(m.kv_heads) +
-                                 ", must divide heads " + std::to_string(m.heads));
-  }
+  RETURN_IF_ERROR(ParseShapeFields(j, where, &m));
   return m;
 }
 
 core::StatusOr<TransformerShape> LoadTransformerShape(const std::string& name_or_path) {
   auto preset = Preset(name_or_path);
-  if (preset.ok()) return preset;
+  if (preset.ok() || preset.status().code() != core::StatusCode::kNotFound) return preset;
   if (name_or_path.find('/') == std::string::npos &&
       name_or_path.find(".json") == std::string::npos) {
     std::string all;

@@ -1,7 +1,8 @@
 // Transformer shapes for Compass's planner: presets of the paper's grid (Llama-2-7B/13B/70B,
-// Llama-3-8B with grouped-query attention) or a JSON file, and the tensor-parallel operators
-// of one Megatron layer with sequence parallelism at TP t over M tokens (M = seq x mbs), from
-// the models layer's table (models/tp_layer_ops.h):
+// Llama-3-8B with grouped-query attention; their shapes are the "llm" model files of
+// models/model_presets.h, data/models/<name>.json) or a JSON file, and the tensor-parallel
+// operators of one Megatron layer with sequence parallelism at TP t over M tokens (M = seq x mbs),
+// from the models layer's table (models/tp_layer_ops.h):
 //   forward:  qkv (AG, K = h, N = (h + 2 kv_heads head_dim) / t), proj (RS, K = h/t, N = h),
 //             fc1 (AG, K = h, N = g f / t), fc2 (RS, K = f/t, N = h)
 //   backward: proj-dgrad (AG of dY, K = h, N = h/t), fc2-dgrad (AG, K = h, N = f/t),
