@@ -1,7 +1,7 @@
 // PacedCopier: one thread that executes memory copies (dst, src, bytes) in submission order,
 // each paced on one emulated resource (a link, a DMA engine), so that a copy takes the time it
 // would take on the emulated machine (its bandwidth and latency scaled by the time scale,
-// kernels/time_scale.h) instead of the time of a memcpy here.
+// runtime/time_scale.h) instead of the time of a memcpy here.
 //
 // Timing: a job submitted at t_sub (NowNs) of `bytes` starts on the resource when the resource
 // is free and finishes `latency` after its bytes have passed:

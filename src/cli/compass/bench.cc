@@ -170,7 +170,7 @@ Status BenchOnWorld(const CompassBenchArgs& a, comm::Communicator& world) {
   o.repeats = a.repeats;
   std::optional<double> fixed;
   if (a.time_scale > 0) fixed = a.time_scale;
-  ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
+  ASSIGN_OR_RETURN(runtime::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
   RankZeroProgress progress(world, "overlap runs");
   o.progress = std::ref(progress);
   // One line per finished configuration on stderr (kept by a log when stderr is not a TTY).

@@ -105,7 +105,7 @@ Status CompassProfileOnWorld(const CompassProfileArgs& a, comm::Communicator& wo
   o.machine = hw::Summary(hw::DescribeThisMachine());
   std::optional<double> fixed;
   if (a.time_scale > 0) fixed = a.time_scale;
-  ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
+  ASSIGN_OR_RETURN(runtime::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
   std::unique_ptr<RankZeroProgress> progress;
   o.stage = [&](const std::string& name) {
     if (progress) progress->Done();

@@ -126,7 +126,7 @@ Status GptRunOnWorld(const CompassRunArgs& a, comm::Communicator& world) {
   compass::GptRunConfig c = RunConfigOf(a, profile ? &*profile : nullptr);
   std::optional<double> fixed;
   if (a.time_scale > 0) fixed = a.time_scale;
-  ASSIGN_OR_RETURN(kernels::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
+  ASSIGN_OR_RETURN(runtime::TimeScale scale, compass::AgreeTimeScale(world, topology, fixed));
   RankZeroProgress progress(world, "training steps");
   c.progress = std::ref(progress);
   ASSIGN_OR_RETURN(compass::GptRun r, compass::RunGpt(world, topology, scale, c));

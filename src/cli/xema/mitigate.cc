@@ -43,7 +43,7 @@ core::Status RunMitigate(const MitigateArgs& a) {
   options.profile_steps = a.profile_steps;
   std::unique_ptr<xema::HostTier> tier;
   if (a.consider_offload) {
-    ASSIGN_OR_RETURN(kernels::TimeScale scale, HostLinkTimeScale(a.link));
+    ASSIGN_OR_RETURN(runtime::TimeScale scale, HostLinkTimeScale(a.link));
     ASSIGN_OR_RETURN(tier, xema::HostTier::ForDevice(a.link.host_gbps, scale));
     std::printf("offload candidates: host link %g GB/s per direction at time scale %.4g (%s)\n",
                 a.link.host_gbps, scale.scale, scale.source.c_str());

@@ -81,7 +81,7 @@ core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list) {
   return set;
 }
 
-core::StatusOr<kernels::TimeScale> HostLinkTimeScale(const OffloadArgs& a) {
+core::StatusOr<runtime::TimeScale> HostLinkTimeScale(const OffloadArgs& a) {
   return xema::HostLinkTimeScale(a.time_scale);
 }
 

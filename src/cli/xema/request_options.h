@@ -7,7 +7,7 @@
 // Offload (`xema trace`): --offload text,latent,image,weights (a comma list of the request's
 // OffloadSet items; an unknown item is refused, naming it) over a host tier whose link is
 // --host-gbps GB/s (default: an H100 on PCIe 5.0, 55 GB/s) emulated at the time scale of the
-// H100 against this core (kernels/time_scale.h, measured as Compass measures it), or
+// H100 against this core (runtime/time_scale.h, measured as Compass measures it), or
 // --time-scale S to fix the scale.
 #pragma once
 
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 #include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/tiny_pipeline.h"
 
@@ -52,7 +52,7 @@ void AddHostLinkOptions(CLI::App* app, OffloadArgs* args);  // --host-gbps, --ti
 core::StatusOr<xema::OffloadSet> ParseOffloadList(const std::string& list);
 // The time scale of the host link's device (kHostLinkDevicePreset) against this core: fixed by
 // --time-scale or measured.
-core::StatusOr<kernels::TimeScale> HostLinkTimeScale(const OffloadArgs& args);
+core::StatusOr<runtime::TimeScale> HostLinkTimeScale(const OffloadArgs& args);
 // The request for `spec` (its name becomes request.model), validated against it.
 core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& args,
                                                  const xema::TinyModelSpec& spec);

@@ -14,7 +14,7 @@
 #include "core/json_util.h"
 #include "core/output_file.h"
 #include "kernels/gemm.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/model_file.h"
@@ -65,7 +65,7 @@ core::Status RunAnalytic(const TraceArgs& a) {
 // The host tier an offloading request runs over, and what it was built from.
 core::StatusOr<std::unique_ptr<xema::HostTier>> MakeHostTier(const OffloadArgs& a,
                                                              const std::string& items) {
-  ASSIGN_OR_RETURN(kernels::TimeScale scale, HostLinkTimeScale(a));
+  ASSIGN_OR_RETURN(runtime::TimeScale scale, HostLinkTimeScale(a));
   ASSIGN_OR_RETURN(std::unique_ptr<xema::HostTier> tier,
                    xema::HostTier::ForDevice(a.host_gbps, scale));
   std::printf("offload %s: host link %s/s per direction = %g GB/s / time scale %.4g (%s)\n",

@@ -28,7 +28,7 @@ float Value(int rank, int64_t i, int rep) {
 
 core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
                                                    const hw::Topology& topology,
-                                                   const kernels::TimeScale& scale,
+                                                   const runtime::TimeScale& scale,
                                                    const CollectiveBenchConfig& config) {
   const int n = world.size(), me = world.rank();
   if (n < 2 || n > topology.num_devices()) {

@@ -31,7 +31,7 @@
 #include "compass/collective_model.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -64,7 +64,7 @@ struct CollectiveRow {
 struct CollectiveBench {
   std::string topology;
   int ranks = 0;
-  kernels::TimeScale scale;
+  runtime::TimeScale scale;
   std::vector<int> ring1_order, ring2_order;  // devices in ring order
   std::vector<CollectiveRow> rows;
   double engine_cpu_fraction = 0;  // busiest copy thread: CPU time / wall time
@@ -73,7 +73,7 @@ struct CollectiveBench {
 
 core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
                                                    const hw::Topology& topology,
-                                                   const kernels::TimeScale& scale,
+                                                   const runtime::TimeScale& scale,
                                                    const CollectiveBenchConfig& config);
 
 // The double ring's speed-up over the single ring (median time ratio) for one kind and

@@ -8,7 +8,7 @@ namespace tessera::compass {
 
 core::StatusOr<comm::PacedLinks> EmulatedLinks(const hw::Topology& topology,
                                                std::span<const int> device_of_rank,
-                                               const kernels::TimeScale& scale) {
+                                               const runtime::TimeScale& scale) {
   const int n = static_cast<int>(device_of_rank.size());
   std::set<int> seen;
   for (int r = 0; r < n; ++r) {

@@ -9,13 +9,13 @@
 #include "comm/paced_links.h"
 #include "core/status.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
 // InvalidArgument for a device id out of range or used twice.
 core::StatusOr<comm::PacedLinks> EmulatedLinks(const hw::Topology& topology,
                                                std::span<const int> device_of_rank,
-                                               const kernels::TimeScale& scale);
+                                               const runtime::TimeScale& scale);
 
 }  // namespace tessera::compass

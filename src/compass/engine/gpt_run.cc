@@ -141,7 +141,7 @@ core::Status CheckGptRun(const GptRunConfig& c, const hw::Topology& topology, in
 }
 
 core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
-                              const kernels::TimeScale& scale, const GptRunConfig& c) {
+                              const runtime::TimeScale& scale, const GptRunConfig& c) {
   const int n = world.size(), me = world.rank();
   RETURN_IF_ERROR(CheckGptRun(c, topology, n));
   ASSIGN_OR_RETURN(models::SmallGptConfig mc, models::SmallGptPreset(c.model));

@@ -40,8 +40,8 @@
 #include "core/stats.h"
 #include "core/trace.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
 #include "models/small_gpt.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -74,7 +74,7 @@ struct GptRun {
   int tp = 0;
   runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   int64_t batch = 0, seq = 0, parameters_per_rank = 0;
-  kernels::TimeScale scale;
+  runtime::TimeScale scale;
   std::string overheads_source;
   std::vector<GptOpChoice> choices;      // one layer's operators
   std::vector<double> losses;            // per step
@@ -108,7 +108,7 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
 core::Status CheckGptRun(const GptRunConfig& config, const hw::Topology& topology, int ranks);
 
 core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
-                              const kernels::TimeScale& scale, const GptRunConfig& config);
+                              const runtime::TimeScale& scale, const GptRunConfig& config);
 
 core::Json ToJson(const GptRun& r);
 

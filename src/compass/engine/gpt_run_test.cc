@@ -17,7 +17,7 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
                              runtime::ComputeMode compute = runtime::ComputeMode::kReal) {
   auto topo = hw::TopologyPreset("a6000x8");
   if (!topo.ok()) return topo.status();
-  auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
+  auto scale = runtime::FixedTimeScale(topo->device(), 1e-3);
   if (!scale.ok()) return scale.status();
   GptRunConfig config;
   config.model = "gpt-tiny";
@@ -148,7 +148,7 @@ TEST(CompassGptRun, BadInputIsRefused) {
 
   auto topo = hw::TopologyPreset("a6000x8");
   ASSERT_TRUE(topo.ok());
-  auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
+  auto scale = runtime::FixedTimeScale(topo->device(), 1e-3);
   ASSERT_TRUE(scale.ok());
   auto run = [&](GptRunConfig config, int ranks) {
     std::vector<core::Status> st(ranks);

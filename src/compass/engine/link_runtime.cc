@@ -10,7 +10,7 @@ namespace tessera::compass {
 
 core::StatusOr<LinkRuntime> StartLinkRuntime(comm::Communicator& world,
                                              const hw::Topology& topology,
-                                             const kernels::TimeScale& scale, int64_t window_bytes,
+                                             const runtime::TimeScale& scale, int64_t window_bytes,
                                              std::optional<int64_t> wake_lead_ns) {
   const int n = world.size();
   if (n < 1 || n > topology.num_devices()) {
@@ -41,16 +41,16 @@ core::StatusOr<LinkRuntime> StartLinkRuntime(comm::Communicator& world,
   return rt;
 }
 
-core::StatusOr<kernels::TimeScale> AgreeTimeScale(comm::Communicator& world,
+core::StatusOr<runtime::TimeScale> AgreeTimeScale(comm::Communicator& world,
                                                   const hw::Topology& topology,
                                                   std::optional<double> fixed) {
-  if (fixed) return kernels::FixedTimeScale(topology.device(), *fixed);
+  if (fixed) return runtime::FixedTimeScale(topology.device(), *fixed);
   ASSIGN_OR_RETURN(std::unique_ptr<comm::SharedBarrier> barrier,
                    comm::SharedBarrier::Create(world));
   double flops = 0;
   core::Status measured = core::Status::Ok();
   if (world.rank() == 0) {
-    auto f = kernels::MeasureCoreGemmFlops();
+    auto f = runtime::MeasureCoreGemmFlops();
     if (f.ok())
       flops = *f;
     else
@@ -59,7 +59,7 @@ core::StatusOr<kernels::TimeScale> AgreeTimeScale(comm::Communicator& world,
   RETURN_IF_ERROR(barrier->Arrive(0, 600.0).status());
   RETURN_IF_ERROR(world.Broadcast(std::span<double>(&flops, 1), 0));
   RETURN_IF_ERROR(measured);
-  return kernels::MakeTimeScale(topology.device(), flops);
+  return runtime::MakeTimeScale(topology.device(), flops);
 }
 
 int64_t OverlapWindowBytes(const TpOpShape& s) {

@@ -22,7 +22,7 @@
 #include "core/status.h"
 #include "hw/ring_order.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -39,7 +39,7 @@ struct LinkRuntime {
 // devices. `window_bytes`: symmetric memory per rank for each of the two collectives.
 core::StatusOr<LinkRuntime> StartLinkRuntime(comm::Communicator& world,
                                              const hw::Topology& topology,
-                                             const kernels::TimeScale& scale, int64_t window_bytes,
+                                             const runtime::TimeScale& scale, int64_t window_bytes,
                                              std::optional<int64_t> wake_lead_ns);
 
 // The symmetric memory one TP operator's collectives need per rank (the larger of its
@@ -55,7 +55,7 @@ core::Status ProfileGemmsOnRankZero(comm::Communicator& world, comm::SharedBarri
 
 // The time scale every rank uses: `fixed` when given, else one core's GEMM rate measured on
 // rank 0 while the others sleep on a futex barrier, broadcast. Collective over `world`.
-core::StatusOr<kernels::TimeScale> AgreeTimeScale(comm::Communicator& world,
+core::StatusOr<runtime::TimeScale> AgreeTimeScale(comm::Communicator& world,
                                                   const hw::Topology& topology,
                                                   std::optional<double> fixed);
 

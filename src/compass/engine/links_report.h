@@ -17,7 +17,7 @@
 #include "compass/engine/link_check.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -39,7 +39,7 @@ struct LinkProbe {
 
 struct LinksReport {
   std::string topology, provenance;
-  kernels::TimeScale scale;
+  runtime::TimeScale scale;
   int64_t calibrated_lead_ns =
       0;  // CalibrateWakeLeadNs, used by the calibrated probes and the bench
   std::vector<LinkProbe> probes;

@@ -66,7 +66,7 @@ const OverlapRun* OverlapConfigResult::Find(const std::string& strategy) const {
 
 core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
                                              const hw::Topology& topology,
-                                             const kernels::TimeScale& scale,
+                                             const runtime::TimeScale& scale,
                                              const OverlapBenchConfig& config,
                                              const OverlapConfigDone& config_done) {
   const int n = world.size(), me = world.rank();

@@ -32,7 +32,7 @@
 #include "compass/strategy_name.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -89,7 +89,7 @@ struct OverlapConfigResult {
 struct OverlapBench {
   std::string topology;
   int ranks = 0;
-  kernels::TimeScale scale;
+  runtime::TimeScale scale;
   runtime::ComputeMode compute = runtime::ComputeMode::kReal;
   bool checked = false;
   int repeats = 0;
@@ -99,7 +99,7 @@ struct OverlapBench {
 
 core::StatusOr<OverlapBench> RunOverlapBench(comm::Communicator& world,
                                              const hw::Topology& topology,
-                                             const kernels::TimeScale& scale,
+                                             const runtime::TimeScale& scale,
                                              const OverlapBenchConfig& config,
                                              const OverlapConfigDone& config_done = nullptr);
 

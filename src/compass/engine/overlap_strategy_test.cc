@@ -26,8 +26,8 @@ hw::Topology A6000() {
   return std::move(t).value();
 }
 
-kernels::TimeScale FastScale(const hw::Topology& t) {
-  auto s = kernels::FixedTimeScale(t.device(), 1e-3);
+runtime::TimeScale FastScale(const hw::Topology& t) {
+  auto s = runtime::FixedTimeScale(t.device(), 1e-3);
   EXPECT_TRUE(s.ok());
   return *s;
 }
@@ -37,7 +37,7 @@ std::vector<core::Status> OnLinkRanks(
     int n, int64_t window_bytes,
     const std::function<core::Status(comm::Communicator&, OverlapContext&)>& fn) {
   const hw::Topology topo = A6000();
-  const kernels::TimeScale scale = FastScale(topo);
+  const runtime::TimeScale scale = FastScale(topo);
   std::vector<core::Status> results(n, core::Status::Ok());
   comm::RunFakeRanks(n, [&](comm::Communicator& world) {
     auto rt = StartLinkRuntime(world, topo, scale, window_bytes, std::nullopt);

@@ -62,7 +62,7 @@ core::Status FitModels(const OverlapBench& b, CompassProfile* p) {
 
 // Step 4 of profile_run.h.
 core::Status MeasureContention(comm::Communicator& world, const hw::Topology& topology,
-                               const kernels::TimeScale& scale, const ProfileRunConfig& config,
+                               const runtime::TimeScale& scale, const ProfileRunConfig& config,
                                ContentionFigure* out) {
   const int n = world.size();
   const int64_t count = config.contention_block_wire_bytes / 2;  // fp32 paced as bf16
@@ -142,7 +142,7 @@ core::Status MeasureContention(comm::Communicator& world, const hw::Topology& to
 
 core::StatusOr<CompassProfile> RunCompassProfile(comm::Communicator& world,
                                                  const hw::Topology& topology,
-                                                 const kernels::TimeScale& scale,
+                                                 const runtime::TimeScale& scale,
                                                  const ProfileRunConfig& config) {
   if (world.size() < 2) {
     return core::InvalidArgument(

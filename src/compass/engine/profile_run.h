@@ -29,7 +29,7 @@
 #include "compass/profile.h"
 #include "compass/tp_op.h"
 #include "hw/topology.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 namespace tessera::compass {
 
@@ -49,7 +49,7 @@ struct ProfileRunConfig {
 
 core::StatusOr<CompassProfile> RunCompassProfile(comm::Communicator& world,
                                                  const hw::Topology& topology,
-                                                 const kernels::TimeScale& scale,
+                                                 const runtime::TimeScale& scale,
                                                  const ProfileRunConfig& config);
 
 }  // namespace tessera::compass

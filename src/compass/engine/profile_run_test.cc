@@ -15,7 +15,7 @@ namespace {
 core::StatusOr<CompassProfile> ProfileOn(int ranks) {
   auto topo = hw::TopologyPreset("a6000x8");
   if (!topo.ok()) return topo.status();
-  auto scale = kernels::FixedTimeScale(topo->device(), 1e-3);
+  auto scale = runtime::FixedTimeScale(topo->device(), 1e-3);
   if (!scale.ok()) return scale.status();
   ProfileRunConfig config;
   auto shapes = GridShapes(OverlapGrid{{"qkv", "proj"},

@@ -75,7 +75,7 @@ core::StatusOr<std::unique_ptr<HostTier>> HostTier::Create(double bytes_per_s, i
 }
 
 core::StatusOr<std::unique_ptr<HostTier>> HostTier::ForDevice(double host_gbps,
-                                                              const kernels::TimeScale& scale,
+                                                              const runtime::TimeScale& scale,
                                                               double host_latency_s,
                                                               int64_t host_budget_bytes) {
   if (!(host_gbps > 0) || !std::isfinite(host_gbps) || host_gbps > 1e6) {
@@ -224,11 +224,11 @@ void HostTier::ResetStats() {
   stats_.host_peak_bytes = stats_.host_live_bytes;
 }
 
-core::StatusOr<kernels::TimeScale> HostLinkTimeScale(double fixed_scale) {
+core::StatusOr<runtime::TimeScale> HostLinkTimeScale(double fixed_scale) {
   ASSIGN_OR_RETURN(hw::Device device, hw::DevicePreset(kHostLinkDevicePreset));
-  if (fixed_scale > 0) return kernels::FixedTimeScale(device, fixed_scale);
-  ASSIGN_OR_RETURN(const double flops, kernels::MeasureCoreGemmFlops());
-  return kernels::MakeTimeScale(device, flops);
+  if (fixed_scale > 0) return runtime::FixedTimeScale(device, fixed_scale);
+  ASSIGN_OR_RETURN(const double flops, runtime::MeasureCoreGemmFlops());
+  return runtime::MakeTimeScale(device, flops);
 }
 
 }  // namespace tessera::xema

@@ -9,7 +9,7 @@
 // Link: two PacedCopiers (comm/paced_copier.h), device->host and host->device, each of
 // `bytes_per_s` and `latency_ns` (a GPU has a copy engine per direction and PCIe is full
 // duplex, so a park and a prefetch do not queue behind each other). ForDevice paces the link
-// as Compass paces its links (kernels/time_scale.h), with s the time scale:
+// as Compass paces its links (runtime/time_scale.h), with s the time scale:
 //     bytes_per_s = host_gbps * 1e9 / s,   latency_ns = host_latency_s * s * 1e9.
 //
 // TieredTensor: where one tensor lives: a device copy (a DeviceTensor), a host copy, or both.
@@ -47,7 +47,7 @@
 
 #include "comm/paced_copier.h"
 #include "core/status.h"
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 #include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema {
@@ -71,7 +71,7 @@ struct HostTierStats {
 
 // The time scale of the default host link's device (kHostLinkDevicePreset) against this
 // machine: fixed at `fixed_scale` when > 0 (FixedTimeScale), else measured (one-core GEMM).
-core::StatusOr<kernels::TimeScale> HostLinkTimeScale(double fixed_scale = 0);
+core::StatusOr<runtime::TimeScale> HostLinkTimeScale(double fixed_scale = 0);
 
 class HostTier;
 
@@ -120,7 +120,7 @@ class HostTier {
   // the time scale `scale` (see the file comment); InvalidArgument naming --host-gbps for a
   // rate outside (0, 1e6] GB/s or an emulated rate below kMinHostLinkBytesPerS.
   static core::StatusOr<std::unique_ptr<HostTier>> ForDevice(double host_gbps,
-                                                             const kernels::TimeScale& scale,
+                                                             const runtime::TimeScale& scale,
                                                              double host_latency_s = 0,
                                                              int64_t host_budget_bytes = 0);
   ~HostTier();

@@ -29,7 +29,7 @@ TEST(HostTierTest, RefusesBadLinks) {
   EXPECT_FALSE(HostTier::Create(0).ok());
   EXPECT_FALSE(HostTier::Create(1e9, -1).ok());
   EXPECT_FALSE(HostTier::Create(1e9, 0, -1).ok());
-  kernels::TimeScale s;
+  runtime::TimeScale s;
   s.scale = 1000;
   auto bad = HostTier::ForDevice(0, s);
   ASSERT_FALSE(bad.ok());
@@ -40,7 +40,7 @@ TEST(HostTierTest, RefusesBadLinks) {
 
 // bytes/s = host GB/s / s, latency = latency x s, as Compass scales its links.
 TEST(HostTierTest, ForDeviceScalesTheLinkLikeCompass) {
-  kernels::TimeScale s;
+  runtime::TimeScale s;
   s.scale = 2000;
   auto t = HostTier::ForDevice(kH100Pcie5HostGbps, s, 2e-6);
   ASSERT_TRUE(t.ok()) << t.status().ToString();

@@ -113,7 +113,7 @@ core::StatusOr<PolicyBenchReport> RunPolicyBench(const PolicyBenchOptions& optio
   PolicyBenchOptions o = options;
   if (o.time_scale == 0 && std::any_of(o.policies.begin(), o.policies.end(),
                                        [](MemoryPolicy p) { return UsesHostTier(p); })) {
-    ASSIGN_OR_RETURN(kernels::TimeScale scale, HostLinkTimeScale(0));  // one scale for every server
+    ASSIGN_OR_RETURN(runtime::TimeScale scale, HostLinkTimeScale(0));  // one scale for every server
     o.time_scale = scale.scale;
   }
   PolicyBenchReport report;

@@ -206,7 +206,7 @@ core::StatusOr<std::unique_ptr<DiffusionServer>> DiffusionServer::Start(
   for (const PlannedTemplate& p : options.plans) {
     s->templates_.InsertMitigated(p.key, std::make_shared<MitigatedTemplate>(p.plan));
   }
-  std::optional<kernels::TimeScale> scale;
+  std::optional<runtime::TimeScale> scale;
   if (UsesHostTier(options.policy)) {
     ASSIGN_OR_RETURN(scale, HostLinkTimeScale(options.time_scale));
   }

@@ -1,10 +1,10 @@
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
-namespace tessera::kernels {
+namespace tessera::runtime {
 namespace {
 
 hw::Device TestDevice() {
@@ -58,4 +58,4 @@ TEST(TimeScaleTest, MeasuresAPositiveCoreRate) {
 }
 
 }  // namespace
-}  // namespace tessera::kernels
+}  // namespace tessera::runtime

@@ -1,4 +1,4 @@
-#include "kernels/time_scale.h"
+#include "runtime/time_scale.h"
 
 #include <chrono>
 #include <cmath>
@@ -7,19 +7,19 @@
 #include "core/parse_number.h"
 #include "kernels/gemm.h"
 
-namespace tessera::kernels {
+namespace tessera::runtime {
 
 core::StatusOr<double> MeasureCoreGemmFlops(int n, int repeats) {
   if (n < 16 || n > 8192 || repeats < 1) {
     return core::InvalidArgument("GEMM probe: n must be in [16, 8192] and repeats >= 1");
   }
-  RETURN_IF_ERROR(SetBlasNumThreads(1));
+  RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));
   std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
   double best_s = 1e300;
   for (int r = 0; r < repeats + 1; ++r) {  // the first run warms up
     const auto t0 = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(Gemm(Transpose::kNo, Transpose::kNo, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                         0.0f, c.data(), n));
+    RETURN_IF_ERROR(kernels::Gemm(kernels::Transpose::kNo, kernels::Transpose::kNo, n, n, n, 1.0f,
+                                  a.data(), n, b.data(), n, 0.0f, c.data(), n));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best_s = std::min(best_s, s);
   }
@@ -54,4 +54,4 @@ core::StatusOr<TimeScale> FixedTimeScale(const hw::Device& device, double scale)
   return t;
 }
 
-}  // namespace tessera::kernels
+}  // namespace tessera::runtime

@@ -5,8 +5,8 @@
 //     emulated bandwidth = bandwidth / s,   emulated latency = latency x s.
 // The GEMM rate is measured with kernels::Gemm (the build's backend, one thread) on a square
 // fp32 GEMM, best of a few runs. A user may fix s instead (--time-scale) to compare runs.
-// Shared by every emulated link: Compass's link emulator (compass/emulated_links.h) and Xema's
-// device<->host link (xema/pipeline/host_tier.h).
+// Shared by every emulated link of every system (today Compass's emulated topology links and
+// Xema's device<->host link).
 // Errors: InvalidArgument (naming the figures) for non-positive or out-of-range inputs.
 // Thread-safety: MeasureCoreGemmFlops changes the BLAS thread count to 1 (process-wide).
 #pragma once
@@ -16,7 +16,7 @@
 #include "core/status.h"
 #include "hw/device.h"
 
-namespace tessera::kernels {
+namespace tessera::runtime {
 
 struct TimeScale {
   double device_flops = 0;     // device bf16 peak x compute efficiency
@@ -33,4 +33,4 @@ core::StatusOr<TimeScale> MakeTimeScale(const hw::Device& device, double core_ge
 // A fixed s (>= 1e-3, <= 1e7).
 core::StatusOr<TimeScale> FixedTimeScale(const hw::Device& device, double scale);
 
-}  // namespace tessera::kernels
+}  // namespace tessera::runtime
