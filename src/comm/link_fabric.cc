@@ -20,7 +20,15 @@ LinkFabric::LinkFabric(PacedLinks links, std::unique_ptr<SymmetricMemory> memory
   for (const PacedResource& r : links_.resources) ns_per_byte_.push_back(1e9 / r.bytes_per_s);
 }
 
-LinkFabric::~LinkFabric() = default;
+LinkFabric::LinkFabric(PacedLinks links, std::unique_ptr<Table> local)
+    : links_(std::move(links)), local_(std::move(local)) {
+  table_ = local_.get();
+  for (const PacedResource& r : links_.resources) ns_per_byte_.push_back(1e9 / r.bytes_per_s);
+}
+
+LinkFabric::~LinkFabric() {
+  if (local_ != nullptr) pthread_mutex_destroy(&local_->mutex);
+}
 
 StatusOr<std::unique_ptr<LinkFabric>> LinkFabric::Create(Communicator& comm, PacedLinks links) {
   RETURN_IF_ERROR(Validate(links));
@@ -41,6 +49,14 @@ StatusOr<std::unique_ptr<LinkFabric>> LinkFabric::Create(Communicator& comm, Pac
   }
   RETURN_IF_ERROR(comm.Barrier());  // the mutex exists before anyone reserves
   return fabric;
+}
+
+StatusOr<std::unique_ptr<LinkFabric>> LinkFabric::CreateLocal(PacedLinks links) {
+  RETURN_IF_ERROR(Validate(links));
+  auto table = std::make_unique<Table>();
+  pthread_mutex_init(&table->mutex, nullptr);
+  std::fill(std::begin(table->next_free_ns), std::end(table->next_free_ns), 0);
+  return std::unique_ptr<LinkFabric>(new LinkFabric(std::move(links), std::move(table)));
 }
 
 LinkFabric::Reservation LinkFabric::Reserve(int src, int dst, int64_t wire_bytes,

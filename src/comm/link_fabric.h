@@ -40,6 +40,10 @@ class LinkFabric {
   // Validates `links` (InvalidArgument) and checks that links.num_endpoints equals the
   // communicator's size.
   static StatusOr<std::unique_ptr<LinkFabric>> Create(Communicator& comm, PacedLinks links);
+  // A fabric whose endpoints all live in this process (its table on the heap, no
+  // communicator): copy engines of one process pace their copies on it, e.g. a device and its
+  // host memory (PacedCopier). Validates `links` (InvalidArgument).
+  static StatusOr<std::unique_ptr<LinkFabric>> CreateLocal(PacedLinks links);
   ~LinkFabric();
   LinkFabric(const LinkFabric&) = delete;
   LinkFabric& operator=(const LinkFabric&) = delete;
@@ -52,12 +56,14 @@ class LinkFabric {
   void Reset();
 
  private:
-  LinkFabric(PacedLinks links, std::unique_ptr<SymmetricMemory> memory);
   struct Table;
+  LinkFabric(PacedLinks links, std::unique_ptr<SymmetricMemory> memory);
+  LinkFabric(PacedLinks links, std::unique_ptr<Table> local);
   PacedLinks links_;
   std::vector<double> ns_per_byte_;  // per resource
   std::unique_ptr<SymmetricMemory> memory_;
-  Table* table_ = nullptr;  // in rank 0's segment
+  std::unique_ptr<Table> local_;  // CreateLocal's table
+  Table* table_ = nullptr;        // in rank 0's segment, or local_
 };
 
 }  // namespace tessera::comm

@@ -1,8 +1,6 @@
 #include "comm/paced_copier.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "comm/futex.h"
@@ -12,7 +10,15 @@
 namespace tessera::comm {
 namespace {
 
-constexpr double kFarFutureNs = 4e18;
+// Endpoint 0 sends, endpoint 1 receives, over resource 0.
+PacedLinks OneLink(double bytes_per_s, int64_t latency_ns) {
+  PacedLinks links;
+  links.num_endpoints = 2;
+  links.resources = {PacedResource{"link", bytes_per_s}};
+  links.routes.assign(4, PacedRoute{{0}, latency_ns});
+  links.packet_bytes = PacedCopier::kPacketBytes;
+  return links;
+}
 
 }  // namespace
 
@@ -26,22 +32,18 @@ core::StatusOr<std::unique_ptr<PacedCopier>> PacedCopier::Create(double bytes_pe
     return core::InvalidArgument("paced copier: latency " + std::to_string(latency_ns) +
                                  " ns must be in [0, " + std::to_string(kMaxLatencyNs) + "]");
   }
-  return std::unique_ptr<PacedCopier>(new PacedCopier(bytes_per_s, latency_ns));
+  ASSIGN_OR_RETURN(std::unique_ptr<LinkFabric> fabric,
+                   LinkFabric::CreateLocal(OneLink(bytes_per_s, latency_ns)));
+  return std::unique_ptr<PacedCopier>(new PacedCopier(bytes_per_s, latency_ns, std::move(fabric)));
 }
 
-PacedCopier::PacedCopier(double bytes_per_s, int64_t latency_ns)
-    : bytes_per_s_(bytes_per_s), latency_ns_(latency_ns) {
-  thread_ = std::thread([this] { Loop(); });
+PacedCopier::PacedCopier(double bytes_per_s, int64_t latency_ns, std::unique_ptr<LinkFabric> fabric)
+    : bytes_per_s_(bytes_per_s), latency_ns_(latency_ns), fabric_(std::move(fabric)) {
+  engine_ = std::make_unique<CopyEngine>(fabric_.get(), /*self_endpoint=*/0);
+  engine_->set_wake_lead_ns(0);  // done no earlier than the finish time
 }
 
-PacedCopier::~PacedCopier() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  work_cv_.notify_all();
-  thread_.join();
-}
+PacedCopier::~PacedCopier() { engine_.reset(); }  // finishes every job, then stops
 
 double PacedCopier::JobSeconds(int64_t bytes) const {
   return static_cast<double>(latency_ns_) * 1e-9 + static_cast<double>(bytes) / bytes_per_s_;
@@ -49,68 +51,56 @@ double PacedCopier::JobSeconds(int64_t bytes) const {
 
 PacedCopier::Ticket PacedCopier::Submit(void* dst, const void* src, int64_t bytes) {
   CHECK(bytes >= 0) << "PacedCopier::Submit: " << bytes << " bytes";
-  const double wire_ns = static_cast<double>(bytes) / bytes_per_s_ * 1e9;
-  Ticket ticket;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t start = std::max(NowNs(), next_free_ns_);
-    // Clamped far in the future (a century) so that no sum overflows.
-    const double free_ns = std::min(static_cast<double>(start) + wire_ns, kFarFutureNs);
-    next_free_ns_ = static_cast<int64_t>(std::llround(free_ns));
-    queue_.push_back({dst, src, bytes, next_free_ns_ + latency_ns_});
-    ticket = ++submitted_;
-    stats_.jobs += 1;
-    stats_.bytes += bytes;
-    stats_.busy_s += JobSeconds(bytes);
-  }
-  work_cv_.notify_one();
-  return ticket;
+  CopyEngine::Put put;
+  put.dst_endpoint = 1;
+  put.dst = static_cast<std::byte*>(dst);
+  put.src = static_cast<const std::byte*>(src);
+  put.bytes = bytes;
+  put.wire_bytes = bytes;
+  put.signal = &done_;
+  std::lock_guard<std::mutex> lock(mu_);
+  engine_->Submit(put);
+  stats_.jobs += 1;
+  stats_.bytes += bytes;
+  stats_.busy_s += JobSeconds(bytes);
+  return ++submitted_;
 }
 
 bool PacedCopier::Done(Ticket ticket) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_ >= ticket;
+  return CounterReached(done_.load(std::memory_order_acquire), static_cast<uint32_t>(ticket));
 }
 
 void PacedCopier::Wait(Ticket ticket) {
-  std::unique_lock<std::mutex> lock(mu_);
-  CHECK(ticket <= submitted_) << "PacedCopier::Wait: ticket " << ticket << " was never issued";
-  done_cv_.wait(lock, [&] { return done_ >= ticket; });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    CHECK(ticket <= submitted_) << "PacedCopier::Wait: ticket " << ticket << " was never issued";
+  }
+  WaitAtLeast(&done_, static_cast<uint32_t>(ticket), kNoDeadline);
 }
 
 void PacedCopier::WaitAll() {
-  std::unique_lock<std::mutex> lock(mu_);
-  const Ticket last = submitted_;
-  done_cv_.wait(lock, [&] { return done_ >= last; });
+  Ticket last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last = submitted_;
+  }
+  WaitAtLeast(&done_, static_cast<uint32_t>(last), kNoDeadline);
 }
 
 int64_t PacedCopier::in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(submitted_ - done_);
+  return static_cast<int64_t>(static_cast<uint32_t>(submitted_) -
+                              done_.load(std::memory_order_acquire));
 }
 
 PacedCopier::Stats PacedCopier::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
-
-void PacedCopier::Loop() {
-  UseFineTimerSlack();
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop_, and every job is done
-    const Job job = queue_.front();
-    queue_.pop_front();
-    lock.unlock();
-    if (job.bytes > 0) std::memcpy(job.dst, job.src, static_cast<size_t>(job.bytes));
-    SleepUntilNs(job.finish_ns);
-    const int64_t late = NowNs() - job.finish_ns;
-    lock.lock();
-    stats_.late_ns += std::max<int64_t>(0, late);
-    ++done_;
-    done_cv_.notify_all();
+  Stats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = stats_;
   }
+  s.late_ns = engine_->stats().late_wake_ns;
+  return s;
 }
 
 }  // namespace tessera::comm

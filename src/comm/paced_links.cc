@@ -42,7 +42,7 @@ core::Status Validate(const PacedLinks& links) {
     return core::InvalidArgument("paced links: " + std::to_string(links.routes.size()) +
                                  " routes, need num_endpoints^2 = " + std::to_string(n * n));
   }
-  constexpr int64_t kMaxLatencyNs = 10'000'000'000;
+  constexpr int64_t kMaxLatencyNs = PacedLinks::kMaxLatencyNs;
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
       const PacedRoute& rt = links.route(s, d);

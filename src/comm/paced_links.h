@@ -36,6 +36,8 @@ struct PacedLinks {
   // At most this many endpoints and resources (the shared reservation table is sized by it).
   static constexpr int kMaxEndpoints = 256;
   static constexpr int kMaxResources = 4096;
+  // A route's latency is at most this (10 s).
+  static constexpr int64_t kMaxLatencyNs = 10'000'000'000;
 
   int num_endpoints = 0;
   std::vector<PacedResource> resources;
