@@ -7,7 +7,7 @@
 // sanitizers replace operator new themselves. Without the hooks AllocStatsEnabled() is false
 // and every counter reads 0.
 // What is counted: every block from operator new / new[] (all std containers, make_unique,
-// the engine's TrackedBuffers), at malloc_usable_size granularity. Not counted: direct
+// the engine's device tensors), at malloc_usable_size granularity. Not counted: direct
 // malloc (MPI's internal buffers, oneDNN/OpenBLAS scratch) and memory mapped by libraries.
 // Thread-safe (relaxed atomics); the peak is exact for a single allocating thread.
 #pragma once

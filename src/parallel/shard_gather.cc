@@ -49,7 +49,7 @@ Status CheckTensors(const char* what, size_t in, size_t out) {
 
 Status AllGatherShards(comm::Communicator* group, const ShardGatherLayout& layout,
                        const std::vector<const float*>& in, const std::vector<float*>& out,
-                       core::MemoryTracker* mem) {
+                       runtime::DeviceAllocator* mem) {
   RETURN_IF_ERROR(layout.Validate(group));
   RETURN_IF_ERROR(CheckTensors("AllGatherShards", in.size(), out.size()));
   const int nt = static_cast<int>(in.size());
@@ -59,19 +59,24 @@ Status AllGatherShards(comm::Communicator* group, const ShardGatherLayout& layou
     return Status::Ok();
   }
   const MemberMajor mm = MemberMajorLayout(layout, nt);
-  core::TrackedBuffer send(mem, nt * own), recv(mem, mm.floats);
-  PackBlocks(layout.shards.MemberBlocks(layout.member, nt, layout.row_floats), in, send.data());
-  RETURN_IF_ERROR(group->AllGatherV({send.data(), static_cast<size_t>(send.size())},
-                                    {recv.data(), static_cast<size_t>(recv.size())}, mm.counts,
+  runtime::HeapDeviceAllocator private_heap(0, sizeof(float));
+  runtime::DeviceAllocator& staging = mem != nullptr ? *mem : private_heap;
+  ASSIGN_OR_RETURN(runtime::DeviceTensor send,
+                   runtime::AllocateWorkspaceF32(staging, nt * own, "shard_gather.send"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor recv,
+                   runtime::AllocateWorkspaceF32(staging, mm.floats, "shard_gather.recv"));
+  PackBlocks(layout.shards.MemberBlocks(layout.member, nt, layout.row_floats), in, send.f32());
+  RETURN_IF_ERROR(group->AllGatherV({send.f32(), static_cast<size_t>(send.f32_count())},
+                                    {recv.f32(), static_cast<size_t>(recv.f32_count())}, mm.counts,
                                     mm.displs));
   for (int m = 0; m < layout.group_size(); ++m)
-    UnpackBlocks(mm.blocks[m], recv.data() + mm.displs[m], out);
+    UnpackBlocks(mm.blocks[m], recv.f32() + mm.displs[m], out);
   return Status::Ok();
 }
 
 Status ReduceScatterShards(comm::Communicator* group, const ShardGatherLayout& layout,
                            const std::vector<const float*>& in, const std::vector<float*>& out,
-                           core::MemoryTracker* mem) {
+                           runtime::DeviceAllocator* mem) {
   RETURN_IF_ERROR(layout.Validate(group));
   RETURN_IF_ERROR(CheckTensors("ReduceScatterShards", in.size(), out.size()));
   const int q = layout.group_size();
@@ -87,15 +92,20 @@ Status ReduceScatterShards(comm::Communicator* group, const ShardGatherLayout& l
   const std::vector<int64_t> rc(q, nt * own);
   std::vector<int64_t> rd(q);
   for (int m = 0; m < q; ++m) rd[m] = m * nt * own;
-  core::TrackedBuffer send(mem, mm.floats), recv(mem, q * nt * own);
-  for (int m = 0; m < q; ++m) PackBlocks(mm.blocks[m], in, send.data() + mm.displs[m]);
-  RETURN_IF_ERROR(group->AllToAllV({send.data(), static_cast<size_t>(send.size())}, mm.counts,
-                                   mm.displs, {recv.data(), static_cast<size_t>(recv.size())}, rc,
-                                   rd));
+  runtime::HeapDeviceAllocator private_heap(0, sizeof(float));
+  runtime::DeviceAllocator& staging = mem != nullptr ? *mem : private_heap;
+  ASSIGN_OR_RETURN(runtime::DeviceTensor send,
+                   runtime::AllocateWorkspaceF32(staging, mm.floats, "shard_gather.send"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor recv,
+                   runtime::AllocateWorkspaceF32(staging, q * nt * own, "shard_gather.recv"));
+  for (int m = 0; m < q; ++m) PackBlocks(mm.blocks[m], in, send.f32() + mm.displs[m]);
+  RETURN_IF_ERROR(group->AllToAllV({send.f32(), static_cast<size_t>(send.f32_count())}, mm.counts,
+                                   mm.displs, {recv.f32(), static_cast<size_t>(recv.f32_count())},
+                                   rc, rd));
   for (int t = 0; t < nt; ++t) std::fill(out[t], out[t] + own, 0.0f);
   for (int m = 0; m < q; ++m) {  // member order: identical sums on every member
     for (int t = 0; t < nt; ++t) {
-      const float* part = recv.data() + rd[m] + t * own;
+      const float* part = recv.f32() + rd[m] + t * own;
       for (int64_t e = 0; e < own; ++e) out[t][e] += part[e];
     }
   }

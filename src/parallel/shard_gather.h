@@ -15,19 +15,19 @@
 // member computes bit-identical sums regardless of the communicator's reduction order.
 // Both move nt tensors at once. With q == 1 they copy locally and `group` may be null;
 // otherwise `group` has q ranks and this member is its rank `member`. Staging buffers are
-// charged to `mem` (may be null). Collective: every member calls with the same shards,
-// row_floats and tensor count. Errors: InvalidArgument for an inconsistent layout or group
-// (before any communication), else what the communicator returns.
-// Thread-safety: as the communicator (one thread per member).
+// workspaces of `mem` for the call (may be null: a private plain allocator, not counted).
+// Collective: every member calls with the same shards, row_floats and tensor count. Errors:
+// InvalidArgument for an inconsistent layout or group (before any communication), else what the
+// communicator returns. Thread-safety: as the communicator (one thread per member).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "core/memory_tracker.h"
 #include "core/status.h"
 #include "parallel/sequence_shards.h"
+#include "runtime/device_allocator.h"
 
 namespace tessera::parallel {
 
@@ -48,12 +48,12 @@ struct ShardGatherLayout {
 // in[t]: (member_rows(), row_floats) packed own rows; out[t]: (total_rows(), row_floats).
 core::Status AllGatherShards(comm::Communicator* group, const ShardGatherLayout& layout,
                              const std::vector<const float*>& in, const std::vector<float*>& out,
-                             core::MemoryTracker* mem);
+                             runtime::DeviceAllocator* mem);
 
 // in[t]: (total_rows(), row_floats) this member's partial sums; out[t]: (member_rows(),
 // row_floats) the group's sum of this member's rows, in member order.
 core::Status ReduceScatterShards(comm::Communicator* group, const ShardGatherLayout& layout,
                                  const std::vector<const float*>& in,
-                                 const std::vector<float*>& out, core::MemoryTracker* mem);
+                                 const std::vector<float*>& out, runtime::DeviceAllocator* mem);
 
 }  // namespace tessera::parallel

@@ -33,7 +33,7 @@ Status UlyssesLayout::Validate(const comm::Communicator* group) const {
 
 namespace {
 
-enum class Direction { kScatter, kGather };
+using Direction = UlyssesDirection;
 
 // This member's rows of every sequence, head slice j, in nt packed local tensors, in the
 // order (tensor, sequence): what it sends to (scatter) or receives from (gather) member j.
@@ -54,11 +54,10 @@ std::vector<StridedBlock> LocalSliceBlocks(const UlyssesLayout& l, int j, int nt
 // Both directions: the local side's blocks (one list per peer j, this member's rows with
 // head slice j) and the head-split side's blocks (one list per peer m, member m's rows in
 // the concatenation) are the same; the direction says which side is sent.
-// Staging: `given` when not null (checked against the sizes), else heap buffers charged to
-// `mem`.
+// Staging: the caller's (checked against the sizes).
 Status UlyssesAllToAll(comm::Communicator* group, const UlyssesLayout& l, Direction dir,
                        const std::vector<const float*>& in, const std::vector<float*>& out,
-                       core::MemoryTracker* mem, const UlyssesStaging* given) {
+                       const UlyssesStaging& given) {
   RETURN_IF_ERROR(l.Validate(group));
   if (in.size() != out.size()) {
     return core::InvalidArgument("Ulysses: " + std::to_string(in.size()) + " input but " +
@@ -101,25 +100,16 @@ Status UlyssesAllToAll(comm::Communicator* group, const UlyssesLayout& l, Direct
   const auto& rd = scatter ? super_displs : local_displs;
   const int64_t send_floats = scatter ? local_pos : super_pos;
   const int64_t recv_floats = scatter ? super_pos : local_pos;
-  core::TrackedBuffer send_heap, recv_heap;
-  std::span<float> send, recv;
-  if (given != nullptr) {
-    if (static_cast<int64_t>(given->send.size()) < send_floats ||
-        static_cast<int64_t>(given->recv.size()) < recv_floats) {
-      return core::InvalidArgument(
-          "UlyssesStaging: got " + std::to_string(given->send.size()) + " send and " +
-          std::to_string(given->recv.size()) + " receive floats, this call needs " +
-          std::to_string(send_floats) + " and " + std::to_string(recv_floats) +
-          " (UlyssesLocalFloats / UlyssesSplitFloats)");
-    }
-    send = given->send.first(static_cast<size_t>(send_floats));
-    recv = given->recv.first(static_cast<size_t>(recv_floats));
-  } else {
-    send_heap = core::TrackedBuffer(mem, send_floats);
-    recv_heap = core::TrackedBuffer(mem, recv_floats);
-    send = {send_heap.data(), static_cast<size_t>(send_floats)};
-    recv = {recv_heap.data(), static_cast<size_t>(recv_floats)};
+  if (static_cast<int64_t>(given.send.size()) < send_floats ||
+      static_cast<int64_t>(given.recv.size()) < recv_floats) {
+    return core::InvalidArgument("UlyssesStaging: got " + std::to_string(given.send.size()) +
+                                 " send and " + std::to_string(given.recv.size()) +
+                                 " receive floats, this call needs " + std::to_string(send_floats) +
+                                 " and " + std::to_string(recv_floats) +
+                                 " (UlyssesLocalFloats / UlyssesSplitFloats)");
   }
+  const std::span<float> send = given.send.first(static_cast<size_t>(send_floats));
+  const std::span<float> recv = given.recv.first(static_cast<size_t>(recv_floats));
   for (int j = 0; j < h; ++j) PackBlocks(send_blocks[j], in, send.data() + sd[j]);
   RETURN_IF_ERROR(group->AllToAllV(std::span<const float>(send), sc, sd, recv, rc, rd));
   for (int j = 0; j < h; ++j) UnpackBlocks(recv_blocks[j], recv.data() + rd[j], out);
@@ -136,28 +126,34 @@ int64_t UlyssesSplitFloats(const UlyssesLayout& layout, int num_tensors) {
   return num_tensors * layout.super_rows() * layout.heads_per_member() * layout.head_dim;
 }
 
-Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
-                      const std::vector<const float*>& in, const std::vector<float*>& out,
-                      core::MemoryTracker* mem) {
-  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, mem, nullptr);
+core::StatusOr<OwnedUlyssesStaging> AllocateUlyssesStaging(const comm::Communicator* group,
+                                                           const UlyssesLayout& layout,
+                                                           int num_tensors,
+                                                           UlyssesDirection direction,
+                                                           runtime::DeviceAllocator& allocator) {
+  RETURN_IF_ERROR(layout.Validate(group));
+  OwnedUlyssesStaging staging;
+  if (layout.group_size() == 1) return staging;
+  const int64_t local = UlyssesLocalFloats(layout, num_tensors);
+  const int64_t split = UlyssesSplitFloats(layout, num_tensors);
+  const bool scatter = direction == UlyssesDirection::kScatter;
+  ASSIGN_OR_RETURN(staging.send, runtime::AllocateWorkspaceF32(allocator, scatter ? local : split,
+                                                               "ulysses.send"));
+  ASSIGN_OR_RETURN(staging.recv, runtime::AllocateWorkspaceF32(allocator, scatter ? split : local,
+                                                               "ulysses.recv"));
+  return staging;
 }
 
 Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
                       const std::vector<const float*>& in, const std::vector<float*>& out,
                       const UlyssesStaging& staging) {
-  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, nullptr, &staging);
-}
-
-Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
-                     const std::vector<const float*>& in, const std::vector<float*>& out,
-                     core::MemoryTracker* mem) {
-  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, mem, nullptr);
+  return UlyssesAllToAll(group, layout, Direction::kScatter, in, out, staging);
 }
 
 Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
                      const std::vector<const float*>& in, const std::vector<float*>& out,
                      const UlyssesStaging& staging) {
-  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, nullptr, &staging);
+  return UlyssesAllToAll(group, layout, Direction::kGather, in, out, staging);
 }
 
 }  // namespace tessera::parallel

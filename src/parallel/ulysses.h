@@ -13,9 +13,9 @@
 // its exact inverse. Both move nt tensors at once (one message per peer) and are pure copies,
 // so results are bit-exact. With h == 1 they copy locally and `group` may be null; otherwise
 // `group` has h ranks and this member is its rank `member`. Staging (the packed send and
-// receive buffers of the all-to-all, h > 1 only): either allocated on the heap per call and
-// charged to `mem` (may be null), or given by the caller as UlyssesStaging (memory the caller
-// accounts for itself, e.g. device workspaces it reuses; nothing is allocated then).
+// receive buffers of the all-to-all, h > 1 only) is the caller's, as UlyssesStaging: device
+// workspaces it reuses, or buffers of one call from its allocator (AllocateUlyssesStaging);
+// nothing is allocated inside.
 // Collective: every member of the group calls with the same shards, heads, head_dim and
 // tensor count. Errors: InvalidArgument for an inconsistent layout or group, or staging too
 // small (before any communication), else what the communicator returns.
@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "core/memory_tracker.h"
 #include "core/status.h"
 #include "parallel/sequence_shards.h"
+#include "runtime/device_allocator.h"
 
 namespace tessera::parallel {
 
@@ -66,19 +66,29 @@ struct UlyssesStaging {
   std::span<float> recv;
 };
 
+enum class UlyssesDirection { kScatter, kGather };
+
+// Staging for one call taken from an allocator (workspaces, released when this is destroyed):
+// sized for `num_tensors` tensors in `direction` (empty when h == 1). InvalidArgument when
+// the layout or group is inconsistent (layout.Validate), else the allocator's errors.
+struct OwnedUlyssesStaging {
+  runtime::DeviceTensor send;
+  runtime::DeviceTensor recv;
+  UlyssesStaging view() const { return {send.f32_span(), recv.f32_span()}; }
+};
+core::StatusOr<OwnedUlyssesStaging> AllocateUlyssesStaging(const comm::Communicator* group,
+                                                           const UlyssesLayout& layout,
+                                                           int num_tensors,
+                                                           UlyssesDirection direction,
+                                                           runtime::DeviceAllocator& allocator);
+
 // in[t]: packed local (T_local, H, D); out[t]: (T_super, H/h, D) head slice of this member.
-core::Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
-                            const std::vector<const float*>& in, const std::vector<float*>& out,
-                            core::MemoryTracker* mem);
 core::Status UlyssesScatter(comm::Communicator* group, const UlyssesLayout& layout,
                             const std::vector<const float*>& in, const std::vector<float*>& out,
                             const UlyssesStaging& staging);
 
 // Inverse: in[t]: (T_super, H/h, D) head slice; out[t]: packed local (T_local, H, D) (only this
 // member's rows written).
-core::Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
-                           const std::vector<const float*>& in, const std::vector<float*>& out,
-                           core::MemoryTracker* mem);
 core::Status UlyssesGather(comm::Communicator* group, const UlyssesLayout& layout,
                            const std::vector<const float*>& in, const std::vector<float*>& out,
                            const UlyssesStaging& staging);

@@ -82,19 +82,36 @@ TEST(Ulysses, ScatterAndGatherMatchReferenceOnRandomShards) {
       const int m = world.rank();
       const UlyssesLayout layout = c.Layout(m);
       comm::Communicator* group = (h == 1 && seed % 2 == 0) ? nullptr : &world;
-      core::MemoryTracker mem;
-      Tensors split(c.num_tensors, std::vector<float>(c.split[m][0].size(), 0.0f));
-      ASSERT_TRUE(UlyssesScatter(group, layout, ConstPtrs(c.local[m]), Ptrs(split), &mem).ok());
+      runtime::HeapDeviceAllocator mem(0, sizeof(float));
+      const int nt = c.num_tensors;
+      Tensors split(nt, std::vector<float>(c.split[m][0].size(), 0.0f));
+      {
+        auto staging = AllocateUlyssesStaging(group, layout, nt, UlyssesDirection::kScatter, mem);
+        ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+        ASSERT_TRUE(
+            UlyssesScatter(group, layout, ConstPtrs(c.local[m]), Ptrs(split), staging->view())
+                .ok());
+      }
       EXPECT_EQ(split, c.split[m]) << "scatter, seed " << seed << " member " << m;
+      // The staging of one call: both sides of the all-to-all, exact float bytes (none at h 1).
+      const int64_t staged =
+          h == 1 ? 0 : 4 * (UlyssesLocalFloats(layout, nt) + UlyssesSplitFloats(layout, nt));
+      EXPECT_EQ(mem.peak_bytes(), staged) << "seed " << seed << " member " << m;
       // Gather of the reference split tensors gives the reference local tensors (padding kept).
-      Tensors local(c.num_tensors, std::vector<float>(c.local[m][0].size(), kPad));
-      ASSERT_TRUE(UlyssesGather(group, layout, ConstPtrs(c.split[m]), Ptrs(local), &mem).ok());
-      EXPECT_EQ(local, c.local[m]) << "gather, seed " << seed << " member " << m;
-      // Scatter then gather is the identity.
-      Tensors back(c.num_tensors, std::vector<float>(c.local[m][0].size(), kPad));
-      ASSERT_TRUE(UlyssesGather(group, layout, ConstPtrs(split), Ptrs(back), &mem).ok());
-      EXPECT_EQ(back, c.local[m]) << "round trip, seed " << seed << " member " << m;
-      EXPECT_EQ(mem.current_bytes(), 0);
+      Tensors local(nt, std::vector<float>(c.local[m][0].size(), kPad));
+      {
+        auto staging = AllocateUlyssesStaging(group, layout, nt, UlyssesDirection::kGather, mem);
+        ASSERT_TRUE(staging.ok());
+        ASSERT_TRUE(
+            UlyssesGather(group, layout, ConstPtrs(c.split[m]), Ptrs(local), staging->view()).ok());
+        EXPECT_EQ(local, c.local[m]) << "gather, seed " << seed << " member " << m;
+        // Scatter then gather is the identity.
+        Tensors back(nt, std::vector<float>(c.local[m][0].size(), kPad));
+        ASSERT_TRUE(
+            UlyssesGather(group, layout, ConstPtrs(split), Ptrs(back), staging->view()).ok());
+        EXPECT_EQ(back, c.local[m]) << "round trip, seed " << seed << " member " << m;
+      }
+      EXPECT_EQ(mem.live_bytes(), 0);
     });
   }
 }
@@ -147,11 +164,17 @@ TEST(Ulysses, RejectsInconsistentLayoutBeforeCommunicating) {
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     UlyssesLayout mine = l;
     mine.member = world.rank();
-    const core::Status st = UlyssesScatter(&world, mine, {in.data()}, {out.data()}, nullptr);
+    std::vector<float> a(in.size()), b(in.size());
+    const UlyssesStaging staging{a, b};
+    const core::Status st = UlyssesScatter(&world, mine, {in.data()}, {out.data()}, staging);
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.ToString().find("multiple of the group size"), std::string::npos);
+    runtime::HeapDeviceAllocator mem;
+    auto owned = AllocateUlyssesStaging(&world, mine, 1, UlyssesDirection::kScatter, mem);
+    EXPECT_EQ(owned.status().code(), core::StatusCode::kInvalidArgument);
+    EXPECT_EQ(mem.allocations(), 0);
     mine.heads = 4;
-    EXPECT_FALSE(UlyssesScatter(nullptr, mine, {in.data()}, {out.data()}, nullptr).ok());
+    EXPECT_FALSE(UlyssesScatter(nullptr, mine, {in.data()}, {out.data()}, staging).ok());
   });
 }
 

@@ -26,32 +26,14 @@ const char* PhaseName(Phase phase) {
   return "?";
 }
 
-const char* KindName(TensorKind kind) {
-  switch (kind) {
-    case TensorKind::kWeight:
-      return "weight";
-    case TensorKind::kActivation:
-      return "act";
-    case TensorKind::kWorkspace:
-      return "workspace";
+bool PhaseFromName(std::string_view name, Phase* phase) {
+  for (Phase p : {Phase::kText, Phase::kDenoise, Phase::kVae}) {
+    if (name == PhaseName(p)) {
+      *phase = p;
+      return true;
+    }
   }
-  return "?";
-}
-
-const char* SectionName(Section section) {
-  switch (section) {
-    case Section::kPrologue:
-      return "prologue";
-    case Section::kBody:
-      return "body";
-    case Section::kEpilogue:
-      return "epilogue";
-  }
-  return "?";
-}
-
-int64_t AlignBytes(int64_t bytes) {
-  return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
+  return false;
 }
 
 Section MemoryTrace::SectionOf(int t) const {
@@ -258,9 +240,8 @@ Json OpJson(const TraceOp& op) {
 }
 
 StatusOr<Phase> ParsePhase(const std::string& s, const std::string& path) {
-  if (s == "text") return Phase::kText;
-  if (s == "denoise") return Phase::kDenoise;
-  if (s == "vae") return Phase::kVae;
+  Phase phase;
+  if (PhaseFromName(s, &phase)) return phase;
   return InvalidArgument(path + ": got '" + s + "', must be text, denoise or vae");
 }
 

@@ -61,15 +61,24 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json_util.h"
 #include "core/status.h"
+#include "runtime/device_allocator.h"
 
 namespace tessera::xema {
 
-inline constexpr int64_t kAlignmentBytes = 512;
-inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+// A trace is written in the device allocator's terms (runtime/device_allocator.h).
+using runtime::AlignBytes;
+using runtime::kAlignmentBytes;
+using runtime::KindName;
+using runtime::kMaxTensorBytes;
+using runtime::Section;
+using runtime::SectionName;
+using runtime::TensorKind;
+
 inline constexpr int64_t kMaxTemplateOps = int64_t{1} << 20;
 inline constexpr int64_t kMaxTemplateTensors = int64_t{1} << 20;
 inline constexpr int64_t kMaxExpandedOps = int64_t{1} << 22;
@@ -79,15 +88,10 @@ inline constexpr int64_t kMaxTraceBatch = 64;  // TraceKey::batch
 inline constexpr const char* kTraceFormat = "tessera.xema.trace/1";
 
 enum class Phase { kText, kDenoise, kVae };
-enum class TensorKind { kWeight, kActivation, kWorkspace };
-enum class Section { kPrologue, kBody, kEpilogue };
 
-const char* PhaseName(Phase phase);        // "text", "denoise", "vae"
-const char* KindName(TensorKind kind);     // "weight", "act", "workspace"
-const char* SectionName(Section section);  // "prologue", "body", "epilogue"
-
-// `bytes` rounded up to a multiple of kAlignmentBytes (bytes in [0, kMaxTensorBytes]).
-int64_t AlignBytes(int64_t bytes);
+const char* PhaseName(Phase phase);  // "text", "denoise", "vae"
+// The phase named `name` (PhaseName's inverse); false for any other name.
+bool PhaseFromName(std::string_view name, Phase* phase);
 
 struct TraceKey {
   std::string model = "unnamed";

@@ -14,7 +14,7 @@
 // seeded synthetic latents (data seed = --seed), DistributedTrainStep per step (sequence
 // parallelism through the AttentionEngine, data parallelism over the plan's placements).
 // Rank 0 prints every step's loss and step time (max over ranks); --json adds per-rank step
-// times and peak bytes (engine MemoryTracker peak + SmallDit activations + backward scratch
+// times and peak bytes (engine allocator peak + SmallDit activations + backward scratch
 // + parameters, gradients and AdamW state). --check: every rank also runs the single-process
 // reference training (whole batch, LocalAttentionBackend, same seeds; runtime/
 // dit_reference_training.h) and compares (a) the loss curve, per step |loss - ref| / |ref|,

@@ -10,7 +10,7 @@
 namespace tessera::xema {
 
 ActivationOffload::ActivationOffload(HostTier* tier, const OffloadSet& set,
-                                     DeviceAllocator& allocator, int64_t steps)
+                                     runtime::DeviceAllocator& allocator, int64_t steps)
     : tier_(tier),
       allocator_(allocator),
       text_(set.text_context),
@@ -21,7 +21,8 @@ ActivationOffload::ActivationOffload(HostTier* tier, const OffloadSet& set,
       << "activation offload without a host tier";
 }
 
-core::Status ActivationOffload::TextContextReady(DeviceTensor* text_ctx, DeviceTensor* pool_ctx) {
+core::Status ActivationOffload::TextContextReady(runtime::DeviceTensor* text_ctx,
+                                                 runtime::DeviceTensor* pool_ctx) {
   if (!text_) return core::Status::Ok();
   text_ctx_ = tier_->Adopt(std::move(*text_ctx));
   pool_ctx_ = tier_->Adopt(std::move(*pool_ctx));
@@ -29,7 +30,7 @@ core::Status ActivationOffload::TextContextReady(DeviceTensor* text_ctx, DeviceT
   return tier_->ToHost(pool_ctx_);
 }
 
-core::Status ActivationOffload::LatentReady(DeviceTensor* x, int64_t step) {
+core::Status ActivationOffload::LatentReady(runtime::DeviceTensor* x, int64_t step) {
   if (!latent_ || step >= steps_) return core::Status::Ok();
   x_ = tier_->Adopt(std::move(*x));
   return tier_->ToHost(x_);
@@ -41,15 +42,15 @@ void ActivationOffload::BeforeDit(int64_t step) {
   tier_->Fetch(pool_ctx_);
 }
 
-DeviceTensor* ActivationOffload::text_ctx(DeviceTensor* own) {
+runtime::DeviceTensor* ActivationOffload::text_ctx(runtime::DeviceTensor* own) {
   return text_ ? &text_ctx_.device() : own;
 }
 
-DeviceTensor* ActivationOffload::pool_ctx(DeviceTensor* own) {
+runtime::DeviceTensor* ActivationOffload::pool_ctx(runtime::DeviceTensor* own) {
   return text_ ? &pool_ctx_.device() : own;
 }
 
-const float* ActivationOffload::latent(const DeviceTensor& own) {
+const float* ActivationOffload::latent(const runtime::DeviceTensor& own) {
   return latent_ ? x_.device().f32() : own.f32();
 }
 
@@ -83,7 +84,7 @@ core::Status ActivationOffload::AfterDit(int64_t step) {
   return core::Status::Ok();
 }
 
-const float* ActivationOffload::LatentForStep(const DeviceTensor& own) {
+const float* ActivationOffload::LatentForStep(const runtime::DeviceTensor& own) {
   if (!latent_) return own.f32();
   tier_->Fetch(x_);
   return x_.device().f32();
@@ -101,7 +102,7 @@ void ActivationOffload::InUnpatchify() {
 VaeFrameSink ActivationOffload::FrameSink(int64_t frame_floats) {
   if (!image_) return {};
   frame_floats_ = frame_floats;
-  return [this](int64_t f0, int64_t f1, DeviceTensor frames) -> core::Status {
+  return [this](int64_t f0, int64_t f1, runtime::DeviceTensor frames) -> core::Status {
     CHECK(frames.f32_count() == (f1 - f0) * frame_floats_) << "frame sink: wrong frame size";
     Frames f{f0, tier_->Adopt(std::move(frames))};
     RETURN_IF_ERROR(tier_->Park(f.frames));

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/vae_decoder.h"
 
@@ -48,28 +48,29 @@ struct OffloadSet;
 class ActivationOffload {
  public:
   // `tier` may be null only when `set` offloads no activation. `steps` >= 1.
-  ActivationOffload(HostTier* tier, const OffloadSet& set, DeviceAllocator& allocator,
+  ActivationOffload(HostTier* tier, const OffloadSet& set, runtime::DeviceAllocator& allocator,
                     int64_t steps);
   ActivationOffload(const ActivationOffload&) = delete;
   ActivationOffload& operator=(const ActivationOffload&) = delete;
 
   // After "dit.text_proj" (outside ops): takes the projected context and starts its host copy.
-  [[nodiscard]] core::Status TextContextReady(DeviceTensor* text_ctx, DeviceTensor* pool_ctx);
+  [[nodiscard]] core::Status TextContextReady(runtime::DeviceTensor* text_ctx,
+                                              runtime::DeviceTensor* pool_ctx);
   // After the op that completed x_step (outside ops): takes it and starts its host copy.
-  [[nodiscard]] core::Status LatentReady(DeviceTensor* x, int64_t step);
+  [[nodiscard]] core::Status LatentReady(runtime::DeviceTensor* x, int64_t step);
   // Before the DiT pass of `step`: waits for the prefetched context.
   void BeforeDit(int64_t step);
   // What the DiT reads: the parked tensors' device copies, else the pipeline's own.
-  DeviceTensor* text_ctx(DeviceTensor* own);
-  DeviceTensor* pool_ctx(DeviceTensor* own);
-  const float* latent(const DeviceTensor& own);
+  runtime::DeviceTensor* text_ctx(runtime::DeviceTensor* own);
+  runtime::DeviceTensor* pool_ctx(runtime::DeviceTensor* own);
+  const float* latent(const runtime::DeviceTensor& own);
   // TinyDit::Input::after_embed: parks what is offloaded (empty when nothing is).
   std::function<core::Status()> EmbedHook();
   // Inside the first op after the DiT pass of `step`: the prefetches.
   [[nodiscard]] core::Status AfterDit(int64_t step);
   // Inside "euler.step": x_i on the device (waits for its prefetch), then, once x_{i+1} is
   // computed, DropLatent frees it (released when the op ends).
-  const float* LatentForStep(const DeviceTensor& own);
+  const float* LatentForStep(const runtime::DeviceTensor& own);
   void DropLatent();
   // Inside "vae.unpatchify": frees the last step's unused context prefetch.
   void InUnpatchify();
@@ -84,12 +85,12 @@ class ActivationOffload {
     TieredTensor frames;
   };
   HostTier* tier_;
-  DeviceAllocator& allocator_;
+  runtime::DeviceAllocator& allocator_;
   bool text_, latent_, image_;
   int64_t steps_;
   int64_t frame_floats_ = 0;
   TieredTensor text_ctx_, pool_ctx_, x_;
-  DeviceTensor unused_ctx_, unused_pool_;  // the last step's prefetch slots
+  runtime::DeviceTensor unused_ctx_, unused_pool_;  // the last step's prefetch slots
   std::vector<Frames> frames_;
 };
 

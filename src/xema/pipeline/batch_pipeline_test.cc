@@ -83,7 +83,7 @@ BatchTestDitCase BatchTestMakeDitCase(uint64_t seed, int64_t batch, int64_t late
 std::vector<float> BatchTestForward(const BatchTestDitCase& c,
                                     const std::vector<int64_t>& sequences, int64_t latents,
                                     int64_t own_latent, comm::Communicator* group = nullptr) {
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c.config, c.text_hidden, 3, allocator);
   CHECK(dit.ok()) << dit.status().ToString();
   const int64_t hd = c.config.hidden, b_n = static_cast<int64_t>(sequences.size());
@@ -178,7 +178,7 @@ TEST(BatchPipelineTest, SequenceParallelDitOverDistinctLatentsEqualsOneDevice) {
 
 TEST(BatchPipelineTest, DitRefusesLatentsNotDividingTheBatch) {
   const BatchTestDitCase c = BatchTestMakeDitCase(9, 4, 2);
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c.config, c.text_hidden, 3, allocator);
   ASSERT_TRUE(dit.ok());
   TinyDit::Input in;
@@ -244,7 +244,7 @@ struct BatchTestRun {
   std::vector<std::string> epilogue;  // op names from the first unpatchify or "sp.done" on
 };
 
-BatchTestRun BatchTestRunOn(DiffusionPipeline& p, HeapDeviceAllocator& allocator,
+BatchTestRun BatchTestRunOn(DiffusionPipeline& p, runtime::HeapDeviceAllocator& allocator,
                             const DiffusionRequest& r, const SpMember* sp = nullptr) {
   BatchTestRun run;
   const bool decodes = sp == nullptr || sp->member == 0;
@@ -279,7 +279,7 @@ BatchTestDiffs BatchTestBatchVsAlone() {
     const DiffusionRequest r = BatchTestRequest(c.model, c.width, c.height, c.cfg, c.batch);
     SCOPED_TRACE(::testing::Message() << c.model << " " << c.width << "x" << c.height << " cfg "
                                       << c.cfg << " batch " << c.batch);
-    HeapDeviceAllocator allocator;
+    runtime::HeapDeviceAllocator allocator;
     auto p = DiffusionPipeline::Load(testing::SpecOf(r), allocator);
     CHECK(p.ok()) << p.status().ToString();
     const BatchTestRun batched = BatchTestRunOn(**p, allocator, r);
@@ -323,7 +323,7 @@ TEST(BatchPipelineTest, BatchEqualsEachRequestAlone) {
 
 TEST(BatchPipelineTest, RecordedBatchReplaysBitwiseInItsLayoutArena) {
   const DiffusionRequest r = BatchTestRequest("tiny-t2i", 32, 32, true, 2);
-  HeapDeviceAllocator weights;
+  runtime::HeapDeviceAllocator weights;
   auto p = DiffusionPipeline::Load(testing::SpecOf(r), weights);
   ASSERT_TRUE(p.ok());
   auto rec = RecordActivations(**p, r, 0);
@@ -376,7 +376,7 @@ TEST(BatchPipelineTest, RecordedBatchReplaysBitwiseInItsLayoutArena) {
 TEST(BatchPipelineTest, SequenceParallelBatchEqualsOneDevice) {
   const DiffusionRequest r = BatchTestRequest("tiny-t2i", 32, 48, true, 2);
   const TinyModelSpec spec = testing::SpecOf(r);
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto p = DiffusionPipeline::Load(spec, allocator);
   ASSERT_TRUE(p.ok());
   const BatchTestRun one = BatchTestRunOn(**p, allocator, r);
@@ -386,7 +386,7 @@ TEST(BatchPipelineTest, SequenceParallelBatchEqualsOneDevice) {
   comm::RunFakeRanks(d, [&](comm::Communicator& world) {
     CHECK(kernels::SetBlasNumThreads(1).ok());
     world.set_op_timeout_s(kBatchTestOpTimeoutS);
-    HeapDeviceAllocator own;
+    runtime::HeapDeviceAllocator own;
     auto member = DiffusionPipeline::Load(spec, own);
     CHECK(member.ok());
     const SpMember sp{&world, world.rank()};
@@ -429,7 +429,7 @@ TEST(BatchPipelineTest, BadBatchesNameTheField) {
       {[](DiffusionRequest& r) { r.offload.latent = true; },
        "request.offload: not with a batch > 1"},
   };
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto p = DiffusionPipeline::Load(spec, allocator);
   ASSERT_TRUE(p.ok());
   for (const Case& c : cases) {

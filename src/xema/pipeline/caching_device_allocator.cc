@@ -10,7 +10,7 @@
 namespace tessera::xema {
 
 CachingDeviceAllocator::CachingDeviceAllocator(AllocatorPolicy policy)
-    : DeviceAllocator(0), policy_(policy), sim_(policy) {}
+    : runtime::DeviceAllocator(0), policy_(policy), sim_(policy) {}
 
 CachingDeviceAllocator::~CachingDeviceAllocator() {
   for (Backing& b : backings_) {

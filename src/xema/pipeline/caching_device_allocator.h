@@ -15,7 +15,7 @@
 // Out of memory: Infeasible "out of device memory (caching allocator, pytorch): tensor X needs
 // N bytes, reserved R, allocated A, limit L". The base-class budget is not used (the policy's
 // device_limit_bytes is the limit).
-// Thread-safety: one thread (DeviceAllocator).
+// Thread-safety: one thread (runtime::DeviceAllocator).
 #pragma once
 
 #include <cstdint>
@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/device_allocator.h"
 #include "xema/caching_allocator.h"
-#include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema {
 
-class CachingDeviceAllocator final : public DeviceAllocator {
+class CachingDeviceAllocator final : public runtime::DeviceAllocator {
  public:
   static constexpr int64_t kExpandableReserveBytes = int64_t{1} << 34;  // 16 GiB of addresses
 

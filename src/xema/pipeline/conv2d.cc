@@ -35,11 +35,12 @@ void Im2Col3x3(const float* in, int64_t channels, int64_t height, int64_t width,
   }
 }
 
-core::Status Conv3x3(DeviceAllocator& allocator, const std::string& name, const Conv3x3Shape& s,
-                     const float* in, const float* weight, const float* bias, float* out,
-                     std::span<const float* const> image_inputs) {
-  ASSIGN_OR_RETURN(DeviceTensor col, allocator.AllocateF32(s.Im2ColFloats(), name + ".im2col",
-                                                           TensorKind::kWorkspace));
+core::Status Conv3x3(runtime::DeviceAllocator& allocator, const std::string& name,
+                     const Conv3x3Shape& s, const float* in, const float* weight, const float* bias,
+                     float* out, std::span<const float* const> image_inputs) {
+  ASSIGN_OR_RETURN(
+      runtime::DeviceTensor col,
+      allocator.AllocateF32(s.Im2ColFloats(), name + ".im2col", TensorKind::kWorkspace));
   const int64_t hw = s.height * s.width, k = s.in_channels * 9;
   for (int64_t n = 0; n < s.images; ++n) {
     const float* image = !image_inputs.empty() ? image_inputs[n] : in + n * s.in_channels * hw;

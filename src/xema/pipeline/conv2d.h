@@ -5,9 +5,9 @@
 // column (y * W + x) = in[c, y + ky - 1, x + kx - 1] (0 outside), and runs ONE GEMM
 //   out (C_out, H * W) = weight (C_out, C_in * 9) col + bias (per output channel).
 // The im2col buffer is the memory spike of the decoder: Conv3x3 allocates it through the
-// DeviceAllocator as a workspace tensor named "<name>.im2col" (C_in * 9 * H * W floats), reuses
-// it for every image of the batch and frees it before returning (inside an open op it is then
-// released when the op ends). Infeasible (out of device memory) passes out; nothing is written
+// runtime::DeviceAllocator as a workspace tensor named "<name>.im2col" (C_in * 9 * H * W floats),
+// reuses it for every image of the batch and frees it before returning (inside an open op it is
+// then released when the op ends). Infeasible (out of device memory) passes out; nothing is written
 // to `out` then.
 //
 // UpsampleNearest2x: out (planes, 2H, 2W)[p, y, x] = in (planes, H, W)[p, y / 2, x / 2].
@@ -22,7 +22,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 
 namespace tessera::xema {
 
@@ -47,7 +47,7 @@ void Im2Col3x3(const float* in, int64_t channels, int64_t height, int64_t width,
 // out (N, C_out, H, W) = conv3x3(in (N, C_in, H, W)); weight (C_out, C_in * 9), bias (C_out).
 // `image_inputs`, when not empty (size N), gives each image's input pointer instead of
 // in + n * C_in H W (the video decoder maps output frames to latent frames this way).
-[[nodiscard]] core::Status Conv3x3(DeviceAllocator& allocator, const std::string& name,
+[[nodiscard]] core::Status Conv3x3(runtime::DeviceAllocator& allocator, const std::string& name,
                                    const Conv3x3Shape& shape, const float* in, const float* weight,
                                    const float* bias, float* out,
                                    std::span<const float* const> image_inputs = {});

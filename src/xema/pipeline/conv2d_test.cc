@@ -52,8 +52,8 @@ TEST(Conv2dTest, MatchesNaiveDirectConvolution) {
     const auto w = Random(rng, s.out_channels * s.in_channels * 9);
     const auto b = Random(rng, s.out_channels);
     std::vector<float> out(s.images * s.out_channels * s.height * s.width, -1.0f);
-    HeapDeviceAllocator allocator;
-    allocator.BeginOp({.name = "conv"});
+    runtime::HeapDeviceAllocator allocator;
+    allocator.BeginOp({.name = "conv", .phase = "vae"});
     ASSERT_TRUE(Conv3x3(allocator, "conv", s, in.data(), w.data(), b.data(), out.data()).ok());
     // The im2col workspace was allocated and freed (released when the op ends).
     EXPECT_EQ(allocator.live_bytes(), AlignBytes(s.Im2ColFloats() * 4));
@@ -71,7 +71,7 @@ TEST(Conv2dTest, ImageInputsPickEachImagesSource) {
   const Conv3x3Shape one{1, 2, 3, 4, 4};
   const auto a = Random(rng, 2 * 16), w = Random(rng, 3 * 2 * 9), b = Random(rng, 3);
   std::vector<float> single(3 * 16), twice(2 * 3 * 16);
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   ASSERT_TRUE(Conv3x3(allocator, "c", one, a.data(), w.data(), b.data(), single.data()).ok());
   const float* inputs[2] = {a.data(), a.data()};
   ASSERT_TRUE(Conv3x3(allocator, "c", Conv3x3Shape{2, 2, 3, 4, 4}, nullptr, w.data(), b.data(),
@@ -93,7 +93,7 @@ TEST(Conv2dTest, UpsampleRepeatsEachPixelTwice) {
 }
 
 TEST(Conv2dTest, OutOfMemoryIsInfeasible) {
-  HeapDeviceAllocator allocator(1024);
+  runtime::HeapDeviceAllocator allocator(1024);
   const Conv3x3Shape s{1, 4, 4, 8, 8};
   std::vector<float> in(256, 1.0f), w(144, 1.0f), b(4, 0.0f), out(256);
   const core::Status st = Conv3x3(allocator, "c", s, in.data(), w.data(), b.data(), out.data());

@@ -35,7 +35,7 @@ TieredTensor& TieredTensor::operator=(TieredTensor&& other) noexcept {
   return *this;
 }
 
-DeviceTensor& TieredTensor::device() {
+runtime::DeviceTensor& TieredTensor::device() {
   CHECK(to_device_ == 0) << "TieredTensor::device() while its host->device copy is in flight";
   return device_;
 }
@@ -139,7 +139,7 @@ void HostTier::WaitTimed(comm::PacedCopier& copier, comm::PacedCopier::Ticket ti
   stats_.exposed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-TieredTensor HostTier::Adopt(DeviceTensor&& t) {
+TieredTensor HostTier::Adopt(runtime::DeviceTensor&& t) {
   CHECK(!t.empty()) << "HostTier::Adopt of an empty tensor";
   TieredTensor out;
   out.tier_ = this;
@@ -149,7 +149,7 @@ TieredTensor HostTier::Adopt(DeviceTensor&& t) {
   return out;
 }
 
-core::StatusOr<TieredTensor> HostTier::Mirror(const DeviceTensor& src) {
+core::StatusOr<TieredTensor> HostTier::Mirror(const runtime::DeviceTensor& src) {
   CHECK(!src.empty()) << "HostTier::Mirror of an empty tensor";
   ASSIGN_OR_RETURN(std::byte * host, AllocateHost(src.bytes()));
   std::memcpy(host, src.data(), static_cast<size_t>(src.bytes()));
@@ -183,7 +183,7 @@ core::Status HostTier::Park(TieredTensor& t) {
   return core::Status::Ok();
 }
 
-core::Status HostTier::Prefetch(TieredTensor& t, DeviceAllocator& allocator,
+core::Status HostTier::Prefetch(TieredTensor& t, runtime::DeviceAllocator& allocator,
                                 const std::string& name, TensorKind kind) {
   CHECK(t.tier_ == this) << "HostTier::Prefetch of a tensor of another tier";
   CHECK(t.host_ != nullptr && t.device_.empty())
@@ -199,7 +199,7 @@ void HostTier::Fetch(TieredTensor& t) {
   t.to_device_ = 0;
 }
 
-DeviceTensor HostTier::TakeDevice(TieredTensor& t) {
+runtime::DeviceTensor HostTier::TakeDevice(TieredTensor& t) {
   Fetch(t);
   return std::move(t.device_);
 }

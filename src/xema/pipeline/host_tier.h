@@ -5,15 +5,16 @@
 //
 // Memory: host copies are plain heap blocks (64-byte aligned), counted in host_live_bytes()
 // and its peak; with a host budget (> 0) a copy that would exceed it fails with Infeasible
-// ("out of host memory ..."). Device memory comes from the DeviceAllocator given to Prefetch.
-// Link: two PacedCopiers (comm/paced_copier.h), device->host and host->device, each of
+// ("out of host memory ..."). Device memory comes from the runtime::DeviceAllocator given to
+// Prefetch. Link: two PacedCopiers (comm/paced_copier.h), device->host and host->device, each of
 // `bytes_per_s` and `latency_ns` (a GPU has a copy engine per direction and PCIe is full
 // duplex, so a park and a prefetch do not queue behind each other). ForDevice paces the link
 // as Compass paces its links (runtime/time_scale.h), with s the time scale:
 //     bytes_per_s = host_gbps * 1e9 / s,   latency_ns = host_latency_s * s * 1e9.
 //
-// TieredTensor: where one tensor lives: a device copy (a DeviceTensor), a host copy, or both.
-//   Adopt(DeviceTensor&&)  device copy only.
+// TieredTensor: where one tensor lives: a device copy (a runtime::DeviceTensor), a host copy, or
+// both.
+//   Adopt(runtime::DeviceTensor&&)  device copy only.
 //   ToHost(t)              starts the device->host copy; nothing when the host copy is current
 //                          or on its way. The device data must not change while the host copy
 //                          is kept: a read-only tensor (text context, weights) is copied out
@@ -47,8 +48,8 @@
 
 #include "comm/paced_copier.h"
 #include "core/status.h"
+#include "runtime/device_allocator.h"
 #include "runtime/time_scale.h"
-#include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema {
 
@@ -90,7 +91,7 @@ class TieredTensor {
   bool on_host() const { return host_ != nullptr; }  // a host copy is kept (maybe in flight)
   bool fetching() const { return to_device_ != 0; }  // a host->device copy is in flight
   // The device copy; CHECKs that no copy into it is in flight (Fetch first).
-  DeviceTensor& device();
+  runtime::DeviceTensor& device();
   // The host copy's bytes; CHECKs that it is complete (Park or WaitOnHost first).
   std::span<const std::byte> host() const;
   // Waits for copies in flight, then frees the device copy (released at the end of the open
@@ -103,7 +104,7 @@ class TieredTensor {
 
   HostTier* tier_ = nullptr;
   int64_t bytes_ = 0;
-  DeviceTensor device_;
+  runtime::DeviceTensor device_;
   std::byte* host_ = nullptr;                // bytes_ bytes, owned
   comm::PacedCopier::Ticket to_host_ = 0;    // device->host copy of host_, 0: none pending
   comm::PacedCopier::Ticket to_device_ = 0;  // host->device copy into device_, 0: none
@@ -132,16 +133,16 @@ class HostTier {
   // Modeled seconds of one copy of `bytes` on an idle link.
   double CopySeconds(int64_t bytes) const { return to_host_->JobSeconds(bytes); }
 
-  TieredTensor Adopt(DeviceTensor&& t);
-  core::StatusOr<TieredTensor> Mirror(const DeviceTensor& src);
+  TieredTensor Adopt(runtime::DeviceTensor&& t);
+  core::StatusOr<TieredTensor> Mirror(const runtime::DeviceTensor& src);
   [[nodiscard]] core::Status ToHost(TieredTensor& t);
   // Waits for the host copy (started by ToHost).
   void WaitOnHost(TieredTensor& t);
   [[nodiscard]] core::Status Park(TieredTensor& t);
-  [[nodiscard]] core::Status Prefetch(TieredTensor& t, DeviceAllocator& allocator,
+  [[nodiscard]] core::Status Prefetch(TieredTensor& t, runtime::DeviceAllocator& allocator,
                                       const std::string& name, TensorKind kind);
   void Fetch(TieredTensor& t);
-  DeviceTensor TakeDevice(TieredTensor& t);
+  runtime::DeviceTensor TakeDevice(TieredTensor& t);
 
   int64_t copies_in_flight() const { return to_host_->in_flight() + to_device_->in_flight(); }
   HostTierStats stats() const;

@@ -18,7 +18,8 @@ std::unique_ptr<HostTier> MakeTier(double bytes_per_s, int64_t host_budget = 0) 
   return t.ok() ? std::move(*t) : nullptr;
 }
 
-DeviceTensor Filled(DeviceAllocator& a, int64_t floats, float seed, const std::string& name) {
+runtime::DeviceTensor Filled(runtime::DeviceAllocator& a, int64_t floats, float seed,
+                             const std::string& name) {
   auto t = a.AllocateF32(floats, name, TensorKind::kActivation);
   EXPECT_TRUE(t.ok());
   for (int64_t i = 0; i < floats; ++i) t->f32()[i] = seed + 0.25f * static_cast<float>(i);
@@ -50,7 +51,7 @@ TEST(HostTierTest, ForDeviceScalesTheLinkLikeCompass) {
 }
 
 TEST(HostTierTest, ParkAndPrefetchRoundTripExactly) {
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   auto tier = MakeTier(2e9);
   ASSERT_TRUE(tier);
   const int64_t floats = 10'000;
@@ -85,7 +86,7 @@ TEST(HostTierTest, ParkAndPrefetchRoundTripExactly) {
 
 // Parked inside an op, the bytes are released when the op ends (the allocator's rule).
 TEST(HostTierTest, ParkInsideAnOpReleasesAtItsEnd) {
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   auto tier = MakeTier(2e9);
   ASSERT_TRUE(tier);
   TieredTensor t = tier->Adopt(Filled(device, 4096, 1.0f, "ctx"));
@@ -101,7 +102,7 @@ TEST(HostTierTest, ParkInsideAnOpReleasesAtItsEnd) {
 // copy time: the copier thread starts at Submit, so a main thread descheduled between Submit and
 // its wait (tests run two at a time on two cores) sees less than the whole copy as exposed.
 TEST(HostTierTest, ExposedTimeIsTheCopyNotHidden) {
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   const double bw = 100e6;
   auto tier = MakeTier(bw);
   ASSERT_TRUE(tier);
@@ -122,7 +123,7 @@ TEST(HostTierTest, ExposedTimeIsTheCopyNotHidden) {
 }
 
 TEST(HostTierTest, FailuresChangeNothing) {
-  HeapDeviceAllocator device(AlignBytes(4096 * 4) + 512);
+  runtime::HeapDeviceAllocator device(AlignBytes(4096 * 4) + 512);
   auto tier = MakeTier(2e9, /*host_budget=*/4096 * 4);
   ASSERT_TRUE(tier);
   TieredTensor t = tier->Adopt(Filled(device, 4096, 1.0f, "a"));
@@ -148,7 +149,7 @@ TEST(HostTierTest, FailuresChangeNothing) {
 // Destroying a tensor with copies in flight waits for them (no copy touches freed memory:
 // ASan checks it) and counts the wait as exposed.
 TEST(HostTierTest, ResetWaitsForCopiesInFlight) {
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   auto tier = MakeTier(50e6);
   ASSERT_TRUE(tier);
   {
@@ -160,7 +161,7 @@ TEST(HostTierTest, ResetWaitsForCopiesInFlight) {
   EXPECT_GT(tier->stats().exposed_s, 0.0);
   TieredTensor m;
   {
-    DeviceTensor w = Filled(device, 1000, 5.0f, "w");
+    runtime::DeviceTensor w = Filled(device, 1000, 5.0f, "w");
     auto mirror = tier->Mirror(w);
     ASSERT_TRUE(mirror.ok());
     m = std::move(*mirror);

@@ -12,20 +12,20 @@
 // pipeline kept), Rearm() starts the replay again after the weights, so the next request of
 // the same template runs from the same arena without reloading them.
 //
-// Thread-safety: one thread (DeviceAllocator).
+// Thread-safety: one thread (runtime::DeviceAllocator).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "core/status.h"
+#include "runtime/device_allocator.h"
 #include "xema/memory_trace.h"
-#include "xema/pipeline/device_allocator.h"
 #include "xema/static_layout.h"
 
 namespace tessera::xema {
 
-class LayoutDeviceAllocator final : public DeviceAllocator {
+class LayoutDeviceAllocator final : public runtime::DeviceAllocator {
  public:
   // Maps the arena (Infeasible if the host cannot) and checks that `layout` has one offset per
   // instance of `x` (InvalidArgument otherwise).

@@ -61,7 +61,7 @@ bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 TEST(OffloadTest, NeedsAHostTier) {
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   auto p = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), device);
   ASSERT_TRUE(p.ok());
   DiffusionRequest r;
@@ -83,7 +83,7 @@ TEST(OffloadTest, EveryCombinationIsBitwiseExact) {
   for (const std::string model : {"tiny-t2i", "tiny-t2v"}) {
     auto spec = TinyModel(model);
     ASSERT_TRUE(spec.ok());
-    HeapDeviceAllocator device;
+    runtime::HeapDeviceAllocator device;
     auto tier = FastTier();
     auto loaded = DiffusionPipeline::Load(*spec, device, tier.get());
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
@@ -129,7 +129,7 @@ TEST(OffloadTest, EveryCombinationIsBitwiseExact) {
 TEST(OffloadTest, CopiesAreAccounted) {
   auto spec = TinyModel("tiny-t2v");
   ASSERT_TRUE(spec.ok());
-  HeapDeviceAllocator device;
+  runtime::HeapDeviceAllocator device;
   auto tier = HostTier::Create(20e6);  // slow enough that every item exposes some wait
   ASSERT_TRUE(tier.ok());
   auto p = DiffusionPipeline::Load(*spec, device, tier->get());
@@ -251,7 +251,7 @@ TEST(OffloadTest, TraceShowsParkedBytesAway) {
 }
 
 // A heap allocator that runs out of memory at one chosen allocation.
-class FailingAllocator final : public DeviceAllocator {
+class FailingAllocator final : public runtime::DeviceAllocator {
  public:
   void FailAt(int64_t id) { fail_at_ = id; }
   std::string name() const override { return "failing"; }

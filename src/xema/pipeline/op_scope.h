@@ -1,4 +1,4 @@
-// OpScope: RAII bracket of one pipeline op on a DeviceAllocator (device_allocator.h). The
+// OpScope: RAII bracket of one pipeline op on a runtime::DeviceAllocator (device_allocator.h). The
 // constructor calls BeginOp({name, phase, section, step}); the destructor calls EndOp with the
 // FLOPs and bytes counted through Count(), so an early error return never leaves an op open.
 // Tensors freed while the scope is alive are released when it ends (the allocator's rule).
@@ -13,8 +13,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/device_allocator.h"
 #include "xema/memory_trace.h"
-#include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema {
 
@@ -26,9 +26,9 @@ struct OpContext {
 
 class OpScope {
  public:
-  OpScope(DeviceAllocator& allocator, std::string name, const OpContext& context)
+  OpScope(runtime::DeviceAllocator& allocator, std::string name, const OpContext& context)
       : allocator_(allocator) {
-    allocator_.BeginOp({std::move(name), context.phase, context.section, context.step});
+    allocator_.BeginOp({std::move(name), PhaseName(context.phase), context.section, context.step});
   }
   ~OpScope() { allocator_.EndOp(flops_, bytes_); }
   OpScope(const OpScope&) = delete;
@@ -41,7 +41,7 @@ class OpScope {
   }
 
  private:
-  DeviceAllocator& allocator_;
+  runtime::DeviceAllocator& allocator_;
   double flops_ = 0;
   double bytes_ = 0;
 };

@@ -20,12 +20,12 @@
 
 #include "core/check.h"
 #include "kernels/gemm.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/tiny_pipeline.h"
 
 namespace tessera::xema::testing {
 
-class OpPeakObserver final : public AllocationObserver {
+class OpPeakObserver final : public runtime::AllocationObserver {
  public:
   struct Op {
     std::string name;
@@ -35,7 +35,7 @@ class OpPeakObserver final : public AllocationObserver {
   };
 
   // Attaches itself to `allocator` until destroyed.
-  explicit OpPeakObserver(DeviceAllocator& allocator) : allocator_(allocator) {
+  explicit OpPeakObserver(runtime::DeviceAllocator& allocator) : allocator_(allocator) {
     allocator_.set_observer(this);
   }
   ~OpPeakObserver() override { allocator_.set_observer(nullptr); }
@@ -50,7 +50,7 @@ class OpPeakObserver final : public AllocationObserver {
     o.allocs[name] += bytes;
   }
   void OnRelease(int64_t, int64_t) override {}
-  void OnBeginOp(int64_t, const OpInfo& info) override {
+  void OnBeginOp(int64_t, const runtime::OpInfo& info) override {
     ops_.push_back({info.name, allocator_.live_bytes(), 0, {}});
   }
   void OnEndOp(int64_t, double flops, double) override { ops_.back().flops = flops; }
@@ -81,7 +81,7 @@ class OpPeakObserver final : public AllocationObserver {
   }
 
  private:
-  DeviceAllocator& allocator_;
+  runtime::DeviceAllocator& allocator_;
   std::vector<Op> ops_;
 };
 

@@ -113,7 +113,8 @@ core::Status SpValidate(const TinyDit& dit, const comm::Communicator* group, int
 // The workspaces of one block on a member (see the file comment of sp_dit.h), allocated in
 // this order.
 struct SpBlockBuffers {
-  DeviceTensor mod, norm, rstd, modx, q, k, v, ffn, q_heads, k_heads, v_heads, o_heads, att;
+  runtime::DeviceTensor mod, norm, rstd, modx, q, k, v, ffn, q_heads, k_heads, v_heads, o_heads,
+      att;
 };
 
 struct SpSizes {
@@ -125,7 +126,7 @@ struct SpSizes {
   const char* att_what = "";  // "lse" or "scores"
 };
 
-core::Status SpAllocateBlock(DeviceAllocator& allocator, const std::string& name,
+core::Status SpAllocateBlock(runtime::DeviceAllocator& allocator, const std::string& name,
                              const models::SmallDitConfig& c, int64_t batch, const SpSizes& z,
                              SpBlockBuffers* b) {
   auto ws = [&](int64_t count, const char* what) {
@@ -151,8 +152,9 @@ core::Status SpAllocateBlock(DeviceAllocator& allocator, const std::string& name
 // One member's pass over the group (d > 1): its inputs, the rows it holds and its buffers'
 // sizes, and the Ulysses layout over the members.
 struct SpPass {
-  SpPass(const TinyDit& dit_in, DeviceAllocator& allocator_in, comm::Communicator* group_in,
-         const TinyDit::Input& input, const DitExecution& execution_in, const OpContext& context_in)
+  SpPass(const TinyDit& dit_in, runtime::DeviceAllocator& allocator_in,
+         comm::Communicator* group_in, const TinyDit::Input& input,
+         const DitExecution& execution_in, const OpContext& context_in)
       : dit(dit_in),
         allocator(allocator_in),
         group(group_in),
@@ -161,7 +163,7 @@ struct SpPass {
         context(context_in) {}
 
   const TinyDit& dit;
-  DeviceAllocator& allocator;
+  runtime::DeviceAllocator& allocator;
   comm::Communicator* group;
   const TinyDit::Input& in;
   const DitExecution& execution;
@@ -173,12 +175,12 @@ struct SpPass {
 };
 
 // Op "dit.embed": *cond := the conditioning, *h := this member's embedded rows.
-core::Status SpEmbed(const SpPass& s, DeviceTensor* h, DeviceTensor* cond) {
+core::Status SpEmbed(const SpPass& s, runtime::DeviceTensor* h, runtime::DeviceTensor* cond) {
   const models::SmallDitConfig& c = s.dit.config();
   const int64_t hd = c.hidden, ft = c.timestep_freq_dim;
-  DeviceAllocator& allocator = s.allocator;
+  runtime::DeviceAllocator& allocator = s.allocator;
   OpScope op(allocator, "dit.embed", s.context);
-  DeviceTensor temb;
+  runtime::DeviceTensor temb;
   const core::Status st = [&]() -> core::Status {
     ASSIGN_OR_RETURN(temb,
                      allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", TensorKind::kWorkspace));
@@ -197,7 +199,8 @@ core::Status SpEmbed(const SpPass& s, DeviceTensor* h, DeviceTensor* cond) {
 
 // Op "dit.block<l>": block l on this member's rows of *h, attention over the heads it holds
 // after the all-to-all.
-core::Status SpBlock(const SpPass& s, int64_t l, const DeviceTensor& cond, DeviceTensor* h) {
+core::Status SpBlock(const SpPass& s, int64_t l, const runtime::DeviceTensor& cond,
+                     runtime::DeviceTensor* h) {
   const models::SmallDitConfig& c = s.dit.config();
   const int64_t b_n = s.all.batch, l_n = s.all.seq_len(), heads_local = c.num_heads / s.d;
   const std::string name = fmt::format("dit.block{}", l);
@@ -227,15 +230,16 @@ core::Status SpBlock(const SpPass& s, int64_t l, const DeviceTensor& cond, Devic
 
 // Op "dit.final": this member's image rows through the final layer, gathered from every
 // member into "dit.out" (B, N, C_in); frees *h and *cond.
-core::StatusOr<DeviceTensor> SpFinal(const SpPass& s, DeviceTensor* h, DeviceTensor* cond) {
+core::StatusOr<runtime::DeviceTensor> SpFinal(const SpPass& s, runtime::DeviceTensor* h,
+                                              runtime::DeviceTensor* cond) {
   const models::SmallDitConfig& c = s.dit.config();
   const int64_t hd = c.hidden, cin = c.in_channels;
   const int64_t b_n = s.all.batch, n = s.all.image_tokens;
   const int d = s.d;
-  DeviceAllocator& allocator = s.allocator;
+  runtime::DeviceAllocator& allocator = s.allocator;
   OpScope op(allocator, "dit.final", s.context);
   const int64_t img = s.mine.image_per_seq();
-  DeviceTensor fmod, norm, rstd, modx, rows_out, out;
+  runtime::DeviceTensor fmod, norm, rstd, modx, rows_out, out;
   const core::Status st = [&]() -> core::Status {
     auto fws = [&](int64_t count, const char* what) {
       return allocator.AllocateF32(count, fmt::format("dit.final.{}", what),
@@ -289,11 +293,9 @@ DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d
   return rows;
 }
 
-core::StatusOr<DeviceTensor> SequenceParallelForward(const TinyDit& dit, DeviceAllocator& allocator,
-                                                     comm::Communicator* group, int member,
-                                                     const TinyDit::Input& in,
-                                                     const DitExecution& execution,
-                                                     const OpContext& context) {
+core::StatusOr<runtime::DeviceTensor> SequenceParallelForward(
+    const TinyDit& dit, runtime::DeviceAllocator& allocator, comm::Communicator* group, int member,
+    const TinyDit::Input& in, const DitExecution& execution, const OpContext& context) {
   const int d = group == nullptr ? 1 : group->size();
   const core::Status valid = SpValidate(dit, group, member, in, execution);
   if (d == 1) {
@@ -328,7 +330,7 @@ core::StatusOr<DeviceTensor> SequenceParallelForward(const TinyDit& dit, DeviceA
   s.layout.head_dim = c.head_dim();
   for (int64_t q = 0; q < b_n; ++q) s.layout.local_row_offsets.push_back(q * s.mine.per_seq());
 
-  DeviceTensor h, cond;
+  runtime::DeviceTensor h, cond;
   RETURN_IF_ERROR(SpEmbed(s, &h, &cond));
   for (int64_t l = 0; l < c.num_layers; ++l) RETURN_IF_ERROR(SpBlock(s, l, cond, &h));
   return SpFinal(s, &h, &cond);

@@ -1,9 +1,9 @@
 // SequenceParallelForward: TinyDit's forward (tiny_dit.h) on d "devices" at once, with
 // Ulysses sequence parallelism (head-split all-to-all around attention, parallel/ulysses.h).
-// The d members of `group` (one thread or process each) each hold their own DeviceAllocator
-// and their own TinyDit, created with the same config, text_hidden and seed (identical
-// weights, replicated), and call it collectively with the same input (latent, t, each its own
-// copy of the text context on its allocator), execution and context.
+// The d members of `group` (one thread or process each) each hold their own
+// runtime::DeviceAllocator and their own TinyDit, created with the same config, text_hidden and
+// seed (identical weights, replicated), and call it collectively with the same input (latent, t,
+// each its own copy of the text context on its allocator), execution and context.
 //
 // Rows (SpRowsOf): each of the B joint sequences (L = T_txt + N rows, text first) is cut into
 // d contiguous runs, member m holding rows [m floor(L/d) + min(m, L mod d), ...) of every
@@ -57,7 +57,7 @@
 
 #include "comm/communicator.h"
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/dit_stages.h"
 #include "xema/pipeline/op_scope.h"
 #include "xema/pipeline/tiny_dit.h"
@@ -78,10 +78,8 @@ DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d
 
 // Collective over `group` (d members; null or size 1: d = 1), this member being its rank
 // `member`. Returns "dit.out" (B, N, C_in) on every member.
-core::StatusOr<DeviceTensor> SequenceParallelForward(const TinyDit& dit, DeviceAllocator& allocator,
-                                                     comm::Communicator* group, int member,
-                                                     const TinyDit::Input& input,
-                                                     const DitExecution& execution,
-                                                     const OpContext& context);
+core::StatusOr<runtime::DeviceTensor> SequenceParallelForward(
+    const TinyDit& dit, runtime::DeviceAllocator& allocator, comm::Communicator* group, int member,
+    const TinyDit::Input& input, const DitExecution& execution, const OpContext& context);
 
 }  // namespace tessera::xema

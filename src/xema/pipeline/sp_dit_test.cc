@@ -1,5 +1,5 @@
-// SequenceParallelForward (sp_dit.h) on RunFakeRanks(d) threads, one HeapDeviceAllocator and
-// one TinyDit per member, against TinyDit::Forward on one allocator: outputs on seeded random
+// SequenceParallelForward (sp_dit.h) on RunFakeRanks(d) threads, one runtime::HeapDeviceAllocator
+// and one TinyDit per member, against TinyDit::Forward on one allocator: outputs on seeded random
 // configs, the per-member activation peak, op names, and failures (bad input, out of memory
 // on one member, a member that never calls) that must reach every member without a hang.
 #include "xema/pipeline/sp_dit.h"
@@ -61,8 +61,8 @@ SpCase MakeCase(uint64_t seed, int64_t heads, int64_t head_dim, int64_t layers, 
 }
 
 // The DiT and its text context on `allocator`; *in points at them.
-TinyDit Prepare(const SpCase& c, DeviceAllocator& allocator, DeviceTensor* ctx, DeviceTensor* pool,
-                TinyDit::Input* in) {
+TinyDit Prepare(const SpCase& c, runtime::DeviceAllocator& allocator, runtime::DeviceTensor* ctx,
+                runtime::DeviceTensor* pool, TinyDit::Input* in) {
   auto dit = TinyDit::Create(c.config, c.text_hidden, c.seed, allocator);
   CHECK(dit.ok()) << dit.status().ToString();
   in->latent = c.latent.data();
@@ -93,21 +93,21 @@ struct MemberRun {
   std::map<std::string, int64_t> block0_allocs;  // tensor name -> aligned bytes in dit.block0
 };
 
-using Runner = std::function<core::StatusOr<DeviceTensor>(const TinyDit&, DeviceAllocator&,
-                                                          const TinyDit::Input&)>;
+using Runner = std::function<core::StatusOr<runtime::DeviceTensor>(
+    const TinyDit&, runtime::DeviceAllocator&, const TinyDit::Input&)>;
 
 MemberRun RunMember(const SpCase& c, int64_t budget_over_inputs, const Runner& run) {
   MemberRun r;
   int64_t inputs = 0;  // weights and text context
   {
-    HeapDeviceAllocator probe;
-    DeviceTensor ctx, pool;
+    runtime::HeapDeviceAllocator probe;
+    runtime::DeviceTensor ctx, pool;
     TinyDit::Input in;
     const TinyDit dit = Prepare(c, probe, &ctx, &pool, &in);
     inputs = probe.live_bytes();
   }
-  HeapDeviceAllocator allocator(budget_over_inputs > 0 ? inputs + budget_over_inputs : 0);
-  DeviceTensor ctx, pool;
+  runtime::HeapDeviceAllocator allocator(budget_over_inputs > 0 ? inputs + budget_over_inputs : 0);
+  runtime::DeviceTensor ctx, pool;
   TinyDit::Input in;
   const TinyDit dit = Prepare(c, allocator, &ctx, &pool, &in);
   const int64_t before = allocator.live_bytes();
@@ -126,9 +126,10 @@ MemberRun RunMember(const SpCase& c, int64_t budget_over_inputs, const Runner& r
 }
 
 MemberRun RunSingle(const SpCase& c, const DitExecution& e) {
-  return RunMember(c, 0, [&](const TinyDit& dit, DeviceAllocator& a, const TinyDit::Input& in) {
-    return dit.Forward(a, in, e, {Phase::kDenoise, Section::kBody, 0});
-  });
+  return RunMember(c, 0,
+                   [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
+                     return dit.Forward(a, in, e, {Phase::kDenoise, Section::kBody, 0});
+                   });
 }
 
 // budget(m): bytes over the member's weights and text context (0: unbounded); tweak(m, e)
@@ -143,11 +144,12 @@ std::vector<MemberRun> RunSp(const SpCase& c, const DitExecution& e, int d,
     const int m = world.rank();
     DitExecution mine = e;
     if (tweak) tweak(m, &mine);
-    runs[m] = RunMember(c, budget ? budget(m) : 0,
-                        [&](const TinyDit& dit, DeviceAllocator& a, const TinyDit::Input& in) {
-                          return SequenceParallelForward(dit, a, &world, m, in, mine,
-                                                         {Phase::kDenoise, Section::kBody, 0});
-                        });
+    runs[m] =
+        RunMember(c, budget ? budget(m) : 0,
+                  [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
+                    return SequenceParallelForward(dit, a, &world, m, in, mine,
+                                                   {Phase::kDenoise, Section::kBody, 0});
+                  });
   });
   return runs;
 }
@@ -364,10 +366,11 @@ TEST(SpDitTest, AMemberThatNeverCallsGivesUnavailableInsteadOfAHang) {
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     if (world.rank() == 1) return;  // gone: RunFakeRanks marks it exited
     world.set_op_timeout_s(kOpTimeoutS);
-    caller = RunMember(c, 0, [&](const TinyDit& dit, DeviceAllocator& a, const TinyDit::Input& in) {
-      return SequenceParallelForward(dit, a, &world, 0, in, {},
-                                     {Phase::kDenoise, Section::kBody, 0});
-    });
+    caller = RunMember(
+        c, 0, [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
+          return SequenceParallelForward(dit, a, &world, 0, in, {},
+                                         {Phase::kDenoise, Section::kBody, 0});
+        });
   });
   EXPECT_EQ(caller.status.code(), core::StatusCode::kUnavailable) << caller.status.ToString();
   EXPECT_TRUE(caller.clean);

@@ -29,7 +29,7 @@ struct PipelineMember {
 PipelineMember RunPipelineMember(const TinyModelSpec& spec, const DiffusionRequest& r,
                                  const SpMember* sp) {
   PipelineMember m;
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto p = DiffusionPipeline::Load(spec, allocator);
   if (!p.ok()) {
     m.status = p.status();
@@ -110,7 +110,7 @@ TEST(SpPipelineTest, BadUseIsNamed) {
   std::vector<PipelineMember> out(2);
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(kPipelineOpTimeoutS);
-    HeapDeviceAllocator allocator;
+    runtime::HeapDeviceAllocator allocator;
     auto p = DiffusionPipeline::Load(spec, allocator);
     CHECK(p.ok());
     const SpMember sp{&world, world.rank()};
@@ -125,7 +125,7 @@ TEST(SpPipelineTest, BadUseIsNamed) {
   DiffusionRequest offload = r;
   offload.offload.latent = true;
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
-    HeapDeviceAllocator allocator;
+    runtime::HeapDeviceAllocator allocator;
     auto p = DiffusionPipeline::Load(spec, allocator);
     CHECK(p.ok());
     const SpMember sp{&world, world.rank()};

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "core/memory_info.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/caching_device_allocator.h"
-#include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/trace_recorder.h"
 
@@ -27,7 +27,7 @@ bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
 // output in *output. With a host tier, its stats cover the request only; *parked_bytes gets
 // the weights the request left parked.
 core::Status RunOnce(const TinyModelSpec& spec, const DiffusionRequest& request,
-                     DeviceAllocator& allocator, std::vector<float>* output, double* run_s,
+                     runtime::DeviceAllocator& allocator, std::vector<float>* output, double* run_s,
                      HostTier* host = nullptr, int64_t* parked_bytes = nullptr) {
   ASSIGN_OR_RETURN(std::unique_ptr<DiffusionPipeline> pipeline,
                    DiffusionPipeline::Load(spec, allocator, host));
@@ -67,7 +67,7 @@ core::StatusOr<RecordedRequest> RecordRequest(const TinyModelSpec& spec,
   RETURN_IF_ERROR(ValidateRequest(spec, request));
   ASSIGN_OR_RETURN(const int64_t budget, HostBudget(spec, request, host_budget_bytes));
   RecordedRequest r;
-  HeapDeviceAllocator heap(budget);
+  runtime::HeapDeviceAllocator heap(budget);
   {
     TraceRecorder recorder(heap);
     RETURN_IF_ERROR(
@@ -93,7 +93,7 @@ core::StatusOr<RecordedRequest> RecordActivations(DiffusionPipeline& pipeline,
   const int64_t budget =
       activation_budget_bytes > 0 ? activation_budget_bytes : HostMemoryBudgetBytes();
   RecordedRequest r;
-  HeapDeviceAllocator heap(budget);
+  runtime::HeapDeviceAllocator heap(budget);
   {
     TraceRecorder recorder(heap);
     const bool decodes = sp == nullptr || sp->member == 0;

@@ -88,7 +88,7 @@ TEST(TemplateCheckTest, ActivationsRecordedApartFromResidentWeightsReplayFromThe
   const DiffusionRequest r = Image(32, 16, 2);
   auto whole = RecordRequest(SpecOf(r), r);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
-  HeapDeviceAllocator weights;
+  runtime::HeapDeviceAllocator weights;
   auto pipeline = DiffusionPipeline::Load(SpecOf(r), weights);
   ASSERT_TRUE(pipeline.ok());
   const int64_t weight_bytes = weights.live_bytes();
@@ -135,7 +135,7 @@ TEST(TemplateCheckTest, ParkingWeightsNeedsOneAllocator) {
   r.offload.idle_weights = true;
   auto tier = HostTier::Create(4e9);
   ASSERT_TRUE(tier.ok());
-  HeapDeviceAllocator weights, activations;
+  runtime::HeapDeviceAllocator weights, activations;
   auto pipeline = DiffusionPipeline::Load(SpecOf(r), weights, tier->get());
   ASSERT_TRUE(pipeline.ok());
   std::vector<float> out(static_cast<size_t>(OutputFloats(r)));

@@ -80,7 +80,7 @@ int64_t Tokenize(std::string_view prompt, const TextEncoderConfig& config, std::
 TextEncoder::TextEncoder(const TextEncoderConfig& config) : config_(config) {}
 
 core::StatusOr<TextEncoder> TextEncoder::Create(const TextEncoderConfig& config, uint64_t seed,
-                                                DeviceAllocator& allocator) {
+                                                runtime::DeviceAllocator& allocator) {
   RETURN_IF_ERROR(ValidateTextEncoderConfig(config));
   TextEncoder enc(config);
   const int64_t hd = config.hidden, f = config.ffn_hidden;
@@ -107,8 +107,9 @@ core::StatusOr<TextEncoder> TextEncoder::Create(const TextEncoderConfig& config,
   FillNormal(root.Fork(0), 1.0, enc.embed_.f32(), config.vocab * hd);
   enc.layers_.reserve(config.num_layers);
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    ASSIGN_OR_RETURN(DeviceTensor w, allocator.AllocateF32(o.size, fmt::format("text.layer{}", l),
-                                                           TensorKind::kWeight));
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor w,
+        allocator.AllocateF32(o.size, fmt::format("text.layer{}", l), TensorKind::kWeight));
     float* p = w.f32();
     std::fill_n(p, o.size, 0.0f);  // biases
     const core::Rng layer_rng = root.Fork(1 + l);
@@ -124,21 +125,22 @@ core::StatusOr<TextEncoder> TextEncoder::Create(const TextEncoderConfig& config,
 
 int64_t TextEncoder::WeightBytes() const {
   int64_t total = AlignBytes(embed_.bytes());
-  for (const DeviceTensor& w : layers_) total += AlignBytes(w.bytes());
+  for (const runtime::DeviceTensor& w : layers_) total += AlignBytes(w.bytes());
   return total;
 }
 
-core::Status TextEncoder::Encode(DeviceAllocator& allocator, std::string_view prompt,
+core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::string_view prompt,
                                  const std::string& prefix, const OpContext& context,
-                                 DeviceTensor* tokens, DeviceTensor* pooled) const {
+                                 runtime::DeviceTensor* tokens,
+                                 runtime::DeviceTensor* pooled) const {
   const int64_t t_n = config_.tokens, hd = config_.hidden, f = config_.ffn_hidden;
   const int64_t heads = config_.num_heads;
   const double t_d = static_cast<double>(t_n), hd_d = static_cast<double>(hd);
-  DeviceTensor h;
+  runtime::DeviceTensor h;
   int64_t real = 0;
   {
     OpScope op(allocator, prefix + ".embed", context);
-    ASSIGN_OR_RETURN(DeviceTensor ids,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor ids,
                      allocator.Allocate(t_n * 4, prefix + ".ids", TensorKind::kWorkspace));
     ASSIGN_OR_RETURN(h, allocator.AllocateF32(t_n * hd, prefix + ".h", TensorKind::kActivation));
     std::span<int32_t> id_span(static_cast<int32_t*>(ids.data()), static_cast<size_t>(t_n));
@@ -166,14 +168,14 @@ core::Status TextEncoder::Encode(DeviceAllocator& allocator, std::string_view pr
     auto ws = [&](int64_t count, const char* what) {
       return allocator.AllocateF32(count, fmt::format("{}.{}", name, what), TensorKind::kWorkspace);
     };
-    ASSIGN_OR_RETURN(DeviceTensor ln, ws(t_n * hd, "ln"));
-    ASSIGN_OR_RETURN(DeviceTensor rstd, ws(t_n, "rstd"));
-    ASSIGN_OR_RETURN(DeviceTensor q, ws(t_n * hd, "q"));
-    ASSIGN_OR_RETURN(DeviceTensor k, ws(t_n * hd, "k"));
-    ASSIGN_OR_RETURN(DeviceTensor v, ws(t_n * hd, "v"));
-    ASSIGN_OR_RETURN(DeviceTensor attn, ws(t_n * hd, "attn"));
-    ASSIGN_OR_RETURN(DeviceTensor lse, ws(t_n * heads, "lse"));
-    ASSIGN_OR_RETURN(DeviceTensor ffn, ws(t_n * f, "ffn"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor ln, ws(t_n * hd, "ln"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor rstd, ws(t_n, "rstd"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor q, ws(t_n * hd, "q"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor k, ws(t_n * hd, "k"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor v, ws(t_n * hd, "v"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor attn, ws(t_n * hd, "attn"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor lse, ws(t_n * heads, "lse"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor ffn, ws(t_n * f, "ffn"));
     float* x = h.f32();
     // Attention half.
     ops::LayerNormForward(x, t_n, hd, config_.layer_norm_eps, ln.f32(), rstd.f32());
@@ -200,11 +202,11 @@ core::Status TextEncoder::Encode(DeviceAllocator& allocator, std::string_view pr
 
   {
     OpScope op(allocator, prefix + ".final", context);
-    ASSIGN_OR_RETURN(DeviceTensor rstd,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor rstd,
                      allocator.AllocateF32(t_n, prefix + ".final.rstd", TensorKind::kWorkspace));
-    ASSIGN_OR_RETURN(DeviceTensor out,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor out,
                      allocator.AllocateF32(t_n * hd, prefix + ".tokens", TensorKind::kActivation));
-    ASSIGN_OR_RETURN(DeviceTensor pool,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor pool,
                      allocator.AllocateF32(hd, prefix + ".pooled", TensorKind::kActivation));
     ops::LayerNormForward(h.f32(), t_n, hd, config_.layer_norm_eps, out.f32(), rstd.f32());
     h.Reset();

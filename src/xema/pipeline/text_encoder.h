@@ -1,5 +1,5 @@
 // TextEncoder: a small seeded transformer that turns a prompt into text tokens for the DiT
-// (tiny_dit.h), every tensor allocated through a DeviceAllocator.
+// (tiny_dit.h), every tensor allocated through a runtime::DeviceAllocator.
 //
 // Tokenizer: words are maximal runs of ASCII letters and digits, lowercased; each word's
 // FNV-1a 64-bit hash gives the id 1 + hash % (vocab - 1); id 0 is the pad id. The first
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/op_scope.h"
 
 namespace tessera::xema {
@@ -57,22 +57,23 @@ int64_t Tokenize(std::string_view prompt, const TextEncoderConfig& config, std::
 class TextEncoder {
  public:
   static core::StatusOr<TextEncoder> Create(const TextEncoderConfig& config, uint64_t seed,
-                                            DeviceAllocator& allocator);
+                                            runtime::DeviceAllocator& allocator);
 
   const TextEncoderConfig& config() const { return config_; }
   // Aligned bytes of the weight tensors.
   int64_t WeightBytes() const;
   // The weight tensors ("text.embed", then "text.layer<l>"), which the host tier frees while
   // they are idle and restores (offload.idle_weights); Encode needs them allocated.
-  std::vector<DeviceTensor*> WeightTensors() {
-    std::vector<DeviceTensor*> w{&embed_};
-    for (DeviceTensor& l : layers_) w.push_back(&l);
+  std::vector<runtime::DeviceTensor*> WeightTensors() {
+    std::vector<runtime::DeviceTensor*> w{&embed_};
+    for (runtime::DeviceTensor& l : layers_) w.push_back(&l);
     return w;
   }
 
-  [[nodiscard]] core::Status Encode(DeviceAllocator& allocator, std::string_view prompt,
+  [[nodiscard]] core::Status Encode(runtime::DeviceAllocator& allocator, std::string_view prompt,
                                     const std::string& prefix, const OpContext& context,
-                                    DeviceTensor* tokens, DeviceTensor* pooled) const;
+                                    runtime::DeviceTensor* tokens,
+                                    runtime::DeviceTensor* pooled) const;
 
  private:
   struct LayerOffsets {
@@ -82,8 +83,8 @@ class TextEncoder {
 
   TextEncoderConfig config_;
   LayerOffsets off_{};
-  DeviceTensor embed_;
-  std::vector<DeviceTensor> layers_;
+  runtime::DeviceTensor embed_;
+  std::vector<runtime::DeviceTensor> layers_;
 };
 
 }  // namespace tessera::xema

@@ -38,11 +38,11 @@ TEST(TextEncoderTest, BadConfigNamesTheField) {
 TEST(TextEncoderTest, EncodesDeterministicallyWithOpsAndFreesTemporaries) {
   TextEncoderConfig c;
   c.num_layers = 2;
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto enc = TextEncoder::Create(c, 5, allocator);
   ASSERT_TRUE(enc.ok()) << enc.status().ToString();
   EXPECT_EQ(allocator.live_bytes(), enc->WeightBytes());
-  DeviceTensor tok1, pool1, tok2, pool2, tok3, pool3;
+  runtime::DeviceTensor tok1, pool1, tok2, pool2, tok3, pool3;
   const OpContext ctx{Phase::kText, Section::kPrologue, -1};
   ASSERT_TRUE(enc->Encode(allocator, "a red cube", "text.cond", ctx, &tok1, &pool1).ok());
   EXPECT_EQ(allocator.ops(), 4);  // embed, 2 layers, final

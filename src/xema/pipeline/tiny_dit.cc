@@ -26,7 +26,7 @@ int64_t FfnChunkRows(int64_t rows, int64_t chunks) {
 }
 
 core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, int64_t text_hidden,
-                                        uint64_t text_seed, DeviceAllocator& allocator) {
+                                        uint64_t text_seed, runtime::DeviceAllocator& allocator) {
   if (text_hidden < 1 || text_hidden > (int64_t{1} << 16)) {
     return core::InvalidArgument(
         fmt::format("TinyDit text_hidden: got {}, must be in [1, 65536]", text_hidden));
@@ -62,9 +62,10 @@ core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, in
   return dit;
 }
 
-core::Status TinyDit::ProjectText(DeviceAllocator& allocator, std::span<const float* const> text,
+core::Status TinyDit::ProjectText(runtime::DeviceAllocator& allocator,
+                                  std::span<const float* const> text,
                                   std::span<const float* const> pooled, int64_t text_tokens,
-                                  DeviceTensor* text_ctx, DeviceTensor* pool_ctx,
+                                  runtime::DeviceTensor* text_ctx, runtime::DeviceTensor* pool_ctx,
                                   double* flops) const {
   const int64_t batch = static_cast<int64_t>(text.size());
   if (batch < 1 || batch > kMaxDitBatch || pooled.size() != text.size() || text_tokens < 1) {
@@ -74,9 +75,10 @@ core::Status TinyDit::ProjectText(DeviceAllocator& allocator, std::span<const fl
         batch, pooled.size(), text_tokens, kMaxDitBatch));
   }
   const int64_t hd = config_.hidden, th = text_hidden_;
-  ASSIGN_OR_RETURN(DeviceTensor ctx, allocator.AllocateF32(batch * text_tokens * hd, "dit.text_ctx",
-                                                           TensorKind::kActivation));
-  ASSIGN_OR_RETURN(DeviceTensor pool,
+  ASSIGN_OR_RETURN(
+      runtime::DeviceTensor ctx,
+      allocator.AllocateF32(batch * text_tokens * hd, "dit.text_ctx", TensorKind::kActivation));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor pool,
                    allocator.AllocateF32(batch * hd, "dit.pool_ctx", TensorKind::kActivation));
   const float* w = text_.f32();
   for (int64_t b = 0; b < batch; ++b) {
@@ -91,9 +93,10 @@ core::Status TinyDit::ProjectText(DeviceAllocator& allocator, std::span<const fl
   return core::Status::Ok();
 }
 
-core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const Input& in,
-                                              const DitExecution& execution,
-                                              const OpContext& context) const {
+core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator& allocator,
+                                                       const Input& in,
+                                                       const DitExecution& execution,
+                                                       const OpContext& context) const {
   RETURN_IF_ERROR(DitStages::Validate(*this, in, execution));
   const int64_t hd = config_.hidden, f = config_.ffn_hidden, cin = config_.in_channels;
   const int64_t ft = config_.timestep_freq_dim, heads = config_.num_heads;
@@ -102,10 +105,10 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
   // FFN rows per chunk (the reused hidden workspace's height).
   const int64_t ffn_rows = FfnChunkRows(rows, execution.ffn_chunks);
 
-  DeviceTensor h, cond;
+  runtime::DeviceTensor h, cond;
   {
     OpScope op(allocator, "dit.embed", context);
-    ASSIGN_OR_RETURN(DeviceTensor temb,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor temb,
                      allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", TensorKind::kWorkspace));
     ASSIGN_OR_RETURN(cond, allocator.AllocateF32(b_n * hd, "dit.cond", TensorKind::kActivation));
     ASSIGN_OR_RETURN(h, allocator.AllocateF32(rows * hd, "dit.h", TensorKind::kActivation));
@@ -125,16 +128,16 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
     auto ws = [&](int64_t count, const char* what) {
       return allocator.AllocateF32(count, fmt::format("{}.{}", name, what), TensorKind::kWorkspace);
     };
-    ASSIGN_OR_RETURN(DeviceTensor mod, ws(b_n * 6 * hd, "mod"));
-    ASSIGN_OR_RETURN(DeviceTensor norm, ws(rows * hd, "norm"));
-    ASSIGN_OR_RETURN(DeviceTensor rstd, ws(rows, "rstd"));
-    ASSIGN_OR_RETURN(DeviceTensor modx, ws(rows * hd, "modx"));
-    ASSIGN_OR_RETURN(DeviceTensor q, ws(rows * hd, "q"));
-    ASSIGN_OR_RETURN(DeviceTensor k, ws(rows * hd, "k"));
-    ASSIGN_OR_RETURN(DeviceTensor v, ws(rows * hd, "v"));
-    ASSIGN_OR_RETURN(DeviceTensor attn, ws(rows * hd, "attn"));
-    ASSIGN_OR_RETURN(DeviceTensor ffn, ws(ffn_rows * f, "ffn"));
-    ASSIGN_OR_RETURN(DeviceTensor att_ws, ws(att_floats, att_what));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor mod, ws(b_n * 6 * hd, "mod"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor norm, ws(rows * hd, "norm"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor rstd, ws(rows, "rstd"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor modx, ws(rows * hd, "modx"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor q, ws(rows * hd, "q"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor k, ws(rows * hd, "k"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor v, ws(rows * hd, "v"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor attn, ws(rows * hd, "attn"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor ffn, ws(ffn_rows * f, "ffn"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor att_ws, ws(att_floats, att_what));
     DitStages::BlockQkv(*this, l, all, cond.f32(), h.f32(), mod.f32(), norm.f32(), rstd.f32(),
                         modx.f32(), q.f32(), k.f32(), v.f32());
     RETURN_IF_ERROR(DitStages::Attention(execution, name, b_n, l_n, heads, config_.head_dim(),
@@ -149,11 +152,11 @@ core::StatusOr<DeviceTensor> TinyDit::Forward(DeviceAllocator& allocator, const 
   auto fws = [&](int64_t count, const char* what) {
     return allocator.AllocateF32(count, fmt::format("dit.final.{}", what), TensorKind::kWorkspace);
   };
-  ASSIGN_OR_RETURN(DeviceTensor fmod, fws(b_n * 2 * hd, "mod"));
-  ASSIGN_OR_RETURN(DeviceTensor norm, fws(b_n * n * hd, "norm"));
-  ASSIGN_OR_RETURN(DeviceTensor rstd, fws(b_n * n, "rstd"));
-  ASSIGN_OR_RETURN(DeviceTensor modx, fws(b_n * n * hd, "modx"));
-  ASSIGN_OR_RETURN(DeviceTensor out,
+  ASSIGN_OR_RETURN(runtime::DeviceTensor fmod, fws(b_n * 2 * hd, "mod"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor norm, fws(b_n * n * hd, "norm"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor rstd, fws(b_n * n, "rstd"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor modx, fws(b_n * n * hd, "modx"));
+  ASSIGN_OR_RETURN(runtime::DeviceTensor out,
                    allocator.AllocateF32(b_n * n * cin, "dit.out", TensorKind::kActivation));
   DitStages::Final(*this, all, h.f32(), cond.f32(), fmod.f32(), norm.f32(), rstd.f32(), modx.f32(),
                    out.f32());

@@ -1,5 +1,5 @@
 // TinyDit: an inference-only Diffusion Transformer with text conditioning whose every tensor
-// (weights, activations, workspaces) goes through a DeviceAllocator. It is SmallDit
+// (weights, activations, workspaces) goes through a runtime::DeviceAllocator. It is SmallDit
 // (models/small_dit.h) extended MMDiT / Flux-single-block style:
 //
 // Weights: "dit.params" holds exactly SmallDit's parameter tensors (same names, shapes, order
@@ -61,7 +61,7 @@
 
 #include "core/status.h"
 #include "models/small_dit.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/op_scope.h"
 
 namespace tessera::xema {
@@ -90,7 +90,7 @@ class DitStages;
 class TinyDit {
  public:
   static core::StatusOr<TinyDit> Create(const models::SmallDitConfig& config, int64_t text_hidden,
-                                        uint64_t text_seed, DeviceAllocator& allocator);
+                                        uint64_t text_seed, runtime::DeviceAllocator& allocator);
 
   const models::SmallDitConfig& config() const { return config_; }
   int64_t text_hidden() const { return text_hidden_; }
@@ -101,37 +101,37 @@ class TinyDit {
   }
   // The weight tensors "dit.params" and "dit.text", which the host tier frees while they are
   // idle and restores (offload.idle_weights); Forward and ProjectText need them allocated.
-  DeviceTensor& params_tensor() { return params_; }
-  DeviceTensor& text_tensor() { return text_; }
+  runtime::DeviceTensor& params_tensor() { return params_; }
+  runtime::DeviceTensor& text_tensor() { return text_; }
 
   // text[b] (text_tokens, text_hidden), pooled[b] (text_hidden) for b < B = text.size() (equal
   // sizes, 1 <= B <= kMaxDitBatch, text_tokens >= 1). Allocates "dit.text_ctx" (B, T, Hd) and
   // "dit.pool_ctx" (B, Hd); adds its FLOPs to *flops.
-  [[nodiscard]] core::Status ProjectText(DeviceAllocator& allocator,
+  [[nodiscard]] core::Status ProjectText(runtime::DeviceAllocator& allocator,
                                          std::span<const float* const> text,
                                          std::span<const float* const> pooled, int64_t text_tokens,
-                                         DeviceTensor* text_ctx, DeviceTensor* pool_ctx,
-                                         double* flops) const;
+                                         runtime::DeviceTensor* text_ctx,
+                                         runtime::DeviceTensor* pool_ctx, double* flops) const;
 
   struct Input {
-    const float* latent = nullptr;     // (G, N, C_in) image tokens: sequence b reads b % G
-    int64_t image_tokens = 0;          // N >= 1
-    float t = 1.0f;                    // diffusion time
-    int64_t batch = 1;                 // B in [1, kMaxDitBatch]
-    int64_t latents = 1;               // G >= 1 dividing B (1: every sequence shares x)
-    DeviceTensor* text_ctx = nullptr;  // (B, T_txt, Hd) from ProjectText, or null: no text
-    int64_t text_tokens = 0;           // T_txt (0 without text)
-    DeviceTensor* pool_ctx = nullptr;  // (B, Hd) from ProjectText, or null: no pooled term
-    bool release_context = false;      // free *text_ctx and *pool_ctx in "dit.embed"
+    const float* latent = nullptr;              // (G, N, C_in) image tokens: sequence b reads b % G
+    int64_t image_tokens = 0;                   // N >= 1
+    float t = 1.0f;                             // diffusion time
+    int64_t batch = 1;                          // B in [1, kMaxDitBatch]
+    int64_t latents = 1;                        // G >= 1 dividing B (1: every sequence shares x)
+    runtime::DeviceTensor* text_ctx = nullptr;  // (B, T_txt, Hd) from ProjectText, or null: no text
+    int64_t text_tokens = 0;                    // T_txt (0 without text)
+    runtime::DeviceTensor* pool_ctx = nullptr;  // (B, Hd) from ProjectText, or null: no pooled term
+    bool release_context = false;               // free *text_ctx and *pool_ctx in "dit.embed"
     // Called inside "dit.embed" once the inputs were read (empty: nothing). What it frees
     // (inputs the host tier keeps a copy of: offload) is released when "dit.embed" ends.
     std::function<core::Status()> after_embed;
   };
 
   // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.
-  core::StatusOr<DeviceTensor> Forward(DeviceAllocator& allocator, const Input& input,
-                                       const DitExecution& execution,
-                                       const OpContext& context) const;
+  core::StatusOr<runtime::DeviceTensor> Forward(runtime::DeviceAllocator& allocator,
+                                                const Input& input, const DitExecution& execution,
+                                                const OpContext& context) const;
 
  private:
   using BlockOffsets = models::SmallDitBlockOffsets;
@@ -145,8 +145,8 @@ class TinyDit {
   models::SmallDitConfig config_;
   int64_t text_hidden_ = 0;
   Offsets off_{};
-  DeviceTensor params_;
-  DeviceTensor text_;
+  runtime::DeviceTensor params_;
+  runtime::DeviceTensor text_;
 };
 
 }  // namespace tessera::xema

@@ -50,7 +50,7 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
   const models::SmallDitConfig c = TestConfig();
   auto reference = models::SmallDit::Create(c);
   ASSERT_TRUE(reference.ok());
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok()) << dit.status().ToString();
   ASSERT_EQ(dit->Parameters().size(), reference->Parameters().size());
@@ -82,7 +82,7 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
 
 TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
   const models::SmallDitConfig c = TestConfig();
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
   const int64_t n = 16, txt = 7, batch = 2;
@@ -90,7 +90,7 @@ TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
   const auto text = Random(9, batch * txt * 32), pooled = Random(10, batch * 32);
   const float* text_ptrs[2] = {text.data(), text.data() + txt * 32};
   const float* pool_ptrs[2] = {pooled.data(), pooled.data() + 32};
-  DeviceTensor ctx, pool;
+  runtime::DeviceTensor ctx, pool;
   double flops = 0;
   ASSERT_TRUE(dit->ProjectText(allocator, text_ptrs, pool_ptrs, txt, &ctx, &pool, &flops).ok());
   EXPECT_GT(flops, 0);
@@ -129,7 +129,7 @@ TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
 
 TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
   const models::SmallDitConfig c = TestConfig();
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
   const int64_t n = 64;
@@ -193,10 +193,10 @@ ChunkDiffs FfnChunkDiffs() {
   ChunkDiffs d;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     RandomCase c = DrawCase(seed);
-    HeapDeviceAllocator allocator;
+    runtime::HeapDeviceAllocator allocator;
     auto dit = TinyDit::Create(c.config, c.text_hidden, seed, allocator);
     CHECK(dit.ok()) << dit.status().ToString();
-    DeviceTensor ctx, pool;
+    runtime::DeviceTensor ctx, pool;
     TinyDit::Input in;
     in.latent = c.latent.data();
     in.image_tokens = c.tokens;
@@ -273,7 +273,7 @@ TEST(TinyDitTest, FfnChunkRowsAreWholeBlocksWithoutAOneRowTail) {
 
 TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
   const models::SmallDitConfig c = TestConfig();
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
   const int64_t n = 50, batch = 2, rows = batch * n, f = c.ffn_hidden;

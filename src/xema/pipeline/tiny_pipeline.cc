@@ -88,7 +88,7 @@ void Unpatchify(const Geometry& g, int64_t lc, int64_t p, const float* xs, float
 
 }  // namespace
 
-DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator,
+DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, runtime::DeviceAllocator& allocator,
                                      TextEncoder text, TinyDit dit, VaeDecoder vae)
     : spec_(spec),
       allocator_(allocator),
@@ -101,7 +101,7 @@ DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator&
 DiffusionPipeline::~DiffusionPipeline() = default;
 
 core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
-    const TinyModelSpec& spec, DeviceAllocator& allocator, HostTier* host) {
+    const TinyModelSpec& spec, runtime::DeviceAllocator& allocator, HostTier* host) {
   RETURN_IF_ERROR(ValidateSpec(spec));
   ASSIGN_OR_RETURN(TextEncoder text, TextEncoder::Create(spec.text, spec.seed, allocator));
   models::SmallDitConfig dit_config = spec.dit;
@@ -114,7 +114,7 @@ core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
       new DiffusionPipeline(spec, allocator, std::move(text), std::move(dit), std::move(vae)));
   if (host != nullptr) {
     std::array<std::vector<WeightParking::Slot>, WeightParking::kGroups> groups;
-    const std::vector<DeviceTensor*> text_weights = p->text_.WeightTensors();
+    const std::vector<runtime::DeviceTensor*> text_weights = p->text_.WeightTensors();
     for (size_t l = 0; l < text_weights.size(); ++l) {
       const std::string name = l == 0 ? "text.embed" : fmt::format("text.layer{}", l - 1);
       groups[WeightParking::kTextEncoder].push_back({name, text_weights[l]});
@@ -186,7 +186,7 @@ core::Status CheckRun(const TinyModelSpec& spec, const DiffusionRequest& r,
 struct RunState {
   const DiffusionRequest& r;
   const TinyModelSpec& spec;
-  DeviceAllocator& act;  // every tensor and op of the request
+  runtime::DeviceAllocator& act;  // every tensor and op of the request
   ActivationOffload& off;
   TextEncoder& text;
   TinyDit& dit;
@@ -201,12 +201,13 @@ struct RunState {
 
 // Prologue, text encoding: each request's prompt (and the empty prompt once with cfg), then
 // the projection for the DiT over the sequences [cond_0 .. cond_{k-1}, uncond x k].
-core::Status EncodePrompts(const RunState& s, DeviceTensor* text_ctx, DeviceTensor* pool_ctx) {
+core::Status EncodePrompts(const RunState& s, runtime::DeviceTensor* text_ctx,
+                           runtime::DeviceTensor* pool_ctx) {
   const DiffusionRequest& r = s.r;
   const int64_t k = s.k;
   const OpContext text_op{Phase::kText, Section::kPrologue, -1};
   // tokens[j], pooled[j]: request j's prompt; index k: the empty prompt (cfg).
-  std::array<DeviceTensor, kMaxRequestBatch + 1> tokens, pooled;
+  std::array<runtime::DeviceTensor, kMaxRequestBatch + 1> tokens, pooled;
   for (int64_t j = 0; j < k; ++j) {
     RETURN_IF_ERROR(s.text.Encode(s.act, *MemberOf(r, j).prompt, BatchName("text.cond", j), text_op,
                                   &tokens[j], &pooled[j]));
@@ -236,7 +237,7 @@ core::Status EncodePrompts(const RunState& s, DeviceTensor* text_ctx, DeviceTens
 }
 
 // Prologue, initial noise: *x := each request's noise as if it ran alone.
-core::Status InitLatent(const RunState& s, DeviceTensor* x) {
+core::Status InitLatent(const RunState& s, runtime::DeviceTensor* x) {
   OpScope op(s.act, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
   ASSIGN_OR_RETURN(*x, s.act.AllocateF32(s.k * s.latent_size, "latent.x", TensorKind::kActivation));
   for (int64_t j = 0; j < s.k; ++j) {  // request j's noise as if it ran alone
@@ -252,8 +253,8 @@ core::Status InitLatent(const RunState& s, DeviceTensor* x) {
 // Body, step i (identical ops and allocations in every step): the DiT's velocity (over the
 // SP group when `sp` spreads it), the cfg combination, the Euler step to *x.
 core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const SpMember* sp,
-                         int64_t i, DeviceTensor* text_ctx, DeviceTensor* pool_ctx,
-                         DeviceTensor* x) {
+                         int64_t i, runtime::DeviceTensor* text_ctx,
+                         runtime::DeviceTensor* pool_ctx, runtime::DeviceTensor* x) {
   const DiffusionRequest& r = s.r;
   const int64_t k = s.k, latent_size = s.latent_size;
   ActivationOffload& off = s.off;
@@ -275,13 +276,14 @@ core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const
   in.pool_ctx = off.pool_ctx(pool_ctx);
   in.release_context = i == r.steps - 1 && !r.offload.text_context;
   in.after_embed = off.EmbedHook();
-  ASSIGN_OR_RETURN(DeviceTensor v, spread ? SequenceParallelForward(s.dit, s.act, sp->group,
-                                                                    sp->member, in, execution, body)
-                                          : s.dit.Forward(s.act, in, execution, body));
+  ASSIGN_OR_RETURN(
+      runtime::DeviceTensor v,
+      spread ? SequenceParallelForward(s.dit, s.act, sp->group, sp->member, in, execution, body)
+             : s.dit.Forward(s.act, in, execution, body));
   if (r.cfg) {
     OpScope op(s.act, "cfg.combine", body);
     RETURN_IF_ERROR(off.AfterDit(i));
-    ASSIGN_OR_RETURN(DeviceTensor guided,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor guided,
                      s.act.AllocateF32(k * latent_size, "cfg.v", TensorKind::kActivation));
     for (int64_t j = 0; j < k; ++j) {  // request j: cond at sequence j, uncond at k + j
       const float w = MemberOf(r, j).guidance;
@@ -295,7 +297,7 @@ core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const
   }
   OpScope op(s.act, "euler.step", body);
   if (!r.cfg) RETURN_IF_ERROR(off.AfterDit(i));
-  ASSIGN_OR_RETURN(DeviceTensor next,
+  ASSIGN_OR_RETURN(runtime::DeviceTensor next,
                    s.act.AllocateF32(k * latent_size, "latent.x", TensorKind::kActivation));
   const float dt = t_next - t;
   const float* xi = off.LatentForStep(*x);
@@ -310,7 +312,8 @@ core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const
 
 // Epilogue, request j of the batch: unpatchify its latent from *x (the last request frees
 // *x), VAE decode, copy its frames into its part of `output`.
-core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output, DeviceTensor* x) {
+core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output,
+                           runtime::DeviceTensor* x) {
   const DiffusionRequest& r = s.r;
   const Geometry& g = s.g;
   const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
@@ -318,7 +321,7 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
   const int64_t request_floats = r.frames * frame_floats;
   const bool last = j == s.k - 1;
   const std::string vae_name = BatchName("vae", j);
-  DeviceTensor latent;
+  runtime::DeviceTensor latent;
   {
     OpScope op(s.act, vae_name + ".unpatchify", epi);
     ASSIGN_OR_RETURN(latent, s.act.AllocateF32(g.latent_frames * s.spec.latent_channels *
@@ -341,7 +344,7 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
   vg.slices = r.vae_frame_slices;
   vg.tiles = r.vae_tiles;
   vg.name = vae_name;
-  ASSIGN_OR_RETURN(DeviceTensor image,
+  ASSIGN_OR_RETURN(runtime::DeviceTensor image,
                    s.vae.Decode(s.act, std::move(latent), vg, epi, s.off.FrameSink(frame_floats)));
   OpScope op(s.act, vae_name + ".output", epi);
   const std::span<float> out_j =
@@ -359,13 +362,13 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
 }  // namespace
 
 core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> output,
-                                    DeviceAllocator* activations, const SpMember* sp) {
+                                    runtime::DeviceAllocator* activations, const SpMember* sp) {
   RETURN_IF_ERROR(CheckRun(spec_, r, output, sp, host_ != nullptr,
                            activations != nullptr && activations != &allocator_));
   const bool spread = sp != nullptr && sp->degree() > 1;
   const bool decodes = !spread || sp->member == 0;  // runs the VAE and writes the output
   // Every tensor and op of the request goes here; the weights stay where Load put them.
-  DeviceAllocator& act = activations != nullptr ? *activations : allocator_;
+  runtime::DeviceAllocator& act = activations != nullptr ? *activations : allocator_;
   // Weights parked by the previous request come back first (outside ops: they are weights).
   RestoreOnExit restore_on_exit(parking_.get());
   if (parking_ != nullptr) {
@@ -375,7 +378,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   }
   // Tensors that cross ops. Declared before every OpScope, so on an error return they are
   // destroyed after the open op has ended and are freed at once.
-  DeviceTensor text_ctx, pool_ctx, x;
+  runtime::DeviceTensor text_ctx, pool_ctx, x;
   // Tensors parked in the host tier (declared after the ones above, so destroyed first).
   ActivationOffload off(host_, r.offload, act, r.steps);
   const Geometry g = GeometryOf(spec_, r);

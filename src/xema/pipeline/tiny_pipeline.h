@@ -1,6 +1,6 @@
 // DiffusionPipeline: a real text-to-image / text-to-video diffusion pipeline on CPU (fp32,
-// seeded synthetic weights) whose every tensor goes through a DeviceAllocator, so that Xema
-// can record the memory trace of a request, plan a static layout and replay the request.
+// seeded synthetic weights) whose every tensor goes through a runtime::DeviceAllocator, so that
+// Xema can record the memory trace of a request, plan a static layout and replay the request.
 //
 // Models (TinyModel): "tiny-t2i" and "tiny-t2v": a text encoder (text_encoder.h: 4 layers,
 // hidden 256, 77 tokens), a text-conditioned DiT (tiny_dit.h: hidden 256, 4 heads, 4 layers,
@@ -69,8 +69,8 @@
 
 #include "core/status.h"
 #include "models/small_dit.h"
+#include "runtime/device_allocator.h"
 #include "xema/memory_trace.h"
-#include "xema/pipeline/device_allocator.h"
 #include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/sp_dit.h"
 #include "xema/pipeline/text_encoder.h"
@@ -186,9 +186,8 @@ class DiffusionPipeline {
   // spec.seed. With a host tier (which must outlive the pipeline), requests may offload, and
   // the weights that idle_weights parks are mirrored to it now (weight_parking.h).
   // InvalidArgument for a bad spec; Infeasible passes out (nothing leaked).
-  static core::StatusOr<std::unique_ptr<DiffusionPipeline>> Load(const TinyModelSpec& spec,
-                                                                 DeviceAllocator& allocator,
-                                                                 HostTier* host = nullptr);
+  static core::StatusOr<std::unique_ptr<DiffusionPipeline>> Load(
+      const TinyModelSpec& spec, runtime::DeviceAllocator& allocator, HostTier* host = nullptr);
   ~DiffusionPipeline();
 
   const TinyModelSpec& spec() const { return spec_; }
@@ -215,14 +214,14 @@ class DiffusionPipeline {
   // an op "sp.done" (their epilogue) once the last step is taken. Output equal to a run on one
   // device within float rounding (bitwise with oneDNN). No offload with sp (InvalidArgument).
   core::Status Run(const DiffusionRequest& request, std::span<float> output,
-                   DeviceAllocator* activations = nullptr, const SpMember* sp = nullptr);
+                   runtime::DeviceAllocator* activations = nullptr, const SpMember* sp = nullptr);
 
  private:
-  DiffusionPipeline(const TinyModelSpec& spec, DeviceAllocator& allocator, TextEncoder text,
-                    TinyDit dit, VaeDecoder vae);
+  DiffusionPipeline(const TinyModelSpec& spec, runtime::DeviceAllocator& allocator,
+                    TextEncoder text, TinyDit dit, VaeDecoder vae);
 
   TinyModelSpec spec_;
-  DeviceAllocator& allocator_;
+  runtime::DeviceAllocator& allocator_;
   TextEncoder text_;
   TinyDit dit_;
   VaeDecoder vae_;

@@ -18,7 +18,7 @@ namespace tessera::xema {
 namespace {
 
 // Records the ops and allocations of a run, grouped by step.
-class Recorder final : public AllocationObserver {
+class Recorder final : public runtime::AllocationObserver {
  public:
   struct Alloc {
     std::string name;
@@ -31,12 +31,12 @@ class Recorder final : public AllocationObserver {
     allocs[step_].push_back({name, bytes});
   }
   void OnRelease(int64_t, int64_t) override { ++releases[step_]; }
-  void OnBeginOp(int64_t, const OpInfo& info) override {
+  void OnBeginOp(int64_t, const runtime::OpInfo& info) override {
     step_ =
         info.section == Section::kBody ? info.step : (info.section == Section::kPrologue ? -1 : -2);
     ops[step_].push_back(info.name);
     if (info.section == Section::kBody) {
-      EXPECT_EQ(info.phase, Phase::kDenoise) << info.name;
+      EXPECT_EQ(info.phase, PhaseName(Phase::kDenoise)) << info.name;
     }
   }
   void OnEndOp(int64_t, double, double) override {}
@@ -51,7 +51,7 @@ class Recorder final : public AllocationObserver {
 };
 
 struct Loaded {
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   std::unique_ptr<DiffusionPipeline> pipeline;
 };
 
@@ -242,7 +242,7 @@ TEST(TinyPipelineTest, OutOfMemoryIsInfeasibleAndLeaksNothing) {
   auto spec = TinyModel("tiny-t2i");
   ASSERT_TRUE(spec.ok());
   {
-    HeapDeviceAllocator tiny(weights / 2);
+    runtime::HeapDeviceAllocator tiny(weights / 2);
     auto p = DiffusionPipeline::Load(*spec, tiny);
     EXPECT_EQ(p.status().code(), core::StatusCode::kInfeasible);
     EXPECT_EQ(tiny.live_bytes(), 0);
@@ -250,7 +250,7 @@ TEST(TinyPipelineTest, OutOfMemoryIsInfeasibleAndLeaksNothing) {
   // Fails in the text encoder, and at the VAE's im2col spike (about 10.8 MiB above the
   // weights at 64x64) after the whole denoising loop.
   for (int64_t extra : {int64_t{64} << 10, int64_t{10} << 20}) {
-    HeapDeviceAllocator allocator(weights + extra);
+    runtime::HeapDeviceAllocator allocator(weights + extra);
     auto p = DiffusionPipeline::Load(*spec, allocator);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     EXPECT_EQ((*p)->WeightBytes(), weights);
@@ -379,7 +379,7 @@ TEST(TinyPipelineTest, OutOfMemoryInATiledDecodeLeaksNothing) {
   ASSERT_TRUE(spec.ok());
   // Just below the tiled peak, and lower: each fails inside the VAE's tiles.
   for (const int64_t below : {int64_t{1}, int64_t{1} << 20, int64_t{3} << 20}) {
-    HeapDeviceAllocator allocator(peak - below);
+    runtime::HeapDeviceAllocator allocator(peak - below);
     auto p = DiffusionPipeline::Load(*spec, allocator);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     testing::OpPeakObserver observer(allocator);

@@ -24,14 +24,14 @@ Ranges RangesOf(int64_t bytes, int64_t check_bytes) {
   return {check_bytes, bytes - check_bytes};
 }
 
-void Fill(const DeviceTensor& t, int64_t k, int64_t bytes, int64_t check_bytes) {
+void Fill(const runtime::DeviceTensor& t, int64_t k, int64_t bytes, int64_t check_bytes) {
   auto* p = static_cast<uint8_t*>(t.data());
   const Ranges r = RangesOf(bytes, check_bytes);
   for (int64_t i = 0; i < r.head; ++i) p[i] = PatternByte(k, i);
   for (int64_t i = r.tail; i < bytes; ++i) p[i] = PatternByte(k, i);
 }
 
-bool Intact(const DeviceTensor& t, int64_t k, int64_t bytes, int64_t check_bytes) {
+bool Intact(const runtime::DeviceTensor& t, int64_t k, int64_t bytes, int64_t check_bytes) {
   const auto* p = static_cast<const uint8_t*>(t.data());
   const Ranges r = RangesOf(bytes, check_bytes);
   for (int64_t i = 0; i < r.head; ++i) {
@@ -45,10 +45,10 @@ bool Intact(const DeviceTensor& t, int64_t k, int64_t bytes, int64_t check_bytes
 
 }  // namespace
 
-core::Status PlayTrace(const MemoryTrace& trace, const ExpandedTrace& x, DeviceAllocator& allocator,
-                       const PlayOptions& options) {
+core::Status PlayTrace(const MemoryTrace& trace, const ExpandedTrace& x,
+                       runtime::DeviceAllocator& allocator, const PlayOptions& options) {
   const int64_t n = static_cast<int64_t>(x.tensors.size());
-  std::vector<DeviceTensor> live(static_cast<size_t>(n));
+  std::vector<runtime::DeviceTensor> live(static_cast<size_t>(n));
   std::vector<std::vector<int64_t>> alloc_at(x.ops.size()), free_at(x.ops.size());
   std::vector<int64_t> weights;
   for (int64_t k = 0; k < n; ++k) {
@@ -77,8 +77,8 @@ core::Status PlayTrace(const MemoryTrace& trace, const ExpandedTrace& x, DeviceA
   };
   // Every path out frees what is live (outside ops), so the allocator ends empty.
   struct Cleanup {
-    DeviceAllocator& a;
-    std::vector<DeviceTensor>& live;
+    runtime::DeviceAllocator& a;
+    std::vector<runtime::DeviceTensor>& live;
     ~Cleanup() {
       if (a.in_op()) a.EndOp();
       for (auto& t : live) t.Reset();
@@ -89,7 +89,7 @@ core::Status PlayTrace(const MemoryTrace& trace, const ExpandedTrace& x, DeviceA
   for (size_t op = 0; op < x.ops.size(); ++op) {
     const FlatOp& fo = x.ops[op];
     const TraceOp& to = trace.op(fo.template_op);
-    allocator.BeginOp({to.name, to.phase, trace.SectionOf(fo.template_op), fo.step});
+    allocator.BeginOp({to.name, PhaseName(to.phase), trace.SectionOf(fo.template_op), fo.step});
     for (int64_t k : alloc_at[op]) RETURN_IF_ERROR(allocate(k));
     for (int64_t k : free_at[op]) RETURN_IF_ERROR(release(k));
     allocator.EndOp(to.flops, to.bytes);

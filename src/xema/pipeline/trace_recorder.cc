@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/check.h"
 
@@ -18,7 +19,7 @@ bool TraceRecorder::ParkedWeight(const Alloc& a) {
          a.free_op >= 0;
 }
 
-TraceRecorder::TraceRecorder(DeviceAllocator& allocator)
+TraceRecorder::TraceRecorder(runtime::DeviceAllocator& allocator)
     : allocator_(allocator), first_id_(allocator.allocations()), first_op_(allocator.ops()) {
   CHECK(!allocator.in_op()) << "TraceRecorder attached inside an op";
   allocator_.set_observer(this);
@@ -41,9 +42,11 @@ void TraceRecorder::OnRelease(int64_t id, int64_t op) {
   a.free_op = op < 0 ? -1 : op - first_op_;
 }
 
-void TraceRecorder::OnBeginOp(int64_t op, const OpInfo& info) {
+void TraceRecorder::OnBeginOp(int64_t op, const runtime::OpInfo& info) {
   CHECK_EQ(op - first_op_, static_cast<int64_t>(ops_.size()));
-  ops_.push_back({info, 0, 0, 0});
+  Op o{info};
+  o.phase_known = PhaseFromName(info.phase, &o.phase);
+  ops_.push_back(std::move(o));
   op_start_ = std::chrono::steady_clock::now();
 }
 
@@ -74,6 +77,13 @@ core::StatusOr<TraceRecorder::Sections> TraceRecorder::FindSections() const {
   Sections sec;
   const int64_t num_ops = static_cast<int64_t>(ops_.size());
   if (num_ops == 0) return FailedPrecondition("recording: no ops were run");
+  for (int64_t i = 0; i < num_ops; ++i) {
+    if (!ops_[i].phase_known) {
+      return FailedPrecondition(fmt::format(
+          "recording: op {} '{}' has phase '{}'; a Xema recording's phases are text, denoise, vae",
+          i, ops_[i].info.name, ops_[i].info.phase));
+    }
+  }
   int64_t p = 0;
   while (p < num_ops && ops_[p].info.section == Section::kPrologue) ++p;
   int64_t body_end = p;
@@ -99,7 +109,7 @@ core::StatusOr<TraceRecorder::Sections> TraceRecorder::FindSections() const {
     const int64_t step = (i - p) / s;
     const Op& o = ops_[i];
     const Op& first = ops_[p + (i - p) % s];
-    if (o.info.step != step || o.info.name != first.info.name || o.info.phase != first.info.phase) {
+    if (o.info.step != step || o.info.name != first.info.name || o.phase != first.phase) {
       return FailedPrecondition(fmt::format(
           "recording: op {} '{}' (step {}) differs from step 0's op '{}' at the same place", i,
           o.info.name, o.info.step, first.info.name));
@@ -116,7 +126,7 @@ core::StatusOr<TraceRecorder::Sections> TraceRecorder::FindSections() const {
 void TraceRecorder::FoldOps(const Sections& sec, MemoryTrace* t) const {
   for (int64_t i = 0; i < sec.num_ops; ++i) {
     const Op& o = ops_[i];
-    TraceOp op{o.info.name, o.info.phase, o.flops, o.bytes, o.time_s};
+    TraceOp op{o.info.name, o.phase, o.flops, o.bytes, o.time_s};
     if (i < sec.p) {
       t->prologue.push_back(op);
     } else if (i < sec.p + sec.s) {
@@ -213,14 +223,14 @@ core::Status TraceRecorder::AddTemplateTensors(const Sections& sec,
             "recording: weight '{}' was parked during a request without a prologue", a.name));
       }
       x.kind = TensorKind::kActivation;
-      x.phase = ops_[0].info.phase;
+      x.phase = ops_[0].phase;
       x.alloc_op = 0;
       x.free_op = static_cast<int>(sec.TemplateOp(a.free_op));
       if (sec.StepOf(a.free_op) >= 0) x.free_step = static_cast<int>(sec.StepOf(a.free_op));
       t->tensors.push_back(x);
       continue;
     }
-    x.phase = ops_[a.alloc_op].info.phase;
+    x.phase = ops_[a.alloc_op].phase;
     x.alloc_op = static_cast<int>(sec.TemplateOp(a.alloc_op));
     x.free_op = static_cast<int>(sec.TemplateOp(a.free_op));
     const int64_t as = sec.StepOf(a.alloc_op);

@@ -1,10 +1,11 @@
 // TraceRecorder: an AllocationObserver that records one request run through a DeviceAllocator
-// (weights loaded, then ops bracketed by the pipeline) and folds it into a MemoryTrace
-// (memory_trace.h): the prologue and epilogue ops as they ran, the ops of one denoising step
-// stored once, every tensor with its alloc and free op, and each op's FLOPs, bytes and
-// measured seconds (body ops: the mean over the steps).
+// (runtime/device_allocator.h; weights loaded, then ops bracketed by the pipeline) and folds it
+// into a MemoryTrace (memory_trace.h): the prologue and epilogue ops as they ran, the ops of one
+// denoising step stored once, every tensor with its alloc and free op, and each op's FLOPs, bytes
+// and measured seconds (body ops: the mean over the steps).
 //
 // Folding rules (the recording must be a template, else Finish refuses it):
+//   - every op's phase label is a Xema phase (text, denoise, vae);
 //   - ops come in sections prologue*, body*, epilogue*; body ops carry steps 0, 1, ...,
 //     steps - 1 in order, and every step has the same op names and phases;
 //   - allocations outside ops must be weights (TensorKind::kWeight) made before the first op
@@ -30,15 +31,15 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/device_allocator.h"
 #include "xema/memory_trace.h"
-#include "xema/pipeline/device_allocator.h"
 
 namespace tessera::xema {
 
-class TraceRecorder final : public AllocationObserver {
+class TraceRecorder final : public runtime::AllocationObserver {
  public:
   // Attaches to `allocator` (its first op and allocation must come after this).
-  explicit TraceRecorder(DeviceAllocator& allocator);
+  explicit TraceRecorder(runtime::DeviceAllocator& allocator);
   ~TraceRecorder() override;
   TraceRecorder(const TraceRecorder&) = delete;
   TraceRecorder& operator=(const TraceRecorder&) = delete;
@@ -51,12 +52,14 @@ class TraceRecorder final : public AllocationObserver {
   void OnAllocate(int64_t id, const std::string& name, TensorKind kind, int64_t bytes,
                   int64_t op) override;
   void OnRelease(int64_t id, int64_t op) override;
-  void OnBeginOp(int64_t op, const OpInfo& info) override;
+  void OnBeginOp(int64_t op, const runtime::OpInfo& info) override;
   void OnEndOp(int64_t op, double flops, double bytes) override;
 
  private:
   struct Op {
-    OpInfo info;
+    runtime::OpInfo info;
+    Phase phase = Phase::kDenoise;  // info.phase parsed (PhaseFromName)
+    bool phase_known = true;        // info.phase names a Xema phase
     double flops = 0, bytes = 0, time_s = 0;
   };
   struct Alloc {
@@ -90,7 +93,7 @@ class TraceRecorder final : public AllocationObserver {
   // Internal unless t expands to the recorded allocations, each live over the same ops.
   core::Status CheckFoldReproducesRun(const MemoryTrace& t) const;
 
-  DeviceAllocator& allocator_;
+  runtime::DeviceAllocator& allocator_;
   int64_t first_id_ = 0;  // allocator ids and ops before the recorder attached are not ours
   int64_t first_op_ = 0;
   std::vector<Op> ops_;

@@ -40,7 +40,7 @@ RandomTraceOptions SmallOptions(uint64_t seed) {
 
 // Records `trace` played through a heap allocator.
 MemoryTrace Rerecord(const MemoryTrace& trace, const ExpandedTrace& x, int64_t* peak) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   TraceRecorder recorder(heap);
   EXPECT_TRUE(PlayTrace(trace, x, heap).ok());
   auto recorded = recorder.Finish(trace.key);
@@ -196,28 +196,28 @@ TEST(TraceRecorderTest, CachingAllocatorBacksItsSegmentsAndReusesCachedBlocks) {
 
 // A hand-made run: weights, text embedding kept to the last step, noise consumed by step 0,
 // the latent carried from step to step, a workspace, a decode.
-void RunMini(DeviceAllocator& a, int steps, bool diverge_step1) {
+void RunMini(runtime::DeviceAllocator& a, int steps, bool diverge_step1) {
   auto w = a.Allocate(4096, "w", TensorKind::kWeight);
   ASSERT_TRUE(w.ok());
-  a.BeginOp({"text", Phase::kText, Section::kPrologue, -1});
+  a.BeginOp({"text", PhaseName(Phase::kText), Section::kPrologue, -1});
   auto text = a.Allocate(2048, "text", TensorKind::kActivation);
   a.EndOp();
-  a.BeginOp({"noise", Phase::kDenoise, Section::kPrologue, -1});
+  a.BeginOp({"noise", PhaseName(Phase::kDenoise), Section::kPrologue, -1});
   auto latent = a.Allocate(1024, "latent", TensorKind::kActivation);
   a.EndOp();
   for (int i = 0; i < steps; ++i) {
-    a.BeginOp({"dit", Phase::kDenoise, Section::kBody, i});
+    a.BeginOp({"dit", PhaseName(Phase::kDenoise), Section::kBody, i});
     auto ws = a.Allocate(diverge_step1 && i == 1 ? 9999 : 8192, "ws", TensorKind::kWorkspace);
     auto next = a.Allocate(1024, "latent", TensorKind::kActivation);
     latent->Reset();
     *latent = std::move(*next);
     ws->Reset();
     a.EndOp();
-    a.BeginOp({"sched", Phase::kDenoise, Section::kBody, i});
+    a.BeginOp({"sched", PhaseName(Phase::kDenoise), Section::kBody, i});
     if (i == steps - 1) text->Reset();
     a.EndOp();
   }
-  a.BeginOp({"vae", Phase::kVae, Section::kEpilogue, -1});
+  a.BeginOp({"vae", PhaseName(Phase::kVae), Section::kEpilogue, -1});
   auto image = a.Allocate(65536, "image", TensorKind::kActivation);
   latent->Reset();
   image->Reset();
@@ -226,7 +226,7 @@ void RunMini(DeviceAllocator& a, int steps, bool diverge_step1) {
 }
 
 TEST(TraceRecorderTest, FoldsAHandMadeRun) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   TraceRecorder recorder(heap);
   RunMini(heap, 3, false);
   TraceKey key;
@@ -251,7 +251,7 @@ TEST(TraceRecorderTest, FoldsAHandMadeRun) {
 }
 
 TEST(TraceRecorderTest, RefusesARunWhoseStepsDiffer) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   TraceRecorder recorder(heap);
   RunMini(heap, 3, true);
   auto t = recorder.Finish({});
@@ -263,12 +263,12 @@ TEST(TraceRecorderTest, RefusesARunWhoseStepsDiffer) {
 }
 
 TEST(TraceRecorderTest, RefusesATensorLeftLive) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   TraceRecorder recorder(heap);
-  heap.BeginOp({"op", Phase::kText, Section::kPrologue, -1});
+  heap.BeginOp({"op", PhaseName(Phase::kText), Section::kPrologue, -1});
   auto leak = heap.Allocate(100, "leak", TensorKind::kActivation);
   heap.EndOp();
-  heap.BeginOp({"step", Phase::kDenoise, Section::kBody, 0});
+  heap.BeginOp({"step", PhaseName(Phase::kDenoise), Section::kBody, 0});
   heap.EndOp();
   auto t = recorder.Finish({});
   ASSERT_FALSE(t.ok());

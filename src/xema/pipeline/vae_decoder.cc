@@ -39,9 +39,10 @@ struct TileJob {
   const VaeFrameSink* hand_to = nullptr;
 };
 
-core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& config,
-                        std::span<const DeviceTensor> weights, const VaeGeometry& g,
-                        const TileJob& job, DeviceTensor& latent, DeviceTensor& image,
+core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderConfig& config,
+                        std::span<const runtime::DeviceTensor> weights, const VaeGeometry& g,
+                        const TileJob& job, runtime::DeviceTensor& latent,
+                        runtime::DeviceTensor& image,
                         const OpContext& context) {  // image: the job's destination
   const int64_t lc = config.latent_channels, oc = config.out_channels;
   const int64_t n_blocks = static_cast<int64_t>(config.channels.size());
@@ -50,7 +51,7 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
   const int64_t lat_plane = lc * g.latent_height * g.latent_width;
   const int64_t full_h = g.latent_height * factor, full_w = g.latent_width * factor;
   std::array<const float*, kMaxDecodeFrames> inputs{};
-  DeviceTensor act;
+  runtime::DeviceTensor act;
   int64_t h = job.y.size(), w = job.x.size();  // at the current block's resolution
   for (int64_t b = 0; b <= n_blocks; ++b) {
     const std::string name = fmt::format("{}.block{}", job.prefix, b);
@@ -59,7 +60,7 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
     const int64_t c_out = b == n_blocks ? oc : config.channels[b];
     const float* weight = weights[2 * b].f32();
     const float* bias = weights[2 * b + 1].f32();
-    DeviceTensor up, crop;
+    runtime::DeviceTensor up, crop;
     const float* conv_in = act.empty() ? nullptr : act.f32();
     std::span<const float* const> image_inputs;
     if (b == 0 && job.tiled) {
@@ -93,7 +94,7 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
       h *= 2;
       w *= 2;
     }
-    DeviceTensor out;
+    runtime::DeviceTensor out;
     float* conv_out = nullptr;
     if (b == n_blocks) {
       if (image.empty()) {
@@ -132,7 +133,7 @@ core::Status DecodeTile(DeviceAllocator& allocator, const VaeDecoderConfig& conf
     }
     if (b == n_blocks && job.hand_to != nullptr) {
       RETURN_IF_ERROR((*job.hand_to)(job.f0, job.f1, std::move(image)));
-      image = DeviceTensor();
+      image = runtime::DeviceTensor();
     }
     up.Reset();
     crop.Reset();
@@ -159,7 +160,7 @@ core::Status ValidateVaeDecoderConfig(const VaeDecoderConfig& c) {
 }
 
 core::StatusOr<VaeDecoder> VaeDecoder::Create(const VaeDecoderConfig& config, uint64_t seed,
-                                              DeviceAllocator& allocator) {
+                                              runtime::DeviceAllocator& allocator) {
   RETURN_IF_ERROR(ValidateVaeDecoderConfig(config));
   VaeDecoder dec;
   dec.config_ = config;
@@ -168,11 +169,12 @@ core::StatusOr<VaeDecoder> VaeDecoder::Create(const VaeDecoderConfig& config, ui
   for (int64_t i = 0; i <= n; ++i) {
     const int64_t c_in = i == 0 ? config.latent_channels : config.channels[i - 1];
     const int64_t c_out = i == n ? config.out_channels : config.channels[i];
-    ASSIGN_OR_RETURN(DeviceTensor w,
+    ASSIGN_OR_RETURN(runtime::DeviceTensor w,
                      allocator.AllocateF32(c_out * c_in * 9, fmt::format("vae.conv{}.w", i),
                                            TensorKind::kWeight));
-    ASSIGN_OR_RETURN(DeviceTensor b, allocator.AllocateF32(c_out, fmt::format("vae.conv{}.b", i),
-                                                           TensorKind::kWeight));
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor b,
+        allocator.AllocateF32(c_out, fmt::format("vae.conv{}.b", i), TensorKind::kWeight));
     core::Rng rng = root.Fork(i);
     const double std_dev = 1.0 / std::sqrt(static_cast<double>(9 * c_in));
     for (int64_t j = 0; j < w.f32_count(); ++j)
@@ -190,13 +192,15 @@ int64_t VaeDecoder::TileHalo() const {
 
 int64_t VaeDecoder::WeightBytes() const {
   int64_t total = 0;
-  for (const DeviceTensor& w : weights_) total += AlignBytes(w.bytes());
+  for (const runtime::DeviceTensor& w : weights_) total += AlignBytes(w.bytes());
   return total;
 }
 
-core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                                const VaeGeometry& g, const OpContext& context,
-                                                const VaeFrameSink& sink) const {
+core::StatusOr<runtime::DeviceTensor> VaeDecoder::Decode(runtime::DeviceAllocator& allocator,
+                                                         runtime::DeviceTensor latent,
+                                                         const VaeGeometry& g,
+                                                         const OpContext& context,
+                                                         const VaeFrameSink& sink) const {
   const int64_t lc = config_.latent_channels;
   if (g.latent_frames < 1 || g.latent_height < 1 || g.latent_width < 1 || g.frames < 1 ||
       g.frames > kMaxDecodeFrames || g.temporal_factor < 1 || g.slices < 1 || g.slices > g.frames ||
@@ -213,7 +217,7 @@ core::StatusOr<DeviceTensor> VaeDecoder::Decode(DeviceAllocator& allocator, Devi
   const std::vector<TileSpan> rows = TileSpans(g.latent_height, g.tiles, halo);
   const std::vector<TileSpan> cols = TileSpans(g.latent_width, g.tiles, halo);
   const bool tiled = rows.size() * cols.size() > 1;
-  DeviceTensor image;  // "vae.image", or one slice's frames with a sink
+  runtime::DeviceTensor image;  // "vae.image", or one slice's frames with a sink
   for (int64_t s = 0; s < g.slices; ++s) {
     const std::string slice_prefix = g.slices > 1 ? fmt::format("{}.slice{}", g.name, s) : g.name;
     for (size_t i = 0; i < rows.size(); ++i) {

@@ -1,5 +1,5 @@
 // VaeDecoder: a small seeded convolutional decoder from diffusion latents to RGB frames, every
-// tensor allocated through a DeviceAllocator. fp32, NCHW.
+// tensor allocated through a runtime::DeviceAllocator. fp32, NCHW.
 //
 // Model, with widths c_0 .. c_{n-1} (default 128, 128, 64, 32) and 3x3 convolutions (conv2d.h):
 //   block 0:        conv latent_channels -> c_0, SiLU                  (latent resolution)
@@ -56,7 +56,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/op_scope.h"
 
 namespace tessera::xema {
@@ -87,12 +87,13 @@ struct VaeGeometry {
 
 // Receives the frames [f0, f1) of one slice, (f1 - f0, out_channels, H, W), inside the slice's
 // last block op; what it frees is released when that op ends.
-using VaeFrameSink = std::function<core::Status(int64_t f0, int64_t f1, DeviceTensor frames)>;
+using VaeFrameSink =
+    std::function<core::Status(int64_t f0, int64_t f1, runtime::DeviceTensor frames)>;
 
 class VaeDecoder {
  public:
   static core::StatusOr<VaeDecoder> Create(const VaeDecoderConfig& config, uint64_t seed,
-                                           DeviceAllocator& allocator);
+                                           runtime::DeviceAllocator& allocator);
 
   const VaeDecoderConfig& config() const { return config_; }
   int64_t SpatialFactor() const { return int64_t{1} << (config_.channels.size() - 1); }
@@ -102,13 +103,15 @@ class VaeDecoder {
 
   // latent (Lf, latent_channels, h, w) is consumed; returns "vae.image" (F, out_channels,
   // h * SpatialFactor(), w * SpatialFactor()), or an empty tensor when `sink` is given.
-  core::StatusOr<DeviceTensor> Decode(DeviceAllocator& allocator, DeviceTensor latent,
-                                      const VaeGeometry& geometry, const OpContext& context,
-                                      const VaeFrameSink& sink = {}) const;
+  core::StatusOr<runtime::DeviceTensor> Decode(runtime::DeviceAllocator& allocator,
+                                               runtime::DeviceTensor latent,
+                                               const VaeGeometry& geometry,
+                                               const OpContext& context,
+                                               const VaeFrameSink& sink = {}) const;
 
  private:
   VaeDecoderConfig config_;
-  std::vector<DeviceTensor> weights_;  // conv i: weights_[2 i] (w), weights_[2 i + 1] (b)
+  std::vector<runtime::DeviceTensor> weights_;  // conv i: weights_[2 i] (w), weights_[2 i + 1] (b)
 };
 
 }  // namespace tessera::xema

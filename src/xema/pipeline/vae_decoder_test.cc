@@ -22,7 +22,8 @@ VaeDecoderConfig SmallConfig() {
   return c;
 }
 
-DeviceTensor RandomLatent(DeviceAllocator& allocator, int64_t floats, uint64_t seed) {
+runtime::DeviceTensor RandomLatent(runtime::DeviceAllocator& allocator, int64_t floats,
+                                   uint64_t seed) {
   auto t = allocator.AllocateF32(floats, "latent", TensorKind::kActivation);
   CHECK(t.ok());
   core::Rng rng(seed);
@@ -31,7 +32,7 @@ DeviceTensor RandomLatent(DeviceAllocator& allocator, int64_t floats, uint64_t s
 }
 
 TEST(VaeDecoderTest, SlicesGiveBitwiseTheSameFrames) {
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto vae = VaeDecoder::Create(SmallConfig(), 4, allocator);
   ASSERT_TRUE(vae.ok()) << vae.status().ToString();
   EXPECT_EQ(vae->SpatialFactor(), 2);
@@ -74,7 +75,7 @@ TEST(VaeDecoderTest, SlicesGiveBitwiseTheSameFrames) {
 }
 
 TEST(VaeDecoderTest, BadGeometryIsInvalidArgument) {
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto vae = VaeDecoder::Create(SmallConfig(), 4, allocator);
   ASSERT_TRUE(vae.ok());
   VaeGeometry g{.latent_frames = 1,
@@ -93,7 +94,7 @@ TEST(VaeDecoderTest, BadGeometryIsInvalidArgument) {
 }
 
 // Decodes a seeded latent with `g` and returns the frames (the allocator left as found).
-std::vector<float> DecodeFrames(DeviceAllocator& allocator, const VaeDecoder& vae,
+std::vector<float> DecodeFrames(runtime::DeviceAllocator& allocator, const VaeDecoder& vae,
                                 const VaeGeometry& g, uint64_t seed) {
   const int64_t floats =
       g.latent_frames * vae.config().latent_channels * g.latent_height * g.latent_width;
@@ -121,7 +122,7 @@ TEST(VaeDecoderTest, TiledDecodeEqualsUntiled) {
       VaeDecoderConfig config;
       config.latent_channels = 4;
       config.channels = c.channels;
-      HeapDeviceAllocator allocator;
+      runtime::HeapDeviceAllocator allocator;
       auto vae = VaeDecoder::Create(config, 7 + ci, allocator);
       ASSERT_TRUE(vae.ok()) << vae.status().ToString();
       VaeGeometry g{.latent_frames = c.latent_frames,
@@ -152,7 +153,7 @@ TEST(VaeDecoderTest, TiledDecodeEqualsUntiled) {
 }
 
 TEST(VaeDecoderTest, TiledOpsAreNamedBySliceTileAndBlock) {
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto vae = VaeDecoder::Create(SmallConfig(), 4, allocator);
   ASSERT_TRUE(vae.ok());
   const VaeGeometry g{.latent_frames = 2,
@@ -185,7 +186,7 @@ TEST(VaeDecoderTest, TiledOpsAreNamedBySliceTileAndBlock) {
 // allocation of every block op has the size of its haloed tile.
 TEST(VaeDecoderTest, TilesCutThePeakByTheFormula) {
   const VaeDecoderConfig config;  // 16 -> 128, 128, 64, 32 -> 3
-  HeapDeviceAllocator allocator;
+  runtime::HeapDeviceAllocator allocator;
   auto vae = VaeDecoder::Create(config, 4, allocator);
   ASSERT_TRUE(vae.ok());
   const int64_t n = static_cast<int64_t>(config.channels.size()), factor = vae->SpatialFactor();
@@ -245,7 +246,7 @@ TEST(VaeDecoderTest, TilesCutThePeakByTheFormula) {
 }
 
 TEST(VaeDecoderTest, OutOfMemoryMidTiledDecodeLeaksNothing) {
-  HeapDeviceAllocator probe;
+  runtime::HeapDeviceAllocator probe;
   auto probe_vae = VaeDecoder::Create(SmallConfig(), 4, probe);
   ASSERT_TRUE(probe_vae.ok());
   const VaeGeometry g{.latent_frames = 2,
@@ -266,7 +267,7 @@ TEST(VaeDecoderTest, OutOfMemoryMidTiledDecodeLeaksNothing) {
   std::vector<int64_t> failed_at;
   for (int64_t budget = start; budget < peak;
        budget += std::max<int64_t>(512, (peak - start) / 40)) {
-    HeapDeviceAllocator allocator(budget);
+    runtime::HeapDeviceAllocator allocator(budget);
     auto vae = VaeDecoder::Create(SmallConfig(), 4, allocator);
     ASSERT_TRUE(vae.ok());
     auto image = vae->Decode(allocator, RandomLatent(allocator, latent_floats, 5), g,

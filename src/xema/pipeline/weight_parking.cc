@@ -41,7 +41,7 @@ int64_t WeightParking::ParkedBytes() const {
   return bytes;
 }
 
-core::Status WeightParking::StartRestore(DeviceAllocator& allocator) {
+core::Status WeightParking::StartRestore(runtime::DeviceAllocator& allocator) {
   for (auto& group : homes_) {
     for (Home& h : group) {
       if (!h.slot.tensor->empty() || h.host.on_device()) continue;

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/host_tier.h"
 
 namespace tessera::xema {
@@ -35,8 +35,8 @@ class WeightParking {
   enum Group { kTextEncoder = 0, kDitText = 1, kDitParams = 2 };
   static constexpr int kGroups = 3;
   struct Slot {
-    std::string name;      // the weight's allocation name
-    DeviceTensor* tensor;  // owned by the text encoder or the DiT
+    std::string name;               // the weight's allocation name
+    runtime::DeviceTensor* tensor;  // owned by the text encoder or the DiT
   };
 
   // Mirrors every slot's tensor (all resident) to the host. Infeasible when the host budget
@@ -52,7 +52,7 @@ class WeightParking {
   // Starts restoring every parked weight of every group, in group order. Infeasible (out of
   // device memory) passes out; the weights restored so far are handed back at the next
   // FinishRestore.
-  [[nodiscard]] core::Status StartRestore(DeviceAllocator& allocator);
+  [[nodiscard]] core::Status StartRestore(runtime::DeviceAllocator& allocator);
   // Waits for the group's restore copies and hands the tensors back to their owners.
   void FinishRestore(Group group);
   void FinishRestoreAll();

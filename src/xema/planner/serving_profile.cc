@@ -97,7 +97,7 @@ struct LoadedModels {
 // bytes in p->weight_bytes and returns the weights' total bytes.
 core::StatusOr<int64_t> LoadMixModels(const ServingPlannerOptions& o,
                                       const std::vector<int>& device_cpus,
-                                      HeapDeviceAllocator& heap, LoadedModels* models,
+                                      runtime::HeapDeviceAllocator& heap, LoadedModels* models,
                                       ServingProfile* p) {
   int64_t weights = 0;
   for (const LoadTemplate& t : o.mix) {
@@ -342,7 +342,7 @@ core::StatusOr<ServingProfile> ProfileHere(const ServingPlannerOptions& o,
   const int cpu = device_cpus[0];
   ServingProfile p;
   p.cpu = cpu;
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   LoadedModels models;
   ASSIGN_OR_RETURN(const int64_t weights, LoadMixModels(o, device_cpus, heap, &models, &p));
   p.region_bytes = o.budget_bytes - weights;

@@ -63,7 +63,7 @@ int64_t SpArenaBytes(const std::vector<std::shared_ptr<TemplatePlan>>& members) 
 core::StatusOr<PlanRecordings> RecordPlanEntries(const ServingPlan& plan, const std::string& source,
                                                  int64_t region_bytes) {
   PlanRecordings out;
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   // Per model, as many pipelines (replicas) as the largest SP degree of its entries.
   std::map<std::string, std::vector<std::unique_ptr<DiffusionPipeline>>> pipelines;
   for (const auto& [name, bytes] : plan.model_weight_bytes) {
@@ -176,7 +176,7 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
   const int64_t weights = weights_.live_bytes();
   DeviceRun run;
   DiffusionRequest r;
-  std::unique_ptr<DeviceAllocator> act;
+  std::unique_ptr<runtime::DeviceAllocator> act;
   LayoutDeviceAllocator* arena = nullptr;
   int64_t held = 0;  // device bytes this request holds while it runs
   if (route.kind == RouteKind::kFallback) {
@@ -211,7 +211,7 @@ core::StatusOr<DeviceRun> PlannedDevice::Execute(const DiffusionRequest& request
       run.template_hit = true;
     } else {
       if (!ValidateRequest(spec, r).ok()) r = FallbackRequest(spec, request);
-      act = std::make_unique<HeapDeviceAllocator>(e.arena_bytes);
+      act = std::make_unique<runtime::HeapDeviceAllocator>(e.arena_bytes);
     }
   }
   Account(held, 0);

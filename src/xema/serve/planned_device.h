@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/tiny_pipeline.h"
 #include "xema/serve/plan_admission.h"
 #include "xema/serve/serve_device.h"
@@ -99,7 +99,7 @@ class PlannedDevice {
   const ServingPlan& plan_;
   const PlanRecordings& recordings_;
   int64_t budget_bytes_;
-  HeapDeviceAllocator weights_;
+  runtime::HeapDeviceAllocator weights_;
   std::map<std::string, std::unique_ptr<DiffusionPipeline>> pipelines_;  // destroyed first
   char* region_ = nullptr;
   int64_t region_bytes_ = 0;

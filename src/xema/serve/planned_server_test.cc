@@ -50,7 +50,7 @@ TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
           "seed": 5})";
   auto g = ParseGenerationRequest(body, GenerationKind::kImage);
   ASSERT_TRUE(g.ok());
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto p0 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   auto p1 = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   ASSERT_TRUE(p0.ok() && p1.ok());
@@ -99,7 +99,7 @@ TEST(ServerTest, BatchEntryRunsWaitingRequestsTogetherAndEachGetsItsImage) {
   };
   auto g = ParseGenerationRequest(body(1), GenerationKind::kImage);
   ASSERT_TRUE(g.ok());
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto pipeline = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   ASSERT_TRUE(pipeline.ok());
   int64_t arena = 0, arena_one = 0;

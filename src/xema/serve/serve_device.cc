@@ -81,7 +81,7 @@ ServeDevice::ServeDevice(int index, MemoryPolicy policy, int64_t budget_bytes, T
       cache_(cache),
       host_(std::move(host)) {
   if (UsesStaticArena(policy_)) {
-    weights_ = std::make_unique<HeapDeviceAllocator>(budget_bytes_);
+    weights_ = std::make_unique<runtime::HeapDeviceAllocator>(budget_bytes_);
   } else {
     AllocatorPolicy p;  // PyTorch's defaults
     p.device_limit_bytes = budget_bytes_;

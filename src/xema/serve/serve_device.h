@@ -149,7 +149,7 @@ class ServeDevice {
     std::string name;
     std::unique_ptr<DiffusionPipeline> pipeline;
   };
-  std::unique_ptr<HeapDeviceAllocator> weights_;
+  std::unique_ptr<runtime::HeapDeviceAllocator> weights_;
   std::list<Model> models_;
   std::map<std::string, int64_t> model_weight_bytes_;  // learned at each model's first load
   struct Region {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/pipeline/pipeline_test_util.h"
 #include "xema/pipeline/template_check.h"
 #include "xema/serve/memory_policy.h"
@@ -26,7 +26,7 @@ DiffusionRequest Big() {
 }
 
 std::vector<float> DirectRun(const DiffusionRequest& r) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto p = DiffusionPipeline::Load(*TinyModel(r.model), heap);
   EXPECT_TRUE(p.ok());
   std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
@@ -135,7 +135,7 @@ TEST(ServeDeviceTest, StaticKeepsOneCopyOfTheWeightsAndOneRegionForEveryTemplate
   const RecordedRequest ra = Recorded(a), rb = Recorded(b);
   const int64_t weights = ra.weight_bytes;
   ASSERT_GT(weights, 0);
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto loaded = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   ASSERT_TRUE(loaded.ok());
   const int64_t arena_a = ActivationArenaBytes(**loaded, a);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/units.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
 #include "xema/serve/server_test_util.h"
@@ -94,7 +94,7 @@ TEST(ServerTest, ConcurrentRequestsOnTwoDevicesGiveTheDirectRunsImage) {
 }
 
 TEST(ServerTest, TooLargeForTheBudgetIs507AndLeaksNothing) {
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto p = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   ASSERT_TRUE(p.ok());
   const int64_t weights = heap.live_bytes();

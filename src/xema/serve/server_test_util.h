@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/units.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/serve/base64.h"
 #include "xema/serve/png.h"
 #include "xema/serve/request_json.h"
@@ -61,7 +61,7 @@ inline std::vector<Rgb8Image> DirectRun(const std::string& body, GenerationKind 
   auto g = ParseGenerationRequest(body, kind);
   EXPECT_TRUE(g.ok());
   const DiffusionRequest& r = g->request;
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto spec = TinyModel(r.model);
   auto p = DiffusionPipeline::Load(*spec, heap);
   EXPECT_TRUE(p.ok());

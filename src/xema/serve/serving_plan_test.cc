@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/units.h"
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 #include "xema/serve/arena_placer.h"
 #include "xema/serve/plan_admission.h"
 #include "xema/serve/planned_device.h"
@@ -41,7 +41,7 @@ ServingPlan RealPlan(const std::vector<std::pair<DiffusionRequest, int>>& templa
   p.budget_bytes = budget;
   p.rate_rps = 1;
   p.slo_scale = 5;
-  HeapDeviceAllocator heap;
+  runtime::HeapDeviceAllocator heap;
   auto pipeline = DiffusionPipeline::Load(*TinyModel("tiny-t2i"), heap);
   EXPECT_TRUE(pipeline.ok());
   p.model_weight_bytes["tiny-t2i"] = (*pipeline)->WeightBytes();

@@ -242,6 +242,25 @@ Status CheckSize(const char* name, size_t got, int64_t want) {
   return Status::Ok();
 }
 
+// An engine buffer of `floats` fp32 values from the engine's allocator (empty when 0).
+core::StatusOr<runtime::DeviceTensor> Buffer(runtime::DeviceAllocator& mem, int64_t floats,
+                                             const std::string& name) {
+  return runtime::AllocateWorkspaceF32(mem, floats, name);
+}
+
+// One Ulysses all-to-all of segment `s`, its staging taken from the engine's allocator for the
+// call.
+Status Ulysses(parallel::UlyssesDirection direction, const AttentionEngine::SegmentInfo& s,
+               const std::vector<const float*>& in, const std::vector<float*>& out,
+               runtime::DeviceAllocator& mem) {
+  ASSIGN_OR_RETURN(parallel::OwnedUlyssesStaging staging,
+                   parallel::AllocateUlyssesStaging(s.ulysses, s.ulysses_layout,
+                                                    static_cast<int>(in.size()), direction, mem));
+  return direction == parallel::UlyssesDirection::kScatter
+             ? parallel::UlyssesScatter(s.ulysses, s.ulysses_layout, in, out, staging.view())
+             : parallel::UlyssesGather(s.ulysses, s.ulysses_layout, in, out, staging.view());
+}
+
 }  // namespace
 
 Status AttentionEngine::Forward(std::span<const float> q, std::span<const float> k,
@@ -253,7 +272,7 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
   RETURN_IF_ERROR(CheckSize("o", o.size(), want));
   if (state == nullptr) return core::InvalidArgument("AttentionEngine: state is null");
   state->segments.clear();
-  core::MemoryTracker* mem = &memory_;
+  runtime::DeviceAllocator& mem = memory_;
   for (auto& sp : segments_) {
     const SegmentInfo& s = *sp;
     const int64_t Hh = H / s.cfg.h, hd = Hh * D;
@@ -262,50 +281,51 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
     const int64_t t_ring = s.CuRing(s.ki).back();
     ForwardState::Segment st;
     if (s.whole()) {
-      st.lse = core::TrackedBuffer(mem, t_super * H);
+      ASSIGN_OR_RETURN(st.lse, Buffer(mem, t_super * H, "attn.lse"));
       const int64_t base = s.seqs.front().local_offset * H * D;
       const kernels::AttentionShape shape = WholeShape(H, D, cu_q);
       RETURN_IF_ERROR(kernels::AttentionForward(shape, q.data() + base, k.data() + base,
-                                                v.data() + base, o.data() + base, st.lse.data(),
+                                                v.data() + base, o.data() + base, st.lse.f32(),
                                                 options_.tiling));
       state->segments.push_back(std::move(st));
       continue;
     }
-    st.q_h = core::TrackedBuffer(mem, t_super * hd);
-    st.kv_ring = core::TrackedBuffer(mem, 2 * t_ring * hd);
-    st.o_h = core::TrackedBuffer(mem, t_super * hd);
-    st.lse = core::TrackedBuffer(mem, t_super * Hh);
+    ASSIGN_OR_RETURN(st.q_h, Buffer(mem, t_super * hd, "attn.q_h"));
+    ASSIGN_OR_RETURN(st.kv_ring, Buffer(mem, 2 * t_ring * hd, "attn.kv_ring"));
+    ASSIGN_OR_RETURN(st.o_h, Buffer(mem, t_super * hd, "attn.o_h"));
+    ASSIGN_OR_RETURN(st.lse, Buffer(mem, t_super * Hh, "attn.lse"));
     {
-      core::TrackedBuffer k_h(mem, t_super * hd), v_h(mem, t_super * hd);
-      RETURN_IF_ERROR(parallel::UlyssesScatter(s.ulysses, s.ulysses_layout,
-                                               {q.data(), k.data(), v.data()},
-                                               {st.q_h.data(), k_h.data(), v_h.data()}, mem));
+      ASSIGN_OR_RETURN(runtime::DeviceTensor k_h, Buffer(mem, t_super * hd, "attn.k_h"));
+      ASSIGN_OR_RETURN(runtime::DeviceTensor v_h, Buffer(mem, t_super * hd, "attn.v_h"));
+      RETURN_IF_ERROR(Ulysses(parallel::UlyssesDirection::kScatter, s,
+                              {q.data(), k.data(), v.data()}, {st.q_h.f32(), k_h.f32(), v_h.f32()},
+                              mem));
       // kv_ring: K then V of ring chunk ki, each (T_ring, H/h, D).
-      RETURN_IF_ERROR(
-          parallel::AllGatherShards(s.gather, s.gather_layout, {k_h.data(), v_h.data()},
-                                    {st.kv_ring.data(), st.kv_ring.data() + t_ring * hd}, mem));
+      RETURN_IF_ERROR(parallel::AllGatherShards(s.gather, s.gather_layout, {k_h.f32(), v_h.f32()},
+                                                {st.kv_ring.f32(), st.kv_ring.f32() + t_ring * hd},
+                                                &mem));
     }
     // Ring over k (k == 1: one local varlen call).
     const int kk = s.cfg.k;
-    core::TrackedBuffer cur, nxt, o_p, lse_p;
+    runtime::DeviceTensor cur, nxt, o_p, lse_p;
     if (kk > 1) {
       const int64_t max_rows = MaxRingRows(s);
-      cur = core::TrackedBuffer(mem, 2 * max_rows * hd);
-      nxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
-      o_p = core::TrackedBuffer(mem, t_super * hd);
-      lse_p = core::TrackedBuffer(mem, t_super * Hh);
-      std::memcpy(cur.data(), st.kv_ring.data(), sizeof(float) * 2 * t_ring * hd);
+      ASSIGN_OR_RETURN(cur, Buffer(mem, 2 * max_rows * hd, "attn.cur"));
+      ASSIGN_OR_RETURN(nxt, Buffer(mem, 2 * max_rows * hd, "attn.nxt"));
+      ASSIGN_OR_RETURN(o_p, Buffer(mem, t_super * hd, "attn.o_p"));
+      ASSIGN_OR_RETURN(lse_p, Buffer(mem, t_super * Hh, "attn.lse_p"));
+      std::memcpy(cur.f32(), st.kv_ring.f32(), sizeof(float) * 2 * t_ring * hd);
     }
     for (int step = 0; step < kk; ++step) {
       const int c = ((s.ki - step) % kk + kk) % kk;
       const std::vector<int64_t> cu_k = s.CuRing(c);
       const int64_t t_k = cu_k.back();
-      const float* kv = kk > 1 ? cur.data() : st.kv_ring.data();
+      const float* kv = kk > 1 ? cur.f32() : st.kv_ring.f32();
       std::vector<comm::Request> reqs;
       if (step + 1 < kk) {
         const int64_t n_next = s.CuRing(((c - 1) % kk + kk) % kk).back();
-        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
-                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.f32(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.f32(),
                                          static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
       }
       kernels::AttentionShape shape{.num_heads = Hh,
@@ -314,19 +334,19 @@ Status AttentionEngine::Forward(std::span<const float> q, std::span<const float>
                                     .cu_seqlens_k = cu_k,
                                     .scale = std::nullopt};
       if (step == 0) {
-        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.data(), kv, kv + t_k * hd,
-                                                  st.o_h.data(), st.lse.data(), options_.tiling));
+        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.f32(), kv, kv + t_k * hd,
+                                                  st.o_h.f32(), st.lse.f32(), options_.tiling));
       } else {
-        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.data(), kv, kv + t_k * hd,
-                                                  o_p.data(), lse_p.data(), options_.tiling));
+        RETURN_IF_ERROR(kernels::AttentionForward(shape, st.q_h.f32(), kv, kv + t_k * hd, o_p.f32(),
+                                                  lse_p.f32(), options_.tiling));
         RETURN_IF_ERROR(kernels::MergeAttentionPartialsInPlace(
-            t_super, Hh, D, st.o_h.data(), st.lse.data(), o_p.data(), lse_p.data()));
+            t_super, Hh, D, st.o_h.f32(), st.lse.f32(), o_p.f32(), lse_p.f32()));
       }
       RETURN_IF_ERROR(comm::WaitAll(reqs));
-      if (step + 1 < kk) cur.Swap(nxt);
+      if (step + 1 < kk) std::swap(cur, nxt);
     }
     RETURN_IF_ERROR(
-        parallel::UlyssesGather(s.ulysses, s.ulysses_layout, {st.o_h.data()}, {o.data()}, mem));
+        Ulysses(parallel::UlyssesDirection::kGather, s, {st.o_h.f32()}, {o.data()}, mem));
     state->segments.push_back(std::move(st));
   }
   return Status::Ok();
@@ -350,7 +370,7 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
                                  std::to_string(state.segments.size()) + " segments, expected " +
                                  std::to_string(segments_.size()) + " (run Forward first)");
   }
-  core::MemoryTracker* mem = &memory_;
+  runtime::DeviceAllocator& mem = memory_;
   for (size_t si = 0; si < segments_.size(); ++si) {
     const SegmentInfo& s = *segments_[si];
     const ForwardState::Segment& st = state.segments[si];
@@ -364,36 +384,37 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
       bo.tiling = options_.tiling;
       RETURN_IF_ERROR(kernels::AttentionBackward(shape, q.data() + base, k.data() + base,
                                                  v.data() + base, o.data() + base,
-                                                 d_o.data() + base, st.lse.data(), dq.data() + base,
+                                                 d_o.data() + base, st.lse.f32(), dq.data() + base,
                                                  dk.data() + base, dv.data() + base, bo));
       continue;
     }
     const int64_t t_ring = s.CuRing(s.ki).back();
-    core::TrackedBuffer do_h(mem, t_super * hd), dq_h(mem, t_super * hd);
+    ASSIGN_OR_RETURN(runtime::DeviceTensor do_h, Buffer(mem, t_super * hd, "attn.do_h"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor dq_h, Buffer(mem, t_super * hd, "attn.dq_h"));
     RETURN_IF_ERROR(
-        parallel::UlyssesScatter(s.ulysses, s.ulysses_layout, {d_o.data()}, {do_h.data()}, mem));
+        Ulysses(parallel::UlyssesDirection::kScatter, s, {d_o.data()}, {do_h.f32()}, mem));
     const int kk = s.cfg.k;
     const int64_t max_rows = MaxRingRows(s);
     // cur: K/V held now; dcur: the dK/dV accumulating for it (travels with it).
-    core::TrackedBuffer cur, nxt, dnxt;
-    core::TrackedBuffer dcur(mem, 2 * max_rows * hd);
+    runtime::DeviceTensor cur, nxt, dnxt;
+    ASSIGN_OR_RETURN(runtime::DeviceTensor dcur, Buffer(mem, 2 * max_rows * hd, "attn.dcur"));
     if (kk > 1) {
-      cur = core::TrackedBuffer(mem, 2 * max_rows * hd);
-      nxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
-      dnxt = core::TrackedBuffer(mem, 2 * max_rows * hd);
-      std::memcpy(cur.data(), st.kv_ring.data(), sizeof(float) * 2 * t_ring * hd);
+      ASSIGN_OR_RETURN(cur, Buffer(mem, 2 * max_rows * hd, "attn.cur"));
+      ASSIGN_OR_RETURN(nxt, Buffer(mem, 2 * max_rows * hd, "attn.nxt"));
+      ASSIGN_OR_RETURN(dnxt, Buffer(mem, 2 * max_rows * hd, "attn.dnxt"));
+      std::memcpy(cur.f32(), st.kv_ring.f32(), sizeof(float) * 2 * t_ring * hd);
     }
     for (int step = 0; step < kk; ++step) {
       const int c = ((s.ki - step) % kk + kk) % kk;
       const int cprev = ((c - 1) % kk + kk) % kk;
       const std::vector<int64_t> cu_k = s.CuRing(c);
       const int64_t t_k = cu_k.back();
-      const float* kv = kk > 1 ? cur.data() : st.kv_ring.data();
+      const float* kv = kk > 1 ? cur.f32() : st.kv_ring.f32();
       std::vector<comm::Request> reqs;
       if (step + 1 < kk) {
         const int64_t n_next = s.CuRing(cprev).back();
-        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.data(),
-                                         static_cast<size_t>(2 * n_next * hd), cur.data(),
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, nxt.f32(),
+                                         static_cast<size_t>(2 * n_next * hd), cur.f32(),
                                          static_cast<size_t>(2 * t_k * hd), kTagKv, &reqs));
       }
       kernels::AttentionShape shape{.num_heads = Hh,
@@ -405,30 +426,31 @@ Status AttentionEngine::Backward(const ForwardState& state, std::span<const floa
       bo.tiling = options_.tiling;
       bo.accumulate_dq = step > 0;
       bo.accumulate_dkv = step > 0;  // step 0 writes this chunk's first contribution
-      RETURN_IF_ERROR(kernels::AttentionBackward(
-          shape, st.q_h.data(), kv, kv + t_k * hd, st.o_h.data(), do_h.data(), st.lse.data(),
-          dq_h.data(), dcur.data(), dcur.data() + t_k * hd, bo));
+      RETURN_IF_ERROR(kernels::AttentionBackward(shape, st.q_h.f32(), kv, kv + t_k * hd,
+                                                 st.o_h.f32(), do_h.f32(), st.lse.f32(), dq_h.f32(),
+                                                 dcur.f32(), dcur.f32() + t_k * hd, bo));
       if (kk > 1) {
         // dK/dV of chunk c go on to the next member (after the last step: home to owner c).
         const int64_t n_in = s.CuRing(cprev).back();
-        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, dnxt.data(),
-                                         static_cast<size_t>(2 * n_in * hd), dcur.data(),
+        RETURN_IF_ERROR(PostRingExchange(world_, s.ring_prev, s.ring_next, dnxt.f32(),
+                                         static_cast<size_t>(2 * n_in * hd), dcur.f32(),
                                          static_cast<size_t>(2 * t_k * hd), kTagDkv, &reqs));
       }
       RETURN_IF_ERROR(comm::WaitAll(reqs));
       if (kk > 1) {
-        dcur.Swap(dnxt);
-        if (step + 1 < kk) cur.Swap(nxt);
+        std::swap(dcur, dnxt);
+        if (step + 1 < kk) std::swap(cur, nxt);
       }
     }
     // dcur now holds the complete dK/dV of ring chunk ki: layout K part (t_ring rows) then V.
-    core::TrackedBuffer dk_h(mem, t_super * hd), dv_h(mem, t_super * hd);
+    ASSIGN_OR_RETURN(runtime::DeviceTensor dk_h, Buffer(mem, t_super * hd, "attn.dk_h"));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor dv_h, Buffer(mem, t_super * hd, "attn.dv_h"));
     RETURN_IF_ERROR(parallel::ReduceScatterShards(s.gather, s.gather_layout,
-                                                  {dcur.data(), dcur.data() + t_ring * hd},
-                                                  {dk_h.data(), dv_h.data()}, mem));
-    RETURN_IF_ERROR(parallel::UlyssesGather(s.ulysses, s.ulysses_layout,
-                                            {dq_h.data(), dk_h.data(), dv_h.data()},
-                                            {dq.data(), dk.data(), dv.data()}, mem));
+                                                  {dcur.f32(), dcur.f32() + t_ring * hd},
+                                                  {dk_h.f32(), dv_h.f32()}, &mem));
+    RETURN_IF_ERROR(Ulysses(parallel::UlyssesDirection::kGather, s,
+                            {dq_h.f32(), dk_h.f32(), dv_h.f32()}, {dq.data(), dk.data(), dv.data()},
+                            mem));
   }
   return Status::Ok();
 }

@@ -53,9 +53,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "core/memory_tracker.h"
 #include "core/status.h"
 #include "kernels/attention.h"
+#include "runtime/device_allocator.h"
 #include "workload/batch.h"
 #include "zellige/plan.h"
 
@@ -77,10 +77,10 @@ struct LocalPlacement {
 struct ForwardState {
   struct Segment {
     // A whole-sequence segment keeps only lse (its Q/K/V/O are the caller's buffers).
-    core::TrackedBuffer q_h;      // (T_super, H/h, D): this member's super-chunk queries
-    core::TrackedBuffer kv_ring;  // K then V of ring chunk ki, each (T_ring, H/h, D)
-    core::TrackedBuffer o_h;      // (T_super, H/h, D) global output
-    core::TrackedBuffer lse;      // (T_super, H/h) global log-sum-exp
+    runtime::DeviceTensor q_h;      // (T_super, H/h, D): this member's super-chunk queries
+    runtime::DeviceTensor kv_ring;  // K then V of ring chunk ki, each (T_ring, H/h, D)
+    runtime::DeviceTensor o_h;      // (T_super, H/h, D) global output
+    runtime::DeviceTensor lse;      // (T_super, H/h) global log-sum-exp
   };
   std::vector<Segment> segments;  // this rank's segments in execution order
 };
@@ -129,8 +129,12 @@ class AttentionEngine {
                         std::span<const float> o, std::span<const float> d_o, std::span<float> dq,
                         std::span<float> dk, std::span<float> dv);
 
-  // Bytes of the engine's buffers on this rank (see tracking_allocator.h).
-  core::MemoryTracker& memory() { return memory_; }
+  // The engine's buffers on this rank (per-segment head-split Q/K/V/O, the gathered ring-chunk
+  // K/V and LSE kept in ForwardState, all-to-all and all-gather staging, ring receive buffers
+  // and partial outputs), counted in exact fp32 bytes (granularity 4). Not counted: the
+  // caller's tensors, offset arrays, the kernels' tile scratch, MPI's buffers. A ForwardState
+  // must be destroyed before its engine.
+  runtime::DeviceAllocator& memory() { return memory_; }
 
   struct SegmentInfo;  // internal
 
@@ -144,7 +148,7 @@ class AttentionEngine {
   std::vector<LocalPlacement> local_;
   int64_t local_tokens_ = 0;
   std::vector<std::unique_ptr<SegmentInfo>> segments_;
-  core::MemoryTracker memory_;
+  runtime::HeapDeviceAllocator memory_{0, sizeof(float)};
 };
 
 }  // namespace tessera::zellige::engine

@@ -33,7 +33,7 @@ struct AttentionRankReport {
   int rank = 0;
   int64_t local_tokens = 0;
   std::vector<double> step_time_s;  // measured, per step
-  int64_t peak_bytes = 0;           // engine MemoryTracker peak
+  int64_t peak_bytes = 0;           // engine allocator peak
   double check_max_abs = 0, check_max_rel = 0;
 
   double mean_step_time_s() const;

@@ -1,4 +1,4 @@
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,35 @@
 
 #include "core/check.h"
 
-namespace tessera::xema {
+namespace tessera::runtime {
+
+const char* KindName(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kWeight:
+      return "weight";
+    case TensorKind::kActivation:
+      return "act";
+    case TensorKind::kWorkspace:
+      return "workspace";
+  }
+  return "?";
+}
+
+const char* SectionName(Section section) {
+  switch (section) {
+    case Section::kPrologue:
+      return "prologue";
+    case Section::kBody:
+      return "body";
+    case Section::kEpilogue:
+      return "epilogue";
+  }
+  return "?";
+}
+
+int64_t AlignBytes(int64_t bytes, int64_t granularity_bytes) {
+  return (bytes + granularity_bytes - 1) / granularity_bytes * granularity_bytes;
+}
 
 DeviceTensor::DeviceTensor(DeviceTensor&& other) noexcept
     : allocator_(std::exchange(other.allocator_, nullptr)),
@@ -35,6 +63,11 @@ void DeviceTensor::Reset() {
   data_ = nullptr;
 }
 
+DeviceAllocator::DeviceAllocator(int64_t budget_bytes, int64_t granularity_bytes)
+    : budget_bytes_(budget_bytes), granularity_bytes_(granularity_bytes) {
+  CHECK(granularity_bytes >= 1) << "allocator granularity " << granularity_bytes;
+}
+
 DeviceAllocator::~DeviceAllocator() {
   CHECK(!in_op_) << "allocator destroyed inside an op";
   CHECK(live_.empty()) << live_.size() << " tensors outlive their allocator";
@@ -46,7 +79,7 @@ core::StatusOr<DeviceTensor> DeviceAllocator::Allocate(int64_t bytes, const std:
     return core::InvalidArgument(
         fmt::format("tensor {}: got {} bytes, must be in [1, {}]", name, bytes, kMaxTensorBytes));
   }
-  const int64_t aligned = AlignBytes(bytes);
+  const int64_t aligned = AlignBytes(bytes, granularity_bytes_);
   if (budget_bytes_ > 0 && live_bytes_ + aligned > budget_bytes_) {
     return core::Infeasible(
         fmt::format("out of device memory: tensor {} needs {} bytes with {} live, budget {}", name,
@@ -112,6 +145,12 @@ void DeviceAllocator::Rewind(int64_t next_id) {
   ops_ = 0;
 }
 
+core::StatusOr<DeviceTensor> AllocateWorkspaceF32(DeviceAllocator& allocator, int64_t count,
+                                                  const std::string& name) {
+  if (count == 0) return DeviceTensor();
+  return allocator.AllocateF32(count, name, TensorKind::kWorkspace);
+}
+
 core::StatusOr<void*> HeapDeviceAllocator::DoAllocate(int64_t /*id*/, int64_t aligned,
                                                       const std::string& name,
                                                       TensorKind /*kind*/) {
@@ -127,4 +166,4 @@ void HeapDeviceAllocator::DoRelease(int64_t /*id*/, void* data, int64_t /*aligne
   std::free(data);
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::runtime

@@ -1,8 +1,8 @@
-#include "xema/pipeline/device_allocator.h"
+#include "runtime/device_allocator.h"
 
 #include <gtest/gtest.h>
 
-namespace tessera::xema {
+namespace tessera::runtime {
 namespace {
 
 TEST(DeviceAllocatorTest, FreesInsideAnOpTakeEffectAtItsEnd) {
@@ -10,7 +10,7 @@ TEST(DeviceAllocatorTest, FreesInsideAnOpTakeEffectAtItsEnd) {
   auto x = a.Allocate(100, "x", TensorKind::kActivation);
   ASSERT_TRUE(x.ok());
   EXPECT_EQ(a.live_bytes(), 512);
-  a.BeginOp({.name = "op0"});
+  a.BeginOp({.name = "op0", .phase = "test"});
   x->Reset();
   EXPECT_EQ(a.live_bytes(), 512);  // still live until the op ends
   auto y = a.Allocate(1000, "y", TensorKind::kActivation);
@@ -55,5 +55,27 @@ TEST(DeviceAllocatorTest, MoveTransfersOwnership) {
   EXPECT_EQ(a.live_bytes(), 0);
 }
 
+TEST(DeviceAllocatorTest, GranularityFourCountsExactFloatBytes) {
+  HeapDeviceAllocator a(0, 4);
+  auto x = a.AllocateF32(10, "x", TensorKind::kActivation);
+  auto y = a.AllocateF32(3, "y", TensorKind::kWorkspace);
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(a.live_bytes(), 52);
+  x->Reset();
+  EXPECT_EQ(a.live_bytes(), 12);
+  EXPECT_EQ(a.peak_bytes(), 52);
+  a.ResetPeak();
+  EXPECT_EQ(a.peak_bytes(), 12);
+}
+
+TEST(DeviceAllocatorTest, AlignBytesRoundsUpToTheGranularity) {
+  EXPECT_EQ(AlignBytes(0), 0);
+  EXPECT_EQ(AlignBytes(1), 512);
+  EXPECT_EQ(AlignBytes(512), 512);
+  EXPECT_EQ(AlignBytes(513), 1024);
+  EXPECT_EQ(AlignBytes(13, 4), 16);
+  EXPECT_EQ(AlignBytes(12, 4), 12);
+}
+
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::runtime
