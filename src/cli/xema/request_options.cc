@@ -102,9 +102,9 @@ core::StatusOr<xema::DiffusionRequest> ToRequest(const RequestArgs& a,
   r.prompt = a.prompt;
   r.seed = a.seed;
   if (a.attention == "fused") {
-    r.attention = xema::AttentionMode::kFused;
+    r.attention = models::AttentionMode::kFused;
   } else if (a.attention == "chunked") {
-    r.attention = xema::AttentionMode::kChunked;
+    r.attention = models::AttentionMode::kChunked;
   } else {
     return core::InvalidArgument("--attention: got '" + a.attention +
                                  "', must be fused or chunked");

@@ -99,7 +99,7 @@ void ActivationOffload::InUnpatchify() {
   unused_pool_.Reset();
 }
 
-VaeFrameSink ActivationOffload::FrameSink(int64_t frame_floats) {
+models::VaeFrameSink ActivationOffload::FrameSink(int64_t frame_floats) {
   if (!image_) return {};
   frame_floats_ = frame_floats;
   return [this](int64_t f0, int64_t f1, runtime::DeviceTensor frames) -> core::Status {

@@ -37,9 +37,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "models/vae_decoder.h"
 #include "runtime/device_allocator.h"
 #include "xema/pipeline/host_tier.h"
-#include "xema/pipeline/vae_decoder.h"
 
 namespace tessera::xema {
 
@@ -64,7 +64,7 @@ class ActivationOffload {
   runtime::DeviceTensor* text_ctx(runtime::DeviceTensor* own);
   runtime::DeviceTensor* pool_ctx(runtime::DeviceTensor* own);
   const float* latent(const runtime::DeviceTensor& own);
-  // TinyDit::Input::after_embed: parks what is offloaded (empty when nothing is).
+  // models::TinyDit::Input::after_embed: parks what is offloaded (empty when nothing is).
   std::function<core::Status()> EmbedHook();
   // Inside the first op after the DiT pass of `step`: the prefetches.
   [[nodiscard]] core::Status AfterDit(int64_t step);
@@ -75,7 +75,7 @@ class ActivationOffload {
   // Inside "vae.unpatchify": frees the last step's unused context prefetch.
   void InUnpatchify();
   // The VAE's frame sink with image offload, else empty. `frame_floats` = out_channels H W.
-  VaeFrameSink FrameSink(int64_t frame_floats);
+  models::VaeFrameSink FrameSink(int64_t frame_floats);
   // Inside "vae.output": copies the parked frames into `output` (image offload).
   void GatherFrames(std::span<float> output);
 

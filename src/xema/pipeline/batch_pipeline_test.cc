@@ -1,6 +1,6 @@
 // Batch > 1 (tiny_pipeline.h: DiffusionRequest::batch_mates): several requests of one template
-// in one DiT pass. TinyDit::Forward over G distinct latents equals each latent's sequences run
-// alone; a pipeline batch equals each request run alone; its recorded trace replays in a
+// in one DiT pass. models::TinyDit::Forward over G distinct latents equals each latent's sequences
+// run alone; a pipeline batch equals each request run alone; its recorded trace replays in a
 // static-layout arena bitwise; the sequence-parallel run equals the one-device batch; bad
 // batches are named. Helpers are prefixed BatchTest (unity builds share anonymous namespaces).
 #include <gtest/gtest.h>
@@ -18,11 +18,11 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "kernels/gemm.h"
+#include "models/tiny_dit.h"
 #include "xema/pipeline/layout_allocator.h"
 #include "xema/pipeline/pipeline_test_util.h"
 #include "xema/pipeline/sp_dit.h"
 #include "xema/pipeline/template_check.h"
-#include "xema/pipeline/tiny_dit.h"
 #include "xema/pipeline/tiny_pipeline.h"
 #include "xema/static_layout.h"
 
@@ -84,7 +84,7 @@ std::vector<float> BatchTestForward(const BatchTestDitCase& c,
                                     const std::vector<int64_t>& sequences, int64_t latents,
                                     int64_t own_latent, comm::Communicator* group = nullptr) {
   runtime::HeapDeviceAllocator allocator;
-  auto dit = TinyDit::Create(c.config, c.text_hidden, 3, allocator);
+  auto dit = models::TinyDit::Create(c.config, c.text_hidden, 3, allocator);
   CHECK(dit.ok()) << dit.status().ToString();
   const int64_t hd = c.config.hidden, b_n = static_cast<int64_t>(sequences.size());
   auto ctx = allocator.AllocateF32(b_n * c.text_tokens * hd, "ctx", TensorKind::kActivation);
@@ -96,7 +96,7 @@ std::vector<float> BatchTestForward(const BatchTestDitCase& c,
                 ctx->f32() + i * c.text_tokens * hd);
     std::copy_n(c.pool.data() + b * hd, hd, pool->f32() + i * hd);
   }
-  TinyDit::Input in;
+  models::TinyDit::Input in;
   const int64_t latent_floats = c.tokens * c.config.in_channels;
   in.latent = c.latent.data() + (own_latent >= 0 ? own_latent * latent_floats : 0);
   in.image_tokens = c.tokens;
@@ -106,10 +106,11 @@ std::vector<float> BatchTestForward(const BatchTestDitCase& c,
   in.text_ctx = &*ctx;
   in.text_tokens = c.text_tokens;
   in.pool_ctx = &*pool;
-  const OpContext body{Phase::kDenoise, Section::kBody, 0};
-  auto out = group == nullptr ? dit->Forward(allocator, in, {AttentionMode::kFused, 1, 1}, body)
-                              : SequenceParallelForward(*dit, allocator, group, group->rank(), in,
-                                                        {AttentionMode::kFused, 1, 1}, body);
+  const runtime::OpContext body{PhaseName(Phase::kDenoise), Section::kBody, 0};
+  auto out = group == nullptr
+                 ? dit->Forward(allocator, in, {models::AttentionMode::kFused, 1, 1}, body)
+                 : SequenceParallelForward(*dit, allocator, group, group->rank(), in,
+                                           {models::AttentionMode::kFused, 1, 1}, body);
   CHECK(out.ok()) << out.status().ToString();
   return {out->f32(), out->f32() + out->f32_count()};
 }
@@ -179,15 +180,15 @@ TEST(BatchPipelineTest, SequenceParallelDitOverDistinctLatentsEqualsOneDevice) {
 TEST(BatchPipelineTest, DitRefusesLatentsNotDividingTheBatch) {
   const BatchTestDitCase c = BatchTestMakeDitCase(9, 4, 2);
   runtime::HeapDeviceAllocator allocator;
-  auto dit = TinyDit::Create(c.config, c.text_hidden, 3, allocator);
+  auto dit = models::TinyDit::Create(c.config, c.text_hidden, 3, allocator);
   ASSERT_TRUE(dit.ok());
-  TinyDit::Input in;
+  models::TinyDit::Input in;
   in.latent = c.latent.data();
   in.image_tokens = c.tokens;
   in.batch = 4;
   for (int64_t latents : {0, 3, 5}) {
     in.latents = latents;
-    auto out = dit->Forward(allocator, in, {}, {Phase::kDenoise, Section::kBody, 0});
+    auto out = dit->Forward(allocator, in, {}, {PhaseName(Phase::kDenoise), Section::kBody, 0});
     ASSERT_FALSE(out.ok());
     EXPECT_EQ(out.status().code(), core::StatusCode::kInvalidArgument);
     EXPECT_NE(out.status().message().find("latents: got " + std::to_string(latents)),

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "xema/pipeline/op_scope.h"
+#include "runtime/op_scope.h"
 
 namespace tessera::xema {
 namespace {
@@ -91,7 +91,7 @@ TEST(HostTierTest, ParkInsideAnOpReleasesAtItsEnd) {
   ASSERT_TRUE(tier);
   TieredTensor t = tier->Adopt(Filled(device, 4096, 1.0f, "ctx"));
   {
-    OpScope op(device, "use", {});
+    runtime::OpScope op(device, "use", {});
     ASSERT_TRUE(tier->Park(t).ok());
     EXPECT_EQ(device.live_bytes(), AlignBytes(4096 * 4));
   }

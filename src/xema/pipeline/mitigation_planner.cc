@@ -168,7 +168,7 @@ void AddActions(const TinyModelSpec& spec, const DiffusionRequest& request,
   }
   add_action("ffn_chunks", std::move(labels));
   labels.clear();
-  if (request.attention == AttentionMode::kChunked) {
+  if (request.attention == models::AttentionMode::kChunked) {
     for (int64_t k : c.attention_chunks) {
       if (k > request.attention_chunks && k <= kMaxAttentionChunks) {
         labels.push_back(fmt::format("attention_chunks={}", k));

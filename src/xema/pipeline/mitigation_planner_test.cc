@@ -23,7 +23,7 @@ DiffusionRequest VideoRequest() {
   r.height = 64;
   r.frames = 9;
   r.steps = 3;
-  r.attention = AttentionMode::kChunked;
+  r.attention = models::AttentionMode::kChunked;
   r.attention_chunks = 1;
   return r;
 }

@@ -166,19 +166,19 @@ TEST(OffloadTest, CopiesAreAccounted) {
   EXPECT_EQ((*tier)->stats().to_host_bytes, 0);  // mirrored at load
 }
 
-struct Recorded {
+struct OffloadRun {
   RecordedRequest rec;
   ExpandedTrace x;
   std::vector<int64_t> live;
 };
 
-Recorded Record(const DiffusionRequest& r) {
+OffloadRun Record(const DiffusionRequest& r) {
   auto spec = TinyModel(r.model);
   CHECK(spec.ok());
   auto tier = FastTier();
   auto rec = RecordRequest(*spec, r, 0, tier.get());
   CHECK(rec.ok()) << rec.status().ToString();
-  Recorded out{std::move(*rec), {}, {}};
+  OffloadRun out{std::move(*rec), {}, {}};
   auto x = Expand(out.rec.trace);
   CHECK(x.ok());
   out.x = std::move(*x);
@@ -192,9 +192,9 @@ Recorded Record(const DiffusionRequest& r) {
 // tensor's aligned bytes gone over the ops where it is idle, and no more.
 TEST(OffloadTest, TraceShowsParkedBytesAway) {
   DiffusionRequest r = Video(32, 32, 5, 5, 3);
-  const Recorded base = Record(r);
+  const OffloadRun base = Record(r);
   const MemoryTrace& t = base.rec.trace;
-  auto name = [&](const Recorded& rec, size_t i) {
+  auto name = [&](const OffloadRun& rec, size_t i) {
     return FlatOpName(rec.rec.trace, rec.x.ops[i]);
   };
   auto bytes_of = [&](const std::string& tensor) {
@@ -217,7 +217,7 @@ TEST(OffloadTest, TraceShowsParkedBytesAway) {
     DiffusionRequest o = r;
     o.offload = SetOf(bits);
     SCOPED_TRACE(Name(o.offload));
-    const Recorded off = Record(o);
+    const OffloadRun off = Record(o);
     ASSERT_EQ(off.x.ops.size(), base.x.ops.size());
     int checked = 0;
     for (size_t i = 0; i < base.x.ops.size(); ++i) {

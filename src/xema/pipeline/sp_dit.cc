@@ -1,4 +1,4 @@
-// Sequence-parallel (Ulysses) TinyDit forward; see sp_dit.h.
+// Sequence-parallel (Ulysses) models::TinyDit forward; see sp_dit.h.
 #include "xema/pipeline/sp_dit.h"
 
 #include <fmt/format.h>
@@ -20,8 +20,8 @@ namespace {
 
 // FNV-1a over what every member must pass alike: shapes (latents too), execution, the model's
 // sizes and t.
-int64_t SpInputFingerprint(const TinyDit& dit, const TinyDit::Input& in, const DitRows& all,
-                           const DitExecution& execution) {
+int64_t SpInputFingerprint(const models::TinyDit& dit, const models::TinyDit::Input& in,
+                           const models::DitRows& all, const models::DitExecution& execution) {
   const models::SmallDitConfig& c = dit.config();
   const bool has_pool = in.pool_ctx != nullptr && !in.pool_ctx->empty();
   const std::array<int64_t, 14> values = {all.batch,
@@ -83,8 +83,8 @@ core::Status SpAgree(comm::Communicator& group, const core::Status& local, int64
 }
 
 // Local checks of SequenceParallelForward (before the members agree).
-core::Status SpValidate(const TinyDit& dit, const comm::Communicator* group, int member,
-                        const TinyDit::Input& in, const DitExecution& execution) {
+core::Status SpValidate(const models::TinyDit& dit, const comm::Communicator* group, int member,
+                        const models::TinyDit::Input& in, const models::DitExecution& execution) {
   const int d = group == nullptr ? 1 : group->size();
   if (member != (group == nullptr ? 0 : group->rank())) {
     return core::InvalidArgument(fmt::format(
@@ -92,7 +92,8 @@ core::Status SpValidate(const TinyDit& dit, const comm::Communicator* group, int
         group == nullptr ? 0 : group->rank(),
         group == nullptr ? ", no group: a single member" : ""));
   }
-  RETURN_IF_ERROR(DitStages::Validate(dit, in, execution).WithPrefix("SequenceParallelForward"));
+  RETURN_IF_ERROR(
+      models::DitStages::Validate(dit, in, execution).WithPrefix("SequenceParallelForward"));
   const int64_t heads = dit.config().num_heads;
   if (heads % d != 0) {
     return core::InvalidArgument(fmt::format(
@@ -100,7 +101,7 @@ core::Status SpValidate(const TinyDit& dit, const comm::Communicator* group, int
         "(Ulysses gives each member heads / sp_degree heads); use an sp_degree dividing {}",
         d, heads, heads));
   }
-  const DitRows all = DitStages::AllRows(in);
+  const models::DitRows all = models::DitStages::AllRows(in);
   if (all.seq_len() < d) {
     return core::InvalidArgument(fmt::format(
         "SequenceParallelForward: sp_degree = {} exceeds the joint sequence length L = {} ({} "
@@ -120,7 +121,7 @@ struct SpBlockBuffers {
 struct SpSizes {
   int64_t local = 0;          // B r_m: this member's rows
   int64_t staging_rows = 0;   // B ceil(L / d): "norm" and "modx" rows
-  int64_t ffn_rows = 0;       // FfnChunkRows(local, ffn_chunks)
+  int64_t ffn_rows = 0;       // models::FfnChunkRows(local, ffn_chunks)
   int64_t split_floats = 0;   // B L Hd / d: one head-split tensor
   int64_t att_floats = 0;     // lse or scores
   const char* att_what = "";  // "lse" or "scores"
@@ -152,9 +153,9 @@ core::Status SpAllocateBlock(runtime::DeviceAllocator& allocator, const std::str
 // One member's pass over the group (d > 1): its inputs, the rows it holds and its buffers'
 // sizes, and the Ulysses layout over the members.
 struct SpPass {
-  SpPass(const TinyDit& dit_in, runtime::DeviceAllocator& allocator_in,
-         comm::Communicator* group_in, const TinyDit::Input& input,
-         const DitExecution& execution_in, const OpContext& context_in)
+  SpPass(const models::TinyDit& dit_in, runtime::DeviceAllocator& allocator_in,
+         comm::Communicator* group_in, const models::TinyDit::Input& input,
+         const models::DitExecution& execution_in, const runtime::OpContext& context_in)
       : dit(dit_in),
         allocator(allocator_in),
         group(group_in),
@@ -162,14 +163,14 @@ struct SpPass {
         execution(execution_in),
         context(context_in) {}
 
-  const TinyDit& dit;
+  const models::TinyDit& dit;
   runtime::DeviceAllocator& allocator;
   comm::Communicator* group;
-  const TinyDit::Input& in;
-  const DitExecution& execution;
-  const OpContext& context;
+  const models::TinyDit::Input& in;
+  const models::DitExecution& execution;
+  const runtime::OpContext& context;
   int d = 1;
-  DitRows all, mine;  // every member's rows; this member's
+  models::DitRows all, mine;  // every member's rows; this member's
   SpSizes z;
   parallel::UlyssesLayout layout;
 };
@@ -179,7 +180,7 @@ core::Status SpEmbed(const SpPass& s, runtime::DeviceTensor* h, runtime::DeviceT
   const models::SmallDitConfig& c = s.dit.config();
   const int64_t hd = c.hidden, ft = c.timestep_freq_dim;
   runtime::DeviceAllocator& allocator = s.allocator;
-  OpScope op(allocator, "dit.embed", s.context);
+  runtime::OpScope op(allocator, "dit.embed", s.context);
   runtime::DeviceTensor temb;
   const core::Status st = [&]() -> core::Status {
     ASSIGN_OR_RETURN(temb,
@@ -187,12 +188,12 @@ core::Status SpEmbed(const SpPass& s, runtime::DeviceTensor* h, runtime::DeviceT
     ASSIGN_OR_RETURN(*cond,
                      allocator.AllocateF32(s.all.batch * hd, "dit.cond", TensorKind::kActivation));
     ASSIGN_OR_RETURN(*h, allocator.AllocateF32(s.z.local * hd, "dit.h", TensorKind::kActivation));
-    DitStages::Condition(s.dit, s.in, temb.f32(), cond->f32());
-    DitStages::Embed(s.dit, s.in, s.mine, temb.f32() + ft + 2 * hd, h->f32());
-    return DitStages::FinishEmbed(s.in);
+    models::DitStages::Condition(s.dit, s.in, temb.f32(), cond->f32());
+    models::DitStages::Embed(s.dit, s.in, s.mine, temb.f32() + ft + 2 * hd, h->f32());
+    return models::DitStages::FinishEmbed(s.in);
   }();
   RETURN_IF_ERROR(SpAgree(*s.group, st, 0));
-  const DitCost cost = DitStages::EmbedCost(s.dit, s.mine, s.in.latents);
+  const models::DitCost cost = models::DitStages::EmbedCost(s.dit, s.mine, s.in.latents);
   op.Count(cost.flops, cost.bytes);
   return core::Status::Ok();
 }
@@ -204,11 +205,11 @@ core::Status SpBlock(const SpPass& s, int64_t l, const runtime::DeviceTensor& co
   const models::SmallDitConfig& c = s.dit.config();
   const int64_t b_n = s.all.batch, l_n = s.all.seq_len(), heads_local = c.num_heads / s.d;
   const std::string name = fmt::format("dit.block{}", l);
-  OpScope op(s.allocator, name, s.context);
+  runtime::OpScope op(s.allocator, name, s.context);
   SpBlockBuffers b;
   RETURN_IF_ERROR(SpAgree(*s.group, SpAllocateBlock(s.allocator, name, c, b_n, s.z, &b), 0));
-  DitStages::BlockQkv(s.dit, l, s.mine, cond.f32(), h->f32(), b.mod.f32(), b.norm.f32(),
-                      b.rstd.f32(), b.modx.f32(), b.q.f32(), b.k.f32(), b.v.f32());
+  models::DitStages::BlockQkv(s.dit, l, s.mine, cond.f32(), h->f32(), b.mod.f32(), b.norm.f32(),
+                              b.rstd.f32(), b.modx.f32(), b.q.f32(), b.k.f32(), b.v.f32());
   // norm and modx are dead until the output projection: they hold the all-to-all staging.
   const parallel::UlyssesStaging staging{b.norm.f32_span(), b.modx.f32_span()};
   for (auto [local, split] :
@@ -216,14 +217,14 @@ core::Status SpBlock(const SpPass& s, int64_t l, const runtime::DeviceTensor& co
     RETURN_IF_ERROR(
         parallel::UlyssesScatter(s.group, s.layout, {local->f32()}, {split->f32()}, staging));
   }
-  RETURN_IF_ERROR(DitStages::Attention(s.execution, name, b_n, l_n, heads_local, c.head_dim(),
-                                       b.q_heads.f32(), b.k_heads.f32(), b.v_heads.f32(),
-                                       b.o_heads.f32(), b.att.f32()));
+  RETURN_IF_ERROR(models::DitStages::Attention(s.execution, name, b_n, l_n, heads_local,
+                                               c.head_dim(), b.q_heads.f32(), b.k_heads.f32(),
+                                               b.v_heads.f32(), b.o_heads.f32(), b.att.f32()));
   RETURN_IF_ERROR(
       parallel::UlyssesGather(s.group, s.layout, {b.o_heads.f32()}, {b.q.f32()}, staging));
-  DitStages::BlockOutFfn(s.dit, l, s.mine, b.mod.f32(), b.q.f32(), s.z.ffn_rows, h->f32(),
-                         b.norm.f32(), b.rstd.f32(), b.modx.f32(), b.ffn.f32());
-  const DitCost cost = DitStages::BlockCost(s.dit, s.mine, heads_local);
+  models::DitStages::BlockOutFfn(s.dit, l, s.mine, b.mod.f32(), b.q.f32(), s.z.ffn_rows, h->f32(),
+                                 b.norm.f32(), b.rstd.f32(), b.modx.f32(), b.ffn.f32());
+  const models::DitCost cost = models::DitStages::BlockCost(s.dit, s.mine, heads_local);
   op.Count(cost.flops, cost.bytes);
   return core::Status::Ok();
 }
@@ -237,7 +238,7 @@ core::StatusOr<runtime::DeviceTensor> SpFinal(const SpPass& s, runtime::DeviceTe
   const int64_t b_n = s.all.batch, n = s.all.image_tokens;
   const int d = s.d;
   runtime::DeviceAllocator& allocator = s.allocator;
-  OpScope op(allocator, "dit.final", s.context);
+  runtime::OpScope op(allocator, "dit.final", s.context);
   const int64_t img = s.mine.image_per_seq();
   runtime::DeviceTensor fmod, norm, rstd, modx, rows_out, out;
   const core::Status st = [&]() -> core::Status {
@@ -256,8 +257,8 @@ core::StatusOr<runtime::DeviceTensor> SpFinal(const SpPass& s, runtime::DeviceTe
     return core::Status::Ok();
   }();
   RETURN_IF_ERROR(SpAgree(*s.group, st, 0));
-  DitStages::Final(s.dit, s.mine, h->f32(), cond->f32(), fmod.f32(), norm.f32(), rstd.f32(),
-                   modx.f32(), rows_out.f32());
+  models::DitStages::Final(s.dit, s.mine, h->f32(), cond->f32(), fmod.f32(), norm.f32(), rstd.f32(),
+                           modx.f32(), rows_out.f32());
   // Each sequence's image rows, member after member, are that sequence's rows of "dit.out".
   std::vector<int64_t> counts(static_cast<size_t>(d)), displs(static_cast<size_t>(d));
   int64_t pos = 0;
@@ -275,15 +276,16 @@ core::StatusOr<runtime::DeviceTensor> SpFinal(const SpPass& s, runtime::DeviceTe
   }
   h->Reset();
   cond->Reset();
-  const DitCost cost = DitStages::FinalCost(s.dit, s.mine);
+  const models::DitCost cost = models::DitStages::FinalCost(s.dit, s.mine);
   op.Count(cost.flops, cost.bytes);
   return out;
 }
 
 }  // namespace
 
-DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d, int member) {
-  DitRows rows;
+models::DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d,
+                         int member) {
+  models::DitRows rows;
   rows.batch = batch;
   rows.text_tokens = text_tokens;
   rows.image_tokens = image_tokens;
@@ -293,16 +295,19 @@ DitRows SpRowsOf(int64_t batch, int64_t text_tokens, int64_t image_tokens, int d
   return rows;
 }
 
-core::StatusOr<runtime::DeviceTensor> SequenceParallelForward(
-    const TinyDit& dit, runtime::DeviceAllocator& allocator, comm::Communicator* group, int member,
-    const TinyDit::Input& in, const DitExecution& execution, const OpContext& context) {
+core::StatusOr<runtime::DeviceTensor> SequenceParallelForward(const models::TinyDit& dit,
+                                                              runtime::DeviceAllocator& allocator,
+                                                              comm::Communicator* group, int member,
+                                                              const models::TinyDit::Input& in,
+                                                              const models::DitExecution& execution,
+                                                              const runtime::OpContext& context) {
   const int d = group == nullptr ? 1 : group->size();
   const core::Status valid = SpValidate(dit, group, member, in, execution);
   if (d == 1) {
     RETURN_IF_ERROR(valid);
     return dit.Forward(allocator, in, execution, context);
   }
-  const DitRows all = DitStages::AllRows(in);
+  const models::DitRows all = models::DitStages::AllRows(in);
   RETURN_IF_ERROR(
       SpAgree(*group, valid, valid.ok() ? SpInputFingerprint(dit, in, all, execution) : 0));
 
@@ -315,10 +320,10 @@ core::StatusOr<runtime::DeviceTensor> SequenceParallelForward(
   s.mine = SpRowsOf(b_n, all.text_tokens, n, d, member);
   s.z.local = s.mine.local();
   s.z.staging_rows = b_n * ((l_n + d - 1) / d);
-  s.z.ffn_rows = FfnChunkRows(s.z.local, execution.ffn_chunks);
+  s.z.ffn_rows = models::FfnChunkRows(s.z.local, execution.ffn_chunks);
   s.z.split_floats = b_n * l_n * heads_local * c.head_dim();
   s.z.att_floats =
-      DitStages::AttentionWorkspaceFloats(execution, b_n, l_n, heads_local, &s.z.att_what);
+      models::DitStages::AttentionWorkspaceFloats(execution, b_n, l_n, heads_local, &s.z.att_what);
 
   s.layout.shards.rows.resize(static_cast<size_t>(d));
   for (int j = 0; j < d; ++j) {

@@ -1,7 +1,7 @@
 // SequenceParallelForward (sp_dit.h) on RunFakeRanks(d) threads, one runtime::HeapDeviceAllocator
-// and one TinyDit per member, against TinyDit::Forward on one allocator: outputs on seeded random
-// configs, the per-member activation peak, op names, and failures (bad input, out of memory
-// on one member, a member that never calls) that must reach every member without a hang.
+// and one models::TinyDit per member, against models::TinyDit::Forward on one allocator: outputs on
+// seeded random configs, the per-member activation peak, op names, and failures (bad input, out of
+// memory on one member, a member that never calls) that must reach every member without a hang.
 #include "xema/pipeline/sp_dit.h"
 
 #include <gtest/gtest.h>
@@ -61,9 +61,10 @@ SpCase MakeCase(uint64_t seed, int64_t heads, int64_t head_dim, int64_t layers, 
 }
 
 // The DiT and its text context on `allocator`; *in points at them.
-TinyDit Prepare(const SpCase& c, runtime::DeviceAllocator& allocator, runtime::DeviceTensor* ctx,
-                runtime::DeviceTensor* pool, TinyDit::Input* in) {
-  auto dit = TinyDit::Create(c.config, c.text_hidden, c.seed, allocator);
+models::TinyDit Prepare(const SpCase& c, runtime::DeviceAllocator& allocator,
+                        runtime::DeviceTensor* ctx, runtime::DeviceTensor* pool,
+                        models::TinyDit::Input* in) {
+  auto dit = models::TinyDit::Create(c.config, c.text_hidden, c.seed, allocator);
   CHECK(dit.ok()) << dit.status().ToString();
   in->latent = c.latent.data();
   in->image_tokens = c.tokens;
@@ -94,7 +95,7 @@ struct MemberRun {
 };
 
 using Runner = std::function<core::StatusOr<runtime::DeviceTensor>(
-    const TinyDit&, runtime::DeviceAllocator&, const TinyDit::Input&)>;
+    const models::TinyDit&, runtime::DeviceAllocator&, const models::TinyDit::Input&)>;
 
 MemberRun RunMember(const SpCase& c, int64_t budget_over_inputs, const Runner& run) {
   MemberRun r;
@@ -102,14 +103,14 @@ MemberRun RunMember(const SpCase& c, int64_t budget_over_inputs, const Runner& r
   {
     runtime::HeapDeviceAllocator probe;
     runtime::DeviceTensor ctx, pool;
-    TinyDit::Input in;
-    const TinyDit dit = Prepare(c, probe, &ctx, &pool, &in);
+    models::TinyDit::Input in;
+    const models::TinyDit dit = Prepare(c, probe, &ctx, &pool, &in);
     inputs = probe.live_bytes();
   }
   runtime::HeapDeviceAllocator allocator(budget_over_inputs > 0 ? inputs + budget_over_inputs : 0);
   runtime::DeviceTensor ctx, pool;
-  TinyDit::Input in;
-  const TinyDit dit = Prepare(c, allocator, &ctx, &pool, &in);
+  models::TinyDit::Input in;
+  const models::TinyDit dit = Prepare(c, allocator, &ctx, &pool, &in);
   const int64_t before = allocator.live_bytes();
   allocator.ResetPeak();
   {
@@ -125,30 +126,33 @@ MemberRun RunMember(const SpCase& c, int64_t budget_over_inputs, const Runner& r
   return r;
 }
 
-MemberRun RunSingle(const SpCase& c, const DitExecution& e) {
+MemberRun RunSingle(const SpCase& c, const models::DitExecution& e) {
   return RunMember(c, 0,
-                   [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
-                     return dit.Forward(a, in, e, {Phase::kDenoise, Section::kBody, 0});
+                   [&](const models::TinyDit& dit, runtime::DeviceAllocator& a,
+                       const models::TinyDit::Input& in) {
+                     return dit.Forward(a, in, e, {PhaseName(Phase::kDenoise), Section::kBody, 0});
                    });
 }
 
 // budget(m): bytes over the member's weights and text context (0: unbounded); tweak(m, e)
 // may change a member's execution.
-std::vector<MemberRun> RunSp(const SpCase& c, const DitExecution& e, int d,
-                             const std::function<int64_t(int)>& budget = nullptr,
-                             const std::function<void(int, DitExecution*)>& tweak = nullptr) {
+std::vector<MemberRun> RunSp(
+    const SpCase& c, const models::DitExecution& e, int d,
+    const std::function<int64_t(int)>& budget = nullptr,
+    const std::function<void(int, models::DitExecution*)>& tweak = nullptr) {
   std::vector<MemberRun> runs(static_cast<size_t>(d));
   comm::RunFakeRanks(d, [&](comm::Communicator& world) {
     CHECK(kernels::SetBlasNumThreads(1).ok());
     world.set_op_timeout_s(kOpTimeoutS);
     const int m = world.rank();
-    DitExecution mine = e;
+    models::DitExecution mine = e;
     if (tweak) tweak(m, &mine);
     runs[m] =
         RunMember(c, budget ? budget(m) : 0,
-                  [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
+                  [&](const models::TinyDit& dit, runtime::DeviceAllocator& a,
+                      const models::TinyDit::Input& in) {
                     return SequenceParallelForward(dit, a, &world, m, in, mine,
-                                                   {Phase::kDenoise, Section::kBody, 0});
+                                                   {PhaseName(Phase::kDenoise), Section::kBody, 0});
                   });
   });
   return runs;
@@ -165,7 +169,7 @@ TEST(SpDitTest, RowsAreContiguousBalancedAndCoverEverySequence) {
     for (int64_t l_n = d; l_n <= 23; ++l_n) {
       int64_t next = 0;
       for (int m = 0; m < d; ++m) {
-        const DitRows r = SpRowsOf(2, 3, l_n - 3, d, m);
+        const models::DitRows r = SpRowsOf(2, 3, l_n - 3, d, m);
         EXPECT_EQ(r.begin, next);
         EXPECT_TRUE(r.per_seq() == l_n / d || r.per_seq() == l_n / d + 1) << d << " " << l_n;
         EXPECT_EQ(r.local(), 2 * r.per_seq());
@@ -193,9 +197,11 @@ double SpDiffsOnRandomConfigs(const std::string& backend) {
         MakeCase(seed, heads, head_dim, 1 + static_cast<int64_t>(rng.Below(2)),
                  16 * (1 + static_cast<int64_t>(rng.Below(6))), tokens, text_tokens, batch);
     const int64_t l_n = tokens + text_tokens;
-    for (const DitExecution e :
-         {DitExecution{AttentionMode::kFused, 1, 1}, DitExecution{AttentionMode::kChunked, 3, 3},
-          DitExecution{AttentionMode::kFused, 1, 3}, DitExecution{AttentionMode::kChunked, 1, 1}}) {
+    for (const models::DitExecution e :
+         {models::DitExecution{models::AttentionMode::kFused, 1, 1},
+          models::DitExecution{models::AttentionMode::kChunked, 3, 3},
+          models::DitExecution{models::AttentionMode::kFused, 1, 3},
+          models::DitExecution{models::AttentionMode::kChunked, 1, 1}}) {
       const MemberRun ref = RunSingle(c, e);
       EXPECT_TRUE(ref.status.ok()) << ref.status.ToString();
       const double scale = std::max(1.0, MaxAbs(ref.out));
@@ -207,13 +213,13 @@ double SpDiffsOnRandomConfigs(const std::string& backend) {
         for (int m = 0; m < d; ++m) {
           EXPECT_TRUE(runs[m].status.ok()) << where << ": " << runs[m].status.ToString();
           EXPECT_TRUE(runs[m].clean) << where;
-          EXPECT_EQ(runs[m].ops, ref.ops) << where << ": TinyDit's op names";
+          EXPECT_EQ(runs[m].ops, ref.ops) << where << ": models::TinyDit's op names";
           // Every member returns the same bits (they all receive the same gathered rows).
           EXPECT_EQ(runs[m].out, runs[0].out) << where << " member " << m;
         }
         const double diff = testing::MaxAbsDiff(runs[0].out, ref.out);
         if (d == 1) {
-          EXPECT_EQ(diff, 0.0) << where << ": d = 1 is TinyDit::Forward";
+          EXPECT_EQ(diff, 0.0) << where << ": d = 1 is models::TinyDit::Forward";
           continue;
         }
         // Not bitwise in general: a member's GEMMs run on its own rows only, and a GEMM
@@ -233,7 +239,7 @@ double SpDiffsOnRandomConfigs(const std::string& backend) {
   EXPECT_GT(batched, 0);
   EXPECT_LT(with_text, cases);
   std::printf(
-      "SequenceParallelForward vs TinyDit::Forward (%s): %d cases, max |diff| / max(1, "
+      "SequenceParallelForward vs models::TinyDit::Forward (%s): %d cases, max |diff| / max(1, "
       "|ref|) = %.3g\n",
       backend.c_str(), cases, worst_rel);
   return worst_rel;
@@ -250,8 +256,9 @@ TEST(SpDitTest, MembersWithoutImageRowsStillMatch) {
   // L = 8 text + 4 image rows over 4 members: members 0 and 1 hold text rows only, so they
   // contribute no rows to "dit.out" and allocate no final-layer rows.
   const SpCase c = MakeCase(9, 4, 8, 2, 64, 4, 8, 2);
-  for (const DitExecution e :
-       {DitExecution{AttentionMode::kFused, 1, 1}, DitExecution{AttentionMode::kChunked, 2, 2}}) {
+  for (const models::DitExecution e :
+       {models::DitExecution{models::AttentionMode::kFused, 1, 1},
+        models::DitExecution{models::AttentionMode::kChunked, 2, 2}}) {
     const MemberRun ref = RunSingle(c, e);
     ASSERT_TRUE(ref.status.ok());
     const std::vector<MemberRun> runs = RunSp(c, e, 4);
@@ -266,7 +273,7 @@ TEST(SpDitTest, MembersWithoutImageRowsStillMatch) {
 TEST(SpDitTest, MemberActivationPeakShrinksWithTheDegree) {
   // Activations dominate: 2 x 72 rows of hidden 64, F = 256, fused attention, one FFN chunk.
   const SpCase c = MakeCase(5, 4, 16, 2, 256, 64, 8, 2);
-  const DitExecution e{AttentionMode::kFused, 1, 1};
+  const models::DitExecution e{models::AttentionMode::kFused, 1, 1};
   const MemberRun single = RunSingle(c, e);
   ASSERT_TRUE(single.status.ok());
   int64_t peak_by_degree[5] = {};
@@ -295,7 +302,7 @@ TEST(SpDitTest, MemberActivationPeakShrinksWithTheDegree) {
 }
 
 TEST(SpDitTest, BadInputIsInvalidArgumentOnEveryMember) {
-  const DitExecution e{AttentionMode::kFused, 1, 1};
+  const models::DitExecution e{models::AttentionMode::kFused, 1, 1};
   {  // H = 2 over d = 4 members
     const std::vector<MemberRun> runs = RunSp(MakeCase(1, 2, 8, 1, 32, 9, 0, 1), e, 4);
     for (const MemberRun& r : runs) {
@@ -316,7 +323,7 @@ TEST(SpDitTest, BadInputIsInvalidArgumentOnEveryMember) {
   }
   {  // member 1 alone passes a bad chunk count; member 2 another FFN chunk count
     const SpCase c = MakeCase(3, 4, 8, 1, 32, 9, 2, 1);
-    std::vector<MemberRun> runs = RunSp(c, e, 2, nullptr, [](int m, DitExecution* x) {
+    std::vector<MemberRun> runs = RunSp(c, e, 2, nullptr, [](int m, models::DitExecution* x) {
       if (m == 1) x->attention_chunks = 0;
     });
     for (const MemberRun& r : runs) {
@@ -324,7 +331,7 @@ TEST(SpDitTest, BadInputIsInvalidArgumentOnEveryMember) {
       EXPECT_NE(r.status.message().find("sp member 1 of 2"), std::string::npos);
       EXPECT_NE(r.status.message().find("attention chunks"), std::string::npos);
     }
-    runs = RunSp(c, e, 4, nullptr, [](int m, DitExecution* x) {
+    runs = RunSp(c, e, 4, nullptr, [](int m, models::DitExecution* x) {
       if (m == 2) x->ffn_chunks = 2;
     });
     for (const MemberRun& r : runs) {
@@ -338,7 +345,7 @@ TEST(SpDitTest, BadInputIsInvalidArgumentOnEveryMember) {
 
 TEST(SpDitTest, OutOfMemoryOnOneMemberIsInfeasibleOnEveryMember) {
   const SpCase c = MakeCase(4, 4, 16, 2, 128, 40, 5, 2);
-  const DitExecution e{AttentionMode::kChunked, 2, 2};
+  const models::DitExecution e{models::AttentionMode::kChunked, 2, 2};
   const std::vector<MemberRun> free_run = RunSp(c, e, 2);
   ASSERT_TRUE(free_run[1].status.ok());
   const int64_t peak = free_run[1].activation_peak;
@@ -366,11 +373,13 @@ TEST(SpDitTest, AMemberThatNeverCallsGivesUnavailableInsteadOfAHang) {
   comm::RunFakeRanks(2, [&](comm::Communicator& world) {
     if (world.rank() == 1) return;  // gone: RunFakeRanks marks it exited
     world.set_op_timeout_s(kOpTimeoutS);
-    caller = RunMember(
-        c, 0, [&](const TinyDit& dit, runtime::DeviceAllocator& a, const TinyDit::Input& in) {
-          return SequenceParallelForward(dit, a, &world, 0, in, {},
-                                         {Phase::kDenoise, Section::kBody, 0});
-        });
+    caller =
+        RunMember(c, 0,
+                  [&](const models::TinyDit& dit, runtime::DeviceAllocator& a,
+                      const models::TinyDit::Input& in) {
+                    return SequenceParallelForward(dit, a, &world, 0, in, {},
+                                                   {PhaseName(Phase::kDenoise), Section::kBody, 0});
+                  });
   });
   EXPECT_EQ(caller.status.code(), core::StatusCode::kUnavailable) << caller.status.ToString();
   EXPECT_TRUE(caller.clean);

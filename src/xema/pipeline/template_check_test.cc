@@ -57,7 +57,7 @@ TEST(TemplateCheckTest, VideoAndChunkedAttentionWithoutCfg) {
   r.frames = 5;
   r.steps = 2;
   r.cfg = false;
-  r.attention = AttentionMode::kChunked;
+  r.attention = models::AttentionMode::kChunked;
   r.attention_chunks = 2;
   r.vae_frame_slices = 2;
   int calls = 0;

@@ -69,7 +69,7 @@ core::Status MitigationsFromJson(const core::Json& m, const std::string& path,
     *flag = true;
   }
   // A template does not record the attention mode; chunks need the materialised one.
-  if (r->attention_chunks > 1) r->attention = AttentionMode::kChunked;
+  if (r->attention_chunks > 1) r->attention = models::AttentionMode::kChunked;
   return core::Status::Ok();
 }
 

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "core/rng.h"
+#include "models/vae_tiling.h"
+#include "runtime/op_scope.h"
 #include "xema/pipeline/activation_offload.h"
-#include "xema/pipeline/op_scope.h"
-#include "xema/pipeline/vae_tiling.h"
 
 namespace tessera::xema {
 namespace {
@@ -89,7 +89,8 @@ void Unpatchify(const Geometry& g, int64_t lc, int64_t p, const float* xs, float
 }  // namespace
 
 DiffusionPipeline::DiffusionPipeline(const TinyModelSpec& spec, runtime::DeviceAllocator& allocator,
-                                     TextEncoder text, TinyDit dit, VaeDecoder vae)
+                                     models::TextEncoder text, models::TinyDit dit,
+                                     models::VaeDecoder vae)
     : spec_(spec),
       allocator_(allocator),
       text_(std::move(text)),
@@ -103,13 +104,15 @@ DiffusionPipeline::~DiffusionPipeline() = default;
 core::StatusOr<std::unique_ptr<DiffusionPipeline>> DiffusionPipeline::Load(
     const TinyModelSpec& spec, runtime::DeviceAllocator& allocator, HostTier* host) {
   RETURN_IF_ERROR(ValidateSpec(spec));
-  ASSIGN_OR_RETURN(TextEncoder text, TextEncoder::Create(spec.text, spec.seed, allocator));
+  ASSIGN_OR_RETURN(models::TextEncoder text,
+                   models::TextEncoder::Create(spec.text, spec.seed, allocator));
   models::SmallDitConfig dit_config = spec.dit;
   dit_config.init_seed = spec.seed;
   const uint64_t text_seed = core::Rng(spec.seed).Fork(0xd17).NextU64();
-  ASSIGN_OR_RETURN(TinyDit dit,
-                   TinyDit::Create(dit_config, spec.text.hidden, text_seed, allocator));
-  ASSIGN_OR_RETURN(VaeDecoder vae, VaeDecoder::Create(spec.vae, spec.seed, allocator));
+  ASSIGN_OR_RETURN(models::TinyDit dit,
+                   models::TinyDit::Create(dit_config, spec.text.hidden, text_seed, allocator));
+  ASSIGN_OR_RETURN(models::VaeDecoder vae,
+                   models::VaeDecoder::Create(spec.vae, spec.seed, allocator));
   std::unique_ptr<DiffusionPipeline> p(
       new DiffusionPipeline(spec, allocator, std::move(text), std::move(dit), std::move(vae)));
   if (host != nullptr) {
@@ -188,9 +191,9 @@ struct RunState {
   const TinyModelSpec& spec;
   runtime::DeviceAllocator& act;  // every tensor and op of the request
   ActivationOffload& off;
-  TextEncoder& text;
-  TinyDit& dit;
-  VaeDecoder& vae;
+  models::TextEncoder& text;
+  models::TinyDit& dit;
+  models::VaeDecoder& vae;
   WeightParking* parking;  // null without a host tier
   Geometry g;
   int64_t k;            // requests in the batch
@@ -205,7 +208,7 @@ core::Status EncodePrompts(const RunState& s, runtime::DeviceTensor* text_ctx,
                            runtime::DeviceTensor* pool_ctx) {
   const DiffusionRequest& r = s.r;
   const int64_t k = s.k;
-  const OpContext text_op{Phase::kText, Section::kPrologue, -1};
+  const runtime::OpContext text_op{PhaseName(Phase::kText), Section::kPrologue, -1};
   // tokens[j], pooled[j]: request j's prompt; index k: the empty prompt (cfg).
   std::array<runtime::DeviceTensor, kMaxRequestBatch + 1> tokens, pooled;
   for (int64_t j = 0; j < k; ++j) {
@@ -215,8 +218,8 @@ core::Status EncodePrompts(const RunState& s, runtime::DeviceTensor* text_ctx,
   if (r.cfg) {
     RETURN_IF_ERROR(s.text.Encode(s.act, "", "text.uncond", text_op, &tokens[k], &pooled[k]));
   }
-  OpScope op(s.act, "dit.text_proj", text_op);
-  std::array<const float*, kMaxDitBatch> text_ptrs{}, pool_ptrs{};
+  runtime::OpScope op(s.act, "dit.text_proj", text_op);
+  std::array<const float*, models::kMaxDitBatch> text_ptrs{}, pool_ptrs{};
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t e = b < k ? b : k;  // the uncond sequences share the one encoding
     text_ptrs[b] = tokens[e].f32();
@@ -238,7 +241,7 @@ core::Status EncodePrompts(const RunState& s, runtime::DeviceTensor* text_ctx,
 
 // Prologue, initial noise: *x := each request's noise as if it ran alone.
 core::Status InitLatent(const RunState& s, runtime::DeviceTensor* x) {
-  OpScope op(s.act, "latent.init", {Phase::kDenoise, Section::kPrologue, -1});
+  runtime::OpScope op(s.act, "latent.init", {PhaseName(Phase::kDenoise), Section::kPrologue, -1});
   ASSIGN_OR_RETURN(*x, s.act.AllocateF32(s.k * s.latent_size, "latent.x", TensorKind::kActivation));
   for (int64_t j = 0; j < s.k; ++j) {  // request j's noise as if it ran alone
     core::Rng rng(MemberOf(s.r, j).seed);
@@ -252,20 +255,20 @@ core::Status InitLatent(const RunState& s, runtime::DeviceTensor* x) {
 
 // Body, step i (identical ops and allocations in every step): the DiT's velocity (over the
 // SP group when `sp` spreads it), the cfg combination, the Euler step to *x.
-core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const SpMember* sp,
-                         int64_t i, runtime::DeviceTensor* text_ctx,
+core::Status DenoiseStep(const RunState& s, const models::DitExecution& execution,
+                         const SpMember* sp, int64_t i, runtime::DeviceTensor* text_ctx,
                          runtime::DeviceTensor* pool_ctx, runtime::DeviceTensor* x) {
   const DiffusionRequest& r = s.r;
   const int64_t k = s.k, latent_size = s.latent_size;
   ActivationOffload& off = s.off;
   const bool spread = sp != nullptr && sp->degree() > 1;
-  const OpContext body{Phase::kDenoise, Section::kBody, static_cast<int>(i)};
+  const runtime::OpContext body{PhaseName(Phase::kDenoise), Section::kBody, static_cast<int>(i)};
   const double steps = static_cast<double>(r.steps);
   const float t = static_cast<float>(1.0 - static_cast<double>(i) / steps);
   const float t_next = static_cast<float>(1.0 - static_cast<double>(i + 1) / steps);
   if (i == 0 && s.parking != nullptr) s.parking->FinishRestore(WeightParking::kDitParams);
   off.BeforeDit(i);
-  TinyDit::Input in;
+  models::TinyDit::Input in;
   in.latent = off.latent(*x);
   in.image_tokens = s.g.tokens;
   in.t = t;
@@ -281,7 +284,7 @@ core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const
       spread ? SequenceParallelForward(s.dit, s.act, sp->group, sp->member, in, execution, body)
              : s.dit.Forward(s.act, in, execution, body));
   if (r.cfg) {
-    OpScope op(s.act, "cfg.combine", body);
+    runtime::OpScope op(s.act, "cfg.combine", body);
     RETURN_IF_ERROR(off.AfterDit(i));
     ASSIGN_OR_RETURN(runtime::DeviceTensor guided,
                      s.act.AllocateF32(k * latent_size, "cfg.v", TensorKind::kActivation));
@@ -295,7 +298,7 @@ core::Status DenoiseStep(const RunState& s, const DitExecution& execution, const
     v = std::move(guided);  // frees the (2k, N, C_in) prediction
     op.Count(3.0 * s.all_latent_floats, 12.0 * s.all_latent_floats);
   }
-  OpScope op(s.act, "euler.step", body);
+  runtime::OpScope op(s.act, "euler.step", body);
   if (!r.cfg) RETURN_IF_ERROR(off.AfterDit(i));
   ASSIGN_OR_RETURN(runtime::DeviceTensor next,
                    s.act.AllocateF32(k * latent_size, "latent.x", TensorKind::kActivation));
@@ -316,14 +319,14 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
                            runtime::DeviceTensor* x) {
   const DiffusionRequest& r = s.r;
   const Geometry& g = s.g;
-  const OpContext epi{Phase::kVae, Section::kEpilogue, -1};
+  const runtime::OpContext epi{PhaseName(Phase::kVae), Section::kEpilogue, -1};
   const int64_t frame_floats = s.spec.vae.out_channels * r.height * r.width;
   const int64_t request_floats = r.frames * frame_floats;
   const bool last = j == s.k - 1;
   const std::string vae_name = BatchName("vae", j);
   runtime::DeviceTensor latent;
   {
-    OpScope op(s.act, vae_name + ".unpatchify", epi);
+    runtime::OpScope op(s.act, vae_name + ".unpatchify", epi);
     ASSIGN_OR_RETURN(latent, s.act.AllocateF32(g.latent_frames * s.spec.latent_channels *
                                                    g.latent_height * g.latent_width,
                                                vae_name + ".latent", TensorKind::kActivation));
@@ -335,7 +338,7 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
     }
     op.Count(0, 8.0 * s.latent_floats);
   }
-  VaeGeometry vg;
+  models::VaeGeometry vg;
   vg.latent_frames = g.latent_frames;
   vg.latent_height = g.latent_height;
   vg.latent_width = g.latent_width;
@@ -346,7 +349,7 @@ core::Status DecodeRequest(const RunState& s, int64_t j, std::span<float> output
   vg.name = vae_name;
   ASSIGN_OR_RETURN(runtime::DeviceTensor image,
                    s.vae.Decode(s.act, std::move(latent), vg, epi, s.off.FrameSink(frame_floats)));
-  OpScope op(s.act, vae_name + ".output", epi);
+  runtime::OpScope op(s.act, vae_name + ".output", epi);
   const std::span<float> out_j =
       output.subspan(static_cast<size_t>(j * request_floats), static_cast<size_t>(request_floats));
   if (r.offload.image) {
@@ -376,7 +379,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
     parking_->FinishRestore(WeightParking::kTextEncoder);
     parking_->FinishRestore(WeightParking::kDitText);
   }
-  // Tensors that cross ops. Declared before every OpScope, so on an error return they are
+  // Tensors that cross ops. Declared before every runtime::OpScope, so on an error return they are
   // destroyed after the open op has ended and are freed at once.
   runtime::DeviceTensor text_ctx, pool_ctx, x;
   // Tensors parked in the host tier (declared after the ones above, so destroyed first).
@@ -407,7 +410,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   RETURN_IF_ERROR(off.LatentReady(&x, 0));
 
   // Body: identical ops and allocations in every step.
-  const DitExecution execution{r.attention, r.attention_chunks, r.ffn_chunks};
+  const models::DitExecution execution{r.attention, r.attention_chunks, r.ffn_chunks};
   for (int64_t i = 0; i < r.steps; ++i) {
     RETURN_IF_ERROR(DenoiseStep(s, execution, sp, i, &text_ctx, &pool_ctx, &x));
   }
@@ -415,7 +418,7 @@ core::Status DiffusionPipeline::Run(const DiffusionRequest& r, std::span<float> 
   // Epilogue: per request, unpatchify, VAE decode, copy out (member 0 of a sequence-parallel
   // group only).
   if (!decodes) {
-    OpScope op(act, "sp.done", {Phase::kVae, Section::kEpilogue, -1});
+    runtime::OpScope op(act, "sp.done", {PhaseName(Phase::kVae), Section::kEpilogue, -1});
     x.Reset();
     return core::Status::Ok();
   }

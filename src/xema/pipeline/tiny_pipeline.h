@@ -69,13 +69,13 @@
 
 #include "core/status.h"
 #include "models/small_dit.h"
+#include "models/text_encoder.h"
+#include "models/tiny_dit.h"
+#include "models/vae_decoder.h"
 #include "runtime/device_allocator.h"
 #include "xema/memory_trace.h"
 #include "xema/pipeline/host_tier.h"
 #include "xema/pipeline/sp_dit.h"
-#include "xema/pipeline/text_encoder.h"
-#include "xema/pipeline/tiny_dit.h"
-#include "xema/pipeline/vae_decoder.h"
 #include "xema/pipeline/weight_parking.h"
 
 namespace tessera::xema {
@@ -88,9 +88,9 @@ struct TinyModelSpec {  // the model presets
   int64_t spatial_factor = 8;   // VAE: pixels per latent pixel
   int64_t temporal_factor = 1;  // 4 for video
   models::SmallDitConfig dit;   // in_channels = latent_channels * patch * patch; init_seed unused
-  TextEncoderConfig text;       // text.hidden is the DiT's text_hidden
-  VaeDecoderConfig vae;         // latent_channels as above; 2^(blocks - 1) = spatial_factor
-  uint64_t seed = 1;            // every weight (text, DiT, VAE) is drawn from it
+  models::TextEncoderConfig text;  // text.hidden is the DiT's text_hidden
+  models::VaeDecoderConfig vae;    // latent_channels as above; 2^(blocks - 1) = spatial_factor
+  uint64_t seed = 1;               // every weight (text, DiT, VAE) is drawn from it
 };
 
 std::vector<std::string> TinyModelNames();                         // {"tiny-t2i", "tiny-t2v"}
@@ -129,8 +129,8 @@ struct BatchMate {
   uint64_t seed = 1;   // its initial noise
   float guidance = 4.0f;
 };
-// The most requests one pass runs (with cfg each is two DiT sequences: kMaxDitBatch).
-inline constexpr int64_t kMaxRequestBatch = kMaxDitBatch / 2;
+// The most requests one pass runs (with cfg each is two DiT sequences: models::kMaxDitBatch).
+inline constexpr int64_t kMaxRequestBatch = models::kMaxDitBatch / 2;
 
 struct DiffusionRequest {
   std::string model = "tiny-t2i";
@@ -141,7 +141,7 @@ struct DiffusionRequest {
   float guidance = 4.0f;                                // finite, in [0, kMaxGuidance]
   std::string prompt = "a red cube on a wooden table";  // <= kMaxPromptBytes
   uint64_t seed = 1;                                    // initial noise
-  AttentionMode attention = AttentionMode::kFused;
+  models::AttentionMode attention = models::AttentionMode::kFused;
   int64_t attention_chunks = 1;  // kChunked: query chunks, [1, kMaxAttentionChunks]
   int64_t vae_frame_slices = 1;  // decode in this many slices, [1, frames]
   // Mitigations (Xema part 2); the defaults run the unmitigated pipeline.
@@ -218,13 +218,13 @@ class DiffusionPipeline {
 
  private:
   DiffusionPipeline(const TinyModelSpec& spec, runtime::DeviceAllocator& allocator,
-                    TextEncoder text, TinyDit dit, VaeDecoder vae);
+                    models::TextEncoder text, models::TinyDit dit, models::VaeDecoder vae);
 
   TinyModelSpec spec_;
   runtime::DeviceAllocator& allocator_;
-  TextEncoder text_;
-  TinyDit dit_;
-  VaeDecoder vae_;
+  models::TextEncoder text_;
+  models::TinyDit dit_;
+  models::VaeDecoder vae_;
   int64_t weight_bytes_ = 0;
   HostTier* host_ = nullptr;
   std::unique_ptr<WeightParking> parking_;  // with a host tier

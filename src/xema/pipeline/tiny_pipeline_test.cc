@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/alloc_stats.h"
+#include "models/vae_tiling.h"
 #include "xema/pipeline/pipeline_test_util.h"
-#include "xema/pipeline/vae_tiling.h"
 
 namespace tessera::xema {
 namespace {
@@ -130,7 +130,7 @@ TEST(TinyPipelineTest, ChunkedAttentionMatchesFused) {
   const DiffusionRequest r = Small();
   const auto fused = RunOk(r);
   DiffusionRequest chunked = r;
-  chunked.attention = AttentionMode::kChunked;
+  chunked.attention = models::AttentionMode::kChunked;
   chunked.attention_chunks = 3;
   const auto got = RunOk(chunked);
   double diff = 0, scale = 0;
@@ -214,7 +214,7 @@ TEST(TinyPipelineTest, EveryBadRequestFieldIsNamed) {
       {"request.guidance", [](DiffusionRequest& r) { r.guidance = NAN; }},
       {"request.guidance", [](DiffusionRequest& r) { r.guidance = -1; }},
       {"request.prompt", [](DiffusionRequest& r) { r.prompt.assign(5000, 'a'); }},
-      {"request.attention:", [](DiffusionRequest& r) { r.attention = AttentionMode{7}; }},
+      {"request.attention:", [](DiffusionRequest& r) { r.attention = models::AttentionMode{7}; }},
       {"request.attention_chunks: got 0", [](DiffusionRequest& r) { r.attention_chunks = 0; }},
       {"request.vae_frame_slices: got 2", [](DiffusionRequest& r) { r.vae_frame_slices = 2; }},
       {"request.vae_frame_slices: got 0", [](DiffusionRequest& r) { r.vae_frame_slices = 0; }},
@@ -341,10 +341,10 @@ TEST(TinyPipelineTest, MitigationsCutThePeakByTheFormulas) {
     testing::OpPeakObserver observer(l.allocator);
     ASSERT_TRUE(l.pipeline->Run(r, out).ok());
     peaks.push_back(l.allocator.peak_bytes());
-    const int64_t ffn_rows = FfnChunkRows(rows, chunks);
+    const int64_t ffn_rows = models::FfnChunkRows(rows, chunks);
     EXPECT_EQ(observer.Find("dit.block0")->allocs.at("dit.block0.ffn"),
               AlignBytes(4 * ffn_rows * spec.dit.ffn_hidden));
-    const std::vector<TileSpan> spans = TileSpans(latent, tiles, 2);
+    const std::vector<models::TileSpan> spans = models::TileSpans(latent, tiles, 2);
     for (size_t i = 0; i < spans.size(); ++i) {
       for (size_t j = 0; j < spans.size(); ++j) {
         const std::string prefix = tiles == 1 ? "vae" : fmt::format("vae.tile{}_{}", i, j);

@@ -119,7 +119,8 @@ core::Status ValidateRequest(const TinyModelSpec& spec, const DiffusionRequest& 
     return bad("prompt", fmt::format("{} bytes", r.prompt.size()),
                fmt::format("must be at most {} bytes", kMaxPromptBytes));
   }
-  if (r.attention != AttentionMode::kFused && r.attention != AttentionMode::kChunked) {
+  if (r.attention != models::AttentionMode::kFused &&
+      r.attention != models::AttentionMode::kChunked) {
     return bad("attention", std::to_string(static_cast<int>(r.attention)),
                "must be kFused or kChunked");
   }
@@ -195,12 +196,13 @@ int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   const int64_t nf = r.frames / std::max<int64_t>(1, r.vae_frame_slices);  // first slice
   // The largest tile's span at full resolution (the whole plane untiled): its ops run while
   // the image is live, whichever tile it is (the first tile's last block allocates it).
-  const int64_t halo = TileHaloLatentPixels(static_cast<int64_t>(ch.size()));
+  const int64_t halo = models::TileHaloLatentPixels(static_cast<int64_t>(ch.size()));
   const int64_t tiles = std::max<int64_t>(1, r.vae_tiles);
   auto largest_span = [&](int64_t extent) {
     int64_t most = 0;
     if (extent < 1) return most;  // not a valid request: no bound from the VAE
-    for (const TileSpan& s : TileSpans(extent, tiles, halo)) most = std::max(most, s.size());
+    for (const models::TileSpan& s : models::TileSpans(extent, tiles, halo))
+      most = std::max(most, s.size());
     return most;
   };
   const int64_t latent_h = r.height / factor, latent_w = r.width / factor;
@@ -225,7 +227,7 @@ int64_t MinimumPeakBytes(const TinyModelSpec& spec, const DiffusionRequest& r) {
   // The weights as Load allocates them (the DiT's text projections left out): the text
   // encoder's embedding and layers, the DiT's parameters (both parked during the VAE with
   // idle_weights), the VAE's convolutions.
-  const TextEncoderConfig& t = spec.text;
+  const models::TextEncoderConfig& t = spec.text;
   if (!r.offload.idle_weights) {
     bytes += AlignBytes(4 * t.vocab * t.hidden) +
              t.num_layers * AlignBytes(4 * (4 * t.hidden * t.hidden + 5 * t.hidden +

@@ -61,7 +61,7 @@ DiffusionRequest AlwaysOnMitigations(MemoryPolicy policy, const TinyModelSpec& s
     r.vae_frame_slices = r.frames;
     const int64_t grid = std::min(r.height, r.width) / spec.spatial_factor;
     r.vae_tiles = std::max<int64_t>(1, std::min(kAlwaysOnVaeTiles, grid));
-    if (r.attention == AttentionMode::kChunked) {
+    if (r.attention == models::AttentionMode::kChunked) {
       r.attention_chunks = std::max(r.attention_chunks, kAlwaysOnAttentionChunks);
     }
   }

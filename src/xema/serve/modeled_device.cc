@@ -37,7 +37,7 @@ AnalyticRequest ToAnalyticRequest(const DiffusionRequest& r, int sp_degree,
   a.frames = r.frames;
   a.steps = r.steps;
   a.cfg = r.cfg ? 1 : 0;
-  a.fused_attention = r.attention == AttentionMode::kFused;
+  a.fused_attention = r.attention == models::AttentionMode::kFused;
   a.sp_degree = sp_degree;
   a.link_bytes_per_s = device.link_bytes_per_s;
   a.ffn_chunks = r.ffn_chunks;
@@ -49,8 +49,8 @@ AnalyticRequest ToAnalyticRequest(const DiffusionRequest& r, int sp_degree,
 }
 
 core::Status ValidateModeledTemplate(const DiffusionRequest& r, int sp_degree) {
-  if (r.attention != AttentionMode::kFused || r.attention_chunks != 1 || r.vae_frame_slices != 1 ||
-      r.offload.text_context || r.offload.latent || r.offload.image) {
+  if (r.attention != models::AttentionMode::kFused || r.attention_chunks != 1 ||
+      r.vae_frame_slices != 1 || r.offload.text_context || r.offload.latent || r.offload.image) {
     return core::InvalidArgument(
         "mitigations: a modeled template takes ffn_chunks, vae_tiles and offload [\"weights\"] "
         "only (fused attention, no frame slices, no other offload)");

@@ -51,7 +51,7 @@ DiffusionRequest CopyMitigations(const DiffusionRequest& from, const DiffusionRe
 std::vector<std::string> MitigationLabels(const DiffusionRequest& r) {
   std::vector<std::string> l;
   if (r.ffn_chunks > 1) l.push_back(fmt::format("ffn_chunks={}", r.ffn_chunks));
-  if (r.attention == AttentionMode::kChunked && r.attention_chunks > 1) {
+  if (r.attention == models::AttentionMode::kChunked && r.attention_chunks > 1) {
     l.push_back(fmt::format("attention_chunks={}", r.attention_chunks));
   }
   if (r.vae_frame_slices > 1) l.push_back(fmt::format("vae_slices={}", r.vae_frame_slices));

@@ -187,7 +187,7 @@ TEST(ServeDeviceTest, PolicyNamesAndStrongestMitigations) {
   v.frames = 9;
   v.width = 32;
   v.height = 64;
-  v.attention = AttentionMode::kChunked;
+  v.attention = models::AttentionMode::kChunked;
   const TinyModelSpec spec = *TinyModel("tiny-t2v");
   const DiffusionRequest s = StrongestMitigations(MemoryPolicy::kXema, spec, v);
   EXPECT_EQ(s.vae_frame_slices, 9);

@@ -1,4 +1,4 @@
-#include "xema/pipeline/vae_decoder.h"
+#include "models/vae_decoder.h"
 
 #include <fmt/format.h>
 
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "xema/pipeline/conv2d.h"
-#include "xema/pipeline/vae_tiling.h"
+#include "models/conv2d.h"
+#include "models/vae_tiling.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
 core::Status CheckChannels(const std::string& field, int64_t value) {
@@ -43,7 +43,7 @@ core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderCon
                         std::span<const runtime::DeviceTensor> weights, const VaeGeometry& g,
                         const TileJob& job, runtime::DeviceTensor& latent,
                         runtime::DeviceTensor& image,
-                        const OpContext& context) {  // image: the job's destination
+                        const runtime::OpContext& context) {  // image: the job's destination
   const int64_t lc = config.latent_channels, oc = config.out_channels;
   const int64_t n_blocks = static_cast<int64_t>(config.channels.size());
   const int64_t factor = int64_t{1} << (n_blocks - 1);
@@ -55,7 +55,7 @@ core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderCon
   int64_t h = job.y.size(), w = job.x.size();  // at the current block's resolution
   for (int64_t b = 0; b <= n_blocks; ++b) {
     const std::string name = fmt::format("{}.block{}", job.prefix, b);
-    OpScope op(allocator, name, context);
+    runtime::OpScope op(allocator, name, context);
     const int64_t c_in = b == 0 ? lc : config.channels[b - 1];
     const int64_t c_out = b == n_blocks ? oc : config.channels[b];
     const float* weight = weights[2 * b].f32();
@@ -65,8 +65,8 @@ core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderCon
     std::span<const float* const> image_inputs;
     if (b == 0 && job.tiled) {
       // The tile's span of each frame's latent frame, copied out contiguously.
-      ASSIGN_OR_RETURN(
-          crop, allocator.AllocateF32(nf * lc * h * w, name + ".crop", TensorKind::kWorkspace));
+      ASSIGN_OR_RETURN(crop, allocator.AllocateF32(nf * lc * h * w, name + ".crop",
+                                                   runtime::TensorKind::kWorkspace));
       for (int64_t f = job.f0; f < job.f1; ++f) {
         const int64_t lf = (f + g.temporal_factor - 1) / g.temporal_factor;
         for (int64_t c = 0; c < lc; ++c) {
@@ -86,8 +86,8 @@ core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderCon
       }
       image_inputs = std::span<const float* const>(inputs.data(), static_cast<size_t>(nf));
     } else if (b < n_blocks) {
-      ASSIGN_OR_RETURN(
-          up, allocator.AllocateF32(nf * c_in * 4 * h * w, name + ".up", TensorKind::kWorkspace));
+      ASSIGN_OR_RETURN(up, allocator.AllocateF32(nf * c_in * 4 * h * w, name + ".up",
+                                                 runtime::TensorKind::kWorkspace));
       UpsampleNearest2x(act.f32(), nf * c_in, h, w, up.f32());
       act.Reset();
       conv_in = up.f32();
@@ -98,19 +98,20 @@ core::Status DecodeTile(runtime::DeviceAllocator& allocator, const VaeDecoderCon
     float* conv_out = nullptr;
     if (b == n_blocks) {
       if (image.empty()) {
-        ASSIGN_OR_RETURN(image, allocator.AllocateF32(job.dest_frames * oc * full_h * full_w,
-                                                      job.dest_name, TensorKind::kActivation));
+        ASSIGN_OR_RETURN(
+            image, allocator.AllocateF32(job.dest_frames * oc * full_h * full_w, job.dest_name,
+                                         runtime::TensorKind::kActivation));
       }
       if (job.tiled) {
-        ASSIGN_OR_RETURN(
-            out, allocator.AllocateF32(nf * oc * h * w, name + ".rgb", TensorKind::kWorkspace));
+        ASSIGN_OR_RETURN(out, allocator.AllocateF32(nf * oc * h * w, name + ".rgb",
+                                                    runtime::TensorKind::kWorkspace));
         conv_out = out.f32();
       } else {
         conv_out = image.f32() + (job.f0 - job.dest_f0) * oc * full_h * full_w;
       }
     } else {
-      ASSIGN_OR_RETURN(
-          out, allocator.AllocateF32(nf * c_out * h * w, name + ".out", TensorKind::kActivation));
+      ASSIGN_OR_RETURN(out, allocator.AllocateF32(nf * c_out * h * w, name + ".out",
+                                                  runtime::TensorKind::kActivation));
       conv_out = out.f32();
     }
     const Conv3x3Shape shape{nf, c_in, c_out, h, w};
@@ -171,10 +172,10 @@ core::StatusOr<VaeDecoder> VaeDecoder::Create(const VaeDecoderConfig& config, ui
     const int64_t c_out = i == n ? config.out_channels : config.channels[i];
     ASSIGN_OR_RETURN(runtime::DeviceTensor w,
                      allocator.AllocateF32(c_out * c_in * 9, fmt::format("vae.conv{}.w", i),
-                                           TensorKind::kWeight));
+                                           runtime::TensorKind::kWeight));
     ASSIGN_OR_RETURN(
         runtime::DeviceTensor b,
-        allocator.AllocateF32(c_out, fmt::format("vae.conv{}.b", i), TensorKind::kWeight));
+        allocator.AllocateF32(c_out, fmt::format("vae.conv{}.b", i), runtime::TensorKind::kWeight));
     core::Rng rng = root.Fork(i);
     const double std_dev = 1.0 / std::sqrt(static_cast<double>(9 * c_in));
     for (int64_t j = 0; j < w.f32_count(); ++j)
@@ -192,14 +193,14 @@ int64_t VaeDecoder::TileHalo() const {
 
 int64_t VaeDecoder::WeightBytes() const {
   int64_t total = 0;
-  for (const runtime::DeviceTensor& w : weights_) total += AlignBytes(w.bytes());
+  for (const runtime::DeviceTensor& w : weights_) total += runtime::AlignBytes(w.bytes());
   return total;
 }
 
 core::StatusOr<runtime::DeviceTensor> VaeDecoder::Decode(runtime::DeviceAllocator& allocator,
                                                          runtime::DeviceTensor latent,
                                                          const VaeGeometry& g,
-                                                         const OpContext& context,
+                                                         const runtime::OpContext& context,
                                                          const VaeFrameSink& sink) const {
   const int64_t lc = config_.latent_channels;
   if (g.latent_frames < 1 || g.latent_height < 1 || g.latent_width < 1 || g.frames < 1 ||
@@ -248,4 +249,4 @@ core::StatusOr<runtime::DeviceTensor> VaeDecoder::Decode(runtime::DeviceAllocato
   return image;
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

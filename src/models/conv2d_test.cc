@@ -1,4 +1,4 @@
-#include "xema/pipeline/conv2d.h"
+#include "models/conv2d.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/rng.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
 std::vector<float> Random(core::Rng& rng, int64_t n) {
@@ -56,7 +56,7 @@ TEST(Conv2dTest, MatchesNaiveDirectConvolution) {
     allocator.BeginOp({.name = "conv", .phase = "vae"});
     ASSERT_TRUE(Conv3x3(allocator, "conv", s, in.data(), w.data(), b.data(), out.data()).ok());
     // The im2col workspace was allocated and freed (released when the op ends).
-    EXPECT_EQ(allocator.live_bytes(), AlignBytes(s.Im2ColFloats() * 4));
+    EXPECT_EQ(allocator.live_bytes(), runtime::AlignBytes(s.Im2ColFloats() * 4));
     allocator.EndOp();
     EXPECT_EQ(allocator.live_bytes(), 0);
     const auto ref = NaiveConv(s, in, w, b);
@@ -102,4 +102,4 @@ TEST(Conv2dTest, OutOfMemoryIsInfeasible) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -31,10 +31,10 @@
 // FfnChunkRows(B L, k) rows, about ceil(B L / k) (the last chunk takes the rest), and each
 // chunk runs GEMM in, GELU, GEMM out through ONE reused hidden workspace "dit.block<l>.ffn" of
 // R x ffn_hidden floats instead of B L x ffn_hidden. Bytes saved per block op:
-// AlignBytes(4 B L F) - AlignBytes(4 R F) (F = ffn_hidden); nothing else changes. Compute is
-// the same (2 m n k summed over the chunks), paid in ceil(B L / R) - 1 more, smaller GEMM calls.
-// Exactness: R is a multiple of kFfnChunkRowMultiple = 8 and the last chunk is never a single
-// row, because the GEMM libraries compute a row alike only on those terms: OpenBLAS rounds
+// runtime::AlignBytes(4 B L F) - runtime::AlignBytes(4 R F) (F = ffn_hidden); nothing else changes.
+// Compute is the same (2 m n k summed over the chunks), paid in ceil(B L / R) - 1 more, smaller
+// GEMM calls. Exactness: R is a multiple of kFfnChunkRowMultiple = 8 and the last chunk is never a
+// single row, because the GEMM libraries compute a row alike only on those terms: OpenBLAS rounds
 // rows of odd-sized calls' tails differently, and oneDNN sends a one-row product to its
 // matrix-vector kernel. So the output equals k = 1 bitwise on both backends (tested on seeded
 // random configs, k dividing B L or not and k > B L, one BLAS thread); plain ceil(B L / k)
@@ -62,9 +62,9 @@
 #include "core/status.h"
 #include "models/small_dit.h"
 #include "runtime/device_allocator.h"
-#include "xema/pipeline/op_scope.h"
+#include "runtime/op_scope.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 enum class AttentionMode { kFused, kChunked };
 
@@ -89,12 +89,14 @@ class DitStages;
 
 class TinyDit {
  public:
-  static core::StatusOr<TinyDit> Create(const models::SmallDitConfig& config, int64_t text_hidden,
+  static core::StatusOr<TinyDit> Create(const SmallDitConfig& config, int64_t text_hidden,
                                         uint64_t text_seed, runtime::DeviceAllocator& allocator);
 
-  const models::SmallDitConfig& config() const { return config_; }
+  const SmallDitConfig& config() const { return config_; }
   int64_t text_hidden() const { return text_hidden_; }
-  int64_t WeightBytes() const { return AlignBytes(params_.bytes()) + AlignBytes(text_.bytes()); }
+  int64_t WeightBytes() const {
+    return runtime::AlignBytes(params_.bytes()) + runtime::AlignBytes(text_.bytes());
+  }
   // SmallDit's flat parameter buffer (in "dit.params").
   std::span<const float> Parameters() const {
     return {params_.f32(), static_cast<size_t>(params_.f32_count())};
@@ -131,22 +133,22 @@ class TinyDit {
   // Returns the prediction "dit.out" (B, N, C_in). InvalidArgument for a malformed input.
   core::StatusOr<runtime::DeviceTensor> Forward(runtime::DeviceAllocator& allocator,
                                                 const Input& input, const DitExecution& execution,
-                                                const OpContext& context) const;
+                                                const runtime::OpContext& context) const;
 
  private:
-  using BlockOffsets = models::SmallDitBlockOffsets;
+  using BlockOffsets = SmallDitBlockOffsets;
   // SmallDit's tensors in "dit.params", and the text tensors in "dit.text".
-  struct Offsets : models::SmallDitOffsets {
+  struct Offsets : SmallDitOffsets {
     int64_t w_txt, b_txt, w_pool, b_pool;
   };
   friend class DitStages;  // the forward's stages (dit_stages.h) read the weights
   TinyDit() = default;
 
-  models::SmallDitConfig config_;
+  SmallDitConfig config_;
   int64_t text_hidden_ = 0;
   Offsets off_{};
   runtime::DeviceTensor params_;
   runtime::DeviceTensor text_;
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -13,9 +13,10 @@
 // H' (all H heads on one device; H/d on a sequence-parallel member after the Ulysses
 // all-to-all), fused or chunked as DitExecution says, with its workspace given by the caller.
 //
-// Internal to xema/pipeline. Sizes are trusted (the forwards call Validate first); every
-// buffer is caller-owned (device workspaces) with the extent given at each stage; buffers do
-// not alias unless stated. Thread-safety: static functions over a const TinyDit.
+// Shared by TinyDit and the sequence-parallel DiT forward built on it (not a public API). Sizes are
+// trusted (the forwards call Validate first); every buffer is caller-owned (device workspaces) with
+// the extent given at each stage; buffers do not alias unless stated. Thread-safety: static
+// functions over a const TinyDit.
 #pragma once
 
 #include <algorithm>
@@ -25,9 +26,9 @@
 #include <string>
 
 #include "core/status.h"
-#include "xema/pipeline/tiny_dit.h"
+#include "models/tiny_dit.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 // Local rows: rows [begin, end) of each of `batch` sequences of L = text_tokens + image_tokens
 // rows (0 <= begin < end <= L).
@@ -59,7 +60,7 @@ class DitCuSeqlens {
   size_t size_;
 };
 
-// FLOPs and bytes an op adds to its OpScope.
+// FLOPs and bytes an op adds to its runtime::OpScope.
 struct DitCost {
   double flops = 0;
   double bytes = 0;
@@ -125,4 +126,4 @@ class DitStages {
   static DitCost FinalCost(const TinyDit& dit, const DitRows& rows);
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -32,9 +32,9 @@
 
 #include "core/status.h"
 #include "runtime/device_allocator.h"
-#include "xema/pipeline/op_scope.h"
+#include "runtime/op_scope.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 struct TextEncoderConfig {
   int64_t vocab = 4096;
@@ -71,7 +71,7 @@ class TextEncoder {
   }
 
   [[nodiscard]] core::Status Encode(runtime::DeviceAllocator& allocator, std::string_view prompt,
-                                    const std::string& prefix, const OpContext& context,
+                                    const std::string& prefix, const runtime::OpContext& context,
                                     runtime::DeviceTensor* tokens,
                                     runtime::DeviceTensor* pooled) const;
 
@@ -87,4 +87,4 @@ class TextEncoder {
   std::vector<runtime::DeviceTensor> layers_;
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

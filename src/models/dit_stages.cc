@@ -1,5 +1,5 @@
 // The stages of TinyDit's forward; see dit_stages.h.
-#include "xema/pipeline/dit_stages.h"
+#include "models/dit_stages.h"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include "kernels/gemm.h"
 #include "models/ops.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
-namespace ops = models::ops;
+namespace ops = ops;
 using kernels::Transpose;
 
 // Softmax of each of `rows` rows of length `cols` in place.
@@ -122,7 +122,7 @@ DitRows DitStages::AllRows(const TinyDit::Input& in) {
 }
 
 void DitStages::Condition(const TinyDit& dit, const TinyDit::Input& in, float* temb, float* cond) {
-  const models::SmallDitConfig& c = dit.config_;
+  const SmallDitConfig& c = dit.config_;
   const int64_t hd = c.hidden, ft = c.timestep_freq_dim, b_n = in.batch;
   const float* p = dit.params_.f32();
   const TinyDit::Offsets& off = dit.off_;
@@ -205,7 +205,7 @@ DitCost DitStages::EmbedCost(const TinyDit& dit, const DitRows& rows, int64_t la
 void DitStages::BlockQkv(const TinyDit& dit, int64_t layer, const DitRows& rows, const float* cond,
                          const float* x, float* mod, float* norm, float* rstd, float* modx,
                          float* q, float* k, float* v) {
-  const models::SmallDitConfig& c = dit.config_;
+  const SmallDitConfig& c = dit.config_;
   const int64_t hd = c.hidden, ld_mod = 6 * hd, local = rows.local();
   const float* p = dit.params_.f32();
   const TinyDit::BlockOffsets& bo = dit.off_.blocks[layer];
@@ -253,7 +253,7 @@ core::Status DitStages::Attention(const DitExecution& execution, const std::stri
 void DitStages::BlockOutFfn(const TinyDit& dit, int64_t layer, const DitRows& rows,
                             const float* mod, const float* attn, int64_t ffn_rows, float* x,
                             float* norm, float* rstd, float* modx, float* ffn) {
-  const models::SmallDitConfig& c = dit.config_;
+  const SmallDitConfig& c = dit.config_;
   const int64_t hd = c.hidden, f = c.ffn_hidden, ld_mod = 6 * hd, local = rows.local();
   const float* p = dit.params_.f32();
   const TinyDit::BlockOffsets& bo = dit.off_.blocks[layer];
@@ -274,7 +274,7 @@ void DitStages::BlockOutFfn(const TinyDit& dit, int64_t layer, const DitRows& ro
 }
 
 DitCost DitStages::BlockCost(const TinyDit& dit, const DitRows& rows, int64_t attention_heads) {
-  const models::SmallDitConfig& c = dit.config_;
+  const SmallDitConfig& c = dit.config_;
   const int64_t hd = c.hidden, ld_mod = 6 * hd, b_n = rows.batch, l_n = rows.seq_len();
   const double rows_d = static_cast<double>(rows.local()), hd_d = static_cast<double>(hd);
   const double att_d = static_cast<double>(attention_heads * c.head_dim());
@@ -286,7 +286,7 @@ DitCost DitStages::BlockCost(const TinyDit& dit, const DitRows& rows, int64_t at
 
 void DitStages::Final(const TinyDit& dit, const DitRows& rows, const float* h, const float* cond,
                       float* fmod, float* norm, float* rstd, float* modx, float* out) {
-  const models::SmallDitConfig& c = dit.config_;
+  const SmallDitConfig& c = dit.config_;
   const int64_t hd = c.hidden, cin = c.in_channels, b_n = rows.batch;
   const int64_t n = rows.image_per_seq(), img_local = rows.image_begin() - rows.begin;
   if (n == 0) return;
@@ -309,4 +309,4 @@ DitCost DitStages::FinalCost(const TinyDit& dit, const DitRows& rows) {
           4.0 * static_cast<double>(b_n * n * hd * 3)};
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

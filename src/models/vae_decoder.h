@@ -57,9 +57,9 @@
 
 #include "core/status.h"
 #include "runtime/device_allocator.h"
-#include "xema/pipeline/op_scope.h"
+#include "runtime/op_scope.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 inline constexpr int64_t kMaxDecodeFrames = 1024;
 
@@ -106,7 +106,7 @@ class VaeDecoder {
   core::StatusOr<runtime::DeviceTensor> Decode(runtime::DeviceAllocator& allocator,
                                                runtime::DeviceTensor latent,
                                                const VaeGeometry& geometry,
-                                               const OpContext& context,
+                                               const runtime::OpContext& context,
                                                const VaeFrameSink& sink = {}) const;
 
  private:
@@ -114,4 +114,4 @@ class VaeDecoder {
   std::vector<runtime::DeviceTensor> weights_;  // conv i: weights_[2 i] (w), weights_[2 i + 1] (b)
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,8 +1,8 @@
-#include "xema/pipeline/vae_tiling.h"
+#include "models/vae_tiling.h"
 
 #include <algorithm>
 
-namespace tessera::xema {
+namespace tessera::models {
 
 int64_t TileHaloLatentPixels(int64_t blocks) {
   // Corrupted output pixels next to an interior edge, at each block's resolution.
@@ -35,4 +35,4 @@ double TiledComputeFactor(int64_t height, int64_t width, int64_t tiles, int64_t 
   return covered(height) * covered(width);
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,4 +1,4 @@
-#include "xema/pipeline/text_encoder.h"
+#include "models/text_encoder.h"
 
 #include <fmt/format.h>
 
@@ -11,10 +11,10 @@
 #include "kernels/attention.h"
 #include "models/ops.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
-namespace ops = models::ops;
+namespace ops = ops;
 
 core::Status CheckRange(const char* field, int64_t value, int64_t lo, int64_t hi) {
   if (value < lo || value > hi) {
@@ -102,14 +102,14 @@ core::StatusOr<TextEncoder> TextEncoder::Create(const TextEncoderConfig& config,
   o.size = at;
 
   const core::Rng root = core::Rng(seed).Fork(0x7e47);
-  ASSIGN_OR_RETURN(enc.embed_,
-                   allocator.AllocateF32(config.vocab * hd, "text.embed", TensorKind::kWeight));
+  ASSIGN_OR_RETURN(enc.embed_, allocator.AllocateF32(config.vocab * hd, "text.embed",
+                                                     runtime::TensorKind::kWeight));
   FillNormal(root.Fork(0), 1.0, enc.embed_.f32(), config.vocab * hd);
   enc.layers_.reserve(config.num_layers);
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    ASSIGN_OR_RETURN(
-        runtime::DeviceTensor w,
-        allocator.AllocateF32(o.size, fmt::format("text.layer{}", l), TensorKind::kWeight));
+    ASSIGN_OR_RETURN(runtime::DeviceTensor w,
+                     allocator.AllocateF32(o.size, fmt::format("text.layer{}", l),
+                                           runtime::TensorKind::kWeight));
     float* p = w.f32();
     std::fill_n(p, o.size, 0.0f);  // biases
     const core::Rng layer_rng = root.Fork(1 + l);
@@ -124,13 +124,13 @@ core::StatusOr<TextEncoder> TextEncoder::Create(const TextEncoderConfig& config,
 }
 
 int64_t TextEncoder::WeightBytes() const {
-  int64_t total = AlignBytes(embed_.bytes());
-  for (const runtime::DeviceTensor& w : layers_) total += AlignBytes(w.bytes());
+  int64_t total = runtime::AlignBytes(embed_.bytes());
+  for (const runtime::DeviceTensor& w : layers_) total += runtime::AlignBytes(w.bytes());
   return total;
 }
 
 core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::string_view prompt,
-                                 const std::string& prefix, const OpContext& context,
+                                 const std::string& prefix, const runtime::OpContext& context,
                                  runtime::DeviceTensor* tokens,
                                  runtime::DeviceTensor* pooled) const {
   const int64_t t_n = config_.tokens, hd = config_.hidden, f = config_.ffn_hidden;
@@ -139,10 +139,11 @@ core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::strin
   runtime::DeviceTensor h;
   int64_t real = 0;
   {
-    OpScope op(allocator, prefix + ".embed", context);
+    runtime::OpScope op(allocator, prefix + ".embed", context);
     ASSIGN_OR_RETURN(runtime::DeviceTensor ids,
-                     allocator.Allocate(t_n * 4, prefix + ".ids", TensorKind::kWorkspace));
-    ASSIGN_OR_RETURN(h, allocator.AllocateF32(t_n * hd, prefix + ".h", TensorKind::kActivation));
+                     allocator.Allocate(t_n * 4, prefix + ".ids", runtime::TensorKind::kWorkspace));
+    ASSIGN_OR_RETURN(
+        h, allocator.AllocateF32(t_n * hd, prefix + ".h", runtime::TensorKind::kActivation));
     std::span<int32_t> id_span(static_cast<int32_t*>(ids.data()), static_cast<size_t>(t_n));
     real = Tokenize(prompt, config_, id_span);
     for (int64_t t = 0; t < t_n; ++t) {
@@ -163,10 +164,11 @@ core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::strin
   shape.cu_seqlens_k = cu;
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const std::string name = fmt::format("{}.layer{}", prefix, l);
-    OpScope op(allocator, name, context);
+    runtime::OpScope op(allocator, name, context);
     const float* p = layers_[l].f32();
     auto ws = [&](int64_t count, const char* what) {
-      return allocator.AllocateF32(count, fmt::format("{}.{}", name, what), TensorKind::kWorkspace);
+      return allocator.AllocateF32(count, fmt::format("{}.{}", name, what),
+                                   runtime::TensorKind::kWorkspace);
     };
     ASSIGN_OR_RETURN(runtime::DeviceTensor ln, ws(t_n * hd, "ln"));
     ASSIGN_OR_RETURN(runtime::DeviceTensor rstd, ws(t_n, "rstd"));
@@ -201,13 +203,16 @@ core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::strin
   }
 
   {
-    OpScope op(allocator, prefix + ".final", context);
-    ASSIGN_OR_RETURN(runtime::DeviceTensor rstd,
-                     allocator.AllocateF32(t_n, prefix + ".final.rstd", TensorKind::kWorkspace));
-    ASSIGN_OR_RETURN(runtime::DeviceTensor out,
-                     allocator.AllocateF32(t_n * hd, prefix + ".tokens", TensorKind::kActivation));
-    ASSIGN_OR_RETURN(runtime::DeviceTensor pool,
-                     allocator.AllocateF32(hd, prefix + ".pooled", TensorKind::kActivation));
+    runtime::OpScope op(allocator, prefix + ".final", context);
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor rstd,
+        allocator.AllocateF32(t_n, prefix + ".final.rstd", runtime::TensorKind::kWorkspace));
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor out,
+        allocator.AllocateF32(t_n * hd, prefix + ".tokens", runtime::TensorKind::kActivation));
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor pool,
+        allocator.AllocateF32(hd, prefix + ".pooled", runtime::TensorKind::kActivation));
     ops::LayerNormForward(h.f32(), t_n, hd, config_.layer_norm_eps, out.f32(), rstd.f32());
     h.Reset();
     float* pv = pool.f32();
@@ -227,4 +232,4 @@ core::Status TextEncoder::Encode(runtime::DeviceAllocator& allocator, std::strin
   return core::Status::Ok();
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

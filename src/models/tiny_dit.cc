@@ -1,4 +1,4 @@
-#include "xema/pipeline/tiny_dit.h"
+#include "models/tiny_dit.h"
 
 #include <fmt/format.h>
 
@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "core/rng.h"
+#include "models/dit_stages.h"
 #include "models/ops.h"
-#include "xema/pipeline/dit_stages.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
-namespace ops = models::ops;
+namespace ops = ops;
 
 }  // namespace
 
@@ -25,22 +25,22 @@ int64_t FfnChunkRows(int64_t rows, int64_t chunks) {
   return std::min(r, rows);
 }
 
-core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, int64_t text_hidden,
+core::StatusOr<TinyDit> TinyDit::Create(const SmallDitConfig& config, int64_t text_hidden,
                                         uint64_t text_seed, runtime::DeviceAllocator& allocator) {
   if (text_hidden < 1 || text_hidden > (int64_t{1} << 16)) {
     return core::InvalidArgument(
         fmt::format("TinyDit text_hidden: got {}, must be in [1, 65536]", text_hidden));
   }
-  ASSIGN_OR_RETURN(models::SmallDit reference, models::SmallDit::Create(config));
+  ASSIGN_OR_RETURN(SmallDit reference, SmallDit::Create(config));
   TinyDit dit;
   dit.config_ = config;
   dit.text_hidden_ = text_hidden;
   Offsets& o = dit.off_;
-  static_cast<models::SmallDitOffsets&>(o) = reference.ParameterOffsets();
+  static_cast<SmallDitOffsets&>(o) = reference.ParameterOffsets();
 
   const std::span<const float> params = reference.Parameters();
   ASSIGN_OR_RETURN(dit.params_, allocator.AllocateF32(static_cast<int64_t>(params.size()),
-                                                      "dit.params", TensorKind::kWeight));
+                                                      "dit.params", runtime::TensorKind::kWeight));
   std::copy(params.begin(), params.end(), dit.params_.f32());
 
   const int64_t hd = config.hidden, th = text_hidden;
@@ -49,7 +49,8 @@ core::StatusOr<TinyDit> TinyDit::Create(const models::SmallDitConfig& config, in
   o.w_pool = o.b_txt + hd;
   o.b_pool = o.w_pool + th * hd;
   const int64_t text_floats = o.b_pool + hd;
-  ASSIGN_OR_RETURN(dit.text_, allocator.AllocateF32(text_floats, "dit.text", TensorKind::kWeight));
+  ASSIGN_OR_RETURN(dit.text_,
+                   allocator.AllocateF32(text_floats, "dit.text", runtime::TensorKind::kWeight));
   float* t = dit.text_.f32();
   std::fill_n(t, text_floats, 0.0f);
   const core::Rng root(text_seed);
@@ -75,11 +76,12 @@ core::Status TinyDit::ProjectText(runtime::DeviceAllocator& allocator,
         batch, pooled.size(), text_tokens, kMaxDitBatch));
   }
   const int64_t hd = config_.hidden, th = text_hidden_;
+  ASSIGN_OR_RETURN(runtime::DeviceTensor ctx,
+                   allocator.AllocateF32(batch * text_tokens * hd, "dit.text_ctx",
+                                         runtime::TensorKind::kActivation));
   ASSIGN_OR_RETURN(
-      runtime::DeviceTensor ctx,
-      allocator.AllocateF32(batch * text_tokens * hd, "dit.text_ctx", TensorKind::kActivation));
-  ASSIGN_OR_RETURN(runtime::DeviceTensor pool,
-                   allocator.AllocateF32(batch * hd, "dit.pool_ctx", TensorKind::kActivation));
+      runtime::DeviceTensor pool,
+      allocator.AllocateF32(batch * hd, "dit.pool_ctx", runtime::TensorKind::kActivation));
   const float* w = text_.f32();
   for (int64_t b = 0; b < batch; ++b) {
     ops::LinearForward(text[b], text_tokens, th, w + off_.w_txt, hd, w + off_.b_txt, hd,
@@ -96,7 +98,7 @@ core::Status TinyDit::ProjectText(runtime::DeviceAllocator& allocator,
 core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator& allocator,
                                                        const Input& in,
                                                        const DitExecution& execution,
-                                                       const OpContext& context) const {
+                                                       const runtime::OpContext& context) const {
   RETURN_IF_ERROR(DitStages::Validate(*this, in, execution));
   const int64_t hd = config_.hidden, f = config_.ffn_hidden, cin = config_.in_channels;
   const int64_t ft = config_.timestep_freq_dim, heads = config_.num_heads;
@@ -107,11 +109,14 @@ core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator&
 
   runtime::DeviceTensor h, cond;
   {
-    OpScope op(allocator, "dit.embed", context);
-    ASSIGN_OR_RETURN(runtime::DeviceTensor temb,
-                     allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", TensorKind::kWorkspace));
-    ASSIGN_OR_RETURN(cond, allocator.AllocateF32(b_n * hd, "dit.cond", TensorKind::kActivation));
-    ASSIGN_OR_RETURN(h, allocator.AllocateF32(rows * hd, "dit.h", TensorKind::kActivation));
+    runtime::OpScope op(allocator, "dit.embed", context);
+    ASSIGN_OR_RETURN(
+        runtime::DeviceTensor temb,
+        allocator.AllocateF32(ft + 3 * hd, "dit.embed.temb", runtime::TensorKind::kWorkspace));
+    ASSIGN_OR_RETURN(cond,
+                     allocator.AllocateF32(b_n * hd, "dit.cond", runtime::TensorKind::kActivation));
+    ASSIGN_OR_RETURN(h,
+                     allocator.AllocateF32(rows * hd, "dit.h", runtime::TensorKind::kActivation));
     DitStages::Condition(*this, in, temb.f32(), cond.f32());
     DitStages::Embed(*this, in, all, temb.f32() + ft + 2 * hd, h.f32());
     RETURN_IF_ERROR(DitStages::FinishEmbed(in));
@@ -124,9 +129,10 @@ core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator&
       DitStages::AttentionWorkspaceFloats(execution, b_n, l_n, heads, &att_what);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const std::string name = fmt::format("dit.block{}", l);
-    OpScope op(allocator, name, context);
+    runtime::OpScope op(allocator, name, context);
     auto ws = [&](int64_t count, const char* what) {
-      return allocator.AllocateF32(count, fmt::format("{}.{}", name, what), TensorKind::kWorkspace);
+      return allocator.AllocateF32(count, fmt::format("{}.{}", name, what),
+                                   runtime::TensorKind::kWorkspace);
     };
     ASSIGN_OR_RETURN(runtime::DeviceTensor mod, ws(b_n * 6 * hd, "mod"));
     ASSIGN_OR_RETURN(runtime::DeviceTensor norm, ws(rows * hd, "norm"));
@@ -148,16 +154,18 @@ core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator&
     op.Count(cost.flops, cost.bytes);
   }
 
-  OpScope op(allocator, "dit.final", context);
+  runtime::OpScope op(allocator, "dit.final", context);
   auto fws = [&](int64_t count, const char* what) {
-    return allocator.AllocateF32(count, fmt::format("dit.final.{}", what), TensorKind::kWorkspace);
+    return allocator.AllocateF32(count, fmt::format("dit.final.{}", what),
+                                 runtime::TensorKind::kWorkspace);
   };
   ASSIGN_OR_RETURN(runtime::DeviceTensor fmod, fws(b_n * 2 * hd, "mod"));
   ASSIGN_OR_RETURN(runtime::DeviceTensor norm, fws(b_n * n * hd, "norm"));
   ASSIGN_OR_RETURN(runtime::DeviceTensor rstd, fws(b_n * n, "rstd"));
   ASSIGN_OR_RETURN(runtime::DeviceTensor modx, fws(b_n * n * hd, "modx"));
-  ASSIGN_OR_RETURN(runtime::DeviceTensor out,
-                   allocator.AllocateF32(b_n * n * cin, "dit.out", TensorKind::kActivation));
+  ASSIGN_OR_RETURN(
+      runtime::DeviceTensor out,
+      allocator.AllocateF32(b_n * n * cin, "dit.out", runtime::TensorKind::kActivation));
   DitStages::Final(*this, all, h.f32(), cond.f32(), fmod.f32(), norm.f32(), rstd.f32(), modx.f32(),
                    out.f32());
   h.Reset();
@@ -167,4 +175,4 @@ core::StatusOr<runtime::DeviceTensor> TinyDit::Forward(runtime::DeviceAllocator&
   return out;
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,4 +1,4 @@
-#include "xema/pipeline/vae_decoder.h"
+#include "models/vae_decoder.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "xema/pipeline/pipeline_test_util.h"
-#include "xema/pipeline/vae_tiling.h"
+#include "models/device_test_util.h"
+#include "models/vae_tiling.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
 VaeDecoderConfig SmallConfig() {
@@ -24,7 +24,7 @@ VaeDecoderConfig SmallConfig() {
 
 runtime::DeviceTensor RandomLatent(runtime::DeviceAllocator& allocator, int64_t floats,
                                    uint64_t seed) {
-  auto t = allocator.AllocateF32(floats, "latent", TensorKind::kActivation);
+  auto t = allocator.AllocateF32(floats, "latent", runtime::TensorKind::kActivation);
   CHECK(t.ok());
   core::Rng rng(seed);
   for (int64_t i = 0; i < floats; ++i) t->f32()[i] = static_cast<float>(rng.Normal());
@@ -43,7 +43,7 @@ TEST(VaeDecoderTest, SlicesGiveBitwiseTheSameFrames) {
                 .temporal_factor = 4,
                 .slices = 1};
   const int64_t latent_floats = 3 * 4 * 4 * 6;
-  const OpContext ctx{Phase::kVae, Section::kEpilogue, -1};
+  const runtime::OpContext ctx{"vae", runtime::Section::kEpilogue, -1};
   std::vector<float> reference;
   for (int64_t slices : {1, 2, 3, 9}) {
     g.slices = slices;
@@ -85,7 +85,7 @@ TEST(VaeDecoderTest, BadGeometryIsInvalidArgument) {
                 .temporal_factor = 4,
                 .slices = 1};
   auto image = vae->Decode(allocator, RandomLatent(allocator, 4 * 16, 1), g,
-                           {Phase::kVae, Section::kEpilogue, -1});
+                           {"vae", runtime::Section::kEpilogue, -1});
   EXPECT_EQ(image.status().code(), core::StatusCode::kInvalidArgument);
   EXPECT_EQ(allocator.live_bytes(), vae->WeightBytes());
   VaeDecoderConfig bad = SmallConfig();
@@ -99,7 +99,7 @@ std::vector<float> DecodeFrames(runtime::DeviceAllocator& allocator, const VaeDe
   const int64_t floats =
       g.latent_frames * vae.config().latent_channels * g.latent_height * g.latent_width;
   auto image = vae.Decode(allocator, RandomLatent(allocator, floats, seed), g,
-                          {Phase::kVae, Section::kEpilogue, -1});
+                          {"vae", runtime::Section::kEpilogue, -1});
   CHECK(image.ok()) << image.status().ToString();
   return std::vector<float>(image->f32(), image->f32() + image->f32_count());
 }
@@ -218,17 +218,17 @@ TEST(VaeDecoderTest, TilesCutThePeakByTheFormula) {
           const int64_t c_in = b == 0 ? config.latent_channels : config.channels[b - 1];
           const int64_t c_out = b == n ? config.out_channels : config.channels[b];
           std::map<std::string, int64_t> want;
-          if (b == 0 && t > 1) want[name + ".crop"] = AlignBytes(4 * c_in * h * w);
+          if (b == 0 && t > 1) want[name + ".crop"] = runtime::AlignBytes(4 * c_in * h * w);
           if (b > 0 && b < n) {
             h *= 2;
             w *= 2;
-            want[name + ".up"] = AlignBytes(4 * c_in * h * w);
+            want[name + ".up"] = runtime::AlignBytes(4 * c_in * h * w);
           }
-          want[name + ".im2col"] = AlignBytes(4 * 9 * c_in * h * w);
-          if (b < n) want[name + ".out"] = AlignBytes(4 * c_out * h * w);
-          if (b == n && t > 1) want[name + ".rgb"] = AlignBytes(4 * c_out * h * w);
+          want[name + ".im2col"] = runtime::AlignBytes(4 * 9 * c_in * h * w);
+          if (b < n) want[name + ".out"] = runtime::AlignBytes(4 * c_out * h * w);
+          if (b == n && t > 1) want[name + ".rgb"] = runtime::AlignBytes(4 * c_out * h * w);
           if (b == n && i == 0 && j == 0) {
-            want["vae.image"] = AlignBytes(4 * c_out * 32 * factor * 32 * factor);
+            want["vae.image"] = runtime::AlignBytes(4 * c_out * 32 * factor * 32 * factor);
           }
           EXPECT_EQ(op->allocs, want) << name;
         }
@@ -261,7 +261,7 @@ TEST(VaeDecoderTest, OutOfMemoryMidTiledDecodeLeaksNothing) {
   const int64_t before_ops = probe.ops();
   (void)DecodeFrames(probe, *probe_vae, g, 5);
   const int64_t total_ops = probe.ops() - before_ops;
-  const int64_t start = probe_vae->WeightBytes() + AlignBytes(4 * latent_floats);
+  const int64_t start = probe_vae->WeightBytes() + runtime::AlignBytes(4 * latent_floats);
   const int64_t peak = probe.peak_bytes();
   // Budgets from just above the latent to just below the peak fail at different ops.
   std::vector<int64_t> failed_at;
@@ -271,7 +271,7 @@ TEST(VaeDecoderTest, OutOfMemoryMidTiledDecodeLeaksNothing) {
     auto vae = VaeDecoder::Create(SmallConfig(), 4, allocator);
     ASSERT_TRUE(vae.ok());
     auto image = vae->Decode(allocator, RandomLatent(allocator, latent_floats, 5), g,
-                             {Phase::kVae, Section::kEpilogue, -1});
+                             {"vae", runtime::Section::kEpilogue, -1});
     ASSERT_EQ(image.status().code(), core::StatusCode::kInfeasible) << budget;
     EXPECT_EQ(allocator.live_bytes(), vae->WeightBytes()) << budget;
     EXPECT_FALSE(allocator.in_op());
@@ -284,4 +284,4 @@ TEST(VaeDecoderTest, OutOfMemoryMidTiledDecodeLeaksNothing) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,10 +1,10 @@
-#include "xema/pipeline/vae_tiling.h"
+#include "models/vae_tiling.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
 TEST(VaeTilingTest, TheHaloIsTwoLatentPixelsForEveryBlockCount) {
@@ -59,4 +59,4 @@ TEST(VaeTilingTest, ComputeFactorFollowsTheClosedForm) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,4 +1,4 @@
-#include "xema/pipeline/tiny_dit.h"
+#include "models/tiny_dit.h"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +10,14 @@
 #include "core/rng.h"
 #include "kernels/gemm.h"
 #include "models/attention_backend.h"
+#include "models/device_test_util.h"
 #include "models/small_dit.h"
-#include "xema/pipeline/pipeline_test_util.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
-models::SmallDitConfig TestConfig() {
-  models::SmallDitConfig c;
+SmallDitConfig TestConfig() {
+  SmallDitConfig c;
   c.in_channels = 16;
   c.hidden = 64;
   c.num_heads = 2;
@@ -47,8 +47,8 @@ double RelativeError(std::span<const float> a, std::span<const float> b) {
 }
 
 TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
-  const models::SmallDitConfig c = TestConfig();
-  auto reference = models::SmallDit::Create(c);
+  const SmallDitConfig c = TestConfig();
+  auto reference = SmallDit::Create(c);
   ASSERT_TRUE(reference.ok());
   runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
@@ -62,8 +62,8 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
   const float t = 0.37f;
   const std::vector<int64_t> cu = {0, n};
   const std::vector<float> ts = {t};
-  models::LocalAttentionBackend backend;
-  models::SmallDitActivations acts;
+  LocalAttentionBackend backend;
+  SmallDitActivations acts;
   ASSERT_TRUE(reference->Forward({latent, cu, ts}, backend, &acts).ok());
 
   TinyDit::Input in;
@@ -72,7 +72,7 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
   in.t = t;
   for (const DitExecution att :
        {DitExecution{AttentionMode::kFused, 1}, DitExecution{AttentionMode::kChunked, 2}}) {
-    auto out = dit->Forward(allocator, in, att, {Phase::kDenoise, Section::kBody, 0});
+    auto out = dit->Forward(allocator, in, att, {"denoise", runtime::Section::kBody, 0});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_LE(RelativeError(out->f32_span(), acts.output), 1e-5);
   }
@@ -81,7 +81,7 @@ TEST(TinyDitTest, WithoutTextEqualsSmallDit) {
 }
 
 TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
-  const models::SmallDitConfig c = TestConfig();
+  const SmallDitConfig c = TestConfig();
   runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
@@ -102,7 +102,7 @@ TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
   in.text_ctx = &ctx;
   in.text_tokens = txt;
   in.pool_ctx = &pool;
-  const OpContext body{Phase::kDenoise, Section::kBody, 0};
+  const runtime::OpContext body{"denoise", runtime::Section::kBody, 0};
   auto fused = dit->Forward(allocator, in, {AttentionMode::kFused, 1}, body);
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   for (int64_t k : {1, 3, 100}) {
@@ -128,7 +128,7 @@ TEST(TinyDitTest, ChunkedAttentionEqualsFusedWithText) {
 }
 
 TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
-  const models::SmallDitConfig c = TestConfig();
+  const SmallDitConfig c = TestConfig();
   runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
@@ -137,7 +137,7 @@ TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
   TinyDit::Input in;
   in.latent = latent.data();
   in.image_tokens = n;
-  const OpContext body{Phase::kDenoise, Section::kBody, 0};
+  const runtime::OpContext body{"denoise", runtime::Section::kBody, 0};
   int64_t peaks[3];
   int i = 0;
   for (const DitExecution att :
@@ -149,13 +149,14 @@ TEST(TinyDitTest, ChunkedScoresAreMaterialised) {
     peaks[i++] = allocator.peak_bytes();
   }
   // k = 1 holds (H, L, L) scores; k = 4 a quarter of them.
-  EXPECT_GE(peaks[1] - peaks[2], AlignBytes(2 * n * n * 4) - AlignBytes(2 * (n / 4) * n * 4) - 512);
+  EXPECT_GE(peaks[1] - peaks[2],
+            runtime::AlignBytes(2 * n * n * 4) - runtime::AlignBytes(2 * (n / 4) * n * 4) - 512);
   EXPECT_GT(peaks[1], peaks[0]);
 }
 
 // A seeded random DiT (sizes, text or not, batch) and input; `draw` picks every size.
 struct RandomCase {
-  models::SmallDitConfig config;
+  SmallDitConfig config;
   int64_t text_hidden = 0, tokens = 0, text_tokens = 0, batch = 1;
   std::vector<float> latent, text, pooled;
 };
@@ -216,7 +217,7 @@ ChunkDiffs FfnChunkDiffs() {
       in.pool_ctx = &pool;
     }
     const int64_t rows = c.batch * (c.text_tokens + c.tokens);
-    const OpContext body{Phase::kDenoise, Section::kBody, 0};
+    const runtime::OpContext body{"denoise", runtime::Section::kBody, 0};
     for (const AttentionMode mode : {AttentionMode::kFused, AttentionMode::kChunked}) {
       auto reference = dit->Forward(allocator, in, {mode, 3, 1}, body);
       CHECK(reference.ok()) << reference.status().ToString();
@@ -272,7 +273,7 @@ TEST(TinyDitTest, FfnChunkRowsAreWholeBlocksWithoutAOneRowTail) {
 }
 
 TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
-  const models::SmallDitConfig c = TestConfig();
+  const SmallDitConfig c = TestConfig();
   runtime::HeapDeviceAllocator allocator;
   auto dit = TinyDit::Create(c, 32, 3, allocator);
   ASSERT_TRUE(dit.ok());
@@ -282,7 +283,7 @@ TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
   in.latent = latent.data();
   in.image_tokens = n;
   in.batch = batch;
-  const OpContext body{Phase::kDenoise, Section::kBody, 0};
+  const runtime::OpContext body{"denoise", runtime::Section::kBody, 0};
   int64_t peak_one = 0;
   for (const int64_t k : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}, rows, rows + 1}) {
     testing::OpPeakObserver observer(allocator);
@@ -293,13 +294,15 @@ TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
       const std::string name = "dit.block" + std::to_string(l);
       const testing::OpPeakObserver::Op* op = observer.Find(name);
       ASSERT_NE(op, nullptr) << name;
-      EXPECT_EQ(op->allocs.at(name + ".ffn"), AlignBytes(4 * chunk_rows * f)) << "chunks " << k;
+      EXPECT_EQ(op->allocs.at(name + ".ffn"), runtime::AlignBytes(4 * chunk_rows * f))
+          << "chunks " << k;
     }
     const int64_t peak = observer.Find("dit.block0")->peak_bytes;
     if (k == 1) {
       peak_one = peak;
     } else {
-      EXPECT_EQ(peak_one - peak, AlignBytes(4 * rows * f) - AlignBytes(4 * chunk_rows * f))
+      EXPECT_EQ(peak_one - peak,
+                runtime::AlignBytes(4 * rows * f) - runtime::AlignBytes(4 * chunk_rows * f))
           << "chunks " << k;
     }
   }
@@ -310,4 +313,4 @@ TEST(TinyDitTest, FfnChunksShrinkTheBlockWorkspaceByTheFormula) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::models

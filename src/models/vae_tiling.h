@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tessera::xema {
+namespace tessera::models {
 
 // One tile along one axis, in latent pixels: the core it contributes to the image and the
 // span it is decoded from (the core plus the clipped halo).
@@ -56,4 +56,4 @@ std::vector<TileSpan> TileSpans(int64_t extent, int64_t tiles, int64_t halo);
 // The compute of a tiled decode relative to the untiled one (1 for tiles = 1).
 double TiledComputeFactor(int64_t height, int64_t width, int64_t tiles, int64_t halo);
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

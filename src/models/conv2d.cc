@@ -1,11 +1,11 @@
-#include "xema/pipeline/conv2d.h"
+#include "models/conv2d.h"
 
 #include <algorithm>
 
 #include "kernels/gemm.h"
 #include "models/ops.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 void Im2Col3x3(const float* in, int64_t channels, int64_t height, int64_t width, float* col) {
   const int64_t hw = height * width;
@@ -40,7 +40,7 @@ core::Status Conv3x3(runtime::DeviceAllocator& allocator, const std::string& nam
                      float* out, std::span<const float* const> image_inputs) {
   ASSIGN_OR_RETURN(
       runtime::DeviceTensor col,
-      allocator.AllocateF32(s.Im2ColFloats(), name + ".im2col", TensorKind::kWorkspace));
+      allocator.AllocateF32(s.Im2ColFloats(), name + ".im2col", runtime::TensorKind::kWorkspace));
   const int64_t hw = s.height * s.width, k = s.in_channels * 9;
   for (int64_t n = 0; n < s.images; ++n) {
     const float* image = !image_inputs.empty() ? image_inputs[n] : in + n * s.in_channels * hw;
@@ -72,6 +72,6 @@ void UpsampleNearest2x(const float* in, int64_t planes, int64_t height, int64_t 
   }
 }
 
-void SiluInPlace(float* x, int64_t count) { models::ops::SiluForward(x, count, x); }
+void SiluInPlace(float* x, int64_t count) { ops::SiluForward(x, count, x); }
 
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -1,4 +1,4 @@
-// OpScope: RAII bracket of one pipeline op on a runtime::DeviceAllocator (device_allocator.h). The
+// OpScope: RAII bracket of one op on a DeviceAllocator (device_allocator.h). The
 // constructor calls BeginOp({name, phase, section, step}); the destructor calls EndOp with the
 // FLOPs and bytes counted through Count(), so an early error return never leaves an op open.
 // Tensors freed while the scope is alive are released when it ends (the allocator's rule).
@@ -14,21 +14,20 @@
 #include <utility>
 
 #include "runtime/device_allocator.h"
-#include "xema/memory_trace.h"
 
-namespace tessera::xema {
+namespace tessera::runtime {
 
 struct OpContext {
-  Phase phase = Phase::kDenoise;
+  std::string phase;  // the system's phase label (OpInfo::phase)
   Section section = Section::kPrologue;
   int step = -1;  // 0-based denoising step for body ops, -1 otherwise
 };
 
 class OpScope {
  public:
-  OpScope(runtime::DeviceAllocator& allocator, std::string name, const OpContext& context)
+  OpScope(DeviceAllocator& allocator, std::string name, const OpContext& context)
       : allocator_(allocator) {
-    allocator_.BeginOp({std::move(name), PhaseName(context.phase), context.section, context.step});
+    allocator_.BeginOp({std::move(name), context.phase, context.section, context.step});
   }
   ~OpScope() { allocator_.EndOp(flops_, bytes_); }
   OpScope(const OpScope&) = delete;
@@ -41,9 +40,9 @@ class OpScope {
   }
 
  private:
-  runtime::DeviceAllocator& allocator_;
+  DeviceAllocator& allocator_;
   double flops_ = 0;
   double bytes_ = 0;
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::runtime

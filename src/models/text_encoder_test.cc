@@ -1,11 +1,11 @@
-#include "xema/pipeline/text_encoder.h"
+#include "models/text_encoder.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-namespace tessera::xema {
+namespace tessera::models {
 namespace {
 
 TEST(TextEncoderTest, TokenizeHashesLowercaseWordsAndPads) {
@@ -43,11 +43,12 @@ TEST(TextEncoderTest, EncodesDeterministicallyWithOpsAndFreesTemporaries) {
   ASSERT_TRUE(enc.ok()) << enc.status().ToString();
   EXPECT_EQ(allocator.live_bytes(), enc->WeightBytes());
   runtime::DeviceTensor tok1, pool1, tok2, pool2, tok3, pool3;
-  const OpContext ctx{Phase::kText, Section::kPrologue, -1};
+  const runtime::OpContext ctx{"text", runtime::Section::kPrologue, -1};
   ASSERT_TRUE(enc->Encode(allocator, "a red cube", "text.cond", ctx, &tok1, &pool1).ok());
   EXPECT_EQ(allocator.ops(), 4);  // embed, 2 layers, final
-  EXPECT_EQ(allocator.live_bytes(),
-            enc->WeightBytes() + AlignBytes(c.tokens * c.hidden * 4) + AlignBytes(c.hidden * 4));
+  EXPECT_EQ(allocator.live_bytes(), enc->WeightBytes() +
+                                        runtime::AlignBytes(c.tokens * c.hidden * 4) +
+                                        runtime::AlignBytes(c.hidden * 4));
   ASSERT_TRUE(enc->Encode(allocator, "A RED CUBE", "text.cond", ctx, &tok2, &pool2).ok());
   ASSERT_TRUE(enc->Encode(allocator, "", "text.uncond", ctx, &tok3, &pool3).ok());
   for (int64_t i = 0; i < tok1.f32_count(); ++i) {
@@ -64,4 +65,4 @@ TEST(TextEncoderTest, EncodesDeterministicallyWithOpsAndFreesTemporaries) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::models

@@ -24,7 +24,7 @@
 #include "core/status.h"
 #include "runtime/device_allocator.h"
 
-namespace tessera::xema {
+namespace tessera::models {
 
 struct Conv3x3Shape {
   int64_t images = 1;  // N
@@ -56,4 +56,4 @@ void UpsampleNearest2x(const float* in, int64_t planes, int64_t height, int64_t 
 
 void SiluInPlace(float* x, int64_t count);
 
-}  // namespace tessera::xema
+}  // namespace tessera::models
