@@ -255,8 +255,8 @@ core::Status CheckProfileFor(const CompassProfile& p, const std::string& where,
   if (p.topology != topology || p.ranks != ranks) {
     return core::InvalidArgument(where + ": taken on topology " + p.topology + " at TP " +
                                  std::to_string(p.ranks) + ", this run is " + topology + " at TP " +
-                                 std::to_string(ranks) + " (profile again with --topology " +
-                                 topology + " --ranks " + std::to_string(ranks) + ")");
+                                 std::to_string(ranks) + " (profile again on topology " + topology +
+                                 " at TP " + std::to_string(ranks) + ")");
   }
   return core::Status::Ok();
 }

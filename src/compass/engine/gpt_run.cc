@@ -108,14 +108,14 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
 core::Status CheckGptRun(const GptRunConfig& c, const hw::Topology& topology, int ranks) {
   if (c.steps < 1 || c.steps > kMaxSteps) {
     return core::InvalidArgument(
-        fmt::format("--steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
+        fmt::format("steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
   }
   if (c.compute != runtime::ComputeMode::kReal && c.compute != runtime::ComputeMode::kModeled) {
     return core::InvalidArgument("compass run: compute must be real or modeled");
   }
   if (c.check && c.compute != runtime::ComputeMode::kReal) {
     return core::InvalidArgument(
-        "--check needs --compute real (modeled GEMMs do not write their outputs)");
+        "check: needs compute real, got modeled (modeled GEMMs do not write their outputs)");
   }
   if (ranks > topology.num_devices()) {
     return core::InvalidArgument(fmt::format("{} ranks on {} with {} devices", ranks,

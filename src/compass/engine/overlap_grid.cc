@@ -176,7 +176,7 @@ core::Status CheckGridJob(const std::string& topology, const std::string& grid, 
                           int min_ranks) {
   ASSIGN_OR_RETURN(hw::Topology t, hw::LoadTopology(topology));
   if (ranks < min_ranks || ranks > t.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(ranks) + ", must be in [" +
+    return core::InvalidArgument("ranks: got " + std::to_string(ranks) + ", must be in [" +
                                  std::to_string(min_ranks) + ", " +
                                  std::to_string(t.num_devices()) + "] for " + t.name());
   }
