@@ -102,4 +102,19 @@ Action Checked(std::shared_ptr<const CommandPaths> paths, Action action) {
   };
 }
 
+std::string NameFlags(std::string message, std::initializer_list<FieldFlag> names) {
+  for (const FieldFlag& n : names) {
+    if (message.size() > n.field.size() && message.compare(0, n.field.size(), n.field) == 0 &&
+        message[n.field.size()] == ':') {
+      return std::string(n.flag) + message.substr(n.field.size());
+    }
+  }
+  return message;
+}
+
+core::Status NameFlags(const core::Status& s, std::initializer_list<FieldFlag> names) {
+  if (s.ok()) return s;
+  return core::Status(s.code(), NameFlags(s.message(), names));
+}
+
 }  // namespace tessera::cli

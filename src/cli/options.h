@@ -19,17 +19,25 @@
 // must be writable now (not a directory, directory exists and is writable) — so `--json`
 // onto an input and an unwritable `--out` are refused before minutes of work.
 //
+// Flag names: library messages name a field ("ranks: got 9, must be in [2, 8] for a6000x8"),
+// since the library also serves the Python binding and the servers. NameFlags gives a
+// command line's message the flag the value came from: a leading "<field>:" becomes
+// "<flag>:" ("--ranks: got 9, ...").
+//
 // Errors found while parsing (CLI11 ParseError) are printed by main() as one line.
 // Thread-safety: used while building and parsing the command line, on one thread.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
+#include "core/status.h"
 
 namespace tessera::cli {
 
@@ -73,5 +81,22 @@ class CommandPaths {
 
 // `action` preceded by paths->Check().
 Action Checked(std::shared_ptr<const CommandPaths> paths, Action action);
+
+// A library field and the flag that sets it, e.g. {"ranks", "--ranks"}.
+struct FieldFlag {
+  std::string_view field;
+  std::string_view flag;
+};
+
+// `message` with a leading "<field>:" of the first matching pair replaced by "<flag>:";
+// unchanged when no field leads it.
+std::string NameFlags(std::string message, std::initializer_list<FieldFlag> names);
+// The same for a status's message (same code); OK stays OK.
+core::Status NameFlags(const core::Status& s, std::initializer_list<FieldFlag> names);
+template <typename T>
+core::StatusOr<T> NameFlags(core::StatusOr<T> r, std::initializer_list<FieldFlag> names) {
+  if (r.ok()) return r;
+  return NameFlags(r.status(), names);
+}
 
 }  // namespace tessera::cli

@@ -120,5 +120,18 @@ TEST(OptionsTest, NumberRules) {
   EXPECT_NE(Try(Number(0, 10), "10.5", &x, false), "");
 }
 
+TEST(OptionsTest, NameFlagsRenamesALeadingField) {
+  const core::Status s = core::InvalidArgument("ranks: got 9, must be in [2, 8] for a6000x8");
+  const core::Status named = NameFlags(s, {{"tp", "--tp"}, {"ranks", "--ranks"}});
+  EXPECT_EQ(named.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(named.message(), "--ranks: got 9, must be in [2, 8] for a6000x8");
+  // Only a whole leading field followed by ':' is renamed.
+  EXPECT_EQ(NameFlags("ranks_per_node: got 0", {{"ranks", "--ranks"}}), "ranks_per_node: got 0");
+  EXPECT_EQ(NameFlags("the ranks: got 0", {{"ranks", "--ranks"}}), "the ranks: got 0");
+  EXPECT_TRUE(NameFlags(core::Status::Ok(), {{"ranks", "--ranks"}}).ok());
+  core::StatusOr<int> v = NameFlags(core::StatusOr<int>(3), {{"ranks", "--ranks"}});
+  EXPECT_EQ(*v, 3);
+}
+
 }  // namespace
 }  // namespace tessera::cli

@@ -152,7 +152,7 @@ TEST(SafeIoTest, NonsenseIsRefused) {
   ExpectUserError("zellige tokens --seconds 1e-300", "less than one frame");
   ExpectUserError("zellige plan --cluster " + Write("dup.json", "{\"name\": \"a\", \"name\": 2}"),
                   "name: duplicate key");
-  ExpectUserError("zellige plan --load 9999999999 --planner usp", "smaller --load");
+  ExpectUserError("zellige plan --load 9999999999 --planner usp", "use a smaller load");
 }
 
 TEST(SafeIoTest, InputSizeLimitSaysHowToRaiseIt) {

@@ -9,7 +9,7 @@ namespace tessera::compass {
 
 core::Status CheckTpOnTopology(const hw::Topology& t, int tp) {
   if (tp < 2 || tp > t.num_devices()) {
-    return core::InvalidArgument("--tp: got " + std::to_string(tp) + ", must be in [2, " +
+    return core::InvalidArgument("tp: got " + std::to_string(tp) + ", must be in [2, " +
                                  std::to_string(t.num_devices()) + "] for " + t.name());
   }
   return core::Status::Ok();

@@ -70,8 +70,8 @@ struct CollectiveModel {
 // valid device ids and block_wire_bytes must be >= 0 (CHECK: callers validate, e.g. with
 // hw::BestRing).
 // A TP degree whose collectives run over devices 0..tp-1 of `t`: in [2, its devices].
-// InvalidArgument "--tp: got 9, must be in [2, 8] for a6000x8" (the command line's wording,
-// which the plan's and topo's tests assert).
+// InvalidArgument "tp: got 9, must be in [2, 8] for a6000x8" (a command line names its flag
+// instead: cli::NameFlags).
 core::Status CheckTpOnTopology(const hw::Topology& t, int tp);
 
 CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> order,

@@ -130,7 +130,7 @@ TEST(Plan, RefusesBadTpAndAProfileFromElsewhere) {
   o.tp = 16;
   auto too_many = PlanLayer(PlanTopology("a6000x8"), *m, o);
   ASSERT_FALSE(too_many.ok());
-  EXPECT_NE(too_many.status().message().find("--tp: got 16"), std::string::npos);
+  EXPECT_NE(too_many.status().message().find("tp: got 16"), std::string::npos);
   o.tp = 4;
   CompassProfile p;
   p.topology = "h100x8";

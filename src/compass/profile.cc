@@ -113,6 +113,101 @@ core::Json ToJson(const CompassProfile& p) {
           {"overheads", ToJson(p.overheads)}};
 }
 
+namespace {
+
+// One entry of a profile's "gemms" at `path`.
+core::StatusOr<ProfiledGemm> GemmFromJson(const core::Json& g, const std::string& path) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(g, path, {"trans_a", "m", "n", "k", "device_s"}));
+  ProfiledGemm x;
+  ASSIGN_OR_RETURN(const core::Json* t, core::Member(g, path, "trans_a"));
+  if (!t->is_boolean()) {
+    return core::InvalidArgument(path + ".trans_a: got " + core::ShowJson(*t) +
+                                 ", must be true or false");
+  }
+  x.trans_a = t->get<bool>();
+  ASSIGN_OR_RETURN(x.m, core::GetIntInRange(g, path, "m", 1, kMaxDim));
+  ASSIGN_OR_RETURN(x.n, core::GetIntInRange(g, path, "n", 1, kMaxDim));
+  ASSIGN_OR_RETURN(x.k, core::GetIntInRange(g, path, "k", 1, kMaxDim));
+  ASSIGN_OR_RETURN(x.device_s, core::GetDoubleInRange(g, path, "device_s", 0, kMaxSeconds));
+  return x;
+}
+
+// One entry of a profile's "links" at `path`.
+core::StatusOr<ProfiledLink> LinkFromJson(const core::Json& l, const std::string& path) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      l, path, {"kind", "algo", "block_wire_bytes", "measured_s", "modeled_s"}));
+  ProfiledLink x;
+  ASSIGN_OR_RETURN(x.kind, core::GetString(l, path, "kind"));
+  ASSIGN_OR_RETURN(x.algo, core::GetString(l, path, "algo"));
+  ASSIGN_OR_RETURN(x.block_wire_bytes, core::GetPositiveInt(l, path, "block_wire_bytes"));
+  ASSIGN_OR_RETURN(x.measured_s, core::GetDoubleInRange(l, path, "measured_s", 0, kMaxSeconds));
+  ASSIGN_OR_RETURN(x.modeled_s, core::GetDoubleInRange(l, path, "modeled_s", 0, kMaxSeconds));
+  return x;
+}
+
+// One entry of a profile's "operators" at `path`.
+core::StatusOr<ProfiledOperator> OperatorFromJson(const core::Json& o, const std::string& path) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      o, path, {"label", "op", "m", "n", "k", "measured_s_by_degree", "fit", "d_star"}));
+  ProfiledOperator x;
+  ASSIGN_OR_RETURN(x.label, core::GetString(o, path, "label"));
+  ASSIGN_OR_RETURN(x.op, core::GetString(o, path, "op"));
+  ASSIGN_OR_RETURN(x.m, core::GetIntInRange(o, path, "m", 1, kMaxDim));
+  ASSIGN_OR_RETURN(x.n, core::GetIntInRange(o, path, "n", 1, kMaxDim));
+  ASSIGN_OR_RETURN(x.k, core::GetIntInRange(o, path, "k", 1, kMaxDim));
+  ASSIGN_OR_RETURN(const core::Json* t, core::Member(o, path, "measured_s_by_degree"));
+  if (!t->is_object()) {
+    return core::InvalidArgument(path + ".measured_s_by_degree: got " + core::ShowJson(*t) +
+                                 ", must be an object of degree: seconds");
+  }
+  for (const auto& [key, value] : t->items()) {
+    int d = 0;
+    try {
+      size_t used = 0;
+      d = std::stoi(key, &used);
+      if (used != key.size()) d = 0;
+    } catch (...) {
+      d = 0;
+    }
+    if (d < 1 || d > 4096) {
+      return core::InvalidArgument(path + ".measured_s_by_degree: key '" + key +
+                                   "' is not a degree in [1, 4096]");
+    }
+    ASSIGN_OR_RETURN(x.t_by_d[d], core::GetDoubleInRange(*t, path + ".measured_s_by_degree", key, 0,
+                                                         kMaxSeconds));
+  }
+  ASSIGN_OR_RETURN(const core::Json* fit, core::Member(o, path, "fit"));
+  ASSIGN_OR_RETURN(x.fit, FitFromJson(*fit, path + ".fit"));
+  ASSIGN_OR_RETURN(int64_t d_star, core::GetIntInRange(o, path, "d_star", 1, 4096));
+  x.d_star = static_cast<int>(d_star);
+  return x;
+}
+
+// A profile's "overheads" (each fitted family's per-class parameters) into p->overheads.
+core::Status OverheadsFromJson(const core::Json& j, const std::string& w, CompassProfile* p) {
+  ASSIGN_OR_RETURN(const core::Json* overheads, core::Member(j, w, "overheads"));
+  if (!overheads->is_object()) {
+    return core::InvalidArgument(w + ".overheads: got " + core::ShowJson(*overheads) +
+                                 ", must be an object");
+  }
+  for (const auto& [family, by_class] : overheads->items()) {
+    const std::string path = w + ".overheads." + family;
+    const std::optional<StrategyFamily> f = ParseStrategyFamily(family);
+    if (!f || !IsFittedFamily(*f)) {
+      return core::InvalidArgument(w + ".overheads: unknown strategy family '" + family +
+                                   "', must be one of " + FittedFamilyList());
+    }
+    RETURN_IF_ERROR(core::CheckKnownKeys(by_class, path, {"ag", "rs"}));
+    for (const auto& [cls, params] : by_class.items()) {
+      ASSIGN_OR_RETURN(auto x, ParamsFromJson(params, path + "." + cls));
+      p->overheads[{*f, cls}] = Overheads{x[0], x[1], x[2]};
+    }
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
 core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::string& where) {
   const std::string& w = where;
   RETURN_IF_ERROR(core::CheckKnownKeys(
@@ -132,34 +227,14 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
 
   ASSIGN_OR_RETURN(const core::Json* gemms, ArrayMember(j, w, "gemms", 1 << 20));
   for (size_t i = 0; i < gemms->size(); ++i) {
-    const core::Json& g = (*gemms)[i];
-    const std::string path = w + ".gemms[" + std::to_string(i) + "]";
-    RETURN_IF_ERROR(core::CheckKnownKeys(g, path, {"trans_a", "m", "n", "k", "device_s"}));
-    ProfiledGemm x;
-    ASSIGN_OR_RETURN(const core::Json* t, core::Member(g, path, "trans_a"));
-    if (!t->is_boolean()) {
-      return core::InvalidArgument(path + ".trans_a: got " + core::ShowJson(*t) +
-                                   ", must be true or false");
-    }
-    x.trans_a = t->get<bool>();
-    ASSIGN_OR_RETURN(x.m, core::GetIntInRange(g, path, "m", 1, kMaxDim));
-    ASSIGN_OR_RETURN(x.n, core::GetIntInRange(g, path, "n", 1, kMaxDim));
-    ASSIGN_OR_RETURN(x.k, core::GetIntInRange(g, path, "k", 1, kMaxDim));
-    ASSIGN_OR_RETURN(x.device_s, core::GetDoubleInRange(g, path, "device_s", 0, kMaxSeconds));
+    ASSIGN_OR_RETURN(ProfiledGemm x,
+                     GemmFromJson((*gemms)[i], w + ".gemms[" + std::to_string(i) + "]"));
     p.gemms.push_back(x);
   }
   ASSIGN_OR_RETURN(const core::Json* links, ArrayMember(j, w, "links", 1 << 12));
   for (size_t i = 0; i < links->size(); ++i) {
-    const core::Json& l = (*links)[i];
-    const std::string path = w + ".links[" + std::to_string(i) + "]";
-    RETURN_IF_ERROR(core::CheckKnownKeys(
-        l, path, {"kind", "algo", "block_wire_bytes", "measured_s", "modeled_s"}));
-    ProfiledLink x;
-    ASSIGN_OR_RETURN(x.kind, core::GetString(l, path, "kind"));
-    ASSIGN_OR_RETURN(x.algo, core::GetString(l, path, "algo"));
-    ASSIGN_OR_RETURN(x.block_wire_bytes, core::GetPositiveInt(l, path, "block_wire_bytes"));
-    ASSIGN_OR_RETURN(x.measured_s, core::GetDoubleInRange(l, path, "measured_s", 0, kMaxSeconds));
-    ASSIGN_OR_RETURN(x.modeled_s, core::GetDoubleInRange(l, path, "modeled_s", 0, kMaxSeconds));
+    ASSIGN_OR_RETURN(ProfiledLink x,
+                     LinkFromJson((*links)[i], w + ".links[" + std::to_string(i) + "]"));
     p.links.push_back(x);
   }
   {
@@ -175,41 +250,8 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
   }
   ASSIGN_OR_RETURN(const core::Json* ops, ArrayMember(j, w, "operators", 1 << 12));
   for (size_t i = 0; i < ops->size(); ++i) {
-    const core::Json& o = (*ops)[i];
-    const std::string path = w + ".operators[" + std::to_string(i) + "]";
-    RETURN_IF_ERROR(core::CheckKnownKeys(
-        o, path, {"label", "op", "m", "n", "k", "measured_s_by_degree", "fit", "d_star"}));
-    ProfiledOperator x;
-    ASSIGN_OR_RETURN(x.label, core::GetString(o, path, "label"));
-    ASSIGN_OR_RETURN(x.op, core::GetString(o, path, "op"));
-    ASSIGN_OR_RETURN(x.m, core::GetIntInRange(o, path, "m", 1, kMaxDim));
-    ASSIGN_OR_RETURN(x.n, core::GetIntInRange(o, path, "n", 1, kMaxDim));
-    ASSIGN_OR_RETURN(x.k, core::GetIntInRange(o, path, "k", 1, kMaxDim));
-    ASSIGN_OR_RETURN(const core::Json* t, core::Member(o, path, "measured_s_by_degree"));
-    if (!t->is_object()) {
-      return core::InvalidArgument(path + ".measured_s_by_degree: got " + core::ShowJson(*t) +
-                                   ", must be an object of degree: seconds");
-    }
-    for (const auto& [key, value] : t->items()) {
-      int d = 0;
-      try {
-        size_t used = 0;
-        d = std::stoi(key, &used);
-        if (used != key.size()) d = 0;
-      } catch (...) {
-        d = 0;
-      }
-      if (d < 1 || d > 4096) {
-        return core::InvalidArgument(path + ".measured_s_by_degree: key '" + key +
-                                     "' is not a degree in [1, 4096]");
-      }
-      ASSIGN_OR_RETURN(x.t_by_d[d], core::GetDoubleInRange(*t, path + ".measured_s_by_degree", key,
-                                                           0, kMaxSeconds));
-    }
-    ASSIGN_OR_RETURN(const core::Json* fit, core::Member(o, path, "fit"));
-    ASSIGN_OR_RETURN(x.fit, FitFromJson(*fit, path + ".fit"));
-    ASSIGN_OR_RETURN(int64_t d_star, core::GetIntInRange(o, path, "d_star", 1, 4096));
-    x.d_star = static_cast<int>(d_star);
+    ASSIGN_OR_RETURN(ProfiledOperator x,
+                     OperatorFromJson((*ops)[i], w + ".operators[" + std::to_string(i) + "]"));
     p.operators.push_back(std::move(x));
   }
   ASSIGN_OR_RETURN(const core::Json* classes, core::Member(j, w, "classes"));
@@ -224,24 +266,7 @@ core::StatusOr<CompassProfile> ProfileFromJson(const core::Json& j, const std::s
     p.classes[name] =
         ProfiledClass{DegreeClassModel{a[0], a[1], a[2]}, PipelineModel{b[0], b[1], b[2]}};
   }
-  ASSIGN_OR_RETURN(const core::Json* overheads, core::Member(j, w, "overheads"));
-  if (!overheads->is_object()) {
-    return core::InvalidArgument(w + ".overheads: got " + core::ShowJson(*overheads) +
-                                 ", must be an object");
-  }
-  for (const auto& [family, by_class] : overheads->items()) {
-    const std::string path = w + ".overheads." + family;
-    const std::optional<StrategyFamily> f = ParseStrategyFamily(family);
-    if (!f || !IsFittedFamily(*f)) {
-      return core::InvalidArgument(w + ".overheads: unknown strategy family '" + family +
-                                   "', must be one of " + FittedFamilyList());
-    }
-    RETURN_IF_ERROR(core::CheckKnownKeys(by_class, path, {"ag", "rs"}));
-    for (const auto& [cls, params] : by_class.items()) {
-      ASSIGN_OR_RETURN(auto x, ParamsFromJson(params, path + "." + cls));
-      p.overheads[{*f, cls}] = Overheads{x[0], x[1], x[2]};
-    }
-  }
+  RETURN_IF_ERROR(OverheadsFromJson(j, w, &p));
   return p;
 }
 
@@ -255,8 +280,8 @@ core::Status CheckProfileFor(const CompassProfile& p, const std::string& where,
   if (p.topology != topology || p.ranks != ranks) {
     return core::InvalidArgument(where + ": taken on topology " + p.topology + " at TP " +
                                  std::to_string(p.ranks) + ", this run is " + topology + " at TP " +
-                                 std::to_string(ranks) + " (profile again with --topology " +
-                                 topology + " --ranks " + std::to_string(ranks) + ")");
+                                 std::to_string(ranks) + " (profile again on topology " + topology +
+                                 " at TP " + std::to_string(ranks) + ")");
   }
   return core::Status::Ok();
 }

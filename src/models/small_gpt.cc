@@ -209,7 +209,37 @@ core::StatusOr<double> SmallGpt::TrainStep(const GptBatch& batch, TensorParallel
   return loss;
 }
 
+namespace {
+
+// The sequence boundaries of `batch`: batch + 1 offsets, seq tokens apart.
+std::vector<int64_t> CuSeqlens(const GptBatch& batch) {
+  std::vector<int64_t> cu(static_cast<size_t>(batch.batch + 1));
+  for (int64_t s = 0; s <= batch.batch; ++s) cu[s] = s * batch.seq;
+  return cu;
+}
+
+// The causal attention over this rank's heads; it views `cu`, which must outlive it.
+kernels::AttentionShape CausalShape(const std::vector<int64_t>& cu, int64_t heads,
+                                    int64_t head_dim) {
+  kernels::AttentionShape shape;
+  shape.num_heads = heads;
+  shape.head_dim = head_dim;
+  shape.cu_seqlens_q = cu;
+  shape.cu_seqlens_k = cu;
+  shape.causal = true;
+  return shape;
+}
+
+}  // namespace
+
 core::StatusOr<double> SmallGpt::ForwardBackward(const GptBatch& batch, TensorParallelOps& ops) {
+  RETURN_IF_ERROR(CheckBatch(batch, ops));
+  ASSIGN_OR_RETURN(const double loss, Forward(batch, ops));
+  RETURN_IF_ERROR(Backward(batch, ops));
+  return loss;
+}
+
+core::Status SmallGpt::CheckBatch(const GptBatch& batch, const TensorParallelOps& ops) const {
   const SmallGptConfig& c = config_;
   const int64_t m = batch.num_tokens();
   if (batch.seq < 1 || batch.seq > c.max_seq) {
@@ -237,24 +267,21 @@ core::StatusOr<double> SmallGpt::ForwardBackward(const GptBatch& batch, TensorPa
                            std::to_string(tp_) + ", the operators rank " +
                            std::to_string(ops.rank()) + " of " + std::to_string(ops.tp()));
   }
-  const int64_t h = c.hidden, v = c.vocab, f = c.ffn_hidden;
-  const int64_t hl = h / tp_, fl = f / tp_, heads = c.num_heads / tp_, d = c.head_dim();
+  return core::Status::Ok();
+}
+
+// Embeddings, the layers, the head and the cross-entropy; keeps the activations for Backward.
+core::StatusOr<double> SmallGpt::Forward(const GptBatch& batch, TensorParallelOps& ops) {
+  const SmallGptConfig& c = config_;
+  const int64_t m = batch.num_tokens();
+  const int64_t h = c.hidden, v = c.vocab, fl = c.ffn_hidden / tp_;
+  const int64_t hl = h / tp_, heads = c.num_heads / tp_;
   const int64_t mr = m / tp_, row0 = rank_ * mr;
   const float eps = c.layer_norm_eps;
-  float* p = params_.data();
-  float* gr = grads_.data();
+  const float* p = params_.data();
   auto sized = [](std::vector<float>& x, int64_t n) { x.resize(static_cast<size_t>(n)); };
-
-  std::vector<int64_t> cu(static_cast<size_t>(batch.batch + 1));
-  for (int64_t s = 0; s <= batch.batch; ++s) cu[s] = s * batch.seq;
-  kernels::AttentionShape shape;
-  shape.num_heads = heads;
-  shape.head_dim = d;
-  shape.cu_seqlens_q = cu;
-  shape.cu_seqlens_k = cu;
-  shape.causal = true;
-
-  // ---- forward ----
+  const std::vector<int64_t> cu = CuSeqlens(batch);
+  const kernels::AttentionShape shape = CausalShape(cu, heads, c.head_dim());
   sized(x_, mr * h);
   for (int64_t i = 0; i < mr; ++i) {
     const int64_t t = row0 + i;
@@ -311,8 +338,22 @@ core::StatusOr<double> SmallGpt::ForwardBackward(const GptBatch& batch, TensorPa
   }
   RETURN_IF_ERROR(ops.AllReduceSum(std::span<double>(&loss, 1)));
   loss /= static_cast<double>(m);
+  return loss;
+}
 
-  // ---- backward ----
+// The gradients of the loss Forward returned: fills grads_ (zeroed first, the replicated
+// prefix summed over ranks).
+core::Status SmallGpt::Backward(const GptBatch& batch, TensorParallelOps& ops) {
+  const SmallGptConfig& c = config_;
+  const int64_t m = batch.num_tokens();
+  const int64_t h = c.hidden, v = c.vocab, fl = c.ffn_hidden / tp_;
+  const int64_t hl = h / tp_, heads = c.num_heads / tp_;
+  const int64_t mr = m / tp_, row0 = rank_ * mr;
+  const float* p = params_.data();
+  float* gr = grads_.data();
+  auto sized = [](std::vector<float>& x, int64_t n) { x.resize(static_cast<size_t>(n)); };
+  const std::vector<int64_t> cu = CuSeqlens(batch);
+  const kernels::AttentionShape shape = CausalShape(cu, heads, c.head_dim());
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   sized(dx_, mr * h);
   ops::LinearBackward(z_.data(), mr, h, p + w_head_, v, v, probs_.data(), v, gr + w_head_, nullptr,
@@ -369,7 +410,7 @@ core::StatusOr<double> SmallGpt::ForwardBackward(const GptBatch& batch, TensorPa
     Add(dx_.data() + i * h, h, gr + pos_emb_ + (t % batch.seq) * h);
   }
   RETURN_IF_ERROR(ops.AllReduceSum(std::span<float>(grads_.data(), replicated_)));
-  return loss;
+  return core::Status::Ok();
 }
 
 }  // namespace tessera::models

@@ -120,6 +120,12 @@ class SmallGpt {
  private:
   SmallGpt(const SmallGptConfig& config, int tp, int rank);
 
+  // The phases of ForwardBackward: the batch's rules, then the forward pass (the loss, every
+  // rank's), then the backward pass (grads_).
+  core::Status CheckBatch(const GptBatch& batch, const TensorParallelOps& ops) const;
+  core::StatusOr<double> Forward(const GptBatch& batch, TensorParallelOps& ops);
+  core::Status Backward(const GptBatch& batch, TensorParallelOps& ops);
+
   struct LayerOffsets {
     int64_t w_qkv, w_proj, w_fc1, w_fc2;
   };

@@ -60,8 +60,11 @@ struct TpLayerOp {
 };
 
 // The twelve operators in call order. Preconditions (the callers validate with their own
-// messages): every size >= 1, t divides heads, kv_heads, hidden and ffn, kv_heads divides
-// heads, heads divides hidden, and t divides tokens.
+// messages): every size >= 1, kv_heads divides heads, heads divides hidden, and t divides what
+// an operator it uses splits across ranks (qkv: h + 2 Hkv D; proj: h; fc1: g f; fc2: f), and
+// tokens. Compass's model shapes use every operator, so t divides heads, kv_heads, hidden and
+// ffn there; its benchmark grid (compass/engine/overlap_grid.h) checks only the operators it
+// sweeps.
 std::vector<TpLayerOp> MegatronTpLayerOps(const TpLayerShape& s);
 
 // The GEMM-only form of an operator that reuses its dgrad's gather: dW = X^T dY with the

@@ -44,7 +44,7 @@ core::StatusOr<TimeScale> MakeTimeScale(const hw::Device& device, double core_ge
 
 core::StatusOr<TimeScale> FixedTimeScale(const hw::Device& device, double scale) {
   if (!(scale >= 1e-3 && scale <= 1e7)) {
-    return core::InvalidArgument("--time-scale: got " + core::ShowNumber(scale) +
+    return core::InvalidArgument("time_scale: got " + core::ShowNumber(scale) +
                                  ", must be in [0.001, 1e7]");
   }
   TimeScale t;

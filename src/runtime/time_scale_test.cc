@@ -45,7 +45,7 @@ TEST(TimeScaleTest, FixedScaleIsBounded) {
   for (double s : {0.0, 1e-4, 2e7}) {
     auto bad = FixedTimeScale(TestDevice(), s);
     ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find("--time-scale"), std::string::npos);
+    EXPECT_NE(bad.status().message().find("time_scale: got"), std::string::npos);
   }
 }
 

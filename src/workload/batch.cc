@@ -77,7 +77,7 @@ Status Validate(const WorkloadSpec& s) {
         "load: " + std::to_string(s.tokens_per_gpu) + " tokens per rank x " +
         std::to_string(s.num_ranks) + " ranks is over the " + std::to_string(kMaxGeneratedTokens) +
         " tokens a generated batch may hold (its sequences would not fit in memory); use a "
-        "smaller --load");
+        "smaller load");
   }
   return Status::Ok();
 }

@@ -11,7 +11,7 @@ namespace tessera::workload {
 
 core::Status ValidateTokenScale(double token_scale) {
   if (!(token_scale > 0) || token_scale > 1) {
-    return core::InvalidArgument("--token-scale: got " + std::to_string(token_scale) +
+    return core::InvalidArgument("token_scale: got " + std::to_string(token_scale) +
                                  ", must be in (0, 1] (e.g. 0.01 for a CPU-sized run)");
   }
   return core::Status::Ok();

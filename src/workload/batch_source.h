@@ -6,7 +6,7 @@
 // path of a batch JSON file (BatchFromJson). Every sequence's token count is then multiplied
 // by `token_scale` and rounded to the nearest integer, at least 1 token (scale 1: unchanged):
 // the CPU-sized runs scale a paper-sized mixture down this way.
-// Errors: InvalidArgument naming the field (`--token-scale`, the mixture, the file's fields);
+// Errors: InvalidArgument naming the field (`token_scale`, the mixture, the file's fields);
 // a name that is neither a mixture nor an existing file returns the mixture parser's error.
 // Plain values and pure functions (LoadBatch reads the file); thread-safe.
 #pragma once

@@ -66,7 +66,7 @@ TEST(BatchSourceTest, ReadsAFile) {
 TEST(BatchSourceTest, Errors) {
   BatchSource src;
   src.token_scale = 0;
-  EXPECT_NE(LoadBatch(src, 2).status().message().find("--token-scale: got 0"), std::string::npos);
+  EXPECT_NE(LoadBatch(src, 2).status().message().find("token_scale: got 0"), std::string::npos);
   src.token_scale = 1.5;
   EXPECT_FALSE(LoadBatch(src, 2).ok());
   src.token_scale = 1;

@@ -31,11 +31,11 @@ SampleStats BenchMixSummary::Get(const std::string& key) const {
 
 Status ValidateBenchOptions(const BenchOptions& o) {
   if (o.batches < 1 || o.batches > 10000) {
-    return core::InvalidArgument("--batches: got " + std::to_string(o.batches) +
+    return core::InvalidArgument("batches: got " + std::to_string(o.batches) +
                                  ", must be in [1, 10000]");
   }
   if (!(o.joint_time_limit_s > 0)) {
-    return core::InvalidArgument("--joint-time-limit: got " + std::to_string(o.joint_time_limit_s) +
+    return core::InvalidArgument("joint_time_limit_s: got " + std::to_string(o.joint_time_limit_s) +
                                  ", must be > 0");
   }
   for (const auto& m : o.mixes) RETURN_IF_ERROR(workload::ParseMixture(m).status());

@@ -149,10 +149,10 @@ TEST(BenchPlanners, StatisticsSummariseTheBatches) {
 TEST(BenchPlanners, ValidatesOptions) {
   BenchOptions o;
   o.batches = 0;
-  EXPECT_NE(ValidateBenchOptions(o).message().find("--batches"), std::string::npos);
+  EXPECT_NE(ValidateBenchOptions(o).message().find("batches: got 0"), std::string::npos);
   o.batches = 1;
   o.joint_time_limit_s = 0;
-  EXPECT_NE(ValidateBenchOptions(o).message().find("--joint-time-limit"), std::string::npos);
+  EXPECT_NE(ValidateBenchOptions(o).message().find("joint_time_limit_s: got"), std::string::npos);
   o.joint_time_limit_s = 1;
   o.mixes = {"x"};
   EXPECT_FALSE(ValidateBenchOptions(o).ok());

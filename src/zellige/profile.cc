@@ -312,8 +312,8 @@ StatusOr<Profile> ParseProfile(const Json& j) {
       return core::InvalidArgument(
           "configs: missing " + c.ToString() + " (degree " + std::to_string(c.degree()) +
           ", needed by the planners for " + std::to_string(p.ranks) + " ranks with " +
-          std::to_string(heads) + " heads); re-run `tessera zellige profile --ranks " +
-          std::to_string(p.ranks) + "`");
+          std::to_string(heads) + " heads); measure the profile again at " +
+          std::to_string(p.ranks) + " ranks");
     }
   }
   ASSIGN_OR_RETURN(const Json* comm, GetArray(j, "", "comm"));

@@ -126,7 +126,7 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   j = good;
   j["configs"].erase(2);  // (1,2,1)
   ExpectError(j, "configs: missing (1,2,1)");
-  ExpectError(j, "re-run `tessera zellige profile --ranks 2`");
+  ExpectError(j, "measure the profile again at 2 ranks");
   j = good;
   j["configs"][1]["h"] = 3;  // (2,3,1): 3 does not divide 4 heads
   ExpectError(j, "configs[1]");
@@ -542,7 +542,7 @@ TEST(ProfileTest, EveryConfigThePlannersUseIsPricedAtLoad) {
   });
   ExpectError(ToJson(powers_only),
               "configs: missing (1,1,3) (degree 3, needed by the planners for 6 ranks with 4 "
-              "heads); re-run `tessera zellige profile --ranks 6`");
+              "heads); measure the profile again at 6 ranks");
   // With every config priced, every planner plans and simulates.
   ProfileCostModel cost(std::make_shared<const Profile>(six));
   const workload::Batch batch = MakeBatch({4000, 2500, 900, 300, 40, 5});

@@ -204,7 +204,8 @@ Status BenchOnWorld(const CompassBenchArgs& a, comm::Communicator& world) {
 }
 
 Status RunBench(const CompassBenchArgs& a) {
-  RETURN_IF_ERROR(compass::CheckGridJob(a.topology, a.grid, a.ranks, 1));
+  RETURN_IF_ERROR(
+      NameFlags(compass::CheckGridJob(a.topology, a.grid, a.ranks, 1), {{"ranks", "--ranks"}}));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return BenchOnWorld(a, world); });
 }

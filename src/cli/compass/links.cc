@@ -115,7 +115,8 @@ Status LinksOnWorld(const LinksArgs& a, comm::Communicator& world) {
   for (int64_t k : a.sizes_kib) o.bench.block_wire_bytes.push_back(k * 1024);
   RankZeroProgress progress(world, "collectives");
   o.bench.progress = std::ref(progress);
-  ASSIGN_OR_RETURN(compass::LinksReport report, compass::RunLinksCheck(world, topology, o));
+  ASSIGN_OR_RETURN(compass::LinksReport report,
+                   NameFlags(compass::RunLinksCheck(world, topology, o), {{"ranks", "--ranks"}}));
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(report)));
@@ -127,7 +128,7 @@ Status LinksOnWorld(const LinksArgs& a, comm::Communicator& world) {
 Status RunLinks(const LinksArgs& a) {
   // Checked before MPI starts, so a bad topology is one line, not n.
   ASSIGN_OR_RETURN(hw::Topology topology, hw::LoadTopology(a.topology));
-  RETURN_IF_ERROR(compass::CheckLinksRanks(topology, a.ranks));
+  RETURN_IF_ERROR(NameFlags(compass::CheckLinksRanks(topology, a.ranks), {{"ranks", "--ranks"}}));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return LinksOnWorld(a, world); });
 }

@@ -80,8 +80,9 @@ Status RunPlan(const CompassPlanArgs& a) {
   o.mbs = a.mbs;
   o.selector.margin = a.margin;
   ASSIGN_OR_RETURN(compass::CompassPlan plan,
-                   compass::PlanLayer(topology, model, o, profile ? &*profile : nullptr,
-                                      "--profile " + a.profile));
+                   NameFlags(compass::PlanLayer(topology, model, o, profile ? &*profile : nullptr,
+                                                "--profile " + a.profile),
+                             {{"tp", "--tp"}}));
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(plan)));
   if (!a.trace_path.empty()) RETURN_IF_ERROR(compass::PlanTrace(plan).Write(a.trace_path));
   if (!a.te_path.empty()) {

@@ -136,7 +136,8 @@ Status CompassProfileOnWorld(const CompassProfileArgs& a, comm::Communicator& wo
 }
 
 Status RunCompassProfileCommand(const CompassProfileArgs& a) {
-  RETURN_IF_ERROR(compass::CheckGridJob(a.topology, a.grid, a.ranks, 2));
+  RETURN_IF_ERROR(
+      NameFlags(compass::CheckGridJob(a.topology, a.grid, a.ranks, 2), {{"ranks", "--ranks"}}));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return CompassProfileOnWorld(a, world); });
 }

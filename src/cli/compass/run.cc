@@ -147,8 +147,13 @@ Status RunGptJob(const CompassRunArgs& a) {
   if (!a.profile.empty()) {
     ASSIGN_OR_RETURN(profile, compass::LoadProfile(a.profile));
   }
-  RETURN_IF_ERROR(
-      compass::CheckGptRun(RunConfigOf(a, profile ? &*profile : nullptr), topology, a.ranks));
+  if (a.check && a.compute != "real") {
+    return core::InvalidArgument(
+        "--check needs --compute real (modeled GEMMs do not write their outputs)");
+  }
+  RETURN_IF_ERROR(NameFlags(
+      compass::CheckGptRun(RunConfigOf(a, profile ? &*profile : nullptr), topology, a.ranks),
+      {{"steps", "--steps"}}));
   return RunMpiJob(a.ranks, a.op_timeout_s,
                    [&](comm::Communicator& world) { return GptRunOnWorld(a, world); });
 }

@@ -101,7 +101,7 @@ Status RunTopo(const TopoArgs& a) {
     return core::InvalidArgument("--tp: got " + std::to_string(a.tp) + ", " + t.name() +
                                  " has one device (no ring)");
   }
-  if (a.tp > 0) RETURN_IF_ERROR(compass::CheckTpOnTopology(t, a.tp));
+  if (a.tp > 0) RETURN_IF_ERROR(NameFlags(compass::CheckTpOnTopology(t, a.tp), {{"tp", "--tp"}}));
   const int tp = a.tp > 0 ? a.tp : n;
   std::printf("topology %s: %d x %s, %s\n", t.name().c_str(), n, t.device().name.c_str(),
               t.provenance().c_str());

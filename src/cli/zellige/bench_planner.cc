@@ -90,7 +90,9 @@ Status RunBenchPlanner(const PlannerBenchArgs& a) {
   ASSIGN_OR_RETURN(o.options, ParseKeyValues(a.options));
   if (a.time_limit_s > 0) o.options["zellige.total_time_limit_s"] = std::to_string(a.time_limit_s);
   RETURN_IF_ERROR(ValidatePlannerOptions(o.options));
-  RETURN_IF_ERROR(ValidateBenchOptions(o));
+  RETURN_IF_ERROR(
+      NameFlags(ValidateBenchOptions(o),
+                {{"batches", "--batches"}, {"joint_time_limit_s", "--joint-time-limit"}}));
   std::printf(
       "bench-planner on %s (%d ranks, %s), %s, %g s videos, %lld tokens/GPU; "
       "joint limit %g s. All makespans modeled (%s); solve times measured on this machine.\n",

@@ -70,7 +70,8 @@ Status CompareOnWorld(const CompareArgs& a, comm::Communicator& world,
   CopyJobOptions(a.job, &o);
   RankZeroProgress progress(world, "compare");
   ASSIGN_OR_RETURN(zellige::engine::CompareReport report,
-                   zellige::engine::RunComparison(world, o, cost, std::ref(progress)));
+                   NameFlags(zellige::engine::RunComparison(world, o, cost, std::ref(progress)),
+                             {{"token_scale", "--token-scale"}}));
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   PrintReport(report);

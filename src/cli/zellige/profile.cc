@@ -91,7 +91,8 @@ Status ProfileOnWorld(const ProfileArgs& a, comm::Communicator& world) {
   o.model = ToSmallDitConfig(a.model);
   RankZeroProgress progress(world, "profile");
   ASSIGN_OR_RETURN(zellige::Profile prof,
-                   zellige::engine::MeasureProfile(world, o, std::ref(progress)));
+                   NameFlags(zellige::engine::MeasureProfile(world, o, std::ref(progress)),
+                             {{"buckets", "--buckets"}}));
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   RETURN_IF_ERROR(core::WriteJsonFile(a.out, zellige::ToJson(prof)));

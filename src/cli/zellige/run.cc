@@ -195,7 +195,10 @@ Status Finish(const RunArgs& a, comm::Communicator& world, const engine::JobPlan
     }
     std::fflush(stdout);
   }
-  if (!report.pass()) return core::InvalidArgument(report.failures.front());
+  if (!report.pass()) {
+    return core::InvalidArgument(
+        NameFlags(report.failures.front(), {{"max_loss_ratio", "--max-loss-ratio"}}));
+  }
   return Status::Ok();
 }
 
@@ -206,7 +209,9 @@ Status RunOnWorld(const RunArgs& a, comm::Communicator& world) {
     return core::InvalidArgument("--heads / --head-dim: got " + std::to_string(a.heads) + " / " +
                                  std::to_string(a.head_dim) + ", must be >= 1");
   }
-  ASSIGN_OR_RETURN(engine::JobPlan job, engine::ShareJobPlan(world, JobRequest(a)));
+  ASSIGN_OR_RETURN(engine::JobPlan job,
+                   NameFlags(engine::ShareJobPlan(world, JobRequest(a)),
+                             {{"cluster", "--cluster"}, {"token_scale", "--token-scale"}}));
   if (a.train) {
     ASSIGN_OR_RETURN(engine::TrainReport report,
                      engine::TrainOnPlan(world, job.plan, job.batch, ToTrainOptions(a)));

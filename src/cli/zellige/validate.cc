@@ -117,7 +117,8 @@ Status ValidateOnWorld(const ValidateArgs& a, comm::Communicator& world,
   CopyJobOptions(a.job, &o);
   RankZeroProgress progress(world, "validate");
   ASSIGN_OR_RETURN(zellige::ValidationReport report,
-                   zellige::engine::RunValidation(world, o, cost, std::ref(progress)));
+                   NameFlags(zellige::engine::RunValidation(world, o, cost, std::ref(progress)),
+                             {{"token_scale", "--token-scale"}}));
   progress.Done();
   if (world.rank() != 0) return Status::Ok();
   PrintReport(report);

@@ -24,13 +24,15 @@ float Value(int rank, int64_t i, int rep) {
   return static_cast<float>((rank * 131 + i * 7 + rep * 17) % 512) / 8.0f - 32.0f;
 }
 
-}  // namespace
+struct Run {
+  CollectiveKind kind;
+  int64_t bytes;
+  LinkAlgo algo;
+};
 
-core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
-                                                   const hw::Topology& topology,
-                                                   const runtime::TimeScale& scale,
-                                                   const CollectiveBenchConfig& config) {
-  const int n = world.size(), me = world.rank();
+// The largest block's element count (bf16) once the configuration is checked.
+core::StatusOr<int64_t> CheckConfig(int n, const hw::Topology& topology,
+                                    const CollectiveBenchConfig& config) {
   if (n < 2 || n > topology.num_devices()) {
     return core::InvalidArgument("collective bench: " + std::to_string(n) + " ranks, " +
                                  topology.name() + " has " +
@@ -49,23 +51,89 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
     }
     max_count = std::max(max_count, b / 2);
   }
-  const int64_t window =
-      std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kBF16),
-               comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kBF16));
-  ASSIGN_OR_RETURN(LinkRuntime rt,
-                   StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));
+  return max_count;
+}
 
-  struct Run {
-    CollectiveKind kind;
-    int64_t bytes;
-    LinkAlgo algo;
-  };
+// One round's runs: kinds x block sizes x algorithms, in that order.
+std::vector<Run> RunsOf(const CollectiveBenchConfig& config) {
   std::vector<Run> runs;
   for (CollectiveKind k : config.kinds) {
     for (int64_t b : config.block_wire_bytes) {
       for (LinkAlgo a : config.algos) runs.push_back({k, b, a});
     }
   }
+  return runs;
+}
+
+// This rank's result of `run` in round `rep` against the plain reference: the first element
+// that differs, as Internal; OK when every element matches.
+Status CompareWithReference(const Run& run, int n, int me, int rep,
+                            const std::vector<comm::Bf16>& recv) {
+  const int64_t c = run.bytes / 2;
+  const bool ag = run.kind == CollectiveKind::kAllGather;
+  const int64_t out_count = ag ? n * c : c;
+  for (int64_t i = 0; i < out_count; ++i) {
+    double want;
+    if (ag) {
+      want = Value(static_cast<int>(i / c), i % c, rep);
+    } else {
+      double sum = 0;
+      for (int r = 0; r < n; ++r) sum += Value(r, me * c + i, rep);
+      // fp32 accumulation is exact here; bf16 rounds once at the end.
+      want = comm::Bf16ToFloat(comm::FloatToBf16(static_cast<float>(sum)));
+    }
+    const double got = comm::Bf16ToFloat(recv[i]);
+    if (got != want) {
+      return core::Internal(std::string(CollectiveKindName(run.kind)) + " " +
+                            comm::LinkAlgoName(run.algo) + " block " + std::to_string(run.bytes) +
+                            " B: element " + std::to_string(i) + " is " + std::to_string(got) +
+                            ", reference " + std::to_string(want));
+    }
+  }
+  return Status::Ok();
+}
+
+// Each run's row: the median, min and max over the rounds of `times_s` (round-major) and the
+// model's time on the ring it used.
+std::vector<CollectiveRow> RowsOf(const hw::Topology& topology, const CollectiveBench& bench,
+                                  const std::vector<Run>& runs, int repeats,
+                                  const std::vector<double>& times_s) {
+  std::vector<CollectiveRow> rows;
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    std::vector<double> per_rep;
+    for (int rep = 0; rep < repeats; ++rep) per_rep.push_back(times_s[rep * runs.size() + ri]);
+    CollectiveRow row;
+    row.kind = runs[ri].kind;
+    row.algo = runs[ri].algo;
+    row.block_wire_bytes = runs[ri].bytes;
+    row.median_s = Median(per_rep);
+    row.min_s = *std::min_element(per_rep.begin(), per_rep.end());
+    row.max_s = *std::max_element(per_rep.begin(), per_rep.end());
+    const std::vector<int>& order =
+        runs[ri].algo == LinkAlgo::kRing2 ? bench.ring2_order : bench.ring1_order;
+    row.modeled_s = ModelCollective(topology, order, runs[ri].kind, runs[ri].algo,
+                                    static_cast<double>(runs[ri].bytes))
+                        .total_s;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
+                                                   const hw::Topology& topology,
+                                                   const runtime::TimeScale& scale,
+                                                   const CollectiveBenchConfig& config) {
+  const int n = world.size(), me = world.rank();
+  ASSIGN_OR_RETURN(const int64_t max_count, CheckConfig(n, topology, config));
+  const int64_t window =
+      std::max(comm::LinkCollectives::AllGatherWindowBytes(n, max_count, comm::DType::kBF16),
+               comm::LinkCollectives::ReduceScatterWindowBytes(n, max_count, comm::DType::kBF16));
+  ASSIGN_OR_RETURN(LinkRuntime rt,
+                   StartLinkRuntime(world, topology, scale, window, config.wake_lead_ns));
+
+  const std::vector<Run> runs = RunsOf(config);
   const int total = static_cast<int>(runs.size()) * config.repeats;
   // Per run: this rank's actual begin (after its sleep) and end, ns.
   std::vector<double> my_begin(static_cast<size_t>(total)), my_end(my_begin.size());
@@ -94,27 +162,7 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
       // Check against the plain reference (outside the timed region), once every rank is done:
       // a rank that finished first must not take the cores of ranks still being timed.
       RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
-      if (failure.ok()) {
-        for (int64_t i = 0; i < out_count && failure.ok(); ++i) {
-          double want;
-          if (ag) {
-            want = Value(static_cast<int>(i / c), i % c, rep);
-          } else {
-            double sum = 0;
-            for (int r = 0; r < n; ++r) sum += Value(r, me * c + i, rep);
-            // fp32 accumulation is exact here; bf16 rounds once at the end.
-            want = comm::Bf16ToFloat(comm::FloatToBf16(static_cast<float>(sum)));
-          }
-          const double got = comm::Bf16ToFloat(recv[i]);
-          const bool ok = got == want;
-          if (!ok) {
-            failure = core::Internal(
-                std::string(CollectiveKindName(run.kind)) + " " + comm::LinkAlgoName(run.algo) +
-                " block " + std::to_string(run.bytes) + " B: element " + std::to_string(i) +
-                " is " + std::to_string(got) + ", reference " + std::to_string(want));
-          }
-        }
-      }
+      if (failure.ok()) failure = CompareWithReference(run, n, me, rep, recv);
       ++done;
       if (me == 0 && config.progress) config.progress(done, total);
     }
@@ -140,24 +188,7 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   for (int r : rt.ring2.order) out.ring2_order.push_back(rt.devices[r]);
   out.engine_cpu_fraction = *std::max_element(cpu_all.begin(), cpu_all.end());
   out.wake_lead_ns = rt.engine->wake_lead_ns();
-  for (size_t ri = 0; ri < runs.size(); ++ri) {
-    std::vector<double> per_rep;
-    for (int rep = 0; rep < config.repeats; ++rep)
-      per_rep.push_back(times_s[rep * runs.size() + ri]);
-    CollectiveRow row;
-    row.kind = runs[ri].kind;
-    row.algo = runs[ri].algo;
-    row.block_wire_bytes = runs[ri].bytes;
-    row.median_s = Median(per_rep);
-    row.min_s = *std::min_element(per_rep.begin(), per_rep.end());
-    row.max_s = *std::max_element(per_rep.begin(), per_rep.end());
-    const std::vector<int>& order =
-        runs[ri].algo == LinkAlgo::kRing2 ? out.ring2_order : out.ring1_order;
-    row.modeled_s = ModelCollective(topology, order, runs[ri].kind, runs[ri].algo,
-                                    static_cast<double>(runs[ri].bytes))
-                        .total_s;
-    out.rows.push_back(row);
-  }
+  out.rows = RowsOf(topology, out, runs, config.repeats, times_s);
   return out;
 }
 

@@ -108,14 +108,14 @@ core::StatusOr<std::vector<GptOpChoice>> ChooseGptStrategies(
 core::Status CheckGptRun(const GptRunConfig& c, const hw::Topology& topology, int ranks) {
   if (c.steps < 1 || c.steps > kMaxSteps) {
     return core::InvalidArgument(
-        fmt::format("--steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
+        fmt::format("steps: got {}, must be in [1, {}]", c.steps, kMaxSteps));
   }
   if (c.compute != runtime::ComputeMode::kReal && c.compute != runtime::ComputeMode::kModeled) {
     return core::InvalidArgument("compass run: compute must be real or modeled");
   }
   if (c.check && c.compute != runtime::ComputeMode::kReal) {
     return core::InvalidArgument(
-        "--check needs --compute real (modeled GEMMs do not write their outputs)");
+        "check: needs compute real, got modeled (modeled GEMMs do not write their outputs)");
   }
   if (ranks > topology.num_devices()) {
     return core::InvalidArgument(fmt::format("{} ranks on {} with {} devices", ranks,
@@ -139,6 +139,110 @@ core::Status CheckGptRun(const GptRunConfig& c, const hw::Topology& topology, in
   }
   return core::Status::Ok();
 }
+
+namespace {
+
+// Each operator's strategy (c.strategy, or the selector's pick under auto from GEMMs timed on
+// rank 0 alone); sets out->overheads_source and out->choices.
+core::StatusOr<std::map<std::string, StrategyChoice>> ChooseStrategies(
+    comm::Communicator& world, const LinkRuntime& rt, const hw::Topology& topology,
+    const runtime::TimeScale& scale, const GptRunConfig& c,
+    const std::vector<std::pair<std::string, TpOpShape>>& ops, const std::vector<int>& ring1,
+    const std::vector<int>& ring2, GptRun* out) {
+  // The GEMM times auto needs: every whole and part shape, timed on rank 0 alone.
+  runtime::GemmProfile gemm_s;
+  const OverheadTable overheads = c.profile != nullptr ? c.profile->overheads : OverheadTable{};
+  out->overheads_source =
+      c.profile != nullptr
+          ? "profile " + c.profile_name + " (measured on " + c.profile->machine + ")"
+          : "none given: zero per-step and per-chunk overheads, kappa 1";
+  const OpCollectiveTimer collective = [&](const TpOpShape& s, comm::LinkAlgo a, double wire) {
+    return OperatorCollectiveTimer(topology, ring1, ring2, s.kind)(a, wire);
+  };
+  if (c.strategy == "auto") {
+    std::set<runtime::GemmShape> wanted;
+    const OpGemmTimer record = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
+      wanted.insert(runtime::GemmShape{t, gm, gn, gk});
+      return 1.0;
+    };
+    RETURN_IF_ERROR(
+        ChooseGptStrategies("auto", ops, record, collective, overheads, c.selector).status());
+    const std::vector<runtime::GemmShape> shapes(wanted.begin(), wanted.end());
+    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
+  }
+  const OpGemmTimer lookup = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
+    return gemm_s.at(runtime::GemmShape{t, gm, gn, gk});
+  };
+  ASSIGN_OR_RETURN(out->choices,
+                   ChooseGptStrategies(c.strategy, ops, lookup, collective, overheads, c.selector));
+  std::map<std::string, StrategyChoice> per_op;
+  for (const GptOpChoice& oc : out->choices) {
+    ASSIGN_OR_RETURN(per_op[oc.op], ParseStrategy(oc.strategy));
+  }
+  return per_op;
+}
+
+// --check: the single-process twin's losses, computed on rank 0 while the others wait, on
+// every rank.
+core::StatusOr<std::vector<double>> ShareTwinLosses(comm::Communicator& world,
+                                                    const LinkRuntime& rt,
+                                                    const models::SmallGptConfig& mc,
+                                                    const GptRunConfig& c) {
+  std::vector<double> ref(static_cast<size_t>(c.steps), -1.0);
+  core::Status twin = core::Status::Ok();
+  if (world.rank() == 0) {
+    auto r = TwinLosses(mc, c);
+    if (r.ok()) {
+      ref = *r;
+    } else {
+      twin = r.status();
+    }
+  }
+  RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
+  RETURN_IF_ERROR(world.Broadcast(std::span<double>(ref), 0));
+  RETURN_IF_ERROR(twin);
+  if (ref[0] < 0) return core::Internal("check: the single-process twin failed on rank 0");
+  return ref;
+}
+
+// Modeled compute: records every GEMM shape of one step, times them on rank 0 alone (into
+// `modeled`, which must outlive the run), then makes ctx's GEMMs sleep for them.
+core::Status UseModeledCompute(comm::Communicator& world, const LinkRuntime& rt,
+                               const models::SmallGptConfig& mc, const GptRunConfig& c,
+                               models::SmallGpt& model, OverlapContext& ctx, StrategyTpOps& tp_ops,
+                               runtime::GemmProfile* modeled) {
+  ASSIGN_OR_RETURN(models::GptBatch b,
+                   models::MakeSyntheticGptBatch(mc.vocab, c.batch, c.seq, c.seed, 0));
+  ctx.compute().set_mode(runtime::ComputeMode::kRecord);
+  RETURN_IF_ERROR(model.ForwardBackward(b, tp_ops).status());
+  std::vector<runtime::GemmShape> shapes = ctx.compute().TakeRecorded();
+  std::sort(shapes.begin(), shapes.end());
+  shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+  RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, modeled));
+  ctx.compute().set_profile(modeled);
+  ctx.compute().set_mode(runtime::ComputeMode::kModeled);
+  return core::Status::Ok();
+}
+
+// --check: every step's loss against the twin's (sets out->max_loss_rel_diff).
+core::Status CheckLosses(const GptRunConfig& c, int n, GptRun* out) {
+  out->max_loss_rel_diff = 0;
+  for (int step = 0; step < c.steps; ++step) {
+    const double ref = out->reference_losses[step], got = out->losses[step];
+    double diff = std::abs(got - ref) / std::max(std::abs(ref), 1e-30);
+    if (!std::isfinite(diff)) diff = 1e30;
+    out->max_loss_rel_diff = std::max(out->max_loss_rel_diff, diff);
+    if (diff > kLossTolerance) {
+      return core::Internal(fmt::format(
+          "check: step {} loss {:.9g} with tp {} ({}) differs from the single process's "
+          "{:.9g} by {:.2e} relative (tolerance 1e-5)",
+          step + 1, got, n, c.strategy, ref, diff));
+    }
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
 
 core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& topology,
                               const runtime::TimeScale& scale, const GptRunConfig& c) {
@@ -171,71 +275,18 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   for (int r : rt.ring1.order) ring1.push_back(rt.devices[r]);
   for (int r : rt.ring2.order) ring2.push_back(rt.devices[r]);
 
-  // The GEMM times auto needs: every whole and part shape, timed on rank 0 alone.
-  runtime::GemmProfile gemm_s;
-  const OverheadTable overheads = c.profile != nullptr ? c.profile->overheads : OverheadTable{};
-  out.overheads_source =
-      c.profile != nullptr
-          ? "profile " + c.profile_name + " (measured on " + c.profile->machine + ")"
-          : "none given: zero per-step and per-chunk overheads, kappa 1";
-  const OpCollectiveTimer collective = [&](const TpOpShape& s, comm::LinkAlgo a, double wire) {
-    return OperatorCollectiveTimer(topology, ring1, ring2, s.kind)(a, wire);
-  };
-  if (c.strategy == "auto") {
-    std::set<runtime::GemmShape> wanted;
-    const OpGemmTimer record = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
-      wanted.insert(runtime::GemmShape{t, gm, gn, gk});
-      return 1.0;
-    };
-    RETURN_IF_ERROR(
-        ChooseGptStrategies("auto", ops, record, collective, overheads, c.selector).status());
-    const std::vector<runtime::GemmShape> shapes(wanted.begin(), wanted.end());
-    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, scale.scale, &gemm_s));
-  }
-  const OpGemmTimer lookup = [&](bool t, int64_t gm, int64_t gn, int64_t gk) {
-    return gemm_s.at(runtime::GemmShape{t, gm, gn, gk});
-  };
-  ASSIGN_OR_RETURN(out.choices,
-                   ChooseGptStrategies(c.strategy, ops, lookup, collective, overheads, c.selector));
-  std::map<std::string, StrategyChoice> per_op;
-  for (const GptOpChoice& oc : out.choices) {
-    ASSIGN_OR_RETURN(per_op[oc.op], ParseStrategy(oc.strategy));
-  }
+  ASSIGN_OR_RETURN(const auto per_op,
+                   ChooseStrategies(world, rt, topology, scale, c, ops, ring1, ring2, &out));
   const StrategyChoice fallback = ChoiceOf(StrategyName::Of(StrategyFamily::kNone));
 
-  // --check: the single-process twin on rank 0 while the others wait.
   if (c.check) {
-    std::vector<double> ref(static_cast<size_t>(c.steps), -1.0);
-    core::Status twin = core::Status::Ok();
-    if (me == 0) {
-      auto r = TwinLosses(mc, c);
-      if (r.ok()) {
-        ref = *r;
-      } else {
-        twin = r.status();
-      }
-    }
-    RETURN_IF_ERROR(rt.barrier->Arrive(0, 600.0).status());
-    RETURN_IF_ERROR(world.Broadcast(std::span<double>(ref), 0));
-    RETURN_IF_ERROR(twin);
-    if (ref[0] < 0) return core::Internal("check: the single-process twin failed on rank 0");
-    out.reference_losses = ref;
+    ASSIGN_OR_RETURN(out.reference_losses, ShareTwinLosses(world, rt, mc, c));
   }
 
   StrategyTpOps tp_ops(ctx, per_op, fallback);
   runtime::GemmProfile modeled;
   if (c.compute == runtime::ComputeMode::kModeled) {
-    // Record every GEMM shape of one step, time them on rank 0 alone, then sleep for them.
-    ASSIGN_OR_RETURN(models::GptBatch b,
-                     models::MakeSyntheticGptBatch(mc.vocab, c.batch, c.seq, c.seed, 0));
-    ctx.compute().set_mode(runtime::ComputeMode::kRecord);
-    RETURN_IF_ERROR(model.ForwardBackward(b, tp_ops).status());
-    std::vector<runtime::GemmShape> shapes = ctx.compute().TakeRecorded();
-    std::sort(shapes.begin(), shapes.end());
-    shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
-    RETURN_IF_ERROR(ProfileGemmsOnRankZero(world, *rt.barrier, shapes, 1.0, &modeled));
-    ctx.compute().set_profile(&modeled);
-    ctx.compute().set_mode(runtime::ComputeMode::kModeled);
+    RETURN_IF_ERROR(UseModeledCompute(world, rt, mc, c, model, ctx, tp_ops, &modeled));
   }
   ASSIGN_OR_RETURN(models::AdamW opt, models::AdamW::Create(model.NumParameters(),
                                                             {.learning_rate = c.learning_rate}));
@@ -262,21 +313,7 @@ core::StatusOr<GptRun> RunGpt(comm::Communicator& world, const hw::Topology& top
   out.step_summary = core::SummarizeMinMedianMax(steady);
   for (const auto& [name, wall_s] : tp_ops.OpSeconds()) out.op_s[name] = wall_s / scale.scale;
 
-  if (c.check) {
-    out.max_loss_rel_diff = 0;
-    for (int step = 0; step < c.steps; ++step) {
-      const double ref = out.reference_losses[step], got = out.losses[step];
-      double diff = std::abs(got - ref) / std::max(std::abs(ref), 1e-30);
-      if (!std::isfinite(diff)) diff = 1e30;
-      out.max_loss_rel_diff = std::max(out.max_loss_rel_diff, diff);
-      if (diff > kLossTolerance) {
-        return core::Internal(fmt::format(
-            "check: step {} loss {:.9g} with tp {} ({}) differs from the single process's "
-            "{:.9g} by {:.2e} relative (tolerance 1e-5)",
-            step + 1, got, n, c.strategy, ref, diff));
-      }
-    }
-  }
+  if (c.check) RETURN_IF_ERROR(CheckLosses(c, n, &out));
   return out;
 }
 

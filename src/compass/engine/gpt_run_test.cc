@@ -173,12 +173,12 @@ TEST(CompassGptRun, BadInputIsRefused) {
   c.model = "gpt-tiny";
   c.steps = 0;
   s = run(c, 2);
-  EXPECT_NE(s.message().find("--steps"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("steps: got"), std::string::npos) << s.ToString();
   c.steps = 1;
   c.check = true;
   c.compute = runtime::ComputeMode::kModeled;
   s = run(c, 2);
-  EXPECT_NE(s.message().find("--check needs --compute real"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("check: needs compute real"), std::string::npos) << s.ToString();
   c.check = false;
   c.compute = runtime::ComputeMode::kReal;
   s = run(c, 3);  // 4 heads on 3 ranks

@@ -10,7 +10,7 @@ namespace tessera::compass {
 
 core::Status CheckLinksRanks(const hw::Topology& topology, int ranks) {
   if (ranks < 2 || ranks > topology.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(ranks) + ", must be in [2, " +
+    return core::InvalidArgument("ranks: got " + std::to_string(ranks) + ", must be in [2, " +
                                  std::to_string(topology.num_devices()) + "] for " +
                                  topology.name());
   }

@@ -47,8 +47,9 @@ struct LinksReport {
 };
 
 // The rank count a links check needs: in [2, the topology's devices]. InvalidArgument
-// "--ranks: got 9, must be in [2, 8] for a6000x8" (the command line's wording, which its tests
-// assert); a command line checks it before ranks start, RunLinksCheck again on its world.
+// "ranks: got 9, must be in [2, 8] for a6000x8" (a command line names its flag instead:
+// cli::NameFlags); a command line checks it before ranks start, RunLinksCheck again on its
+// world.
 core::Status CheckLinksRanks(const hw::Topology& topology, int ranks);
 
 core::StatusOr<LinksReport> RunLinksCheck(comm::Communicator& world, const hw::Topology& topology,

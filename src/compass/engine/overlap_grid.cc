@@ -1,7 +1,11 @@
 #include "compass/engine/overlap_grid.h"
 
+#include <algorithm>
+
 #include "compass/engine/overlap_strategy.h"
+#include "core/check.h"
 #include "hw/topology.h"
+#include "models/tp_layer_ops.h"
 
 namespace tessera::compass {
 
@@ -123,37 +127,35 @@ core::StatusOr<OverlapGrid> LoadGrid(const std::string& name_or_path) {
 core::StatusOr<TpOpShape> LayerOpShape(const std::string& op, int64_t hidden, int ffn_multiple,
                                        int64_t tokens, int tp) {
   const int64_t h = hidden, f = ffn_multiple * hidden;
-  auto per_rank = [&](int64_t total, const char* what) -> core::StatusOr<int64_t> {
-    if (total % tp != 0) {
-      return core::InvalidArgument(op + ": " + what + " " + std::to_string(total) +
-                                   " not divisible by tp " + std::to_string(tp));
-    }
-    return total / tp;
-  };
-  TpOpShape s;
-  s.tp = tp;
-  s.m = tokens;
+  // The divisibility each operator needs (its per-rank dimension); the dimensions themselves
+  // come from the layer table.
+  int64_t total = 0;
+  const char* what = "";
   if (op == "qkv" || op == "qkv-wgrad") {
-    s.kind = op == "qkv" ? TpOpKind::kAllGatherGemm : TpOpKind::kAllGatherWgrad;
-    s.k = h;
-    ASSIGN_OR_RETURN(s.n, per_rank(3 * h, "3h"));
-  } else if (op == "fc1") {
-    s.kind = TpOpKind::kAllGatherGemm;
-    s.k = h;
-    ASSIGN_OR_RETURN(s.n, per_rank(f, "f"));
+    total = 3 * h, what = "3h";
+  } else if (op == "fc1" || op == "fc2") {
+    total = f, what = "f";
   } else if (op == "proj") {
-    s.kind = TpOpKind::kGemmReduceScatter;
-    ASSIGN_OR_RETURN(s.k, per_rank(h, "h"));
-    s.n = h;
-  } else if (op == "fc2") {
-    s.kind = TpOpKind::kGemmReduceScatter;
-    ASSIGN_OR_RETURN(s.k, per_rank(f, "f"));
-    s.n = h;
+    total = h, what = "h";
   } else {
     return core::InvalidArgument("op: got '" + op +
                                  "', must be one of qkv, proj, fc1, fc2, qkv-wgrad");
   }
-  s.label = op + " h" + std::to_string(hidden) + " M" + std::to_string(tokens);
+  if (tp < 1 || total % tp != 0) {
+    return core::InvalidArgument(op + ": " + what + " " + std::to_string(total) +
+                                 " not divisible by tp " + std::to_string(tp));
+  }
+  // A grid point is a sweep value, not a model: one attention head with K and V not shared
+  // (qkv N = 3h / t) and an ungated MLP of f = ffn_multiple x h.
+  const models::TpLayerShape layer{h,  f,     /*heads=*/1, /*kv_heads=*/1, /*gated_mlp=*/false,
+                                   tp, tokens};
+  const std::vector<models::TpLayerOp> table = models::MegatronTpLayerOps(layer);
+  const auto it = std::find_if(table.begin(), table.end(),
+                               [&](const models::TpLayerOp& o) { return o.name == op; });
+  CHECK(it != table.end()) << "no operator " << op << " in the layer table";
+  TpOpShape s{it->kind,   it->dims.m,
+              it->dims.n, it->dims.k,
+              tp,         op + " h" + std::to_string(hidden) + " M" + std::to_string(tokens)};
   core::Status st = ValidateTpOp(s);
   if (!st.ok()) return core::InvalidArgument(s.label + ": " + st.message());
   return s;
@@ -176,7 +178,7 @@ core::Status CheckGridJob(const std::string& topology, const std::string& grid, 
                           int min_ranks) {
   ASSIGN_OR_RETURN(hw::Topology t, hw::LoadTopology(topology));
   if (ranks < min_ranks || ranks > t.num_devices()) {
-    return core::InvalidArgument("--ranks: got " + std::to_string(ranks) + ", must be in [" +
+    return core::InvalidArgument("ranks: got " + std::to_string(ranks) + ", must be in [" +
                                  std::to_string(min_ranks) + ", " +
                                  std::to_string(t.num_devices()) + "] for " + t.name());
   }

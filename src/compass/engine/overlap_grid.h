@@ -10,11 +10,16 @@
 //    "tokens": [256, 512, 1024, 2048],                      // M, all ranks' tokens
 //    "strategies": ["none", "fused-ring1", "fused-ring2", "fused-direct", "te"],
 //    "degrees": [1, 2, 4, 8, 16]}                           // decomp:D swept where feasible
-// Operators: qkv (AG, K = h, N = 3h/t), fc1 (AG, K = h, N = f/t), proj (RS, K = h/t, N = h),
-// fc2 (RS, K = f/t, N = h), qkv-wgrad (wgrad, K = h, N = 3h/t). Configurations are the cross
-// product ops x hidden x tokens in that order. The built-in "quick" grid is
-// examples/compass/quick-grid.json's content: 4 ops x 3 hidden x 4 tokens = 48
-// configurations.
+// Operators: five of one Megatron layer's (models/tp_layer_ops.h, the one table of their
+// dimensions), at hidden h, an ungated MLP of f = ffn_multiple x h and one attention head
+// without shared K/V: qkv (AG, K = h, N = 3h/t), fc1 (AG, K = h, N = f/t), proj (RS, K = h/t,
+// N = h), fc2 (RS, K = f/t, N = h), qkv-wgrad (wgrad, K = h, N = 3h/t). Configurations are
+// the cross product ops x hidden x tokens in that order.
+// The hidden sizes and token counts are sweep values, deliberately no model's (the LLMs of
+// data/models/*.json have 4096 hidden and up): the paper grid's axes scaled down so that one
+// CPU core per emulated rank runs every strategy of a configuration in seconds.
+// The built-in "quick" grid is examples/compass/quick-grid.json's content: 4 ops x 3 hidden x
+// 4 tokens = 48 configurations.
 #pragma once
 
 #include <string>

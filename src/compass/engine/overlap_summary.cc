@@ -49,8 +49,11 @@ std::vector<DegreeSample> DegreeSamplesOf(const OverlapConfigResult& c) {
   return out;
 }
 
-OverlapSummary SummarizeOverlap(const OverlapBench& b) {
-  OverlapSummary out;
+namespace {
+
+// Each strategy pair's time ratio over the configurations (and the communication-bound ones),
+// and none over the best timed strategy.
+void AddRatios(const OverlapBench& b, OverlapSummary* out) {
   using F = StrategyFamily;
   const std::vector<std::pair<F, F>> family_pairs = {
       {F::kNone, F::kFusedRing1},       {F::kNone, F::kFusedRing2},
@@ -66,9 +69,9 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       all.push_back(ta / tc);
       if (CommBound(cfg)) bound.push_back(ta / tc);
     }
-    if (!all.empty()) out.ratios[a + "/" + c] = core::SummarizeMinMedianMax(all);
+    if (!all.empty()) out->ratios[a + "/" + c] = core::SummarizeMinMedianMax(all);
     if (!bound.empty())
-      out.ratios[a + "/" + c + " comm-bound"] = core::SummarizeMinMedianMax(bound);
+      out->ratios[a + "/" + c + " comm-bound"] = core::SummarizeMinMedianMax(bound);
   }
   {
     std::vector<double> all, bound;
@@ -83,11 +86,15 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       all.push_back(tn / best);
       if (CommBound(cfg)) bound.push_back(tn / best);
     }
-    if (!all.empty()) out.ratios["none/best"] = core::SummarizeMinMedianMax(all);
-    if (!bound.empty()) out.ratios["none/best comm-bound"] = core::SummarizeMinMedianMax(bound);
+    if (!all.empty()) out->ratios["none/best"] = core::SummarizeMinMedianMax(all);
+    if (!bound.empty()) out->ratios["none/best comm-bound"] = core::SummarizeMinMedianMax(bound);
   }
+}
 
-  // Degree model: per-configuration fit and exhaustive best.
+// Degree model: per-configuration fit and exhaustive best; returns the even (training)
+// configurations' samples by operator class.
+std::map<std::string, std::vector<DegreeSample>> AddDegreeRows(const OverlapBench& b,
+                                                               OverlapSummary* out) {
   std::vector<double> regrets;
   std::map<std::string, std::vector<DegreeSample>> train;
   for (size_t i = 0; i < b.configs.size(); ++i) {
@@ -111,20 +118,26 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     row.regret = t.at(row.d_fit) / t.at(row.d_best) - 1;
     row.gain_vs_d4 = t.count(4) ? t.at(4) / t.at(row.d_fit) : 0;
     regrets.push_back(row.regret);
-    out.max_gain_vs_d4 = std::max(out.max_gain_vs_d4, row.gain_vs_d4);
-    out.degree.push_back(row);
+    out->max_gain_vs_d4 = std::max(out->max_gain_vs_d4, row.gain_vs_d4);
+    out->degree.push_back(row);
   }
   if (!regrets.empty()) {
-    out.regret_median = core::Median(regrets);
-    out.regret_p95 = core::Percentile(regrets, 95);
+    out->regret_median = core::Median(regrets);
+    out->regret_p95 = core::Percentile(regrets, 95);
   }
-  // Class model on held-out configurations.
+  return train;
+}
+
+// Class model, fitted on `train`, scored on the held-out (odd) configurations.
+void AddClassModel(const OverlapBench& b,
+                   const std::map<std::string, std::vector<DegreeSample>>& train,
+                   OverlapSummary* out) {
   std::map<std::string, DegreeClassModel> models;
   for (const auto& [cls, samples] : train) {
     auto m = FitDegreeClass(samples);
     if (m.ok()) {
       models[cls] = *m;
-      out.class_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
+      out->class_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
     }
   }
   std::vector<double> errors;
@@ -140,13 +153,15 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     if (e.empty()) continue;
     const double mape = core::Mean(e);
     errors.insert(errors.end(), e.begin(), e.end());
-    for (DegreeRow& row : out.degree)
+    for (DegreeRow& row : out->degree)
       if (row.label == cfg.shape.label) row.class_mape = mape;
   }
-  if (!errors.empty()) out.class_mape = core::Mean(errors);
+  if (!errors.empty()) out->class_mape = core::Mean(errors);
+}
 
-  // Pipeline model: fitted per class on the even configurations, MAPE on the odd ones, d* on
-  // every configuration.
+// Pipeline model: fitted per class on the even configurations, MAPE on the odd ones, d* on
+// every configuration.
+void AddPipelineModel(const OverlapBench& b, OverlapSummary* out) {
   std::map<std::string, std::vector<PipelineSample>> ptrain;
   for (size_t i = 0; i < b.configs.size(); i += 2) {
     const std::vector<PipelineSample> p = PipelineSamplesOf(b.configs[i]);
@@ -158,7 +173,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     auto m = FitPipelineModel(samples);
     if (!m.ok()) continue;
     pmodels[cls] = *m;
-    out.pipeline_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
+    out->pipeline_params[cls] = {m->alpha_s, m->delta_s, m->kappa};
   }
   std::vector<double> perrors, pregrets;
   for (size_t i = 0; i < b.configs.size(); ++i) {
@@ -167,7 +182,7 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
     const std::vector<PipelineSample> p = PipelineSamplesOf(cfg);
     if (it == pmodels.end() || p.empty()) continue;
     DegreeRow* row = nullptr;
-    for (DegreeRow& r : out.degree)
+    for (DegreeRow& r : out->degree)
       if (r.label == cfg.shape.label) row = &r;
     if (row == nullptr) continue;
     const std::map<int, double> t = DecompositionTimes(cfg);
@@ -188,11 +203,20 @@ OverlapSummary SummarizeOverlap(const OverlapBench& b) {
       perrors.insert(perrors.end(), e.begin(), e.end());
     }
   }
-  if (!perrors.empty()) out.pipeline_mape = core::Mean(perrors);
+  if (!perrors.empty()) out->pipeline_mape = core::Mean(perrors);
   if (!pregrets.empty()) {
-    out.pipeline_regret_median = core::Median(pregrets);
-    out.pipeline_regret_p95 = core::Percentile(pregrets, 95);
+    out->pipeline_regret_median = core::Median(pregrets);
+    out->pipeline_regret_p95 = core::Percentile(pregrets, 95);
   }
+}
+
+}  // namespace
+
+OverlapSummary SummarizeOverlap(const OverlapBench& b) {
+  OverlapSummary out;
+  AddRatios(b, &out);
+  AddClassModel(b, AddDegreeRows(b, &out), &out);
+  AddPipelineModel(b, &out);
   return out;
 }
 

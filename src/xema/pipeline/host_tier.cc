@@ -79,7 +79,7 @@ core::StatusOr<std::unique_ptr<HostTier>> HostTier::ForDevice(double host_gbps,
                                                               double host_latency_s,
                                                               int64_t host_budget_bytes) {
   if (!(host_gbps > 0) || !std::isfinite(host_gbps) || host_gbps > 1e6) {
-    return core::InvalidArgument("--host-gbps: got " + core::ShowNumber(host_gbps) +
+    return core::InvalidArgument("host_gbps: got " + core::ShowNumber(host_gbps) +
                                  ", must be in (0, 1e6] GB/s");
   }
   if (!(host_latency_s >= 0) || host_latency_s > 1) {
@@ -94,7 +94,7 @@ core::StatusOr<std::unique_ptr<HostTier>> HostTier::ForDevice(double host_gbps,
   if (bytes_per_s < kMinHostLinkBytesPerS) {
     return core::InvalidArgument(fmt::format(
         "host link: {:.4g} GB/s at time scale {:.4g} is {:.4g} bytes/s emulated, below {:.4g} "
-        "(a request would take hours); raise --host-gbps or lower --time-scale",
+        "(a request would take hours); raise host_gbps or lower the time scale",
         host_gbps, scale.scale, bytes_per_s, kMinHostLinkBytesPerS));
   }
   const int64_t latency_ns = std::llround(host_latency_s * scale.scale * 1e9);

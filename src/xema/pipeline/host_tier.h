@@ -118,7 +118,7 @@ class HostTier {
                                                           int64_t latency_ns = 0,
                                                           int64_t host_budget_bytes = 0);
   // The link of a device with `host_gbps` GB/s (and `host_latency_s`) to the host, emulated at
-  // the time scale `scale` (see the file comment); InvalidArgument naming --host-gbps for a
+  // the time scale `scale` (see the file comment); InvalidArgument naming host_gbps for a
   // rate outside (0, 1e6] GB/s or an emulated rate below kMinHostLinkBytesPerS.
   static core::StatusOr<std::unique_ptr<HostTier>> ForDevice(double host_gbps,
                                                              const runtime::TimeScale& scale,

@@ -34,7 +34,7 @@ TEST(HostTierTest, RefusesBadLinks) {
   s.scale = 1000;
   auto bad = HostTier::ForDevice(0, s);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("--host-gbps"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("host_gbps: got"), std::string::npos);
   s.scale = 0;
   EXPECT_FALSE(HostTier::ForDevice(55, s).ok());
 }

@@ -13,7 +13,7 @@ core::StatusOr<PlannedTemplate> PlanFromJson(const core::Json& j, const std::str
                                              int64_t budget_bytes) {
   if (!j.is_object()) {
     return core::InvalidArgument(fmt::format(
-        "{}: got {}, must be a plan object (xema mitigate --json)", path, core::ShowJson(j)));
+        "{}: got {}, must be a plan object (a mitigation plan as JSON)", path, core::ShowJson(j)));
   }
   DiffusionRequest r;
   const std::string tpath = core::JoinPath(path, "template");
@@ -28,7 +28,7 @@ core::StatusOr<PlannedTemplate> PlanFromJson(const core::Json& j, const std::str
   if (limit > budget_bytes) {
     return core::InvalidArgument(fmt::format(
         "{}.limit_bytes: got {}, the plan was made for more than the server's budget of {} "
-        "bytes; plan it again with --budget at most that",
+        "bytes; plan it again with a budget of at most that",
         path, limit, budget_bytes));
   }
   ASSIGN_OR_RETURN(const core::Json* fits, core::Member(j, path, "fits"));

@@ -53,7 +53,7 @@ StatusOr<AttentionRunReport> RunAttentionSteps(comm::Communicator& world, const 
                                                const AttentionRunOptions& options) {
   const AttentionRunOptions& a = options;
   if (a.steps < 1) {
-    return core::InvalidArgument("--steps: got " + std::to_string(a.steps) + ", must be >= 1");
+    return core::InvalidArgument("steps: got " + std::to_string(a.steps) + ", must be >= 1");
   }
   RETURN_IF_ERROR(CheckRunFitsMemory(
       world, AttentionRunBytesPerRank(plan, batch, int64_t{a.heads} * a.head_dim, a.check)));

@@ -35,7 +35,7 @@ StatusOr<hw::Cluster> JobCluster(const PlanJobRequest& r, int num_ranks) {
   if (r.cluster.empty()) return ThisMachine(num_ranks);
   ASSIGN_OR_RETURN(hw::Cluster cluster, hw::LoadCluster(r.cluster));
   if (cluster.num_ranks() != num_ranks) {
-    return core::InvalidArgument("--cluster: " + r.cluster + " has " +
+    return core::InvalidArgument("cluster: " + r.cluster + " has " +
                                  std::to_string(cluster.num_ranks()) + " ranks but the job has " +
                                  std::to_string(num_ranks));
   }
@@ -45,8 +45,8 @@ StatusOr<hw::Cluster> JobCluster(const PlanJobRequest& r, int num_ranks) {
 // The profile-priced model of r.profile (measured with the job's rank count).
 StatusOr<std::unique_ptr<CostModel>> ProfileCostModel(const PlanJobRequest& r, int num_ranks) {
   if (!r.cluster.empty()) {
-    return core::InvalidArgument("--cluster: got '" + r.cluster +
-                                 "', cannot be combined with --profile");
+    return core::InvalidArgument("cluster: got '" + r.cluster +
+                                 "', cannot be combined with a profile");
   }
   ASSIGN_OR_RETURN(Profile profile, LoadProfile(r.profile));
   auto cost = MakeProfileCostModel(std::make_shared<const Profile>(std::move(profile)));

@@ -24,14 +24,13 @@ namespace {
 
 Status CheckOptions(const ProfilerOptions& o) {
   if (o.repeats < 1 || o.warmup < 0 || o.whole_tokens < 1) {
-    return core::InvalidArgument("--repeats / --warmup / --whole-tokens: got " +
+    return core::InvalidArgument("repeats / warmup / whole_tokens: got " +
                                  std::to_string(o.repeats) + " / " + std::to_string(o.warmup) +
                                  " / " + std::to_string(o.whole_tokens) +
                                  ", must be >= 1 / >= 0 / >= 1");
   }
   for (int64_t b : o.buckets) {
-    if (b < 1)
-      return core::InvalidArgument("--buckets: got " + std::to_string(b) + ", must be >= 1");
+    if (b < 1) return core::InvalidArgument("buckets: got " + std::to_string(b) + ", must be >= 1");
   }
   return Status::Ok();
 }
@@ -174,7 +173,7 @@ StatusOr<ProfilePlanSet> MakeProfilePlans(int n, const ProfilerOptions& options)
     const auto usable =
         std::count_if(buckets.begin(), buckets.end(), [&](int64_t L) { return L >= c.degree(); });
     if (usable < 3) {
-      return core::InvalidArgument("--buckets: config " + c.ToString() +
+      return core::InvalidArgument("buckets: config " + c.ToString() +
                                    " needs >= 3 buckets of >= " + std::to_string(c.degree()) +
                                    " tokens to fit its prices");
     }

@@ -86,8 +86,8 @@ core::Status CheckRunFitsMemory(double bytes_per_rank, int ranks_here, int64_t a
       "this run needs about " + Gigabytes(bytes_per_rank) + " per rank x " +
       std::to_string(ranks_here) + " ranks on this machine, but " +
       Gigabytes(static_cast<double>(available_bytes)) +
-      " is available; use a smaller --token-scale or --load, fewer ranks per machine, or drop "
-      "--check");
+      " is available; use a smaller token_scale or load, fewer ranks per machine, or turn "
+      "check off");
 }
 
 }  // namespace tessera::zellige::engine

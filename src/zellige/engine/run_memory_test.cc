@@ -57,7 +57,7 @@ TEST(RunMemoryTest, BillionTokenPlanIsRefusedOnEveryRankBeforeAllocating) {
   });
   for (const core::Status& s : st) {
     EXPECT_EQ(s.code(), core::StatusCode::kInvalidArgument) << s.ToString();
-    EXPECT_NE(s.message().find("use a smaller --token-scale"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("use a smaller token_scale"), std::string::npos) << s.message();
   }
   EXPECT_EQ(st[0].message(), st[1].message());
 }

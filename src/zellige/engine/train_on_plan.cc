@@ -200,9 +200,8 @@ StatusOr<TrainReport> TrainOnPlan(comm::Communicator& world, const zellige::Plan
   if (options.max_loss_ratio > 0) {
     report.loss_ratio_pass = report.loss_ratio <= options.max_loss_ratio;
     if (!report.loss_ratio_pass) {
-      report.failures.push_back("--max-loss-ratio: loss ratio " +
-                                std::to_string(report.loss_ratio) + " > " +
-                                std::to_string(options.max_loss_ratio));
+      report.failures.push_back("max_loss_ratio: loss ratio " + std::to_string(report.loss_ratio) +
+                                " > " + std::to_string(options.max_loss_ratio));
     }
   }
   return report;

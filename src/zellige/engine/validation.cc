@@ -13,7 +13,8 @@ core::StatusOr<ValidationReport> RunValidation(comm::Communicator& world,
                                                const ValidationOptions& options,
                                                const CostModel& cost, const ProgressFn& progress) {
   if (cost.profile() == nullptr) {
-    return core::InvalidArgument("validate: the cost model has no profile (--profile FILE)");
+    return core::InvalidArgument(
+        "validate: the cost model has no profile, must be priced from a measured profile");
   }
   ValidationSpec spec;
   spec.num_ranks = world.size();
