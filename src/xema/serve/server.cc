@@ -11,7 +11,7 @@
 #include <optional>
 #include <tuple>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/cpu_affinity.h"
 #include "core/elapsed.h"
 #include "kernels/gemm.h"
@@ -58,7 +58,7 @@ struct DiffusionServer::Job {
   Admission admission;
   // An SP gang (admission.span > 1): its members' communicator, the members still running
   // and the first error of a member other than 0 (member 0's is `status`); guarded by mu_.
-  std::shared_ptr<comm::FakeWorld> world;
+  std::shared_ptr<comm::InProcessWorld> world;
   int members_left = 1;
   core::Status member_status;
   // Requests run in this one's pass (an entry of batch > 1: BatchMates), answered with it.
@@ -447,7 +447,7 @@ void DiffusionServer::DispatchLocked() {
     queue_.pop_front();
     head->admission = *a;
     head->members_left = a->span;
-    if (a->span > 1) head->world = std::make_shared<comm::FakeWorld>(a->span);
+    if (a->span > 1) head->world = std::make_shared<comm::InProcessWorld>(a->span);
     // Its batch mates leave the queue with it (plan_admission.h).
     head->mates = TakeBatchMates(*options_.serving_plan, head->route, queue_,
                                  [](const std::shared_ptr<Job>& j) { return j->route; });
