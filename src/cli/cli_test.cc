@@ -11,7 +11,7 @@
 
 #include "cli/cli_test_util.h"
 #include "core/json_util.h"
-#include "xema/serve/arrivals.h"
+#include "serve/arrivals.h"
 #include "xema/serve/loadgen.h"
 
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/units.h"
+#include "serve/base64.h"
+#include "serve/png.h"
 #include "xema/pipeline/device_allocator.h"
-#include "xema/serve/base64.h"
-#include "xema/serve/png.h"
 #include "xema/serve/server_test_util.h"
 
 namespace tessera::xema {
@@ -84,7 +84,7 @@ TEST(ServerTest, ConcurrentRequestsOnTwoDevicesGiveTheDirectRunsImage) {
   for (int i = 0; i < 4; ++i) {
     replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, kImage); }));
   }
-  const std::vector<Rgb8Image> direct = DirectRun(kImage, GenerationKind::kImage);
+  const std::vector<serve::Rgb8Image> direct = DirectRun(kImage, GenerationKind::kImage);
   for (auto& f : replies) {
     const Reply r = f.get();
     ASSERT_EQ(r.status, 200) << r.body.dump();
