@@ -11,7 +11,7 @@
 
 #include "cli/cli_test_util.h"
 #include "core/json_util.h"
-#include "xema/serve/arrivals.h"
+#include "serve/arrivals.h"
 #include "xema/serve/loadgen.h"
 
 namespace {
@@ -526,7 +526,7 @@ TEST(CliTest, XemaPlanWritesATableTheServerTakesAndRefusesBadInput) {
 
 // serve on a free port, stopping itself after the loadgen's requests (warm-up, solo, arrivals).
 TEST(CliTest, XemaLoadgenAgainstServe) {
-  auto arrivals = tessera::xema::ArrivalTimes(tessera::xema::ArrivalKind::kPoisson, 3, 1, 1, 5);
+  auto arrivals = tessera::serve::ArrivalTimes(tessera::serve::ArrivalKind::kPoisson, 3, 1, 1, 5);
   ASSERT_TRUE(arrivals.ok());
   const size_t replies = arrivals->size() + tessera::xema::kSoloRuns;
   const std::string cmd = std::string(TESSERA_BIN) +

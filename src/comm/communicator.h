@@ -1,6 +1,6 @@
 // Communicator: a group of ranks that exchange typed buffers, with collectives, non-blocking
 // point-to-point and cached sub-communicators. Backends: MPI (mpi_communicator.h) and an
-// in-process fake with one thread per rank (fake_communicator.h); both give the semantics
+// in-process backend with one thread per rank (in_process_communicator.h); both give the semantics
 // documented here.
 //
 // Element types (dtype.h): every collective (AllToAllV, AllGatherV, AllGather, AllReduceSum,
@@ -18,14 +18,14 @@
 //
 // Collective rules (as in MPI): every rank of the communicator calls the same collectives in
 // the same order, with matching sizes (e.g. recv_counts[j] on rank i equals send_counts[i]
-// on rank j). Send and receive buffers must not overlap. The fake backend detects mismatched
+// on rank j). Send and receive buffers must not overlap. The in-process backend detects mismatched
 // calls and returns InvalidArgument on every rank; MPI may not detect them.
 //
 // Errors: argument errors are detected locally before any communication and return
 // InvalidArgument without side effects. Backend failures return Internal (with the MPI error
 // string). A peer that is gone returns Unavailable. When an op timeout is set
-// (set_op_timeout_s), blocking collectives, Sub() on the fake and Request::Wait return
-// DeadlineExceeded after that many seconds. After a collective or Sub() fails with
+// (set_op_timeout_s), blocking collectives, Sub() on the in-process backend and Request::Wait
+// return DeadlineExceeded after that many seconds. After a collective or Sub() fails with
 // DeadlineExceeded or Unavailable the communicator is broken: ranks no longer agree on how
 // far they got, and every later call returns FailedPrecondition. The usual reaction is
 // Abort(status), which terminates every rank of the job.
@@ -33,11 +33,11 @@
 // Bounded failure when a rank dies: under `mpirun`, OpenMPI aborts the whole job when any
 // process exits with a non-zero code, on a signal, or without calling MPI_Finalize (measured
 // here: all ranks gone ~1.5 s after the death). A rank that hangs instead of dying is
-// caught by the op timeout watchdog above. The fake backend reports Unavailable to ranks that
+// caught by the op timeout watchdog above. The in-process backend reports Unavailable to ranks that
 // wait for a rank whose thread has returned.
 //
 // Thread-safety: a Communicator (and its sub-communicators) is used by one thread at a time;
-// the fake backend runs one such thread per rank.
+// the in-process backend runs one such thread per rank.
 #pragma once
 
 #include <cstdint>
@@ -126,11 +126,11 @@ class Communicator {
   // ---- Point-to-point ----------------------------------------------------------------
   // Non-blocking send of `data` to rank `dst` with tag in [0, kMaxTag]. Messages between a
   // pair of ranks with the same tag arrive in order. A send may complete only once the
-  // receiver has posted a matching receive (the fake always behaves so), so never wait on a
-  // send before the matching receive is posted somewhere.
+  // receiver has posted a matching receive (the in-process backend always behaves so), so never
+  // wait on a send before the matching receive is posted somewhere.
   StatusOr<Request> ISend(std::span<const float> data, int dst, int tag);
   // Non-blocking receive from rank `src` with `tag` into `data`. A message shorter than
-  // `data` fills its prefix; a longer one fails the request with InvalidArgument (fake) or
+  // `data` fills its prefix; a longer one fails the request with InvalidArgument (in-process) or
   // Internal "message truncated" (MPI).
   StatusOr<Request> IRecv(std::span<float> data, int src, int tag);
   // Blocking forms: ISend/IRecv then Wait() (with the op timeout).
@@ -153,7 +153,7 @@ class Communicator {
   // Terminates every rank of the job with `status` as the reason (MPI_Abort for MPI).
   [[noreturn]] virtual void Abort(const Status& status) = 0;
 
-  // True when the ranks are threads of one process (the fake backend), so memory one rank
+  // True when the ranks are threads of one process (the in-process backend), so memory one rank
   // allocates is addressable by all (symmetric_memory.h relies on it).
   virtual bool ranks_share_address_space() const { return false; }
 

@@ -478,8 +478,8 @@ Status CheckCollectiveDeadline(Communicator& world, uint64_t /*seed*/) {
       }
       f.ExpectOk(world.Barrier(), "world Barrier #1");
       if (r == 1) {
-        // Late arrival: MPI completes the matching barrier; the fake reports that rank 0 gave
-        // up. Either way it must return promptly.
+        // Late arrival: MPI completes the matching barrier; the in-process backend reports that
+        // rank 0 gave up. Either way it must return promptly.
         Status late = s.Barrier();
         f.Expect(late.ok() || late.code() == core::StatusCode::kUnavailable,
                  "late Barrier: " + late.ToString());

@@ -1,5 +1,5 @@
 // Conformance checks for Communicator backends (test support, not part of tessera_comm).
-// The same checks run on the in-process fake (gtest, 1-4 threads) and under real MPI
+// The same checks run on the in-process backend (gtest, 1-4 threads) and under real MPI
 // (comm_mpi_test, mpirun -np 2/3/4), so both backends are held to one contract.
 //
 // Every check is collective over the communicator it is given: all ranks call it with the

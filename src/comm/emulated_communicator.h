@@ -1,6 +1,6 @@
 // EmulatedCommunicator: the "emulated" Communicator backend. It wraps a base communicator (MPI
-// ranks on one machine, or the fake's threads) and moves AllGather and ReduceScatter (equal
-// blocks, also ReduceScatterV when all counts are equal) over emulated links: real bytes
+// ranks on one machine, or the in-process backend's threads) and moves AllGather and ReduceScatter
+// (equal blocks, also ReduceScatterV when all counts are equal) over emulated links: real bytes
 // between the ranks' symmetric memory, paced by a machine-wide LinkFabric, by one CopyEngine
 // thread per rank, with the algorithm chosen by set_algo (ring1, ring2 or direct; see
 // link_collectives.h). Every other operation (AllToAllV, AllGatherV, AllReduceSum, Broadcast,

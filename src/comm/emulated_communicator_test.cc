@@ -13,8 +13,8 @@
 
 #include "comm/conformance.h"
 #include "comm/copy_engine.h"
-#include "comm/fake_communicator.h"
 #include "comm/futex.h"
+#include "comm/in_process_communicator.h"
 #include "comm/link_fabric.h"
 #include "core/rng.h"
 
@@ -28,7 +28,7 @@ std::vector<Status> OnEmulatedRanks(
     int n, LinkAlgo algo, PacedLinks links, const std::function<Status(Communicator&)>& fn,
     std::function<std::vector<int>(const std::vector<int>&)> ring_order = nullptr) {
   std::vector<Status> results(n);
-  RunFakeRanks(n, [&](Communicator& base) {
+  RunInProcessRanks(n, [&](Communicator& base) {
     EmulatedOptions o;
     o.algo = algo;
     o.window_bytes = 4 << 20;
@@ -163,12 +163,12 @@ TEST(LinkCollectives, AlgorithmNamesRoundTrip) {
 
 // ---- The copy engine and the fabric ------------------------------------------------------
 
-// Runs fn on n fake ranks, each with a fabric over `links`, `window_bytes` of symmetric
+// Runs fn on n in-process ranks, each with a fabric over `links`, `window_bytes` of symmetric
 // memory and its own copy engine, between two barriers: every engine exists before any rank
 // sends, and outlives every rank's fn.
 void WithCopyEngines(int n, const PacedLinks& links, int64_t window_bytes,
                      const std::function<void(Communicator&, SymmetricMemory&, CopyEngine&)>& fn) {
-  RunFakeRanks(n, [&](Communicator& base) {
+  RunInProcessRanks(n, [&](Communicator& base) {
     auto fabric = LinkFabric::Create(base, links);
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     auto mem = SymmetricMemory::Create(base, window_bytes);
@@ -328,11 +328,11 @@ TEST(LinkFabric, ReservationsFollowTheFormulaAndQueueOnSharedResources) {
   links.routes.resize(9, PacedRoute{{2}, 0});
   links.routes[0 * 3 + 1] = {{0, 1}, 1000};
   links.routes[0 * 3 + 2] = {{1}, 0};
-  RunFakeRanks(1, [&](Communicator& base) {
+  RunInProcessRanks(1, [&](Communicator& base) {
     // The fabric is built on a 1-rank communicator but describes 3 endpoints: refused.
     EXPECT_EQ(LinkFabric::Create(base, links).status().code(), core::StatusCode::kInvalidArgument);
   });
-  RunFakeRanks(3, [&](Communicator& base) {
+  RunInProcessRanks(3, [&](Communicator& base) {
     auto fabric = LinkFabric::Create(base, links);
     ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
     if (base.rank() == 0) {

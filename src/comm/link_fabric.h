@@ -1,6 +1,6 @@
 // LinkFabric: the machine-wide reservation table of the link emulator. Every resource of a
 // PacedLinks (a directed link, a shared uplink, ...) has a next-free time in a table shared by
-// all ranks (one MPI shared window, or heap memory for the fake backend). A packet of w wire
+// all ranks (one MPI shared window, or heap memory for the in-process backend). A packet of w wire
 // bytes on route src->dst (resources r_1..r_m in path order) is reserved atomically,
 // cut-through along the path: with start_0 = end_0 = earliest_ns,
 //     start_i = max(start_{i-1}, next_free[r_i], end_{i-1} - w / bw_i)

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/copy_engine.h"
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "comm/link_collectives.h"
 #include "comm/link_fabric.h"
 #include "core/rng.h"
@@ -106,7 +106,7 @@ TEST(BlockHooks, AnnounceAndProduceEveryElementOnceInTime) {
       const int64_t granule = 1 + static_cast<int64_t>(rng.Below(16));
       const int64_t c = granule * static_cast<int64_t>(1 + rng.Below(40));
       std::vector<Status> results(n, Status::Ok());
-      RunFakeRanks(n, [&](Communicator& comm) {
+      RunInProcessRanks(n, [&](Communicator& comm) {
         comm.set_op_timeout_s(5);
         results[comm.rank()] = CheckHooks(comm, algo, order, c, granule);
       });

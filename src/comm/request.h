@@ -36,7 +36,7 @@ using core::StatusOr;
 // "No timeout": wait forever.
 inline constexpr double kNoTimeout = std::numeric_limits<double>::infinity();
 
-// Backend side of a Request. Implementations: the MPI backend and the in-process fake.
+// Backend side of a Request. Implementations: the MPI backend and the in-process backend.
 class RequestImpl {
  public:
   virtual ~RequestImpl() = default;

@@ -5,8 +5,8 @@
 // (SleepUntilNs(start)).
 //
 // Collective rules: Create is collective over the communicator (ranks on one machine, or the
-// fake's threads); Arrive is called by every rank the same number of times. Thread-safety:
-// one thread per rank.
+// in-process backend's threads); Arrive is called by every rank the same number of times.
+// Thread-safety: one thread per rank.
 #pragma once
 
 #include <cstdint>

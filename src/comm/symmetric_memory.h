@@ -4,7 +4,7 @@
 //
 // Backends (chosen from the communicator): MPI ranks get an MPI-3 shared window
 // (MPI_Win_allocate_shared) over the communicator, which must lie on one machine
-// (FailedPrecondition naming the node count otherwise); the fake backend's ranks are threads
+// (FailedPrecondition naming the node count otherwise); the in-process backend's ranks are threads
 // of one process and share one heap block. Segments start zeroed and 4096-byte aligned.
 //
 // Collective rules: Create is collective over the communicator; every rank must destroy its

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/rng.h"
 #include "parallel/test_util.h"
 
@@ -66,7 +66,7 @@ TEST(ShardGather, AllGatherAndReduceScatterMatchReferenceOnRandomShards) {
     const int q = c.base.group_size();
     const SequenceShards& sh = c.base.shards;
     const int64_t rf = c.base.row_floats, n = sh.TotalRows() * rf;
-    comm::RunFakeRanks(q, [&](comm::Communicator& world) {
+    comm::RunInProcessRanks(q, [&](comm::Communicator& world) {
       const int m = world.rank();
       ShardGatherLayout layout = c.base;
       layout.member = m;
@@ -96,7 +96,7 @@ TEST(ShardGather, RejectsWrongGroupBeforeCommunicating) {
   l.shards.rows = {{1}, {2}, {0}};
   l.row_floats = 2;
   std::vector<float> in(6), out(6);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     ShardGatherLayout mine = l;
     mine.member = world.rank();
     const core::Status st = AllGatherShards(&world, mine, {in.data()}, {out.data()}, nullptr);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/rng.h"
 #include "parallel/test_util.h"
 
@@ -78,7 +78,7 @@ TEST(Ulysses, ScatterAndGatherMatchReferenceOnRandomShards) {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     const UlyssesCase c = MakeUlyssesCase(seed);
     const int h = c.base.group_size();
-    comm::RunFakeRanks(h, [&](comm::Communicator& world) {
+    comm::RunInProcessRanks(h, [&](comm::Communicator& world) {
       const int m = world.rank();
       const UlyssesLayout layout = c.Layout(m);
       comm::Communicator* group = (h == 1 && seed % 2 == 0) ? nullptr : &world;
@@ -120,7 +120,7 @@ TEST(Ulysses, CallerStagingGivesTheSameResultsAndIsSizeChecked) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     const UlyssesCase c = MakeUlyssesCase(seed);
     const int h = c.base.group_size();
-    comm::RunFakeRanks(h, [&](comm::Communicator& world) {
+    comm::RunInProcessRanks(h, [&](comm::Communicator& world) {
       const int m = world.rank();
       const UlyssesLayout layout = c.Layout(m);
       const int nt = c.num_tensors;
@@ -161,7 +161,7 @@ TEST(Ulysses, RejectsInconsistentLayoutBeforeCommunicating) {
   l.head_dim = 2;
   l.local_row_offsets = {0, 1};
   std::vector<float> in(6 * 3 * 2), out(6 * 3 * 2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     UlyssesLayout mine = l;
     mine.member = world.rank();
     std::vector<float> a(in.size()), b(in.size());

@@ -33,12 +33,12 @@ core::Status RunLoadgenCommand(const LoadgenArgs& a) {
   xema::LoadgenOptions o;
   o.url = a.url;
   o.rate_rps = a.rate_rps;
-  ASSIGN_OR_RETURN(o.arrivals, xema::ParseArrivalKind(a.arrivals));
+  ASSIGN_OR_RETURN(o.arrivals, serve::ParseArrivalKind(a.arrivals));
   o.cv = a.cv;
   ASSIGN_OR_RETURN(o.mix, xema::ReadMix(a.mix));
   o.duration_s = a.duration_s;
   if (!a.trace.empty()) {
-    ASSIGN_OR_RETURN(o.trace, xema::ReadArrivalTrace(a.trace, static_cast<int>(o.mix.size())));
+    ASSIGN_OR_RETURN(o.trace, serve::ReadArrivalTrace(a.trace, static_cast<int>(o.mix.size())));
   }
   o.seed = a.seed;
   o.slo_scale = a.slo_scale;

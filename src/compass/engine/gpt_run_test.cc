@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "compass/engine/overlap_strategy.h"
 
 namespace tessera::compass {
@@ -28,7 +28,7 @@ core::StatusOr<GptRun> RunOn(int ranks, const std::string& strategy, int steps =
   config.check = compute == runtime::ComputeMode::kReal;
   config.compute = compute;
   std::vector<core::StatusOr<GptRun>> out(ranks, core::Internal("not run"));
-  comm::RunFakeRanks(ranks, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(ranks, [&](comm::Communicator& world) {
     out[world.rank()] = RunGpt(world, *topo, *scale, config);
   });
   for (int r = 1; r < ranks; ++r) {
@@ -152,7 +152,7 @@ TEST(CompassGptRun, BadInputIsRefused) {
   ASSERT_TRUE(scale.ok());
   auto run = [&](GptRunConfig config, int ranks) {
     std::vector<core::Status> st(ranks);
-    comm::RunFakeRanks(ranks, [&](comm::Communicator& world) {
+    comm::RunInProcessRanks(ranks, [&](comm::Communicator& world) {
       st[world.rank()] = RunGpt(world, *topo, *scale, config).status();
     });
     return st[0];

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "compass/engine/link_runtime.h"
 #include "compass/engine/overlap_bench.h"
 #include "compass/engine/overlap_grid.h"
@@ -39,7 +39,7 @@ std::vector<core::Status> OnLinkRanks(
   const hw::Topology topo = A6000();
   const runtime::TimeScale scale = FastScale(topo);
   std::vector<core::Status> results(n, core::Status::Ok());
-  comm::RunFakeRanks(n, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(n, [&](comm::Communicator& world) {
     auto rt = StartLinkRuntime(world, topo, scale, window_bytes, std::nullopt);
     if (!rt.ok()) {
       results[world.rank()] = rt.status();
@@ -165,7 +165,7 @@ TEST(OverlapBench, ChecksAndTimesEveryStrategyInProcess) {
   config.check = true;
   config.repeats = 2;
   std::vector<core::StatusOr<OverlapBench>> out(3, core::Internal("not run"));
-  comm::RunFakeRanks(3, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(3, [&](comm::Communicator& world) {
     out[world.rank()] = RunOverlapBench(world, topo, FastScale(topo), config);
   });
   ASSERT_TRUE(out[0].ok()) << out[0].status().ToString();
@@ -198,7 +198,7 @@ TEST(OverlapBench, RefusesAnInfeasibleDegreeNamingTheConfiguration) {
   config.shapes = {*LayerOpShape("qkv", 48, 4, 24, 2)};  // 12 rows per rank
   config.strategies = {StrategyName::Decomp(5)};
   std::vector<core::StatusOr<OverlapBench>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     out[world.rank()] = RunOverlapBench(world, topo, FastScale(topo), config);
   });
   EXPECT_NE(out[0].status().message().find("qkv h48 M24: decomp:5: d must divide m/tp = 12"),

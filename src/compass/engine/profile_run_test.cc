@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "compass/engine/overlap_grid.h"
 
 namespace tessera::compass {
@@ -34,7 +34,7 @@ core::StatusOr<CompassProfile> ProfileOn(int ranks) {
   config.contention_block_wire_bytes = 4096;
   config.machine = "test";
   std::vector<core::StatusOr<CompassProfile>> out(ranks, core::Internal("not run"));
-  comm::RunFakeRanks(ranks, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(ranks, [&](comm::Communicator& world) {
     out[world.rank()] = RunCompassProfile(world, *topo, *scale, config);
   });
   for (int r = 1; r < ranks; ++r)

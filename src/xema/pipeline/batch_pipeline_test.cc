@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/check.h"
 #include "core/rng.h"
 #include "kernels/gemm.h"
@@ -165,7 +165,7 @@ TEST(BatchPipelineTest, SequenceParallelDitOverDistinctLatentsEqualsOneDevice) {
   const double scale = BatchTestScale(one);
   for (int d : {2, 4}) {
     std::vector<std::vector<float>> outs(static_cast<size_t>(d));
-    comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+    comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
       CHECK(kernels::SetBlasNumThreads(1).ok());
       world.set_op_timeout_s(kBatchTestOpTimeoutS);
       outs[static_cast<size_t>(world.rank())] = BatchTestForward(c, all, 2, -1, &world);
@@ -384,7 +384,7 @@ TEST(BatchPipelineTest, SequenceParallelBatchEqualsOneDevice) {
   ASSERT_TRUE(one.status.ok()) << one.status.ToString();
   const int d = 2;
   std::vector<BatchTestRun> runs(d);
-  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
     CHECK(kernels::SetBlasNumThreads(1).ok());
     world.set_op_timeout_s(kBatchTestOpTimeoutS);
     runtime::HeapDeviceAllocator own;

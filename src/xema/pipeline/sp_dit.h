@@ -48,7 +48,7 @@
 // and the communicator still usable. A failure of the communicator itself is returned as is
 // and leaves it broken (communicator.h): e.g. a member that never calls, or returns without
 // its share of a collective, makes its peers' next collective return Unavailable once its
-// thread ends on the fake backend (RunFakeRanks marks a returned rank exited), or
+// thread ends on the in-process backend (RunInProcessRanks marks a returned rank exited), or
 // DeadlineExceeded when an op timeout is set; under MPI the job aborts.
 // Thread-safety: one thread per member (its allocator, models::TinyDit and communicator).
 #pragma once

@@ -1,7 +1,7 @@
-// SequenceParallelForward (sp_dit.h) on RunFakeRanks(d) threads, one runtime::HeapDeviceAllocator
-// and one models::TinyDit per member, against models::TinyDit::Forward on one allocator: outputs on
-// seeded random configs, the per-member activation peak, op names, and failures (bad input, out of
-// memory on one member, a member that never calls) that must reach every member without a hang.
+// SequenceParallelForward (sp_dit.h) on RunInProcessRanks(d) threads, one runtime::HeapDeviceAllocator
+// and one models::TinyDit per member, against models::TinyDit::Forward on one allocator: outputs on seeded random
+// configs, the per-member activation peak, op names, and failures (bad input, out of memory
+// on one member, a member that never calls) that must reach every member without a hang.
 #include "xema/pipeline/sp_dit.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/rng.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/pipeline_test_util.h"
@@ -141,7 +141,7 @@ std::vector<MemberRun> RunSp(
     const std::function<int64_t(int)>& budget = nullptr,
     const std::function<void(int, models::DitExecution*)>& tweak = nullptr) {
   std::vector<MemberRun> runs(static_cast<size_t>(d));
-  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
     CHECK(kernels::SetBlasNumThreads(1).ok());
     world.set_op_timeout_s(kOpTimeoutS);
     const int m = world.rank();
@@ -370,8 +370,8 @@ TEST(SpDitTest, OutOfMemoryOnOneMemberIsInfeasibleOnEveryMember) {
 TEST(SpDitTest, AMemberThatNeverCallsGivesUnavailableInsteadOfAHang) {
   const SpCase c = MakeCase(6, 2, 8, 1, 32, 12, 0, 1);
   MemberRun caller;
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
-    if (world.rank() == 1) return;  // gone: RunFakeRanks marks it exited
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
+    if (world.rank() == 1) return;  // gone: RunInProcessRanks marks it exited
     world.set_op_timeout_s(kOpTimeoutS);
     caller =
         RunMember(c, 0,

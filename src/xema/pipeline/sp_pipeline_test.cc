@@ -1,5 +1,5 @@
 // DiffusionPipeline::Run with sequence parallelism (tiny_pipeline.h, `sp`): d members, each
-// with its own pipeline (replicated weights) and allocator, on RunFakeRanks(d) threads; the
+// with its own pipeline (replicated weights) and allocator, on RunInProcessRanks(d) threads; the
 // image equals a run on one device, and each member's DiT passes hold about 1/d of the rows.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/pipeline_test_util.h"
 #include "xema/pipeline/tiny_pipeline.h"
@@ -55,7 +55,7 @@ PipelineMember RunPipelineMember(const TinyModelSpec& spec, const DiffusionReque
 std::vector<PipelineMember> RunPipelineSp(const TinyModelSpec& spec, const DiffusionRequest& r,
                                           int d) {
   std::vector<PipelineMember> out(static_cast<size_t>(d));
-  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
     CHECK(kernels::SetBlasNumThreads(1).ok());
     world.set_op_timeout_s(kPipelineOpTimeoutS);
     const SpMember sp{&world, world.rank()};
@@ -108,7 +108,7 @@ TEST(SpPipelineTest, BadUseIsNamed) {
   r.width = r.height = 32;
   r.steps = 1;
   std::vector<PipelineMember> out(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(kPipelineOpTimeoutS);
     runtime::HeapDeviceAllocator allocator;
     auto p = DiffusionPipeline::Load(spec, allocator);
@@ -124,7 +124,7 @@ TEST(SpPipelineTest, BadUseIsNamed) {
   EXPECT_FALSE(out[0].status.ok());
   DiffusionRequest offload = r;
   offload.offload.latent = true;
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     runtime::HeapDeviceAllocator allocator;
     auto p = DiffusionPipeline::Load(spec, allocator);
     CHECK(p.ok());

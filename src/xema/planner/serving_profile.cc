@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "core/cpu_affinity.h"
 #include "core/elapsed.h"
 #include "core/stats.h"
@@ -43,7 +43,7 @@ core::StatusOr<double> TimeFromArenas(const std::vector<DiffusionPipeline*>& pip
   const int d = static_cast<int>(pipelines.size());
   std::vector<core::Status> status(static_cast<size_t>(d));
   std::vector<double> times;
-  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
     const int m = world.rank();
     core::Status& st = status[static_cast<size_t>(m)];
     (void)kernels::SetBlasNumThreads(1);

@@ -55,7 +55,7 @@ struct ServingPlannerOptions {
   double slo_scale = 5;
   double duration_s = 20;  // of the arrival trace scored
   uint64_t seed = 1;
-  ArrivalKind arrivals = ArrivalKind::kPoisson;
+  serve::ArrivalKind arrivals = serve::ArrivalKind::kPoisson;
   double cv = 1;
   int queue_capacity = 64;
   int max_concurrency = 3;

@@ -11,11 +11,11 @@
 
 #include "core/elapsed.h"
 #include "core/memory_info.h"
+#include "serve/base64.h"
+#include "serve/png.h"
+#include "serve/raw_http.h"
 #include "xema/serve/abuse_cases.h"
-#include "xema/serve/base64.h"
 #include "xema/serve/loadgen.h"
-#include "xema/serve/png.h"
-#include "xema/serve/raw_http.h"
 #include "xema/serve/serve_device.h"
 
 namespace tessera::xema {
@@ -42,9 +42,10 @@ std::string FirstLine(const std::string& request) {
   return Printable(std::string_view(request).substr(0, request.find("\r\n")), 80);
 }
 
-core::StatusOr<HttpReply> Get(const std::string& host, int port, const std::string& path,
-                              double timeout_s) {
-  ASSIGN_OR_RETURN(RawHttpConnection c, RawHttpConnection::Open(host, port, timeout_s));
+core::StatusOr<serve::HttpReply> Get(const std::string& host, int port, const std::string& path,
+                                     double timeout_s) {
+  ASSIGN_OR_RETURN(serve::RawHttpConnection c,
+                   serve::RawHttpConnection::Open(host, port, timeout_s));
   RETURN_IF_ERROR(c.Send("GET " + path + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
                          "\r\nConnection: close\r\n\r\n"));
   return c.ReadReply();
@@ -70,7 +71,7 @@ struct Run {
 // A connection counted in Run::open while it is open.
 class Counted {
  public:
-  Counted(Run* run, RawHttpConnection c) : run_(run), c_(std::move(c)) {
+  Counted(Run* run, serve::RawHttpConnection c) : run_(run), c_(std::move(c)) {
     const int now = run_->open.fetch_add(1) + 1;
     int seen = run_->max_open.load();
     while (now > seen && !run_->max_open.compare_exchange_weak(seen, now)) {
@@ -79,7 +80,7 @@ class Counted {
   ~Counted() { Close(); }
   Counted(const Counted&) = delete;
   Counted& operator=(const Counted&) = delete;
-  RawHttpConnection& conn() { return c_; }
+  serve::RawHttpConnection& conn() { return c_; }
   void Close() {
     if (!c_.open()) return;
     c_.Close();
@@ -88,11 +89,11 @@ class Counted {
 
  private:
   Run* run_;
-  RawHttpConnection c_;
+  serve::RawHttpConnection c_;
 };
 
 // Empty when `reply` is a correct answer to the valid case `c`, else why not.
-std::string CheckValid(const AbuseCase& c, const HttpReply& reply, Run& run) {
+std::string CheckValid(const AbuseCase& c, const serve::HttpReply& reply, Run& run) {
   auto g = ParseGenerationRequest(c.body, c.route);
   if (!g.ok()) return "the case itself is invalid: " + g.status().message();
   auto j = core::ParseJson(reply.body, "reply");
@@ -108,9 +109,9 @@ std::string CheckValid(const AbuseCase& c, const HttpReply& reply, Run& run) {
     if (!d.is_object() || !d.contains("b64_json") || !d["b64_json"].is_string()) {
       return "a frame without b64_json";
     }
-    auto png = DecodeBase64(d["b64_json"].get<std::string>());
+    auto png = serve::DecodeBase64(d["b64_json"].get<std::string>());
     if (!png.ok()) return png.status().message();
-    auto img = DecodePng(*png);
+    auto img = serve::DecodePng(*png);
     if (!img.ok()) return img.status().message();
     if (img->width != r.width || img->height != r.height) {
       return fmt::format("a {}x{} frame, expected {}x{}", img->width, img->height, r.width,
@@ -136,7 +137,7 @@ struct AbuseOutcome {
 // Sends case `c` once on a new connection; `barrier` (may be empty) runs once it is open.
 AbuseOutcome SendOnce(Run& run, const AbuseCase& c, const std::function<void()>& barrier) {
   AbuseOutcome o;
-  auto opened = RawHttpConnection::Open(run.host, run.port, run.options->timeout_s);
+  auto opened = serve::RawHttpConnection::Open(run.host, run.port, run.options->timeout_s);
   if (!opened.ok()) {
     if (barrier) barrier();
     o.why = opened.status().message();

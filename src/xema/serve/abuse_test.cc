@@ -6,8 +6,8 @@
 #include <string>
 
 #include "core/units.h"
+#include "serve/raw_http.h"
 #include "xema/serve/abuse_cases.h"
-#include "xema/serve/raw_http.h"
 #include "xema/serve/server.h"
 
 namespace tessera::xema {
@@ -99,16 +99,17 @@ TEST(AbuseCasesTest, BodiesMeetTheirContractOffline) {
 }
 
 TEST(RawHttpTest, ParsesAReplyAndRefusesGarbage) {
-  auto r = ParseHttpReply(
+  auto r = serve::ParseHttpReply(
       "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}xx");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 404);
   EXPECT_EQ(r->headers.at("content-type"), "application/json");
   EXPECT_EQ(r->body, "{}");
-  EXPECT_FALSE(ParseHttpReply("garbage").ok());
-  EXPECT_FALSE(ParseHttpReply("HTTP/1.1 abc OK\r\n\r\n").ok());
-  EXPECT_FALSE(ParseHttpReply("HTTP/1.1 200 OK\r\nno colon\r\n\r\n").ok());
-  EXPECT_FALSE(RawHttpConnection::Open("127.0.0.1", 1, 2).ok());  // nothing listens on port 1
+  EXPECT_FALSE(serve::ParseHttpReply("garbage").ok());
+  EXPECT_FALSE(serve::ParseHttpReply("HTTP/1.1 abc OK\r\n\r\n").ok());
+  EXPECT_FALSE(serve::ParseHttpReply("HTTP/1.1 200 OK\r\nno colon\r\n\r\n").ok());
+  EXPECT_FALSE(
+      serve::RawHttpConnection::Open("127.0.0.1", 1, 2).ok());  // nothing listens on port 1
 }
 
 AbuseReport Passing() {

@@ -12,8 +12,8 @@
 
 #include "core/elapsed.h"
 #include "core/parse_number.h"
+#include "serve/serve_metrics.h"
 #include "xema/serve/request_json.h"
-#include "xema/serve/serve_metrics.h"
 
 namespace tessera::xema {
 namespace {
@@ -283,9 +283,10 @@ core::StatusOr<std::vector<PlannedArrival>> PlanArrivals(const LoadgenOptions& o
   if (o.mix.empty()) return core::InvalidArgument("mix: got no templates, need at least one");
   std::vector<double> times;
   if (o.trace.empty()) {
-    ASSIGN_OR_RETURN(times, ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
+    ASSIGN_OR_RETURN(times,
+                     serve::ArrivalTimes(o.arrivals, o.rate_rps, o.cv, o.duration_s, o.seed));
   } else {
-    for (const TraceArrival& a : o.trace) {
+    for (const serve::TraceArrival& a : o.trace) {
       if (a.template_index < 0 || a.template_index >= static_cast<int>(o.mix.size())) {
         return core::InvalidArgument(fmt::format("trace: template {} is not in the mix of {}",
                                                  a.template_index, o.mix.size()));
@@ -326,8 +327,8 @@ core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& o) {
   report.wall_s = loop.Run(arrivals);
   report.slo_attainment =
       report.planned > 0 ? static_cast<double>(report.slo_met) / report.planned : 0;
-  report.latency_p50_s = Percentile(loop.latencies(), 0.50);
-  report.latency_p99_s = Percentile(loop.latencies(), 0.99);
+  report.latency_p50_s = serve::Percentile(loop.latencies(), 0.50);
+  report.latency_p99_s = serve::Percentile(loop.latencies(), 0.99);
   report.throughput_rps = report.wall_s > 0 ? report.completed / report.wall_s : 0;
   return report;
 }
@@ -351,9 +352,9 @@ core::Json ToJson(const LoadgenReport& r, const LoadgenOptions& o) {
           {"label", "measured"},
           {"url", o.url},
           {"rate_rps", o.rate_rps},
-          {"arrivals", !o.trace.empty()                      ? "trace"
-                       : o.arrivals == ArrivalKind::kPoisson ? "poisson"
-                                                             : "gamma"},
+          {"arrivals", !o.trace.empty()                             ? "trace"
+                       : o.arrivals == serve::ArrivalKind::kPoisson ? "poisson"
+                                                                    : "gamma"},
           {"cv", o.cv},
           {"duration_s", o.duration_s},
           {"seed", o.seed},

@@ -26,7 +26,7 @@
 
 #include "core/json_util.h"
 #include "core/status.h"
-#include "xema/serve/arrivals.h"
+#include "serve/arrivals.h"
 #include "xema/serve/load_mix.h"
 
 namespace tessera::xema {
@@ -34,7 +34,7 @@ namespace tessera::xema {
 struct LoadgenOptions {
   std::string url;  // http://HOST:PORT
   double rate_rps = 1;
-  ArrivalKind arrivals = ArrivalKind::kPoisson;
+  serve::ArrivalKind arrivals = serve::ArrivalKind::kPoisson;
   double cv = 1;  // gamma only
   std::vector<LoadTemplate> mix;
   double duration_s = 10;
@@ -48,7 +48,7 @@ struct LoadgenOptions {
   std::vector<double> reference_solo_s;
   // A recorded arrival trace (arrivals.h): when not empty, its times and templates replace
   // the generated ones (rate, arrivals, cv and duration are then unused).
-  std::vector<TraceArrival> trace;
+  std::vector<serve::TraceArrival> trace;
   std::function<void(int64_t done, int64_t total)> progress;
 };
 

@@ -11,12 +11,12 @@ namespace tessera::xema {
 namespace {
 
 TEST(ArrivalsTest, RateAndBurstinessAsAsked) {
-  auto p = ArrivalTimes(ArrivalKind::kPoisson, 100, 1, 100, 7);
+  auto p = serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 100, 1, 100, 7);
   ASSERT_TRUE(p.ok());
   EXPECT_NEAR(static_cast<double>(p->size()), 10000, 400);
-  EXPECT_EQ(*p, *ArrivalTimes(ArrivalKind::kPoisson, 100, 1, 100, 7));  // seeded
+  EXPECT_EQ(*p, *serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 100, 1, 100, 7));  // seeded
   for (double cv : {0.5, 2.0}) {
-    auto g = ArrivalTimes(ArrivalKind::kGamma, 100, cv, 200, 3);
+    auto g = serve::ArrivalTimes(serve::ArrivalKind::kGamma, 100, cv, 200, 3);
     ASSERT_TRUE(g.ok());
     double sum = 0, sum2 = 0, prev = 0;
     for (double t : *g) {
@@ -29,10 +29,10 @@ TEST(ArrivalsTest, RateAndBurstinessAsAsked) {
     EXPECT_NEAR(mean, 0.01, 0.001) << cv;
     EXPECT_NEAR(std::sqrt(sum2 / n - mean * mean) / mean, cv, 0.1 * cv) << cv;
   }
-  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kPoisson, 0, 1, 1, 1).ok());
-  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kGamma, 1, 0, 1, 1).ok());
-  EXPECT_FALSE(ArrivalTimes(ArrivalKind::kPoisson, 1e6, 1, 1e6, 1).ok());
-  EXPECT_FALSE(ParseArrivalKind("uniform").ok());
+  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 0, 1, 1, 1).ok());
+  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kGamma, 1, 0, 1, 1).ok());
+  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 1e6, 1, 1e6, 1).ok());
+  EXPECT_FALSE(serve::ParseArrivalKind("uniform").ok());
 }
 
 TEST(LoadMixTest, InlineMixAndBadTemplatesNamed) {
@@ -127,15 +127,15 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
 }
 
 TEST(ArrivalsTest, RecordedTraceIsReadAndBadEntriesNamed) {
-  auto t = ArrivalTraceFromJson(core::Json::parse(R"([{"at_s": 0, "template": 1},
+  auto t = serve::ArrivalTraceFromJson(core::Json::parse(R"([{"at_s": 0, "template": 1},
       {"at_s": 0.25, "template": 0}, {"at_s": 0.25, "template": 1}])"),
-                                "trace.json", 2);
+                                       "trace.json", 2);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->size(), 3u);
   EXPECT_EQ((*t)[1].at_s, 0.25);
   EXPECT_EQ((*t)[2].template_index, 1);
   auto message = [](const char* text, int templates) {
-    auto r = ArrivalTraceFromJson(core::Json::parse(text), "trace.json", templates);
+    auto r = serve::ArrivalTraceFromJson(core::Json::parse(text), "trace.json", templates);
     EXPECT_FALSE(r.ok()) << text;
     return r.ok() ? std::string() : r.status().message();
   };

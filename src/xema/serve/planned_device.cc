@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "kernels/gemm.h"
 #include "xema/pipeline/caching_device_allocator.h"
 #include "xema/pipeline/layout_allocator.h"
@@ -39,7 +39,7 @@ core::StatusOr<std::vector<std::shared_ptr<TemplatePlan>>> RecordSpTemplatePlans
   }
   std::vector<core::StatusOr<std::shared_ptr<TemplatePlan>>> got(
       static_cast<size_t>(d), core::Internal("sp member did not run"));
-  comm::RunFakeRanks(d, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(d, [&](comm::Communicator& world) {
     (void)kernels::SetBlasNumThreads(1);
     const SpMember sp{&world, world.rank()};
     got[static_cast<size_t>(world.rank())] = RecordTemplatePlan(

@@ -72,7 +72,7 @@ TEST(ServerTest, SequenceParallelEntryRunsAsAGangAndMatchesTheDirectRun) {
   o.before_run = [&](int) { ++started; };  // member 0 only: once per request
   auto s = StartServer(o);
   ASSERT_NE(s, nullptr);
-  const std::vector<Rgb8Image> direct = DirectRun(body, GenerationKind::kImage);
+  const std::vector<serve::Rgb8Image> direct = DirectRun(body, GenerationKind::kImage);
   std::vector<std::future<Reply>> replies;
   for (int i = 0; i < 3; ++i) {
     replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, body); }));

@@ -6,15 +6,12 @@
 
 #include "core/json_util.h"
 #include "core/parse_number.h"
+#include "serve/reply.h"
 
 namespace tessera::xema {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  q += s.size() > 40 ? core::Utf8Prefix(s, 40) + "..." : s;
-  return q + "'";
-}
+std::string Quote(const std::string& s) { return serve::QuoteValue(s); }
 
 // ValidateRequest names DiffusionRequest fields; a client knows the JSON field.
 core::Status Renamed(const core::Status& s) {

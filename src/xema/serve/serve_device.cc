@@ -209,6 +209,29 @@ core::StatusOr<DeviceRun> ServeDevice::Execute(const DiffusionRequest& request) 
   return run;
 }
 
+core::Status ServeDevice::Prepare(const DiffusionRequest& warm_up) {
+  DiffusionRequest request = warm_up;
+  if (request.prompt.empty()) request.prompt = "warm-up";  // a template's plan ignores it
+  ASSIGN_OR_RETURN(const TinyModelSpec spec, TinyModel(request.model));
+  RETURN_IF_ERROR(ValidateRequest(spec, request));
+  DiffusionRequest r = AlwaysOnMitigations(policy_, spec, request);
+  if (UsesPlannedMitigations(policy_)) {
+    core::StatusOr<DiffusionRequest> m = Mitigate(spec, request);
+    if (!m.ok()) {
+      return m.status().code() == core::StatusCode::kInfeasible ? core::Status::Ok() : m.status();
+    }
+    r = *m;
+  }
+  if (UsesStaticArena(policy_) && cache_->Find(TemplateKeyString(r)) == nullptr) {
+    DeviceRun recorded;
+    core::StatusOr<std::shared_ptr<const TemplatePlan>> plan = Plan(spec, r, &recorded);
+    if (!plan.ok() && plan.status().code() != core::StatusCode::kInfeasible) {
+      return plan.status();
+    }
+  }
+  return core::Status::Ok();
+}
+
 core::StatusOr<DiffusionRequest> ServeDevice::Mitigate(const TinyModelSpec& spec,
                                                        const DiffusionRequest& r) {
   const std::string key = TemplateKeyString(r);

@@ -119,6 +119,13 @@ class ServeDevice {
 
   // `request` must pass ValidateRequest for its preset model.
   core::StatusOr<DeviceRun> Execute(const DiffusionRequest& request);
+  // Plans the template of `request` before serving, as its first request would (the
+  // mitigations profiled under caching and xema; the static arena recorded and laid out under
+  // static; nothing under the other policies), into the shared TemplateCache; a template that
+  // cannot fit is kept refused there (its requests get Infeasible), which is not an error
+  // here. Counts no request. InvalidArgument for a request that fails ValidateRequest; the
+  // planner's other errors.
+  core::Status Prepare(const DiffusionRequest& request);
   DeviceSnapshot Snapshot() const;
   int index() const { return index_; }
 

@@ -21,14 +21,26 @@
 //       queueing; out of device memory while running; a static arena above the budget),
 //   500 anything else (a replay that diverged).
 //
-// Execution: handlers (a pool of http_threads) parse, check and enqueue into one bounded
-// FIFO queue (queue_capacity) and wait for the reply; each device is a worker thread with
-// one BLAS thread that takes the oldest request and runs it on its ServeDevice (one request
-// at a time per device). Every request is bounded: body size, prompt length and sizes
-// (ValidateRequest), and the budget. The listen backlog is SOMAXCONN (cpp-httplib's 5 would
-// drop the SYNs of a burst of clients). No request can end the process: replies are dumped
-// with invalid UTF-8 replaced, and the error handler (outside cpp-httplib's try) never throws.
+// Execution: on the serving core (serve/server.h). Handlers (a pool of http_threads) parse,
+// check and enqueue into one bounded FIFO queue (queue_capacity) and wait for the reply; the
+// core's admission starts the queue's head on a device and each device's worker threads (one
+// BLAS thread each) run it. MemoryPolicyServer (memory_policy_server.h): D ServeDevices, one
+// request at a time per device, the head on the idle device of lowest index.
+// PlannedServer (planned_server.h): D PlannedDevices under a serving plan (PlanAdmission,
+// batching, SP gangs). Every request is bounded: body size, prompt length and sizes
+// (ValidateRequest), and the budget. The HTTP shell (serve/http_server.h) listens with a
+// backlog of SOMAXCONN and never lets a request end the process.
 // Survival under abuse is tested by abuse.h (bad requests, disconnects, 200 connections, RSS).
+//
+// Planning before serving: what can be known before the first request is planned in Start,
+// before the listener opens: a serving plan's entries are recorded and laid out
+// (RecordPlanEntries); mitigation plans made offline (options.plans) are loaded; the templates
+// of options.warm_up are planned on device 0 (ServeDevice::Prepare: their mitigations profiled
+// under caching and xema, their static arena recorded and laid out under static). Lazy path: a
+// template the server could not know (not in options.plans or options.warm_up) is planned
+// inline by the first request of it (its reply says template_hit false), later ones reuse the
+// plan; under a serving plan a template missing from the table is routed (covered or fallback)
+// and never planned at request time.
 //
 // Stopping: Stop() (also from Wait() when max_requests replies were sent, duration_s passed or
 // `interrupted` returned true) refuses new requests with 503, lets the devices finish every
@@ -37,31 +49,22 @@
 // Thread-safety: all public methods may be called from any thread (Stop not from a handler).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/json_util.h"
 #include "core/status.h"
+#include "serve/reply.h"
+#include "serve/server.h"
+#include "xema/serve/diffusion_job.h"
 #include "xema/serve/memory_policy.h"
-#include "xema/serve/plan_admission.h"
 #include "xema/serve/plan_table.h"
-#include "xema/serve/planned_device.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/serve_device.h"
-#include "xema/serve/serve_metrics.h"
 #include "xema/serve/serving_plan.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tessera::xema {
 
@@ -96,6 +99,9 @@ struct ServerOptions {
   // ("template_misses").
   std::shared_ptr<const ServingPlan> serving_plan;
   std::string serving_plan_source = "plan";  // names the table in messages
+  // Templates planned in Start, before the first request (memory policies only; the prompt
+  // and seed of each are unused): see "Planning before serving".
+  std::vector<DiffusionRequest> warm_up;
   // Test hook: called by a device's worker before it runs each request (once per batch).
   std::function<void(int device)> before_run;
 };
@@ -104,16 +110,21 @@ struct ServerOptions {
 // available memory included: runs allocate real memory).
 core::Status ValidateServerOptions(const ServerOptions& options);
 
+// The common part of Xema's two servers (memory_policy_server.h, planned_server.h): the
+// generation routes and replies, /v1/metrics, and the serving core (serve/server.h) they run
+// on. Start is the factory: a PlannedServer when options.serving_plan is set, else a
+// MemoryPolicyServer.
 class DiffusionServer {
  public:
-  // Binds (Unavailable when the address cannot be bound) and starts the listener and the
-  // device workers.
+  // Binds (Unavailable when the address cannot be bound), prepares the devices (and plans the
+  // templates known in advance, see the file comment) and starts the listener and the device
+  // workers.
   static core::StatusOr<std::unique_ptr<DiffusionServer>> Start(const ServerOptions& options);
-  ~DiffusionServer();
+  virtual ~DiffusionServer();
   DiffusionServer(const DiffusionServer&) = delete;
   DiffusionServer& operator=(const DiffusionServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return core_->port(); }
   std::string url() const;  // "http://HOST:PORT"
 
   // Blocks until a stop condition (see the file comment), then Stop(). `interrupted` (may be
@@ -122,54 +133,33 @@ class DiffusionServer {
   void Stop();
 
   core::Json Metrics() const;
-  int64_t queue_length() const;
+  int64_t queue_length() const { return core_->queue_length(); }
 
- private:
-  struct Reply {
-    int status = 200;
-    core::Json body;
-  };
-  struct Job;
+ protected:
+  explicit DiffusionServer(const ServerOptions& options) : options_(options) {}
+  // Binds the serving core (slots_per_device worker threads per device) and adds the
+  // generation and metrics routes.
+  core::Status Bind(int slots_per_device = 1);
+  // Runs a pass of `job` and its batch mates on `device` (each one past its deadline answered
+  // 503 instead; nothing runs when all are) and gives each request its slice of the output.
+  void RunPass(DiffusionJob& job, int device,
+               const std::function<core::StatusOr<DeviceRun>()>& execute);
 
-  explicit DiffusionServer(const ServerOptions& options);
-  Reply Generate(GenerationKind kind, const std::string& body);
-  void Work(int device);
-  void WorkPlanned(int device);
-  // Serving plan: admits queued jobs to devices in FCFS order while the head fits (mu_ held).
-  void DispatchLocked();
-  // Runs a dequeued job on `device` (its deadline checked first) and records the outcome.
-  void RunJob(Job& job, int device, const std::function<core::StatusOr<DeviceRun>()>& execute);
-  void RequestStop();
+  // The policy named in replies and metrics.
+  virtual std::string PolicyName() const = 0;
+  // The policy whose strongest mitigations bound a request's least peak (refused above it).
+  virtual MemoryPolicy StrongestPolicy() const = 0;
+  // Called on the handler thread before `job` is queued (a serving plan routes it).
+  virtual void RouteJob(DiffusionJob& /*job*/) {}
+  // Adds the system's fields to a 200 reply and to /v1/metrics.
+  virtual void AddReplyFields(const DiffusionJob& /*job*/, core::Json& /*body*/) const {}
+  virtual void AddMetrics(core::Json& metrics) const = 0;
 
   ServerOptions options_;
-  int port_ = 0;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
-  TemplateCache templates_;
-  std::vector<std::unique_ptr<ServeDevice>> devices_;
-  std::vector<std::thread> workers_;
-  // With a serving plan (the devices_ above are then empty).
-  std::unique_ptr<PlanRecordings> recordings_;
-  std::vector<std::unique_ptr<PlannedDevice>> planned_;
-  std::unique_ptr<PlanAdmission> admission_;  // guarded by mu_
-  // Per device, admitted (job, SP member: a gang's job is in the ready queue of each of its
-  // devices); guarded by mu_.
-  std::vector<std::deque<std::pair<std::shared_ptr<Job>, int>>> ready_;
-  std::atomic<int64_t> misses_covered_{0};
-  std::atomic<int64_t> batch_mates_{0};  // requests run in another request's pass
-  std::atomic<int64_t> misses_fallback_{0};
-  ServeMetrics metrics_;
+  std::unique_ptr<serve::Server> core_;
 
-  mutable std::mutex mu_;  // guards the queue and the flags below
-  std::condition_variable work_cv_;
-  std::condition_variable stop_cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  int in_flight_ = 0;
-  bool accepting_ = true;
-  bool workers_exit_ = false;
-  bool stop_requested_ = false;
-  std::mutex stop_mu_;  // serialises Stop()
-  bool stopped_ = false;
+ private:
+  serve::Reply Generate(GenerationKind kind, const std::string& body);
 };
 
 }  // namespace tessera::xema

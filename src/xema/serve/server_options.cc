@@ -49,6 +49,10 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
     return core::InvalidArgument(
         "plan: a serving plan table and mitigation plans cannot be given together");
   }
+  if (o.serving_plan != nullptr && !o.warm_up.empty()) {
+    return core::InvalidArgument(
+        "warm_up: a serving plan plans its own templates before serving; give no warm-up list");
+  }
   if (!o.plans.empty() && !UsesPlannedMitigations(o.policy)) {
     return core::InvalidArgument(
         fmt::format("plan: the policy {} does not use mitigation plans (caching and xema do)",

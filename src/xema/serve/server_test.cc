@@ -17,8 +17,8 @@
 
 #include "core/units.h"
 #include "runtime/device_allocator.h"
-#include "xema/serve/base64.h"
-#include "xema/serve/png.h"
+#include "serve/base64.h"
+#include "serve/png.h"
 #include "xema/serve/server_test_util.h"
 
 namespace tessera::xema {
@@ -84,7 +84,7 @@ TEST(ServerTest, ConcurrentRequestsOnTwoDevicesGiveTheDirectRunsImage) {
   for (int i = 0; i < 4; ++i) {
     replies.push_back(std::async(std::launch::async, [&] { return PostImage(*s, kImage); }));
   }
-  const std::vector<Rgb8Image> direct = DirectRun(kImage, GenerationKind::kImage);
+  const std::vector<serve::Rgb8Image> direct = DirectRun(kImage, GenerationKind::kImage);
   for (auto& f : replies) {
     const Reply r = f.get();
     ASSERT_EQ(r.status, 200) << r.body.dump();
@@ -209,6 +209,27 @@ TEST(ServerTest, StaticPolicyHitsTheTemplateBitwiseAsNone) {
   }
   EXPECT_EQ(fixed->Metrics()["templates_planned"], 1);
   EXPECT_EQ(fixed->Metrics()["template_hits"], 2);
+}
+
+TEST(ServerTest, WarmUpTemplatesArePlannedBeforeServing) {
+  ServerOptions o = Options(MemoryPolicy::kStatic);
+  auto parsed = ParseGenerationRequest(kImage, GenerationKind::kImage);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  DiffusionRequest warm = parsed->request;
+  warm.prompt.clear();  // a template's plan ignores the prompt
+  o.warm_up = {warm};
+  auto s = StartServer(o);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->Metrics()["templates_planned"], 1);  // before any request
+  const Reply r = PostImage(*s, kImage);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["template_hit"], true);  // no recording run at request time
+  EXPECT_TRUE(SameFrames(Frames(r), DirectRun(kImage, GenerationKind::kImage)));
+  // A bad warm-up template fails Start, naming it.
+  o.warm_up[0].steps = 0;
+  auto bad = DiffusionServer::Start(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("warm_up[0]"), std::string::npos) << bad.status().message();
 }
 
 TEST(ServerTest, StaticPolicySharesWeightsAndOneActivationRegion) {

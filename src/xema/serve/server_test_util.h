@@ -14,8 +14,8 @@
 
 #include "core/units.h"
 #include "runtime/device_allocator.h"
-#include "xema/serve/base64.h"
-#include "xema/serve/png.h"
+#include "serve/base64.h"
+#include "serve/png.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/server.h"
 
@@ -57,7 +57,7 @@ inline Reply PostImage(const DiffusionServer& s, const std::string& body) {
 }
 
 // The frames of a request run directly on the pipeline, as 8-bit RGB.
-inline std::vector<Rgb8Image> DirectRun(const std::string& body, GenerationKind kind) {
+inline std::vector<serve::Rgb8Image> DirectRun(const std::string& body, GenerationKind kind) {
   auto g = ParseGenerationRequest(body, kind);
   EXPECT_TRUE(g.ok());
   const DiffusionRequest& r = g->request;
@@ -67,28 +67,29 @@ inline std::vector<Rgb8Image> DirectRun(const std::string& body, GenerationKind 
   EXPECT_TRUE(p.ok());
   std::vector<float> out(static_cast<size_t>(OutputFloats(r)));
   EXPECT_TRUE((*p)->Run(r, out).ok());
-  std::vector<Rgb8Image> frames;
+  std::vector<serve::Rgb8Image> frames;
   const size_t n = static_cast<size_t>(3 * r.width * r.height);
   for (int64_t f = 0; f < r.frames; ++f) {
     frames.push_back(
-        *FrameToRgb8(std::span<const float>(out).subspan(f * n, n), r.width, r.height));
+        *serve::FrameToRgb8(std::span<const float>(out).subspan(f * n, n), r.width, r.height));
   }
   return frames;
 }
 
-inline std::vector<Rgb8Image> Frames(const Reply& r) {
-  std::vector<Rgb8Image> frames;
+inline std::vector<serve::Rgb8Image> Frames(const Reply& r) {
+  std::vector<serve::Rgb8Image> frames;
   for (const core::Json& d : r.body["data"]) {
-    auto png = DecodeBase64(d["b64_json"].get<std::string>());
+    auto png = serve::DecodeBase64(d["b64_json"].get<std::string>());
     EXPECT_TRUE(png.ok());
-    auto img = DecodePng(*png);
+    auto img = serve::DecodePng(*png);
     EXPECT_TRUE(img.ok());
     if (img.ok()) frames.push_back(*img);
   }
   return frames;
 }
 
-inline bool SameFrames(const std::vector<Rgb8Image>& a, const std::vector<Rgb8Image>& b) {
+inline bool SameFrames(const std::vector<serve::Rgb8Image>& a,
+                       const std::vector<serve::Rgb8Image>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].width != b[i].width || a[i].height != b[i].height || a[i].rgb != b[i].rgb) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/engine/engine_check.h"
 
 namespace tessera::zellige::engine {
@@ -37,7 +37,7 @@ std::vector<core::StatusOr<ErrorStats>> RunCheck(const Plan& plan, const workloa
                                                  int world_size = -1) {
   const int n = world_size > 0 ? world_size : plan.num_ranks;
   std::vector<core::StatusOr<ErrorStats>> out(n, core::Internal("not run"));
-  comm::RunFakeRanks(n, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(n, [&](comm::Communicator& world) {
     world.set_op_timeout_s(30);
     out[world.rank()] = RunEngineCheck(plan, batch, heads, kHeadDim, seed, &world);
   });
@@ -93,7 +93,7 @@ TEST(AttentionEngineTest, WholeSequencesCoalesceIntoOneSegment) {
   workload::Batch batch = MakeBatch({16, 100, 33, 200});
   ExpectMatches(plan, batch, 2, "whole");
   std::vector<int> segs(2, -1);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
     if (e.ok()) segs[world.rank()] = (*e)->num_local_segments();
   });
@@ -110,7 +110,7 @@ TEST(AttentionEngineTest, LocalLayoutIsExecutionOrderWithWholeSequencesContiguou
   workload::Batch batch = MakeBatch({16, 100, 33, 200});
   ExpectMatches(plan, batch, 2, "interleaved whole");
   std::vector<std::vector<std::pair<int, int64_t>>> layout(2);  // (seq, offset) per rank
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
     if (!e.ok()) return;
     for (const LocalPlacement& lp : (*e)->local_placements())
@@ -142,7 +142,7 @@ TEST(AttentionEngineTest, CheckerDetectsWrongOutputs) {
   Plan plan = MakePlan(2, {P(0, 1, 1, 2, {0, 1})});
   workload::Batch batch = MakeBatch({64});
   std::vector<double> rel(2, 0);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
     if (!e.ok()) return;
     LocalData d = MakeLocalData(**e, 1);
@@ -182,7 +182,7 @@ TEST(AttentionEngineTest, BufferSizeErrorsAndMemoryTracking) {
   workload::Batch batch = MakeBatch({128, 32});
   std::vector<int64_t> peak(2, -1), after(2, -1);
   std::vector<std::string> errors(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 2, kHeadDim, &world);
     if (!e.ok()) return;
     AttentionEngine& eng = **e;
@@ -212,7 +212,7 @@ TEST(AttentionEngineTest, OneStatePerLayerBackwardInReverseOrder) {
   Plan plan = MakePlan(4, {P(0, 1, 2, 2, {0, 1, 2, 3}), P(1, 2, 1, 1, {2, 3}), P(2, 1, 1, 1, {1})});
   workload::Batch batch = MakeBatch({150, 66, 40});
   std::vector<double> rel(8, 1.0);
-  comm::RunFakeRanks(4, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(4, [&](comm::Communicator& world) {
     auto e = AttentionEngine::Create(plan, batch, 4, kHeadDim, &world);
     if (!e.ok()) return;
     AttentionEngine& eng = **e;

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/engine/dit_training_test_util.h"
 
 namespace tessera::zellige::engine {
@@ -45,7 +45,7 @@ TEST(CompareFirstStep, TwoFakeRanksPassAndPerturbedValuesFail) {
   auto ref = RunReferenceTraining(cfg, testing::TinyAdamW(), c.batch, testing::kDataSeed, 1);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
   std::vector<RankChecks> out(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     RankChecks& rc = out[world.rank()];
     auto run = [&]() -> core::Status {
       ASSIGN_OR_RETURN(models::SmallDit model, models::SmallDit::Create(cfg));
@@ -108,7 +108,7 @@ TEST(CompareFirstStep, RejectsMismatchedGradientSize) {
   ref.first_gradients.assign(4, 1.0f);
   const testing::TrainCase c = testing::MixedCase();
   std::vector<core::Status> status(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto engine = AttentionEngine::Create(c.plan, c.batch, 2, 16, &world);
     if (!engine.ok()) {
       status[world.rank()] = engine.status();

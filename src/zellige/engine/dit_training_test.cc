@@ -1,5 +1,5 @@
 // DistributedTrainStep and EngineAttentionBackend on 2 in-process fake ranks (the real engine
-// over comm::FakeWorld) against the single-process SmallDit run.
+// over comm::InProcessWorld) against the single-process SmallDit run.
 #include "zellige/engine/dit_training.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/engine/dit_training_test_util.h"
 
 namespace tessera::zellige::engine {
@@ -24,7 +24,7 @@ TEST(DitTraining, TwoFakeRanksMatchSingleProcessLossCurve) {
 
   std::vector<TrainResult> dist(2);
   std::vector<core::Status> status(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto r = testing::DistributedRun(c, testing::kSteps, world);
     status[world.rank()] = r.status();
     if (r.ok()) dist[world.rank()] = std::move(*r);
@@ -77,7 +77,7 @@ TEST(DitTraining, TwoFakeRanksMatchSingleProcessLossCurve) {
 TEST(EngineAttentionBackend, RejectsAShapeThatIsNotTheLocalLayout) {
   const testing::TrainCase c = testing::MixedCase();
   std::vector<core::Status> status(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     auto engine = AttentionEngine::Create(c.plan, c.batch, 2, 16, &world);
     if (!engine.ok()) {
       status[world.rank()] = engine.status();

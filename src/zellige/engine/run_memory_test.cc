@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/engine/attention_run.h"
 
 namespace tessera::zellige::engine {
@@ -51,7 +51,7 @@ TEST(RunMemoryTest, BillionTokenPlanIsRefusedOnEveryRankBeforeAllocating) {
   workload::Batch batch;
   TwoRankCase(int64_t{1000000000}, &plan, &batch);
   std::vector<core::Status> st(2);
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     AttentionRunOptions o;
     st[world.rank()] = RunAttentionSteps(world, plan, batch, o).status();
   });

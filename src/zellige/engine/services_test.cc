@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/cost_model_profile.h"
 #include "zellige/engine/comparison.h"
 #include "zellige/engine/profiler.h"
@@ -72,7 +72,7 @@ TEST(ProfilerTest, OptionErrorsNameTheOption) {
 
 TEST(ProfilerTest, CommFitsAgreeOnEveryRank) {
   std::vector<core::StatusOr<std::vector<CommFit>>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(60);
     out[world.rank()] = MeasureCommFits(world, 1);
   });
@@ -91,7 +91,7 @@ TEST(ProfilerTest, CommFitsAgreeOnEveryRank) {
 // This test binary does not count heap allocations: rank 0's error reaches every rank.
 TEST(ProfilerTest, RankZeroErrorReachesEveryRank) {
   std::vector<core::StatusOr<Profile>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(120);
     out[world.rank()] = MeasureProfile(world, TinyProfiler(), {});
   });
@@ -110,7 +110,7 @@ TEST(ValidationTest, WithoutHeapCountsFailsAlikeOnEveryRank) {
   o.warmup = 0;
   o.model = TinyDit();
   std::vector<core::Status> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(120);
     out[world.rank()] = RunValidation(world, o, cost, {}).status();
   });
@@ -145,7 +145,7 @@ TEST(ComparisonTest, TwoPlannersOnFakeRanks) {
   o.warmup = 0;
   o.model = TinyDit();
   std::vector<core::StatusOr<CompareReport>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     world.set_op_timeout_s(120);
     out[world.rank()] = RunComparison(world, o, cost, {});
   });

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 #include "zellige/engine/attention_run.h"
 #include "zellige/engine/dit_training_test_util.h"
 #include "zellige/engine/plan_for_job.h"
@@ -29,7 +29,7 @@ TrainOptions TinyTrain(int steps) {
 std::vector<core::StatusOr<TrainReport>> TrainOnTwoRanks(const TrainOptions& o) {
   const testing::TrainCase c = testing::MixedCase();
   std::vector<core::StatusOr<TrainReport>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     out[world.rank()] = TrainOnPlan(world, c.plan, c.batch, o);
   });
   return out;
@@ -101,7 +101,7 @@ TEST(LossWindow, IsHalfTheStepsCappedAtFive) {
 TEST(RunAttentionSteps, CheckPassesOnTwoRanks) {
   const testing::TrainCase c = testing::MixedCase();
   std::vector<core::StatusOr<AttentionRunReport>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(2, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(2, [&](comm::Communicator& world) {
     out[world.rank()] = RunAttentionSteps(world, c.plan, c.batch, {2, 8, 5, 2, true, "plan"});
   });
   for (int k = 0; k < 2; ++k) ASSERT_TRUE(out[k].ok()) << out[k].status().ToString();
@@ -120,7 +120,7 @@ TEST(RunAttentionSteps, CheckPassesOnTwoRanks) {
 TEST(RunAttentionSteps, PlanForOtherRankCountIsPrefixedWithItsSource) {
   const testing::TrainCase c = testing::MixedCase();
   std::vector<core::Status> st(3);
-  comm::RunFakeRanks(3, [&](comm::Communicator& world) {
+  comm::RunInProcessRanks(3, [&](comm::Communicator& world) {
     st[world.rank()] =
         RunAttentionSteps(world, c.plan, c.batch, {2, 8, 5, 1, false, "p.json"}).status();
   });
@@ -145,7 +145,7 @@ PlanJobRequest UspRequest() {
 
 TEST(PlanForJob, PlansAWorkloadAndEveryRankParsesTheSamePlan) {
   std::vector<core::StatusOr<JobPlan>> out(2, core::Internal("not run"));
-  comm::RunFakeRanks(
+  comm::RunInProcessRanks(
       2, [&](comm::Communicator& world) { out[world.rank()] = ShareJobPlan(world, UspRequest()); });
   for (int k = 0; k < 2; ++k) ASSERT_TRUE(out[k].ok()) << out[k].status().ToString();
   EXPECT_EQ(out[0]->plan.planner, "usp");
@@ -159,7 +159,7 @@ TEST(PlanForJob, ErrorsReachEveryRankAlike) {
   PlanJobRequest r = UspRequest();
   r.planner = "no-such-planner";
   std::vector<core::Status> st(2);
-  comm::RunFakeRanks(
+  comm::RunInProcessRanks(
       2, [&](comm::Communicator& world) { st[world.rank()] = ShareJobPlan(world, r).status(); });
   EXPECT_FALSE(st[0].ok());
   EXPECT_EQ(st[0].code(), st[1].code());

@@ -20,7 +20,7 @@
 
 #include "core/status.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 inline constexpr int64_t kMaxRawReplyBytes = int64_t{64} << 20;
 
@@ -59,4 +59,4 @@ class RawHttpConnection {
   double timeout_s_ = 0;
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -7,9 +7,9 @@
 
 #include "core/status.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 std::string EncodeBase64(const std::string& bytes);
 core::StatusOr<std::string> DecodeBase64(const std::string& text);
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -1,4 +1,4 @@
-#include "xema/serve/png.h"
+#include "serve/png.h"
 
 #include <fmt/format.h>
 #include <png.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace tessera::xema {
+namespace tessera::serve {
 namespace {
 
 core::Status CheckSides(int64_t width, int64_t height) {
@@ -112,4 +112,4 @@ core::StatusOr<std::string> FramePng(std::span<const float> frames, int64_t fram
   return EncodePng(img);
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

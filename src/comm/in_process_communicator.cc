@@ -1,4 +1,4 @@
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "comm/fake_hub.h"
+#include "comm/in_process_hub.h"
 
 namespace tessera::comm {
 
@@ -25,7 +25,7 @@ namespace {
 using internal::CollArgs;
 using internal::CollKind;
 using internal::CollSlot;
-using internal::FakeHub;
+using internal::InProcessHub;
 using internal::P2pOp;
 
 // Completes a matched pair (called with the hub lock held).
@@ -42,9 +42,9 @@ void Match(P2pOp& send, P2pOp& recv) {
   recv.done = true;
 }
 
-class FakeRequest final : public RequestImpl {
+class InProcessRequest final : public RequestImpl {
  public:
-  FakeRequest(std::shared_ptr<FakeHub> hub, std::shared_ptr<P2pOp> op)
+  InProcessRequest(std::shared_ptr<InProcessHub> hub, std::shared_ptr<P2pOp> op)
       : hub_(std::move(hub)), op_(std::move(op)) {}
 
   StatusOr<bool> Test() override {
@@ -88,20 +88,20 @@ class FakeRequest final : public RequestImpl {
                                          op_->is_send ? op_->dst : op_->src, op_->peer_world));
   }
 
-  std::shared_ptr<FakeHub> hub_;
+  std::shared_ptr<InProcessHub> hub_;
   std::shared_ptr<P2pOp> op_;
 };
 
-class FakeCommunicator final : public Communicator {
+class InProcessCommunicator final : public Communicator {
  public:
   bool ranks_share_address_space() const override { return true; }
-  FakeCommunicator(std::shared_ptr<FakeHub> hub, uint64_t context, int rank,
-                   std::vector<int> world_ranks)
+  InProcessCommunicator(std::shared_ptr<InProcessHub> hub, uint64_t context, int rank,
+                        std::vector<int> world_ranks)
       : Communicator(rank, std::move(world_ranks)), hub_(std::move(hub)), context_(context) {}
 
   [[noreturn]] void Abort(const Status& status) override {
-    std::cerr << fmt::format("tessera fake communicator: world rank {} aborts: {}\n", world_rank(),
-                             status.ToString());
+    std::cerr << fmt::format("tessera in-process communicator: world rank {} aborts: {}\n",
+                             world_rank(), status.ToString());
     std::abort();
   }
 
@@ -243,7 +243,7 @@ class FakeCommunicator final : public Communicator {
         hub_->sends.push_back(op);
       }
     }
-    return std::unique_ptr<RequestImpl>(std::make_unique<FakeRequest>(hub_, std::move(op)));
+    return std::unique_ptr<RequestImpl>(std::make_unique<InProcessRequest>(hub_, std::move(op)));
   }
 
   StatusOr<std::unique_ptr<RequestImpl>> DoIRecv(std::span<float> data, int src, int tag) override {
@@ -268,7 +268,7 @@ class FakeCommunicator final : public Communicator {
         hub_->recvs.push_back(op);
       }
     }
-    return std::unique_ptr<RequestImpl>(std::make_unique<FakeRequest>(hub_, std::move(op)));
+    return std::unique_ptr<RequestImpl>(std::make_unique<InProcessRequest>(hub_, std::move(op)));
   }
 
   StatusOr<std::unique_ptr<Communicator>> DoSub(const std::vector<int>& ranks) override {
@@ -318,7 +318,7 @@ class FakeCommunicator final : public Communicator {
       return s;
     }
     return std::unique_ptr<Communicator>(
-        std::make_unique<FakeCommunicator>(hub_, rv.context, my_index, std::move(world)));
+        std::make_unique<InProcessCommunicator>(hub_, rv.context, my_index, std::move(world)));
   }
 
  private:
@@ -497,34 +497,34 @@ class FakeCommunicator final : public Communicator {
     return status;
   }
 
-  std::shared_ptr<FakeHub> hub_;
+  std::shared_ptr<InProcessHub> hub_;
   uint64_t context_;
   uint64_t next_sequence_ = 0;
 };
 
 }  // namespace
 
-FakeWorld::FakeWorld(int size) : size_(size) {
-  CHECK(size >= 1) << "FakeWorld size must be >= 1, got " << size;
-  hub_ = std::make_shared<FakeHub>(size);
+InProcessWorld::InProcessWorld(int size) : size_(size) {
+  CHECK(size >= 1) << "InProcessWorld size must be >= 1, got " << size;
+  hub_ = std::make_shared<InProcessHub>(size);
 }
 
-std::unique_ptr<Communicator> FakeWorld::Rank(int rank) {
+std::unique_ptr<Communicator> InProcessWorld::Rank(int rank) {
   CHECK(rank >= 0 && rank < size_) << "rank " << rank << " outside [0, " << size_ << ")";
   std::vector<int> world(size_);
   for (int i = 0; i < size_; ++i) world[i] = i;
-  return std::make_unique<FakeCommunicator>(hub_, /*context=*/0, rank, std::move(world));
+  return std::make_unique<InProcessCommunicator>(hub_, /*context=*/0, rank, std::move(world));
 }
 
-void FakeWorld::MarkExited(int rank) {
+void InProcessWorld::MarkExited(int rank) {
   CHECK(rank >= 0 && rank < size_);
   std::lock_guard<std::mutex> lock(hub_->mu);
   hub_->exited[rank] = true;
   hub_->cv.notify_all();
 }
 
-void RunFakeRanks(int n, const std::function<void(Communicator&)>& fn) {
-  FakeWorld world(n);
+void RunInProcessRanks(int n, const std::function<void(Communicator&)>& fn) {
+  InProcessWorld world(n);
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (int r = 0; r < n; ++r) {

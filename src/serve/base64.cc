@@ -1,9 +1,9 @@
-#include "xema/serve/base64.h"
+#include "serve/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace tessera::xema {
+namespace tessera::serve {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,4 +75,4 @@ core::StatusOr<std::string> DecodeBase64(const std::string& text) {
   return out;
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 inline constexpr int64_t kMaxPngSide = 16384;
 
@@ -34,4 +34,4 @@ core::StatusOr<Rgb8Image> DecodePng(const std::string& png);
 core::StatusOr<std::string> FramePng(std::span<const float> frames, int64_t frame, int64_t width,
                                      int64_t height);
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -1,4 +1,4 @@
-#include "comm/fake_communicator.h"
+#include "comm/in_process_communicator.h"
 
 #include <gtest/gtest.h>
 
@@ -16,10 +16,10 @@ namespace {
 
 using core::StatusCode;
 
-// Runs fn on n fake ranks and returns each rank's status.
+// Runs fn on n in-process ranks and returns each rank's status.
 std::vector<Status> OnRanks(int n, const std::function<Status(Communicator&)>& fn) {
   std::vector<Status> results(n);
-  RunFakeRanks(n, [&](Communicator& comm) { results[comm.rank()] = fn(comm); });
+  RunInProcessRanks(n, [&](Communicator& comm) { results[comm.rank()] = fn(comm); });
   return results;
 }
 
@@ -33,7 +33,7 @@ std::vector<std::string> CheckNames() {
 
 class Conformance : public ::testing::TestWithParam<std::tuple<int, std::string, bool>> {};
 
-TEST_P(Conformance, PassesOnFakeRanks) {
+TEST_P(Conformance, PassesOnInProcessRanks) {
   const auto& [n, name, timed] = GetParam();
   testing::CheckFn fn;
   for (const auto& c : testing::ConformanceChecks()) {
@@ -57,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(AllChecks, Conformance,
                                   (std::get<2>(info.param) ? "_timed" : "");
                          });
 
-TEST(FakeCommunicator, CollectiveDeadlineBreaksOnlyTheTimedOutCommunicator) {
+TEST(InProcessCommunicator, CollectiveDeadlineBreaksOnlyTheTimedOutCommunicator) {
   for (int n : {2, 3, 4}) {
     std::vector<Status> results =
         OnRanks(n, [](Communicator& comm) { return testing::CheckCollectiveDeadline(comm, 7); });
@@ -65,11 +65,11 @@ TEST(FakeCommunicator, CollectiveDeadlineBreaksOnlyTheTimedOutCommunicator) {
   }
 }
 
-// ---- Fake-specific strictness --------------------------------------------------------
+// ---- In-process strictness -----------------------------------------------------------
 
-TEST(FakeCommunicator, RunFakeRanksGivesEachThreadItsRank) {
+TEST(InProcessCommunicator, RunInProcessRanksGivesEachThreadItsRank) {
   std::vector<std::atomic<int>> seen(4);
-  RunFakeRanks(4, [&](Communicator& comm) {
+  RunInProcessRanks(4, [&](Communicator& comm) {
     EXPECT_EQ(comm.size(), 4);
     EXPECT_EQ(comm.world_rank(), comm.rank());
     seen[comm.rank()]++;
@@ -77,7 +77,7 @@ TEST(FakeCommunicator, RunFakeRanksGivesEachThreadItsRank) {
   for (auto& s : seen) EXPECT_EQ(s.load(), 1);
 }
 
-TEST(FakeCommunicator, MismatchedCollectivesFailOnEveryRank) {
+TEST(InProcessCommunicator, MismatchedCollectivesFailOnEveryRank) {
   std::vector<Status> results = OnRanks(2, [](Communicator& comm) -> Status {
     std::vector<float> v(comm.rank() == 0 ? 3 : 4, 1.0f);
     Status size_mismatch = comm.AllReduceSum(v);
@@ -97,7 +97,7 @@ TEST(FakeCommunicator, MismatchedCollectivesFailOnEveryRank) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicator, MismatchedDTypesFailOnEveryRank) {
+TEST(InProcessCommunicator, MismatchedDTypesFailOnEveryRank) {
   std::vector<Status> results = OnRanks(2, [](Communicator& comm) -> Status {
     std::vector<float> f(4, 1.0f);
     std::vector<double> d(4, 1.0);
@@ -120,7 +120,7 @@ TEST(FakeCommunicator, MismatchedDTypesFailOnEveryRank) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicator, ExitedRankMakesWaitersUnavailable) {
+TEST(InProcessCommunicator, ExitedRankMakesWaitersUnavailable) {
   std::vector<Status> results = OnRanks(3, [](Communicator& comm) -> Status {
     if (comm.rank() == 2) return Status::Ok();  // leaves without taking part
     std::vector<float> buffer(4);
@@ -135,7 +135,7 @@ TEST(FakeCommunicator, ExitedRankMakesWaitersUnavailable) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicator, SubWithAnExitedMemberIsUnavailable) {
+TEST(InProcessCommunicator, SubWithAnExitedMemberIsUnavailable) {
   std::vector<Status> results = OnRanks(2, [](Communicator& comm) -> Status {
     if (comm.rank() == 1) return Status::Ok();
     StatusOr<Communicator*> sub = comm.Sub({0, 1});
@@ -147,7 +147,7 @@ TEST(FakeCommunicator, SubWithAnExitedMemberIsUnavailable) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicator, SendsAreSynchronousAndCancelWithdrawsAReceive) {
+TEST(InProcessCommunicator, SendsAreSynchronousAndCancelWithdrawsAReceive) {
   std::vector<Status> results = OnRanks(2, [](Communicator& comm) -> Status {
     std::vector<float> data = {1, 2, 3};
     if (comm.rank() == 0) {
@@ -178,7 +178,7 @@ TEST(FakeCommunicator, SendsAreSynchronousAndCancelWithdrawsAReceive) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicator, TruncatedReceiveIsInvalidArgument) {
+TEST(InProcessCommunicator, TruncatedReceiveIsInvalidArgument) {
   std::vector<Status> results = OnRanks(1, [](Communicator& comm) -> Status {
     std::vector<float> data(5, 1.0f), small(4);
     ASSIGN_OR_RETURN(Request send, comm.ISend(data, 0, 1));
@@ -189,7 +189,7 @@ TEST(FakeCommunicator, TruncatedReceiveIsInvalidArgument) {
   EXPECT_TRUE(results[0].ok()) << results[0].ToString();
 }
 
-TEST(FakeCommunicator, SubTimesOutWhenAMemberNeverArrives) {
+TEST(InProcessCommunicator, SubTimesOutWhenAMemberNeverArrives) {
   std::atomic<bool> done{false};
   std::vector<Status> results = OnRanks(2, [&](Communicator& comm) -> Status {
     if (comm.rank() == 1) {
@@ -207,9 +207,9 @@ TEST(FakeCommunicator, SubTimesOutWhenAMemberNeverArrives) {
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
-TEST(FakeCommunicatorDeathTest, AbortTerminatesTheProcess) {
+TEST(InProcessCommunicatorDeathTest, AbortTerminatesTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(RunFakeRanks(1, [](Communicator& comm) { comm.Abort(core::Internal("boom")); }),
+  EXPECT_DEATH(RunInProcessRanks(1, [](Communicator& comm) { comm.Abort(core::Internal("boom")); }),
                "aborts: Internal: boom");
 }
 

@@ -16,7 +16,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 inline constexpr int64_t kMaxArrivals = 1'000'000;
 
@@ -43,4 +43,4 @@ core::StatusOr<std::vector<TraceArrival>> ArrivalTraceFromJson(const core::Json&
                                                                int templates);
 core::StatusOr<std::vector<TraceArrival>> ReadArrivalTrace(const std::string& path, int templates);
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -1,10 +1,10 @@
-#include "xema/serve/arrivals.h"
+#include "serve/arrivals.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 core::StatusOr<ArrivalKind> ParseArrivalKind(const std::string& text) {
   if (text == "poisson") return ArrivalKind::kPoisson;
@@ -107,4 +107,4 @@ core::StatusOr<std::vector<TraceArrival>> ReadArrivalTrace(const std::string& pa
   return ArrivalTraceFromJson(j, path, templates);
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -1,10 +1,10 @@
-#include "xema/serve/serve_metrics.h"
+#include "serve/serve_metrics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 double Percentile(std::deque<double> values, double q) {
   if (values.empty()) return 0;
@@ -48,4 +48,4 @@ core::Json ServeMetrics::ToJson() const {
           {"latency_samples", latencies_s_.size()}};
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

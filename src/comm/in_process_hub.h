@@ -1,8 +1,8 @@
-// Internal to the fake backend (fake_communicator.cc): the shared state of one FakeWorld.
-// FakeHub holds every rank's posted point-to-point operations, the collective slots that
-// ranks rendezvous in (one per communicator context and sequence number), and the
-// sub-communicator rendezvous. All fields are guarded by FakeHub::mu; ranks wait on its
-// condition variable. Not part of the public API: include only from fake_communicator.cc.
+// Internal to the in-process backend (in_process_communicator.cc): the shared state of one
+// InProcessWorld. InProcessHub holds every rank's posted point-to-point operations, the collective
+// slots that ranks rendezvous in (one per communicator context and sequence number), and the
+// sub-communicator rendezvous. All fields are guarded by InProcessHub::mu; ranks wait on its
+// condition variable. Not part of the public API: include only from in_process_communicator.cc.
 #pragma once
 
 #include <cmath>
@@ -24,7 +24,7 @@
 namespace tessera::comm {
 namespace internal {
 
-// One posted send or receive. Fields are guarded by FakeHub::mu.
+// One posted send or receive. Fields are guarded by InProcessHub::mu.
 struct P2pOp {
   bool is_send = false;
   uint64_t context = 0;
@@ -98,9 +98,9 @@ struct SubRendezvous {
   Status abandoned;
 };
 
-class FakeHub {
+class InProcessHub {
  public:
-  explicit FakeHub(int n) : exited(n, false) {}
+  explicit InProcessHub(int n) : exited(n, false) {}
 
   // Waits on cv until pred() holds or timeout_s passes; false on timeout.
   template <typename Pred>

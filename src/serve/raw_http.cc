@@ -1,4 +1,4 @@
-#include "xema/serve/raw_http.h"
+#include "serve/raw_http.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,7 +14,7 @@
 
 #include "core/parse_number.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -214,4 +214,4 @@ core::StatusOr<HttpReply> RawHttpConnection::ReadReply() {
   }
 }
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

@@ -11,7 +11,7 @@
 
 #include "core/json_util.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 
 inline constexpr size_t kLatencyWindow = 10000;
 
@@ -36,4 +36,4 @@ class ServeMetrics {
   std::deque<double> latencies_s_;
 };
 
-}  // namespace tessera::xema
+}  // namespace tessera::serve

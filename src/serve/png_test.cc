@@ -1,4 +1,4 @@
-#include "xema/serve/png.h"
+#include "serve/png.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "xema/serve/base64.h"
+#include "serve/base64.h"
 
-namespace tessera::xema {
+namespace tessera::serve {
 namespace {
 
 TEST(PngTest, RoundTripThroughLibpngAndBase64) {
@@ -62,4 +62,4 @@ TEST(PngTest, Base64KnownVectors) {
 }
 
 }  // namespace
-}  // namespace tessera::xema
+}  // namespace tessera::serve
