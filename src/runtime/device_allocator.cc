@@ -154,7 +154,8 @@ core::StatusOr<DeviceTensor> AllocateWorkspaceF32(DeviceAllocator& allocator, in
 core::StatusOr<void*> HeapDeviceAllocator::DoAllocate(int64_t /*id*/, int64_t aligned,
                                                       const std::string& name,
                                                       TensorKind /*kind*/) {
-  void* p = std::aligned_alloc(64, static_cast<size_t>(aligned));
+  // aligned_alloc takes a multiple of the alignment; the accounting keeps `aligned`.
+  void* p = std::aligned_alloc(64, static_cast<size_t>(AlignBytes(aligned, 64)));
   if (p == nullptr) {
     return core::Infeasible(
         fmt::format("out of host memory: tensor {} needs {} bytes", name, aligned));

@@ -130,7 +130,7 @@ TEST(OffloadTest, CopiesAreAccounted) {
   auto spec = TinyModel("tiny-t2v");
   ASSERT_TRUE(spec.ok());
   runtime::HeapDeviceAllocator device;
-  auto tier = HostTier::Create(20e6);  // slow enough that every item exposes some wait
+  auto tier = HostTier::Create(20e6);
   ASSERT_TRUE(tier.ok());
   auto p = DiffusionPipeline::Load(*spec, device, tier->get());
   ASSERT_TRUE(p.ok());
@@ -150,7 +150,11 @@ TEST(OffloadTest, CopiesAreAccounted) {
     EXPECT_EQ(s.to_host_bytes, to_host) << Name(r.offload);
     EXPECT_EQ(s.to_device_bytes, to_device) << Name(r.offload);
     EXPECT_EQ(s.to_host_copies, bits == 1 ? 2 : bits == 2 ? r.steps : 2);
-    EXPECT_GT(s.exposed_s, 0.0);
+    // The link's modeled busy time follows the bytes; how much of it the run waited for
+    // depends on this machine's load (compute may hide it all), so only its sign is checked.
+    EXPECT_GT(s.to_host_busy_s, 0.0) << Name(r.offload);
+    EXPECT_EQ(s.to_device_busy_s > 0.0, to_device > 0) << Name(r.offload);
+    EXPECT_GE(s.exposed_s, 0.0);
   }
   // Idle weights: nothing moves in the request that parks them; the next one restores them.
   r.offload = SetOf(8);
