@@ -8,7 +8,11 @@
 
 #include "core/json_util.h"
 #include "core/rng.h"
+#include "serve/base64.h"
+#include "serve/png.h"
 #include "xema/pipeline/tiny_pipeline.h"
+#include "xema/serve/request_json.h"
+#include "xema/serve/serve_device.h"
 
 namespace tessera::xema {
 namespace {
@@ -175,8 +179,9 @@ void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
   if (k == kValidImageCfg) f = With(With(f, "size", "\"32x16\""), "guidance_scale", "4");
   if (k == kValidImageNone) f = With(f, "response_format", "\"none\"");
   c->body = ObjectText(f);
-  c->route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
-  c->request = b.Post(c->route, c->body);
+  const GenerationKind route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
+  c->path = GenerationRoute(route);
+  c->request = b.Post(route, c->body);
 }
 
 // The video request whose MinimumPeakBytes decides kOverBudget.
@@ -490,28 +495,6 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
 
 }  // namespace
 
-const char* AbuseGroupName(AbuseGroup group) {
-  switch (group) {
-    case AbuseGroup::kMalformedJson:
-      return "malformed_json";
-    case AbuseGroup::kWrongType:
-      return "wrong_type";
-    case AbuseGroup::kAbsurdValue:
-      return "absurd_value";
-    case AbuseGroup::kTooLarge:
-      return "too_large";
-    case AbuseGroup::kRoute:
-      return "route";
-    case AbuseGroup::kMethod:
-      return "method";
-    case AbuseGroup::kDisconnect:
-      return "disconnect";
-    case AbuseGroup::kValid:
-      return "valid";
-  }
-  return "?";
-}
-
 const std::vector<AbuseKind>& AbuseKinds() { return kKinds; }
 
 bool AbuseKindEnabled(int kind, const AbusePlanContext& context) {
@@ -521,47 +504,69 @@ bool AbuseKindEnabled(int kind, const AbusePlanContext& context) {
   return MinimumPeakBytes(*TinyModel(r.model), r) > context.budget_bytes;
 }
 
-core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
-                                                 const AbusePlanContext& context) {
-  if (n < 1) return core::InvalidArgument(fmt::format("requests: got {}, must be >= 1", n));
-  if (context.max_body_bytes < 1024) {
-    return core::InvalidArgument(
-        fmt::format("max body: got {} bytes, must be >= 1024", context.max_body_bytes));
+namespace {
+
+// The valid case's route, from its path.
+GenerationKind RouteOf(const AbuseCase& c) {
+  return c.path == GenerationRoute(GenerationKind::kVideo) ? GenerationKind::kVideo
+                                                           : GenerationKind::kImage;
+}
+
+class DiffusionSuite : public serve::AbuseSuite {
+ public:
+  const std::vector<AbuseKind>& Kinds() const override { return kKinds; }
+  bool KindEnabled(int kind, const AbusePlanContext& context) const override {
+    return AbuseKindEnabled(kind, context);
   }
-  std::vector<int> enabled;
-  int total_weight = 0;
-  for (int k = 0; k < kKindCount; ++k) {
-    if (!AbuseKindEnabled(k, context)) continue;
-    enabled.push_back(k);
-    total_weight += kKinds[static_cast<size_t>(k)].weight;
+  void MakeCase(int kind, core::Rng& rng, const AbusePlanContext& context,
+                AbuseCase* c) const override {
+    const Builder b{context};
+    c->request = MakeRequest(static_cast<Kind>(kind), rng, b, c);
   }
-  core::Rng rng(seed);
-  const Builder b{context};
-  std::vector<AbuseCase> cases;
-  cases.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int k = 0;
-    if (i < static_cast<int64_t>(enabled.size())) {
-      k = enabled[static_cast<size_t>(i)];
-    } else {
-      int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total_weight)));
-      for (int e : enabled) {
-        u -= kKinds[static_cast<size_t>(e)].weight;
-        if (u < 0) {
-          k = e;
-          break;
-        }
+  std::string CheckValid(const AbuseCase& c, const serve::HttpReply& reply,
+                         std::string* fingerprint) const override {
+    auto g = ParseGenerationRequest(c.body, RouteOf(c));
+    if (!g.ok()) return "the case itself is invalid: " + g.status().message();
+    auto j = core::ParseJson(reply.body, "reply");
+    if (!j.ok()) return "reply is not JSON: " + j.status().message();
+    if (!j->is_object() || !j->contains("data") || !(*j)["data"].is_array()) {
+      return "reply has no data array";
+    }
+    const DiffusionRequest& r = g->request;
+    const core::Json& data = (*j)["data"];
+    const size_t frames = g->return_images ? static_cast<size_t>(r.frames) : 0;
+    if (data.size() != frames) return fmt::format("{} frames, expected {}", data.size(), frames);
+    for (const core::Json& d : data) {
+      if (!d.is_object() || !d.contains("b64_json") || !d["b64_json"].is_string()) {
+        return "a frame without b64_json";
+      }
+      auto png = serve::DecodeBase64(d["b64_json"].get<std::string>());
+      if (!png.ok()) return png.status().message();
+      auto img = serve::DecodePng(*png);
+      if (!img.ok()) return img.status().message();
+      if (img->width != r.width || img->height != r.height) {
+        return fmt::format("a {}x{} frame, expected {}x{}", img->width, img->height, r.width,
+                           r.height);
       }
     }
-    AbuseCase c;
-    c.kind = k;
-    const AbuseKind& kind = kKinds[static_cast<size_t>(k)];
-    c.action = kind.group == AbuseGroup::kDisconnect ? AbuseAction::kCloseAfterSend
-                                                     : AbuseAction::kExchange;
-    c.request = MakeRequest(static_cast<Kind>(k), rng, b, &c);
-    cases.push_back(std::move(c));
+    if (!j->contains("template") || (*j)["template"] != TemplateKeyString(r)) {
+      return "template is not '" + TemplateKeyString(r) + "'";
+    }
+    *fingerprint = data.dump();
+    return "";
   }
-  return cases;
+};
+
+}  // namespace
+
+const serve::AbuseSuite& DiffusionAbuseSuite() {
+  static const DiffusionSuite suite;
+  return suite;
+}
+
+core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
+                                                 const AbusePlanContext& context) {
+  return serve::PlanAbuse(DiffusionAbuseSuite(), n, seed, context);
 }
 
 }  // namespace tessera::xema
