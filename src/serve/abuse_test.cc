@@ -1,6 +1,6 @@
 // The serving core's abuse tool: the raw HTTP reply parser, the judgement of a report, option
-// checks, the plan of a suite, and a run of a toy echo suite against the toy echo system
-// (echo_test_util.h) over 127.0.0.1.
+// checks, the plan of a suite, the HTTP-level requests, and a run of a toy echo suite against the
+// toy echo system (echo_test_util.h) over 127.0.0.1.
 #include "serve/abuse.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "serve/abuse_requests.h"
 #include "serve/echo_test_util.h"
 #include "serve/raw_http.h"
 
@@ -116,6 +117,29 @@ TEST(AbuseSuiteTest, PlanIsSeededAndStartsWithEveryEnabledKind) {
   ctx.max_body_bytes = 100;
   EXPECT_FALSE(PlanAbuse(suite, 10, 1, ctx).ok());
   EXPECT_STREQ(AbuseGroupName(AbuseGroup::kMalformedJson), "malformed_json");
+}
+
+TEST(AbuseRequestsTest, ShapesAsDocumented) {
+  AbusePlanContext ctx;
+  ctx.host = "h";
+  ctx.port = 9;
+  ctx.max_body_bytes = 1024;
+  const AbuseRequestBuilder b{ctx};
+  EXPECT_EQ(b.Get("/x"), "GET /x HTTP/1.1\r\nHost: h:9\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(RepeatText("ab", 3), "ababab");
+  core::Rng rng(1);
+  const std::string valid = R"({"a": 1})";
+  EXPECT_LT(TruncatedBody(rng, valid).size(), valid.size());
+  EXPECT_GE(DeepNestingBody(rng, 64 * 1024).size(), 300u);
+  EXPECT_GT(ChunkedOverLimit(b, "/p").size(), 1024u);
+  EXPECT_GT(UriTooLong(b, rng).size(), 8200u);
+  const std::string half = HalfBody(b, "/p", valid);
+  EXPECT_EQ(half.size(), b.Request("POST", "/p", valid).size() - valid.size() / 2);
+  EXPECT_EQ(HeadersOnly(b, "/p", valid).substr(HeadersOnly(b, "/p", valid).size() - 4), "\r\n\r\n");
+  EXPECT_NE(Encoded(b, "/p", "zstd", valid).find("Content-Encoding: zstd"), std::string::npos);
+  EXPECT_GT(GzipBomb().size(), 1000u);
+  EXPECT_LT(GzipBomb().size(), size_t{1} << 20);
+  EXPECT_EQ(BadRequestLine(rng).find("HTTP/1.1 200"), std::string::npos);
 }
 
 AbuseReport Passing() {

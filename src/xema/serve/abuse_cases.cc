@@ -1,13 +1,13 @@
 #include "xema/serve/abuse_cases.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "core/json_util.h"
 #include "core/rng.h"
+#include "serve/abuse_requests.h"
 #include "serve/base64.h"
 #include "serve/png.h"
 #include "xema/pipeline/tiny_pipeline.h"
@@ -144,33 +144,13 @@ Fields With(Fields fields, const std::string& key, const std::string& value) {
   return fields;
 }
 
-struct Builder {
-  const AbusePlanContext& c;
+using serve::RepeatText;
 
-  std::string Head(const std::string& method, const std::string& target,
-                   const std::string& extra = "") const {
-    return method + " " + target + " HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
-           "\r\nConnection: close\r\n" + extra;
-  }
-  std::string Request(const std::string& method, const std::string& target,
-                      const std::string& body) const {
-    return Head(method, target,
-                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\n\r\n") +
-           body;
-  }
+struct Builder : serve::AbuseRequestBuilder {
   std::string Post(GenerationKind kind, const std::string& body) const {
     return Request("POST", GenerationRoute(kind), body);
   }
-  std::string Get(const std::string& target) const { return Head("GET", target, "\r\n"); }
 };
-
-std::string RepeatText(const std::string& unit, int64_t n) {
-  std::string s;
-  s.reserve(unit.size() * static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) s += unit;
-  return s;
-}
 
 // A valid request of kind `k`; sets the case's body and route.
 void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
@@ -197,55 +177,18 @@ DiffusionRequest OverBudgetRequest() {
   return r;
 }
 
-// kGzipBombBytes of zeros, gzip-compressed (about 1/1000 of that); computed once.
-constexpr size_t kGzipBombBytes = size_t{32} << 20;
-const std::string& GzipBomb() {
-  static const std::string bomb = [] {
-    z_stream z{};
-    deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);  // gzip
-    const std::string zeros(1 << 20, '\0');
-    std::string out(kGzipBombBytes / 512, '\0');
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    for (size_t done = 0; done < kGzipBombBytes; done += zeros.size()) {
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-      z.avail_in = static_cast<uInt>(zeros.size());
-      deflate(&z, done + zeros.size() >= kGzipBombBytes ? Z_FINISH : Z_NO_FLUSH);
-    }
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
-  }();
-  return bomb;
-}
-
 // The malformed-JSON kinds' bodies (kJsonTruncated .. kJsonBadUtf8); `valid` otherwise.
 // `valid` is the base image request's body, `limit` the server's body limit in bytes.
 std::string MalformedJsonBody(Kind k, core::Rng& rng, const std::string& valid, int64_t limit) {
   switch (k) {
     case kJsonTruncated:
-      return valid.substr(0, static_cast<size_t>(rng.Below(valid.size())));
-    case kJsonGarbage: {
-      std::string s(1 + rng.Below(256), '\0');
-      for (char& ch : s) ch = static_cast<char>(rng.Below(256));
-      return s;
-    }
-    case kJsonDeepNesting: {
+      return serve::TruncatedBody(rng, valid);
+    case kJsonGarbage:
+      return serve::GarbageBody(rng);
+    case kJsonDeepNesting:
       // Deeper than ParseJson's 256 levels when the body limit allows it; a non-object or an
       // unknown key "a" otherwise.
-      const int64_t most = (limit - 64) / 6;
-      const int64_t least = std::min<int64_t>(300, most);
-      const int64_t depth =
-          least + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most - least + 1)));
-      switch (rng.Below(3)) {
-        case 0:
-          return RepeatText("[", depth) + RepeatText("]", depth);
-        case 1:
-          return RepeatText("{\"a\":", depth) + "1" + RepeatText("}", depth);
-        default:
-          return RepeatText("[", depth);  // never closed
-      }
-    }
+      return serve::DeepNestingBody(rng, limit);
     case kJsonHugeNumber: {
       const std::vector<std::pair<std::string, std::string>> v = {
           {"num_inference_steps", "1e400"},
@@ -412,15 +355,8 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
       return rng.Below(4) == 0 ? b.Post(GenerationKind::kVideo, valid)
                                : b.Post(GenerationKind::kImage, body);
     }
-    case kChunkedTooLarge: {
-      std::string r = b.Head(
-          "POST", image, "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-      const int64_t chunk = 4096;
-      for (int64_t sent = 0; sent <= b.c.max_body_bytes; sent += chunk) {
-        r += fmt::format("{:x}\r\n", chunk) + std::string(chunk, 'p') + "\r\n";
-      }
-      return r + "0\r\n\r\n";
-    }
+    case kChunkedTooLarge:
+      return serve::ChunkedOverLimit(b, image);
     case kUnknownRoute:
       return Pick(rng, std::vector<std::string>{
                            b.Get("/"), b.Get("/v1/models"), b.Get("/../../etc/passwd"),
@@ -435,7 +371,7 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
                                                 b.Get("/" + RepeatText("\xC3\xA9", 150)),
                                                 b.Get("/a" + RepeatText("%C3%A9", 150))});
     case kUriTooLong:
-      return b.Get("/" + std::string(8200 + rng.Below(8000), 'a'));
+      return serve::UriTooLong(b, rng);
     case kWrongMethod:
       return Pick(
           rng,
@@ -449,43 +385,23 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
                                                 b.Get("/healthz").replace(0, 3, "get"),
                                                 b.Request("POSTX", image, valid)});
     case kBadRequestLine:
-      return Pick(
-          rng, std::vector<std::string>{
-                   "garbage\r\n\r\n", "GET\r\n\r\n", "GET /healthz\r\n\r\n", "\r\n\r\n",
-                   "GET /healthz HTTP/1.1 extra\r\nHost: x\r\n\r\n",
-                   std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n"});
+      return serve::BadRequestLine(rng);
     case kBadContentLength:  // read as 0 and 1 (strtoull): an empty or one-byte body
-      return b.Head("POST", image,
-                    "Content-Length: " + Pick(rng, std::vector<std::string>{"abc", "1e3"}) +
-                        "\r\n\r\n") +
-             valid;
+      return serve::BadContentLength(b, rng, image, valid);
     case kContentLengthHuge:  // the server reads (and drops) until its read timeout
-      return b.Head("POST", image,
-                    "Content-Length: " +
-                        Pick(rng, std::vector<std::string>{"-5", "18446744073709551615",
-                                                           "99999999999999999999999"}) +
-                        "\r\n\r\n") +
-             valid;
+      return serve::HugeContentLength(b, rng, image, valid);
     case kGzipBomb:
+      return serve::Encoded(b, image, "gzip", serve::GzipBomb());
     case kGzipGarbage:
-    case kUnknownEncoding: {
-      const std::string body = k == kGzipBomb ? GzipBomb() : valid;
-      return b.Head("POST", image,
-                    fmt::format("Content-Type: application/json\r\nContent-Encoding: {}\r\n"
-                                "Content-Length: {}\r\n\r\n",
-                                k == kUnknownEncoding ? "zstd" : "gzip", body.size())) +
-             body;
-    }
+      return serve::Encoded(b, image, "gzip", valid);
+    case kUnknownEncoding:
+      return serve::Encoded(b, image, "zstd", valid);
     case kConnectClose:
       return "";
     case kHeadersOnlyClose:
-      return b.Head("POST", image,
-                    "Content-Type: application/json\r\nContent-Length: " +
-                        std::to_string(valid.size()) + "\r\n\r\n");
-    case kHalfBodyClose: {
-      const std::string whole = b.Post(GenerationKind::kImage, valid);
-      return whole.substr(0, whole.size() - valid.size() / 2);
-    }
+      return serve::HeadersOnly(b, image, valid);
+    case kHalfBodyClose:
+      return serve::HalfBody(b, image, valid);
     case kCloseBeforeReply:
       return b.Post(GenerationKind::kImage, ObjectText(BaseImage(7)));
     default:
@@ -520,7 +436,7 @@ class DiffusionSuite : public serve::AbuseSuite {
   }
   void MakeCase(int kind, core::Rng& rng, const AbusePlanContext& context,
                 AbuseCase* c) const override {
-    const Builder b{context};
+    const Builder b{{context}};
     c->request = MakeRequest(static_cast<Kind>(kind), rng, b, c);
   }
   std::string CheckValid(const AbuseCase& c, const serve::HttpReply& reply,

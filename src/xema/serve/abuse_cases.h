@@ -32,7 +32,8 @@
 //                        must get identical data (one kind each, so the warm-up runs them all)
 //
 // Plan: serve::PlanAbuse (one of each enabled kind in table order, then drawn by weight, seeded).
-// Requests carry "Connection: close".
+// Requests carry "Connection: close"; the HTTP-level ones (chunked, lying Content-Length,
+// gzip, bad request lines, cut-off requests) come from serve/abuse_requests.h.
 // Errors: InvalidArgument for n < 1 or a max_body_bytes under 1 KiB. Thread-safety: reentrant;
 // the suite is immutable.
 #pragma once

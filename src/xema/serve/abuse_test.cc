@@ -64,6 +64,27 @@ TEST(AbuseCasesTest, OverBudgetIsSentOnlyWhenTheBudgetIsKnownAndTooSmall) {
   for (const AbuseCase& c : *plan) EXPECT_NE(c.kind, over);
 }
 
+// The plan's bytes are fixed by the seed and context: this fingerprint changes only when a
+// case's bytes do (a change to the table or a builder must update it on purpose).
+TEST(AbuseCasesTest, PlanBytesAreStable) {
+  AbusePlanContext ctx;
+  ctx.budget_bytes = core::kGiBInt64;
+  auto plan = PlanAbuse(3000, 11, ctx);
+  ASSERT_TRUE(plan.ok());
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
+    h = (h ^ 0xffu) * 1099511628211ULL;
+  };
+  for (const AbuseCase& c : *plan) {
+    mix(std::to_string(c.kind));
+    mix(c.request);
+    mix(c.body);
+    mix(c.path);
+  }
+  EXPECT_EQ(h, 3788792989300272817ULL);
+}
+
 // The body-level kinds must be refused by the server's own parser (so 400 is their contract),
 // the valid ones accepted; body sizes respect the limit except where they must not.
 TEST(AbuseCasesTest, BodiesMeetTheirContractOffline) {
