@@ -1,19 +1,16 @@
-// The serving core's Server over 127.0.0.1: a toy echo system on its routes, the shell's
-// error replies (404, 413, 415, a malformed request), /healthz, metrics, and Stop.
+// The serving core's Server over 127.0.0.1: the toy echo system (echo_test_util.h) on its routes,
+// the shell's error replies (404, 413, 415, a malformed request), /healthz, metrics, and Stop.
 #include "serve/server.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "serve/echo_test_util.h"
 #include "serve/raw_http.h"
 
 namespace tessera::serve {
 namespace {
-
-struct EchoJob : Job {
-  std::string text;
-};
 
 HttpReply Exchange(int port, const std::string& request) {
   auto c = RawHttpConnection::Open("127.0.0.1", port, 30);
@@ -33,30 +30,9 @@ std::string Post(const std::string& path, const std::string& body,
 class ServeServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions o;
-    o.http.max_body_bytes = 1024;
-    o.runner.devices = 2;
-    auto s = Server::Bind(o);
+    auto s = StartEchoServer();
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(*s);
-    Server* self = server_.get();
-    server_->http().Post("/v1/echo", [self](const std::string& body) -> Reply {
-      auto job = std::make_shared<EchoJob>();
-      job->text = body;
-      std::future<void> done = job->done.get_future();
-      if (auto refused = self->Submit(job)) return *refused;
-      done.wait();
-      self->Record(200, 0.001, false);
-      return {200, {{"echo", job->text}, {"device", job->device}}};
-    });
-    server_->Start(std::make_unique<OneJobPerDevice>(2),
-                   [](Job& job, const Placement&, int device, int) {
-                     Job* batch[] = {&job};
-                     StartBatch(batch, device);
-                     auto& e = static_cast<EchoJob&>(job);
-                     e.text = "<" + e.text + ">";
-                     return core::Status::Ok();
-                   });
   }
   std::unique_ptr<Server> server_;
 };

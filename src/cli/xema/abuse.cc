@@ -90,7 +90,7 @@ core::Status RunAbuseCommand(const AbuseArgs& a) {
   } else {
     std::printf("server RSS not sampled (give --server-pid)\n");
   }
-  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, ToJson(r, o)));
+  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, xema::ToJson(r, o)));
   if (!r.pass) {
     std::string why;
     for (const std::string& f : r.failures) why += (why.empty() ? "" : "; ") + f;

@@ -1,7 +1,8 @@
-// SequenceParallelForward (sp_dit.h) on RunInProcessRanks(d) threads, one runtime::HeapDeviceAllocator
-// and one models::TinyDit per member, against models::TinyDit::Forward on one allocator: outputs on seeded random
-// configs, the per-member activation peak, op names, and failures (bad input, out of memory
-// on one member, a member that never calls) that must reach every member without a hang.
+// SequenceParallelForward (sp_dit.h) on RunInProcessRanks(d) threads, one
+// runtime::HeapDeviceAllocator and one models::TinyDit per member, against models::TinyDit::Forward
+// on one allocator: outputs on seeded random configs, the per-member activation peak, op names, and
+// failures (bad input, out of memory on one member, a member that never calls) that must reach
+// every member without a hang.
 #include "xema/pipeline/sp_dit.h"
 
 #include <gtest/gtest.h>

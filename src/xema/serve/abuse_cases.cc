@@ -1,14 +1,18 @@
 #include "xema/serve/abuse_cases.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "core/json_util.h"
 #include "core/rng.h"
+#include "serve/abuse_requests.h"
+#include "serve/base64.h"
+#include "serve/png.h"
 #include "xema/pipeline/tiny_pipeline.h"
+#include "xema/serve/request_json.h"
+#include "xema/serve/serve_device.h"
 
 namespace tessera::xema {
 namespace {
@@ -140,33 +144,13 @@ Fields With(Fields fields, const std::string& key, const std::string& value) {
   return fields;
 }
 
-struct Builder {
-  const AbusePlanContext& c;
+using serve::RepeatText;
 
-  std::string Head(const std::string& method, const std::string& target,
-                   const std::string& extra = "") const {
-    return method + " " + target + " HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
-           "\r\nConnection: close\r\n" + extra;
-  }
-  std::string Request(const std::string& method, const std::string& target,
-                      const std::string& body) const {
-    return Head(method, target,
-                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\n\r\n") +
-           body;
-  }
+struct Builder : serve::AbuseRequestBuilder {
   std::string Post(GenerationKind kind, const std::string& body) const {
     return Request("POST", GenerationRoute(kind), body);
   }
-  std::string Get(const std::string& target) const { return Head("GET", target, "\r\n"); }
 };
-
-std::string RepeatText(const std::string& unit, int64_t n) {
-  std::string s;
-  s.reserve(unit.size() * static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) s += unit;
-  return s;
-}
 
 // A valid request of kind `k`; sets the case's body and route.
 void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
@@ -175,8 +159,9 @@ void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
   if (k == kValidImageCfg) f = With(With(f, "size", "\"32x16\""), "guidance_scale", "4");
   if (k == kValidImageNone) f = With(f, "response_format", "\"none\"");
   c->body = ObjectText(f);
-  c->route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
-  c->request = b.Post(c->route, c->body);
+  const GenerationKind route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
+  c->path = GenerationRoute(route);
+  c->request = b.Post(route, c->body);
 }
 
 // The video request whose MinimumPeakBytes decides kOverBudget.
@@ -192,55 +177,18 @@ DiffusionRequest OverBudgetRequest() {
   return r;
 }
 
-// kGzipBombBytes of zeros, gzip-compressed (about 1/1000 of that); computed once.
-constexpr size_t kGzipBombBytes = size_t{32} << 20;
-const std::string& GzipBomb() {
-  static const std::string bomb = [] {
-    z_stream z{};
-    deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);  // gzip
-    const std::string zeros(1 << 20, '\0');
-    std::string out(kGzipBombBytes / 512, '\0');
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    for (size_t done = 0; done < kGzipBombBytes; done += zeros.size()) {
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-      z.avail_in = static_cast<uInt>(zeros.size());
-      deflate(&z, done + zeros.size() >= kGzipBombBytes ? Z_FINISH : Z_NO_FLUSH);
-    }
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
-  }();
-  return bomb;
-}
-
 // The malformed-JSON kinds' bodies (kJsonTruncated .. kJsonBadUtf8); `valid` otherwise.
 // `valid` is the base image request's body, `limit` the server's body limit in bytes.
 std::string MalformedJsonBody(Kind k, core::Rng& rng, const std::string& valid, int64_t limit) {
   switch (k) {
     case kJsonTruncated:
-      return valid.substr(0, static_cast<size_t>(rng.Below(valid.size())));
-    case kJsonGarbage: {
-      std::string s(1 + rng.Below(256), '\0');
-      for (char& ch : s) ch = static_cast<char>(rng.Below(256));
-      return s;
-    }
-    case kJsonDeepNesting: {
+      return serve::TruncatedBody(rng, valid);
+    case kJsonGarbage:
+      return serve::GarbageBody(rng);
+    case kJsonDeepNesting:
       // Deeper than ParseJson's 256 levels when the body limit allows it; a non-object or an
       // unknown key "a" otherwise.
-      const int64_t most = (limit - 64) / 6;
-      const int64_t least = std::min<int64_t>(300, most);
-      const int64_t depth =
-          least + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most - least + 1)));
-      switch (rng.Below(3)) {
-        case 0:
-          return RepeatText("[", depth) + RepeatText("]", depth);
-        case 1:
-          return RepeatText("{\"a\":", depth) + "1" + RepeatText("}", depth);
-        default:
-          return RepeatText("[", depth);  // never closed
-      }
-    }
+      return serve::DeepNestingBody(rng, limit);
     case kJsonHugeNumber: {
       const std::vector<std::pair<std::string, std::string>> v = {
           {"num_inference_steps", "1e400"},
@@ -407,15 +355,8 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
       return rng.Below(4) == 0 ? b.Post(GenerationKind::kVideo, valid)
                                : b.Post(GenerationKind::kImage, body);
     }
-    case kChunkedTooLarge: {
-      std::string r = b.Head(
-          "POST", image, "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-      const int64_t chunk = 4096;
-      for (int64_t sent = 0; sent <= b.c.max_body_bytes; sent += chunk) {
-        r += fmt::format("{:x}\r\n", chunk) + std::string(chunk, 'p') + "\r\n";
-      }
-      return r + "0\r\n\r\n";
-    }
+    case kChunkedTooLarge:
+      return serve::ChunkedOverLimit(b, image);
     case kUnknownRoute:
       return Pick(rng, std::vector<std::string>{
                            b.Get("/"), b.Get("/v1/models"), b.Get("/../../etc/passwd"),
@@ -430,7 +371,7 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
                                                 b.Get("/" + RepeatText("\xC3\xA9", 150)),
                                                 b.Get("/a" + RepeatText("%C3%A9", 150))});
     case kUriTooLong:
-      return b.Get("/" + std::string(8200 + rng.Below(8000), 'a'));
+      return serve::UriTooLong(b, rng);
     case kWrongMethod:
       return Pick(
           rng,
@@ -444,43 +385,23 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
                                                 b.Get("/healthz").replace(0, 3, "get"),
                                                 b.Request("POSTX", image, valid)});
     case kBadRequestLine:
-      return Pick(
-          rng, std::vector<std::string>{
-                   "garbage\r\n\r\n", "GET\r\n\r\n", "GET /healthz\r\n\r\n", "\r\n\r\n",
-                   "GET /healthz HTTP/1.1 extra\r\nHost: x\r\n\r\n",
-                   std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n"});
+      return serve::BadRequestLine(rng);
     case kBadContentLength:  // read as 0 and 1 (strtoull): an empty or one-byte body
-      return b.Head("POST", image,
-                    "Content-Length: " + Pick(rng, std::vector<std::string>{"abc", "1e3"}) +
-                        "\r\n\r\n") +
-             valid;
+      return serve::BadContentLength(b, rng, image, valid);
     case kContentLengthHuge:  // the server reads (and drops) until its read timeout
-      return b.Head("POST", image,
-                    "Content-Length: " +
-                        Pick(rng, std::vector<std::string>{"-5", "18446744073709551615",
-                                                           "99999999999999999999999"}) +
-                        "\r\n\r\n") +
-             valid;
+      return serve::HugeContentLength(b, rng, image, valid);
     case kGzipBomb:
+      return serve::Encoded(b, image, "gzip", serve::GzipBomb());
     case kGzipGarbage:
-    case kUnknownEncoding: {
-      const std::string body = k == kGzipBomb ? GzipBomb() : valid;
-      return b.Head("POST", image,
-                    fmt::format("Content-Type: application/json\r\nContent-Encoding: {}\r\n"
-                                "Content-Length: {}\r\n\r\n",
-                                k == kUnknownEncoding ? "zstd" : "gzip", body.size())) +
-             body;
-    }
+      return serve::Encoded(b, image, "gzip", valid);
+    case kUnknownEncoding:
+      return serve::Encoded(b, image, "zstd", valid);
     case kConnectClose:
       return "";
     case kHeadersOnlyClose:
-      return b.Head("POST", image,
-                    "Content-Type: application/json\r\nContent-Length: " +
-                        std::to_string(valid.size()) + "\r\n\r\n");
-    case kHalfBodyClose: {
-      const std::string whole = b.Post(GenerationKind::kImage, valid);
-      return whole.substr(0, whole.size() - valid.size() / 2);
-    }
+      return serve::HeadersOnly(b, image, valid);
+    case kHalfBodyClose:
+      return serve::HalfBody(b, image, valid);
     case kCloseBeforeReply:
       return b.Post(GenerationKind::kImage, ObjectText(BaseImage(7)));
     default:
@@ -489,28 +410,6 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
 }
 
 }  // namespace
-
-const char* AbuseGroupName(AbuseGroup group) {
-  switch (group) {
-    case AbuseGroup::kMalformedJson:
-      return "malformed_json";
-    case AbuseGroup::kWrongType:
-      return "wrong_type";
-    case AbuseGroup::kAbsurdValue:
-      return "absurd_value";
-    case AbuseGroup::kTooLarge:
-      return "too_large";
-    case AbuseGroup::kRoute:
-      return "route";
-    case AbuseGroup::kMethod:
-      return "method";
-    case AbuseGroup::kDisconnect:
-      return "disconnect";
-    case AbuseGroup::kValid:
-      return "valid";
-  }
-  return "?";
-}
 
 const std::vector<AbuseKind>& AbuseKinds() { return kKinds; }
 
@@ -521,47 +420,69 @@ bool AbuseKindEnabled(int kind, const AbusePlanContext& context) {
   return MinimumPeakBytes(*TinyModel(r.model), r) > context.budget_bytes;
 }
 
-core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
-                                                 const AbusePlanContext& context) {
-  if (n < 1) return core::InvalidArgument(fmt::format("requests: got {}, must be >= 1", n));
-  if (context.max_body_bytes < 1024) {
-    return core::InvalidArgument(
-        fmt::format("max body: got {} bytes, must be >= 1024", context.max_body_bytes));
+namespace {
+
+// The valid case's route, from its path.
+GenerationKind RouteOf(const AbuseCase& c) {
+  return c.path == GenerationRoute(GenerationKind::kVideo) ? GenerationKind::kVideo
+                                                           : GenerationKind::kImage;
+}
+
+class DiffusionSuite : public serve::AbuseSuite {
+ public:
+  const std::vector<AbuseKind>& Kinds() const override { return kKinds; }
+  bool KindEnabled(int kind, const AbusePlanContext& context) const override {
+    return AbuseKindEnabled(kind, context);
   }
-  std::vector<int> enabled;
-  int total_weight = 0;
-  for (int k = 0; k < kKindCount; ++k) {
-    if (!AbuseKindEnabled(k, context)) continue;
-    enabled.push_back(k);
-    total_weight += kKinds[static_cast<size_t>(k)].weight;
+  void MakeCase(int kind, core::Rng& rng, const AbusePlanContext& context,
+                AbuseCase* c) const override {
+    const Builder b{{context}};
+    c->request = MakeRequest(static_cast<Kind>(kind), rng, b, c);
   }
-  core::Rng rng(seed);
-  const Builder b{context};
-  std::vector<AbuseCase> cases;
-  cases.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    int k = 0;
-    if (i < static_cast<int64_t>(enabled.size())) {
-      k = enabled[static_cast<size_t>(i)];
-    } else {
-      int64_t u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(total_weight)));
-      for (int e : enabled) {
-        u -= kKinds[static_cast<size_t>(e)].weight;
-        if (u < 0) {
-          k = e;
-          break;
-        }
+  std::string CheckValid(const AbuseCase& c, const serve::HttpReply& reply,
+                         std::string* fingerprint) const override {
+    auto g = ParseGenerationRequest(c.body, RouteOf(c));
+    if (!g.ok()) return "the case itself is invalid: " + g.status().message();
+    auto j = core::ParseJson(reply.body, "reply");
+    if (!j.ok()) return "reply is not JSON: " + j.status().message();
+    if (!j->is_object() || !j->contains("data") || !(*j)["data"].is_array()) {
+      return "reply has no data array";
+    }
+    const DiffusionRequest& r = g->request;
+    const core::Json& data = (*j)["data"];
+    const size_t frames = g->return_images ? static_cast<size_t>(r.frames) : 0;
+    if (data.size() != frames) return fmt::format("{} frames, expected {}", data.size(), frames);
+    for (const core::Json& d : data) {
+      if (!d.is_object() || !d.contains("b64_json") || !d["b64_json"].is_string()) {
+        return "a frame without b64_json";
+      }
+      auto png = serve::DecodeBase64(d["b64_json"].get<std::string>());
+      if (!png.ok()) return png.status().message();
+      auto img = serve::DecodePng(*png);
+      if (!img.ok()) return img.status().message();
+      if (img->width != r.width || img->height != r.height) {
+        return fmt::format("a {}x{} frame, expected {}x{}", img->width, img->height, r.width,
+                           r.height);
       }
     }
-    AbuseCase c;
-    c.kind = k;
-    const AbuseKind& kind = kKinds[static_cast<size_t>(k)];
-    c.action = kind.group == AbuseGroup::kDisconnect ? AbuseAction::kCloseAfterSend
-                                                     : AbuseAction::kExchange;
-    c.request = MakeRequest(static_cast<Kind>(k), rng, b, &c);
-    cases.push_back(std::move(c));
+    if (!j->contains("template") || (*j)["template"] != TemplateKeyString(r)) {
+      return "template is not '" + TemplateKeyString(r) + "'";
+    }
+    *fingerprint = data.dump();
+    return "";
   }
-  return cases;
+};
+
+}  // namespace
+
+const serve::AbuseSuite& DiffusionAbuseSuite() {
+  static const DiffusionSuite suite;
+  return suite;
+}
+
+core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
+                                                 const AbusePlanContext& context) {
+  return serve::PlanAbuse(DiffusionAbuseSuite(), n, seed, context);
 }
 
 }  // namespace tessera::xema

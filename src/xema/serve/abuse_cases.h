@@ -1,6 +1,9 @@
-// The abuse table: every kind of bad request (and a share of good ones) that RunAbuse
-// (abuse.h) sends to a DiffusionServer, each with the HTTP status that the server's contract
-// (server.h, request_json.h) gives it, and a seeded plan of N cases drawn from the table.
+// The diffusion abuse suite (serve/abuse_suite.h): every kind of bad request (and a share of
+// good ones) that the serving core's abuse tool (serve/abuse.h, run by abuse.h) sends to a
+// DiffusionServer, each with the HTTP status that the server's contract (server.h,
+// request_json.h) gives it, and the check of a valid reply: a body whose `data` holds one PNG
+// per frame of the requested size (none with response_format none) and whose `template`
+// names the request; its fingerprint is the data.
 //
 // Groups and the status each kind must get (the variants of a kind are drawn per case):
 //   malformed_json  400  truncated bodies, random bytes, nesting deeper than 256 (up to the
@@ -28,68 +31,38 @@
 //                        none; 1 step) and a 16x16 5-frame video, seeds 1..3: identical bodies
 //                        must get identical data (one kind each, so the warm-up runs them all)
 //
-// Plan: the first cases are one of each enabled kind in table order (so a short run and its
-// warm-up touch every kind), the rest are drawn by weight from a seeded Rng; the same seed and
-// context give the same bytes. Requests carry "Connection: close".
-// Errors: InvalidArgument for n < 1 or a max_body_bytes under 1 KiB. Thread-safety: reentrant.
+// Plan: serve::PlanAbuse (one of each enabled kind in table order, then drawn by weight, seeded).
+// Requests carry "Connection: close"; the HTTP-level ones (chunked, lying Content-Length,
+// gzip, bad request lines, cut-off requests) come from serve/abuse_requests.h.
+// Errors: InvalidArgument for n < 1 or a max_body_bytes under 1 KiB. Thread-safety: reentrant;
+// the suite is immutable.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "core/status.h"
-#include "xema/serve/request_json.h"
+#include "serve/abuse_suite.h"
 
 namespace tessera::xema {
 
-enum class AbuseGroup {
-  kMalformedJson,
-  kWrongType,
-  kAbsurdValue,
-  kTooLarge,
-  kRoute,
-  kMethod,
-  kDisconnect,
-  kValid
-};
-const char* AbuseGroupName(AbuseGroup group);
+using serve::AbuseAction;
+using serve::AbuseCase;
+using serve::AbuseGroup;
+using serve::AbuseGroupName;
+using serve::AbuseKind;
+using serve::AbusePlanContext;
 
-enum class AbuseAction {
-  kExchange,        // send the request, read the reply
-  kCloseAfterSend,  // send the (possibly partial or empty) request, then close at once
-};
+// The suite (one instance, built on first use).
+const serve::AbuseSuite& DiffusionAbuseSuite();
 
-struct AbuseKind {
-  const char* name;
-  AbuseGroup group;
-  int expected_status;  // 0: none, the client closes first
-  int weight;           // relative share of drawn cases
-  const char* what;     // one line for tables
-};
-
-// The table, in a fixed order (AbuseCase::kind indexes it).
+// Its table, in a fixed order (AbuseCase::kind indexes it).
 const std::vector<AbuseKind>& AbuseKinds();
-
-struct AbuseCase {
-  int kind = 0;
-  AbuseAction action = AbuseAction::kExchange;
-  std::string request;  // the raw bytes sent
-  // Valid kinds: the JSON body and its route (the reply is checked against them).
-  std::string body;
-  GenerationKind route = GenerationKind::kImage;
-};
-
-struct AbusePlanContext {
-  std::string host = "127.0.0.1";  // for the Host header
-  int port = 80;
-  int64_t max_body_bytes = 64 * 1024;  // the server's body limit (ServerOptions default)
-  int64_t budget_bytes = 0;            // per device; 0: unknown (the 507 kind is left out)
-};
 
 // Whether a kind is sent under `context` (the 507 kind needs a budget its request exceeds).
 bool AbuseKindEnabled(int kind, const AbusePlanContext& context);
 
+// serve::PlanAbuse of the suite.
 core::StatusOr<std::vector<AbuseCase>> PlanAbuse(int64_t n, uint64_t seed,
                                                  const AbusePlanContext& context);
 

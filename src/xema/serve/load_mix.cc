@@ -101,4 +101,10 @@ std::string RequestBody(const LoadTemplate& t, uint64_t seed) {
   return j.dump();
 }
 
+serve::LoadRequest MixSource::Request(size_t t, uint64_t seed) const {
+  const LoadTemplate& m = mix_[t];
+  return {GenerationRoute(m.video ? GenerationKind::kVideo : GenerationKind::kImage),
+          RequestBody(m, seed)};
+}
+
 }  // namespace tessera::xema

@@ -10,7 +10,7 @@
 // with probability weight / sum of weights. Each template must be a valid request
 // (ValidateRequest), so a typo fails before any load is sent; unknown keys are refused.
 // Errors: InvalidArgument "mix[1].steps: got 0, must be in [1, 200]" style; at most
-// kMaxMixTemplates templates. Thread-safety: reentrant.
+// kMaxMixTemplates templates. Thread-safety: reentrant; a MixSource is read-only once built.
 #pragma once
 
 #include <string>
@@ -18,6 +18,7 @@
 
 #include "core/json_util.h"
 #include "core/status.h"
+#include "serve/request_source.h"
 #include "xema/pipeline/tiny_pipeline.h"
 
 namespace tessera::xema {
@@ -45,5 +46,20 @@ core::StatusOr<std::vector<LoadTemplate>> ReadMix(const std::string& spec,
 
 // The body of one generation request of template `t` (response_format "none").
 std::string RequestBody(const LoadTemplate& t, uint64_t seed);
+
+// A mix as the serving core's load tools see it (serve/request_source.h): template t is
+// RequestBody(mix[t], seed) POSTed to its generation route. Holds a reference: `mix` must
+// outlive it.
+class MixSource : public serve::RequestSource {
+ public:
+  explicit MixSource(const std::vector<LoadTemplate>& mix) : mix_(mix) {}
+  size_t Count() const override { return mix_.size(); }
+  std::string Label(size_t t) const override { return mix_[t].label; }
+  double Weight(size_t t) const override { return mix_[t].weight; }
+  serve::LoadRequest Request(size_t t, uint64_t seed) const override;
+
+ private:
+  const std::vector<LoadTemplate>& mix_;
+};
 
 }  // namespace tessera::xema

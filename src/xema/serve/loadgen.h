@@ -1,112 +1,41 @@
-// An open-loop load generator for a DiffusionServer (or anything speaking its API): requests
-// arrive at seeded Poisson or Gamma times (arrivals.h), each drawn from a template mix
-// (load_mix.h), and are sent whether or not earlier ones have been answered, each on its own
-// thread and connection, at most max_in_flight at once (an arrival beyond that is counted
-// not_sent and as an SLO miss: open loop means the generator never slows down).
+// Xema's load generator: the serving core's open-loop load generator (serve/loadgen.h: arrivals,
+// solo runs, SLO attainment, the report) over a diffusion template mix (load_mix.h), sent to a
+// DiffusionServer's generation routes. The options are the core's plus the mix; the report
+// types are the core's, named here too so callers keep one namespace.
 //
-// SLO: first every template is sent kSoloRuns times in a row, alone and in order (the first
-// requests may load a model, plan the template or map its arena); the last one's latency is
-// its "solo" latency. A request of template t meets its SLO when it is answered 200 within
-// slo_scale x solo(t). A template whose solo requests are refused (e.g. 507) keeps the error
-// in solo_error; its requests are still sent and never meet the SLO.
-// Attainment = met / planned arrivals (errors, refusals and not_sent count as misses).
-// Latencies are client-side wall-clock seconds, request sent to reply read.
-//
-// Errors: InvalidArgument for bad options (naming the option: url, rate, cv, duration,
-// slo-scale, mix); Unavailable when the server cannot be reached; FailedPrecondition when a
-// solo request of any template is answered 200 (the first template's error included).
-// Thread-safety: RunLoadgen is reentrant; `progress` is called on the calling thread.
+// Errors: those of serve::RunLoadgen / serve::PlanArrivals ("mix: got no templates" for an
+// empty mix). Thread-safety: reentrant; `progress` is called on the calling thread.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/json_util.h"
 #include "core/status.h"
-#include "serve/arrivals.h"
+#include "serve/http_url.h"
+#include "serve/loadgen.h"
 #include "xema/serve/load_mix.h"
 
 namespace tessera::xema {
 
-struct LoadgenOptions {
-  std::string url;  // http://HOST:PORT
-  double rate_rps = 1;
-  serve::ArrivalKind arrivals = serve::ArrivalKind::kPoisson;
-  double cv = 1;  // gamma only
+using serve::AttainmentAt;
+using serve::kSoloRuns;
+using serve::LoadgenReport;
+using serve::ParseHttpUrl;
+using serve::PlannedArrival;
+using serve::RequestOutcome;
+using serve::TemplateLoad;
+
+struct LoadgenOptions : serve::LoadgenOptions {
   std::vector<LoadTemplate> mix;
-  double duration_s = 10;
-  uint64_t seed = 1;
-  double slo_scale = 5;
-  int max_in_flight = 256;
-  double timeout_s = 600;  // per request
-  // SLO reference per mix template (size mix.size()): the SLO of template t is slo_scale x
-  // reference_solo_s[t] instead of this server's own solo latency (the solo requests are still
-  // sent, as warm-up). Lets policies be compared against one isolated latency. Empty: own.
-  std::vector<double> reference_solo_s;
-  // A recorded arrival trace (arrivals.h): when not empty, its times and templates replace
-  // the generated ones (rate, arrivals, cv and duration are then unused).
-  std::vector<serve::TraceArrival> trace;
-  std::function<void(int64_t done, int64_t total)> progress;
 };
-
-inline constexpr int kSoloRuns = 3;
-
-struct TemplateLoad {
-  std::string label;
-  double solo_latency_s = 0;
-  std::string solo_error;  // why its solo requests failed; empty when they were served
-  int64_t sent = 0, completed = 0, slo_met = 0;
-};
-
-// One sent request: its template (index into the mix), HTTP status (0: transport error) and
-// latency.
-struct RequestOutcome {
-  int template_index = 0;
-  int status = 0;
-  double latency_s = 0;
-};
-
-struct LoadgenReport {
-  int64_t planned = 0;    // arrivals in the duration
-  int64_t sent = 0;       // requests sent
-  int64_t completed = 0;  // answered 200
-  int64_t not_sent = 0;   // max_in_flight reached
-  int64_t transport_errors = 0;
-  std::map<int, int64_t> status_counts;  // by HTTP status
-  int64_t slo_met = 0;
-  double slo_attainment = 0;                    // slo_met / planned
-  double latency_p50_s = 0, latency_p99_s = 0;  // of completed requests
-  double throughput_rps = 0;                    // completed / wall_s
-  double wall_s = 0;                            // first arrival to last reply
-  std::vector<TemplateLoad> templates;
-  std::vector<RequestOutcome> outcomes;  // every sent request, in completion order
-};
-
-// Attainment of `report` at another SLO: requests answered 200 within slo_scale x solo_s[t]
-// over the planned arrivals (solo_s: one per template; a template with solo_s <= 0 never meets
-// it). The report's own figure is AttainmentAt(report, SLO references used, its slo_scale).
-double AttainmentAt(const LoadgenReport& report, const std::vector<double>& solo_s,
-                    double slo_scale);
-
-// "http://HOST:PORT" -> host and port; InvalidArgument "url: got '...', must be ...".
-core::Status ParseHttpUrl(const std::string& url, std::string* host, int* port);
 
 core::StatusOr<LoadgenReport> RunLoadgen(const LoadgenOptions& options);
 
-// One planned arrival of a load: when, which template of the mix, and the request's seed.
-struct PlannedArrival {
-  double at_s = 0;
-  int template_index = 0;
-  uint64_t seed = 0;
-};
-// The arrivals RunLoadgen sends for `options` (rate, arrivals, cv, duration, seed, mix, or the
-// trace), in order: a serving simulation replays exactly the load a real run sends.
-// InvalidArgument for a bad rate, duration, mix or trace entry.
+// The arrivals RunLoadgen sends for `options` (serve::PlanArrivals over the mix).
 core::StatusOr<std::vector<PlannedArrival>> PlanArrivals(const LoadgenOptions& options);
 
+// serve::ToJson with "format": "tessera.xema.loadgen/1".
 core::Json ToJson(const LoadgenReport& report, const LoadgenOptions& options);
 
 }  // namespace tessera::xema

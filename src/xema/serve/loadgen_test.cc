@@ -1,39 +1,15 @@
+// Xema's load generator over a DiffusionServer: the template mix, a low-rate run, a template
+// refused alone (507). The engine's own tests are in serve/loadgen_test.cc.
 #include "xema/serve/loadgen.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "xema/serve/server.h"
 
 namespace tessera::xema {
 namespace {
-
-TEST(ArrivalsTest, RateAndBurstinessAsAsked) {
-  auto p = serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 100, 1, 100, 7);
-  ASSERT_TRUE(p.ok());
-  EXPECT_NEAR(static_cast<double>(p->size()), 10000, 400);
-  EXPECT_EQ(*p, *serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 100, 1, 100, 7));  // seeded
-  for (double cv : {0.5, 2.0}) {
-    auto g = serve::ArrivalTimes(serve::ArrivalKind::kGamma, 100, cv, 200, 3);
-    ASSERT_TRUE(g.ok());
-    double sum = 0, sum2 = 0, prev = 0;
-    for (double t : *g) {
-      sum += t - prev;
-      sum2 += (t - prev) * (t - prev);
-      prev = t;
-    }
-    const double n = static_cast<double>(g->size());
-    const double mean = sum / n;
-    EXPECT_NEAR(mean, 0.01, 0.001) << cv;
-    EXPECT_NEAR(std::sqrt(sum2 / n - mean * mean) / mean, cv, 0.1 * cv) << cv;
-  }
-  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 0, 1, 1, 1).ok());
-  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kGamma, 1, 0, 1, 1).ok());
-  EXPECT_FALSE(serve::ArrivalTimes(serve::ArrivalKind::kPoisson, 1e6, 1, 1e6, 1).ok());
-  EXPECT_FALSE(serve::ParseArrivalKind("uniform").ok());
-}
 
 TEST(LoadMixTest, InlineMixAndBadTemplatesNamed) {
   auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "weight": 3},
@@ -55,18 +31,6 @@ TEST(LoadMixTest, InlineMixAndBadTemplatesNamed) {
             std::string::npos);
   EXPECT_NE(error(R"([{"model": "sdxl"}])").find("mix[0].model"), std::string::npos);
   EXPECT_NE(error("/nonexistent/mix.json").find("/nonexistent/mix.json"), std::string::npos);
-}
-
-TEST(LoadgenTest, UrlsAreChecked) {
-  std::string host;
-  int port = 0;
-  ASSERT_TRUE(ParseHttpUrl("http://127.0.0.1:8000", &host, &port).ok());
-  EXPECT_EQ(host, "127.0.0.1");
-  EXPECT_EQ(port, 8000);
-  for (const char* bad : {"127.0.0.1:80", "https://x:1", "http://x", "http://x:0", "http://:80",
-                          "http://a b:80", "http://x:99999"}) {
-    EXPECT_FALSE(ParseHttpUrl(bad, &host, &port).ok()) << bad;
-  }
 }
 
 // 4 requests/s for 1 s; a generous SLO: the tests check completion, not speed.
@@ -126,55 +90,6 @@ TEST(LoadgenTest, LowRateAgainstAnInProcessServerCompletesAll) {
             std::string::npos);
 }
 
-TEST(ArrivalsTest, RecordedTraceIsReadAndBadEntriesNamed) {
-  auto t = serve::ArrivalTraceFromJson(core::Json::parse(R"([{"at_s": 0, "template": 1},
-      {"at_s": 0.25, "template": 0}, {"at_s": 0.25, "template": 1}])"),
-                                       "trace.json", 2);
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  ASSERT_EQ(t->size(), 3u);
-  EXPECT_EQ((*t)[1].at_s, 0.25);
-  EXPECT_EQ((*t)[2].template_index, 1);
-  auto message = [](const char* text, int templates) {
-    auto r = serve::ArrivalTraceFromJson(core::Json::parse(text), "trace.json", templates);
-    EXPECT_FALSE(r.ok()) << text;
-    return r.ok() ? std::string() : r.status().message();
-  };
-  EXPECT_NE(message(R"([{"at_s": 1, "template": 2}])", 2).find("trace.json[0].template"),
-            std::string::npos);
-  EXPECT_NE(message(R"([{"at_s": 1, "template": 0}, {"at_s": 0.5, "template": 0}])", 1)
-                .find("trace.json[1].at_s: got 0.5, before the previous arrival"),
-            std::string::npos);
-  EXPECT_NE(message(R"([{"at_s": -1, "template": 0}])", 1).find("trace.json[0].at_s"),
-            std::string::npos);
-  EXPECT_NE(message(R"([{"at": 1, "template": 0}])", 1).find("unknown key 'at'"),
-            std::string::npos);
-  EXPECT_NE(message("[]", 1).find("non-empty array"), std::string::npos);
-  EXPECT_NE(message("{}", 1).find("non-empty array"), std::string::npos);
-}
-
-TEST(LoadgenTest, RecordedTraceIsSentAsRecorded) {
-  ServerOptions so;
-  so.budget_bytes = int64_t{1} << 30;
-  so.http_threads = 8;
-  auto server = DiffusionServer::Start(so);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1, "guidance": 1},
-                         {"model": "tiny-t2i", "size": "32x16", "steps": 1, "guidance": 1}])");
-  ASSERT_TRUE(mix.ok());
-  LoadgenOptions o = LowRate((*server)->url(), 3, *mix);
-  o.trace = {{0.0, 1}, {0.1, 1}, {0.3, 0}};
-  auto r = RunLoadgen(o);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->planned, 3);
-  EXPECT_EQ(r->completed, 3);
-  EXPECT_EQ(r->templates[0].sent, 1);
-  EXPECT_EQ(r->templates[1].sent, 2);
-  EXPECT_EQ(ToJson(*r, o)["arrivals"], "trace");
-  o.trace = {{0.0, 2}};
-  EXPECT_NE(RunLoadgen(o).status().message().find("trace: template 2 is not in the mix of 2"),
-            std::string::npos);
-}
-
 TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
   DiffusionRequest big;
   big.width = big.height = 128;
@@ -195,18 +110,6 @@ TEST(LoadgenTest, TemplateRefusedAloneIsReportedAndNeverMeetsItsSlo) {
   EXPECT_EQ(r->templates[1].slo_met, 0);
   EXPECT_EQ(r->status_counts[507], r->templates[1].sent);
   EXPECT_EQ(r->slo_met, r->templates[0].sent);
-}
-
-TEST(LoadgenTest, UnreachableServerIsOneLine) {
-  LoadgenOptions o;
-  o.url = "http://127.0.0.1:1";
-  o.duration_s = 1;
-  auto mix = ReadMix(R"([{"model": "tiny-t2i", "size": "16x16", "steps": 1}])");
-  o.mix = *mix;
-  auto r = RunLoadgen(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), core::StatusCode::kUnavailable);
-  EXPECT_NE(r.status().message().find("cannot reach"), std::string::npos);
 }
 
 }  // namespace
