@@ -426,7 +426,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                {"--duration-s", K::kFloat, {}},
                                {"--host-gbps", K::kFloat, {}},
                                {"--time-scale", K::kFloat, {}},
-                               {"--plan", K::kInputFile, {}}});
+                               {"--plan", K::kInputFile, {}},
+                               {"--warm-up", K::kInputFile, {}}});
   serve.group = "xema";
   serve.bases = {
       {"--host", "127.0.0.1", "--port", "0", "--budget", "256MiB", "--duration-s", "0.2"},

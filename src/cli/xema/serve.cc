@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/xema/request_options.h"
 #include "core/byte_size.h"
+#include "xema/serve/request_json.h"
 #include "xema/serve/server.h"
 
 namespace tessera::cli {
@@ -23,8 +24,9 @@ struct ServeArgs {
   int64_t queue = 64;
   int64_t max_requests = 0;
   double duration_s = 0;
-  std::string plan_path;  // --plan: mitigation plans made offline
-  OffloadArgs link;       // the host link of offload, caching and xema (its offload list unused)
+  std::string plan_path;     // --plan: mitigation plans made offline
+  std::string warm_up_path;  // --warm-up: templates planned before serving
+  OffloadArgs link;          // the host link of offload, caching and xema (its offload list unused)
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -49,6 +51,10 @@ core::Status RunServe(const ServeArgs& a) {
     } else {
       ASSIGN_OR_RETURN(o.plans, xema::PlanTableFromJson(table, a.plan_path, a.budget_bytes));
     }
+  }
+  if (!a.warm_up_path.empty()) {
+    ASSIGN_OR_RETURN(const core::Json list, core::ReadJsonFile(a.warm_up_path));
+    ASSIGN_OR_RETURN(o.warm_up, xema::WarmUpFromJson(list, a.warm_up_path));
   }
   o.host_gbps = a.link.host_gbps;
   o.time_scale = a.link.time_scale;
@@ -109,6 +115,9 @@ void AddXemaServe(CLI::App* xema, Action* action) {
   paths->Input(c, "--plan", &a->plan_path,
                "a plan table of xema plan (then --policy is unused), or mitigation plans made "
                "offline (xema mitigate --json; one plan or an array; caching and xema only)");
+  paths->Input(c, "--warm-up", &a->warm_up_path,
+               "generation bodies (a JSON array, as POSTed) whose templates are profiled and "
+               "planned before serving instead of in their first request");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunServe(*a); }); });
 }
 

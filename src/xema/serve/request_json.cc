@@ -52,6 +52,25 @@ core::Status ParseSize(const std::string& text, const std::string& field, int64_
   return core::Status::Ok();
 }
 
+core::StatusOr<std::vector<DiffusionRequest>> WarmUpFromJson(const core::Json& j,
+                                                             const std::string& source) {
+  if (!j.is_array()) {
+    return core::InvalidArgument(
+        fmt::format("{}: warm-up list: got {}, must be an array of generation bodies", source,
+                    core::ShowJson(j)));
+  }
+  std::vector<DiffusionRequest> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const GenerationKind kind = j[i].is_object() && j[i].contains("frames")
+                                    ? GenerationKind::kVideo
+                                    : GenerationKind::kImage;
+    auto g = ParseGenerationRequest(j[i].dump(), kind);
+    if (!g.ok()) return g.status().WithPrefix(fmt::format("{}: warm_up[{}]", source, i));
+    out.push_back(std::move(g->request));
+  }
+  return out;
+}
+
 core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body,
                                                          GenerationKind kind) {
   ASSIGN_OR_RETURN(const core::Json j, core::ParseJson(body, "body"));

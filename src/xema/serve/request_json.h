@@ -21,7 +21,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/json_util.h"
 #include "core/status.h"
 #include "xema/pipeline/tiny_pipeline.h"
 
@@ -44,6 +46,12 @@ const char* GenerationRoute(GenerationKind kind);
 
 core::StatusOr<GenerationRequest> ParseGenerationRequest(const std::string& body,
                                                          GenerationKind kind);
+
+// A warm-up list (ServerOptions::warm_up): a JSON array of generation bodies as POSTed (a body
+// with "frames" is a video request), each parsed by ParseGenerationRequest. InvalidArgument
+// "SOURCE: warm_up[i]: ..." naming the first bad body, or when `j` is not an array.
+core::StatusOr<std::vector<DiffusionRequest>> WarmUpFromJson(const core::Json& j,
+                                                             const std::string& source);
 
 // "WxH" with decimal sides in [1, kMaxRequestPixels]; InvalidArgument naming `field`.
 core::Status ParseSize(const std::string& text, const std::string& field, int64_t* width,

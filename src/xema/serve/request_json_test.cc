@@ -102,3 +102,34 @@ TEST(RequestJsonTest, EchoedMultibyteValuesStayValidUtf8) {
 
 }  // namespace
 }  // namespace tessera::xema
+
+namespace tessera::xema {
+namespace {
+
+TEST(WarmUpFromJsonTest, ParsesImageAndVideoBodiesAndNamesTheBadOne) {
+  const core::Json list = core::Json::parse(R"([
+    {"model": "tiny-t2i", "prompt": "a cat", "size": "128x128", "num_inference_steps": 3},
+    {"model": "tiny-t2v", "prompt": "waves", "size": "64x64", "frames": 5}])");
+  auto r = WarmUpFromJson(list, "warm.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].model, "tiny-t2i");
+  EXPECT_EQ((*r)[0].width, 128);
+  EXPECT_EQ((*r)[0].steps, 3);
+  EXPECT_EQ((*r)[1].model, "tiny-t2v");
+  EXPECT_EQ((*r)[1].frames, 5);
+
+  const core::Json bad = core::Json::parse(R"([
+    {"model": "tiny-t2i", "prompt": "a cat", "size": "64x64"},
+    {"model": "tiny-t2v", "prompt": "waves", "size": "64x64"}])");
+  auto e = WarmUpFromJson(bad, "warm.json");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("warm.json: warm_up[1]: model"), std::string::npos)
+      << e.status().message();
+  auto not_list = WarmUpFromJson(core::Json::parse(R"({"model": "tiny-t2i"})"), "warm.json");
+  EXPECT_NE(not_list.status().message().find("must be an array"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::xema
