@@ -1,0 +1,60 @@
+// Router: KernelFlume's placement policy over the route store. It adds attention nodes and
+// requests, and before each step of a request decides whether the request's open tail must move
+// (re-route = seal the tail at the step's first position and open a new tail elsewhere), then
+// installs the new version; the step uses the returned snapshot for all of its layers.
+//
+// The tail moves when the step's new tokens would take it past range_tokens_max, or its node
+// past capacity_tokens, or (reroute_every = k > 0) once k tokens have gone into it -- the last
+// is for tests and benchmarks that exercise many ranges. The new tail goes to the active node
+// with the fewest live tokens, scanning cyclically from the node after the current tail's (so
+// re-routes walk the nodes), among those with room. Live tokens per node are counted here as
+// steps are prepared (the snapshot's per-node counts use each request's length at its last
+// re-route, which is never more).
+// Errors: a step larger than range_tokens_max is InvalidArgument; no active node with room is
+// Infeasible naming the tokens needed and the nodes' free tokens.
+// Thread-safety: one thread at a time (the weight node's scheduler).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "core/status.h"
+#include "kernelflume/route_store.h"
+
+namespace tessera::kernelflume {
+
+struct RouterOptions {
+  int64_t range_tokens_max = 16384;
+  int64_t reroute_every = 0;  // tokens; 0 = only when needed
+};
+
+class Router {
+ public:
+  Router(RouteStore& store, RouterOptions options);
+
+  [[nodiscard]] core::Status AddNode(const AttentionNodeInfo& node);
+  // Routes a new request (length 0); its tail goes to the emptiest active node.
+  [[nodiscard]] core::Status AddRequest(uint64_t request_id);
+  // Before appending `num_new` tokens at positions [length, length + num_new): re-routes if
+  // needed and returns the snapshot the step reads.
+  core::StatusOr<std::shared_ptr<const RoutingTable>> PrepareStep(uint64_t request_id,
+                                                                  int64_t length, int64_t num_new);
+  // Drops a finished request; its tokens leave the live counts.
+  [[nodiscard]] core::Status RemoveRequest(uint64_t request_id);
+
+  int64_t LiveTokens(int32_t node_id) const;
+  int64_t reroutes() const { return reroutes_; }
+
+ private:
+  core::StatusOr<int32_t> PickNode(const RoutingTable& table, int32_t after_node,
+                                   int64_t need_tokens) const;
+
+  RouteStore& store_;
+  RouterOptions options_;
+  std::map<int32_t, int64_t> live_tokens_;
+  std::map<uint64_t, int64_t> lengths_;  // per request, tokens appended so far
+  int64_t reroutes_ = 0;
+};
+
+}  // namespace tessera::kernelflume
