@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-matplotlib libcpp-httplib-dev libpng-dev
+  libucx-dev
   python3-dev python3-pybind11 python3-pytest python3-torch python3-venv python3-pip
   python3-setuptools python3-wheel curl
 )
