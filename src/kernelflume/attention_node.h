@@ -1,0 +1,94 @@
+// AttentionNode: a weightless KernelFlume attention node. It joins a weight node over an AM
+// transport (comm/am_transport.h), keeps the token ranges of KV the weight node appends in a
+// paged store (range_kv_store.h), and answers each query with the partial attention (o, lse)
+// of the query over the requested ranges (kernels/decode_attention.h) -- it holds no weights
+// and runs no projection.
+//
+// Protocol (kernelflume/protocol.h): the node sends kJoin (id, capacity, page size, the model
+// fingerprint it was started for, "" if none) and waits for kJoinReply, which carries the
+// attention shape or the reason for a refusal (another model, a duplicate id). Then it serves
+// kQuery, kAppend, kFree and kShutdown on the transport's progress thread. A query whose
+// ranges do not yet hold the tokens it needs (its append still in flight) waits for them; any
+// other failure (unknown range, bad message, pool full) is answered as a failed partial
+// naming this node, so the weight node reports it instead of waiting.
+// Lifetime: owns its transport; destroying the node stops the transport first, so no handler
+// runs on a destroyed node. Thread-safety: Wait from one thread; the rest is internal.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "comm/am_transport.h"
+#include "core/status.h"
+#include "kernelflume/protocol.h"
+#include "kernelflume/range_kv_store.h"
+
+namespace tessera::kernelflume {
+
+struct AttentionNodeOptions {
+  int32_t node_id = 0;
+  int64_t capacity_tokens = 0;
+  int32_t page_tokens = 256;
+  std::string fingerprint;  // the model this node is for; "" = accept the weight node's
+  double join_timeout_s = 30;
+};
+
+struct AttentionNodeStats {
+  int64_t queries = 0;
+  int64_t appends = 0;
+  int64_t deferred_queries = 0;
+  int64_t failed_queries = 0;
+};
+
+class AttentionNode {
+ public:
+  // Connects to the weight node at `address` and joins. FailedPrecondition with the weight
+  // node's reason when refused; Unavailable when it cannot be reached in join_timeout_s.
+  static core::StatusOr<std::unique_ptr<AttentionNode>> Join(
+      std::unique_ptr<comm::AmTransport> transport, const std::string& address,
+      const AttentionNodeOptions& options);
+  ~AttentionNode();
+
+  // Blocks until the weight node sends kShutdown (OK) or is lost (Unavailable).
+  [[nodiscard]] core::Status Wait();
+  AttentionNodeStats stats() const;
+  const AttentionShape& shape() const { return shape_; }
+
+ private:
+  struct PendingQuery {
+    QueryMsg msg;
+    std::vector<float> q;
+  };
+  AttentionNode(const AttentionNodeOptions& options);
+  void OnJoinReply(std::span<const std::byte> header);
+  void OnQuery(std::span<const std::byte> header, std::span<const std::byte> payload);
+  void OnAppend(std::span<const std::byte> header, std::span<const std::byte> payload);
+  // Answers `q` if its ranges hold what it needs; false when it must wait.
+  bool TryAnswer(const PendingQuery& q);
+  void SendFailure(const QueryMsg& m, const core::Status& st);
+  void Finish(core::Status st);
+
+  AttentionNodeOptions options_;
+  AttentionShape shape_;
+  std::unique_ptr<RangeKvStore> store_;  // set once the join is accepted
+  comm::PeerId weight_ = 0;
+  std::deque<PendingQuery> pending_;
+  std::vector<float> o_, lse_;  // reply scratch: o (Tq, H, D) then lse (Tq, H)
+  std::vector<kernels::KvSegment> segments_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool join_answered_ = false;
+  JoinReplyMsg join_reply_;
+  bool finished_ = false;
+  core::Status finish_status_;
+  AttentionNodeStats stats_;
+  // Declared last: destroyed first, which stops the progress thread before the members above.
+  std::unique_ptr<comm::AmTransport> transport_;
+};
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,144 @@
+#include "kernelflume/disaggregated_attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/decode_attention.h"
+#include "kernels/lse_merge.h"
+
+namespace tessera::kernelflume {
+
+using core::Status;
+
+DisaggregatedAttention::DisaggregatedAttention(WeightNode& weight_node, uint64_t request_id)
+    : wn_(weight_node), request_id_(request_id) {}
+
+DisaggregatedAttention::~DisaggregatedAttention() { wn_.CloseRequest(request_id_); }
+
+Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t num_tokens,
+                                          const float* q) {
+  const AttentionShape& s = wn_.shape();
+  if (layer == 0) {
+    auto snap = wn_.PrepareStep(request_id_, pos0, num_tokens);
+    if (!snap.ok()) return snap.status();
+    snapshot_ = *snap;
+    pos0_ = pos0;
+    num_tokens_ = num_tokens;
+    plan_.clear();
+    plan_nodes_.clear();
+    const RequestRoute* route = snapshot_->Find(request_id_);
+    for (const RouteRange& g : route->ranges) {
+      if (g.start >= pos0) continue;  // holds none of this step's history
+      const int64_t end = g.open() ? pos0 : std::min(g.end, pos0);
+      auto it = std::find_if(plan_.begin(), plan_.end(),
+                             [&](const NodePlan& p) { return p.node_id == g.node; });
+      if (it == plan_.end()) {
+        plan_.push_back(NodePlan{g.node, {}});
+        it = plan_.end() - 1;
+      }
+      it->ranges.push_back(RangeNeed{g.range_id, end - g.start});
+    }
+    for (const NodePlan& p : plan_) plan_nodes_.push_back(p.node_id);
+    const RouteRange& tail = route->tail();
+    tail_range_ = tail.range_id;
+    tail_node_ = tail.node;
+    tail_offset_ = pos0 - tail.start;
+  } else if (pos0 != pos0_ || num_tokens != num_tokens_) {
+    return core::FailedPrecondition(fmt::format(
+        "layer {} of a step at position {} ({} tokens) inside the step at {} ({} tokens)", layer,
+        pos0, num_tokens, pos0_, num_tokens_));
+  }
+  const size_t qn = static_cast<size_t>(num_tokens) * s.num_heads * s.head_dim;
+  q_.assign(q, q + qn);
+  const std::span<const std::byte> payload = std::as_bytes(std::span<const float>(q_));
+  for (const NodePlan& p : plan_) {
+    QueryMsg m{request_id_,
+               snapshot_->version(),
+               pos0,
+               static_cast<int32_t>(layer),
+               static_cast<int32_t>(num_tokens),
+               p.ranges};
+    const std::vector<std::byte> header = Encode(m);
+    if (Status st = wn_.SendTo(p.node_id, kQuery, header, payload); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const float* v,
+                                           float* o) {
+  const AttentionShape& s = wn_.shape();
+  const int64_t t = num_tokens_, h = s.num_heads, d = s.head_dim, hkv = s.num_kv_heads;
+  // The self partial: the new tokens among themselves, causally.
+  kernels::DecodeAttentionShape shape;
+  shape.num_q_tokens = t;
+  shape.num_heads = h;
+  shape.num_kv_heads = hkv;
+  shape.head_dim = d;
+  shape.scale = s.scale;
+  shape.causal = true;
+  kernels::KvSegment self{k, v, t, hkv * d, d};
+  self_o_.resize(t * h * d);
+  self_lse_.resize(t * h);
+  if (Status st = kernels::PartialAttention(shape, q_.data(), std::span(&self, 1), self_o_.data(),
+                                            self_lse_.data());
+      !st.ok()) {
+    return st;
+  }
+  // Append the new K and V to the tail's node (later steps read them).
+  const size_t per = static_cast<size_t>(t * hkv * d);
+  kv_.resize(2 * per);
+  std::memcpy(kv_.data(), k, per * sizeof(float));
+  std::memcpy(kv_.data() + per, v, per * sizeof(float));
+  AppendMsg a{request_id_, tail_range_, static_cast<int32_t>(layer), tail_offset_,
+              static_cast<int32_t>(t)};
+  const std::vector<std::byte> header = Encode(a);
+  if (Status st =
+          wn_.SendTo(tail_node_, kAppend, header, std::as_bytes(std::span<const float>(kv_)));
+      !st.ok()) {
+    return st;
+  }
+  if (plan_.empty()) {
+    std::memcpy(o, self_o_.data(), self_o_.size() * sizeof(float));
+    return Status::Ok();
+  }
+  if (Status st =
+          wn_.WaitPartials(request_id_, pos0_, static_cast<int32_t>(layer), plan_nodes_, partials_);
+      !st.ok()) {
+    return st;
+  }
+  const size_t on = static_cast<size_t>(t * h * d), ln = static_cast<size_t>(t * h);
+  for (const Partial& p : partials_) {
+    if (!p.status.ok()) return p.status;
+    if (p.o_lse.size() != on + ln) {
+      return core::Internal(fmt::format(
+          "attention node {}: partial of {} floats for layer {} of the step at position {}, "
+          "expected {}",
+          p.node_id, p.o_lse.size(), layer, pos0_, on + ln));
+    }
+    for (float x : p.o_lse) {
+      if (std::isnan(x) || x == INFINITY) {
+        return core::Internal(fmt::format(
+            "attention node {}: non-finite partial (NaN or +inf) for layer {} of the step at "
+            "position {} (data loss; not masked)",
+            p.node_id, layer, pos0_));
+      }
+    }
+  }
+  // Merge in range-start order, the self partial (the newest positions) last.
+  std::vector<float> lse(partials_[0].o_lse.begin() + on, partials_[0].o_lse.end());
+  std::memcpy(o, partials_[0].o_lse.data(), on * sizeof(float));
+  for (size_t i = 1; i < partials_.size(); ++i) {
+    const float* po = partials_[i].o_lse.data();
+    if (Status st = kernels::MergeAttentionPartialsInPlace(t, h, d, o, lse.data(), po, po + on);
+        !st.ok()) {
+      return st;
+    }
+  }
+  return kernels::MergeAttentionPartialsInPlace(t, h, d, o, lse.data(), self_o_.data(),
+                                                self_lse_.data());
+}
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,61 @@
+// DisaggregatedAttention: a request's core attention run on KernelFlume attention nodes
+// (models::CoreAttention), by query-first dispatch:
+//   BeginLayer   at layer 0, reads ONE routing snapshot for the whole step (the router may
+//                re-route the tail at this token boundary); then sends the step's queries q to
+//                every node holding a range of the request's history [0, pos0), with the
+//                tokens each range must hold.
+//   FinishLayer  (the model has computed K and V meanwhile) computes the self partial of the
+//                new tokens locally (causal among themselves), appends their K and V to the
+//                tail's node (needed by later steps only), waits for the nodes' partials and
+//                merges them by log-sum-exp in range-start order, the self partial last -- a
+//                fixed order, so a run is bitwise reproducible for a given routing.
+// A partial with NaN or +inf is DataLoss-like (Internal naming the node), never masked.
+// Errors name the node, the layer and the step. Destroying it drops the request's routes and
+// tells the nodes to free its ranges.
+// Thread-safety: one thread (the request's), as CoreAttention requires.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernelflume/weight_node.h"
+#include "models/core_attention.h"
+
+namespace tessera::kernelflume {
+
+class DisaggregatedAttention final : public models::CoreAttention {
+ public:
+  DisaggregatedAttention(WeightNode& weight_node, uint64_t request_id);
+  ~DisaggregatedAttention() override;
+
+  [[nodiscard]] core::Status BeginLayer(int64_t layer, int64_t pos0, int64_t num_tokens,
+                                        const float* q) override;
+  [[nodiscard]] core::Status FinishLayer(int64_t layer, const float* k, const float* v,
+                                         float* o) override;
+
+  uint64_t request_id() const { return request_id_; }
+  // Routing version used by the last step.
+  uint64_t version() const { return snapshot_ ? snapshot_->version() : 0; }
+
+ private:
+  struct NodePlan {
+    int32_t node_id = 0;
+    std::vector<RangeNeed> ranges;
+  };
+  WeightNode& wn_;
+  uint64_t request_id_;
+  std::shared_ptr<const RoutingTable> snapshot_;
+  int64_t pos0_ = 0;
+  int64_t num_tokens_ = 0;
+  std::vector<NodePlan> plan_;  // nodes with history, by their first range's start
+  std::vector<int32_t> plan_nodes_;
+  uint64_t tail_range_ = 0;
+  int32_t tail_node_ = 0;
+  int64_t tail_offset_ = 0;
+  std::vector<float> q_;
+  std::vector<float> self_o_, self_lse_, kv_;
+  std::vector<Partial> partials_;
+};
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,122 @@
+// The messages between KernelFlume's weight node and its attention nodes, as active messages
+// of comm/am_transport.h: an id, a small binary header (encoded here) and a payload of fp32
+// tensors. Headers are packed fields in host byte order (both ends run the same build on
+// x86-64); Decode* checks the size and every count against the payload and returns
+// InvalidArgument naming the message and field, so a corrupt or foreign message is refused,
+// never read past its end.
+//
+//   kJoin        node -> weight  node id, capacity_tokens, page_tokens, model fingerprint ("" =
+//                                not given); no payload
+//   kJoinReply   weight -> node  accepted or the reason; the model's attention shape
+//   kQuery       weight -> node  (request, version, step, layer, Tq, ranges [(range id, tokens
+//                                required)]); payload q (Tq, H, D)
+//   kPartial     node -> weight  (request, step, layer, node, status code + message); payload o
+//                                (Tq, H, D) then lse (Tq, H) when ok
+//   kAppend      weight -> node  (request, range id, layer, offset in range, T); payload k then
+//                                v, each (T, Hkv, D)
+//   kFree        weight -> node  (request): drop all of its ranges
+//   kShutdown    weight -> node  exit cleanly
+// A step is identified by its first position (pos0), which is unique per request.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tessera::kernelflume {
+
+enum MessageId : uint16_t {
+  kJoin = 1,
+  kJoinReply = 2,
+  kQuery = 3,
+  kPartial = 4,
+  kAppend = 5,
+  kFree = 6,
+  kShutdown = 7,
+};
+
+// The shape an attention node needs: per-layer KV of Hkv heads of D floats, queries of H heads.
+struct AttentionShape {
+  int32_t num_layers = 0;
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 0;  // softmax scale
+  bool operator==(const AttentionShape&) const = default;
+};
+
+struct JoinMsg {
+  int32_t node_id = 0;
+  int64_t capacity_tokens = 0;
+  int32_t page_tokens = 0;
+  std::string fingerprint;
+};
+
+struct JoinReplyMsg {
+  bool accepted = false;
+  std::string reason;  // why not, when refused
+  AttentionShape shape;
+  std::string fingerprint;  // the weight node's model
+};
+
+struct RangeNeed {
+  uint64_t range_id = 0;
+  int64_t tokens = 0;  // the first `tokens` tokens of the range are attended
+};
+
+struct QueryMsg {
+  uint64_t request_id = 0;
+  uint64_t version = 0;
+  int64_t step = 0;
+  int32_t layer = 0;
+  int32_t num_q_tokens = 0;
+  std::vector<RangeNeed> ranges;  // in position order
+};
+
+struct PartialMsg {
+  uint64_t request_id = 0;
+  int64_t step = 0;
+  int32_t layer = 0;
+  int32_t node_id = 0;
+  int32_t code = 0;  // core::StatusCode; 0 = ok
+  std::string message;
+};
+
+struct AppendMsg {
+  uint64_t request_id = 0;
+  uint64_t range_id = 0;
+  int32_t layer = 0;
+  int64_t offset = 0;  // position within the range of the first appended token
+  int32_t num_tokens = 0;
+};
+
+struct FreeMsg {
+  uint64_t request_id = 0;
+};
+
+std::vector<std::byte> Encode(const JoinMsg& m);
+std::vector<std::byte> Encode(const JoinReplyMsg& m);
+std::vector<std::byte> Encode(const QueryMsg& m);
+std::vector<std::byte> Encode(const PartialMsg& m);
+std::vector<std::byte> Encode(const AppendMsg& m);
+std::vector<std::byte> Encode(const FreeMsg& m);
+
+core::StatusOr<JoinMsg> DecodeJoin(std::span<const std::byte> header);
+core::StatusOr<JoinReplyMsg> DecodeJoinReply(std::span<const std::byte> header);
+core::StatusOr<QueryMsg> DecodeQuery(std::span<const std::byte> header);
+core::StatusOr<PartialMsg> DecodePartial(std::span<const std::byte> header);
+core::StatusOr<AppendMsg> DecodeAppend(std::span<const std::byte> header);
+core::StatusOr<FreeMsg> DecodeFree(std::span<const std::byte> header);
+
+// Copies the payload into `out` (resized to `count` floats): InvalidArgument naming `what`
+// unless it holds exactly `count` floats. (Payload buffers need not be float-aligned.)
+[[nodiscard]] core::Status CopyFloats(std::span<const std::byte> payload, size_t count,
+                                      const char* what, std::vector<float>& out);
+inline std::span<const std::byte> BytesOf(std::span<const float> f) { return std::as_bytes(f); }
+
+}  // namespace tessera::kernelflume

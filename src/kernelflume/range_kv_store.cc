@@ -1,0 +1,144 @@
+#include "kernelflume/range_kv_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera::kernelflume {
+
+using core::Status;
+
+RangeKvStore::RangeKvStore(const AttentionShape& shape, int32_t page_tokens)
+    : shape_(shape),
+      page_tokens_(page_tokens),
+      block_floats_(int64_t{shape.num_kv_heads} * page_tokens * shape.head_dim) {}
+
+core::StatusOr<std::unique_ptr<RangeKvStore>> RangeKvStore::Create(const AttentionShape& shape,
+                                                                   int64_t capacity_tokens,
+                                                                   int32_t page_tokens) {
+  if (capacity_tokens < 1) {
+    return core::InvalidArgument(
+        fmt::format("capacity_tokens: got {}, must be >= 1", capacity_tokens));
+  }
+  if (page_tokens < 1) {
+    return core::InvalidArgument(fmt::format("page_tokens: got {}, must be >= 1", page_tokens));
+  }
+  if (shape.num_layers < 1 || shape.num_kv_heads < 1 || shape.head_dim < 1) {
+    return core::InvalidArgument(
+        fmt::format("attention shape: layers {}, kv heads {}, head dim {}: each must be >= 1",
+                    shape.num_layers, shape.num_kv_heads, shape.head_dim));
+  }
+  std::unique_ptr<RangeKvStore> s(new RangeKvStore(shape, page_tokens));
+  const int64_t page_bytes =
+      int64_t{shape.num_layers} * 2 * s->block_floats_ * static_cast<int64_t>(sizeof(float));
+  const int64_t num_pages = (capacity_tokens + page_tokens - 1) / page_tokens;
+  auto pool = runtime::PagedPool::Create(s->allocator_, page_bytes, num_pages, "kv");
+  if (!pool.ok()) return pool.status().WithPrefix("attention node KV pool");
+  s->pool_ = std::move(*pool);
+  return s;
+}
+
+Status RangeKvStore::Append(uint64_t request_id, uint64_t range_id, int32_t layer, int64_t offset,
+                            int64_t num_tokens, const float* k, const float* v) {
+  if (layer < 0 || layer >= shape_.num_layers || num_tokens < 1) {
+    return core::InvalidArgument(
+        fmt::format("append to range {}: layer {} (model has {}), {} tokens (must be >= 1)",
+                    range_id, layer, shape_.num_layers, num_tokens));
+  }
+  auto it = ranges_.find(range_id);
+  if (it == ranges_.end()) {
+    if (offset != 0) {
+      return core::InvalidArgument(
+          fmt::format("append to range {}: unknown range, offset {} (a range starts with offset 0)",
+                      range_id, offset));
+    }
+    Range r;
+    r.request_id = request_id;
+    r.length.assign(shape_.num_layers, 0);
+    it = ranges_.emplace(range_id, std::move(r)).first;
+  }
+  Range& r = it->second;
+  if (r.request_id != request_id) {
+    return core::InvalidArgument(fmt::format("append to range {}: it belongs to request {}, not {}",
+                                             range_id, r.request_id, request_id));
+  }
+  if (offset != r.length[layer]) {
+    return core::InvalidArgument(fmt::format(
+        "append to range {} layer {}: offset {}, but it holds {} tokens (appends come in order)",
+        range_id, layer, offset, r.length[layer]));
+  }
+  const int64_t end = offset + num_tokens;
+  const int64_t pages_needed = (end + page_tokens_ - 1) / page_tokens_;
+  if (pages_needed > static_cast<int64_t>(r.pages.size())) {
+    auto got = pool_->AllocatePages(pages_needed - static_cast<int64_t>(r.pages.size()));
+    if (!got.ok()) {
+      if (r.pages.empty() && offset == 0 && layer == 0) ranges_.erase(it);
+      return got.status().WithPrefix(fmt::format("append to range {}", range_id));
+    }
+    r.pages.insert(r.pages.end(), got->begin(), got->end());
+  }
+  const int64_t hkv = shape_.num_kv_heads, d = shape_.head_dim, p = page_tokens_;
+  for (int64_t t = 0; t < num_tokens; ++t) {
+    const int64_t pos = offset + t;
+    float* page = PageFloats(r.pages[pos / p]);
+    float* kb = page + (int64_t{layer} * 2) * block_floats_;
+    float* vb = kb + block_floats_;
+    for (int64_t g = 0; g < hkv; ++g) {
+      std::memcpy(kb + (g * p + pos % p) * d, k + (t * hkv + g) * d, d * sizeof(float));
+      std::memcpy(vb + (g * p + pos % p) * d, v + (t * hkv + g) * d, d * sizeof(float));
+    }
+  }
+  r.length[layer] = end;
+  return Status::Ok();
+}
+
+Status RangeKvStore::AddSegments(uint64_t request_id, uint64_t range_id, int32_t layer,
+                                 int64_t tokens, std::vector<kernels::KvSegment>& out) const {
+  auto it = ranges_.find(range_id);
+  const int64_t have =
+      it == ranges_.end() || layer < 0 || layer >= shape_.num_layers ? 0 : it->second.length[layer];
+  if (it != ranges_.end() && it->second.request_id != request_id) {
+    return core::InvalidArgument(fmt::format("query of range {}: it belongs to request {}, not {}",
+                                             range_id, it->second.request_id, request_id));
+  }
+  if (tokens > have || tokens < 0) {
+    return core::FailedPrecondition(
+        fmt::format("range {} layer {} holds {} tokens, {} needed", range_id, layer, have, tokens));
+  }
+  const int64_t p = page_tokens_;
+  for (int64_t first = 0; first < tokens; first += p) {
+    const float* page = PageFloats(it->second.pages[first / p]);
+    const float* kb = page + (int64_t{layer} * 2) * block_floats_;
+    kernels::KvSegment s;
+    s.k = kb;
+    s.v = kb + block_floats_;
+    s.len = std::min(p, tokens - first);
+    s.token_stride = shape_.head_dim;
+    s.head_stride = p * shape_.head_dim;
+    out.push_back(s);
+  }
+  return Status::Ok();
+}
+
+int64_t RangeKvStore::Length(uint64_t range_id, int32_t layer) const {
+  auto it = ranges_.find(range_id);
+  if (it == ranges_.end() || layer < 0 || layer >= shape_.num_layers) return 0;
+  return it->second.length[layer];
+}
+
+int64_t RangeKvStore::Free(uint64_t request_id) {
+  int64_t n = 0;
+  for (auto it = ranges_.begin(); it != ranges_.end();) {
+    if (it->second.request_id == request_id) {
+      CHECK(pool_->FreePages(it->second.pages).ok());
+      it = ranges_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+}  // namespace tessera::kernelflume
