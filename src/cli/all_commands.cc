@@ -7,6 +7,7 @@ void AddAllCommands(CLI::App& root, Action* action) {
   AddZelligeCommands(root, action);
   AddCompassCommands(root, action);
   AddXemaCommands(root, action);
+  AddKernelFlumeCommands(root, action);
 }
 
 }  // namespace tessera::cli

@@ -61,4 +61,9 @@ void AddXemaLoadgen(CLI::App* xema, Action* action);
 void AddXemaAbuse(CLI::App* xema, Action* action);
 void AddXemaPlan(CLI::App* xema, Action* action);
 
+// Adds `tessera kernelflume ...` (disaggregated core attention for LLM decoding).
+void AddKernelFlumeCommands(CLI::App& root, Action* action);
+void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
+void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
+
 }  // namespace tessera::cli

@@ -105,5 +105,27 @@ TEST(JsonParseTest, CheckKindAndVersionNamesWhatIsWrong) {
   EXPECT_FALSE(CheckKindAndVersion(Json{{"version", 1}}, "m.json", "x", 1).ok());
 }
 
+TEST(Utf8Escaped, KeepsWellFormedCharactersAndEscapesEveryBadByte) {
+  const std::string e = "\xC3\xA9";              // U+00E9, 2 bytes
+  const std::string euro = "\xE2\x82\xAC";       // U+20AC, 3 bytes
+  const std::string smile = "\xF0\x9F\x98\x80";  // U+1F600, 4 bytes
+  EXPECT_EQ(Utf8Escaped("plain " + e + euro + smile), "plain " + e + euro + smile);
+  EXPECT_EQ(Utf8Escaped("a\x80"
+                        "b"),
+            "a\\x80b");                                                // stray continuation
+  EXPECT_EQ(Utf8Escaped("\xC3"), "\\xC3");                             // truncated at the end
+  EXPECT_EQ(Utf8Escaped("\xE2\x82z"), "\\xE2\\x82z");                  // truncated in the middle
+  EXPECT_EQ(Utf8Escaped("\xC0\xAF"), "\\xC0\\xAF");                    // overlong '/'
+  EXPECT_EQ(Utf8Escaped("\xE0\x80\xAF"), "\\xE0\\x80\\xAF");           // overlong, 3 bytes
+  EXPECT_EQ(Utf8Escaped("\xED\xA0\x80"), "\\xED\\xA0\\x80");           // a surrogate
+  EXPECT_EQ(Utf8Escaped("\xF4\x90\x80\x80"), "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
+  EXPECT_EQ(Utf8Escaped("\xFF"), "\\xFF");
+  EXPECT_EQ(Utf8Escaped(std::string("a\0b", 3)), std::string("a\0b", 3));
+  // Whatever the bytes, the result is valid JSON text.
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  EXPECT_NO_THROW(Json(Utf8Escaped(all)).dump());
+}
+
 }  // namespace
 }  // namespace tessera::core

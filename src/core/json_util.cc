@@ -1,5 +1,7 @@
 #include "core/json_util.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -42,6 +44,54 @@ std::string Utf8Prefix(const std::string& text, size_t max_bytes) {
   // Back off continuation bytes (10xxxxxx) and the lead byte of the character they belong to.
   while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
   return text.substr(0, n);
+}
+
+namespace {
+
+// Bytes of the well-formed UTF-8 character at the start of `b`, or 0 if it is ill-formed
+// (Unicode Table 3-7).
+size_t Utf8CharBytes(std::string_view b) {
+  const auto at = [&](size_t i) { return static_cast<unsigned char>(b[i]); };
+  const unsigned char c = at(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // no overlongs
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+  } else {
+    return 0;
+  }
+  if (b.size() < n || at(1) < lo || at(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if ((at(i) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string Utf8Escaped(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const size_t n = Utf8CharBytes(bytes);
+    if (n == 0) {
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(bytes[0]));
+      bytes.remove_prefix(1);
+    } else {
+      out.append(bytes.substr(0, n));
+      bytes.remove_prefix(n);
+    }
+  }
+  return out;
 }
 
 std::string JoinPath(const std::string& path, const std::string& key) {

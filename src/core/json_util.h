@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -70,6 +71,11 @@ std::string ShowJson(const Json& v);
 // The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a UTF-8
 // character (a message cut there stays valid UTF-8, so it can go into JSON).
 std::string Utf8Prefix(const std::string& text, size_t max_bytes);
+
+// `bytes` as valid UTF-8: well-formed characters kept, each byte of an ill-formed sequence
+// (stray continuation, truncated, overlong, surrogate, above U+10FFFF) written as the four
+// characters \xNN -- for showing model output or file bytes in a terminal or in JSON.
+std::string Utf8Escaped(std::string_view bytes);
 
 // "path.key" or "key" when path is empty.
 std::string JoinPath(const std::string& path, const std::string& key);

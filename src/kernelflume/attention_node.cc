@@ -223,4 +223,13 @@ AttentionNodeStats AttentionNode::stats() const {
   return stats_;
 }
 
+Status ServeAttentionNode(const std::string& address, const std::string& transport,
+                          const AttentionNodeOptions& options) {
+  auto t = comm::MakeAmTransport(transport);
+  if (!t.ok()) return t.status();
+  auto node = AttentionNode::Join(std::move(*t), address, options);
+  if (!node.ok()) return node.status();
+  return (*node)->Wait();
+}
+
 }  // namespace tessera::kernelflume

@@ -91,4 +91,11 @@ class AttentionNode {
   std::unique_ptr<comm::AmTransport> transport_;
 };
 
+// Joins the weight node at `address` over a new `transport` ("ucx"; "fake" only reaches weight
+// nodes in this process) and serves until it is shut down (OK) or the weight node is lost
+// (Unavailable): the body of `tessera kernelflume attn-node`.
+[[nodiscard]] core::Status ServeAttentionNode(const std::string& address,
+                                              const std::string& transport,
+                                              const AttentionNodeOptions& options);
+
 }  // namespace tessera::kernelflume

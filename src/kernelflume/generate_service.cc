@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 #include "core/rng.h"
 #include "core/tensor_error.h"
 #include "kernelflume/disaggregated_attention.h"
+#include "models/byte_tokenizer.h"
 #include "models/kv_cache.h"
 #include "models/sampler.h"
 
@@ -158,6 +160,34 @@ core::StatusOr<GenerateReport> RunGenerate(const models::LlamaModel& model,
   report.routing_version = cluster.weight_node().routes()->version();
   report.reroutes = cluster.weight_node().reroutes();
   return report;
+}
+
+core::Status CheckVerdict(const GenerateReport& r, const GenerateOptions& o) {
+  if (!o.check) return Status::Ok();
+  const bool greedy = o.sampling.temperature == 0;
+  if (r.max_rel_err <= kCheckRelErrBar && (!greedy || r.mismatched_prompts == 0)) {
+    return Status::Ok();
+  }
+  std::string tokens;
+  if (greedy) {
+    tokens = fmt::format(", {} of {} prompts took a greedy token the monolithic model would not",
+                         r.mismatched_prompts, r.prompts.size());
+  }
+  return core::Internal(fmt::format("check failed: logits rel. error {:.2e} (bar {:.0e}){}",
+                                    r.max_rel_err, kCheckRelErrBar, tokens));
+}
+
+core::StatusOr<std::vector<std::vector<int32_t>>> EncodePromptLines(std::string_view text,
+                                                                    const std::string& source) {
+  std::vector<std::vector<int32_t>> out;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) out.push_back(models::ByteTokenizer::Encode(line));
+  }
+  if (out.empty())
+    return core::InvalidArgument(source + ": holds no non-empty line (one prompt per line)");
+  return out;
 }
 
 }  // namespace tessera::kernelflume

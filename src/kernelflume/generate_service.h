@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -27,6 +28,10 @@
 #include "models/llama.h"
 
 namespace tessera::kernelflume {
+
+// The --check bar: teacher-forced logits within this norm-wise relative error of the monolithic
+// model's at every step.
+inline constexpr double kCheckRelErrBar = 1e-5;
 
 struct GenerateOptions {
   int64_t max_tokens = 64;
@@ -67,5 +72,15 @@ core::StatusOr<GenerateReport> RunGenerate(const models::LlamaModel& model,
 
 // The attention shape of a Llama config (what attention nodes are told at join).
 AttentionShape AttentionShapeOf(const models::LlamaConfig& config);
+
+// The run's verdict when options.check is set: OK, or Internal stating the logits error against
+// the 1e-5 bar and how many prompts took a token the monolithic model would not have (greedy
+// only). OK when check is off.
+core::Status CheckVerdict(const GenerateReport& report, const GenerateOptions& options);
+
+// Prompts from text, one per non-empty line, byte-tokenized; InvalidArgument naming `source` if
+// no line holds text.
+core::StatusOr<std::vector<std::vector<int32_t>>> EncodePromptLines(std::string_view text,
+                                                                    const std::string& source);
 
 }  // namespace tessera::kernelflume

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
+#include "models/byte_tokenizer.h"
 
 namespace tessera::kernelflume {
 namespace {
@@ -151,6 +152,38 @@ TEST(GenerateServiceTest, AKilledNodeFailsTheRunNamingTheNode) {
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("attention node 0"), std::string::npos)
       << report.status().message();
+}
+
+TEST(GenerateServiceTest, CheckVerdictHoldsTheBarAndCountsGreedyMismatches) {
+  GenerateReport r;
+  r.prompts.resize(4);
+  GenerateOptions g;
+  r.max_rel_err = 1.0;
+  EXPECT_TRUE(CheckVerdict(r, g).ok()) << "no --check: no verdict";
+  g.check = true;
+  r.max_rel_err = kCheckRelErrBar;
+  EXPECT_TRUE(CheckVerdict(r, g).ok());
+  r.max_rel_err = 2 * kCheckRelErrBar;
+  core::Status s = CheckVerdict(r, g);
+  EXPECT_EQ(s.code(), core::StatusCode::kInternal);
+  EXPECT_NE(s.message().find("2.00e-05"), std::string::npos) << s.message();
+  r.max_rel_err = 0;
+  r.mismatched_prompts = 1;
+  s = CheckVerdict(r, g);
+  EXPECT_NE(s.message().find("1 of 4 prompts"), std::string::npos) << s.message();
+  g.sampling.temperature = 0.8;  // sampled tokens are not compared with the monolithic argmax
+  EXPECT_TRUE(CheckVerdict(r, g).ok());
+}
+
+TEST(GenerateServiceTest, PromptLinesAreByteTokenizedOnePerLine) {
+  auto p = EncodePromptLines("ab\r\n\n\nc\n", "--prompts f.txt");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[0], models::ByteTokenizer::Encode("ab"));
+  EXPECT_EQ((*p)[1], models::ByteTokenizer::Encode("c"));
+  auto none = EncodePromptLines("\n\n", "--prompts f.txt");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--prompts f.txt"), std::string::npos);
 }
 
 }  // namespace

@@ -518,6 +518,48 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                   "3", "--server-pid", "1", "--rss-bound", "8MiB", "--json", out + "abuse.json"}};
   abuse.keep = {"--url"};
   t.push_back(abuse);
+
+  // ---- kernelflume ----
+  // generate decodes a few tokens of a seeded tiny model through attention nodes (in-process
+  // fake nodes in the bases; a case that drops --transport starts ucx node processes).
+  SubcommandSpec generate =
+      Spec("generate", MpiUse::kNone, 3,
+           {{"--model", K::kInputFile, {}},   {"--seed", K::kUint, {}},
+            {"--prompt", K::kText, {}},       {"--prompt-ids", K::kInputFile, {}},
+            {"--prompts", K::kInputFile, {}}, {"--max-tokens", K::kInt, {}},
+            {"--attn-nodes", K::kInt, {}},    {"--range-tokens", K::kInt, {}},
+            {"--reroute-every", K::kInt, {}}, {"--capacity-tokens", K::kInt, {}},
+            {"--page-tokens", K::kInt, {}},   {"--transport", K::kText, {}},
+            {"--in-process", K::kFlag, {}},   {"--temperature", K::kFloat, {}},
+            {"--sample-seed", K::kUint, {}},  {"--ignore-eos", K::kFlag, {}},
+            {"--check", K::kFlag, {}},        {"--quiet", K::kFlag, {}},
+            {"--json", K::kOutputFile, {}},   {"--trace", K::kOutputFile, {}}});
+  generate.group = "kernelflume";
+  generate.bases = {
+      {"--model", "tiny-gqa", "--prompt", "Hello", "--max-tokens", "4", "--transport", "fake"},
+      {"--model", "tiny-mha", "--prompt", "ab", "--max-tokens", "6", "--attn-nodes", "2",
+       "--reroute-every", "2", "--transport", "fake", "--check", "--json", out + "gen.json",
+       "--trace", out + "gen_trace.json"},
+      {"--model", "tiny-gqa", "--prompt", "x", "--max-tokens", "3", "--temperature", "0.8",
+       "--sample-seed", "5", "--ignore-eos", "--quiet", "--transport", "fake"}};
+  t.push_back(generate);
+  // attn-node needs a weight node (needs_server): a closed port of the loopback (kept) fails the
+  // join within the (kept) short timeout.
+  SubcommandSpec attn_node = Spec("attn-node", MpiUse::kNone, 1,
+                                  {{"--connect", K::kText, {}},
+                                   {"--capacity-tokens", K::kInt, {}},
+                                   {"--page-tokens", K::kInt, {}},
+                                   {"--id", K::kInt, {}},
+                                   {"--fingerprint", K::kText, {}},
+                                   {"--transport", K::kText, {}},
+                                   {"--join-timeout", K::kFloat, {}}});
+  attn_node.group = "kernelflume";
+  attn_node.needs_server = true;
+  attn_node.bases = {{"--connect", "127.0.0.1:1", "--join-timeout", "1"},
+                     {"--connect", "127.0.0.1:1", "--capacity-tokens", "1024", "--page-tokens",
+                      "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
+  attn_node.keep = {"--connect", "--join-timeout"};
+  t.push_back(attn_node);
   return t;
 }
 

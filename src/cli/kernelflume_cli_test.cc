@@ -1,0 +1,129 @@
+// `tessera kernelflume generate` and `attn-node` end to end: text through attention nodes checked
+// against the monolithic model (in-process fake nodes and ucx node processes), and every bad
+// input the issue lists refused with exit 1 and one line naming the field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli/cli_test_util.h"
+#include "models/llama.h"
+#include "models/llama_config.h"
+#include "models/safetensors.h"
+
+namespace tessera::cli {
+namespace {
+
+using testing::ExpectUserError;
+using testing::Result;
+using testing::RunTessera;
+using testing::TempPath;
+using testing::Write;
+
+// A small seeded model saved as a Hugging Face style directory.
+std::string SaveSmallModel(const std::string& name) {
+  models::LlamaConfig c = *models::LlamaPreset("tiny-gqa");
+  c.name = "small";
+  c.hidden = 64;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.ffn_hidden = 128;
+  c.max_context = 256;
+  auto model = models::LlamaModel::FromSeed(c, 5, 0.1f);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  const std::string dir = TempPath(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_TRUE(model->Save(dir, models::TensorDtype::kF32).ok());
+  return dir;
+}
+
+TEST(KernelFlumeCli, GeneratesThroughFakeNodesAndMatchesTheMonolithicModel) {
+  const std::string json = TempPath("gen.json");
+  Result r = RunTessera(
+      "kernelflume generate --model tiny-gqa --prompt Hello --max-tokens 12 --attn-nodes 3 "
+      "--reroute-every 4 --transport fake --check --ignore-eos --json " +
+      json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("Hello", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("3 (fake, in process)"), std::string::npos) << r.out;
+  const size_t equal = r.out.find("check: greedy tokens equal");
+  ASSERT_NE(equal, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 1 prompts", equal), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 / 12"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(json));
+}
+
+TEST(KernelFlumeCli, GeneratesThroughUcxNodeProcesses) {
+  const std::string prompts = Write("prompts.txt", "The cat\n\nA dog\n");
+  Result r = RunTessera("kernelflume generate --model " + SaveSmallModel("model") + " --prompts " +
+                        prompts +
+                        " --max-tokens 20 --attn-nodes 3 --reroute-every 7 --check --ignore-eos");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 (ucx, separate processes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 of 2 prompts"), std::string::npos) << r.out;
+}
+
+TEST(KernelFlumeCli, BadNumbersNameTheFlag) {
+  const std::string base = "kernelflume generate --model tiny-gqa --prompt hi --transport fake ";
+  ExpectUserError(base + "--max-tokens 0", "--max-tokens");
+  ExpectUserError(base + "--max-tokens -3", "--max-tokens");
+  ExpectUserError(base + "--capacity-tokens 0", "--capacity-tokens");
+  ExpectUserError(base + "--attn-nodes 0", "--attn-nodes");
+  ExpectUserError(base + "--transport carrier", "--transport");
+  ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --capacity-tokens 0",
+                  "--capacity-tokens");
+}
+
+TEST(KernelFlumeCli, PromptsThatDoNotFitAreRefused) {
+  const std::string model = SaveSmallModel("model");
+  // 250 prompt bytes + BOS + 10 new tokens > the 256-token context.
+  ExpectUserError("kernelflume generate --model " + model + " --transport fake --max-tokens 10 " +
+                      "--prompt " + std::string(250, 'a'),
+                  "context");
+  ExpectUserError("kernelflume generate --model tiny-gqa --transport fake --prompt-ids " +
+                      Write("ids.txt", "1 2 9999"),
+                  "9999");
+  ExpectUserError("kernelflume generate --model tiny-gqa --transport fake --prompts " +
+                      Write("empty.txt", "\n\n"),
+                  "no non-empty line");
+  ExpectUserError("kernelflume generate --model tiny-gqa --transport fake", "--prompt");
+}
+
+TEST(KernelFlumeCli, BrokenModelDirectoriesNameTheTensor) {
+  const std::string dir = SaveSmallModel("model");
+  auto tensors = models::ReadSafetensors(dir + "/model.safetensors");
+  ASSERT_TRUE(tensors.ok()) << tensors.status().ToString();
+  const std::string victim = "model.layers.1.mlp.up_proj.weight";
+  ASSERT_EQ(tensors->count(victim), 1u);
+
+  models::TensorMap missing = *tensors;
+  missing.erase(victim);
+  ASSERT_TRUE(
+      models::WriteSafetensors(dir + "/model.safetensors", missing, models::TensorDtype::kF32)
+          .ok());
+  ExpectUserError("kernelflume generate --model " + dir + " --prompt hi --transport fake", victim);
+
+  models::TensorMap reshaped = *tensors;
+  reshaped[victim].shape = {reshaped[victim].shape[1], reshaped[victim].shape[0]};
+  ASSERT_TRUE(
+      models::WriteSafetensors(dir + "/model.safetensors", reshaped, models::TensorDtype::kF32)
+          .ok());
+  ExpectUserError("kernelflume generate --model " + dir + " --prompt hi --transport fake", victim);
+
+  std::filesystem::remove(dir + "/config.json");
+  ExpectUserError("kernelflume generate --model " + dir + " --prompt hi --transport fake",
+                  "config.json");
+  ExpectUserError("kernelflume generate --model llama-3.1-8b --prompt hi --transport fake",
+                  "llama-3.1-8b");
+}
+
+TEST(KernelFlumeCli, AnAttentionNodeWithNoWeightNodeFailsWithOneLine) {
+  ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --join-timeout 2", "127.0.0.1:1");
+  ExpectUserError("kernelflume attn-node --connect nowhere --join-timeout 2", "nowhere");
+}
+
+}  // namespace
+}  // namespace tessera::cli
