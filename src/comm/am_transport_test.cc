@@ -34,7 +34,7 @@ TEST_P(AmConformance, Passes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllChecks, AmConformance,
-                         ::testing::Combine(::testing::Values("fake"),
+                         ::testing::Combine(::testing::Values("fake", "ucx"),
                                             ::testing::ValuesIn(AmCheckNames())),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
