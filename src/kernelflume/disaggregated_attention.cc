@@ -18,9 +18,7 @@ DisaggregatedAttention::DisaggregatedAttention(WeightNode& weight_node, uint64_t
 
 DisaggregatedAttention::~DisaggregatedAttention() { wn_.CloseRequest(request_id_); }
 
-Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t num_tokens,
-                                          const float* q) {
-  const AttentionShape& s = wn_.shape();
+Status DisaggregatedAttention::StartStep(int64_t layer, int64_t pos0, int64_t num_tokens) {
   if (layer == 0) {
     auto snap = wn_.PrepareStep(request_id_, pos0, num_tokens);
     if (!snap.ok()) return snap.status();
@@ -51,6 +49,13 @@ Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t n
         "layer {} of a step at position {} ({} tokens) inside the step at {} ({} tokens)", layer,
         pos0, num_tokens, pos0_, num_tokens_));
   }
+  return Status::Ok();
+}
+
+Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t num_tokens,
+                                          const float* q) {
+  const AttentionShape& s = wn_.shape();
+  if (Status st = StartStep(layer, pos0, num_tokens); !st.ok()) return st;
   const size_t qn = static_cast<size_t>(num_tokens) * s.num_heads * s.head_dim;
   q_.assign(q, q + qn);
   const std::span<const std::byte> payload = std::as_bytes(std::span<const float>(q_));
@@ -65,6 +70,24 @@ Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t n
     if (Status st = wn_.SendTo(p.node_id, kQuery, header, payload); !st.ok()) return st;
   }
   return Status::Ok();
+}
+
+Status DisaggregatedAttention::AppendNew(int64_t layer, const float* k, const float* v) {
+  const AttentionShape& s = wn_.shape();
+  const size_t per = static_cast<size_t>(num_tokens_) * s.num_kv_heads * s.head_dim;
+  kv_.resize(2 * per);
+  std::memcpy(kv_.data(), k, per * sizeof(float));
+  std::memcpy(kv_.data() + per, v, per * sizeof(float));
+  AppendMsg a{request_id_, tail_range_, static_cast<int32_t>(layer), tail_offset_,
+              static_cast<int32_t>(num_tokens_)};
+  const std::vector<std::byte> header = Encode(a);
+  return wn_.SendTo(tail_node_, kAppend, header, std::as_bytes(std::span<const float>(kv_)));
+}
+
+Status DisaggregatedAttention::AppendOnly(int64_t layer, int64_t pos0, int64_t num_tokens,
+                                          const float* k, const float* v) {
+  if (Status st = StartStep(layer, pos0, num_tokens); !st.ok()) return st;
+  return AppendNew(layer, k, v);
 }
 
 Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const float* v,
@@ -88,18 +111,7 @@ Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const 
     return st;
   }
   // Append the new K and V to the tail's node (later steps read them).
-  const size_t per = static_cast<size_t>(t * hkv * d);
-  kv_.resize(2 * per);
-  std::memcpy(kv_.data(), k, per * sizeof(float));
-  std::memcpy(kv_.data() + per, v, per * sizeof(float));
-  AppendMsg a{request_id_, tail_range_, static_cast<int32_t>(layer), tail_offset_,
-              static_cast<int32_t>(t)};
-  const std::vector<std::byte> header = Encode(a);
-  if (Status st =
-          wn_.SendTo(tail_node_, kAppend, header, std::as_bytes(std::span<const float>(kv_)));
-      !st.ok()) {
-    return st;
-  }
+  if (Status st = AppendNew(layer, k, v); !st.ok()) return st;
   if (plan_.empty()) {
     std::memcpy(o, self_o_.data(), self_o_.size() * sizeof(float));
     return Status::Ok();

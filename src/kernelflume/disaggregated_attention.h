@@ -34,11 +34,25 @@ class DisaggregatedAttention final : public models::CoreAttention {
   [[nodiscard]] core::Status FinishLayer(int64_t layer, const float* k, const float* v,
                                          float* o) override;
 
+  // Stores the K and V (T, Hkv, D) of T = num_tokens new positions at pos0 for `layer` without
+  // computing attention: a step whose outputs are not needed (restoring a cache computed
+  // elsewhere, benchmarks). Routes like a step at layer 0 and appends to the tail's node
+  // through the normal protocol; sends no query and waits for nothing. Layers go 0..L-1 as in
+  // BeginLayer; FailedPrecondition on a layer of another step.
+  [[nodiscard]] core::Status AppendOnly(int64_t layer, int64_t pos0, int64_t num_tokens,
+                                        const float* k, const float* v);
+
   uint64_t request_id() const { return request_id_; }
   // Routing version used by the last step.
   uint64_t version() const { return snapshot_ ? snapshot_->version() : 0; }
 
  private:
+  // At layer 0: reads the step's snapshot and plans its queries; later layers: checks that
+  // they belong to the same step.
+  [[nodiscard]] core::Status StartStep(int64_t layer, int64_t pos0, int64_t num_tokens);
+  // Appends the step's new K and V of `layer` to the tail's node.
+  [[nodiscard]] core::Status AppendNew(int64_t layer, const float* k, const float* v);
+
   struct NodePlan {
     int32_t node_id = 0;
     std::vector<RangeNeed> ranges;

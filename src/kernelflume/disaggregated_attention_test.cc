@@ -104,6 +104,59 @@ TEST(DisaggregatedAttentionTest, MatchesTheMonolithicReferenceFor1To7NodesAndRer
   }
 }
 
+// History stored by AppendOnly (chunks over two nodes and re-routes), then one normal step:
+// its output equals the reference over all positions, like a step after real prefill.
+TEST(DisaggregatedAttentionTest, AppendOnlyHistoryServesLaterSteps) {
+  const AttentionShape s = Shape(4, 2);
+  AttentionClusterOptions o;
+  o.num_nodes = 2;
+  o.page_tokens = 4;
+  o.capacity_tokens = 4096;
+  o.weight_node.router.reroute_every = 7;
+  auto cluster = AttentionCluster::Start(s, "fp", o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto attn = (*cluster)->weight_node().OpenRequest(1);
+  ASSERT_TRUE(attn.ok());
+  core::Rng rng(7);
+  const int64_t h = s.num_heads, hkv = s.num_kv_heads, d = s.head_dim, history = 37;
+  std::vector<std::vector<float>> all_k(s.num_layers), all_v(s.num_layers);
+  for (int64_t pos = 0; pos < history;) {
+    const int64_t t = std::min<int64_t>(10, history - pos);
+    for (int32_t layer = 0; layer < s.num_layers; ++layer) {
+      const std::vector<float> k = Random(rng, t * hkv * d), v = Random(rng, t * hkv * d);
+      ASSERT_TRUE((*attn)->AppendOnly(layer, pos, t, k.data(), v.data()).ok());
+      all_k[layer].insert(all_k[layer].end(), k.begin(), k.end());
+      all_v[layer].insert(all_v[layer].end(), v.begin(), v.end());
+    }
+    pos += t;
+  }
+  // A layer of another step is refused.
+  EXPECT_EQ((*attn)->AppendOnly(1, 0, 1, all_k[0].data(), all_v[0].data()).code(),
+            core::StatusCode::kFailedPrecondition);
+  for (int32_t layer = 0; layer < s.num_layers; ++layer) {
+    const std::vector<float> q = Random(rng, h * d);
+    const std::vector<float> k = Random(rng, hkv * d), v = Random(rng, hkv * d);
+    ASSERT_TRUE((*attn)->BeginLayer(layer, history, 1, q.data()).ok());
+    std::vector<float> out(h * d);
+    const core::Status st = (*attn)->FinishLayer(layer, k.data(), v.data(), out.data());
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    all_k[layer].insert(all_k[layer].end(), k.begin(), k.end());
+    all_v[layer].insert(all_v[layer].end(), v.begin(), v.end());
+    kernels::DecodeAttentionShape shape;
+    shape.num_q_tokens = 1;
+    shape.num_heads = h;
+    shape.num_kv_heads = hkv;
+    shape.head_dim = d;
+    shape.scale = s.scale;
+    kernels::KvSegment seg{all_k[layer].data(), all_v[layer].data(), history + 1, hkv * d, d};
+    std::vector<float> ref(h * d), lse(h);
+    ASSERT_TRUE(kernels::PartialAttentionReference(shape, q.data(), std::span(&seg, 1), ref.data(),
+                                                   lse.data())
+                    .ok());
+    EXPECT_LE(core::CompareTensors(out, ref).max_rel, 1e-5) << "layer " << layer;
+  }
+}
+
 TEST(DisaggregatedAttentionTest, RequestsRunSideBySideAndFreeTheirRanges) {
   AttentionClusterOptions o;
   o.num_nodes = 3;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/infinity.h"
+#include "kernels/decode_attention_stream.h"
 #include "kernels/decode_attention_tiles.h"
 #include "kernels/gemm.h"
 
@@ -167,19 +168,29 @@ struct Geometry {
   bool causal;
 };
 
+// Per-row visible key counts of keys [j0, j0 + n) (global offsets) into b.visible; null when
+// not causal (every key visible).
+const int64_t* VisibleCounts(const Geometry& geo, const Block& b, int64_t j0, int64_t n) {
+  if (!geo.causal) return nullptr;
+  // Row r (query token i = b.t0 + r / G) sees global keys j <= i + tk - tq.
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const int64_t last = b.t0 + r / geo.g + geo.tk - geo.tq;
+    b.visible[r] = std::clamp<int64_t>(last - j0 + 1, 0, n);
+  }
+  return b.visible;
+}
+
+// Whether a segment goes through the streaming kernel (decode_attention_stream.h) in one call.
+bool UseStream(const Geometry& geo, const Block& b, const KvSegment& seg) {
+  const bool gemm = b.rows >= kGemmMinRows && seg.token_stride <= INT32_MAX;
+  return !gemm && b.rows <= internal::kStreamMaxRows && geo.d % 8 == 0;
+}
+
 // One key tile [t0, t0 + n) of `seg` (global key offset j0) for every KV head of the block.
 void ProcessTile(const Geometry& geo, const Block& b, const KvSegment& seg, int64_t t0, int64_t n,
                  int64_t j0) {
   const int64_t rows = b.rows, d = geo.d;
-  const int64_t* visible = nullptr;
-  if (geo.causal) {
-    // Row r (query token i = b.t0 + r / G) sees global keys j <= i + tk - tq.
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t last = b.t0 + r / geo.g + geo.tk - geo.tq;
-      b.visible[r] = std::clamp<int64_t>(last - j0 + 1, 0, n);
-    }
-    visible = b.visible;
-  }
+  const int64_t* visible = VisibleCounts(geo, b, j0, n);
   const bool use_gemm = rows >= kGemmMinRows && seg.token_stride <= INT32_MAX;
   for (int64_t kv = 0; kv < geo.hkv; ++kv) {
     const float* k = seg.k + kv * seg.head_stride + t0 * seg.token_stride;
@@ -222,6 +233,13 @@ void ProcessBlock(const Geometry& geo, const Block& b, const float* q,
   std::fill_n(b.row_sum, geo.hkv * rows, 0.0f);
   int64_t j0 = 0;
   for (const KvSegment& seg : segments) {
+    if (seg.len > 0 && UseStream(geo, b, seg)) {
+      internal::DecodeStreamTile(b.qs, geo.hkv, rows, d, seg.k, seg.v, seg.token_stride,
+                                 seg.head_stride, seg.len, VisibleCounts(geo, b, j0, seg.len),
+                                 b.row_max, b.row_sum, b.acc);
+      j0 += seg.len;
+      continue;
+    }
     for (int64_t t0 = 0; t0 < seg.len; t0 += kTileTokens) {
       const int64_t n = std::min(kTileTokens, seg.len - t0);
       ProcessTile(geo, b, seg, t0, n, j0 + t0);

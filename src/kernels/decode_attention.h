@@ -51,9 +51,10 @@ struct DecodeAttentionShape {
 // o (Tq, H, D) and lse (Tq, H). With no keys at all (empty list or all len 0, non-causal)
 // o = 0 and lse = -inf, the identity of MergeAttentionPartials.
 // The G = H / Hkv query heads sharing a KV head are processed together against that head's
-// keys (rows = Tq * G), with an online softmax over key tiles of at most 256 tokens: a
-// vectorised loop for few rows (decode), GemmUnchecked (gemm.h) for many. Each key tile is
-// visited once for all KV heads, so K and V are read from memory once per call.
+// keys (rows = Tq * G), with an online softmax: for few rows (decode) and D % 8 == 0 a
+// streaming kernel over blocks of 64 keys (decode_attention_stream.h); otherwise key tiles of
+// at most 256 tokens through vectorised loops (few rows) or GemmUnchecked (gemm.h, many rows).
+// Each key is visited once for all KV heads, so K and V are read from memory once per call.
 // InvalidArgument naming the field on: Tq, H, Hkv or D < 1; H % Hkv != 0; a non-finite scale;
 // null q, o or lse; a segment with len < 0, null k or v while len > 0, token_stride or
 // head_stride < 1, or strides under which two (token, head) rows of D elements overlap;

@@ -151,6 +151,24 @@ std::vector<Case> Cases() {
       }
     }
   }
+  // The streaming kernel (D % 8 == 0, Tq * G < 16) at G = 1, 4, 8 with 1 to 8 rows (16 rows
+  // take the GEMM path), over block tails (lengths 1, 63, 64, 65, 130 around the 64-token
+  // block) and a long segment.
+  const std::vector<int64_t> block_lens = {65, 1, 63, 64, 0, 130, 700};
+  for (const auto& [h, hkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {16, 2}}) {
+    for (int64_t d : {64, 128, 8, 24}) {
+      for (int64_t tq : {1, 2}) {
+        for (bool causal : {false, true}) {
+          for (Layout layout : {Layout::kTokenMajor, Layout::kHeadMajor}) {
+            out.push_back({h, hkv, d, tq, causal, layout, block_lens});
+          }
+        }
+      }
+    }
+  }
+  // The fallback tile loops: D not a multiple of 8, decode shapes.
+  out.push_back({8, 2, 20, 1, false, Layout::kTokenMajor, block_lens});
+  out.push_back({8, 1, 36, 2, true, Layout::kHeadMajor, block_lens});
   // Short lists: one key, keys only in the last segment, a generic head dim.
   out.push_back({8, 2, 64, 1, false, Layout::kTokenMajor, {1}});
   out.push_back({4, 1, 40, 3, true, Layout::kHeadMajor, {0, 0, 5}});
@@ -195,6 +213,34 @@ TEST(DecodeAttention, GemmPathOnEveryBackendWithScale) {
     SCOPED_TRACE(GemmBackendName(backend));
     ScopedGemmBackend scoped(backend);
     const Result got = RunKernel(shape, q, cache.segments);
+    EXPECT_LE(OutputError(got.o, ref.o), 1e-5);
+    EXPECT_LE(LseError(got.lse, ref.lse), 1e-5);
+  }
+}
+
+// Scores that grow along the keys (and one huge early score) so that the streaming kernel's
+// running max increases in many blocks: every rescale of the accumulators is exercised.
+TEST(DecodeAttention, GrowingScoresRescaleAcrossBlocks) {
+  core::Rng rng(17);
+  for (Layout layout : {Layout::kTokenMajor, Layout::kHeadMajor}) {
+    SCOPED_TRACE(LayoutName(layout));
+    Cache cache = MakeCache(rng, 2, 64, {300, 200}, layout);
+    const int64_t tq = 1, h = 8, d = 64;
+    const std::vector<float> q = RandomNormal(rng, tq * h * d);
+    // Key t of segment i becomes (1 + t / 40) * k: scores drift up by about 12x over a segment.
+    for (size_t i = 0; i < cache.segments.size(); ++i) {
+      const KvSegment& seg = cache.segments[i];
+      for (int64_t t = 0; t < seg.len; ++t) {
+        for (int64_t g = 0; g < 2; ++g) {
+          float* row = cache.seg_k[i].data() + t * seg.token_stride + g * seg.head_stride;
+          for (int64_t x = 0; x < d; ++x) row[x] *= 1.0f + static_cast<float>(t) / 40.0f;
+        }
+      }
+    }
+    cache.seg_k[0][3] = 40.0f;  // one large score early in the first block
+    const DecodeAttentionShape shape{tq, h, 2, d, std::nullopt, false};
+    const Result got = RunKernel(shape, q, cache.segments);
+    const Result ref = RunKernel(shape, q, cache.segments, /*reference=*/true);
     EXPECT_LE(OutputError(got.o, ref.o), 1e-5);
     EXPECT_LE(LseError(got.lse, ref.lse), 1e-5);
   }
