@@ -66,6 +66,26 @@ TEST(KernelFlumeCli, GeneratesThroughUcxNodeProcesses) {
   EXPECT_NE(r.out.find("2 of 2 prompts"), std::string::npos) << r.out;
 }
 
+// A node process SIGKILLed mid-run (tails re-routed every 16 tokens, so it holds ranges the
+// steps read): generate fails with one line naming the node, not a hang.
+TEST(KernelFlumeCli, AKilledNodeProcessFailsTheRunNamingTheNode) {
+  const std::string script =
+      std::string(TESSERA_BIN) +
+      " kernelflume generate --model tiny-gqa --prompt hi --max-tokens 4000 --ignore-eos "
+      "--attn-nodes 2 --reroute-every 16 --quiet 2>&1 & p=$!; "
+      "for i in $(seq 1 600); do pgrep -P $p -f -- '--id 1' >/dev/null && break; sleep 0.1; done; "
+      "sleep 1; pkill -9 -P $p -f -- '--id 1'; wait $p; echo \"exit=$?\"";
+  FILE* pipe = popen(script.c_str(), "r");  // popen runs it with sh -c
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
+  pclose(pipe);
+  EXPECT_NE(out.find("exit=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("attention node 1"), std::string::npos) << out;
+  EXPECT_EQ(testing::Lines(out), 2) << out;  // the error line and exit=
+}
+
 TEST(KernelFlumeCli, BadNumbersNameTheFlag) {
   const std::string base = "kernelflume generate --model tiny-gqa --prompt hi --transport fake ";
   ExpectUserError(base + "--max-tokens 0", "--max-tokens");

@@ -56,7 +56,9 @@ std::string DescribePeerLoss(ucs_status_t status) {
       words = "the connection was reset (the peer closed it, or its process exited or was killed)";
       break;
     case UCS_ERR_ENDPOINT_TIMEOUT:
-      words = "no keepalive answer (the peer's host vanished or the network is down)";
+      // UCX 1.13 also reports a SIGKILLed peer on loopback this way (seen here).
+      words =
+          "the peer stopped answering (its process died, its host vanished or the network is down)";
       break;
     case UCS_ERR_UNREACHABLE:
       words = "unreachable (nothing listens there, or no route)";
