@@ -7,22 +7,23 @@
 //   monolithic     a local token-major KV cache of N random tokens; a step does what
 //                  models::LocalKvCache does for one new token: copy its K and V into the cache
 //                  and run kernels::PartialAttention (Tq = 1, causal) over the N + 1 tokens.
-//   disaggregated  an AttentionCluster with one in-process attention node over --transport;
+//   disaggregated  an AttentionCluster with one attention node (a process, or in this one);
 //                  the same N tokens stored on the node through DisaggregatedAttention::
 //                  AppendOnly (the normal kAppend protocol, chunks of 1024); a step is
 //                  BeginLayer (query sent) + FinishLayer (self partial, append, the node's
 //                  partial awaited, LSE merge).
-// Placement ("1 core per side, 2 sides"): the calling thread (weight side: query, self partial,
-// merge) is pinned to CPU 0; every other thread of the process -- the transports' progress
-// threads, including the node's, which runs its PartialAttention -- to CPU 1. The node is a
-// thread of this process, not a separate process (the attention-node CLI is not used here).
+// Placement ("1 core per process, 2 processes"): with --node-command TESSERA_BIN (ucx) the node
+// is a `tessera kernelflume attn-node` process on CPU 1 and every thread of this process is on
+// CPU 0. Without it the node is in this process: the calling thread (weight side: query, self
+// partial, merge) on CPU 0, every other thread -- the transports' progress threads, including
+// the node's, which runs its PartialAttention -- on CPU 1.
 // Validation first: one step of each must agree within 1e-5 (relative, norm-wise), else exit 1.
 // Then --steps steps of each, interleaved (mono, disagg, mono, ...), each appending one token;
 // p50 and p99 of the per-step wall time. A transport that cannot start (ucx where it is a stub)
 // is reported as unavailable and the run ends with exit code 0.
 //
 // Usage: bench_step_overhead [--context 4096,16384,65536] [--steps 40] [--transport fake|ucx]
-//                            [--shape llama8b|tiny-gqa]
+//                            [--shape llama8b|tiny-gqa] [--node-command TESSERA_BIN]
 #include <sched.h>
 
 #include <algorithm>
@@ -49,6 +50,7 @@ struct Args {
   int steps = 40;
   std::string transport = "fake";
   std::string shape = "llama8b";
+  std::string node_command;  // `tessera` binary: the node runs as `tessera kernelflume attn-node`
 };
 
 constexpr int64_t kFillChunk = 1024;
@@ -79,13 +81,13 @@ bool PinThread(pid_t tid, int cpu) {
   return sched_setaffinity(tid, sizeof(set), &set) == 0;
 }
 
-// Calling thread -> CPU 0; every other thread of the process -> CPU 1.
-bool PinThreads() {
+// Calling thread -> CPU 0; every other thread of the process -> `others_cpu`.
+bool PinThreads(int others_cpu) {
   bool ok = PinThread(0, 0);
   const pid_t self = static_cast<pid_t>(gettid());
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
     const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
-    if (tid != self) ok = PinThread(tid, 1) && ok;
+    if (tid != self) ok = PinThread(tid, others_cpu) && ok;
   }
   return ok;
 }
@@ -125,6 +127,14 @@ bool RunContext(const Args& args, const AttentionShape& s, int64_t n, FastRandom
   co.transport = args.transport;
   co.capacity_tokens = capacity;
   co.page_tokens = 256;
+  const bool process = !args.node_command.empty();
+  if (process) {
+    // The node process inherits the spawning thread's CPU set: CPU 1. This process then moves
+    // every one of its threads to CPU 0 (below), so each process has a core of its own.
+    co.processes = true;
+    co.node_command = {args.node_command, "kernelflume", "attn-node"};
+    PinThread(0, 1);
+  }
   auto cluster = AttentionCluster::Start(s, "bench", co);
   if (!cluster.ok()) {
     std::printf("| %ld | transport %s unavailable: %s | | | | | |\n", static_cast<long>(n),
@@ -149,7 +159,7 @@ bool RunContext(const Args& args, const AttentionShape& s, int64_t n, FastRandom
         attn.AppendOnly(0, pos, t, mono.k.data() + pos * row, mono.v.data() + pos * row);
     if (!st.ok()) Die(st, "AppendOnly");
   }
-  PinThreads();
+  PinThreads(process ? 0 : 1);
 
   std::vector<float> q(h * d), nk(row), nv(row), o_mono(h * d), lse(h), o_dis(h * d);
   auto disagg_step = [&](int64_t pos) {
@@ -219,20 +229,25 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->transport = v;
     } else if (k == "--shape") {
       a->shape = v;
+    } else if (k == "--node-command") {
+      a->node_command = v;
     } else {
       return false;
     }
   }
-  return argc % 2 == 1 && !a->contexts.empty() && (a->shape == "llama8b" || a->shape == "tiny-gqa");
+  return argc % 2 == 1 && !a->contexts.empty() &&
+         (a->shape == "llama8b" || a->shape == "tiny-gqa") &&
+         (a->node_command.empty() || a->transport == "ucx");
 }
 
 int Main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
-    std::fprintf(stderr,
-                 "usage: %s [--context 4096,16384,65536] [--steps 40] [--transport fake|ucx] "
-                 "[--shape llama8b|tiny-gqa]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--context 4096,16384,65536] [--steps 40] [--transport fake|ucx] "
+        "[--shape llama8b|tiny-gqa] [--node-command TESSERA_BIN (ucx: the node as a process)]\n",
+        argv[0]);
     return 1;
   }
   AttentionShape s;
@@ -244,10 +259,14 @@ int Main(int argc, char** argv) {
   s.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   std::printf(
       "\n### Disaggregated vs monolithic decode step (one layer), measured (this machine)\n"
-      "shape %s: H=%d Hkv=%d D=%d; transport %s; one in-process attention node; weight side "
-      "pinned to CPU 0, transport/node threads to CPU 1; %d steps each, interleaved\n\n",
+      "shape %s: H=%d Hkv=%d D=%d; transport %s; %s; %d steps each, interleaved\n\n",
       llama ? "llama-3.1-8b-like" : "tiny-gqa", s.num_heads, s.num_kv_heads, s.head_dim,
-      args.transport.c_str(), args.steps);
+      args.transport.c_str(),
+      args.node_command.empty()
+          ? "one in-process attention node; weight side pinned to CPU 0, transport/node "
+            "threads to CPU 1"
+          : "one attention-node process on CPU 1, this process (all threads) on CPU 0",
+      args.steps);
   std::printf(
       "| context | max rel err | mono p50 us | mono p99 us | disagg p50 us | disagg p99 us | "
       "overhead p50 | overhead p99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
