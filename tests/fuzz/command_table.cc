@@ -476,7 +476,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   xema_bench.group = "xema";
   xema_bench.bases = {{"--policies", "none", "--budgets", "256MiB", "--rates", "2", "--mix", s.mix,
                        "--duration", "0.5", "--json", out + "bench.json"}};
-  xema_bench.keep = {"--duration"};  // the default, 20 s a point, outlasts a case
+  // The default duration (20 s a point) and the default six policies outlast a case.
+  xema_bench.keep = {"--duration", "--policies"};
   t.push_back(xema_bench);
   // plan profiles the mix for real: one timed run, no concurrency, a one-second trace.
   SubcommandSpec xema_plan = Spec("plan", MpiUse::kNone, 2,
