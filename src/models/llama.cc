@@ -235,6 +235,11 @@ core::StatusOr<LlamaModel> LlamaModel::FromTensors(const LlamaConfig& config, Te
                                                source, slot.name, fmt::join(it->second.shape, ", "),
                                                fmt::join(slot.shape, ", ")));
     }
+    if (static_cast<int64_t>(it->second.data.size()) != NumElements(slot.shape)) {
+      return core::InvalidArgument(fmt::format(
+          "{}: tensor '{}': got {} values, shape [{}] needs {}", source, slot.name,
+          it->second.data.size(), fmt::join(slot.shape, ", "), NumElements(slot.shape)));
+    }
     *slot.data = std::move(it->second.data);
   }
   m.ComputeFingerprint();

@@ -69,8 +69,9 @@ class LlamaModel {
   // same weights. InvalidArgument for an invalid config or a shape_only preset (naming it).
   static core::StatusOr<LlamaModel> FromSeed(const LlamaConfig& config, uint64_t seed,
                                              float init_std = 0.02f);
-  // Weights from named tensors (moved in); `source` names them in messages. Every missing tensor
-  // or wrong shape is InvalidArgument naming the source, the tensor, got and expected.
+  // Weights from named tensors (moved in); `source` names them in messages. Every missing tensor,
+  // wrong shape or data size that does not match the shape is InvalidArgument naming the
+  // source, the tensor, got and expected.
   static core::StatusOr<LlamaModel> FromTensors(const LlamaConfig& config, TensorMap tensors,
                                                 const std::string& source);
   // A Hugging Face style directory: config.json, then model.safetensors if present, else the
