@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,37 +10,20 @@
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;
+#include "core/subprocess.h"
 
 namespace tessera::core {
-namespace {
-
-int ExitCodeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv) {
   if (argv.empty()) return InvalidArgument("child process: empty command line");
   const int fd = memfd_create("child-stderr", MFD_CLOEXEC);
   if (fd < 0) return Internal(std::string("child process: memfd_create: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
+  StatusOr<int> pid = SpawnWithStderr(argv, fd);
+  if (!pid.ok()) {
     close(fd);
-    return NotFound("cannot start '" + argv[0] + "': " + std::strerror(rc));
+    return pid.status();
   }
-  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, fd));
+  return std::unique_ptr<ChildProcess>(new ChildProcess(*pid, fd));
 }
 
 ChildProcess::~ChildProcess() {
@@ -88,11 +70,6 @@ std::string ChildProcess::StderrTail(size_t max_bytes) const {
   return out;
 }
 
-std::string ChildProcess::LastStderrLine() const {
-  std::string text = StderrTail();
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const size_t nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
+std::string ChildProcess::LastStderrLine() const { return LastLine(StderrTail()); }
 
 }  // namespace tessera::core

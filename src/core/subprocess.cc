@@ -12,31 +12,46 @@ extern char** environ;
 
 namespace tessera::core {
 
-std::string ProcessResult::LastStderrLine() const {
-  size_t end = stderr_text.find_last_not_of("\r\n \t");
+std::string LastLine(const std::string& text) {
+  size_t end = text.find_last_not_of("\r\n \t");
   if (end == std::string::npos) return "";
-  size_t begin = stderr_text.rfind('\n', end);
+  size_t begin = text.rfind('\n', end);
   begin = begin == std::string::npos ? 0 : begin + 1;
-  return stderr_text.substr(begin, end - begin + 1);
+  return text.substr(begin, end - begin + 1);
 }
 
-StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv[0].empty()) return InvalidArgument("RunProcess: empty command line");
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+std::string ProcessResult::LastStderrLine() const { return LastLine(stderr_text); }
+
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 255;
+}
+
+StatusOr<int> SpawnWithStderr(const std::vector<std::string>& argv, int stderr_fd) {
+  if (argv.empty() || argv[0].empty()) return InvalidArgument("spawn: empty command line");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, stderr_fd, STDERR_FILENO);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return NotFound("cannot run '" + argv[0] + "': " + std::strerror(rc));
+  return static_cast<int>(pid);
+}
+
+StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) return InvalidArgument("RunProcess: empty command line");
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  StatusOr<int> pid = SpawnWithStderr(argv, fds[1]);
   close(fds[1]);
-  if (rc != 0) {
+  if (!pid.ok()) {
     close(fds[0]);
-    return NotFound("cannot run '" + argv[0] + "': " + std::strerror(rc));
+    return pid.status();
   }
   ProcessResult result;
   char buf[4096];
@@ -52,10 +67,10 @@ StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv) {
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
+  while (waitpid(*pid, &status, 0) < 0) {
     if (errno != EINTR) return Internal(std::string("waitpid: ") + std::strerror(errno));
   }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = ExitCodeOf(status);
   return result;
 }
 

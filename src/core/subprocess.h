@@ -28,4 +28,13 @@ struct ProcessResult {
 
 StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv);
 
+// The building blocks RunProcess and core::ChildProcess (child_process.h) share:
+// SpawnWithStderr starts argv (PATH lookup, no shell) with its stderr on `stderr_fd` and returns
+// its pid; a program that cannot be started is NotFound naming it. ExitCodeOf turns a waitpid
+// status into the exit code, or 128 + signal. LastLine is the last non-empty line of `text`
+// without its line end ("" when there is none).
+StatusOr<int> SpawnWithStderr(const std::vector<std::string>& argv, int stderr_fd);
+int ExitCodeOf(int wait_status);
+std::string LastLine(const std::string& text);
+
 }  // namespace tessera::core
