@@ -22,6 +22,40 @@ namespace {
 
 using core::kNegInf;
 constexpr int64_t kB = kStreamBlockTokens;
+// Software prefetch distance in tokens: while token t is consumed, rows t + kAhead are requested.
+// The hardware prefetcher alone does not keep enough lines in flight under this loop's compute
+// (measured: 7 GB/s from DRAM without, vs 20+ GB/s for a plain sum over the same bytes).
+constexpr int64_t kAhead = 16;
+
+// The rows to prefetch after the current block, in visiting order: the block's own rows
+// (`n` rows at k/v + t * stride) continue into `next_n` rows at next_k/next_v (same stride).
+// Each row spans `span` elements (d for one head; every KV head's row for token-major).
+struct Ahead {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t n = 0;
+  const float* next_k = nullptr;
+  const float* next_v = nullptr;
+  int64_t next_n = 0;
+  int64_t stride = 0;
+  int64_t span = 0;
+};
+
+// Requests the cache lines of rows [u, u + 8) of `a`'s K (or V when `values`), in address order.
+TESSERA_INLINE void PrefetchRows(const Ahead* a, int64_t u, bool values) {
+  if (a == nullptr) return;
+  for (int64_t w = u; w < u + 8; ++w) {
+    const float* row;
+    if (w < a->n) {
+      row = (values ? a->v : a->k) + w * a->stride;
+    } else if (w - a->n < a->next_n) {
+      row = (values ? a->next_v : a->next_k) + (w - a->n) * a->stride;
+    } else {
+      return;
+    }
+    for (int64_t x = 0; x < a->span; x += 16) __builtin_prefetch(row + x, 0, 3);
+  }
+}
 
 // Eight fp32 lanes: one AVX register (two SSE registers on the baseline target).
 typedef float V8 __attribute__((vector_size(32)));
@@ -106,23 +140,32 @@ TESSERA_INLINE void AccumulateChunk(const float* p, const float* v, int64_t stri
   }
 }
 
+// Tokens in groups of 8 (2 KB of V rows at d = 64 stay in L1 across the column chunks), each
+// group first requesting the V rows kAhead tokens on.
 template <int R>
 TESSERA_INLINE void AccumulateRows(const float* p, const float* v, int64_t stride, int64_t nb,
-                                   float* acc, int64_t d) {
-  int64_t x = 0;
-  for (; x + 16 <= d; x += 16) AccumulateChunk<R, 2>(p, v + x, stride, nb, acc + x, d);
-  if (x < d) AccumulateChunk<R, 1>(p, v + x, stride, nb, acc + x, d);
+                                   float* acc, int64_t d, const Ahead* ahead) {
+  for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+    PrefetchRows(ahead, t0 + kAhead, true);
+    const int64_t n = std::min<int64_t>(8, nb - t0);
+    int64_t x = 0;
+    for (; x + 16 <= d; x += 16) {
+      AccumulateChunk<R, 2>(p + t0, v + t0 * stride + x, stride, n, acc + x, d);
+    }
+    if (x < d) AccumulateChunk<R, 1>(p + t0, v + t0 * stride + x, stride, n, acc + x, d);
+  }
 }
 
 // Scores of R rows q + r * d against the block's keys into p[r * kB + t]: the first c[r]
 // keys of row r, -inf beyond.
 template <int R>
 TESSERA_INLINE void BlockScores(const float* q, int64_t d, const float* k, int64_t stride,
-                                const int64_t* c, float* p) {
+                                const int64_t* c, float* p, const Ahead* ahead) {
   int64_t c_min = c[0];
   for (int r = 1; r < R; ++r) c_min = std::min(c_min, c[r]);
   int64_t t = 0;
   for (; t + 8 <= c_min; t += 8) {
+    PrefetchRows(ahead, t + kAhead, false);
     V8 s[R];
     Scores8<R>(q, d, k + t * stride, stride, s);
 #pragma GCC unroll 2
@@ -171,23 +214,27 @@ TESSERA_INLINE void BlockSoftmax(float* p, int64_t d, float* row_max, float* row
 // One block of nb <= kB tokens (tile offset tb) of one KV head.
 TESSERA_INLINE void Block(const float* qs, int64_t rows, int64_t d, const float* k, const float* v,
                           int64_t stride, int64_t nb, int64_t tb, const int64_t* visible,
-                          float* row_max, float* row_sum, float* acc) {
+                          float* row_max, float* row_sum, float* acc, const Ahead* ahead) {
   alignas(32) float p[kStreamMaxRows * kB];
   int64_t c[kStreamMaxRows];
   for (int64_t r = 0; r < rows; ++r) {
     c[r] = visible == nullptr ? nb : std::clamp<int64_t>(visible[r] - tb, 0, nb);
   }
   int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) BlockScores<2>(qs + r * d, d, k, stride, c + r, p + r * kB);
-  if (r < rows) BlockScores<1>(qs + r * d, d, k, stride, c + r, p + r * kB);
+  for (; r + 2 <= rows; r += 2)
+    BlockScores<2>(qs + r * d, d, k, stride, c + r, p + r * kB, r == 0 ? ahead : nullptr);
+  if (r < rows)
+    BlockScores<1>(qs + r * d, d, k, stride, c + r, p + r * kB, r == 0 ? ahead : nullptr);
   for (r = 0; r < rows; ++r) BlockSoftmax(p + r * kB, d, row_max + r, row_sum + r, acc + r * d);
   r = 0;
-  for (; r + 4 <= rows; r += 4) AccumulateRows<4>(p + r * kB, v, stride, nb, acc + r * d, d);
+  for (; r + 4 <= rows; r += 4)
+    AccumulateRows<4>(p + r * kB, v, stride, nb, acc + r * d, d, r == 0 ? ahead : nullptr);
   if (r + 2 <= rows) {
-    AccumulateRows<2>(p + r * kB, v, stride, nb, acc + r * d, d);
+    AccumulateRows<2>(p + r * kB, v, stride, nb, acc + r * d, d, r == 0 ? ahead : nullptr);
     r += 2;
   }
-  if (r < rows) AccumulateRows<1>(p + r * kB, v, stride, nb, acc + r * d, d);
+  if (r < rows)
+    AccumulateRows<1>(p + r * kB, v, stride, nb, acc + r * d, d, r == 0 ? ahead : nullptr);
 }
 
 }  // namespace
@@ -204,9 +251,34 @@ void DecodeStreamTile(const float* qs, int64_t hkv, int64_t rows, int64_t d, con
   for (int64_t i = 0; i < outer; ++i) {
     for (int64_t j = 0; j < inner; ++j) {
       const int64_t kv = heads_outer ? i : j, tb = (heads_outer ? j : i) * kB;
-      const int64_t off = kv * head_stride + tb * token_stride;
-      Block(qs + kv * rows * d, rows, d, k + off, v + off, token_stride, std::min(kB, n - tb), tb,
-            visible, row_max + kv * rows, row_sum + kv * rows, acc + kv * rows * d);
+      const int64_t off = kv * head_stride + tb * token_stride, nb = std::min(kB, n - tb);
+      // Prefetch stream: head-major, this head's rows then the next block's (the next head's
+      // first block after the last); token-major, whole token rows (every head) on the first
+      // head's pass, running into the next block, so the other heads' passes hit the cache.
+      Ahead ahead;
+      ahead.k = k + off;
+      ahead.v = v + off;
+      ahead.n = nb;
+      ahead.stride = token_stride;
+      ahead.span = heads_outer ? d : (hkv - 1) * head_stride + d;
+      int64_t next = -1;  // offset of the next block's rows in the stream, -1 when none
+      if (heads_outer) {
+        if (tb + kB < n) {
+          next = off + kB * token_stride;
+        } else if (kv + 1 < hkv) {
+          next = (kv + 1) * head_stride;
+        }
+      } else if (tb + kB < n) {
+        next = (tb + kB) * token_stride;
+      }
+      if (next >= 0) {
+        ahead.next_k = k + next;
+        ahead.next_v = v + next;
+        ahead.next_n = std::min(kB, heads_outer && tb + kB >= n ? n : n - tb - kB);
+      }
+      Block(qs + kv * rows * d, rows, d, k + off, v + off, token_stride, nb, tb, visible,
+            row_max + kv * rows, row_sum + kv * rows, acc + kv * rows * d,
+            heads_outer || kv == 0 ? &ahead : nullptr);
     }
   }
 }

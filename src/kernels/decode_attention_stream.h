@@ -3,6 +3,8 @@
 // of kStreamBlockTokens tokens, with the scores of a block held in registers and L1, an online
 // softmax that rescales a row's accumulator only when its running max grows, and the P V
 // product accumulated in registers over the block. K and V are each read once per call.
+// Software prefetch requests the K and V rows 16 tokens ahead of the ones consumed, in address
+// order (token-major: whole rows of every KV head on the first head's pass), within the tile.
 //
 // Layouts (fp32): qs (scaled queries) and acc (unnormalised outputs) are [kv][rows][d]
 // contiguous; row_max and row_sum are [kv][rows]. Element [t, g, x] of the tile's K is

@@ -153,9 +153,11 @@ std::vector<Case> Cases() {
   }
   // The streaming kernel (D % 8 == 0, Tq * G < 16) at G = 1, 4, 8 with 1 to 8 rows (16 rows
   // take the GEMM path), over block tails (lengths 1, 63, 64, 65, 130 around the 64-token
-  // block) and a long segment.
+  // block) and a long segment; {16, 4} has four KV heads per token-major row, all of which the
+  // first head's pass prefetches.
   const std::vector<int64_t> block_lens = {65, 1, 63, 64, 0, 130, 700};
-  for (const auto& [h, hkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {16, 2}}) {
+  for (const auto& [h, hkv] :
+       {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {16, 2}, {16, 4}}) {
     for (int64_t d : {64, 128, 8, 24}) {
       for (int64_t tq : {1, 2}) {
         for (bool causal : {false, true}) {
