@@ -14,4 +14,9 @@ core::StatusOr<std::unique_ptr<AmTransport>> MakeAmTransport(const std::string& 
       fmt::format("am transport backend: got '{}', must be one of fake, ucx", backend));
 }
 
+void DestroyTransport(std::unique_ptr<AmTransport>& t) {
+  delete t.get();  // the progress thread stops here; t still points at the object meanwhile
+  (void)t.release();
+}
+
 }  // namespace tessera::comm

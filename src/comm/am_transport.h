@@ -98,6 +98,12 @@ class AmTransport {
   virtual std::string backend_name() const = 0;  // "fake" | "ucx"
 };
 
+// Destroys the transport `t` owns while `t` still points at it, then empties `t`. An owner whose
+// handlers send through its unique_ptr member must use this, not t.reset(): reset() nulls the
+// pointer before the destructor stops the progress thread, and a handler still running then
+// dereferences null.
+void DestroyTransport(std::unique_ptr<AmTransport>& t);
+
 // "fake" or "ucx"; anything else is InvalidArgument naming the value and the choices. The ucx
 // backend returns Internal with UCX's error string if UCX cannot start.
 core::StatusOr<std::unique_ptr<AmTransport>> MakeAmTransport(const std::string& backend);

@@ -11,7 +11,7 @@ using core::Status;
 
 AttentionNode::AttentionNode(const AttentionNodeOptions& options) : options_(options) {}
 
-AttentionNode::~AttentionNode() { transport_.reset(); }
+AttentionNode::~AttentionNode() { comm::DestroyTransport(transport_); }
 
 core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
     std::unique_ptr<comm::AmTransport> transport, const std::string& address,

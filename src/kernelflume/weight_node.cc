@@ -18,7 +18,7 @@ WeightNode::WeightNode(const AttentionShape& shape, const std::string& fingerpri
       store_(options.router.range_tokens_max),
       router_(store_, options.router) {}
 
-WeightNode::~WeightNode() { transport_.reset(); }
+WeightNode::~WeightNode() { comm::DestroyTransport(transport_); }
 
 core::StatusOr<std::unique_ptr<WeightNode>> WeightNode::Start(
     std::unique_ptr<comm::AmTransport> transport, const AttentionShape& shape,
