@@ -232,11 +232,15 @@ void ProcessBlock(const Geometry& geo, const Block& b, const float* q,
   std::fill_n(b.row_max, geo.hkv * rows, kNegInf);
   std::fill_n(b.row_sum, geo.hkv * rows, 0.0f);
   int64_t j0 = 0;
-  for (const KvSegment& seg : segments) {
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const KvSegment& seg = segments[i];
     if (seg.len > 0 && UseStream(geo, b, seg)) {
-      internal::DecodeStreamTile(b.qs, geo.hkv, rows, d, seg.k, seg.v, seg.token_stride,
-                                 seg.head_stride, seg.len, VisibleCounts(geo, b, j0, seg.len),
-                                 b.row_max, b.row_sum, b.acc);
+      // The next segment with keys, whose first rows the kernel prefetches at the end of this one.
+      size_t next = i + 1;
+      while (next < segments.size() && segments[next].len == 0) ++next;
+      internal::DecodeStreamTile(b.qs, geo.hkv, rows, d, seg,
+                                 next < segments.size() ? &segments[next] : nullptr,
+                                 VisibleCounts(geo, b, j0, seg.len), b.row_max, b.row_sum, b.acc);
       j0 += seg.len;
       continue;
     }

@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "core/tensor_error.h"
 #include "kernels/attention_reference.h"
+#include "kernels/decode_attention_stream.h"
 #include "kernels/kernels_test_util.h"
 #include "kernels/lse_merge.h"
 
@@ -201,6 +202,74 @@ TEST(DecodeAttention, MatchesBothReferences) {
                     .ok());
     EXPECT_LE(OutputError(got.o, mha.o), 1e-5);
     EXPECT_LE(LseError(got.lse, mha.lse), 1e-5);
+  }
+}
+
+// The streaming kernel's copy for every target this CPU runs (AVX-512, AVX2, baseline), driven
+// directly over a segment list (each call given the next segment to prefetch) and finished to
+// (o, lse) like PartialAttention, against the reference: G = 1, 2, 4, 8 with 1 to 16 rows,
+// D = 8, 24, 64, 128, both layouts (token-major with 8 KV heads: two head groups per block),
+// block tails, empty segments, causal rows.
+TEST(DecodeAttention, StreamKernelOnEveryTarget) {
+  using internal::StreamTarget;
+  core::Rng rng(21);
+  const std::vector<int64_t> lens = {65, 1, 63, 0, 64, 130, 300};
+  for (StreamTarget target :
+       {StreamTarget::kAvx512, StreamTarget::kAvx2, StreamTarget::kBaseline}) {
+    if (!internal::StreamTargetSupported(target)) continue;
+    for (const auto& [h, hkv] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {16, 8}}) {
+      for (int64_t d : {8, 24, 64, 128}) {
+        for (int64_t tq : {1, 2}) {
+          for (Layout layout : {Layout::kTokenMajor, Layout::kHeadMajor}) {
+            const bool causal = tq == 2;
+            SCOPED_TRACE("target " + std::to_string(static_cast<int>(target)) +
+                         " H=" + std::to_string(h) + " Hkv=" + std::to_string(hkv) +
+                         " D=" + std::to_string(d) + " Tq=" + std::to_string(tq) + " " +
+                         LayoutName(layout));
+            const Cache cache = MakeCache(rng, hkv, d, lens, layout);
+            const int64_t g = h / hkv, rows = tq * g, tk = cache.Tokens();
+            const std::vector<float> q = RandomNormal(rng, tq * h * d);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+            std::vector<float> qs(hkv * rows * d), acc(hkv * rows * d, 0.0f);
+            std::vector<float> row_max(hkv * rows, kNegInf), row_sum(hkv * rows, 0.0f);
+            for (int64_t kv = 0; kv < hkv; ++kv) {
+              for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t x = 0; x < d; ++x) {
+                  qs[(kv * rows + r) * d + x] = q[((r / g) * h + kv * g + r % g) * d + x] * scale;
+                }
+              }
+            }
+            const std::vector<KvSegment>& segs = cache.segments;
+            int64_t j0 = 0;
+            for (size_t i = 0; i < segs.size(); ++i) {
+              if (segs[i].len == 0) continue;
+              std::vector<int64_t> visible(rows);
+              for (int64_t r = 0; r < rows; ++r) {
+                visible[r] = std::clamp<int64_t>(r / g + tk - tq - j0 + 1, 0, segs[i].len);
+              }
+              internal::DecodeStreamTileOn(target, qs.data(), hkv, rows, d, segs[i],
+                                           i + 1 < segs.size() ? &segs[i + 1] : nullptr,
+                                           causal ? visible.data() : nullptr, row_max.data(),
+                                           row_sum.data(), acc.data());
+              j0 += segs[i].len;
+            }
+            Result got{std::vector<float>(tq * h * d), std::vector<float>(tq * h)};
+            for (int64_t kv = 0; kv < hkv; ++kv) {
+              for (int64_t r = 0; r < rows; ++r) {
+                const int64_t idx = kv * rows + r, out = (r / g) * h + kv * g + r % g;
+                for (int64_t x = 0; x < d; ++x)
+                  got.o[out * d + x] = acc[idx * d + x] / row_sum[idx];
+                got.lse[out] = row_max[idx] + std::log(row_sum[idx]);
+              }
+            }
+            const DecodeAttentionShape shape{tq, h, hkv, d, std::nullopt, causal};
+            const Result ref = RunKernel(shape, q, segs, /*reference=*/true);
+            EXPECT_LE(OutputError(got.o, ref.o), 1e-5);
+            EXPECT_LE(LseError(got.lse, ref.lse), 1e-5);
+          }
+        }
+      }
+    }
   }
 }
 
