@@ -91,9 +91,13 @@ TEST(KernelFlumeCli, BadNumbersNameTheFlag) {
   ExpectUserError(base + "--max-tokens 0", "--max-tokens");
   ExpectUserError(base + "--max-tokens -3", "--max-tokens");
   ExpectUserError(base + "--capacity-tokens 0", "--capacity-tokens");
+  // More pages than a node's pool can hold (2^34 tokens in pages of 256).
+  ExpectUserError(base + "--capacity-tokens 17179869184", "--capacity-tokens");
   ExpectUserError(base + "--attn-nodes 0", "--attn-nodes");
   ExpectUserError(base + "--transport carrier", "--transport");
   ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --capacity-tokens 0",
+                  "--capacity-tokens");
+  ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --capacity-tokens 17179869184",
                   "--capacity-tokens");
 }
 

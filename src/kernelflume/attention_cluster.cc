@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "kernelflume/range_kv_store.h"
+
 namespace tessera::kernelflume {
 
 using core::Status;
@@ -17,10 +19,7 @@ core::StatusOr<std::unique_ptr<AttentionCluster>> AttentionCluster::Start(
     return core::InvalidArgument(
         fmt::format("attn_nodes: got {}, must be in [1, 64]", options.num_nodes));
   }
-  if (options.capacity_tokens < 1) {
-    return core::InvalidArgument(
-        fmt::format("capacity_tokens: got {}, must be >= 1", options.capacity_tokens));
-  }
+  RETURN_IF_ERROR(CheckKvCapacity(options.capacity_tokens, options.page_tokens));
   if (options.transport != "fake" && options.transport != "ucx") {
     return core::InvalidArgument(
         fmt::format("transport: got '{}', must be fake or ucx", options.transport));

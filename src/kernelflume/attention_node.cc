@@ -44,6 +44,7 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
       self->Finish(core::Unavailable("the weight node was lost: " + why.message()));
     }
   });
+  RETURN_IF_ERROR(CheckKvCapacity(options.capacity_tokens, options.page_tokens));
   auto peer = t.Connect(address, options.join_timeout_s);
   if (!peer.ok()) return peer.status().WithPrefix("attention node: joining the weight node");
   node->weight_ = *peer;
@@ -59,6 +60,10 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
                                          options.node_id, address, options.join_timeout_s));
   }
   if (node->finished_ && !node->join_answered_) return node->finish_status_;
+  if (!node->store_error_.empty()) {
+    return core::FailedPrecondition(fmt::format(
+        "attention node {}: cannot hold this model's KV: {}", options.node_id, node->store_error_));
+  }
   if (!node->join_reply_.accepted) {
     return core::FailedPrecondition(
         fmt::format("attention node {}: the weight node refused the "
@@ -82,8 +87,7 @@ void AttentionNode::OnJoinReply(std::span<const std::byte> header) {
       if (store.ok()) {
         store_ = std::move(*store);
       } else {
-        join_reply_.accepted = false;
-        join_reply_.reason = store.status().message();
+        store_error_ = store.status().message();
       }
     }
   }

@@ -75,6 +75,7 @@ class AttentionNode {
   AttentionNodeOptions options_;
   AttentionShape shape_;
   std::unique_ptr<RangeKvStore> store_;  // set once the join is accepted
+  std::string store_error_;              // why the store could not be made after the join
   comm::PeerId weight_ = 0;
   std::deque<PendingQuery> pending_;
   std::vector<float> o_, lse_;  // reply scratch: o (Tq, H, D) then lse (Tq, H)

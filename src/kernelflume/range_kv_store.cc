@@ -14,16 +14,23 @@ RangeKvStore::RangeKvStore(const AttentionShape& shape, int32_t page_tokens)
       page_tokens_(page_tokens),
       block_floats_(int64_t{shape.num_kv_heads} * page_tokens * shape.head_dim) {}
 
-core::StatusOr<std::unique_ptr<RangeKvStore>> RangeKvStore::Create(const AttentionShape& shape,
-                                                                   int64_t capacity_tokens,
-                                                                   int32_t page_tokens) {
-  if (capacity_tokens < 1) {
-    return core::InvalidArgument(
-        fmt::format("capacity_tokens: got {}, must be >= 1", capacity_tokens));
-  }
+Status CheckKvCapacity(int64_t capacity_tokens, int64_t page_tokens) {
   if (page_tokens < 1) {
     return core::InvalidArgument(fmt::format("page_tokens: got {}, must be >= 1", page_tokens));
   }
+  const int64_t most = page_tokens * runtime::PagedPool::kMaxPages;
+  if (capacity_tokens < 1 || capacity_tokens > most) {
+    return core::InvalidArgument(fmt::format(
+        "capacity_tokens: got {}, must be in [1, {}] (at most {} pages of page_tokens {})",
+        capacity_tokens, most, runtime::PagedPool::kMaxPages, page_tokens));
+  }
+  return Status::Ok();
+}
+
+core::StatusOr<std::unique_ptr<RangeKvStore>> RangeKvStore::Create(const AttentionShape& shape,
+                                                                   int64_t capacity_tokens,
+                                                                   int32_t page_tokens) {
+  RETURN_IF_ERROR(CheckKvCapacity(capacity_tokens, page_tokens));
   if (shape.num_layers < 1 || shape.num_kv_heads < 1 || shape.head_dim < 1) {
     return core::InvalidArgument(
         fmt::format("attention shape: layers {}, kv heads {}, head dim {}: each must be >= 1",

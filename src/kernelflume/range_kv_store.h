@@ -27,6 +27,11 @@
 
 namespace tessera::kernelflume {
 
+// OK when a node of `capacity_tokens` in pages of `page_tokens` can exist: both >= 1 and at most
+// runtime::PagedPool::kMaxPages pages; else InvalidArgument naming capacity_tokens or
+// page_tokens, the value and the limit. Checked before a node joins (attn-node, the cluster).
+core::Status CheckKvCapacity(int64_t capacity_tokens, int64_t page_tokens);
+
 class RangeKvStore {
  public:
   static core::StatusOr<std::unique_ptr<RangeKvStore>> Create(const AttentionShape& shape,
