@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -81,14 +82,21 @@ TEST(ProcessRunner, ExitSignalTimeoutAndLeftovers) {
   r = Sh("kill -SEGV $$");
   EXPECT_TRUE(r.signaled);
   EXPECT_EQ(r.signal, 11);
-  r = Sh("sleep 30", 0.3);
+  // The runner kills the shell at its timeout: a shell that outlived it would have written the
+  // mark after its sleep (an order of events, not a time bound).
+  const std::string timeout_mark = ::testing::TempDir() + "/harness_timeout_mark";
+  std::remove(timeout_mark.c_str());
+  r = Sh("sleep 30; touch " + timeout_mark, 0.3);
   EXPECT_TRUE(r.timed_out);
-  EXPECT_LT(r.wall_s, 10);
-  // A helper left running in the background holds stderr open; the runner must not wait.
-  r = Sh("sleep 30 & echo started >&2; exit 0");
+  EXPECT_FALSE(std::ifstream(timeout_mark).good());
+  // A helper left running in the background holds stderr open; the runner must not wait for it:
+  // the helper writes its mark only when it ends, so the mark must not exist yet on return.
+  const std::string helper_mark = ::testing::TempDir() + "/harness_helper_mark";
+  std::remove(helper_mark.c_str());
+  r = Sh("(sleep 30; touch " + helper_mark + ") & echo started >&2; exit 0");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.stderr_text, "started\n");
-  EXPECT_LT(r.wall_s, 10);
+  EXPECT_FALSE(std::ifstream(helper_mark).good());
   ProcessSpec missing;
   missing.argv = {"/nonexistent/tessera"};
   missing.cwd = "/";
