@@ -9,6 +9,7 @@
 #include "cli/cli_test_util.h"
 #include "models/llama.h"
 #include "models/llama_config.h"
+#include "models/llama_test_util.h"
 #include "models/safetensors.h"
 
 namespace tessera::cli {
@@ -22,14 +23,7 @@ using testing::Write;
 
 // A small seeded model saved as a Hugging Face style directory.
 std::string SaveSmallModel(const std::string& name) {
-  models::LlamaConfig c = *models::LlamaPreset("tiny-gqa");
-  c.name = "small";
-  c.hidden = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 16;
-  c.ffn_hidden = 128;
+  models::LlamaConfig c = models::testing::SmallLlamaConfig(2);
   c.max_context = 256;
   auto model = models::LlamaModel::FromSeed(c, 5, 0.1f);
   EXPECT_TRUE(model.ok()) << model.status().ToString();

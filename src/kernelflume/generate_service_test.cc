@@ -7,22 +7,15 @@
 
 #include "core/rng.h"
 #include "models/byte_tokenizer.h"
+#include "models/llama_test_util.h"
 
 namespace tessera::kernelflume {
 namespace {
 
 models::LlamaConfig SmallConfig(int64_t kv_heads) {
-  auto c = models::LlamaPreset("tiny-gqa");
-  CHECK(c.ok());
-  c->name = "test-small";
-  c->num_layers = 2;
-  c->hidden = 64;
-  c->num_heads = 4;
-  c->num_kv_heads = kv_heads;
-  c->head_dim = 16;
-  c->ffn_hidden = 96;
-  c->max_context = 256;
-  return *c;
+  models::LlamaConfig c = models::testing::SmallLlamaConfig(kv_heads, "test-small");
+  c.max_context = 256;
+  return c;
 }
 
 std::vector<std::vector<int32_t>> RandomPrompts(uint64_t seed, int count, int64_t vocab) {
