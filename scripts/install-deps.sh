@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tessera needs to build, test and benchmark.
+# Installs the Debian packages tessera needs.
+#   install-deps.sh          everything: build, test and benchmark (make build, make test)
+#   install-deps.sh --demo   only what the build of `make demo` needs (the library's headers
+#                            and libraries and the compiler), not the test and Python packages
 # Idempotent: packages already present are skipped; apt-get runs only if one is missing.
 set -euo pipefail
 
-PACKAGES=(
-  cmake ninja-build g++ make pkg-config clang-format
+BUILD_PACKAGES=(
+  cmake ninja-build g++ make pkg-config
   libopenblas-dev libdnnl-dev
   coinor-libcbc-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3-matplotlib libcpp-httplib-dev libpng-dev
+  libgtest-dev libgmock-dev
+  libcpp-httplib-dev libpng-dev
   libucx-dev
-  python3-dev python3-pybind11 python3-pytest python3-torch python3-venv python3-pip
-  python3-setuptools python3-wheel curl
 )
+REST_PACKAGES=(
+  clang-format libbenchmark-dev python3-matplotlib
+  python3-dev python3-pybind11 python3-pytest python3-torch python3-venv python3-pip curl
+)
+case "${1:-}" in
+  --demo) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+  "") PACKAGES=("${BUILD_PACKAGES[@]}" "${REST_PACKAGES[@]}") ;;
+  *) echo "install-deps: unknown option '$1' (use --demo or nothing)" >&2; exit 1 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

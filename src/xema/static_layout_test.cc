@@ -146,7 +146,6 @@ TEST(StaticLayoutTest, MilpUnderATimeLimitIsNeverWorseThanGreedy) {
   EXPECT_TRUE(VerifyLayout(*t, *x, *m).ok());
   EXPECT_FALSE(m->proven_optimal) << m->detail;
   EXPECT_LE(m->arena_bytes, PlanLayout(*x, "tflite")->arena_bytes);
-  EXPECT_LT(m->time_ms, 3000);
 }
 
 TEST(StaticLayoutTest, VerifyNamesTheOverlappingTensors) {

@@ -140,7 +140,7 @@ class HostTier {
   void WaitOnHost(TieredTensor& t);
   [[nodiscard]] core::Status Park(TieredTensor& t);
   [[nodiscard]] core::Status Prefetch(TieredTensor& t, runtime::DeviceAllocator& allocator,
-                                      const std::string& name, TensorKind kind);
+                                      const std::string& name, runtime::TensorKind kind);
   void Fetch(TieredTensor& t);
   runtime::DeviceTensor TakeDevice(TieredTensor& t);
 

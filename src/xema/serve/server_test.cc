@@ -377,28 +377,6 @@ TEST(ServerTest, AbusiveRequestsGetTheirStatusAndTheServerLives) {
   EXPECT_EQ(PostImage(*s, body).status, 200);
 }
 
-// cpp-httplib listens with a backlog of 5: of 200 clients connecting at once most had their
-// SYN dropped and connected 1 s or 3 s later.
-TEST(ServerTest, ABurstOfConnectionsIsAcceptedAtOnce) {
-  auto s = StartServer(Options());
-  ASSERT_NE(s, nullptr);
-  std::vector<std::thread> clients;
-  std::vector<double> connect_s(200, 0);
-  std::vector<int> fds(200, -1);
-  for (size_t i = 0; i < connect_s.size(); ++i) {
-    clients.emplace_back([&, i] {
-      const auto t0 = std::chrono::steady_clock::now();
-      fds[i] = Connect(s->port());
-      connect_s[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    });
-  }
-  for (std::thread& t : clients) t.join();
-  for (int fd : fds) close(fd);
-  EXPECT_LT(*std::max_element(connect_s.begin(), connect_s.end()), 0.9);
-  httplib::Client c("127.0.0.1", s->port());
-  EXPECT_EQ(c.Get("/healthz")->status, 200);
-}
-
 TEST(ServerTest, StopFinishesQueuedRequestsAndMaxRequestsStops) {
   ServerOptions o = Options();
   o.max_requests = 2;
