@@ -28,7 +28,9 @@ struct CaseOutcome {
 
 class CaseRunner {
  public:
+  // timeout_s: the CPU seconds a case may use; it may take kWallFactor times that in wall time.
   CaseRunner(std::string bin, const SampleFiles& s, double timeout_s);
+  static constexpr double kWallFactor = 15;
 
   CaseOutcome Run(const FuzzCase& c) const;
 

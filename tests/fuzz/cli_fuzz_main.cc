@@ -116,7 +116,7 @@ int Main(const Flags& flags) {
   const CaseRunner runner(bin, s, flags.case_timeout_s);
   char budget[32] = "none";
   if (flags.budget_s > 0) std::snprintf(budget, sizeof(budget), "%g s", flags.budget_s);
-  std::printf("tessera_cli_fuzz: %s, seed %llu, %d cases, budget %s, case timeout %g s\n",
+  std::printf("tessera_cli_fuzz: %s, seed %llu, %d cases, budget %s, case timeout %g s of CPU\n",
               bin.c_str(), static_cast<unsigned long long>(flags.seed), flags.cases, budget,
               flags.case_timeout_s);
   std::printf("work folder %s\n", s.root.c_str());
@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
   app.add_option("--cases", f.cases, "cases to run")->capture_default_str();
   app.add_option("--budget-s", f.budget_s, "stop starting cases after this many seconds (0: none)")
       ->capture_default_str();
-  app.add_option("--case-timeout-s", f.case_timeout_s, "kill a case after this many seconds")
+  app.add_option("--case-timeout-s", f.case_timeout_s,
+                 "kill a case after this many CPU seconds (or 15x as many wall seconds)")
       ->capture_default_str();
   app.add_option("--workdir", f.workdir, "work folder (empty or new; default: a fresh one)");
   app.add_option("--source-dir", f.source_dir, "the tessera repository (sample data)")

@@ -43,35 +43,51 @@ std::vector<FailureClass> Classes(const std::vector<Failure>& f) {
 
 TEST(Invariants, EachFiresOnWhatBreaksIt) {
   using F = FailureClass;
-  EXPECT_TRUE(CheckProcess(Exited(0, "warning\nmore\n"), 20).empty());
-  EXPECT_TRUE(CheckProcess(Exited(1, "tessera: --x: got 'y', must be z\n"), 20).empty());
-  EXPECT_TRUE(CheckProcess(Exited(1, "tessera: no newline"), 20).empty());
-  EXPECT_EQ(Classes(CheckProcess(Exited(2, "tessera: internal\n"), 20)),
-            std::vector<F>{F::kExitCode});
-  EXPECT_EQ(Classes(CheckProcess(Exited(134, ""), 20)), std::vector<F>{F::kExitCode});
-  EXPECT_EQ(Classes(CheckProcess(Exited(1, "tessera: a\nb\n"), 20)), std::vector<F>{F::kStderr});
-  EXPECT_EQ(Classes(CheckProcess(Exited(1, "Could not convert: --fps = abc\n"), 20)),
+  EXPECT_TRUE(CheckProcess(Exited(0, "warning\nmore\n")).empty());
+  EXPECT_TRUE(CheckProcess(Exited(1, "tessera: --x: got 'y', must be z\n")).empty());
+  EXPECT_TRUE(CheckProcess(Exited(1, "tessera: no newline")).empty());
+  EXPECT_EQ(Classes(CheckProcess(Exited(2, "tessera: internal\n"))), std::vector<F>{F::kExitCode});
+  EXPECT_EQ(Classes(CheckProcess(Exited(134, ""))), std::vector<F>{F::kExitCode});
+  EXPECT_EQ(Classes(CheckProcess(Exited(1, "tessera: a\nb\n"))), std::vector<F>{F::kStderr});
+  EXPECT_EQ(Classes(CheckProcess(Exited(1, "Could not convert: --fps = abc\n"))),
             std::vector<F>{F::kStderr});
-  EXPECT_EQ(Classes(CheckProcess(Exited(1, ""), 20)), std::vector<F>{F::kStderr});
+  EXPECT_EQ(Classes(CheckProcess(Exited(1, ""))), std::vector<F>{F::kStderr});
   ProcessResult truncated = Exited(1, "tessera: long");
   truncated.stderr_truncated = true;
-  EXPECT_EQ(Classes(CheckProcess(truncated, 20)), std::vector<F>{F::kStderr});
+  EXPECT_EQ(Classes(CheckProcess(truncated)), std::vector<F>{F::kStderr});
   ProcessResult sig = Exited(-1, "");
   sig.signaled = true;
   sig.signal = 11;
-  EXPECT_EQ(Classes(CheckProcess(sig, 20)), std::vector<F>{F::kSignal});
+  EXPECT_EQ(Classes(CheckProcess(sig)), std::vector<F>{F::kSignal});
   ProcessResult hang = Exited(-1, "");
   hang.timed_out = true;
-  EXPECT_EQ(Classes(CheckProcess(hang, 20)), std::vector<F>{F::kTimeout});
+  EXPECT_EQ(Classes(CheckProcess(hang)), std::vector<F>{F::kTimeout});
 }
 
-ProcessResult Sh(const std::string& script, double timeout_s = 20) {
+ProcessResult Sh(const std::string& script, double timeout_s = 20, double cpu_timeout_s = 0) {
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", script};
   spec.env = EnvironmentWith({});
   spec.cwd = "/";
   spec.timeout_s = timeout_s;
+  spec.cpu_timeout_s = cpu_timeout_s;
   return RunProcess(spec);
+}
+
+// A busy loop is ended by its CPU time, however slowly a loaded machine runs it (the wall limit
+// here is never reached); a sleeping command uses no CPU and is ended only by the wall limit.
+TEST(ProcessRunner, ACpuLimitEndsABusyLoopNotAWait) {
+  ProcessResult r = Sh("while :; do :; done", 3600, 0.3);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_TRUE(r.cpu_limit);
+  EXPECT_GE(r.cpu_s, 0.3);
+  EXPECT_EQ(r.limit_s, 0.3);
+  const std::vector<Failure> f = CheckProcess(r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].detail.find("used 0.3 s of CPU without ending"), std::string::npos) << f[0].detail;
+  r = Sh("sleep 0.2; exit 4", 3600, 0.3);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 4);
 }
 
 TEST(ProcessRunner, ExitSignalTimeoutAndLeftovers) {

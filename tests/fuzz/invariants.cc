@@ -43,11 +43,14 @@ std::string FirstLine(const std::string& text, size_t max) {
   return line;
 }
 
-std::vector<Failure> CheckProcess(const ProcessResult& r, double timeout_s) {
+std::vector<Failure> CheckProcess(const ProcessResult& r) {
   std::vector<Failure> f;
   if (r.timed_out) {
-    char after[64];
-    std::snprintf(after, sizeof(after), "still running after %g s (killed); stderr: ", timeout_s);
+    char after[96];
+    std::snprintf(after, sizeof(after),
+                  r.cpu_limit ? "used %g s of CPU without ending (killed); stderr: "
+                              : "still running after %g s (killed); stderr: ",
+                  r.limit_s);
     f.push_back({FailureClass::kTimeout, after + LastLine(r.stderr_text)});
     return f;
   }

@@ -30,7 +30,7 @@ struct Failure {
   std::string detail;  // one line, e.g. "exit 2: tessera: /dev/full: write failed"
 };
 
-std::vector<Failure> CheckProcess(const ProcessResult& r, double timeout_s);
+std::vector<Failure> CheckProcess(const ProcessResult& r);
 
 // The first line of `text` (without the newline), cut to `max` characters.
 std::string FirstLine(const std::string& text, size_t max = 160);

@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -21,6 +24,35 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The CPU seconds process `pid` has used (user + system, its threads and the children it
+// reaped), from /proc/<pid>/stat; -1 when it cannot be read.
+double CpuSeconds(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // Fields after the command name (which may hold spaces and parentheses): field 3 (state)
+  // onwards; utime, stime, cutime, cstime are fields 14-17.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  unsigned long long ticks[4] = {0, 0, 0, 0};
+  int field = 2;
+  for (const char* q = p + 1; *q != '\0' && field < 17;) {
+    while (*q == ' ') ++q;
+    ++field;
+    if (field >= 14 && field <= 17) ticks[field - 14] = std::strtoull(q, nullptr, 10);
+    while (*q != ' ' && *q != '\0') ++q;
+  }
+  if (field < 17) return -1;
+  const long hz = sysconf(_SC_CLK_TCK);
+  return static_cast<double>(ticks[0] + ticks[1] + ticks[2] + ticks[3]) /
+         static_cast<double>(hz > 0 ? hz : 100);
 }
 
 std::vector<char*> CStrings(std::vector<std::string>& v) {
@@ -138,7 +170,15 @@ ProcessResult RunProcess(const ProcessSpec& spec) {
     if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
     if (SecondsSince(t0) >= spec.timeout_s) {
       r.timed_out = true;
+      r.limit_s = spec.timeout_s;
       break;
+    }
+    if (spec.cpu_timeout_s > 0) {
+      if (const double cpu = CpuSeconds(pid); cpu >= spec.cpu_timeout_s) {
+        r.timed_out = r.cpu_limit = true;
+        r.limit_s = spec.cpu_timeout_s;
+        break;
+      }
     }
     if (!eof) {
       pollfd p{err_pipe[0], POLLIN, 0};
@@ -148,6 +188,7 @@ ProcessResult RunProcess(const ProcessSpec& spec) {
       usleep(5000);
     }
   }
+  r.cpu_s = std::max(0.0, CpuSeconds(pid));  // the zombie's figures are final
   kill(-pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
