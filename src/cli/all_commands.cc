@@ -1,5 +1,6 @@
 // The whole command tree: one line per system.
 #include "cli/command.h"
+#include "cli/options.h"
 
 namespace tessera::cli {
 
@@ -8,6 +9,7 @@ void AddAllCommands(CLI::App& root, Action* action) {
   AddCompassCommands(root, action);
   AddXemaCommands(root, action);
   AddKernelFlumeCommands(root, action);
+  RefuseEmptyValues(&root);  // after every option exists (cli/options.h)
 }
 
 }  // namespace tessera::cli
