@@ -10,6 +10,8 @@
 namespace tessera::zellige {
 
 core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost) {
+  // First: the batch's size alone decides it, and the loop below is linear in it.
+  RETURN_IF_ERROR(CheckSimulatorLimit(batch, cost.model().layers));
   const int n = cost.cluster().num_ranks();
   const double cap = cost.MemoryCapacityBytes();
   if (cap <= 0) {

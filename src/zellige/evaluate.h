@@ -19,8 +19,10 @@ struct PlannerRun {
   double solve_ms = 0;  // wall-clock of MakePlan, in this process
 };
 
-// InvalidArgument naming the first sequence that cannot fit one rank's memory capacity
-// under any legal config on all N ranks (the most it can be split).
+// InvalidArgument when the batch has more sequences than the simulator takes
+// (CheckSimulatorLimit), or naming the first sequence that cannot fit one rank's memory
+// capacity under any legal config on all N ranks (the most it can be split). Callers run it
+// before planning.
 core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost);
 // Runs the planner and simulates its plan; a planner failure is returned as its Status. A plan
 // that breaks ValidatePlan is Internal ("<planner> produced an invalid plan: ..."); a config
