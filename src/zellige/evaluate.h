@@ -29,9 +29,11 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
 // the cost model does not Supports() or a simulation error (prices not finite) is returned
 // prefixed with the planner's name. CheckBatchFits also refuses a memory price that is not
 // finite.
-// `progress` (optional) is passed to the planner (PlanningProblem::progress).
+// `progress` and `solver_progress` (optional) are passed to the planner
+// (PlanningProblem::progress, ::solver_progress).
 core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
                                       const CostModel& cost, const PlannerOptions& options,
-                                      const std::function<void(int, int)>& progress = nullptr);
+                                      const std::function<void(int, int)>& progress = nullptr,
+                                      const SolverProgressFn& solver_progress = nullptr);
 
 }  // namespace tessera::zellige
