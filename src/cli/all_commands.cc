@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/options.h"
 
 namespace tessera::cli {
 namespace {
@@ -46,6 +47,7 @@ void AddAllCommands(CLI::App& root, Action* action) {
 #else
   AddMissingSystem(root, action, "kernelflume");
 #endif
+  RefuseEmptyValues(&root);  // after every option exists (cli/options.h)
 }
 
 }  // namespace tessera::cli

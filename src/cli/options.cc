@@ -60,6 +60,82 @@ CLI::Validator ByteSize(int64_t lo, int64_t hi) {
   return v;
 }
 
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    out.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+CLI::Validator ListRule(std::optional<CLI::Validator> element) {
+  CLI::Validator v(
+      [element](std::string& text) -> std::string {
+        if (text.empty()) return "got an empty value; give a value or leave the option out";
+        const std::string shown = text.size() > 60 ? text.substr(0, 60) + "..." : text;
+        std::vector<std::string> parts = SplitList(text);
+        std::string joined;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (parts[i].empty()) {
+            return "got '" + shown + "': element " + std::to_string(i + 1) +
+                   " is empty; separate the values with single commas";
+          }
+          if (element) {
+            const std::string why = (*element)(parts[i]);
+            if (!why.empty()) {
+              return why + " (element " + std::to_string(i + 1) + " of '" + shown + "')";
+            }
+          }
+          if (i > 0) joined += ',';
+          joined += parts[i];
+        }
+        text = joined;
+        return std::string();
+      },
+      "", kNonEmptyRule);
+  // An element rule on numbers makes this a number rule (options_test finds it).
+  if (element && !element->get_name().empty()) v.name(element->get_name());
+  return v;
+}
+
+CLI::Option* AllowEmpty(CLI::Option* opt) {
+  CLI::Validator marker([](std::string&) { return std::string(); }, "", kEmptyAllowedRule);
+  return opt->check(marker);
+}
+
+namespace {
+
+bool HasValidator(CLI::Option* opt, const char* name) {
+  try {
+    return opt->get_validator(name) != nullptr;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+void RefuseEmptyValues(CLI::App* app) {
+  for (CLI::Option* opt : app->get_options()) {
+    if (opt->get_type_size_max() == 0 || opt->get_expected_max() == 0) continue;  // a flag
+    if (HasValidator(opt, kEmptyAllowedRule) || HasValidator(opt, kNonEmptyRule)) continue;
+    CLI::Validator non_empty(
+        [](std::string& text) -> std::string {
+          return text.empty() ? "got an empty value; give a value or leave the option out"
+                              : std::string();
+        },
+        "", kNonEmptyRule);
+    opt->check(non_empty);
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    RefuseEmptyValues(sub);
+  }
+}
+
 CLI::Option* CommandPaths::Input(CLI::App* app, const std::string& name, std::string* path,
                                  const std::string& help) {
   RecordInput(name, path);

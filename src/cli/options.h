@@ -19,6 +19,14 @@
 // must be writable now (not a directory, directory exists and is writable) — so `--json`
 // onto an input and an unwritable `--out` are refused before minutes of work.
 //
+// Empty values: RefuseEmptyValues (run once over the whole tree, after every command is added)
+// gives every option that takes a value a check refusing an explicitly empty one ("--cluster:
+// got an empty value; give a value or leave the option out"): an option left out means its
+// default, one given as '' is a mistake (an unset shell variable), never the default in
+// disguise. An option whose empty value means something (an empty diffusion prompt) is marked
+// AllowEmpty. Lists: ListOption reads comma-separated values and refuses an empty element
+// ("--mixes v50,,v60", "v50,"), which CLI11's own delimiter drops without a word.
+//
 // Flag names: library messages name a field ("ranks: got 9, must be in [2, 8] for a6000x8"),
 // since the library also serves the Python binding and the servers. NameFlags gives a
 // command line's message the flag the value came from: a leading "<field>:" becomes
@@ -32,6 +40,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +54,9 @@ inline constexpr const char* kNumberRule = "tessera-number";
 inline constexpr const char* kOutputRule = "tessera-output";
 // Marks an option recorded by CommandPaths::Input (accepts every value).
 inline constexpr const char* kInputRule = "tessera-input";
+// RefuseEmptyValues' check, and AllowEmpty's marker.
+inline constexpr const char* kNonEmptyRule = "tessera-non-empty";
+inline constexpr const char* kEmptyAllowedRule = "tessera-empty-allowed";
 
 // Upper bounds shared by the commands that start MPI jobs.
 inline constexpr int64_t kMaxRanks = 4096;
@@ -55,6 +67,51 @@ CLI::Validator Number(double lo, double hi);
 CLI::Validator PositiveNumber(double hi);
 CLI::Validator Seed();
 CLI::Validator ByteSize(int64_t lo, int64_t hi);
+
+// Marks `opt` as one whose explicitly empty value means something; returns it.
+CLI::Option* AllowEmpty(CLI::Option* opt);
+// Adds the kNonEmptyRule check to every option of `app` and its subcommands, at any depth,
+// that takes a value and is not marked AllowEmpty (flags take none).
+void RefuseEmptyValues(CLI::App* app);
+
+// The check behind ListOption, on one value as typed: '' and an empty element are refused
+// ("got 'v50,,v60': element 2 is empty; ..."); each element must pass `element` (which may
+// rewrite it, like Integer; "got '0', must be ... (element 2 of '8,0,16')"); the value becomes
+// the elements joined by ','.
+CLI::Validator ListRule(std::optional<CLI::Validator> element);
+// The elements of a value that passed ListRule.
+std::vector<std::string> SplitList(const std::string& text);
+
+// A comma-separated list option bound to `out`: `--mixes v35,v50` or `--mixes v35 --mixes v50`
+// (the first value given replaces the default; more values append). Each value is checked by
+// ListRule(element) before any action. The help shows *out as the default when non-empty.
+template <typename T>
+CLI::Option* ListOption(CLI::App* app, const std::string& name, std::vector<T>* out,
+                        const std::string& help, std::optional<CLI::Validator> element = {}) {
+  std::string shown;
+  for (const T& v : *out) {
+    if (!shown.empty()) shown += ',';
+    shown += CLI::detail::to_string(v);
+  }
+  CLI::Option* opt = app->add_option_function<std::vector<std::string>>(
+      name,
+      [out, name](const std::vector<std::string>& values) {
+        out->clear();
+        for (const std::string& value : values) {
+          for (const std::string& e : SplitList(value)) {
+            T v{};
+            // ListRule has checked (and canonicalised) every element.
+            if (!CLI::detail::lexical_cast(e, v)) throw CLI::ConversionError(name, e);
+            out->push_back(v);
+          }
+        }
+      },
+      help);
+  opt->transform(ListRule(std::move(element)));  // a transform: it canonicalises elements
+  if (!shown.empty()) opt->default_str("[" + shown + "]");
+  opt->type_name(CLI::detail::type_name<T>());  // "INT ...", not the raw "TEXT ..."
+  return opt;
+}
 
 class CommandPaths {
  public:

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,80 @@ TEST(OptionsTest, NumberRules) {
   EXPECT_DOUBLE_EQ(x, 1e-3);
   EXPECT_EQ(Try(Number(0, 10), "0", &x, false), "");
   EXPECT_NE(Try(Number(0, 10), "10.5", &x, false), "");
+}
+
+// Parses `args` (as typed, after the program name) on the whole command tree; the error, or "".
+std::string ParseAll(std::vector<std::string> args) {
+  CLI::App root{"t"};
+  Action action;
+  AddAllCommands(root, &action);
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  try {
+    root.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An explicitly empty value is refused naming the option; it used to mean the default
+// (`--cluster ''` planned on a800x16) or was dropped (`--mixes v50,,v60`).
+TEST(OptionsTest, EveryOptionThatTakesAValueRefusesAnEmptyOne) {
+  CLI::App root{"t"};
+  Action action;
+  AddAllCommands(root, &action);
+  std::vector<CLI::App*> apps;
+  Collect(&root, &apps);
+  int checked = 0;
+  for (CLI::App* app : apps) {
+    for (CLI::Option* opt : app->get_options()) {
+      if (opt->get_type_size_max() == 0 || opt->get_expected_max() == 0) continue;  // a flag
+      ++checked;
+      EXPECT_TRUE(HasRule(opt, kNonEmptyRule) || HasRule(opt, kEmptyAllowedRule))
+          << app->get_name() << " " << opt->get_name() << " takes '' silently";
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_EQ(ParseAll({"zellige", "plan", "--cluster", ""}),
+            "--cluster: got an empty value; give a value or leave the option out");
+  EXPECT_EQ(ParseAll({"zellige", "plan", "--workload="}).rfind("--workload: ", 0), 0u);
+  EXPECT_EQ(ParseAll({"compass", "plan", "--profile", ""}),
+            "--profile: got an empty value; give a value or leave the option out");
+  EXPECT_EQ(ParseAll({"xema", "trace", "--analytic", ""}),
+            "--analytic: got an empty value; give a value or leave the option out");
+  EXPECT_EQ(ParseAll({"kernelflume", "attn-node", "--connect", "h:1", "--fingerprint", ""}),
+            "--fingerprint: got an empty value; give a value or leave the option out");
+  // An empty diffusion prompt is a prompt.
+  EXPECT_EQ(ParseAll({"xema", "check", "--prompt", ""}), "");
+  EXPECT_EQ(ParseAll({"zellige", "plan", "--cluster", "a800x8"}), "");
+}
+
+TEST(OptionsTest, ListOptionsRefuseEmptyElementsAndCheckEachOne) {
+  EXPECT_EQ(ParseAll({"zellige", "bench-planner", "--mixes", "v50,,v60"}),
+            "--mixes: got 'v50,,v60': element 2 is empty; separate the values with single "
+            "commas");
+  EXPECT_NE(ParseAll({"zellige", "bench-planner", "--mixes", "v50,"}).find("element 2 is empty"),
+            std::string::npos);
+  EXPECT_NE(ParseAll({"zellige", "bench-planner", "--mixes", ","}).find("element 1 is empty"),
+            std::string::npos);
+  EXPECT_EQ(ParseAll({"zellige", "bench-planner", "--mixes", ""}),
+            "--mixes: got an empty value; give a value or leave the option out");
+#ifdef TESSERA_HAVE_RUNTIME
+  EXPECT_EQ(ParseAll({"compass", "links", "--sizes-kib", "8,-1"}),
+            "--sizes-kib: got '-1', must be an integer from 1 to 1048576 (element 2 of '8,-1')");
+#endif
+  EXPECT_EQ(ParseAll({"xema", "bench", "--budgets", "1MiB", "--mix", "m", "--rates", "1,nan"}),
+            "--rates: got 'nan', must be a finite number > 0 and <= 10000 (element 2 of '1,nan')");
+
+  // Values: split, checked (and canonicalised: 010 is ten), the first value replacing the
+  // default and a repeat appending.
+  CLI::App app{"t"};
+  std::vector<int64_t> sizes = {256, 1024};
+  ListOption(app.add_subcommand("s"), "--sizes", &sizes, "sizes", Integer(1, 100));
+  std::vector<std::string> args = {"3", "--sizes", "010,2", "--sizes", "s"};  // reversed
+  app.parse(args);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{10, 2, 3}));
+  EXPECT_EQ(SplitList("a,,b"), (std::vector<std::string>{"a", "", "b"}));
 }
 
 TEST(OptionsTest, NameFlagsRenamesALeadingField) {

@@ -105,6 +105,18 @@ TEST(JsonParseTest, CheckKindAndVersionNamesWhatIsWrong) {
   EXPECT_FALSE(CheckKindAndVersion(Json{{"version", 1}}, "m.json", "x", 1).ok());
 }
 
+TEST(JsonParseTest, CheckKnownKeysNamesTheKeyAndWhere) {
+  EXPECT_TRUE(CheckKnownKeys(Json{{"a", 1}}, "x", {"a", "b"}).ok());
+  EXPECT_EQ(CheckKnownKeys(Json{{"c", 1}}, "x[2]", {"a", "b"}).message(),
+            "x[2]: unknown key 'c', must be one of a, b");
+  // At the top level the caller's prefix (the file) names it: no empty field before the colon.
+  EXPECT_EQ(CheckKnownKeys(Json{{"c", 1}}, "", {"a"}).message(),
+            "unknown key 'c', must be one of a");
+  EXPECT_EQ(CheckKnownKeys(Json::array(), "", {"a"}).message(), "got [], must be an object");
+  const std::string long_key(5000, 'k');
+  EXPECT_LT(CheckKnownKeys(Json{{long_key, 1}}, "x", {"a"}).message().size(), 120u);
+}
+
 TEST(Utf8Escaped, KeepsWellFormedCharactersAndEscapesEveryBadByte) {
   const std::string e = "\xC3\xA9";              // U+00E9, 2 bytes
   const std::string euro = "\xE2\x82\xAC";       // U+20AC, 3 bytes

@@ -16,8 +16,10 @@ namespace tessera::core {
 
 Status CheckKnownKeys(const Json& obj, const std::string& path,
                       std::initializer_list<const char*> allowed) {
+  // A top-level object (path "") is named by the caller's prefix alone.
+  const std::string where = path.empty() ? "" : path + ": ";
   if (!obj.is_object()) {
-    return InvalidArgument(path + ": got " + ShowJson(obj) + ", must be an object");
+    return InvalidArgument(where + "got " + ShowJson(obj) + ", must be an object");
   }
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
@@ -25,7 +27,8 @@ Status CheckKnownKeys(const Json& obj, const std::string& path,
     if (!ok) {
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-      return InvalidArgument(path + ": unknown key '" + it.key() + "', must be one of " + list);
+      const std::string key = it.key().size() > 60 ? Utf8Prefix(it.key(), 60) + "..." : it.key();
+      return InvalidArgument(where + "unknown key '" + key + "', must be one of " + list);
     }
   }
   return Status::Ok();

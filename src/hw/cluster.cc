@@ -23,6 +23,7 @@ Json LinkJson(const Link& l) {
 }
 
 StatusOr<Link> LinkFromJson(const Json& j, const std::string& path) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(j, path, {"name", "bw_bytes_per_s", "latency_s"}));
   Link l;
   ASSIGN_OR_RETURN(l.name, core::GetString(j, path, "name"));
   ASSIGN_OR_RETURN(l.bw_bytes_per_s, core::GetPositiveDouble(j, path, "bw_bytes_per_s"));
@@ -34,6 +35,10 @@ StatusOr<Link> LinkFromJson(const Json& j, const std::string& path) {
 StatusOr<Cluster> ParseCluster(const Json& j, const std::string& source,
                                std::string* device_origin) {
   RETURN_IF_ERROR(CheckDataFileHeader(j, "cluster", kClusterFileVersion, /*required=*/false));
+  RETURN_IF_ERROR(
+      core::CheckKnownKeys(j, "",
+                           {"kind", "version", "name", "provenance", "sources", "source", "device",
+                            "nodes", "ranks_per_node", "intra", "inter"}));
   Cluster c;
   ASSIGN_OR_RETURN(c.name, core::GetString(j, "", "name"));
   c.provenance = j.contains("provenance") && j["provenance"].is_string()

@@ -154,6 +154,10 @@ Json ToJson(const Device& d) {
 }
 
 StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      j, path,
+      {"kind", "version", "provenance", "sources", "name", "peak_flops", "mem_bw_bytes_per_s",
+       "memory_bytes", "memory_usable_fraction", "sm_count", "compute_efficiency"}));
   Device d;
   ASSIGN_OR_RETURN(d.name, core::GetString(j, path, "name"));
   ASSIGN_OR_RETURN(d.peak_flops, PeaksFromJson(j, path));

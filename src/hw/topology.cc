@@ -124,9 +124,7 @@ Status TopologyAccess::ParseVertices(const Json& j, Topology* t, std::map<std::s
   for (size_t i = 0; i < vs->size(); ++i) {
     const Json& v = (*vs)[i];
     const std::string path = "vertices[" + std::to_string(i) + "]";
-    if (!v.is_object()) {
-      return core::InvalidArgument(path + ": got " + core::ShowJson(v) + ", must be an object");
-    }
+    RETURN_IF_ERROR(core::CheckKnownKeys(v, path, {"name", "kind", "bw_bytes_per_s", "latency_s"}));
     TopoVertex x;
     ASSIGN_OR_RETURN(x.name, core::GetString(v, path, "name"));
     if (!IsPresetName(x.name)) {
@@ -177,9 +175,8 @@ Status TopologyAccess::ParseLinks(const Json& j, Topology* t, const std::map<std
   for (size_t i = 0; i < ls->size(); ++i) {
     const Json& l = (*ls)[i];
     const std::string path = "links[" + std::to_string(i) + "]";
-    if (!l.is_object()) {
-      return core::InvalidArgument(path + ": got " + core::ShowJson(l) + ", must be an object");
-    }
+    RETURN_IF_ERROR(core::CheckKnownKeys(
+        l, path, {"src", "dst", "kind", "bw_bytes_per_s", "latency_s", "duplex"}));
     int ends[2] = {0, 0};
     const char* keys[2] = {"src", "dst"};
     for (int e = 0; e < 2; ++e) {
@@ -247,9 +244,7 @@ Status TopologyAccess::ParseRoutes(const Json& j, Topology* t,
   for (size_t i = 0; i < rs->size(); ++i) {
     const Json& r = (*rs)[i];
     const std::string path = "routes[" + std::to_string(i) + "]";
-    if (!r.is_object()) {
-      return core::InvalidArgument(path + ": got " + core::ShowJson(r) + ", must be an object");
-    }
+    RETURN_IF_ERROR(core::CheckKnownKeys(r, path, {"src", "dst", "via"}));
     Topology::RouteOverride o;
     int* ends[2] = {&o.src_device, &o.dst_device};
     const char* keys[2] = {"src", "dst"};
@@ -321,13 +316,25 @@ Status TopologyAccess::ParseRoutes(const Json& j, Topology* t,
 StatusOr<Topology> TopologyAccess::Parse(const Json& j, const std::string& source,
                                          std::string* device_origin) {
   RETURN_IF_ERROR(CheckDataFileHeader(j, "topology", kTopologyFileVersion, /*required=*/false));
+  RETURN_IF_ERROR(core::CheckKnownKeys(j, "",
+                                       {"kind", "version", "name", "provenance", "sources",
+                                        "source", "device", "vertices", "links", "routes"}));
   Topology t;
   ASSIGN_OR_RETURN(t.name_, core::GetString(j, "", "name"));
   if (t.name_.empty()) return core::InvalidArgument("name: must be a non-empty string");
   t.provenance_ = j.contains("provenance") && j["provenance"].is_string()
                       ? j["provenance"].get<std::string>()
                       : "user file";
-  if (j.contains("sources")) t.sources_ = j["sources"].get<std::vector<std::string>>();
+  if (j.contains("sources")) {
+    const Json& s = j["sources"];
+    // get<> would throw on anything but an array of strings.
+    if (!s.is_array() ||
+        !std::all_of(s.begin(), s.end(), [](const Json& x) { return x.is_string(); })) {
+      return core::InvalidArgument("sources: got " + core::ShowJson(s) +
+                                   ", must be an array of strings");
+    }
+    t.sources_ = s.get<std::vector<std::string>>();
+  }
   t.source_ =
       j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : source;
   ASSIGN_OR_RETURN(const Json* d, core::Member(j, "", "device"));

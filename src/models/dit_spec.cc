@@ -55,6 +55,9 @@ Json ToJson(const DitModel& m) {
 StatusOr<DitModel> DitModelFromJson(const Json& j, const std::string& source) {
   auto parse = [&]() -> StatusOr<DitModel> {
     DitModel m;
+    // The fields ToJson writes, nothing else (e.g. a "dropout" this model does not have).
+    RETURN_IF_ERROR(core::CheckKnownKeys(
+        j, "", {"name", "hidden", "heads", "layers", "ffn", "text_tokens", "bytes_per_elem"}));
     ASSIGN_OR_RETURN(m.name, core::GetString(j, "", "name"));
     // Each range is checked before the value is narrowed to int.
     ASSIGN_OR_RETURN(int64_t hidden, core::GetIntInRange(j, "", "hidden", 1, kMaxModelHidden));

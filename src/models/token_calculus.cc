@@ -3,26 +3,47 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string_view>
 
 namespace tessera::models {
 
+namespace {
+
+// A side of a resolution: decimal digits only (no sign, space or other character) in
+// [lo, hi]; nullopt otherwise (overflow included).
+std::optional<int> Side(std::string_view digits, int lo, int hi) {
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  int v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');  // at most 9 digits: fits an int
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 core::StatusOr<Resolution> ParseResolution(const std::string& text) {
   auto bad = [&]() {
-    return core::InvalidArgument("res: got '" + text +
-                                 "', must be like 1080p (height 16..8640) or 1280x720");
+    return core::InvalidArgument("res: got '" + text.substr(0, 60) +
+                                 (text.size() > 60 ? "..." : "") +
+                                 "', must be like 1080p (height 16..8640) or 1280x720 (width and "
+                                 "height 16..16384, digits only)");
   };
-  int a = 0, b = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%dx%d%c", &a, &b, &tail) == 2) {
-    if (a < 16 || b < 16 || a > 16384 || b > 16384) return bad();
-    return Resolution{b, a};
+  const std::string_view t(text);
+  if (const size_t x = t.find('x'); x != std::string_view::npos) {
+    const std::optional<int> w = Side(t.substr(0, x), 16, 16384);
+    const std::optional<int> h = Side(t.substr(x + 1), 16, 16384);
+    if (!w || !h) return bad();
+    return Resolution{*h, *w};
   }
-  if (text.size() >= 2 && text.size() <= 6 && text.back() == 'p' &&
-      text.find_first_not_of("0123456789") == text.size() - 1) {
-    a = std::atoi(text.c_str());
-    if (a < 16 || a > 8640) return bad();
-    int w = static_cast<int>(std::lround(a * 16.0 / 9.0 / 2.0)) * 2;
-    return Resolution{a, w};
+  if (t.size() >= 2 && t.back() == 'p') {
+    const std::optional<int> h = Side(t.substr(0, t.size() - 1), 16, 8640);
+    if (!h) return bad();
+    const int w = static_cast<int>(std::lround(*h * 16.0 / 9.0 / 2.0)) * 2;
+    return Resolution{*h, w};
   }
   return bad();
 }

@@ -23,7 +23,9 @@ struct Resolution {
   int width = 0;
 };
 
-// Parses "1080p", "720p", ... or "WIDTHxHEIGHT" (e.g. "1280x720").
+// Parses "1080p", "720p", ... (height 16..8640) or "WIDTHxHEIGHT" (e.g. "1280x720", each side
+// 16..16384). Digits only: a sign, a space, trailing text, zero or a number too large is
+// InvalidArgument "res: got '+1280x+720', must be like ...".
 core::StatusOr<Resolution> ParseResolution(const std::string& text);
 // Tokens per latent frame of a resolution.
 int64_t TokensPerLatentFrame(const Resolution& r);

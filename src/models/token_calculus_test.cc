@@ -39,6 +39,46 @@ TEST(TokensTest, BadInput) {
   EXPECT_FALSE(ParseResolution("-720p").ok());
   EXPECT_FALSE(ParseResolution("0x0").ok());
   EXPECT_FALSE(ParseResolution("99999p").ok());
+}
+
+TEST(TokensTest, ResolutionIsDigitsOnly) {
+  // Once read as 1280x720 (sscanf skipped signs and spaces) or undefined (overflow).
+  for (const char* bad : {"+1280x+720",
+                          "+1280x720",
+                          "1280x+720",
+                          " 1280x720",
+                          "1280x 720",
+                          "1280 x720",
+                          "1280x720 ",
+                          "1280x720junk",
+                          "1280x720x5",
+                          "-1280x720",
+                          "0x720",
+                          "1280x0",
+                          "0p",
+                          "+720p",
+                          " 720p",
+                          "720p ",
+                          "7 20p",
+                          "99999999999x720",
+                          "1280x99999999999",
+                          "4294968576x720",
+                          "x720",
+                          "1280x",
+                          "1280X720",
+                          "720P",
+                          "0x500x500",
+                          ""}) {
+    auto r = ParseResolution(bad);
+    ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+    EXPECT_NE(r.status().message().find("res: got '"), std::string::npos) << r.status().message();
+  }
+  EXPECT_EQ(ParseResolution("1280x720")->width, 1280);
+  EXPECT_EQ(ParseResolution("1280x720")->height, 720);
+  EXPECT_EQ(ParseResolution("16x16384")->height, 16384);
+  EXPECT_FALSE(ParseResolution("16x16385").ok());
+  EXPECT_EQ(ParseResolution("8640p")->height, 8640);
+  EXPECT_FALSE(ParseResolution("8641p").ok());
   auto r = *ParseResolution("720p");
   EXPECT_FALSE(CountTokens(MediaKind::kVideo, r, 0).ok());
   EXPECT_FALSE(CountTokens(MediaKind::kVideo, r, -3).ok());

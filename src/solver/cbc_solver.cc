@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #endif
 
 // CBC / Clp / CoinUtils (Debian coinor-libcbc-dev 2.10).
+#include <CbcEventHandler.hpp>
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
 #include <CoinError.hpp>
@@ -98,6 +100,11 @@ core::Status ValidateOptions(const MilpModel& model, const SolveOptions& options
   if (options.threads < 1 || options.threads > 99) {
     return core::InvalidArgument(
         fmt::format("SolveOptions.threads: got {}, must be in [1, 99]", options.threads));
+  }
+  if (!(options.progress_interval_s >= 0.0) || std::isinf(options.progress_interval_s)) {
+    return core::InvalidArgument(
+        fmt::format("SolveOptions.progress_interval_s: got {}, must be finite and >= 0",
+                    options.progress_interval_s));
   }
   if (options.log_level < 0 || options.log_level > 4) {
     return core::InvalidArgument(
@@ -288,16 +295,90 @@ std::vector<std::pair<std::string, double>> MipStart(const OsiSolverInterface& s
 
 int NoCallback(CbcModel* /*model*/, int /*where_from*/) { return 0; }
 
+// What every copy of the progress handler shares (CBC clones the handler into each model it
+// makes: the stand-alone driver's working model, heuristics' sub-models).
+struct ProgressState {
+  std::mutex mutex;
+  std::function<void(const SolveProgress&)> report;
+  double interval_s = 1.0;
+  Clock::time_point start;
+  std::optional<Clock::time_point> last;
+  double offset = 0;                     // the model's objective offset (CBC sees none)
+  std::optional<double> warm_objective;  // a feasible warm start: an incumbent from the start
+};
+
+// (incumbent - bound) / max(|incumbent|, 1e-9), or +inf when either is unknown.
+double RelativeGap(double incumbent, double bound) {
+  if (!std::isfinite(incumbent) || !std::isfinite(bound)) return kInfinity;
+  return std::max(0.0, incumbent - bound) / std::max(std::fabs(incumbent), 1e-9);
+}
+
+// Reports the search's state on CBC's node and solution events, at most every interval_s.
+class ProgressHandler : public CbcEventHandler {
+ public:
+  explicit ProgressHandler(std::shared_ptr<ProgressState> state) : state_(std::move(state)) {}
+  CbcEventHandler* clone() const override { return new ProgressHandler(*this); }
+  using CbcEventHandler::event;
+  CbcAction event(CbcEvent which) override {
+    if (which == node || which == treeStatus || which == solution || which == heuristicSolution) {
+      Report();
+    }
+    return noAction;
+  }
+
+ private:
+  void Report() {
+    const CbcModel* m = getModel();
+    if (m == nullptr) return;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    const Clock::time_point now = Clock::now();
+    if (state_->last &&
+        std::chrono::duration<double>(now - *state_->last).count() < state_->interval_s) {
+      return;
+    }
+    state_->last = now;
+    SolveProgress p;
+    p.elapsed_s = std::chrono::duration<double>(now - state_->start).count();
+    // CBC's "no value" is +-1e50 or more; objective values are minimisation values.
+    if (m->bestSolution() != nullptr && std::fabs(m->getObjValue()) < 1e40) {
+      p.incumbent = m->getObjValue() + state_->offset;
+    }
+    if (state_->warm_objective) p.incumbent = std::min(p.incumbent, *state_->warm_objective);
+    const double bound = m->getBestPossibleObjValue();
+    if (std::fabs(bound) < 1e40) p.best_bound = std::min(bound + state_->offset, p.incumbent);
+    p.relative_gap = RelativeGap(p.incumbent, p.best_bound);
+    p.nodes = m->getNodeCount();
+    state_->report(p);
+  }
+
+  std::shared_ptr<ProgressState> state_;
+};
+
+// A handler for `options.progress`, or null when there is none.
+std::unique_ptr<ProgressHandler> MakeProgressHandler(const SolveOptions& options,
+                                                     Clock::time_point start, double offset,
+                                                     std::optional<double> warm_objective) {
+  if (!options.progress) return nullptr;
+  auto state = std::make_shared<ProgressState>();
+  state->report = options.progress;
+  state->interval_s = options.progress_interval_s;
+  state->start = start;
+  state->offset = offset;
+  state->warm_objective = warm_objective;
+  return std::make_unique<ProgressHandler>(std::move(state));
+}
+
 // CBC's stand-alone driver, as `cbc -solve` runs it (with or without cut generators).
 core::StatusOr<RawOutcome> SolveWithCbcMain(const OsiClpSolverInterface& solver,
                                             const SolveOptions& options, double seconds_left,
-                                            bool cuts) {
+                                            bool cuts, const CbcEventHandler* progress) {
   CbcModel cbc(solver);
   CbcSolverUsefulData data;
   data.noPrinting_ = options.log_level == 0;
   data.useSignalHandler_ = false;
   CbcMain0(cbc, data);
   SetLogLevels(cbc, options.log_level);
+  if (progress != nullptr) cbc.passInEventHandler(progress);
   if (options.warm_start) cbc.setMIPStart(MipStart(*cbc.solver(), *options.warm_start));
 
   std::vector<std::string> args = {"tessera_solver"};
@@ -334,9 +415,11 @@ core::StatusOr<RawOutcome> SolveWithCbcMain(const OsiClpSolverInterface& solver,
 // Plain LP-based branch and bound on CbcModel.
 core::StatusOr<RawOutcome> SolvePlainBranchAndBound(const OsiClpSolverInterface& solver,
                                                     const SolveOptions& options,
-                                                    double seconds_left) {
+                                                    double seconds_left,
+                                                    const CbcEventHandler* progress) {
   CbcModel cbc(solver);
   SetLogLevels(cbc, options.log_level);
+  if (progress != nullptr) cbc.passInEventHandler(progress);
   cbc.setUseElapsedTime(true);
   if (std::isfinite(seconds_left)) cbc.setMaximumSeconds(seconds_left);
   cbc.setAllowableFractionGap(options.relative_gap);
@@ -384,6 +467,14 @@ core::StatusOr<SolveResult> Solve(const MilpModel& model, const SolveOptions& op
   if (options.objective_cutoff)
     cbc_options.objective_cutoff = SlackCutoff(*options.objective_cutoff) - offset;
 
+  // Progress counts a feasible warm start as the incumbent even above the cutoff: it is the
+  // best solution the caller holds (the cutoff asks CBC for strictly better ones).
+  std::optional<double> warm_feasible;
+  if (options.warm_start && model.MaxViolation(*options.warm_start) <= kFeasibilityTolerance) {
+    warm_feasible = model.ObjectiveValue(*options.warm_start);
+  }
+  const std::unique_ptr<ProgressHandler> progress =
+      MakeProgressHandler(options, start, offset, warm_feasible);
   RawOutcome raw;
   {
     std::lock_guard<std::mutex> lock(CbcMutex());
@@ -404,10 +495,11 @@ core::StatusOr<SolveResult> Solve(const MilpModel& model, const SolveOptions& op
           outcome->best_bound = kInfinity;
         }
       } else if (options.algorithm == CbcAlgorithm::kPlainBranchAndBound) {
-        outcome = SolvePlainBranchAndBound(solver, cbc_options, cbc_seconds);
+        outcome = SolvePlainBranchAndBound(solver, cbc_options, cbc_seconds, progress.get());
       } else {
         outcome = SolveWithCbcMain(solver, cbc_options, cbc_seconds,
-                                   /*cuts=*/options.algorithm == CbcAlgorithm::kCbcDefaults);
+                                   /*cuts=*/options.algorithm == CbcAlgorithm::kCbcDefaults,
+                                   progress.get());
       }
       if (!outcome.ok()) return outcome.status();
       raw = std::move(outcome).value();
@@ -455,6 +547,17 @@ core::StatusOr<SolveResult> Solve(const MilpModel& model, const SolveOptions& op
                           std::max(std::fabs(result.objective_value), 1e-9);
   }
   result.solve_ms = core::MillisecondsSince(start);
+  if (options.progress) {
+    SolveProgress last;
+    last.elapsed_s = result.solve_ms / 1000.0;
+    last.incumbent = result.objective_value;
+    if (warm_feasible) last.incumbent = std::min(last.incumbent, *warm_feasible);
+    last.best_bound = std::min(result.best_bound, last.incumbent);
+    last.relative_gap = RelativeGap(last.incumbent, last.best_bound);
+    last.nodes = result.node_count;
+    last.done = true;
+    options.progress(last);
+  }
   return result;
 }
 

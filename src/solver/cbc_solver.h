@@ -12,6 +12,10 @@
 // Output: with log_level 0 (the default) nothing is printed. log_level > 0 is for debugging:
 // CBC then logs to stdout (and a little to stderr) exactly as the `cbc` program does.
 //
+// Progress: SolveOptions::progress, when set, is called on the solving thread with the search's
+// state (SolveProgress): on CBC's node and solution events at most every
+// progress_interval_s, and once at the end (done = true, the result's figures).
+//
 // Thread-safety: Solve may be called from several threads, but CBC's stand-alone driver
 // (CbcMain1) keeps process-global state, so calls are serialised by an internal mutex. Use
 // `threads` for parallelism inside one solve. With threads > 1 CBC runs in its deterministic
@@ -19,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -60,6 +65,18 @@ enum class CbcAlgorithm {
 
 const char* CbcAlgorithmName(CbcAlgorithm algorithm);
 
+// The state of a running solve (objective values include the model's offset). A feasible warm
+// start counts as an incumbent in every report, even above objective_cutoff (it is the best
+// solution the caller holds); the bound is then at most its objective.
+struct SolveProgress {
+  double elapsed_s = 0;          // since Solve was called
+  double incumbent = kInfinity;  // best solution so far (a feasible warm start counts); +inf: none
+  double best_bound = -kInfinity;   // proven lower bound; -inf: none yet
+  double relative_gap = kInfinity;  // (incumbent - bound) / max(|incumbent|, 1e-9); +inf: unknown
+  int64_t nodes = 0;                // branch-and-bound nodes so far
+  bool done = false;                // the final report (the SolveResult's figures, as above)
+};
+
 struct SolveOptions {
   // Wall-clock limit for the whole call (building included), seconds, > 0; kInfinity = none.
   // CBC checks it between nodes, cut passes and heuristics, so a call can overrun by a few
@@ -90,6 +107,11 @@ struct SolveOptions {
   // under short time limits: CBC 2.10.8 can crash in CglPreProcess::postProcess when the
   // limit expires inside preprocessing (seen with 5 ms limits on ~300-variable models).
   bool preprocess = true;
+  // Progress reports (see the file comment); none when empty. Must return quickly and must not
+  // call Solve (the CBC mutex is held).
+  std::function<void(const SolveProgress&)> progress;
+  // The least time between two reports during the search, seconds, >= 0.
+  double progress_interval_s = 1.0;
 };
 
 struct SolveResult {

@@ -194,12 +194,40 @@ Json ToJson(const Batch& b) {
   return {{"name", b.name}, {"sequences", seqs}};
 }
 
+namespace {
+
+// "seconds" and "fps" of a sequence entry (an object) only where they count its tokens (a
+// video given by res); elsewhere they would be silently ignored.
+Status CheckLengthKeys(const Json& e, const std::string& path, models::MediaKind kind) {
+  const bool video = kind == models::MediaKind::kVideo;
+  for (const char* key : {"seconds", "fps"}) {
+    if (!e.contains(key)) continue;
+    if (!video) {
+      return core::InvalidArgument(path + "." + key +
+                                   ": does not apply to an image (only a video has a length "
+                                   "and a frame rate); remove it");
+    }
+    if (!e.contains("res")) {
+      return core::InvalidArgument(path + "." + key +
+                                   ": does not apply without res (a sequence given by tokens "
+                                   "alone is counted already); remove it or give res");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
   auto parse = [&]() -> StatusOr<Batch> {
     Batch b;
-    b.name = j.is_object() && j.contains("name") && j["name"].is_string()
-                 ? j["name"].get<std::string>()
-                 : "batch";
+    // A key this format does not have is a typo or a field of another file: refused, not
+    // ignored.
+    RETURN_IF_ERROR(core::CheckKnownKeys(j, "", {"name", "sequences"}));
+    b.name = "batch";
+    if (j.contains("name")) {
+      ASSIGN_OR_RETURN(b.name, core::GetString(j, "", "name"));
+    }
     ASSIGN_OR_RETURN(const Json* seqs, core::Member(j, "", "sequences"));
     if (!seqs->is_array() || seqs->empty()) {
       return core::InvalidArgument("sequences: must be a non-empty array");
@@ -217,6 +245,8 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
       const std::string path = "sequences[" + std::to_string(i) + "]";
       Sequence s;
       s.id = static_cast<int>(i);
+      RETURN_IF_ERROR(
+          core::CheckKnownKeys(e, path, {"id", "tokens", "kind", "res", "seconds", "fps"}));
       if (e.is_object() && e.contains("kind")) {
         ASSIGN_OR_RETURN(std::string kind, core::GetString(e, path, "kind"));
         if (kind != "image" && kind != "video") {
@@ -224,6 +254,7 @@ StatusOr<Batch> BatchFromJson(const Json& j, const std::string& source) {
         }
         s.kind = kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
       }
+      RETURN_IF_ERROR(CheckLengthKeys(e, path, s.kind));
       if (e.is_object() && e.contains("res")) {
         if (!e.contains("kind"))
           return core::InvalidArgument(path + ".kind: missing required field");

@@ -80,7 +80,8 @@ core::Json ToJson(const Batch& b);
 //   {"kind": "image"|"video", "res": "720p", "seconds": 15 (videos), "fps": 16 (optional),
 //    "tokens": N (optional, must match)} ]}; "id" is ignored (sequences are numbered by
 // position). At most kMaxBatchSequences sequences of at most kMaxSequenceTokens tokens each
-// and kMaxBatchTokens in all.
+// and kMaxBatchTokens in all. A key the format lacks, or one that does not apply ("seconds" or
+// "fps" on an image, or on a sequence without "res"), is refused naming it: never ignored.
 core::StatusOr<Batch> BatchFromJson(const core::Json& j, const std::string& source);
 
 // A batch of sequences given by token count alone (kind image, no res: what BatchFromJson

@@ -75,6 +75,40 @@ TEST(WorkloadTest, BadBatchesNameTheField) {
   EXPECT_FALSE(GenerateBatch({50, 1000, -1, 16, 1}).ok());
 }
 
+// A field that does not apply, or that the format lacks, is refused naming it: it used to be
+// accepted and ignored (an image with "seconds" planned as the image alone).
+TEST(WorkloadTest, FieldsThatDoNotApplyAreRefused) {
+  auto bad = [](core::Json j) { return BatchFromJson(j, "b.json").status().message(); };
+  EXPECT_EQ(bad({{"sequences", {{{"kind", "image"}, {"res", "720p"}, {"seconds", 5}}}}}),
+            "b.json: sequences[0].seconds: does not apply to an image (only a video has a length "
+            "and a frame rate); remove it");
+  EXPECT_NE(bad({{"sequences", {{{"kind", "image"}, {"res", "720p"}, {"fps", 24}}}}})
+                .find("sequences[0].fps: does not apply to an image"),
+            std::string::npos);
+  EXPECT_NE(bad({{"sequences", {{{"tokens", 5}}, {{"tokens", 9}, {"seconds", 5}}}}})
+                .find("sequences[1].seconds: does not apply to an image"),
+            std::string::npos);
+  EXPECT_NE(bad({{"sequences", {{{"kind", "video"}, {"tokens", 9}, {"seconds", 5}}}}})
+                .find("sequences[0].seconds: does not apply without res"),
+            std::string::npos);
+  EXPECT_EQ(bad({{"sequences", {{{"tokens", 5}, {"tokns", 7}}}}}),
+            "b.json: sequences[0]: unknown key 'tokns', must be one of id, tokens, kind, res, "
+            "seconds, fps");
+  EXPECT_EQ(bad({{"sequences", {{{"tokens", 5}}}}, {"nmae", "x"}}),
+            "b.json: unknown key 'nmae', must be one of name, sequences");
+  EXPECT_EQ(bad({{"sequences", {{{"tokens", 5}}}}, {"name", 7}}),
+            "b.json: name: got 7, must be a string");
+  EXPECT_EQ(bad({{"sequences", {5}}}), "b.json: sequences[0]: got 5, must be an object");
+  // What applies is still read: a video's seconds and fps with its res, an id anywhere.
+  auto ok =
+      BatchFromJson({{"sequences",
+                      {{{"id", 3}, {"kind", "video"}, {"res", "720p"}, {"seconds", 5}, {"fps", 8}},
+                       {{"id", 0}, {"kind", "video"}, {"tokens", 500}}}}},
+                    "b.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->sequences[0].fps, 8);
+}
+
 // Writes `b` with WriteJsonFile, reads it back with BatchFromJson.
 core::StatusOr<Batch> SaveAndReload(const Batch& b) {
   const std::string path =
@@ -114,13 +148,15 @@ TEST(WorkloadTest, SavedBatchesReload) {
                      {"sequences",
                       {{{"kind", "video"}, {"res", "720p"}, {"seconds", 4}, {"fps", 24}},
                        {{"kind", "video"}, {"tokens", 5000}},
-                       {{"kind", "image"}, {"res", "1280x720"}, {"fps", 30}},
+                       {{"kind", "image"}, {"res", "1280x720"}},
                        {{"tokens", 77}}}}};
   auto h = BatchFromJson(hand, "hand.json");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   EXPECT_EQ(h->sequences[0].fps, 24);
   EXPECT_EQ(h->sequences[1].kind, models::MediaKind::kVideo);
-  EXPECT_EQ(h->sequences[2].fps, kDefaultFps);  // an image is one frame at any rate
+  // An image is one frame: it has the default rate ("fps" on an image is refused, see
+  // FieldsThatDoNotApplyAreRefused).
+  EXPECT_EQ(h->sequences[2].fps, kDefaultFps);
   back = SaveAndReload(*h);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ExpectSameBatch(*back, *h);

@@ -333,7 +333,10 @@ void AddStepAndDecodeTensors(const AnalyticRequest& r, const AnalyticModel& m,
 core::StatusOr<std::pair<int64_t, int64_t>> ParseImageSize(const std::string& text) {
   const std::string bad = "size: got '" + text + "', must be WIDTHxHEIGHT with each in [16, 16384]";
   const size_t x = text.find('x');
-  if (x == std::string::npos) return core::InvalidArgument(bad);
+  // Digits and one 'x' only: ParseInteger alone would take "+1024x+1024".
+  if (x == std::string::npos || text.find_first_not_of("0123456789x") != std::string::npos) {
+    return core::InvalidArgument(bad);
+  }
   auto w = core::ParseInteger(text.substr(0, x), 16, 16384);
   auto h = core::ParseInteger(text.substr(x + 1), 16, 16384);
   if (!w.ok() || !h.ok()) return core::InvalidArgument(bad);

@@ -192,6 +192,11 @@ TEST(AnalyticTraceTest, BadRequests) {
   EXPECT_FALSE(ParseImageSize("1024").ok());
   EXPECT_FALSE(ParseImageSize("8x1024").ok());
   EXPECT_EQ(*ParseImageSize("1280x720"), std::make_pair(int64_t{1280}, int64_t{720}));
+  // Digits only: signs, spaces and junk are refused, not read as 1024x1024.
+  for (const char* bad : {"+1024x+1024", "+1024x1024", "1024x+1024", " 1024x1024", "1024x1024 ",
+                          "1024x1024x", "-0x1024", "0x1024", "99999999999999999999x1024"}) {
+    EXPECT_FALSE(ParseImageSize(bad).ok()) << "'" << bad << "'";
+  }
 }
 
 }  // namespace

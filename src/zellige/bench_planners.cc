@@ -1,6 +1,7 @@
 #include "zellige/bench_planners.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "workload/batch.h"
@@ -37,6 +38,14 @@ Status ValidateBenchOptions(const BenchOptions& o) {
   if (!(o.joint_time_limit_s > 0)) {
     return core::InvalidArgument("joint_time_limit_s: got " + std::to_string(o.joint_time_limit_s) +
                                  ", must be > 0");
+  }
+  // joint_time_limit_s sets it: a planner option would be silently overridden.
+  if (o.options.contains("joint.time_limit_s")) {
+    return core::InvalidArgument("joint.time_limit_s: got '" + o.options.at("joint.time_limit_s") +
+                                 "', must not be a planner option here; set joint_time_limit_s");
+  }
+  if (o.mixes.empty()) {
+    return core::InvalidArgument("mixes: empty, must name at least one mixture (e.g. v50)");
   }
   for (const auto& m : o.mixes) RETURN_IF_ERROR(workload::ParseMixture(m).status());
   return ValidatePlannerOptions(o.options);
@@ -104,10 +113,13 @@ void Merge(const SampleStats& s, SampleStats* into) {
 
 StatusOr<BenchReport> BenchPlanners(const CostModel& cost, const BenchOptions& o,
                                     const std::function<void(long, long)>& progress,
-                                    const std::function<void(int, int)>& plan_progress) {
+                                    const std::function<void(int, int)>& plan_progress,
+                                    const SolverProgressFn& solver_progress) {
   RETURN_IF_ERROR(ValidateBenchOptions(o));
   PlannerOptions options = o.options;
-  options["joint.time_limit_s"] = std::to_string(o.joint_time_limit_s);
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.17g", o.joint_time_limit_s);
+  options["joint.time_limit_s"] = limit;
   std::vector<int> mixes;
   for (const auto& m : o.mixes) {
     ASSIGN_OR_RETURN(int pct, workload::ParseMixture(m));
@@ -134,7 +146,8 @@ StatusOr<BenchReport> BenchPlanners(const CostModel& cost, const BenchOptions& o
                                                 cost.cluster().num_ranks(), bb.seed}));
       RETURN_IF_ERROR(CheckBatchFits(batch, cost));
       for (const PlannerEntry* e : entries) {
-        bb.planners[e->name] = ResultOf(RunPlanner(*e, batch, cost, options, plan_progress));
+        bb.planners[e->name] =
+            ResultOf(RunPlanner(*e, batch, cost, options, plan_progress, solver_progress));
       }
       Summarise(&bb, &mix);
       if (const BenchPlannerResult* z = bb.Find("zellige"))

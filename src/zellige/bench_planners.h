@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "zellige/cost_model.h"
 #include "zellige/planner.h"
+#include "zellige/zellige_planner.h"
 
 namespace tessera::zellige {
 
@@ -28,7 +29,8 @@ struct BenchOptions {
   double video_seconds = 15;
   int batches = 3;  // per mixture, in [1, 10000]
   uint64_t seed = 1;
-  double joint_time_limit_s = 60;  // > 0; passed as joint.time_limit_s
+  double joint_time_limit_s =
+      kJointTimeLimitS;  // > 0; passed as joint.time_limit_s (not a planner option)
   bool skip_joint = false;
   PlannerOptions options;  // validated with ValidatePlannerOptions
 };
@@ -78,14 +80,17 @@ struct BenchReport {
   SampleStats excess_pct;       // over all batches with joint
 };
 
-// InvalidArgument naming the option: batches, joint time limit, mixtures, planner options.
+// InvalidArgument naming the option: batches, joint time limit, mixtures (at least one),
+// planner options (joint.time_limit_s is joint_time_limit_s's, not one of them).
 core::Status ValidateBenchOptions(const BenchOptions& options);
 
-// `plan_progress` (optional) is passed to every planner run (PlanningProblem::progress).
+// `plan_progress` and `solver_progress` (optional) are passed to every planner run
+// (PlanningProblem::progress, ::solver_progress).
 core::StatusOr<BenchReport> BenchPlanners(
     const CostModel& cost, const BenchOptions& options,
     const std::function<void(long done, long total)>& progress = nullptr,
-    const std::function<void(int done, int total)>& plan_progress = nullptr);
+    const std::function<void(int done, int total)>& plan_progress = nullptr,
+    const SolverProgressFn& solver_progress = nullptr);
 
 // The "batches" array of `bench-planner --json`: per batch mix, seed, planners (by name:
 // makespan_s, solve_ms, feasible, gap, split_sequences, attn_comm_bytes, max_over_mean,

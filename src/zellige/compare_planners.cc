@@ -24,12 +24,13 @@ StatusOr<std::vector<const PlannerEntry*>> SelectPlanners(const std::string& nam
 StatusOr<PlannerComparison> ComparePlanners(const workload::Batch& batch, const CostModel& cost,
                                             const std::vector<const PlannerEntry*>& planners,
                                             const PlannerOptions& options,
-                                            const std::function<void(int, int)>& progress) {
+                                            const std::function<void(int, int)>& progress,
+                                            const SolverProgressFn& solver_progress) {
   RETURN_IF_ERROR(ValidatePlannerOptions(options));
   RETURN_IF_ERROR(CheckBatchFits(batch, cost));
   PlannerComparison out;
   for (const PlannerEntry* e : planners) {
-    auto run = RunPlanner(*e, batch, cost, options, progress);
+    auto run = RunPlanner(*e, batch, cost, options, progress, solver_progress);
     if (!run.ok()) {
       if (run.status().code() == core::StatusCode::kInternal) return run.status();
       if (planners.size() == 1) return run.status();

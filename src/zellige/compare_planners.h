@@ -45,11 +45,12 @@ struct PlannerComparison {
 };
 
 // Checks that the batch fits (CheckBatchFits) and options are known (ValidatePlannerOptions),
-// then runs `planners` in order (`progress`, optional, goes to each planner).
+// then runs `planners` in order (`progress` and `solver_progress`, optional, go to each planner).
 core::StatusOr<PlannerComparison> ComparePlanners(
     const workload::Batch& batch, const CostModel& cost,
     const std::vector<const PlannerEntry*>& planners, const PlannerOptions& options,
-    const std::function<void(int, int)>& progress = nullptr);
+    const std::function<void(int, int)>& progress = nullptr,
+    const SolverProgressFn& solver_progress = nullptr);
 
 // The "results" array of `zellige plan --json`: one object per row (infeasible_reason only
 // when infeasible).

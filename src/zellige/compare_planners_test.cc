@@ -159,6 +159,16 @@ TEST(BenchPlanners, ValidatesOptions) {
   o.mixes = {"v50"};
   o.options = {{"bogus", "1"}};
   EXPECT_FALSE(ValidateBenchOptions(o).ok());
+  // joint_time_limit_s sets joint.time_limit_s: as a planner option too it was silently
+  // overridden.
+  o.options = {{"joint.time_limit_s", "5"}};
+  EXPECT_EQ(ValidateBenchOptions(o).message(),
+            "joint.time_limit_s: got '5', must not be a planner option here; set "
+            "joint_time_limit_s");
+  o.options = {};
+  o.mixes = {};
+  EXPECT_EQ(ValidateBenchOptions(o).message(),
+            "mixes: empty, must name at least one mixture (e.g. v50)");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "core/elapsed.h"
 #include "core/infinity.h"
 #include "core/log.h"
+#include "core/parse_number.h"
 #include "core/units.h"
 #include "solver/cbc_solver.h"
 #include "solver/milp_model.h"
@@ -25,6 +26,19 @@ namespace {
 using core::kInf;
 
 using Clock = std::chrono::steady_clock;
+
+// Seconds left before `st.deadline` (+inf without one).
+double SecondsLeft(const EcfSettings& st) {
+  if (!st.deadline) return kInf;
+  return std::chrono::duration<double>(*st.deadline - Clock::now()).count();
+}
+
+// Hands `st.progress` to a CBC solve as `stage`.
+void ReportProgress(const EcfSettings& st, const char* stage, solver::SolveOptions* opt) {
+  if (!st.progress) return;
+  opt->progress = [&st, stage](const solver::SolveProgress& p) { st.progress(stage, p); };
+  opt->progress_interval_s = st.progress_interval_s;
+}
 struct Loads {
   std::vector<double> load, mem;
 };
@@ -316,8 +330,9 @@ core::StatusOr<std::vector<double>> SolveMakespan(const EcfModel& model, const E
                                                   double ub, bool debug, EcfResult* res) {
   const double t_lb = model.t_lb;
   solver::SolveOptions opt;
-  opt.time_limit_s = st.time_limit_s;
+  opt.time_limit_s = std::min(st.time_limit_s, std::max(SecondsLeft(st), 1e-3));
   opt.preprocess = false;  // see SolveOptions::preprocess
+  ReportProgress(st, "makespan", &opt);
   opt.relative_gap = st.relative_gap;
   if (std::getenv("TESSERA_DEBUG_CBC")) opt.log_level = 1;
   opt.warm_start = std::move(warm);
@@ -375,7 +390,7 @@ core::StatusOr<std::vector<double>> SolveMakespan(const EcfModel& model, const E
       return core::Infeasible("planning failed: no placement fits every rank's memory");
     } else {
       return core::DeadlineExceeded("planning failed: no placement found within " +
-                                    std::to_string(st.time_limit_s) + " s");
+                                    core::ShowNumber(opt.time_limit_s) + " s");
     }
   }
   res->gap = res->makespan_s > 0
@@ -502,6 +517,11 @@ void MinimiseSplits(const EcfInstance& inst, const SplitSearchSpace& space, cons
   }
   const double warm_obj = m2.ObjectiveValue(*values);
   if (st.split_time_limit_s <= 0) return;  // the combinatorial search only
+  // Under a deadline the split solve gets what is left of it, and none below 50 ms.
+  const double left_s = SecondsLeft(st);
+  if (left_s < 0.05) return;
+  opt2.time_limit_s = std::min(opt2.time_limit_s, left_s);
+  ReportProgress(st, "splits", &opt2);
   opt2.warm_start = *values;
   opt2.objective_cutoff = warm_obj - 1e-7;
   const auto cbc_start = Clock::now();

@@ -21,9 +21,13 @@
 // Stateless; thread-safe (CBC calls are serialised inside solver/).
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
+#include "solver/cbc_solver.h"
 #include "zellige/parallel_config.h"
 #include "zellige/placement_options.h"
 
@@ -48,6 +52,13 @@ struct EcfSettings {
   bool minimize_splits = true;
   bool symmetry_breaking = true;
   bool warm_start = true;
+  // Optional: CBC's state during each solve, with its stage ("makespan", then "splits"):
+  // solver::SolveOptions::progress at progress_interval_s, and a final report per solve.
+  std::function<void(const char* stage, const solver::SolveProgress&)> progress;
+  double progress_interval_s = 1.0;
+  // Optional: no CBC solve runs past it; the split solve is skipped once it has passed (the
+  // combinatorial split search still runs: it is bounded by its move count).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct EcfAssignment {

@@ -10,6 +10,8 @@
 namespace tessera::zellige {
 
 core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost) {
+  // First: the batch's size alone decides it, and the loop below is linear in it.
+  RETURN_IF_ERROR(CheckSimulatorLimit(batch, cost.model().layers));
   const int n = cost.cluster().num_ranks();
   const double cap = cost.MemoryCapacityBytes();
   if (cap <= 0) {
@@ -41,12 +43,13 @@ core::Status CheckBatchFits(const workload::Batch& batch, const CostModel& cost)
 
 core::StatusOr<PlannerRun> RunPlanner(const PlannerEntry& entry, const workload::Batch& batch,
                                       const CostModel& cost, const PlannerOptions& options,
-                                      const std::function<void(int, int)>& progress) {
+                                      const std::function<void(int, int)>& progress,
+                                      const SolverProgressFn& solver_progress) {
   PlannerRun run;
   run.planner = entry.name;
   auto planner = entry.make();
   auto t0 = std::chrono::steady_clock::now();
-  auto plan = planner->MakePlan({batch, cost, options, progress});
+  auto plan = planner->MakePlan({batch, cost, options, progress, solver_progress});
   run.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!plan.ok()) return plan.status().WithPrefix(entry.name);

@@ -99,6 +99,7 @@ Json ToJson(const Plan& plan, const workload::Batch& batch) {
 StatusOr<Plan> PlanFromJson(const Json& j, const std::string& source) {
   auto parse = [&]() -> StatusOr<Plan> {
     Plan plan;
+    RETURN_IF_ERROR(core::CheckKnownKeys(j, "", {"planner", "num_ranks", "placements"}));
     ASSIGN_OR_RETURN(plan.planner, core::GetString(j, "", "planner"));
     ASSIGN_OR_RETURN(int64_t n, core::GetPositiveInt(j, "", "num_ranks"));
     if (n > hw::kMaxClusterRanks) {
@@ -122,6 +123,7 @@ StatusOr<Plan> PlanFromJson(const Json& j, const std::string& source) {
       const Json& e = (*pls)[static_cast<size_t>(i)];
       const std::string path = "placements[" + std::to_string(i) + "]";
       Placement p;
+      RETURN_IF_ERROR(core::CheckKnownKeys(e, path, {"seq", "q", "h", "k", "ranks", "tokens"}));
       ASSIGN_OR_RETURN(int64_t seq, core::GetNonNegativeInt(e, path, "seq"));
       if (seq >= count) {
         return core::InvalidArgument(path + ".seq: got " + std::to_string(seq) +

@@ -73,7 +73,9 @@ core::Json ToJson(const Plan& plan, const workload::Batch& batch);
 // most workload::kMaxBatchSequences placements, seq in [0, placements), q, h, k >= 1 with
 // q*h*k <= num_ranks, exactly q*h*k ranks in [0, num_ranks), and "tokens" (optional) in
 // [1, workload::kMaxSequenceTokens] with at most workload::kMaxBatchTokens in all. Whether
-// the plan fits a batch and a model is ValidatePlan's. `source` prefixes messages.
+// the plan fits a batch and a model is ValidatePlan's. A key the format lacks is refused
+// naming it ("placements[3]: unknown key 'rank', must be one of ..."). `source` prefixes
+// messages.
 core::StatusOr<Plan> PlanFromJson(const core::Json& j, const std::string& source);
 
 }  // namespace tessera::zellige

@@ -119,6 +119,13 @@ TEST(PlanTest, FieldsAreBoundedBeforeUse) {
   EXPECT_EQ(bad("/placements/1/ranks/1", UINT64_MAX),
             "p.json: placements[1].ranks: got 18446744073709551615, must be in [0, 4)");
   EXPECT_EQ(bad("/placements/0/h", "2"), "p.json: placements[0].h: got \"2\", must be an integer");
+  // A key the format lacks is refused, not ignored ("rank" for "ranks" once planned as if
+  // absent).
+  EXPECT_EQ(bad("/placements/1/rank", 2),
+            "p.json: placements[1]: unknown key 'rank', must be one of seq, q, h, k, ranks, "
+            "tokens");
+  EXPECT_EQ(bad("/solver_gap", 0.1),
+            "p.json: unknown key 'solver_gap', must be one of planner, num_ranks, placements");
   // q, h and k are each <= num_ranks; their product is checked in 64 bits (65536^3 once
   // overflowed int).
   core::Json big = good;

@@ -14,6 +14,7 @@
 
 #include "core/registry.h"
 #include "core/status.h"
+#include "solver/cbc_solver.h"
 #include "workload/batch.h"
 #include "zellige/cost_model.h"
 #include "zellige/plan.h"
@@ -24,6 +25,19 @@ namespace tessera::zellige {
 // keys it reads in its entry.
 using PlannerOptions = core::RegistryOptions;
 
+// What an exact planner (joint, joint-binary) reports while CBC searches: its stage
+// ("makespan": minimising the step time, incumbent and bound in modeled seconds; "splits":
+// fewest split sequences within the makespan found, a count plus a byte term), the time since
+// the planner started and the whole time limit it runs under, and CBC's state.
+struct SolverProgress {
+  std::string planner;
+  std::string stage;
+  double elapsed_s = 0;
+  double time_limit_s = 0;
+  solver::SolveProgress solve;
+};
+using SolverProgressFn = std::function<void(const SolverProgress&)>;
+
 struct PlanningProblem {
   const workload::Batch& batch;
   const CostModel& cost;
@@ -31,6 +45,9 @@ struct PlanningProblem {
   // Optional: called by long-running planners with (parts done, parts in all), possibly
   // from worker threads (one call at a time).
   std::function<void(int done, int total)> progress = nullptr;
+  // Optional: called by the exact planners about once a second while CBC runs, and at the end
+  // of each solve (solve.done), from the planning thread.
+  SolverProgressFn solver_progress = nullptr;
 };
 
 class Planner {
@@ -60,6 +77,12 @@ core::StatusOr<const PlannerEntry*> FindPlanner(const std::string& name);
 // InvalidArgument naming the first key no planner declares (options are shared by every
 // planner a command runs), e.g. "planner options: got 'zellige.gapp', must be one of ...".
 core::Status ValidatePlannerOptions(const PlannerOptions& options);
+
+// Sets options[key] = value for a front end's own flag (`by`, e.g. "--time-limit"); InvalidArgument
+// "<key>: set twice, by <by> and as a planner option; give one" when the key is already there
+// (one value would silently override the other).
+core::Status SetOptionOnce(PlannerOptions* options, const std::string& key, double value,
+                           const std::string& by);
 
 // Entries, one per planner file (defined next to the planner).
 PlannerEntry ZelligePlannerEntry();

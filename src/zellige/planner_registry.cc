@@ -1,3 +1,5 @@
+#include <cstdio>
+
 #include "zellige/planner.h"
 
 namespace tessera::zellige {
@@ -27,6 +29,18 @@ core::StatusOr<const PlannerEntry*> FindPlanner(const std::string& name) {
 
 core::Status ValidatePlannerOptions(const PlannerOptions& options) {
   return Planners().ValidateOptionsForAny(options);
+}
+
+core::Status SetOptionOnce(PlannerOptions* options, const std::string& key, double value,
+                           const std::string& by) {
+  if (options->contains(key)) {
+    return core::InvalidArgument(key + ": set twice, by " + by + " and as a planner option ('" +
+                                 options->at(key) + "'); give one");
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  (*options)[key] = text;
+  return core::Status::Ok();
 }
 
 ParallelConfig UlyssesRingConfig(int g, int heads) {

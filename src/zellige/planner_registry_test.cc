@@ -58,5 +58,17 @@ TEST(PlannerRegistry, OptionKeysAreDeclared) {
             "knapformer.gamma");
 }
 
+// A front end's flag (--time-limit) and the same key as --option: refused, not one silently
+// overriding the other.
+TEST(PlannerRegistryTest, SetOptionOnceRefusesAKeyGivenTwice) {
+  PlannerOptions o;
+  ASSERT_TRUE(SetOptionOnce(&o, "joint.time_limit_s", 2.5, "--joint-time-limit").ok());
+  EXPECT_EQ(o.at("joint.time_limit_s"), "2.5");
+  EXPECT_EQ(SetOptionOnce(&o, "joint.time_limit_s", 9, "--joint-time-limit").message(),
+            "joint.time_limit_s: set twice, by --joint-time-limit and as a planner option ('2.5'); "
+            "give one");
+  EXPECT_EQ(o.at("joint.time_limit_s"), "2.5");
+}
+
 }  // namespace
 }  // namespace tessera::zellige

@@ -26,6 +26,7 @@ struct PlannerStats {
   double lower_bound_s = 0;    // proven bound on the max per-rank load
   double max_rank_load_s = 0;  // the plan's max per-rank load (the MILP's makespan)
   bool deadline_hit = false;   // the planner's time budget ran out; the best plan was kept
+  double time_limit_s = 0;     // that budget, seconds (0: none)
 
   // Adds the stage times of `o` (not its bound or cell counts).
   void AddStages(const PlannerStats& o) {

@@ -72,6 +72,8 @@ StatusOr<std::array<double, N>> GetFit(const Json& obj, const std::string& path,
 
 StatusOr<ProfileModel> ModelFromJson(const Json& j) {
   const std::string path = "model";
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      j, path, {"in_channels", "hidden", "heads", "head_dim", "layers", "ffn"}));
   ProfileModel m;
   // Every size is bounded (models::DitModel's ranges) before heads * head_dim is formed.
   ASSIGN_OR_RETURN(m.in_channels,
@@ -151,6 +153,8 @@ Status CheckMemFit(const std::array<double, 2>& f, double hi, double finite_hi,
 StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, int heads,
                                       int ranks) {
   ConfigPrices c;
+  RETURN_IF_ERROR(
+      core::CheckKnownKeys(j, path, {"q", "h", "k", "points", "fwd_fit", "bwd_fit", "mem_fit"}));
   ASSIGN_OR_RETURN(c.config.q, GetBoundedInt(j, path, "q", kMaxRanks));
   ASSIGN_OR_RETURN(c.config.h, GetBoundedInt(j, path, "h", kMaxRanks));
   ASSIGN_OR_RETURN(c.config.k, GetBoundedInt(j, path, "k", kMaxRanks));
@@ -169,6 +173,8 @@ StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, in
   for (size_t i = 0; i < points->size(); ++i) {
     const std::string pp = Index(path + ".points", i);
     PricePoint p;
+    RETURN_IF_ERROR(
+        core::CheckKnownKeys((*points)[i], pp, {"tokens", "count", "fwd_s", "bwd_s", "mem_bytes"}));
     ASSIGN_OR_RETURN(
         p.tokens, core::GetIntInRange((*points)[i], pp, "tokens", 1, workload::kMaxSequenceTokens));
     ASSIGN_OR_RETURN(
@@ -196,6 +202,8 @@ StatusOr<ConfigPrices> ConfigFromJson(const Json& j, const std::string& path, in
 
 StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
   CommFit f;
+  RETURN_IF_ERROR(core::CheckKnownKeys(
+      j, path, {"primitive", "ranks", "alpha_s", "beta_s_per_byte", "points"}));
   ASSIGN_OR_RETURN(f.primitive, core::GetString(j, path, "primitive"));
   if (f.primitive != "all_to_all" && f.primitive != "all_gather" && f.primitive != "p2p") {
     return core::InvalidArgument(path + ".primitive: got '" + f.primitive +
@@ -222,6 +230,7 @@ StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
   for (size_t i = 0; i < points->size(); ++i) {
     const std::string pp = Index(path + ".points", i);
     CommPoint p;
+    RETURN_IF_ERROR(core::CheckKnownKeys((*points)[i], pp, {"bytes", "time_s"}));
     ASSIGN_OR_RETURN(p.bytes, core::GetNonNegativeDouble((*points)[i], pp, "bytes"));
     ASSIGN_OR_RETURN(p.time_s, core::GetNonNegativeDouble((*points)[i], pp, "time_s"));
     f.points.push_back(p);
@@ -231,6 +240,12 @@ StatusOr<CommFit> CommFromJson(const Json& j, const std::string& path) {
 
 StatusOr<Profile> ParseProfile(const Json& j) {
   Profile p;
+  // The keys ToJson writes: a misspelt optional one ("solo_speed_up") must not be ignored.
+  RETURN_IF_ERROR(
+      core::CheckKnownKeys(j, "",
+                           {"kind", "version", "provenance", "machine", "date", "ranks", "repeats",
+                            "model", "step_overhead_s", "base_bytes", "usable_bytes_per_rank",
+                            "solo_speedup", "rank_time_factors", "configs", "comm"}));
   ASSIGN_OR_RETURN(std::string kind, core::GetString(j, "", "kind"));
   if (kind != kKind) {
     return core::InvalidArgument("kind: got '" + kind + "', must be '" + kKind + "'");

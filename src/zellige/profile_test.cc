@@ -171,6 +171,16 @@ TEST(ProfileTest, MalformedFieldsAreNamed) {
   for (int r = 0; r < good["ranks"].get<int>(); ++r)
     j["rank_time_factors"].push_back(r == 0 ? 0.1 : 1.0);
   ExpectError(j, "rank_time_factors[0]: got 0.1, must be a number in [0.25, 8]");
+  // Keys the format lacks are refused (a misspelt optional one used to be ignored).
+  j = good;
+  j["solo_speed_up"] = 0.5;
+  ExpectError(j, "unknown key 'solo_speed_up', must be one of");
+  j = good;
+  j["configs"][0]["points"][0]["fwd"] = 1;
+  ExpectError(j, "configs[0].points[0]: unknown key 'fwd'");
+  j = good;
+  j["comm"][0]["beta"] = 1;
+  ExpectError(j, "comm[0]: unknown key 'beta'");
   j = good;
   j["comm"][0]["primitive"] = "broadcast";
   ExpectError(j, "comm[0].primitive: got 'broadcast'");

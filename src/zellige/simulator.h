@@ -61,4 +61,11 @@ struct SimResult {
 core::StatusOr<SimResult> Simulate(const Plan& plan, const workload::Batch& batch,
                                    const CostModel& cost, core::TraceWriter* trace = nullptr);
 
+// Whether any plan of `batch` can be simulated under a model of `layers` layers: a plan places
+// each sequence once, so its step has 2 x layers x sequences ops, and the batch alone decides
+// whether that exceeds the simulator's limit (internal::kMaxStepOps). InvalidArgument naming
+// the limit, the most sequences that fit and what to change; checked before planning (a
+// million-sequence batch once planned for minutes, then failed here).
+core::Status CheckSimulatorLimit(const workload::Batch& batch, int layers);
+
 }  // namespace tessera::zellige

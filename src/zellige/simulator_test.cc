@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "zellige/compare_planners.h"
 #include "zellige/cost_model_analytic.h"
 #include "zellige/evaluate.h"
 #include "zellige/simulator_reference.h"
@@ -148,6 +149,25 @@ TEST(SimulatorTest, HugeStepsAreRefused) {
   EXPECT_EQ(r.status().message(),
             "plan: 2 x 1024 layers x 8193 placements = 16779264 ops, must be <= 16777216 (the "
             "simulator's limit; fewer sequences or layers)");
+}
+
+// The batch alone decides the op count (one placement per sequence): checked before planning,
+// by CheckBatchFits and so by every command that plans and simulates. A usp plan of a
+// million-sequence batch once ran for minutes, then failed in Simulate.
+TEST(SimulatorTest, TheSimulatorLimitIsCheckedOnTheBatchBeforePlanning) {
+  AnalyticCostModel cm(TinyCluster(1, 2), TinyModel(1024));
+  EXPECT_TRUE(CheckSimulatorLimit(MakeBatch(std::vector<int64_t>(8192, 1)), 1024).ok());
+  workload::Batch b = MakeBatch(std::vector<int64_t>(8193, 1));
+  const std::string want =
+      "batch: 8193 sequences x 2 x 1024 layers = 16779264 simulated ops per step, above the "
+      "simulator's limit of 16777216 (2^24); at most 8192 sequences with a 1024-layer model: use "
+      "a smaller batch (a lower load or fewer ranks)";
+  EXPECT_EQ(CheckSimulatorLimit(b, 1024).message(), want);
+  EXPECT_EQ(CheckBatchFits(b, cm).message(), want);
+  // ComparePlanners (zellige plan) refuses it before any planner runs.
+  std::vector<const PlannerEntry*> usp = {*FindPlanner("usp")};
+  auto cmp = ComparePlanners(b, cm, usp, {});
+  EXPECT_EQ(cmp.status().message(), want);
 }
 
 }  // namespace

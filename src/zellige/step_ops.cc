@@ -7,6 +7,25 @@
 #include <string>
 #include <utility>
 
+namespace tessera::zellige::internal {}  // namespace tessera::zellige::internal
+
+namespace tessera::zellige {
+
+core::Status CheckSimulatorLimit(const workload::Batch& batch, int layers) {
+  const int64_t sequences = static_cast<int64_t>(batch.sequences.size());
+  const int64_t per_sequence = 2 * int64_t{std::max(layers, 1)};
+  if (sequences * per_sequence <= internal::kMaxStepOps) return core::Status::Ok();
+  return core::InvalidArgument(
+      "batch: " + std::to_string(sequences) + " sequences x 2 x " + std::to_string(layers) +
+      " layers = " + std::to_string(sequences * per_sequence) +
+      " simulated ops per step, above the simulator's limit of " +
+      std::to_string(internal::kMaxStepOps) + " (2^24); at most " +
+      std::to_string(internal::kMaxStepOps / per_sequence) + " sequences with a " +
+      std::to_string(layers) + "-layer model: use a smaller batch (a lower load or fewer ranks)");
+}
+
+}  // namespace tessera::zellige
+
 namespace tessera::zellige::internal {
 
 core::StatusOr<StepOps> PrepareStep(const Plan& plan, const workload::Batch& batch,

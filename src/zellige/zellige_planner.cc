@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/parse_number.h"
 #include "zellige/cell_planner.h"
 #include "zellige/filler_packing.h"
 #include "zellige/two_stage_planner.h"
@@ -16,12 +17,13 @@ core::StatusOr<double> PositiveOption(const PlannerOptions& options, const std::
                                       double fallback) {
   auto it = options.find(key);
   if (it == options.end()) return fallback;
-  char* end = nullptr;
-  double v = std::strtod(it->second.c_str(), &end);
-  if (end == it->second.c_str() || *end != '\0' || !(v > 0) || v > 1e6) {
-    return core::InvalidArgument(key + ": got '" + it->second + "', must be a number in (0, 1e6]");
+  // core::ParseNumber: decimal or scientific text only (strtod took " 5", "0x10" and "5 ").
+  core::StatusOr<double> v = core::ParseNumber(it->second, 0, 1e6, /*lo_open=*/true);
+  if (!v.ok()) {
+    return core::InvalidArgument(key + ": got '" + it->second.substr(0, 60) +
+                                 "', must be a number in (0, 1e6]");
   }
-  return v;
+  return *v;
 }
 
 core::StatusOr<ExactPlacement> PlanGroupsExactly(const std::vector<SeqGroup>& groups,
@@ -169,17 +171,40 @@ class JointPlanner : public Planner {
  public:
   explicit JointPlanner(bool binary) : binary_(binary) {}
   core::StatusOr<Plan> MakePlan(const PlanningProblem& pb) const override {
-    ASSIGN_OR_RETURN(double limit, PositiveOption(pb.options, "joint.time_limit_s", 60.0));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(double limit,
+                     PositiveOption(pb.options, "joint.time_limit_s", kJointTimeLimitS));
     ASSIGN_OR_RETURN(double gap, PositiveOption(pb.options, "joint.gap", 1e-6));
+    const std::string name = binary_ ? "joint-binary" : "joint";
     std::vector<SeqGroup> groups = GroupSequences(pb.batch, pb.cost);
     EcfSettings st;
-    st.time_limit_s = limit;
+    // One budget for the whole plan: the makespan solve gets three quarters of it, the
+    // split-minimising solve what is left (EcfSettings::deadline).
+    st.time_limit_s = 0.75 * limit;
     st.relative_gap = gap;
     st.split_time_limit_s = limit;
+    st.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(limit));
+    if (pb.solver_progress) {
+      st.progress = [&pb, &name, t0, limit](const char* stage, const solver::SolveProgress& p) {
+        const double elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        pb.solver_progress({name, stage, elapsed_s, limit, p});
+      };
+    }
     ASSIGN_OR_RETURN(ExactPlacement exact, PlanGroupsExactly(groups, pb.cost, st, 0, 0, binary_));
-    Plan plan{
-        binary_ ? "joint-binary" : "joint", pb.cost.cluster().num_ranks(), {}, exact.result.gap};
+    Plan plan{name, pb.cost.cluster().num_ranks(), {}, exact.result.gap};
     AppendPlacements(groups, exact, &plan);
+    const EcfResult& r = exact.result;
+    plan.stats.model_ms = r.build_ms;
+    plan.stats.cbc_ms = r.cbc_ms;
+    plan.stats.split_search_ms = r.split_search_ms;
+    plan.stats.lower_bound_s = r.lower_bound_s;
+    plan.stats.max_rank_load_s = MaxRankLoad(plan, pb.batch, pb.cost);
+    plan.stats.time_limit_s = limit;
+    // Not proven within the requested gap: the makespan solve stopped on its time limit.
+    plan.stats.deadline_hit = !r.proven_optimal || std::chrono::steady_clock::now() - t0 >
+                                                       std::chrono::duration<double>(limit);
     return plan;
   }
 
@@ -195,7 +220,9 @@ std::unique_ptr<Planner> NewJointBinaryPlanner() { return std::make_unique<Joint
 
 namespace {
 std::vector<core::OptionKey> JointOptionKeys() {
-  return {{"joint.time_limit_s", "CBC time limit, seconds (default 60)"},
+  return {{"joint.time_limit_s",
+           "seconds for the whole joint plan, both CBC solves (default 60); when hit, the best "
+           "plan so far and its gap"},
           {"joint.gap", "CBC relative gap (default 1e-6)"}};
 }
 }  // namespace

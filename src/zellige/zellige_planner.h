@@ -16,7 +16,11 @@
 // stats.deadline_hit and its gap over the bound), "zellige.cell_ranks" (16, a power of two:
 // the least cell size), "zellige.threads" (2: cells planned in parallel),
 // "zellige.reuse_cells" (on: identical cells share a plan; off), "joint.time_limit_s"
-// (default 60), "joint.gap" (default 1e-6).
+// (default kJointTimeLimitS = 60: the budget of the whole joint plan, three quarters of it for
+// the makespan solve and what is left for the split-minimising solve; when hit the best plan
+// so far is returned with stats.deadline_hit and its gap over the bound), "joint.gap"
+// (default 1e-6). The joint planners report CBC's incumbent, bound and gap through
+// PlanningProblem::solver_progress.
 // zellige fills Plan::stats (stage times, the proven bound; planner_stats.h) and reports
 // progress (cells planned) through PlanningProblem::progress.
 // Plans never exceed memory (the MILP holds the capacity; fillers keep headroom). A failure
@@ -27,6 +31,9 @@
 #include "zellige/planner.h"
 
 namespace tessera::zellige {
+
+// The joint planners' default time limit for a whole plan, seconds (joint.time_limit_s).
+inline constexpr double kJointTimeLimitS = 60;
 
 struct ExactPlacement {
   std::vector<std::vector<GroupOption>> options;  // per group

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -238,12 +239,89 @@ TEST(ZelligePlannerTest, CatalogKeepsTheTimeBytesFront) {
   }
 }
 
+// ECF hands CBC's progress out per solve, each closed by a final report; past its deadline the
+// split-minimising solve is skipped (the plan is still made).
+TEST(ZelligePlannerTest, EcfReportsEachSolveAndSkipsTheSplitSolvePastItsDeadline) {
+  AnalyticCostModel cost(testing::TinyCluster(1, 4), testing::TinyModel(2));
+  workload::Batch batch = MakeBatch({3000, 2900, 1700, 1200, 800, 450, 300});
+  struct Report {
+    std::string stage;
+    solver::SolveProgress p;
+  };
+  std::vector<Report> reports;
+  EcfSettings st;
+  st.warm_start = false;  // CBC must search: the greedy start may already be optimal
+  st.progress_interval_s = 0;
+  st.progress = [&reports](const char* stage, const solver::SolveProgress& p) {
+    reports.push_back({stage, p});
+  };
+  auto ecf = PlanGroupsExactly(GroupSequences(batch, cost), cost, st, 0, 0, false);
+  ASSERT_TRUE(ecf.ok()) << ecf.status().ToString();
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.front().stage, "makespan");
+  int makespan_done = 0;
+  for (const Report& r : reports) {
+    ASSERT_TRUE(r.stage == "makespan" || r.stage == "splits") << r.stage;
+    if (r.stage == "makespan" && r.p.done) {
+      ++makespan_done;
+      EXPECT_NEAR(r.p.incumbent, ecf->result.makespan_s, 1e-6 * ecf->result.makespan_s);
+    }
+  }
+  EXPECT_EQ(makespan_done, 1);
+  // A deadline already passed: the makespan solve keeps the warm start, no split solve runs.
+  reports.clear();
+  st.warm_start = true;
+  st.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto late = PlanGroupsExactly(GroupSequences(batch, cost), cost, st, 0, 0, false);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  for (const Report& r : reports) EXPECT_EQ(r.stage, "makespan");
+}
+
+// The joint planner runs under one time limit for the whole plan (joint.time_limit_s, default
+// kJointTimeLimitS) that its stats and progress name, with the bound its gap is over.
+TEST(ZelligePlannerTest, JointNamesItsTimeLimitInStatsAndProgress) {
+  AnalyticCostModel cost(testing::TinyCluster(1, 4), testing::TinyModel(2));
+  workload::Batch batch = MakeBatch({3000, 2900, 1700, 1200, 800, 450, 300});
+  std::vector<SolverProgress> reports;
+  auto run = RunPlanner(**FindPlanner("joint"), batch, cost, {{"joint.time_limit_s", "30"}},
+                        nullptr, [&reports](const SolverProgress& p) { reports.push_back(p); });
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const PlannerStats& s = run->plan.stats;
+  EXPECT_EQ(s.time_limit_s, 30);
+  EXPECT_GT(s.lower_bound_s, 0);
+  EXPECT_GE(s.max_rank_load_s, s.lower_bound_s * (1 - 1e-9));
+  EXPECT_EQ(s.max_rank_load_s, MaxRankLoad(run->plan, batch, cost));
+  double last = 0;
+  for (const SolverProgress& p : reports) {
+    EXPECT_EQ(p.planner, "joint");
+    EXPECT_EQ(p.time_limit_s, 30);
+    EXPECT_TRUE(p.stage == "makespan" || p.stage == "splits") << p.stage;
+    EXPECT_GE(p.elapsed_s, last);
+    last = p.elapsed_s;
+  }
+  auto dflt = RunPlanner(**FindPlanner("joint-binary"), batch, cost, {});
+  ASSERT_TRUE(dflt.ok()) << dflt.status().ToString();
+  EXPECT_EQ(dflt->plan.stats.time_limit_s, kJointTimeLimitS);
+  // Within the limit and proven: no deadline hit, the gap within the requested 1e-6.
+  if (!dflt->plan.stats.deadline_hit) {
+    EXPECT_LE(dflt->plan.solver_gap, 1e-6);
+  }
+}
+
 TEST(ZelligePlannerTest, BadOptionsAreRejected) {
   AnalyticCostModel cost(testing::TinyCluster(1, 2), testing::TinyModel(1));
   workload::Batch b = MakeBatch({1000, 200});
   auto run = RunPlanner(**FindPlanner("zellige"), b, cost, {{"zellige.time_limit_s", "-1"}});
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("zellige.time_limit_s: got '-1'"), std::string::npos);
+  // Numbers with junk around them (strtod once took " 5", "5 " was refused, "0x10" was 16).
+  for (const char* bad : {" 5", "5 ", "0x10", "5s", "", "nan", "inf", "1e400", "2e6"}) {
+    auto r = PositiveOption({{"joint.time_limit_s", bad}}, "joint.time_limit_s", 60);
+    ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+    EXPECT_NE(r.status().message().find("joint.time_limit_s: got '"), std::string::npos);
+  }
+  EXPECT_EQ(*PositiveOption({{"joint.time_limit_s", "2.5"}}, "joint.time_limit_s", 60), 2.5);
+  EXPECT_EQ(*PositiveOption({}, "joint.time_limit_s", 60), 60);
 }
 
 }  // namespace

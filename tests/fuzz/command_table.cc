@@ -83,6 +83,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
 
   SubcommandSpec plan = Spec("plan", MpiUse::kNone, 30, CostModelOptions());
   Append(&plan.options, {{"--time-limit", K::kFloat, {}},
+                         {"--joint-time-limit", K::kFloat, {}},
                          {"--workload", K::kInputFile, {}},
                          {"--load", K::kText, {}},
                          {"--video-seconds", K::kFloat, {}},
@@ -172,14 +173,15 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   t.push_back(run);
 
   SubcommandSpec profile = Spec("profile", MpiUse::kRelaunch, 2, {});
-  profile.options = {{"--ranks", K::kInt, With({"0", "-1"})},
-                     {"--out", K::kOutputFile, {}},
-                     {"--buckets", K::kIntList, {"0", "8,0", "8,-1", "8,x", "x"}},
-                     {"--whole-tokens", K::kInt, With({"0", "-1"})},
-                     {"--repeats", K::kInt, With({"0", "-1"})},
-                     {"--warmup", K::kInt, With({"-1", "-5"})},
-                     {"--seed", K::kUint, kNotANumber},
-                     {"--op-timeout", K::kFloat, kNotANumber}};
+  profile.options = {
+      {"--ranks", K::kInt, With({"0", "-1"})},
+      {"--out", K::kOutputFile, {}},
+      {"--buckets", K::kIntList, {"0", "8,0", "8,-1", "8,x", "x", "8,,16", "8,", ""}},
+      {"--whole-tokens", K::kInt, With({"0", "-1"})},
+      {"--repeats", K::kInt, With({"0", "-1"})},
+      {"--warmup", K::kInt, With({"-1", "-5"})},
+      {"--seed", K::kUint, kNotANumber},
+      {"--op-timeout", K::kFloat, kNotANumber}};
   Append(&profile.options, SmallDitOptions());
   profile.bases = {{"--out", out + "profile.json", "--buckets", "8,16", "--repeats", "1",
                     "--warmup", "0", "--hidden", "32", "--heads", "2", "--layers", "1", "--ffn",
@@ -194,8 +196,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   t.push_back(validate);
 
   SubcommandSpec compare = Spec("compare", MpiUse::kRelaunch, 2, ProfileJobOptions(s));
-  Append(&compare.options, {{"--mixes", K::kTextList, {}},
-                            {"--planners", K::kTextList, {}},
+  Append(&compare.options, {{"--mixes", K::kTextList, {"v50,,v60", ","}},
+                            {"--planners", K::kTextList, {"usp,", ""}},
                             {"--load", K::kText, {}},
                             {"--video-seconds", K::kFloat, kNotANumber},
                             {"--token-scale", K::kFloat, kNotANumber},
@@ -245,7 +247,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   links.group = "compass";
   links.options = {{"--ranks", K::kInt, With({"9", "0", "1", "-1"})},
                    {"--topology", K::kInputFile, {s.missing, s.dir, s.empty_file, s.cluster}},
-                   {"--sizes-kib", K::kIntList, {"0", "x", "64,0", "64,-1"}},
+                   {"--sizes-kib", K::kIntList, {"0", "x", "64,0", "64,-1", "64,,128", ""}},
                    {"--repeats", K::kInt, With({"0", "-1"})},
                    {"--probe-bytes", K::kInt, With({"1", "0"})},
                    {"--probe-repeats", K::kInt, With({"0", "-1"})},

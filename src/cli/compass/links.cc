@@ -146,9 +146,8 @@ void AddCompassLinks(CLI::App* compass, Action* action) {
       ->transform(Integer(2, 64))
       ->capture_default_str();
   AddTopologyOption(c, &a->topology, paths.get());
-  c->add_option("--sizes-kib", a->sizes_kib, "block sizes per rank, KiB on the wire")
-      ->transform(Integer(1, 1 << 20))
-      ->delimiter(',');
+  ListOption(c, "--sizes-kib", &a->sizes_kib, "block sizes per rank, KiB on the wire",
+             Integer(1, 1 << 20));
   c->add_option("--repeats", a->repeats, "runs per (collective, size, algorithm), interleaved")
       ->transform(Integer(1, 1000))
       ->capture_default_str();

@@ -46,7 +46,7 @@ void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action) {
       ->capture_default_str();
   c->add_option("--fingerprint", a->node.fingerprint,
                 "the model fingerprint this node is for (refused by a weight node of another "
-                "model); empty accepts the weight node's");
+                "model); left out: accepts the weight node's");
   c->add_option("--transport", a->transport, "fake | ucx")
       ->check(CLI::IsMember({"ucx"}))
       ->capture_default_str();

@@ -116,20 +116,13 @@ void AddXemaBench(CLI::App* xema, Action* action) {
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = xema->add_subcommand(
       "bench", "Sweep memory policies x budgets x rates x SLO scales on the same arrivals");
-  c->add_option("--policies", a->policies, "memory policies, comma separated")
-      ->delimiter(',')
-      ->capture_default_str();
-  c->add_option("--budgets", a->budgets, "device budgets, comma separated, e.g. 48MiB,64MiB")
-      ->delimiter(',')
+  ListOption(c, "--policies", &a->policies, "memory policies, comma separated");
+  ListOption(c, "--budgets", &a->budgets, "device budgets, comma separated, e.g. 48MiB,64MiB")
       ->required();
-  c->add_option("--rates", a->rates, "arrival rates per second, comma separated")
-      ->delimiter(',')
-      ->check(PositiveNumber(10000))
-      ->capture_default_str();
-  c->add_option("--slo-scales", a->slo_scales, "SLO = scale x isolated latency, comma separated")
-      ->delimiter(',')
-      ->check(PositiveNumber(1e6))
-      ->capture_default_str();
+  ListOption(c, "--rates", &a->rates, "arrival rates per second, comma separated",
+             PositiveNumber(10000));
+  ListOption(c, "--slo-scales", &a->slo_scales, "SLO = scale x isolated latency, comma separated",
+             PositiveNumber(1e6));
   c->add_option("--mix", a->mix, "templates: a JSON file or inline (as xema loadgen)")->required();
   paths->RecordInput("--mix", &a->mix);
   c->add_option("--duration", a->duration_s, "seconds of arrivals per point")

@@ -113,11 +113,10 @@ void AddXemaLoadgen(CLI::App* xema, Action* action) {
   c->add_option("--seed", a->seed, "arrival and template seed")
       ->check(Seed())
       ->capture_default_str();
-  c->add_option("--slo-reference", a->slo_reference_s,
-                "per mix template, the latency the SLO scales (comma separated seconds, e.g. a "
-                "plan table's isolated latencies); default: each template's solo latency here")
-      ->delimiter(',')
-      ->check(PositiveNumber(1e6));
+  ListOption(c, "--slo-reference", &a->slo_reference_s,
+             "per mix template, the latency the SLO scales (comma separated seconds, e.g. a "
+             "plan table's isolated latencies); default: each template's solo latency here",
+             PositiveNumber(1e6));
   c->add_option("--slo-scale", a->slo_scale, "SLO = this x the template's solo latency")
       ->check(PositiveNumber(1e6))
       ->capture_default_str();

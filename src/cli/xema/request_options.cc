@@ -22,7 +22,9 @@ void AddRequestOptions(CLI::App* app, RequestArgs* a) {
   app->add_option("--guidance", a->guidance, "guidance scale")
       ->check(Number(0, 100))
       ->capture_default_str();
-  app->add_option("--prompt", a->prompt, "the text prompt")->capture_default_str();
+  // An empty prompt is a prompt (unconditional generation), not a missing value.
+  AllowEmpty(app->add_option("--prompt", a->prompt, "the text prompt ('' for none)")
+                 ->capture_default_str());
   app->add_option("--seed", a->seed, "initial noise seed")->check(Seed())->capture_default_str();
   app->add_option("--attention", a->attention,
                   "fused (tiled kernel) or chunked (scores materialised per query chunk)")

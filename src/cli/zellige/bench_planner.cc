@@ -32,7 +32,7 @@ struct PlannerBenchArgs {
   double video_seconds = 15;
   int batches = 3;
   uint64_t seed = 1;
-  double joint_time_limit_s = 60;
+  double joint_time_limit_s = zellige::kJointTimeLimitS;
   bool skip_joint = false;
   double time_limit_s = 0;  // zellige.total_time_limit_s when > 0
   std::vector<std::string> options;
@@ -88,11 +88,15 @@ Status RunBenchPlanner(const PlannerBenchArgs& a) {
   o.joint_time_limit_s = a.joint_time_limit_s;
   o.skip_joint = a.skip_joint;
   ASSIGN_OR_RETURN(o.options, ParseKeyValues(a.options));
-  if (a.time_limit_s > 0) o.options["zellige.total_time_limit_s"] = std::to_string(a.time_limit_s);
+  if (a.time_limit_s > 0) {
+    RETURN_IF_ERROR(
+        SetOptionOnce(&o.options, "zellige.total_time_limit_s", a.time_limit_s, "--time-limit"));
+  }
   RETURN_IF_ERROR(ValidatePlannerOptions(o.options));
-  RETURN_IF_ERROR(
-      NameFlags(ValidateBenchOptions(o),
-                {{"batches", "--batches"}, {"joint_time_limit_s", "--joint-time-limit"}}));
+  RETURN_IF_ERROR(NameFlags(ValidateBenchOptions(o), {{"batches", "--batches"},
+                                                      {"joint_time_limit_s", "--joint-time-limit"},
+                                                      {"mixes", "--mixes"},
+                                                      {"workload", "--mixes"}}));
   std::printf(
       "bench-planner on %s (%d ranks, %s), %s, %g s videos, %lld tokens/GPU; "
       "joint limit %g s. All makespans modeled (%s); solve times measured on this machine.\n",
@@ -101,6 +105,7 @@ Status RunBenchPlanner(const PlannerBenchArgs& a) {
       a.joint_time_limit_s, DescribeCostModel(cost).c_str());
   core::ProgressBar bar("bench-planner", static_cast<long>(a.mixes.size()) * a.batches);
   SlowPlanProgress plan_progress("bench-planner");
+  SolverProgressLines solver_progress("--joint-time-limit");
   std::function<void(int, int)> per_plan = plan_progress.ForPlan();
   auto report = BenchPlanners(
       cost, o,
@@ -108,7 +113,7 @@ Status RunBenchPlanner(const PlannerBenchArgs& a) {
         bar.Update(done);
         per_plan = plan_progress.ForPlan();
       },
-      [&](int done, int total) { per_plan(done, total); });
+      [&](int done, int total) { per_plan(done, total); }, solver_progress.Callback());
   bar.Done();
   if (!report.ok()) return report.status();
   core::Table per_batch({"mix", "seed", "zellige s", "joint s", "joint gap %", "excess %",
@@ -151,7 +156,7 @@ void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
   CLI::App* c = z->add_subcommand(
       "bench-planner", "Compare zellige with the joint MILP and the baselines over many batches");
   AddCostModelOptions(c, &a->cost, paths.get());
-  c->add_option("--mixes", a->mixes, "mixtures, comma separated")->delimiter(',');
+  ListOption(c, "--mixes", &a->mixes, "mixtures, comma separated");
   c->add_option("--load", a->load, "tokens per GPU: high, low or a number")->capture_default_str();
   c->add_option("--video-seconds", a->video_seconds, "video length")
       ->check(Number(1, 600))
@@ -160,7 +165,9 @@ void AddZelligeBenchPlanner(CLI::App* z, Action* action) {
       ->transform(Integer(1, 100000))
       ->capture_default_str();
   c->add_option("--seed", a->seed, "first seed")->transform(Seed())->capture_default_str();
-  c->add_option("--joint-time-limit", a->joint_time_limit_s, "seconds per joint MILP solve")
+  c->add_option("--joint-time-limit", a->joint_time_limit_s,
+                "seconds per joint plan, both CBC solves (joint.time_limit_s); when hit, the best "
+                "plan so far and its gap")
       ->check(PositiveNumber(86400))
       ->capture_default_str();
   c->add_flag("--skip-joint", a->skip_joint, "do not run the joint reference");

@@ -10,6 +10,7 @@
 #include "cli/zellige/plan_progress.h"
 #include "cli/zellige/planner_stats_text.h"
 #include "core/json_util.h"
+#include "core/parse_number.h"
 #include "core/table.h"
 #include "core/trace.h"
 #include "core/units.h"
@@ -18,6 +19,7 @@
 #include "workload/batch_source.h"
 #include "zellige/compare_planners.h"
 #include "zellige/evaluate.h"
+#include "zellige/zellige_planner.h"
 
 namespace tessera::cli {
 
@@ -39,6 +41,7 @@ Status RunTokens(const TokensArgs& a) {
   if (a.kind != "image" && a.kind != "video") {
     return core::InvalidArgument("--kind: got '" + a.kind + "', must be image or video");
   }
+  // "res: got ..." as the Python binding says it (tessera.zellige.tokens raises the same text).
   ASSIGN_OR_RETURN(models::Resolution r, models::ParseResolution(a.res));
   models::MediaKind kind =
       a.kind == "video" ? models::MediaKind::kVideo : models::MediaKind::kImage;
@@ -56,6 +59,7 @@ struct PlanArgs {
   std::string planner = "all";
   std::vector<std::string> options;  // key=value
   double time_limit_s = 0;           // zellige.total_time_limit_s when > 0
+  double joint_time_limit_s = 0;     // joint.time_limit_s when > 0
   std::string json_path, trace_path, save_plan, batch_out, plot_path;
 };
 
@@ -68,7 +72,14 @@ Status RunPlan(const PlanArgs& a) {
       workload::Batch batch,
       workload::LoadBatch({a.workload, a.load, a.video_seconds, a.seed, 1}, cluster.num_ranks()));
   ASSIGN_OR_RETURN(PlannerOptions options, ParseKeyValues(a.options));
-  if (a.time_limit_s > 0) options["zellige.total_time_limit_s"] = std::to_string(a.time_limit_s);
+  if (a.time_limit_s > 0) {
+    RETURN_IF_ERROR(
+        SetOptionOnce(&options, "zellige.total_time_limit_s", a.time_limit_s, "--time-limit"));
+  }
+  if (a.joint_time_limit_s > 0) {
+    RETURN_IF_ERROR(
+        SetOptionOnce(&options, "joint.time_limit_s", a.joint_time_limit_s, "--joint-time-limit"));
+  }
   RETURN_IF_ERROR(ValidatePlannerOptions(options));
   ASSIGN_OR_RETURN(std::vector<const PlannerEntry*> entries, SelectPlanners(a.planner));
   if (!a.save_plan.empty() && entries.size() != 1) {
@@ -78,8 +89,10 @@ Status RunPlan(const PlanArgs& a) {
     return core::InvalidArgument("--trace: needs a single --planner, got '" + a.planner + "'");
   }
   SlowPlanProgress progress("plan");
+  SolverProgressLines solver_progress("--joint-time-limit");
   ASSIGN_OR_RETURN(PlannerComparison cmp,
-                   ComparePlanners(batch, cost, entries, options, progress.ForPlan()));
+                   ComparePlanners(batch, cost, entries, options, progress.ForPlan(),
+                                   solver_progress.Callback()));
   const std::vector<PlannerRun>& runs = cmp.runs;
   std::printf(
       "cluster %s (%d ranks, %s), model %s, batch %s: %zu sequences, %.2fM tokens, "
@@ -98,8 +111,13 @@ Status RunPlan(const PlanArgs& a) {
   }
   std::printf("%s", t.Render().c_str());
   std::printf("(modeled: %s; one training step)\n", DescribeCostModel(cost).c_str());
-  for (const PlannerComparisonRow& r : cmp.rows)
-    if (r.planner == "zellige") std::printf("%s\n", StatsLine(r.planner, r.stats).c_str());
+  for (const PlannerComparisonRow& r : cmp.rows) {
+    if (r.planner == "zellige")
+      std::printf("%s\n", StatsLine(r.planner, r.stats, "--time-limit").c_str());
+    if (r.planner == "joint" || r.planner == "joint-binary") {
+      std::printf("%s\n", StatsLine(r.planner, r.stats, "--joint-time-limit").c_str());
+    }
+  }
   for (const PlannerComparisonRow& r : cmp.rows)
     if (!r.feasible) std::printf("%s: %s\n", r.planner.c_str(), r.infeasible_reason.c_str());
   for (const auto& f : cmp.failures) std::printf("failed: %s\n", f.c_str());
@@ -230,8 +248,14 @@ void AddZelligeCommands(CLI::App& root, Action* action) {
   p->add_option("--planner", pa->planner, "a registered planner or all")->capture_default_str();
   p->add_option("--option", pa->options, "planner option key=value, e.g. knapformer.bags=g8n2");
   p->add_option("--time-limit", pa->time_limit_s,
-                "seconds for the whole zellige planner; when hit, the best plan so far and its "
-                "gap over the bound (zellige.total_time_limit_s)")
+                "seconds for the whole zellige planner (default none); when hit, the best plan "
+                "so far and its gap over the bound (zellige.total_time_limit_s)")
+      ->check(PositiveNumber(86400));
+  p->add_option("--joint-time-limit", pa->joint_time_limit_s,
+                "seconds for a whole joint or joint-binary plan (default " +
+                    core::ShowNumber(kJointTimeLimitS) +
+                    "); its progress (incumbent, bound, gap) goes to stderr; when hit, the best "
+                    "plan so far and its gap over the bound (joint.time_limit_s)")
       ->check(PositiveNumber(86400));
   pp->Output(p, "--json", &pa->json_path, "write results JSON here");
   pp->Output(p, "--trace", &pa->trace_path,

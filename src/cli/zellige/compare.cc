@@ -89,10 +89,8 @@ void AddZelligeCompare(CLI::App* z, Action* action) {
       "compare",
       "Real SmallDit training steps on the same batches under several planners' placements");
   AddProfileJobOptions(c, &a->job, paths.get());
-  c->add_option("--mixes", a->options.mixes, "mixtures vNN")->delimiter(',')->capture_default_str();
-  c->add_option("--planners", a->options.planners, "registered planners")
-      ->delimiter(',')
-      ->capture_default_str();
+  ListOption(c, "--mixes", &a->options.mixes, "mixtures vNN");
+  ListOption(c, "--planners", &a->options.planners, "registered planners");
   c->add_option("--load", a->options.load, "tokens per rank before scaling: high, low or a number")
       ->capture_default_str();
   c->add_option("--video-seconds", a->options.video_seconds, "video length")

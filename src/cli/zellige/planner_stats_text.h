@@ -3,7 +3,8 @@
 //   "zellige stages ms (measured): catalog 3.1, model 1.2, cbc 10.4, split search 2.0,
 //    stage 2 0.3; 16 cells x 16 ranks (6 distinct); max rank load 125.02 s >= bound 124.90 s (gap
 //    0.096%)"
-// Pure function.
+// A time limit that was hit is named, with the flag that sets it when given ("; time limit of
+// 60 s hit (--joint-time-limit), best plan kept"). Pure function.
 #pragma once
 
 #include <cstdio>
@@ -13,7 +14,8 @@
 
 namespace tessera::cli {
 
-inline std::string StatsLine(const std::string& planner, const zellige::PlannerStats& s) {
+inline std::string StatsLine(const std::string& planner, const zellige::PlannerStats& s,
+                             const std::string& limit_flag = "") {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%s stages ms (measured): catalog %.1f, model %.1f, cbc %.1f, split search %.1f, "
@@ -30,7 +32,16 @@ inline std::string StatsLine(const std::string& planner, const zellige::PlannerS
                   s.max_rank_load_s, s.lower_bound_s, 100 * s.Gap());
     out += buf;
   }
-  if (s.deadline_hit) out += "; time limit hit, best plan kept";
+  if (s.deadline_hit) {
+    out += "; time limit";
+    if (s.time_limit_s > 0) {
+      std::snprintf(buf, sizeof buf, " of %g s", s.time_limit_s);
+      out += buf;
+    }
+    out += " hit";
+    if (!limit_flag.empty()) out += " (" + limit_flag + ")";
+    out += ", best plan kept";
+  }
   return out;
 }
 

@@ -131,9 +131,8 @@ void AddZelligeProfile(CLI::App* z, Action* action) {
       ->transform(Integer(1, kMaxRanks))
       ->capture_default_str();
   paths->Output(c, "--out", &a->out, "profile JSON to write")->required();
-  c->add_option("--buckets", a->buckets, "sequence lengths to measure (default 8..2048, x sqrt 2)")
-      ->transform(Integer(1, 1 << 30))
-      ->delimiter(',');
+  ListOption(c, "--buckets", &a->buckets, "sequence lengths to measure (default 8..2048, x sqrt 2)",
+             Integer(1, 1 << 30));
   c->add_option("--whole-tokens", a->whole_tokens,
                 "whole sequences are measured as max(1, this / L) coalesced copies")
       ->transform(Integer(1, 1 << 30))

@@ -43,7 +43,11 @@ core::Status ParseSize(const std::string& text, const std::string& field, int64_
         fmt::format("{}: got {}, must be WxH in pixels with each side in [1, {}] (e.g. 64x64)",
                     field, Quote(text), kMaxRequestPixels));
   };
-  if (x == std::string::npos || text.size() > 16) return bad();
+  // Digits and one 'x' only: ParseInteger alone would take "+64x+64".
+  if (x == std::string::npos || text.size() > 16 ||
+      text.find_first_not_of("0123456789x") != std::string::npos) {
+    return bad();
+  }
   auto w = core::ParseInteger(text.substr(0, x), 1, kMaxRequestPixels);
   auto h = core::ParseInteger(text.substr(x + 1), 1, kMaxRequestPixels);
   if (!w.ok() || !h.ok()) return bad();

@@ -67,6 +67,8 @@ TEST(RequestJsonTest, EveryBadFieldIsNamed) {
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": "0x64"})"), "size: got '0x64'");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": "70x64"})"), "size: request.width: got 70");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": "4096x64"})"), "size: got '4096x64'");
+  EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": "+64x+64"})"), "size: got '+64x+64'");
+  EXPECT_REFUSED(ImageError("{" + ok + R"(, "size": " 64x64"})"), "size: got ' 64x64'");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "num_inference_steps": 0})"),
                  "num_inference_steps: got 0, must be in [1, 200]");
   EXPECT_REFUSED(ImageError("{" + ok + R"(, "num_inference_steps": 2.5})"), "num_inference_steps");
