@@ -30,6 +30,17 @@ workload::Batch RandomBatch(core::Rng& rng, int n_ranks, int max_seqs) {
   return b;
 }
 
+workload::Batch BatchOfLengths(const std::vector<int64_t>& lengths) {
+  workload::Batch b;
+  for (int64_t L : lengths) {
+    workload::Sequence s;
+    s.id = static_cast<int>(b.sequences.size());
+    s.tokens = L;
+    b.sequences.push_back(s);
+  }
+  return b;
+}
+
 int LargestGroup(const std::string& planner, int n) {
   if (planner == "usp") return n;
   if (planner == "knapformer") {
@@ -148,6 +159,98 @@ TEST(BaselinesTest, KnapFormerTieRuleIsTheOriginals) {
   EXPECT_EQ(run->plan.placements[1].ranks, (std::vector<int>{1}));
   EXPECT_EQ(run->plan.placements[2].ranks, (std::vector<int>{2, 3}));
   EXPECT_EQ(run->plan.placements[3].ranks, (std::vector<int>{2, 3}));
+}
+
+// KnapFormer's workload_estimator to the last bit: (24 L d^2 + gamma 4 L^2 d) / 1e12 in its
+// order (values printed by Python 3.11). Multiplied left to right as gamma * 4 * L * L * d,
+// the L = 7524 term rounds one ulp lower (0.5303768481792).
+TEST(BaselinesTest, KnapFormerWorkloadIsTheOriginalsToTheLastBit) {
+  EXPECT_EQ(KnapFormerWorkload(77000, 1536, 1.0), 40.787755008);
+  EXPECT_EQ(KnapFormerWorkload(84000, 1536, 1.0), 48.108404736);
+  EXPECT_EQ(KnapFormerWorkload(7524, 1536, 0.3), 0.5303768481792001);
+  EXPECT_NE(KnapFormerWorkload(7524, 1536, 0.3), 0.5303768481792);
+}
+
+// Near-ties decided by the order of accumulation, worked by hand in doubles. Two 1-rank bags
+// (g1n2). Occupancy is a running sum of per-sequence ratios: with workloads 5, 3, 2, 2
+// (total 12, capacities 6 and 6): 5 -> bag 0, occupancy 5/6 = 7505999378950827 x 2^-53;
+// 3 -> bag 1 (0.5); 2 -> bag 1: 0.5 + 1/3 lies halfway between two doubles and rounds to
+// even, 7505999378950826 x 2^-53, one ulp below 5/6; so the last 2 goes to bag 1 too. As
+// (sum of workloads) / capacity both bags would hold 5/6, a tie, and it would go to bag 0.
+TEST(BaselinesTest, KnapFormerOccupancyIsASumOfRatios) {
+  auto bags = ParseBagSpec("g1n2", 2);
+  ASSERT_TRUE(bags.ok());
+  EXPECT_EQ(KnapFormerAssign({5, 3, 2, 2}, {1000, 1000, 1000, 1000}, *bags),
+            (std::vector<int>{0, 1, 1, 1}));
+}
+
+// The total is summed in input order. 2.0 + 0.5 + 0.9 + 2.3 + 1.2 + 0.3 from the left is
+// 7.199999999999999 (capacity 3.5999999999999996 per bag); in descending order it is 7.2.
+// By workload: 2.3 -> bag 0, 2.0 -> bag 1, 1.2 -> bag 1, 0.9 -> bag 0; then bag 0 holds
+// 2.3/c + 0.9/c = 0.8888888888888891 and bag 1 2.0/c + 1.2/c = 0.888888888888889, so 0.5
+// -> bag 1 and 0.3 -> bag 0. With c = 3.6 both bags hold 0.8888888888888888: a tie, 0.5 ->
+// bag 0 and 0.3 -> bag 1.
+TEST(BaselinesTest, KnapFormerTotalIsSummedInInputOrder) {
+  auto bags = ParseBagSpec("g1n2", 2);
+  ASSERT_TRUE(bags.ok());
+  EXPECT_EQ(KnapFormerAssign({2.0, 0.5, 0.9, 2.3, 1.2, 0.3}, std::vector<int64_t>(6, 1000), *bags),
+            (std::vector<int>{1, 1, 0, 0, 1, 0}));
+}
+
+// A three-way near-tie that the workload's units decide, as KnapFormer's own balancer does
+// (its SequenceBalancer.plan_routing, run on this batch, gives these bags). g2n1+g1n2 on 4
+// ranks: bags {0}, {1}, {2, 3}; d = 1536, gamma 1: w(84000) = 48.108404736, w(77000) =
+// 40.787755008, per-rank capacity c = 99.093098496. The four 84000s go to bags 0, 1, 2, 2
+// and all three bags hold 0.48548693568141826; the first four 77000s go to bags 0, 1, 2, 2
+// and all three hold 0.8970973871362836 (bag 2 as four halves, bags 0 and 1 as two wholes):
+// a tie, so the last 77000 goes to bag 0. The earlier port summed unscaled workloads
+// (24 L d^2 + ..., no / 1e12), where bag 2 ended one ulp lower, and sent it to ranks {2, 3}.
+TEST(BaselinesTest, KnapFormerNearTieIsBrokenAsTheOriginal) {
+  const std::vector<int64_t> lengths = {77000, 84000, 84000, 84000, 77000,
+                                        77000, 84000, 77000, 77000};
+  const std::vector<int> original = {0, 0, 1, 2, 1, 2, 2, 2, 0};
+  auto bags = ParseBagSpec("g2n1+g1n2", 4);
+  ASSERT_TRUE(bags.ok());
+  std::vector<double> w;
+  for (int64_t L : lengths) w.push_back(KnapFormerWorkload(L, 1536, 1.0));
+  EXPECT_EQ(KnapFormerAssign(w, lengths, *bags), original);
+
+  AnalyticCostModel cm(testing::TinyCluster(1, 4), *models::DitModelPreset("wan2.1-1.3b"),
+                       {.ideal = true});
+  ASSERT_EQ(cm.model().hidden, 1536);
+  auto run = RunPlanner(**FindPlanner("knapformer"), BatchOfLengths(lengths), cm,
+                        {{"knapformer.bags", "g2n1+g1n2"}, {"knapformer.gamma", "1"}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const std::vector<int> first_rank_of_bag = {0, 1, 2};
+  ASSERT_EQ(run->plan.placements.size(), lengths.size());
+  for (const Placement& p : run->plan.placements) {
+    EXPECT_EQ(p.ranks.front(), first_rank_of_bag[original[p.seq]]) << "sequence " << p.seq;
+  }
+}
+
+// When no bag qualifies, KnapFormer sorts its own list of the largest bags by occupancy in
+// place, so a later tie there goes to the bag that came first last time, not to the lowest
+// number. g2n2 (bags {0, 1} and {2, 3}), workloads 8, 8, 1, 1, 1, 1 (capacities 10 and 10),
+// the 1s one token long (shorter than every bag): 8 -> bag 0, 8 -> bag 1; the 1s fall back
+// to the list [0, 1]: tie at 0.8 -> bag 0; sorted to [1, 0] -> bag 1; tie at 0.9, the list
+// stays [1, 0] -> bag 1; sorted to [0, 1] -> bag 0. KnapFormer's balancer puts lengths 100,
+// 100, 1, 1, 1, 1 (d = 1536, gamma 1) in these bags too.
+TEST(BaselinesTest, KnapFormerFallbackKeepsItsOrder) {
+  auto bags = ParseBagSpec("g2n2", 4);
+  ASSERT_TRUE(bags.ok());
+  const std::vector<int64_t> lengths = {100, 100, 1, 1, 1, 1};
+  const std::vector<int> original = {0, 1, 0, 1, 1, 0};
+  EXPECT_EQ(KnapFormerAssign({8, 8, 1, 1, 1, 1}, lengths, *bags), original);
+
+  AnalyticCostModel cm(testing::TinyCluster(1, 4), *models::DitModelPreset("wan2.1-1.3b"),
+                       {.ideal = true});
+  auto run = RunPlanner(**FindPlanner("knapformer"), BatchOfLengths(lengths), cm,
+                        {{"knapformer.bags", "g2n2"}, {"knapformer.gamma", "1"}});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->plan.placements.size(), lengths.size());
+  for (const Placement& p : run->plan.placements) {
+    EXPECT_EQ(p.ranks.front(), 2 * original[p.seq]) << "sequence " << p.seq;
+  }
 }
 
 TEST(BaselinesTest, BagSpecs) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "core/check.h"
 #include "zellige/planner.h"
 
 namespace tessera::zellige {
@@ -119,6 +120,20 @@ double FitKnapFormerGamma(const CostModel& cost, const std::vector<int64_t>& len
   return (b / a) * 6.0 * d;
 }
 
+double KnapFormerWorkload(int64_t tokens, int64_t token_dim, double gamma) {
+  // 24 L d <= 2^53: an integer a double holds exactly (batches: L <= 2^27, d <= 2^20).
+  CHECK(tokens >= 1 && token_dim >= 1 && tokens <= (int64_t{1} << 53) / 24 / token_dim)
+      << "tokens " << tokens << ", token_dim " << token_dim;
+  const double l = static_cast<double>(tokens), d = static_cast<double>(token_dim);
+  // Python adds the exact integer 24 L (d d), rounded once to a double: (24 L d) is exact, so
+  // one rounded product by d is that double. Likewise float(L * L) == l * l.
+  const double mlp = static_cast<double>(24 * tokens * token_dim) * d;
+  // gamma * 4 * (L * L) * d, left to right. Held in a volatile so that no build (e.g. one
+  // with -march=native and FMA) fuses this product into the sum below.
+  const volatile double attn = gamma * 4.0 * (l * l) * d;
+  return (mlp + attn) / 1e12;
+}
+
 std::vector<int> KnapFormerAssign(const std::vector<double>& workload,
                                   const std::vector<int64_t>& lengths,
                                   const std::vector<Bag>& bags) {
@@ -128,26 +143,44 @@ std::vector<int> KnapFormerAssign(const std::vector<double>& workload,
     total_ranks += b.size;
     largest = std::max(largest, b.size);
   }
-  const double per_rank = std::accumulate(workload.begin(), workload.end(), 0.0) / total_ranks;
+  // sum() in input order (Python 3.10/3.11: left to right from 0), then / ranks; a bag's
+  // capacity = that x its size, once.
+  double total = 0;
+  for (double w : workload) total += w;
+  const double per_rank = total / total_ranks;
+  std::vector<double> capacity(bags.size());
+  for (size_t b = 0; b < bags.size(); ++b) capacity[b] = per_rank * bags[b].size;
   std::vector<double> occupancy(bags.size(), 0.0);
+  // The fallback when no bag qualifies is not a fresh list: it is the balancer's own list of
+  // the largest bags, which the stable sort by occupancy reorders in place, so a tie there
+  // goes to the bag that came first at the previous fallback, not to the lowest number.
+  std::vector<int> largest_bags;
+  for (size_t b = 0; b < bags.size(); ++b)
+    if (bags[b].size == largest) largest_bags.push_back(static_cast<int>(b));
+  const auto by_occupancy = [&](int a, int b) { return occupancy[a] < occupancy[b]; };
+  // sorted(..., reverse=True) is stable: equal workloads keep input order.
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return workload[a] > workload[b]; });
   std::vector<int> out(n, -1);
+  std::vector<int> cand;
   for (int s : order) {
-    std::vector<int> cand;
+    cand.clear();
     for (size_t b = 0; b < bags.size(); ++b) {
-      if (per_rank * bags[b].size >= workload[s] && bags[b].size <= lengths[s]) cand.push_back(b);
+      if (capacity[b] >= workload[s] && lengths[s] >= bags[b].size) cand.push_back(b);
     }
+    int best = 0;
     if (cand.empty()) {
-      for (size_t b = 0; b < bags.size(); ++b)
-        if (bags[b].size == largest) cand.push_back(b);
+      std::stable_sort(largest_bags.begin(), largest_bags.end(), by_occupancy);
+      best = largest_bags[0];
+    } else {
+      // A fresh list sorted stably by occupancy, then its first: the least occupancy, ties to
+      // the lowest bag number.
+      best = *std::min_element(cand.begin(), cand.end(), by_occupancy);
     }
-    int best = cand[0];
-    for (int b : cand)
-      if (occupancy[b] < occupancy[best]) best = b;
-    occupancy[best] += workload[s] / (per_rank * bags[best].size);
+    // Occupancy is a sum of per-sequence ratios, in assignment order (not sum / capacity).
+    occupancy[best] += workload[s] / capacity[best];
     out[s] = best;
   }
   return out;
@@ -170,12 +203,8 @@ class KnapFormerPlanner : public Planner {
     } else {
       gamma = FitKnapFormerGamma(pb.cost, lengths);
     }
-    const double d = pb.cost.model().hidden;
     std::vector<double> w;
-    for (int64_t L : lengths) {
-      double l = static_cast<double>(L);
-      w.push_back(24 * l * d * d + gamma * 4 * l * l * d);
-    }
+    for (int64_t L : lengths) w.push_back(KnapFormerWorkload(L, pb.cost.model().hidden, gamma));
     std::vector<int> bag_of = KnapFormerAssign(w, lengths, bags);
     Plan plan{"knapformer", n, {}};
     for (size_t s = 0; s < lengths.size(); ++s) {
