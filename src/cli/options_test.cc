@@ -61,6 +61,17 @@ TEST(OptionsTest, EveryNumericOptionHasARuleAndEveryOutputIsRecorded) {
   EXPECT_GT(outputs, 5);
 }
 
+// Parses `args` (as typed, after the program name) on `app`; the error text, or "".
+std::string ParseError(CLI::App& app, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Parses `value` for one option carrying `rule`; the error text, or "" when accepted.
 template <typename T>
 std::string Try(CLI::Validator rule, const std::string& value, T* out, bool transform) {
@@ -71,13 +82,7 @@ std::string Try(CLI::Validator rule, const std::string& value, T* out, bool tran
   } else {
     opt->check(rule);
   }
-  std::vector<std::string> args = {value, "--x"};  // CLI11 parses a reversed vector
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
+  return ParseError(app, {"--x", value});
 }
 
 TEST(OptionsTest, IntegerAndSeedRules) {
@@ -126,13 +131,7 @@ std::string ParseAll(std::vector<std::string> args) {
   CLI::App root{"t"};
   Action action;
   AddAllCommands(root, &action);
-  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
-  try {
-    root.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
+  return ParseError(root, std::move(args));
 }
 
 // An explicitly empty value is refused naming the option; it used to mean the default

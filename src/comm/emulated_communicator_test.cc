@@ -180,6 +180,18 @@ void WithCopyEngines(int n, const PacedLinks& links, int64_t window_bytes,
   });
 }
 
+// A put of `bytes` (on the wire as well) from `src` to endpoint 1's segment, raising `signal`.
+CopyEngine::Put PutToEndpoint1(SymmetricMemory& mem, const std::byte* src, int64_t bytes,
+                               std::atomic<uint32_t>* signal) {
+  CopyEngine::Put put;
+  put.dst_endpoint = 1;
+  put.dst = mem.segment(1);
+  put.src = src;
+  put.bytes = put.wire_bytes = bytes;
+  put.signal = signal;
+  return put;
+}
+
 TEST(CopyEngine, DeliversEveryByteAndRaisesTheSignalOncePerMessage) {
   PacedLinks links = FullMeshLinks(2, 200e6, 5'000);
   links.packet_bytes = 1024;
@@ -238,12 +250,7 @@ TEST(CopyEngine, AMessageWhoseDataWereReadyEarlierStartsThenAndStampsItsArrival)
                       std::vector<std::byte> src(20'000, std::byte{7});
                       std::atomic<int64_t> stamp{0};
                       std::atomic<uint32_t> signal{0};
-                      CopyEngine::Put put;
-                      put.dst_endpoint = 1;
-                      put.dst = mem.segment(1);
-                      put.src = src.data();
-                      put.bytes = put.wire_bytes = 20'000;
-                      put.signal = &signal;
+                      CopyEngine::Put put = PutToEndpoint1(mem, src.data(), 20'000, &signal);
                       put.arrival_stamp = &stamp;
                       const int64_t submitted = NowNs();
                       put.ready_ns = submitted - 30'000'000;
@@ -271,12 +278,7 @@ TEST(CopyEngine, WakesOncePerPacketNotAlsoForEachPacketsArrival) {
           std::vector<std::byte> src(200'000);
           for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 & 0xFF);
           std::atomic<uint32_t> signal{0};
-          CopyEngine::Put put;
-          put.dst_endpoint = 1;
-          put.dst = mem.segment(1);
-          put.src = src.data();
-          put.bytes = put.wire_bytes = 200'000;
-          put.signal = &signal;
+          const CopyEngine::Put put = PutToEndpoint1(mem, src.data(), 200'000, &signal);
           const int64_t before = engine.stats().wakeups;
           engine.Submit(put);
           EXPECT_TRUE(WaitAtLeast(&signal, 1, NowNs() + 20'000'000'000));
