@@ -26,8 +26,11 @@ class CallTrace {
   void Add(std::string component, std::string method, std::string input, std::string output,
            double ms = 0);
   const std::vector<Entry>& entries() const { return entries_; }
-  // Calls (not decisions) made to `component`.
+  // Entries of `component`: calls for a backend ("segmenter", "reasoner", "features"); the
+  // algorithm's decisions are recorded under "eri" and "msr", never under a backend.
   int Calls(const std::string& component) const;
+  // {"calls": {component: count, ...} (by name), "entries": [{"component", "method", "input",
+  // "output"[, "ms"]}, ...] (call order)}; "ms" only when !deterministic.
   core::Json ToJson(bool deterministic) const;
 
  private:

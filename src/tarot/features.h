@@ -2,10 +2,14 @@
 // compares regions with.
 //   Extract(image)  a PatchGrid: grid_h x grid_w patches of `stride` pixels, each a feature
 //                   vector of `dim` floats, L2-normalised (so a dot product is a cosine).
-//   SimilarityMap(grid, points, combine, width, height)  per pixel, the cosine similarity of
-//                   its patch feature (bilinear between patch centres) to the features at the
-//                   points, combined over points by the harmonic mean (values clamped to
-//                   [1e-6, 1] first) or the arithmetic mean; values in [-1, 1].
+//   SimilarityMap(grid, points, combine, width, height)  per point, the cosine similarity of
+//                   the feature of the patch holding the point (floor(x / stride), clamped to
+//                   the grid) with every patch, upsampled to the pixel centres bilinearly
+//                   between patch centres (a pixel centre p + 0.5 sits at patch coordinate
+//                   (p + 0.5) / stride - 0.5, clamped to the grid); then, per pixel, combined
+//                   over the points by the harmonic mean (values clamped to [1e-6, 1] first,
+//                   so the result is in [1e-6, 1]) or the arithmetic mean (in [-1, 1]). No
+//                   points or an empty grid: all zeros.
 // Backends (registry "tarot.features"): `handcrafted` (per patch: Lab mean and std, gradient
 // orientation and LBP histograms), and later learned ones.
 // Thread-safety: Extract is const and may run concurrently.

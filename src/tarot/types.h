@@ -95,7 +95,8 @@ Point CentroidOf(const Mask& m, bool positive = true);
 // The largest 4-connected component (ties: the one whose first pixel in row-major order comes
 // first); an empty mask for an empty input.
 Mask LargestComponent(const Mask& m);
-// Every set pixel inside `box` (clipped to the mask).
+// A width x height mask with every pixel whose centre (x + 0.5, y + 0.5) lies in `box` set
+// (so an integer box [x0, x1) x [y0, y1) sets exactly those pixels; clipped to the mask).
 Mask BoxMask(int width, int height, const Box& box);
 
 // One instance a segmenter returns for a prompt: its mask, its score in [0, 1] and the box of
