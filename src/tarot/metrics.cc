@@ -78,7 +78,7 @@ MetricSummary SummarizeChecked(const std::vector<SampleScore>& samples,
   return out;
 }
 
-core::Status Validate(size_t n, const MetricsOptions& options) {
+core::Status ValidateMetricInputs(size_t n, const MetricsOptions& options) {
   if (n == 0) return core::InvalidArgument("metrics: got 0 samples, need >= 1");
   if (options.bootstrap_resamples < 0) {
     return core::InvalidArgument("metrics.bootstrap_resamples: got " +
@@ -92,7 +92,7 @@ core::Status Validate(size_t n, const MetricsOptions& options) {
 
 core::StatusOr<MetricSummary> Summarize(const std::vector<SampleScore>& samples,
                                         const MetricsOptions& options) {
-  RETURN_IF_ERROR(Validate(samples.size(), options));
+  RETURN_IF_ERROR(ValidateMetricInputs(samples.size(), options));
   std::vector<size_t> all(samples.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   return SummarizeChecked(samples, all, options, core::Rng(options.seed));
@@ -100,7 +100,7 @@ core::StatusOr<MetricSummary> Summarize(const std::vector<SampleScore>& samples,
 
 core::StatusOr<std::map<std::string, MetricSummary>> SummarizeByTier(
     const std::vector<SampleScore>& samples, const MetricsOptions& options) {
-  RETURN_IF_ERROR(Validate(samples.size(), options));
+  RETURN_IF_ERROR(ValidateMetricInputs(samples.size(), options));
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < samples.size(); ++i) {
     groups[samples[i].tier].push_back(i);

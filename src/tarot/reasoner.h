@@ -2,7 +2,8 @@
 // method sees the image set by SetImage and answers one question:
 //   Parse(query)                 the target contract: target name (<= 5 words), scope, up to two
 //                                reference objects, attributes, relation and ordinal as parsed.
-//   Describe(query, parsed)      a full description of the target (one referring expression).
+//   Describe(query, parsed, context)  a full description of the target (one referring
+//                                expression), seeing the "reference only" overlays in `context`.
 //   Variants(description)        a short and a long rephrasing.
 //   NounPhrases(description, n)  up to n short noun phrases (2-8 words) naming the same target.
 //   Rephrase(phrase, tried)      a new 2-5 word phrase not in `tried` (evaluation-aware
@@ -43,6 +44,20 @@ struct ParsedQuery {
   std::string ordinal_axis;                // "left-to-right", "top-to-bottom", ...
 };
 
+// What ERI shows the reasoner with Describe (the authors' "reference only" overlays): the
+// segmenter's masks of each reference object (score >= 0.6, after NMS at mask IoU 0.6) and, for
+// an ordinal query, up to 3 masks of the target name sorted along `parsed.ordinal_axis` around
+// the asked rank, each labelled with its 1-based rank along the axis.
+struct DescribeContext {
+  struct Reference {
+    std::string name;
+    std::vector<Mask> masks;
+  };
+  std::vector<Reference> references;
+  std::vector<Mask> ordinal_masks;
+  std::vector<int> ordinal_ranks;  // one per ordinal mask
+};
+
 struct Variants {
   std::string short_text, long_text;
 };
@@ -53,8 +68,8 @@ class Reasoner {
   virtual std::string name() const = 0;
   virtual core::Status SetImage(const Image& image) = 0;
   virtual core::StatusOr<ParsedQuery> Parse(const std::string& query) = 0;
-  virtual core::StatusOr<std::string> Describe(const std::string& query,
-                                               const ParsedQuery& parsed) = 0;
+  virtual core::StatusOr<std::string> Describe(const std::string& query, const ParsedQuery& parsed,
+                                               const DescribeContext& context) = 0;
   virtual core::StatusOr<Variants> MakeVariants(const std::string& description) = 0;
   virtual core::StatusOr<std::vector<std::string>> NounPhrases(const std::string& description,
                                                                int n) = 0;

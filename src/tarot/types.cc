@@ -208,6 +208,26 @@ Mask BoxMask(int width, int height, const Box& box) {
   return m;
 }
 
+int BestInstance(const std::vector<Instance>& instances) {
+  int best = -1;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    if (instances[i].mask.none()) continue;
+    if (best < 0 || instances[i].score > instances[best].score) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+Mask BestInstanceMask(const std::vector<Instance>& instances, int width, int height) {
+  const int best = BestInstance(instances);
+  return best < 0 ? Mask(width, height) : instances[best].mask;
+}
+
+Box ClipBox(const Box& b, int width, int height) {
+  const double w = width, h = height;
+  return Box{std::clamp(b.x0, 0.0, w), std::clamp(b.y0, 0.0, h), std::clamp(b.x1, 0.0, w),
+             std::clamp(b.y1, 0.0, h)};
+}
+
 const char* CandidateSourceName(CandidateSource s) {
   switch (s) {
     case CandidateSource::kText:

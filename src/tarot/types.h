@@ -107,6 +107,13 @@ struct Instance {
   Box box;
 };
 
+// The index of the best-score instance with a non-empty mask (ties: the earlier), -1 if none.
+int BestInstance(const std::vector<Instance>& instances);
+// Its mask, or an empty width x height mask when there is none.
+Mask BestInstanceMask(const std::vector<Instance>& instances, int width, int height);
+// `b` clipped to [0, width] x [0, height] (possibly empty).
+Box ClipBox(const Box& b, int width, int height);
+
 enum class CandidateSource { kText, kBox, kPoint };
 const char* CandidateSourceName(CandidateSource s);
 
