@@ -1,6 +1,7 @@
 #include "tarot/scene_reasoner.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "tarot/backends.h"
 #include "tarot/expression_generator.h"
