@@ -153,4 +153,51 @@ class FixedFeatures : public FeatureExtractor {
   PatchGrid grid_;
 };
 
+// A scripted 40 x 20 scene: cups A [2,8)x[2,8), B [12,18)x[2,8), C [22,28)x[2,8) and a plate
+// [12,18)x[10,16); the query "the cup above the plate" means B.
+//   Parse: target "cup", whole object, reference "plate".
+//   Describe: "the cup above the plate", which SegmentText does not understand (nothing back);
+//   Rephrase turns it into "cup over plate" -> B 0.8.
+//   Ground: the description -> B's box; short "middle cup" -> [11,1,19,9]; long "the cup right
+//   above the round plate" -> the whole image.
+//   SegmentBox: B 0.95 and A 0.5 for any box (A never overlaps a box enough; for the long box
+//   neither does B, so the long box gives no candidate).
+//   NounPhrases: "middle cup" -> B 0.9; "cup" -> A 0.9, B 0.85, C 0.9; "cup near plate" ->
+//   nothing, and no rephrasing.
+//   SegmentPoints: B 0.9.
+struct CupScene {
+  static constexpr int kW = 40, kH = 20;
+  Mask a = Rect(kW, kH, 2, 2, 8, 8), b = Rect(kW, kH, 12, 2, 18, 8), c = Rect(kW, kH, 22, 2, 28, 8),
+       plate = Rect(kW, kH, 12, 10, 18, 16);
+  ScriptSegmenter seg;
+  ScriptReasoner rsn;
+
+  CupScene() {
+    rsn.parsed.target_name = "cup";
+    rsn.parsed.refer_objects = {"plate"};
+    rsn.parsed.relation = "above";
+    rsn.description = "the cup above the plate";
+    rsn.variants = {"middle cup", "the cup right above the round plate"};
+    rsn.phrases = {"middle cup", "cup", "cup near plate"};
+    rsn.rephrase = {{"the cup above the plate", "cup over plate"}};
+    rsn.ground = {{"the cup above the plate", Box{12, 2, 18, 8}},
+                  {"middle cup", Box{11, 1, 19, 9}},
+                  {"the cup right above the round plate", Box{0, 0, 40, 20}}};
+    seg.text = {{"plate", {Inst(plate, 0.9)}},
+                {"cup over plate", {Inst(b, 0.8)}},
+                {"middle cup", {Inst(b, 0.9)}},
+                {"cup", {Inst(a, 0.9), Inst(b, 0.85), Inst(c, 0.9)}}};
+    seg.box = [this](const Box&) { return std::vector<Instance>{Inst(b, 0.95), Inst(a, 0.5)}; };
+    seg.points = [this](const std::vector<Point>&) { return std::vector<Instance>{Inst(b, 0.9)}; };
+  }
+  Image image() const { return Image(kW, kH); }
+  // Features: 1 on the cups, another direction on the plate, a third on the background.
+  PatchGrid grid() const {
+    return PixelGrid(kW, kH, [this](int x, int y) {
+      if (a.get(x, y) || b.get(x, y) || c.get(x, y)) return 0.0;
+      return plate.get(x, y) ? 1.0 : 2.5;
+    });
+  }
+};
+
 }  // namespace tessera::tarot::fakes
