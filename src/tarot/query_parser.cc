@@ -262,12 +262,10 @@ ParseResult ParseQuery(std::string_view text, const ParseOptions& options) {
   if (rel != toks.end()) {
     const NounPhrase ref = ParseNp(std::vector<Token>(rel + 1, toks.end()));
     r.facts += ref.facts;
-    if (!ref.any) {
-      r.error = std::string("the relation '") + RelationText(rel->relation) + "' has no reference";
-      return r;
+    if (ref.any) {  // a relation to nothing known ("left of it") is ignored
+      r.program.relation = rel->relation;
+      r.program.reference = ref.spec;
     }
-    r.program.relation = rel->relation;
-    r.program.reference = ref.spec;
   }
   r.ok = true;
   const Program& p = r.program;

@@ -8,7 +8,8 @@
 // top"), position hints ("in the upper left area of the picture") are dropped; the first relation
 // splits target from reference; each side is a noun phrase whose known words set the spec
 // (ordinal words, size and colour words, category nouns and synonyms, plurals, generic nouns,
-// part words, fact tokens) and whose other words are ignored (filler). A part without a category
+// part words, fact tokens) and whose other words are ignored (filler); a relation whose reference
+// names nothing known ("left of it") is dropped. A part without a category
 // takes the one category with that part, else "object"; attributes without a noun take "object".
 // The tier the text reads as: I2 with two facts or a fact and a relation, I1 with one fact, E4
 // from 15 words, E3 with a relation, E2 with an ordinal, E1 with a colour or size, else E0.

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "core/input_file.h"
 #include "tarot/scene_generator.h"
 #include "tarot/silhouettes.h"
 #include "tarot/test_scenes.h"
@@ -155,6 +156,22 @@ TEST(RefScenes, PngRoundTrip) {
   EXPECT_EQ(img->width, s.width);
   EXPECT_EQ(img->pixels, s.image.pixels);
   EXPECT_FALSE(ImageFromPng("not a png").ok());
+}
+
+TEST(RefScenes, SaveAndLoadFiles) {
+  const Scene& s = TestScenes()[1];
+  const std::string json = testing::TempDir() + "/tarot_scene.json";
+  const std::string png = testing::TempDir() + "/tarot_scene.png";
+  ASSERT_TRUE(SaveScene(s, json, png).ok());
+  auto back = LoadScene(json);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->image.pixels, s.image.pixels);
+  EXPECT_EQ(back->expressions.size(), s.expressions.size());
+  auto bytes = core::ReadInputFile(png);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(ImageFromPng(*bytes)->pixels, s.image.pixels);
+  EXPECT_EQ(LoadScene(testing::TempDir() + "/no_such_scene.json").status().code(),
+            core::StatusCode::kNotFound);
 }
 
 TEST(RefScenes, OptionsValidated) {

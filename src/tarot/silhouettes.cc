@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 
 #include "core/check.h"
 #include "tarot/vocabulary.h"
@@ -110,6 +111,15 @@ int MushroomPart(double u, double v) {
 }  // namespace
 
 int SilhouettePart(int category, double u, double v) {
+  // The cases below follow the order of Categories(): seven simple shapes, then the things.
+  static const bool kOrderChecked = [] {
+    const char* names[] = {"circle", "square", "triangle", "star", "diamond",  "hexagon",
+                           "cross",  "house",  "tree",     "cup",  "umbrella", "mushroom"};
+    CHECK_EQ(Categories().size(), std::size(names));
+    for (size_t i = 0; i < std::size(names); ++i) CHECK_EQ(Categories()[i].name, names[i]);
+    return true;
+  }();
+  (void)kOrderChecked;
   switch (category) {
     case 7:
       return HousePart(u, v);
