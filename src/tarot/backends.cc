@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/parse_number.h"
+#include "tarot/classical_segmenter.h"
 
 namespace tessera::tarot {
 namespace {
@@ -25,6 +26,7 @@ const SegmenterRegistry& Segmenters() {
   static const SegmenterRegistry r = [] {
     SegmenterRegistry reg("tarot.segmenter");
     reg.Add(SyntheticSegmenterEntry());
+    reg.Add(ClassicalSegmenterEntry());
     return reg;
   }();
   return r;

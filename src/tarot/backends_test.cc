@@ -11,7 +11,7 @@ namespace tessera::tarot {
 namespace {
 
 TEST(TarotBackends, RegisteredByName) {
-  EXPECT_EQ(Segmenters().Names(), std::vector<std::string>{"synthetic"});
+  EXPECT_EQ(Segmenters().Names(), (std::vector<std::string>{"synthetic", "classical"}));
   EXPECT_EQ(Reasoners().Names(), (std::vector<std::string>{"oracle", "noisy", "rule"}));
   EXPECT_EQ(FeatureExtractors().Names(), std::vector<std::string>{"handcrafted"});
   for (const auto& e : Segmenters()) EXPECT_NE(e.make(), nullptr);
@@ -22,7 +22,7 @@ TEST(TarotBackends, RegisteredByName) {
 TEST(TarotBackends, ErrorsNameWhatIsWrong) {
   auto scene = std::make_shared<Scene>(TestScenes()[0]);
   EXPECT_EQ(MakeSegmenter("sam3", {{}, scene}).status().message(),
-            "tarot.segmenter: got 'sam3', must be one of synthetic");
+            "tarot.segmenter: got 'sam3', must be one of synthetic, classical");
   EXPECT_EQ(MakeReasoner("noisy", {{{"noisy.rat", "0.1"}}, scene}).status().message(),
             "tarot.reasoner 'noisy': got option 'noisy.rat', must be one of noisy.seed, "
             "noisy.rate, noisy.attribute, noisy.relation, noisy.ordinal, noisy.knowledge, "
