@@ -136,7 +136,13 @@ core::StatusOr<QueryResult> TarotPipeline::Run(const std::string& query, CallTra
     ASSIGN_OR_RETURN(out.eri, RunEri(query, width_, height_, seg, rsn,
                                      EriOptionsFor(options_.system, options_.eri), &local));
     out.mask = out.eri->mask;
-    if (UsesMsr(options_.system)) {
+    // Our choice: MSR refines one target with one point prompt (the interactive head returns
+    // one mask), so a group or collection target (several instances) keeps ERI's mask; refining
+    // it would shrink the group to the instance under the points.
+    const Scope scope = out.eri->parsed.scope;
+    if (UsesMsr(options_.system) && (scope == Scope::kGroup || scope == Scope::kCollection)) {
+      local.Add("msr", "skip", ScopeName(scope), "kept the ERI mask (MSR refines one target)");
+    } else if (UsesMsr(options_.system)) {
       ASSIGN_OR_RETURN(out.msr, RunMsr(out.eri->mask, out.eri->chosen_box, out.eri->description,
                                        *grid_, seg, rsn, options_.msr, &local));
       out.mask = out.msr->mask;

@@ -8,7 +8,9 @@
 //   no-rephrase     ERI with one try per prompt }
 //   no-vote         ERI taking best scores      }
 //   eri             ERI alone (MSR off)
-//   full            ERI then MSR over ERI's mask, its chosen box and its full description
+//   full            ERI then MSR over ERI's mask, its chosen box and its full description; a
+//                   group or collection target keeps ERI's mask (our choice: MSR's point
+//                   prompt yields one instance)
 // SetImage sets the image on the segmenter and the reasoner and, for `full`, extracts the patch
 // features once; Run answers one query about it. RunQuery does both.
 // Errors: an empty query, a system that needs features without a FeatureExtractor, and invalid
