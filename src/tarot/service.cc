@@ -164,7 +164,9 @@ core::StatusOr<RunResponse> RunImageQuery(const RunRequest& r) {
   }
   auto named = [&](core::Status s) {
     if (s.code() == core::StatusCode::kFailedPrecondition && scene == nullptr) {
-      return core::InvalidArgument(s.message() + " (tarot.scene: give the scene's JSON)");
+      return core::InvalidArgument("tarot.scene: none given, and " + s.message() +
+                                   " (or use the pixels-only backends: segmenter classical, "
+                                   "reasoner rule)");
     }
     return s;
   };

@@ -48,7 +48,8 @@ void AddTarotScenes(CLI::App* tarot, Action* action) {
       "scenes", "Write seeded refscenes scenes: PNG images, scene programs and expressions");
   c->add_option("--seed", a->seed, "seed of the scene set")->transform(Seed());
   c->add_option("--n", a->n, "number of scenes (default 4)")->transform(Integer(1, 100000));
-  c->add_option("--out", a->out, "folder to write into (created if missing)")->required();
+  CommandPaths paths;
+  paths.OutputFolder(c, "--out", &a->out, "folder to write into (created if missing)")->required();
   c->callback([action, a] { *action = [a] { return RunScenes(*a); }; });
 }
 
