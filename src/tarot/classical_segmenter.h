@@ -63,7 +63,7 @@ class ClassicalSegmenter : public Segmenter {
   core::StatusOr<std::vector<Instance>> SegmentBox(const Box& box) override;
   core::StatusOr<std::vector<Instance>> SegmentPoints(const std::vector<Point>& points,
                                                       std::optional<Box> within) override;
-  // What SetImage found (for tests and the rule of thumb in docs).
+  // What SetImage found in the image (objects, parts, colour regions), for tests.
   const ClassicalAnalysis& analysis() const { return analysis_; }
 
  private:
