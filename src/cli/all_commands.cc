@@ -47,6 +47,11 @@ void AddAllCommands(CLI::App& root, Action* action) {
 #else
   AddMissingSystem(root, action, "kernelflume");
 #endif
+#ifdef TESSERA_CLI_TAROT
+  AddTarotCommands(root, action);
+#else
+  AddMissingSystem(root, action, "tarot");
+#endif
   RefuseEmptyValues(&root);  // after every option exists (cli/options.h)
 }
 

@@ -20,7 +20,8 @@ using Action = std::function<core::Status()>;
 core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
     const std::vector<std::string>& kvs);
 
-// Adds every system's subcommands (zellige, compass, xema); main() and the option tests use it.
+// Adds every system's subcommands (zellige, compass, xema, kernelflume, tarot); main() and the
+// option tests use it.
 void AddAllCommands(CLI::App& root, Action* action);
 
 // Adds `tessera zellige ...`; stores the chosen action in *action.
@@ -65,5 +66,11 @@ void AddXemaPlan(CLI::App* xema, Action* action);
 void AddKernelFlumeCommands(CLI::App& root, Action* action);
 void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
+
+// Adds `tessera tarot ...` (training-free referring-expression segmentation).
+void AddTarotCommands(CLI::App& root, Action* action);
+void AddTarotScenes(CLI::App* tarot, Action* action);
+void AddTarotRun(CLI::App* tarot, Action* action);
+void AddTarotBench(CLI::App* tarot, Action* action);
 
 }  // namespace tessera::cli

@@ -154,6 +154,16 @@ CLI::Option* CommandPaths::Output(CLI::App* app, const std::string& name, std::s
   return app->add_option(name, *path, help)->check(non_empty);
 }
 
+CLI::Option* CommandPaths::OutputFolder(CLI::App* app, const std::string& name, std::string* path,
+                                        const std::string& help) {
+  CLI::Validator non_empty(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "empty path; give a folder name" : std::string();
+      },
+      "", kOutputRule);
+  return app->add_option(name, *path, help)->check(non_empty);
+}
+
 void CommandPaths::RecordInput(const std::string& name, const std::string* path) {
   inputs_.push_back({name, path});
 }

@@ -120,6 +120,10 @@ class CommandPaths {
                      const std::string& help);
   CLI::Option* Output(CLI::App* app, const std::string& name, std::string* path,
                       const std::string& help);
+  // A folder the command writes files into (`tarot scenes --out`): marked as an output
+  // (kOutputRule, refusing an empty name) but not checked as a file; the command checks it.
+  CLI::Option* OutputFolder(CLI::App* app, const std::string& name, std::string* path,
+                            const std::string& help);
   // Records options added elsewhere (e.g. --cluster, which may be a preset name: only an
   // existing file counts as an input).
   void RecordInput(const std::string& name, const std::string* path);

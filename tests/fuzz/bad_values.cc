@@ -297,6 +297,7 @@ BadValue BadValues::For(ValueKind kind, core::Rng& rng,
     case ValueKind::kInputFile:
       return rng.Below(5) == 0 ? Text(rng) : InputPath(rng);
     case ValueKind::kOutputFile:
+    case ValueKind::kOutputDir:
       return OutputPath(rng, inputs);
     case ValueKind::kKeyValue:
       return KeyValue(rng);

@@ -29,6 +29,7 @@ enum class ValueKind {
   kText,        // a name or a number in text (--load, --res, --planner)
   kInputFile,   // a JSON file (or a preset name) the command reads
   kOutputFile,  // a file the command writes
+  kOutputDir,   // a folder the command writes files into (tarot scenes --out)
   kKeyValue,    // --option key=value
   kIntList,     // comma-separated integers
   kTextList,    // comma-separated names

@@ -36,6 +36,17 @@ std::set<std::string> WithLinkTargets(const std::vector<std::string>& paths,
   return out;
 }
 
+// Does `rel` lie inside one of `dirs` (or is it one of them, when `itself`)?
+bool InsideDirs(const std::string& rel, const std::set<std::string>& dirs, bool itself) {
+  for (const std::string& d : dirs) {
+    if (itself && rel == d) return true;
+    if (rel.size() > d.size() && rel.compare(0, d.size(), d) == 0 && rel[d.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::set<std::string>& CaseRunner::SkippedFolders() {
@@ -78,9 +89,12 @@ CaseOutcome CaseRunner::Run(const FuzzCase& c) const {
   // a regular file that the case does not also read; a folder or a symlink it names stays.
   const std::set<std::string> declared = WithLinkTargets(c.outputs, s_.root, before);
   const std::set<std::string> read = WithLinkTargets(c.inputs, s_.root, before);
+  // Folders it was asked to fill: it may create them and create or replace files inside.
+  const std::set<std::string> dirs = WithLinkTargets(c.output_dirs, s_.root, before);
   for (const std::string& rel : diff.changed) {
     const TreeEntry& was = before.at(rel);
-    if (declared.count(rel) > 0 && read.count(rel) == 0 && was.type == TreeEntry::Type::kFile) {
+    if ((declared.count(rel) > 0 || InsideDirs(rel, dirs, false)) && read.count(rel) == 0 &&
+        was.type == TreeEntry::Type::kFile) {
       continue;
     }
     const std::optional<TreeEntry> now = ReadTreeEntry(s_.root + "/" + rel);
@@ -94,7 +108,7 @@ CaseOutcome CaseRunner::Run(const FuzzCase& c) const {
   }
   std::vector<std::string> stray;
   for (const std::string& rel : diff.added)
-    if (declared.count(rel) == 0) stray.push_back(rel);
+    if (declared.count(rel) == 0 && !InsideDirs(rel, dirs, true)) stray.push_back(rel);
   for (const std::string& rel : stray) {
     const std::optional<TreeEntry> now = ReadTreeEntry(s_.root + "/" + rel);
     o.failures.push_back(

@@ -3,7 +3,8 @@
 // /dev/null, stderr captured, the case timeout), then compares the folder with the snapshot.
 // Whatever the case changed is reported (kInputChanged) and put back, except a regular file
 // it was asked to write (named by an output option, or the file a symlink so named points to)
-// that it does not also read: replacing that is what an output does. Whatever it left that it
+// that it does not also read: replacing that is what an output does; likewise files inside a
+// folder it was asked to fill (FuzzCase::output_dirs), and that folder. Whatever it left that it
 // was not asked to write is reported (kStrayFile) and removed; the outputs it was asked to
 // write are removed silently. So every case starts from the same pristine folder.
 // Not thread-safe: one runner owns the work folder.

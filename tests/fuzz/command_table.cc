@@ -563,6 +563,66 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                       "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
   attn_node.keep = {"--connect", "--join-timeout"};
   t.push_back(attn_node);
+
+  // ---- tarot ----
+  // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).
+  SubcommandSpec scenes =
+      Spec("scenes", MpiUse::kNone, 3,
+           {{"--seed", K::kUint, {}}, {"--n", K::kInt, {}}, {"--out", K::kOutputDir, {}}});
+  scenes.group = "tarot";
+  scenes.bases = {{"--seed", "3", "--n", "1", "--out", out + "scenes"},
+                  {"--n", "2", "--out", out + "scenes2"}};
+  scenes.keep = {"--n"};
+  t.push_back(scenes);
+  // run segments the harness's scene image: a query through the scene-reading backends, a box
+  // prompt through the pixels-only segmenter, and the pixels-only pipeline with every output.
+  std::vector<OptionSpec> backends = {{"--segmenter", K::kText, {}},
+                                      {"--reasoner", K::kText, {}},
+                                      {"--features", K::kText, {}},
+                                      {"--segmenter-option", K::kKeyValue, {}},
+                                      {"--reasoner-option", K::kKeyValue, {}},
+                                      {"--features-option", K::kKeyValue, {}}};
+  SubcommandSpec tarot_run = Spec("run", MpiUse::kNone, 6,
+                                  {{"--image", K::kInputFile, {}},
+                                   {"--query", K::kText, {}},
+                                   {"--box", K::kText, {}},
+                                   {"--scene", K::kInputFile, {}},
+                                   {"--system", K::kText, {}},
+                                   {"--out", K::kOutputFile, {}},
+                                   {"--overlay", K::kOutputFile, {}},
+                                   {"--trace", K::kOutputFile, {}}});
+  Append(&tarot_run.options, backends);
+  tarot_run.group = "tarot";
+  tarot_run.bases = {
+      {"--image", s.tarot_image, "--scene", s.tarot_scene, "--query", "the red circle",
+       "--segmenter", "synthetic", "--reasoner", "oracle", "--out", out + "mask.png"},
+      {"--image", s.tarot_image, "--box", "0,0,60,60", "--segmenter", "classical", "--out",
+       out + "box.png", "--overlay", out + "box_overlay.png"},
+      {"--image", s.tarot_image, "--query", "the shape like a plus sign", "--segmenter",
+       "classical", "--reasoner", "rule", "--system", "full", "--out", out + "m.png", "--overlay",
+       out + "o.png", "--trace", out + "trace.json"}};
+  t.push_back(tarot_run);
+  // bench runs every system on one scene (--n kept: more scenes take seconds each).
+  SubcommandSpec tarot_bench = Spec("bench", MpiUse::kNone, 3,
+                                    {{"--set", K::kText, {}},
+                                     {"--n", K::kInt, {}},
+                                     {"--seed", K::kUint, {}},
+                                     {"--systems", K::kTextList, {}},
+                                     {"--resamples", K::kInt, {}},
+                                     {"--sweep-reasoner-error", K::kFlag, {}},
+                                     {"--sweep-skill", K::kText, {}},
+                                     {"--no-boundary", K::kFlag, {}},
+                                     {"--quiet", K::kFlag, {}},
+                                     {"--json", K::kOutputFile, {}}});
+  Append(&tarot_bench.options, backends);
+  tarot_bench.group = "tarot";
+  tarot_bench.bases = {{"--n", "1", "--systems", "naive,eri,full", "--resamples", "20", "--quiet"},
+                       {"--n", "1", "--seed", "2", "--segmenter", "classical", "--systems",
+                        "naive,box-only", "--resamples", "0", "--json", out + "bench.json"},
+                       {"--n", "1", "--systems", "naive-coupling,full", "--sweep-reasoner-error",
+                        "--sweep-skill", "box", "--no-boundary", "--resamples", "10"}};
+  tarot_bench.keep = {"--n"};
+  t.push_back(tarot_bench);
   return t;
 }
 

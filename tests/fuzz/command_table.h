@@ -1,5 +1,6 @@
-// The CLI fuzz harness's table of subcommands (`tessera zellige|compass|xema|kernelflume <cmd>`):
-// every option with the kind of value it takes (as `tessera <group> <cmd> --help` lists them),
+// The CLI fuzz harness's table of subcommands (`tessera <group> <cmd>`, groups zellige, compass,
+// xema, kernelflume, tarot): every option with the kind of value it takes (as
+// `tessera <group> <cmd> --help` lists them),
 // quick valid base command lines to start a case from, and how the subcommand uses MPI.
 //
 // MPI: `run` starts MPI in this process (a 1-rank singleton, about half a second);

@@ -211,6 +211,13 @@ TEST(CaseRunner, ReportsAndRepairsWhatACaseBroke) {
   c.inputs = {};
   EXPECT_EQ(Classes(runner.Run(c).failures), std::vector<F>{F::kInputChanged});
   EXPECT_TRUE(fs::is_directory(s.in_dir + "/folder"));
+  // A folder to fill (tarot scenes --out): files created inside it are outputs, files beside it
+  // are strays.
+  Write(fake, "#!/bin/sh\nmkdir -p out/set && echo a > out/set/a.png && echo b > out/b.png\n");
+  c.outputs = {};
+  c.output_dirs = {s.out_dir + "/set"};
+  EXPECT_EQ(Classes(runner.Run(c).failures), std::vector<F>{F::kStrayFile});
+  EXPECT_FALSE(fs::exists(s.out_dir + "/set"));
 }
 
 TEST(ShellQuote, RoundTripsThroughBash) {
@@ -288,7 +295,7 @@ TEST(OptionFuzz, RelaunchingSubcommandsNeverLaunch) {
     EXPECT_EQ(c.args, MakeOptionCase(i, table, bad, s, again).args);
     ASSERT_GE(c.args.size(), 2u);
     EXPECT_TRUE(c.args[0] == "zellige" || c.args[0] == "compass" || c.args[0] == "xema" ||
-                c.args[0] == "kernelflume")
+                c.args[0] == "kernelflume" || c.args[0] == "tarot")
         << c.args[0];
     if (c.subcommand == "profile" || c.subcommand == "validate" || c.subcommand == "compare" ||
         c.subcommand == "links") {

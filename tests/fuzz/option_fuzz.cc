@@ -53,7 +53,10 @@ std::vector<std::string> NonOutputValues(const SubcommandSpec& spec, const std::
   std::vector<std::string> out;
   for (const Arg& a : args) {
     const OptionSpec* o = spec.Find(a.name);
-    if (a.value && (o == nullptr || o->kind != ValueKind::kOutputFile)) out.push_back(*a.value);
+    if (a.value &&
+        (o == nullptr || (o->kind != ValueKind::kOutputFile && o->kind != ValueKind::kOutputDir))) {
+      out.push_back(*a.value);
+    }
   }
   return out;
 }
@@ -233,6 +236,7 @@ FuzzCase MakeOptionCase(int index, const std::vector<SubcommandSpec>& table, con
   c.args = Flatten(spec, args);
   if (!trailing.empty()) c.args.push_back(trailing);
   c.outputs = PathsOfKind(spec, args, ValueKind::kOutputFile, s.root);
+  c.output_dirs = PathsOfKind(spec, args, ValueKind::kOutputDir, s.root);
   c.inputs = NonOutputValues(spec, args);
   for (const std::string& w : what) c.what += (c.what.empty() ? "" : " ") + w;
   c.signature = spec.name;
@@ -255,6 +259,8 @@ std::vector<FuzzCase> BaseCases(const std::vector<SubcommandSpec>& table) {
         const OptionSpec* o = spec.Find(a.name);
         if (o != nullptr && o->kind == ValueKind::kOutputFile && a.value)
           c.outputs.push_back(*a.value);  // the bases use absolute paths
+        if (o != nullptr && o->kind == ValueKind::kOutputDir && a.value)
+          c.output_dirs.push_back(*a.value);
       }
       c.inputs = NonOutputValues(spec, args);
       c.what = "base command";

@@ -43,11 +43,11 @@ Status Copy(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
-// Runs `bin zellige args...` in root; error unless it exits 0.
+// Runs `bin group args...` in root; error unless it exits 0.
 Status Tessera(const std::string& bin, const std::string& root,
-               const std::vector<std::string>& args) {
+               const std::vector<std::string>& args, const std::string& group = "zellige") {
   ProcessSpec spec;
-  spec.argv = {bin, "zellige"};
+  spec.argv = {bin, group};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = EnvironmentWith({"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
   spec.cwd = root;
@@ -72,6 +72,7 @@ std::vector<std::string> SampleFiles::AllInputs() const {
   v.push_back(topology);
   v.push_back(trace);
   v.push_back(mix);
+  v.push_back(tarot_scene);
   return v;
 }
 
@@ -151,6 +152,14 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   RETURN_IF_ERROR(Tessera(bin, root,
                           {"plan", "--profile", s.profile, "--load", "2000", "--planner", "usp",
                            "--save-plan", s.plan_profile, "--save-batch", s.batch_profile}));
+
+  const std::string scenes = s.harness_dir + "/tarot";
+  RETURN_IF_ERROR(
+      Tessera(bin, root, {"scenes", "--seed", "1", "--n", "1", "--out", scenes}, "tarot"));
+  s.tarot_image = in + "tarot_scene.png";
+  RETURN_IF_ERROR(Copy(scenes + "/scene_0000.png", s.tarot_image));
+  s.tarot_scene = in + "tarot_scene.json";
+  RETURN_IF_ERROR(Copy(scenes + "/scene_0000.json", s.tarot_scene));
 
   // Awkward paths.
   s.dir = in + "a_folder";

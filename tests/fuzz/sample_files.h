@@ -2,8 +2,9 @@
 // Copies of the repository's data (a cluster preset, a device preset inlined into a cluster,
 // the hand-made 2-rank profile, the plan files `tessera zellige run` tests use) and files
 // tessera itself writes (`zellige plan --save-plan/--save-batch/--json`: a plan, a batch and
-// the model), plus awkward paths: a folder, an empty file, a symlink loop, a dangling symlink,
-// a symlink to an input, a missing file, a 300-character file name.
+// the model; `tarot scenes`: a scene's image and program), plus awkward paths: a folder, an empty
+// file, a symlink loop, a dangling symlink, a symlink to an input, a missing file, a 300-character
+// file name.
 //
 // Layout under root: in/ (inputs, never written by a passing case), out/ (where outputs go),
 // mut/ (mutated inputs of JSON cases), .harness/ (the harness's own files, not checked).
@@ -36,6 +37,7 @@ struct SampleFiles {
   std::string compass_grid;                 // src/cli/testdata/compass_tiny_grid.json
   std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
   std::string mix;                          // src/xema/serve/testdata/tiny_mix.json (xema loadgen)
+  std::string tarot_image, tarot_scene;     // a refscenes scene (`tarot scenes`): PNG and JSON
 
   // Awkward paths (all inside root except the devices).
   std::string dir;               // an existing folder
