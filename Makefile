@@ -38,7 +38,7 @@ test: build
 
 # Re-bless the golden-output tests (tests/golden/) after an intended output change.
 bless: build
-	TESSERA_BLESS=1 ctest --test-dir $(BUILD) -R '^golden_' --output-on-failure
+	TESSERA_BLESS=1 ctest --test-dir $(BUILD) -R '^golden_|TarotGoldenTraces' --output-on-failure
 
 asan: deps
 	@cmake --preset asan >/dev/null
