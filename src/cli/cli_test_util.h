@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace tessera::cli::testing {
@@ -40,6 +41,14 @@ inline std::string Write(const std::string& name, const std::string& text) {
   std::string path = TempPath(name);
   std::ofstream(path) << text;
   return path;
+}
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 inline int Lines(const std::string& s) {

@@ -18,20 +18,14 @@ namespace {
 namespace fs = std::filesystem;
 using tessera::cli::testing::ExpectUserError;
 using tessera::cli::testing::Lines;
+using tessera::cli::testing::ReadWhole;
 using tessera::cli::testing::Result;
 using tessera::cli::testing::RunTessera;
 using tessera::cli::testing::TempPath;
 using tessera::cli::testing::Write;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string ClusterFile() {
-  return Write("cluster.json", Read(std::string(TESSERA_DATA_ROOT) + "/clusters/a800x8.json"));
+  return Write("cluster.json", ReadWhole(std::string(TESSERA_DATA_ROOT) + "/clusters/a800x8.json"));
 }
 
 // Saves a batch and a plan for a800x8 (usp) and returns their paths.
@@ -59,12 +53,12 @@ TEST(SafeIoTest, CrashClassesAreOneLine) {
 
 TEST(SafeIoTest, OutputsNeverDestroyInputs) {
   const std::string cluster = ClusterFile();
-  const std::string before = Read(cluster);
+  const std::string before = ReadWhole(cluster);
   ExpectUserError("zellige plan --cluster " + cluster + " --json " + cluster,
                   "is also the input of --cluster");
-  EXPECT_EQ(Read(cluster), before);
+  EXPECT_EQ(ReadWhole(cluster), before);
   auto [batch, plan] = BatchAndPlan();
-  const std::string batch_text = Read(batch), plan_text = Read(plan);
+  const std::string batch_text = ReadWhole(batch), plan_text = ReadWhole(plan);
   ExpectUserError(
       "zellige simulate --cluster a800x8 --batch " + batch + " --plan " + plan + " --json " + plan,
       "is also the input of --plan");
@@ -80,8 +74,8 @@ TEST(SafeIoTest, OutputsNeverDestroyInputs) {
   ExpectUserError(
       "zellige simulate --cluster a800x8 --batch " + batch + " --plan " + plan + " --json " + link,
       "is also the input of --plan");
-  EXPECT_EQ(Read(batch), batch_text);
-  EXPECT_EQ(Read(plan), plan_text);
+  EXPECT_EQ(ReadWhole(batch), batch_text);
+  EXPECT_EQ(ReadWhole(plan), plan_text);
   const std::string profile = std::string(TESSERA_ZELLIGE_TESTDATA) + "/profile_2rank.json";
   ExpectUserError("zellige validate --profile " + profile + " --json " + profile,
                   "is also the input of --profile");
@@ -103,9 +97,9 @@ TEST(SafeIoTest, DevicesSymlinksAndForeignTempFiles) {
   Result r = RunTessera("zellige plan --cluster a800x8 --load low --planner usp --json " + link);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::is_symlink(link));
-  EXPECT_NE(Read(target), "old");
-  EXPECT_TRUE(tessera::core::ParseJson(Read(target), target).ok());
-  EXPECT_EQ(Read(user_tmp), "the user's own file");
+  EXPECT_NE(ReadWhole(target), "old");
+  EXPECT_TRUE(tessera::core::ParseJson(ReadWhole(target), target).ok());
+  EXPECT_EQ(ReadWhole(user_tmp), "the user's own file");
   // /dev/null stays a device.
   r = RunTessera("zellige plan --cluster a800x8 --load low --planner usp --json /dev/null");
   ASSERT_EQ(r.code, 0) << r.out;

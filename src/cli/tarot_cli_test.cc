@@ -15,17 +15,11 @@ namespace tessera::cli {
 namespace {
 
 using testing::ExpectUserError;
+using testing::ReadWhole;
 using testing::Result;
 using testing::RunTessera;
 using testing::TempPath;
 using testing::Write;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One seeded scene written by `tarot scenes`; returns its folder.
 std::string Scenes(int n = 1) {
@@ -38,7 +32,7 @@ std::string Scenes(int n = 1) {
 
 // The text of the first expression of scene 0 of tier `tier`, from expressions.tsv.
 std::string Expression(const std::string& dir, const std::string& tier) {
-  std::istringstream lines(ReadAll(dir + "/expressions.tsv"));
+  std::istringstream lines(ReadWhole(dir + "/expressions.tsv"));
   std::string line;
   while (std::getline(lines, line)) {
     if (line.rfind("0000\t" + tier + "\t", 0) == 0) return line.substr(6 + tier.size());
@@ -53,7 +47,7 @@ TEST(TarotCli, ScenesWritesImagesProgramsAndExpressions) {
                         "expressions.tsv"}) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
   }
-  const std::string tsv = ReadAll(dir + "/expressions.tsv");
+  const std::string tsv = ReadWhole(dir + "/expressions.tsv");
   EXPECT_EQ(testing::Lines(tsv), 1 + 2 * 7);  // header + every tier of both scenes
   auto scene = core::ReadJsonFile(dir + "/scene_0000.json");
   ASSERT_TRUE(scene.ok()) << scene.status().ToString();
@@ -62,7 +56,7 @@ TEST(TarotCli, ScenesWritesImagesProgramsAndExpressions) {
   const std::string again = TempPath("again");
   std::filesystem::remove_all(again);
   ASSERT_EQ(RunTessera("tarot scenes --seed 5 --n 2 --out " + again).code, 0);
-  EXPECT_EQ(ReadAll(dir + "/scene_0001.png"), ReadAll(again + "/scene_0001.png"));
+  EXPECT_EQ(ReadWhole(dir + "/scene_0001.png"), ReadWhole(again + "/scene_0001.png"));
 }
 
 TEST(TarotCli, RunSegmentsASceneExpressionAndScoresItAgainstTheTarget) {
@@ -79,10 +73,10 @@ TEST(TarotCli, RunSegmentsASceneExpressionAndScoresItAgainstTheTarget) {
   auto trace = core::ReadJsonFile(TempPath("t.json"));
   ASSERT_TRUE(trace.ok());
   EXPECT_GT((*trace)["calls"]["segmenter"].get<int>(), 0);
-  EXPECT_GT(ReadAll(TempPath("o.png")).size(), 100u);
+  EXPECT_GT(ReadWhole(TempPath("o.png")).size(), 100u);
   // A second run writes the same mask.
   ASSERT_EQ(RunTessera(args + TempPath("m2.png")).code, 0);
-  EXPECT_EQ(ReadAll(TempPath("m.png")), ReadAll(TempPath("m2.png")));
+  EXPECT_EQ(ReadWhole(TempPath("m.png")), ReadWhole(TempPath("m2.png")));
 }
 
 TEST(TarotCli, RunWithPixelsOnlyBackendsAndABoxPrompt) {
