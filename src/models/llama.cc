@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/fnv64.h"
 #include "core/input_file.h"
 #include "core/json_util.h"
 #include "core/output_file.h"
@@ -63,31 +64,6 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
   for (int64_t x : shape) n *= x;
   return n;
 }
-
-// 64-bit FNV-1a over bytes, folded eight bytes at a time for the weights.
-class Fnv64 {
- public:
-  void Bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ b[i]) * kPrime;
-  }
-  void Str(const std::string& s) { Bytes(s.data(), s.size() + 1); }
-  void I64(int64_t v) { Bytes(&v, sizeof v); }
-  void Floats(const std::vector<float>& v) {
-    size_t i = 0;
-    for (; i + 1 < v.size(); i += 2) {
-      const uint64_t word =
-          std::bit_cast<uint32_t>(v[i]) | (uint64_t{std::bit_cast<uint32_t>(v[i + 1])} << 32);
-      h_ = (h_ ^ word) * kPrime;
-    }
-    if (i < v.size()) h_ = (h_ ^ std::bit_cast<uint32_t>(v[i])) * kPrime;
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  static constexpr uint64_t kPrime = 0x100000001b3ULL;
-  uint64_t h_ = 0xcbf29ce484222325ULL;
-};
 
 void RmsNormRows(const float* x, int64_t rows, int64_t width, const float* w, double eps,
                  float* y) {
@@ -306,7 +282,7 @@ core::Status LlamaModel::Save(const std::string& dir, TensorDtype dtype) const {
 }
 
 void LlamaModel::ComputeFingerprint() {
-  Fnv64 h;
+  core::Fnv64 h;
   h.Str("llama");
   for (int64_t v :
        {config_.vocab, config_.hidden, config_.num_layers, config_.num_heads, config_.num_kv_heads,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "core/fnv64.h"
 #include "core/rng.h"
 #include "kernels/attention.h"
 #include "models/ops.h"
@@ -56,8 +57,6 @@ core::Status ValidateTextEncoderConfig(const TextEncoderConfig& c) {
 
 int64_t Tokenize(std::string_view prompt, const TextEncoderConfig& config, std::span<int32_t> ids) {
   CHECK(static_cast<int64_t>(ids.size()) == config.tokens) << "ids size " << ids.size();
-  constexpr uint64_t kFnvOffset = 14695981039346656037ULL;
-  constexpr uint64_t kFnvPrime = 1099511628211ULL;
   const uint64_t buckets = static_cast<uint64_t>(config.vocab - 1);
   int64_t count = 0;
   size_t i = 0;
@@ -66,12 +65,11 @@ int64_t Tokenize(std::string_view prompt, const TextEncoderConfig& config, std::
       ++i;
       continue;
     }
-    uint64_t hash = kFnvOffset;
+    core::Fnv64 hash;
     for (; i < prompt.size() && IsWordChar(prompt[i]); ++i) {
-      hash ^= static_cast<uint8_t>(Lower(prompt[i]));
-      hash *= kFnvPrime;
+      hash.Byte(static_cast<uint8_t>(Lower(prompt[i])));
     }
-    ids[count++] = static_cast<int32_t>(1 + hash % buckets);
+    ids[count++] = static_cast<int32_t>(1 + hash.value() % buckets);
   }
   for (int64_t t = count; t < config.tokens; ++t) ids[t] = 0;
   return count;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/broadcast_result.h"
+#include "core/fnv64.h"
 #include "parallel/sequence_shards.h"
 #include "parallel/ulysses.h"
 
@@ -38,13 +39,9 @@ int64_t SpInputFingerprint(const models::TinyDit& dit, const models::TinyDit::In
                                           c.ffn_hidden,
                                           c.in_channels,
                                           std::bit_cast<int32_t>(in.t)};
-  uint64_t hash = 14695981039346656037ull;
-  for (const int64_t v : values) {
-    for (int byte = 0; byte < 8; ++byte) {
-      hash = (hash ^ ((static_cast<uint64_t>(v) >> (8 * byte)) & 0xff)) * 1099511628211ull;
-    }
-  }
-  return static_cast<int64_t>(hash);
+  core::Fnv64 hash;
+  for (const int64_t v : values) hash.I64(v);
+  return static_cast<int64_t>(hash.value());
 }
 
 // Collective: every member's status code (and fingerprint) goes to all. OK when every member
