@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 
 #include "core/status.h"
@@ -73,6 +74,10 @@ struct ControlMessage {
 };
 
 std::string EncodeControl(const ControlMessage& m);
+// The bytes of an encoded message, as the transport sends them.
+inline std::span<const std::byte> WireBytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 // InvalidArgument naming what is wrong for a message that is not one of the above.
 core::StatusOr<ControlMessage> DecodeControl(const std::string& bytes);
 
