@@ -118,9 +118,9 @@ std::vector<float> TensorOf(std::span<const float> flat, const ParameterTensor& 
 
 // SmallGpt at tp = 2 over CommTpOps: three AdamW steps whose losses and gradients are those of
 // the t = 1 twin within fp32 rounding (losses 1e-5 relative, as the Compass GPT runs check
-// theirs; gradients 1e-4 relative per tensor), without dropout.
+// theirs; gradients 1e-4 relative per tensor), with and without dropout.
 TEST(CommTpOps, SmallGptAtTp2MatchesTheT1Twin) {
-  {
+  for (float dropout : {0.0f, 0.1f}) {
     SmallGptConfig c;
     c.vocab = 32;
     c.hidden = 16;
@@ -129,6 +129,7 @@ TEST(CommTpOps, SmallGptAtTp2MatchesTheT1Twin) {
     c.ffn_hidden = 32;
     c.max_seq = 8;
     c.init_seed = 9;
+    c.dropout = dropout;
     const int steps = 3;
     std::vector<GptBatch> batches;
     for (int s = 0; s < steps; ++s) batches.push_back(*MakeSyntheticGptBatch(c.vocab, 3, 8, 4, s));
@@ -183,7 +184,7 @@ TEST(CommTpOps, SmallGptAtTp2MatchesTheT1Twin) {
     for (int s = 0; s < steps; ++s) {
       EXPECT_EQ(ranks[0].loss[s], ranks[1].loss[s]) << "step " << s;
       EXPECT_NEAR(ranks[0].loss[s], twin_loss[s], 1e-5 * twin_loss[s])
-          << "step " << s;
+          << "step " << s << " dropout " << dropout;
       for (const ParameterTensor& t : twin->ParameterTensors()) {
         const std::vector<float> whole = TensorOf(twin_grads[s], t);
         for (int r = 0; r < 2; ++r) {
@@ -193,7 +194,7 @@ TEST(CommTpOps, SmallGptAtTp2MatchesTheT1Twin) {
           ASSERT_NE(mine, nullptr) << t.name;
           const std::vector<float> got = TensorOf(ranks[r].grads[s], *mine);
           EXPECT_LT(MaxRelErr(got, ShardOf(t.name, whole, c, 2, r)), 1e-4)
-              << "step " << s << " rank " << r << " " << t.name;
+              << "step " << s << " rank " << r << " " << t.name << " dropout " << dropout;
         }
       }
       for (int64_t i = 0; i < twin->NumReplicatedParameters(); ++i) {
