@@ -80,6 +80,22 @@ TEST(RngTest, DeterministicAndUniform) {
   EXPECT_NE(Rng(1).Fork(0).NextU64(), Rng(1).Fork(1).NextU64());
 }
 
+// Random access reproduces the sequential stream; keyed streams depend on every word and its
+// position; the stream of a fixed seed is pinned (checkpoints and dropout masks rely on it).
+TEST(RngTest, RandomAccessAndKeyedStreams) {
+  Rng seq(99);
+  const Rng at(99);
+  for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(at.BitsAt(i), seq.NextU64()) << i;
+  Rng u(99);
+  for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(at.UniformAt(i), u.Uniform()) << i;
+  EXPECT_EQ(Rng(5).NextU64(), 0x63033b0ca389c35aULL);
+  EXPECT_EQ(Rng(5).Keyed({1, 2}).BitsAt(0), Rng(5).Fork(1).Fork(2).BitsAt(0));
+  EXPECT_NE(Rng(5).Keyed({1, 2}).BitsAt(0), Rng(5).Keyed({2, 1}).BitsAt(0));
+  EXPECT_NE(Rng(5).Keyed({1, 2}).BitsAt(0), Rng(5).Keyed({1, 3}).BitsAt(0));
+  EXPECT_NE(Rng(5).Keyed({1, 2}).BitsAt(0), Rng(6).Keyed({1, 2}).BitsAt(0));
+  EXPECT_EQ(Rng(5).Keyed({}).BitsAt(3), Rng(5).BitsAt(3));
+}
+
 TEST(TableTest, AlignsColumns) {
   Table t({"name", "value"});
   t.AddRow({"a", "1.00"});
