@@ -40,6 +40,13 @@ class AdamW {
   int64_t step() const { return step_; }
   const AdamWOptions& options() const { return options_; }
   void set_learning_rate(float lr) { options_.learning_rate = lr; }
+  // The moments m and v (num_parameters each) and the step count, for checkpoints and for
+  // moving a layer's optimizer state to another process (ElasWave); set_step restores the count.
+  std::span<float> first_moment() { return m_; }
+  std::span<float> second_moment() { return v_; }
+  std::span<const float> first_moment() const { return m_; }
+  std::span<const float> second_moment() const { return v_; }
+  void set_step(int64_t n) { step_ = n; }
   // Bytes of optimizer state (m and v).
   int64_t StateBytes() const { return static_cast<int64_t>(2 * m_.size() * sizeof(float)); }
 
