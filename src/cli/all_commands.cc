@@ -47,6 +47,11 @@ void AddAllCommands(CLI::App& root, Action* action) {
 #else
   AddMissingSystem(root, action, "kernelflume");
 #endif
+#ifdef TESSERA_CLI_ELASWAVE
+  AddElasWaveCommands(root, action);
+#else
+  AddMissingSystem(root, action, "elaswave");
+#endif
 #ifdef TESSERA_CLI_TAROT
   AddTarotCommands(root, action);
 #else

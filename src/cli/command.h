@@ -20,7 +20,7 @@ using Action = std::function<core::Status()>;
 core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
     const std::vector<std::string>& kvs);
 
-// Adds every system's subcommands (zellige, compass, xema, kernelflume, tarot); main() and the
+// Adds every system's subcommands (zellige, compass, xema, kernelflume, elaswave, tarot); main() and the
 // option tests use it.
 void AddAllCommands(CLI::App& root, Action* action);
 
@@ -66,6 +66,12 @@ void AddXemaPlan(CLI::App* xema, Action* action);
 void AddKernelFlumeCommands(CLI::App& root, Action* action);
 void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
+
+// Adds `tessera elaswave ...` (elastic training that survives losing ranks).
+void AddElasWaveCommands(CLI::App& root, Action* action);
+void AddElasWaveRun(CLI::App* elaswave, Action* action);
+// `elaswave worker` and `elaswave coordinator`: the processes `run` starts.
+void AddElasWaveProcesses(CLI::App* elaswave, Action* action);
 
 // Adds `tessera tarot ...` (training-free referring-expression segmentation).
 void AddTarotCommands(CLI::App& root, Action* action);

@@ -289,6 +289,7 @@ core::StatusOr<StepReport> ElasticTrainer::ComputeOnce(int64_t step, bool& overf
 
   const auto forward = [&](int64_t k) -> core::Status {
     const int64_t gid = first + k;
+    if (hook_) hook_(StepPhase::kForward, step, gid);
     ASSIGN_OR_RETURN(batches[k], MicroBatch(gid));
     if (prev >= 0) RETURN_IF_ERROR(comm_->Recv(std::span<float>(in_act), prev, ActTag(gid)));
     std::span<float> out;
@@ -309,6 +310,7 @@ core::StatusOr<StepReport> ElasticTrainer::ComputeOnce(int64_t step, bool& overf
   };
   const auto backward = [&](int64_t k) -> core::Status {
     const int64_t gid = first + k;
+    if (hook_) hook_(StepPhase::kBackward, step, gid);
     if (next >= 0) RETURN_IF_ERROR(comm_->Recv(std::span<float>(grad_out), next, GradTag(gid)));
     std::span<float> grad_in;
     if (prev >= 0) {
@@ -347,6 +349,7 @@ core::StatusOr<StepReport> ElasticTrainer::ComputeOnce(int64_t step, bool& overf
   }
   RETURN_IF_ERROR(waited);
   // Holders sum their slots' accumulators (plus one overflow count per slot).
+  if (hook_) hook_(StepPhase::kReduce, step, -1);
   for (const Group& g : groups_) {
     std::vector<int64_t> buf;
     for (int s : g.slots) buf.insert(buf.end(), grad_sum_[s].begin(), grad_sum_[s].end());

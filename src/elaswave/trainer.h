@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -44,6 +45,7 @@
 #include "comm/communicator.h"
 #include "core/status.h"
 #include "elaswave/elastic_plan.h"
+#include "elaswave/fault_plan.h"
 #include "elaswave/slot_store.h"
 #include "models/comm_tp_ops.h"
 #include "models/small_gpt_config.h"
@@ -87,6 +89,11 @@ class ElasticTrainer {
   // AdamW on every held slot from the last Compute's reduced gradients.
   core::Status Apply();
 
+  // Called at the start of each micro-batch's forward and backward (with its global id) and of
+  // the gradient reduction (-1): where the fault hooks and the emulated slow-down act.
+  using PhaseHook = std::function<void(StepPhase phase, int64_t step, int64_t micro_batch)>;
+  void set_phase_hook(PhaseHook hook) { hook_ = std::move(hook); }
+
   bool computing() const { return stage_ != nullptr; }
   SlotStore& store() { return store_; }
   int world_id() const { return world_; }
@@ -124,6 +131,7 @@ class ElasticTrainer {
   std::map<int, std::vector<int64_t>> grad_sum_;  // per held slot
   std::map<int, int> exponent_;
   std::map<int, int> widen_bits_;  // extra bound bits after an overflow, this step
+  PhaseHook hook_;
 };
 
 }  // namespace tessera::elaswave

@@ -39,6 +39,14 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 256,
                           .max_seq = 64};
   }
+  if (name == "gpt-mini") {
+    return SmallGptConfig{.vocab = 1024,
+                          .hidden = 128,
+                          .num_heads = 4,
+                          .num_layers = 8,
+                          .ffn_hidden = 512,
+                          .max_seq = 128};
+  }
   if (name == "gpt-medium") {
     return SmallGptConfig{.vocab = 2048,
                           .hidden = 1024,
@@ -47,7 +55,7 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 4096,
                           .max_seq = 512};
   }
-  return core::NotFound("model: got '" + name + "', allowed: gpt-small, gpt-medium, gpt-tiny");
+  return core::NotFound("model: got '" + name + "', allowed: gpt-tiny, gpt-mini, gpt-small, gpt-medium");
 }
 
 core::Status ValidateSmallGptConfig(const SmallGptConfig& c, int tp) {

@@ -35,7 +35,10 @@ struct SmallGptConfig {
 // "gpt-small": the config above (V 1024, h 256, 8 heads, 4 layers, f 1024, 256 positions);
 // "gpt-medium": V 2048, h 1024, 16 heads, 2 layers, f 4096, 512 positions (GEMMs large enough
 // that a TP collective and its GEMM take comparable time on the paper's GPUs);
-// "gpt-tiny": V 128, h 64, 4 heads, 2 layers, f 256, 64 positions (tests). NotFound naming the
+// "gpt-tiny": V 128, h 64, 4 heads, 2 layers, f 256, 64 positions (tests);
+// "gpt-mini": V 1024, h 128, 4 heads, 8 layers, f 512, 128 positions (ElasWave's elastic
+// training job: enough layers to split over pipeline stages, small enough for 8 processes on
+// 2 cores). NotFound naming the
 // allowed names otherwise.
 core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name);
 

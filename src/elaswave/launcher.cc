@@ -1,0 +1,358 @@
+#include "elaswave/launcher.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "core/child_process.h"
+#include "core/fnv64.h"
+#include "core/output_file.h"
+
+namespace tessera::elaswave {
+namespace {
+
+// New complete lines of a growing file, parsed as JSON (a torn last line waits for the rest).
+class LogTail {
+ public:
+  explicit LogTail(std::string path) : path_(std::move(path)) {}
+  std::vector<core::Json> Poll() {
+    std::vector<core::Json> out;
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return out;
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t start = 0;
+    for (size_t nl = chunk.find('\n'); nl != std::string::npos; nl = chunk.find('\n', start)) {
+      const auto j = core::Json::parse(chunk.substr(start, nl - start), nullptr, false);
+      if (!j.is_discarded()) out.push_back(j);
+      start = nl + 1;
+    }
+    offset_ += start;
+    return out;
+  }
+
+ private:
+  std::string path_;
+  size_t offset_ = 0;
+};
+
+uint64_t ParseHex(const core::Json& j) {
+  return std::stoull(j.get<std::string>(), nullptr, 16);
+}
+
+std::vector<std::string> Argv(const std::string& exe, const std::string& job_file,
+                              const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {exe, "elaswave"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--job");
+  argv.push_back(job_file);
+  return argv;
+}
+
+}  // namespace
+
+core::Json JobResult::ToJson() const {
+  core::Json j;
+  j["exit_code"] = exit_code;
+  j["failure"] = failure;
+  j["wall_s"] = wall_s;
+  core::Json steps_j = core::Json::array();
+  for (const StepSummary& s : steps) {
+    steps_j.push_back({{"step", s.step},
+                       {"loss", s.loss},
+                       {"digest", fmt::format("{:016x}", s.digest)},
+                       {"slots", s.slots},
+                       {"holders_agree", s.holders_agree}});
+  }
+  j["steps"] = steps_j;
+  core::Json faults_j = core::Json::array();
+  for (const FaultRecord& f : faults) {
+    faults_j.push_back({{"index", f.index}, {"what", f.what}, {"delivered", f.delivered_s >= 0}});
+  }
+  j["faults"] = faults_j;
+  core::Json rec = core::Json::array();
+  for (const RecoveryRecord& r : recoveries) {
+    const auto since = [&](double t) -> core::Json {
+      if (t < 0 || r.signal_s < 0) return nullptr;
+      return t - r.signal_s;
+    };
+    rec.push_back({{"epoch", r.epoch},
+                   {"dead", r.dead},
+                   {"redo_step", r.redo_step},
+                   {"detect_s", since(r.detect_s)},
+                   {"installed_s", since(r.installed_s)},
+                   {"mttr_resume_s", since(r.resumed_s)},
+                   {"mttr_commit_s", since(r.committed_s)},
+                   {"post_change_step_s", r.post_change_step_s >= 0 ? core::Json(r.post_change_step_s)
+                                                                     : core::Json(nullptr)}});
+  }
+  j["recoveries"] = rec;
+  return j;
+}
+
+core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
+  const ElasticJobConfig& job = o.job;
+  RETURN_IF_ERROR(ValidateJobShape(job.trainer.shape));
+  for (size_t i = 0; i < job.faults.size(); ++i) {
+    if (job.faults[i].action == FaultAction::kJoin) {
+      return core::InvalidArgument(fmt::format(
+          "faults: event {} ({}): join is not supported yet; kill, stop and slow are", i,
+          job.faults[i].Describe()));
+    }
+  }
+  if (job.run_dir.empty()) return core::InvalidArgument("run: no run directory");
+  std::error_code ec;
+  std::filesystem::create_directories(job.run_dir, ec);
+  if (ec) {
+    return core::InvalidArgument(
+        fmt::format("run directory '{}': {}", job.run_dir, ec.message()));
+  }
+  const std::string job_file = job.run_dir + "/job.json";
+  RETURN_IF_ERROR(core::WriteJsonFile(job_file, JobToJson(job)));
+  std::filesystem::remove(job.AddressFile(), ec);
+  const auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const double start_s = MonotonicSeconds();
+  ASSIGN_OR_RETURN(auto coordinator,
+                   core::ChildProcess::Spawn(Argv(o.self_exe, job_file, {"coordinator"})));
+  const int n = job.trainer.shape.processes();
+  std::vector<std::unique_ptr<core::ChildProcess>> workers;
+  for (int w = 0; w < n; ++w) {
+    ASSIGN_OR_RETURN(auto child, core::ChildProcess::Spawn(Argv(
+                                     o.self_exe, job_file, {"worker", "--rank", std::to_string(w)})));
+    workers.push_back(std::move(child));
+  }
+  say(fmt::format("started the coordinator and {} workers (dp {} x pp {} x tp {}) on this machine",
+                  n, job.trainer.shape.dp, job.trainer.shape.pp, job.trainer.shape.tp));
+  JobResult result;
+  for (size_t i = 0; i < job.faults.size(); ++i) result.faults.push_back({i, job.faults[i].Describe(), -1});
+  std::vector<LogTail> tails;
+  for (int w = 0; w < n; ++w) tails.emplace_back(job.WorkerLog(w));
+  LogTail coordinator_tail(job.CoordinatorLog());
+  std::vector<std::vector<core::Json>> events(static_cast<size_t>(n));
+  std::vector<core::Json> coordinator_events;
+  std::set<int64_t> committed_steps;
+  bool coordinator_done = false;
+  int coordinator_code = -1;
+  std::vector<bool> exited(static_cast<size_t>(n), false);
+  const auto deliver = [&](size_t i) {
+    const FaultEvent& e = job.faults[i];
+    const int sig = e.action == FaultAction::kKill ? SIGKILL : SIGSTOP;
+    if (e.target_coordinator) {
+      coordinator->Signal(sig);
+    } else if (e.action == FaultAction::kKill || e.action == FaultAction::kStop) {
+      workers[static_cast<size_t>(e.target_rank)]->Signal(sig);
+    }
+    result.faults[i].delivered_s = MonotonicSeconds();
+    say(fmt::format("fault {}: {} (delivered at {:.3f} s)", i, e.Describe(),
+                    result.faults[i].delivered_s - start_s));
+  };
+  while (true) {
+    const double now = MonotonicSeconds();
+    if (now - start_s > o.job_timeout_s) {
+      for (auto& w : workers) w->Signal(SIGKILL);
+      coordinator->Signal(SIGKILL);
+      result.exit_code = 1;
+      result.failure = fmt::format("the job did not end within {} s", o.job_timeout_s);
+      break;
+    }
+    // Faults: marks left by workers at their fault points, times, coordinator steps.
+    for (size_t i = 0; i < job.faults.size(); ++i) {
+      if (result.faults[i].delivered_s >= 0) continue;
+      const FaultEvent& e = job.faults[i];
+      bool due = false;
+      if (e.at_time) {
+        due = now - start_s >= e.time_s;
+      } else if (e.target_coordinator) {
+        due = committed_steps.count(e.step) > 0;
+      } else if (e.action != FaultAction::kSlow) {
+        due = std::filesystem::exists(job.FaultMark(i), ec);
+      }
+      if (due) deliver(i);
+    }
+    for (int w = 0; w < n; ++w) {
+      for (core::Json& j : tails[static_cast<size_t>(w)].Poll()) {
+        const std::string ev = j.value("event", "");
+        if (ev == "commit") committed_steps.insert(j.value("step", int64_t{-1}));
+        if (ev == "step" && w == 0) {
+          say(fmt::format("step {} loss {:.6f}", j.value("step", int64_t{-1}), j.value("loss", 0.0)));
+        }
+        if (ev == "resumed") {
+          say(fmt::format("rank {} resumed at step {} (epoch {}){}", w, j.value("step", int64_t{-1}),
+                          j.value("epoch", int64_t{-1}), j.value("spare", false) ? " as a spare" : ""));
+        }
+        events[static_cast<size_t>(w)].push_back(std::move(j));
+      }
+    }
+    for (core::Json& j : coordinator_tail.Poll()) {
+      if (j.value("event", "") == "decision") say("coordinator: " + j.value("what", ""));
+      coordinator_events.push_back(std::move(j));
+    }
+    if (!coordinator_done) {
+      if (auto code = coordinator->Poll()) {
+        bool killed_by_us = false;
+        for (size_t i = 0; i < job.faults.size(); ++i) {
+          if (job.faults[i].target_coordinator && result.faults[i].delivered_s >= 0 &&
+              *code == 128 + SIGKILL) {
+            killed_by_us = true;
+          }
+        }
+        if (killed_by_us) {
+          say("coordinator killed: restarting it");
+          std::filesystem::remove(job.AddressFile(), ec);
+          ASSIGN_OR_RETURN(coordinator, core::ChildProcess::Spawn(Argv(
+                                            o.self_exe, job_file, {"coordinator", "--restarted"})));
+        } else {
+          coordinator_done = true;
+          coordinator_code = *code;
+        }
+      }
+    }
+    bool all_exited = true;
+    for (int w = 0; w < n; ++w) {
+      if (!exited[static_cast<size_t>(w)] && workers[static_cast<size_t>(w)]->Poll()) {
+        exited[static_cast<size_t>(w)] = true;
+      }
+      all_exited = all_exited && exited[static_cast<size_t>(w)];
+    }
+    if (all_exited && (coordinator_done || coordinator->Poll())) {
+      if (!coordinator_done) coordinator_code = *coordinator->Poll();
+      break;
+    }
+    if (all_exited && !coordinator_done) coordinator->Signal(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  result.wall_s = MonotonicSeconds() - start_s;
+  // Final read of every log.
+  for (int w = 0; w < n; ++w) {
+    for (core::Json& j : tails[static_cast<size_t>(w)].Poll()) events[static_cast<size_t>(w)].push_back(std::move(j));
+  }
+  for (core::Json& j : coordinator_tail.Poll()) coordinator_events.push_back(std::move(j));
+  if (result.failure.empty()) {
+    result.exit_code = coordinator_code == 0 ? 0 : 1;
+    for (const core::Json& j : coordinator_events) {
+      const std::string what = j.value("what", "");
+      if (what.rfind("shutdown (exit 1)", 0) == 0) result.failure = what;
+    }
+    if (result.exit_code != 0 && result.failure.empty()) {
+      result.failure = fmt::format("the coordinator exited with code {}", coordinator_code);
+    }
+  }
+  // Steps: the last record of each (worker, step); digests must agree across holders.
+  std::map<int64_t, StepSummary> steps;
+  std::map<int64_t, std::map<std::pair<int, int>, uint64_t>> slot_digests;
+  for (int w = 0; w < n; ++w) {
+    std::map<int64_t, const core::Json*> last;
+    for (const core::Json& j : events[static_cast<size_t>(w)]) {
+      if (j.value("event", "") == "step") last[j.value("step", int64_t{-1})] = &j;
+    }
+    for (const auto& [step, j] : last) {
+      StepSummary& s = steps[step];
+      s.step = step;
+      s.loss = j->value("loss", 0.0);
+      for (const core::Json& d : (*j)["digests"]) {
+        const auto key = std::make_pair(d[0].get<int>(), d[1].get<int>());
+        const uint64_t digest = ParseHex(d[2]);
+        auto [it, inserted] = slot_digests[step].emplace(key, digest);
+        if (!inserted && it->second != digest) s.holders_agree = false;
+      }
+    }
+  }
+  for (auto& [step, s] : steps) {
+    core::Fnv64 h;
+    for (const auto& [key, digest] : slot_digests[step]) {
+      h.I64(key.first);
+      h.I64(key.second);
+      h.I64(static_cast<int64_t>(digest));
+    }
+    s.digest = h.value();
+    s.slots = static_cast<int>(slot_digests[step].size());
+    result.steps.push_back(s);
+  }
+  // Recoveries, by epoch.
+  std::map<int64_t, RecoveryRecord> rec;
+  for (int w = 0; w < n; ++w) {
+    for (const core::Json& j : events[static_cast<size_t>(w)]) {
+      const std::string ev = j.value("event", "");
+      const int64_t epoch = j.value("epoch", int64_t{0});
+      const double t = j.value("t", 0.0);
+      if (ev == "abort") {
+        RecoveryRecord& r = rec[epoch];
+        r.epoch = epoch;
+        r.dead = j["dead"].get<std::vector<int>>();
+        if (r.detect_s < 0 || t < r.detect_s) r.detect_s = t;
+      } else if (ev == "installed" && j.value("ok", false) && rec.count(epoch)) {
+        rec[epoch].installed_s = std::max(rec[epoch].installed_s, t);
+      } else if (ev == "resumed" && rec.count(epoch)) {
+        rec[epoch].resumed_s = std::max(rec[epoch].resumed_s, t);
+        rec[epoch].redo_step = j.value("step", int64_t{-1});
+      }
+    }
+  }
+  for (auto& [epoch, r] : rec) {
+    double next_commit = -1;
+    for (int w = 0; w < n; ++w) {
+      for (const core::Json& j : events[static_cast<size_t>(w)]) {
+        if (j.value("event", "") != "commit" || j.value("epoch", int64_t{-1}) != epoch) continue;
+        const int64_t step = j.value("step", int64_t{-1});
+        const double t = j.value("t", 0.0);
+        if (step == r.redo_step && (r.committed_s < 0 || t < r.committed_s)) r.committed_s = t;
+        if (step == r.redo_step + 1 && (next_commit < 0 || t < next_commit)) next_commit = t;
+      }
+    }
+    if (r.committed_s >= 0 && next_commit >= 0) r.post_change_step_s = next_commit - r.committed_s;
+    // The signal: the latest delivered fault on a rank this epoch declared dead, or on the
+    // coordinator, before the first survivor saw the abort.
+    for (size_t i = 0; i < job.faults.size(); ++i) {
+      const FaultEvent& e = job.faults[i];
+      const double at = result.faults[i].delivered_s;
+      if (at < 0 || at > r.detect_s) continue;
+      const bool relevant = e.target_coordinator ||
+                            std::find(r.dead.begin(), r.dead.end(), e.target_rank) != r.dead.end();
+      if (relevant && at > r.signal_s) r.signal_s = at;
+    }
+    result.recoveries.push_back(r);
+  }
+  return result;
+}
+
+core::Json ReferenceToJson(const JobResult& r) {
+  core::Json steps = core::Json::array();
+  for (const StepSummary& s : r.steps) {
+    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"digest", fmt::format("{:016x}", s.digest)}});
+  }
+  return {{"kind", "elaswave-reference"}, {"version", 1}, {"steps", steps}};
+}
+
+core::Status CheckAgainstReference(const JobResult& r, const core::Json& reference,
+                                   const std::string& source) {
+  RETURN_IF_ERROR(core::CheckKindAndVersion(reference, source, "elaswave-reference", 1));
+  std::map<int64_t, uint64_t> mine;
+  for (const StepSummary& s : r.steps) mine[s.step] = s.digest;
+  for (const core::Json& s : reference.value("steps", core::Json::array())) {
+    const int64_t step = s.value("step", int64_t{-1});
+    const uint64_t want = ParseHex(s["digest"]);
+    auto it = mine.find(step);
+    if (it == mine.end()) {
+      return core::FailedPrecondition(
+          fmt::format("{}: step {} is in the reference but this run has no record of it", source, step));
+    }
+    if (it->second != want) {
+      return core::FailedPrecondition(fmt::format(
+          "{}: step {}: state digest {:016x}, the reference has {:016x}", source, step, it->second, want));
+    }
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace tessera::elaswave
