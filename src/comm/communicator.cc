@@ -17,6 +17,15 @@ Communicator::Communicator(int rank, std::vector<int> world_ranks)
 
 Communicator::~Communicator() = default;
 
+void Communicator::ResetMembership(int rank, std::vector<int> world_ranks) {
+  CHECK(!world_ranks.empty());
+  CHECK(rank >= 0 && rank < static_cast<int>(world_ranks.size()));
+  subs_.clear();
+  rank_ = rank;
+  world_ranks_ = std::move(world_ranks);
+  broken_ = Status::Ok();
+}
+
 void Communicator::set_op_timeout_s(double timeout_s) {
   CHECK(timeout_s >= 0) << "op timeout must be >= 0, got " << timeout_s;
   op_timeout_s_ = timeout_s;

@@ -185,6 +185,11 @@ class Communicator {
   // Creates the sub-communicator (ranks validated, caller is a member, not cached yet).
   virtual StatusOr<std::unique_ptr<Communicator>> DoSub(const std::vector<int>& ranks) = 0;
 
+  // For elastic backends (am_communicator.h): replaces the membership in place. This rank
+  // becomes `rank` of `world_ranks`, broken() is cleared, and the cached sub-communicators are
+  // destroyed (pointers to them dangle; Sub() creates new ones). The op timeout is kept.
+  void ResetMembership(int rank, std::vector<int> world_ranks);
+
  private:
   Status AllToAllVImpl(ConstBuffer send, std::span<const int64_t> send_counts,
                        std::span<const int64_t> send_displs, MutableBuffer recv,

@@ -1,0 +1,768 @@
+#include "comm/am_world.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "core/log.h"
+
+namespace tessera::comm {
+
+namespace {
+
+// The world's active-message ids on its own transport.
+constexpr uint16_t kHelloAm = 0x7a01;
+constexpr uint16_t kFrameAm = 0x7a02;
+constexpr uint16_t kByeAm = 0x7a03;
+
+constexpr uint32_t kHelloMagic = 0x414d4848;  // "AMHH"
+constexpr uint32_t kByeMagic = 0x414d4242;    // "AMBB"
+
+// Hello: the connector's world id and connection generation; the payload is its address.
+struct HelloHeader {
+  uint32_t magic = kHelloMagic;
+  int32_t world = 0;
+  uint64_t generation = 0;
+};
+
+// Goodbye: this connection is being replaced (Reconnect, ReplaceTransport), or the world is
+// closing for good.
+enum class ByeWhy : uint8_t { kReplaced = 1, kLeaving = 2 };
+struct ByeHeader {
+  uint32_t magic = kByeMagic;
+  int32_t world = 0;
+  ByeWhy why = ByeWhy::kReplaced;
+};
+
+template <typename T>
+std::span<const std::byte> BytesOf(const T& value) {
+  return std::as_bytes(std::span<const T>(&value, 1));
+}
+
+template <typename T>
+bool ParseAs(std::span<const std::byte> bytes, T& out) {
+  if (bytes.size() != sizeof(T)) return false;
+  std::memcpy(&out, bytes.data(), sizeof(T));
+  return true;
+}
+
+// Seconds left until `deadline` (a large number for "forever"), at least 1 ms.
+double SecondsLeft(AmWorld::Clock::time_point deadline) {
+  if (deadline == AmWorld::Clock::time_point::max()) return 3600.0;
+  const double left = std::chrono::duration<double>(deadline - AmWorld::Clock::now()).count();
+  return std::max(left, 0.001);
+}
+
+}  // namespace
+
+const char* AmFrameKindName(AmFrameKind kind) {
+  switch (kind) {
+    case AmFrameKind::kP2p:
+      return "point-to-point";
+    case AmFrameKind::kAllToAllV:
+      return "AllToAllV";
+    case AmFrameKind::kAllGatherV:
+      return "AllGatherV";
+    case AmFrameKind::kAllGather:
+      return "AllGather";
+    case AmFrameKind::kAllReduceSum:
+      return "AllReduceSum";
+    case AmFrameKind::kReduceScatterV:
+      return "ReduceScatterV";
+    case AmFrameKind::kBroadcast:
+      return "Broadcast";
+    case AmFrameKind::kBarrier:
+      return "Barrier";
+  }
+  return "?";
+}
+
+AmWorld::Clock::time_point AmWorld::DeadlineAfter(double timeout_s) {
+  if (!(timeout_s < 1e9)) return Clock::time_point::max();  // also inf / NaN
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::max(timeout_s, 0.0)));
+}
+
+StatusOr<std::shared_ptr<AmWorld>> AmWorld::Create(std::unique_ptr<AmTransport> transport,
+                                                   int world_id, AmAddressBook book) {
+  if (transport == nullptr) return core::InvalidArgument("AmWorld: transport: got null");
+  if (world_id < 0) {
+    return core::InvalidArgument(fmt::format("AmWorld: world_id: got {}, must be >= 0", world_id));
+  }
+  if (transport->address().empty()) {
+    return core::InvalidArgument(
+        "AmWorld: the transport does not listen; call Listen before creating the world");
+  }
+  std::shared_ptr<AmWorld> world(new AmWorld(std::move(transport), world_id, std::move(book)));
+  world->InstallHandlers(*world->transport_, world->transport_generation_);
+  return world;
+}
+
+AmWorld::AmWorld(std::unique_ptr<AmTransport> transport, int world_id, AmAddressBook book)
+    : world_id_(world_id),
+      backend_(transport->backend_name()),
+      transport_(std::move(transport)),
+      book_(std::move(book)) {
+  book_[world_id_] = transport_->address();
+}
+
+AmWorld::~AmWorld() {
+  if (transport_ == nullptr) return;
+  SendByes(static_cast<uint8_t>(ByeWhy::kLeaving));
+  DestroyTransport(transport_);
+}
+
+void AmWorld::InstallHandlers(AmTransport& transport, uint64_t generation) {
+  transport.SetHandler(kHelloAm, [this, generation](PeerId peer, std::span<const std::byte> header,
+                                                    std::span<const std::byte> payload) {
+    HelloHeader hello;
+    if (!ParseAs(header, hello) || hello.magic != kHelloMagic) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (generation != transport_generation_) return;
+    Link& link = links_[peer];
+    link.world = hello.world;
+    link.transport_generation = generation;
+    auto old = peer_of_.find(hello.world);
+    if (old != peer_of_.end() && old->second != peer) links_.erase(old->second);  // replaced
+    peer_of_[hello.world] = peer;
+    uint64_t& seen = hello_gen_[hello.world];
+    seen = std::max(seen, hello.generation);
+    if (!payload.empty()) {
+      book_[hello.world] =
+          std::string(reinterpret_cast<const char*>(payload.data()), payload.size());
+    }
+    cv_.notify_all();
+  });
+  transport.SetHandler(kFrameAm, [this, generation](PeerId peer, std::span<const std::byte> header,
+                                                    std::span<const std::byte> payload) {
+    OnFrame(generation, peer, header, payload);
+  });
+  transport.SetHandler(kByeAm, [this, generation](PeerId peer, std::span<const std::byte> header,
+                                                  std::span<const std::byte>) {
+    ByeHeader bye;
+    if (!ParseAs(header, bye) || bye.magic != kByeMagic) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (generation != transport_generation_) return;
+    auto it = links_.find(peer);
+    if (it == links_.end()) return;
+    const int world = it->second.world;
+    links_.erase(it);
+    auto current = peer_of_.find(world);
+    if (current != peer_of_.end() && current->second == peer) peer_of_.erase(current);
+    if (bye.why == ByeWhy::kLeaving && !dead_.count(world)) {
+      left_.emplace(world, "it closed its AmWorld");
+    }
+    cv_.notify_all();
+  });
+  transport.SetFailureHandler(
+      [this, generation](PeerId peer, const Status& why) { OnFailure(generation, peer, why); });
+}
+
+void AmWorld::OnFrame(uint64_t generation, PeerId peer, std::span<const std::byte> header,
+                      std::span<const std::byte> payload) {
+  AmFrameHeader h;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation != transport_generation_) return;
+  auto link = links_.find(peer);
+  if (!ParseAs(header, h) || h.magic != AmFrameHeader::kMagic || link == links_.end() ||
+      link->second.world != h.src) {
+    ++stats_.frames_dropped_bad;
+    return;
+  }
+  if (dead_.count(h.src)) {
+    ++stats_.frames_dropped_dead;
+    return;
+  }
+  if (StaleLocked(h.group, h.epoch)) {
+    ++stats_.frames_dropped_stale;
+    return;
+  }
+  DeliverLocked(h, payload);
+}
+
+void AmWorld::OnFailure(uint64_t generation, PeerId peer, const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation != transport_generation_) return;
+  auto link = links_.find(peer);
+  if (link == links_.end()) {
+    failed_unlinked_[peer] = why.message();  // ConnectTo may not have recorded it yet
+    return;
+  }
+  const int world = link->second.world;
+  links_.erase(link);
+  auto current = peer_of_.find(world);
+  if (current == peer_of_.end() || current->second != peer) return;  // a replaced connection
+  peer_of_.erase(current);
+  if (!left_.count(world)) MarkDeadLocked(world, why.message());
+}
+
+std::string AmWorld::address() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return AddressLocked(world_id_);
+}
+
+AmAddressBook AmWorld::address_book() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return book_;
+}
+
+void AmWorld::SetAddress(int world_id, const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  book_[world_id] = address;
+}
+
+bool AmWorld::connected(int world_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peer_of_.count(world_id) > 0;
+}
+
+// ---- Connections ---------------------------------------------------------------------------
+
+Status AmWorld::SendHello(AmTransport& transport, PeerId peer, uint64_t connection_generation) {
+  HelloHeader hello;
+  hello.world = world_id_;
+  hello.generation = connection_generation;
+  const std::string me = address();
+  return transport.Send(peer, kHelloAm, BytesOf(hello), std::as_bytes(std::span(me)));
+}
+
+StatusOr<PeerId> AmWorld::ConnectTo(int world, uint64_t connection_generation,
+                                    Clock::time_point deadline) {
+  std::string address;
+  AmTransport* transport = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = book_.find(world);
+    if (it == book_.end() || it->second.empty()) {
+      return core::InvalidArgument(fmt::format(
+          "world rank {}: no address in the address book of world rank {}", world, world_id_));
+    }
+    address = it->second;
+    transport = transport_.get();
+  }
+  if (transport == nullptr) return core::Unavailable("this AmWorld's transport is gone");
+  StatusOr<PeerId> peer = transport->Connect(address, SecondsLeft(deadline));
+  if (!peer.ok()) {
+    return core::Unavailable(fmt::format("world rank {} ({}) could not be reached: {}", world,
+                                         address, peer.status().message()));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    links_[*peer] = Link{world, transport_generation_};
+    auto old = peer_of_.find(world);
+    if (old != peer_of_.end() && old->second != *peer) links_.erase(old->second);
+    peer_of_[world] = *peer;
+    auto failed = failed_unlinked_.find(*peer);
+    if (failed != failed_unlinked_.end()) {  // it failed before we recorded it
+      const std::string cause = failed->second;
+      failed_unlinked_.erase(failed);
+      links_.erase(*peer);
+      peer_of_.erase(world);
+      MarkDeadLocked(world, cause);
+      return core::Unavailable(FailureTextLocked(world));
+    }
+  }
+  const Status hello = SendHello(*transport, *peer, connection_generation);
+  if (!hello.ok()) {
+    return core::Unavailable(
+        fmt::format("world rank {} ({}): hello failed: {}", world, address, hello.message()));
+  }
+  return *peer;
+}
+
+Status AmWorld::ConnectMesh(const std::vector<int>& members, double timeout_s) {
+  const Clock::time_point deadline = DeadlineAfter(timeout_s);
+  std::vector<int> higher;
+  for (int m : members) {
+    if (m == world_id_) continue;
+    if (m > world_id_) {
+      higher.push_back(m);
+      continue;
+    }
+    if (connected(m)) continue;
+    uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (dead_.count(m)) return core::Unavailable(FailureTextLocked(m));
+      generation = reconnects_[m];
+    }
+    ASSIGN_OR_RETURN(PeerId peer, ConnectTo(m, generation, deadline));
+    (void)peer;
+  }
+  return WaitForPeers(higher, std::isinf(timeout_s) ? timeout_s : SecondsLeft(deadline));
+}
+
+Status AmWorld::Join(const std::vector<int>& existing, double timeout_s) {
+  const Clock::time_point deadline = DeadlineAfter(timeout_s);
+  for (int m : existing) {
+    if (m == world_id_ || connected(m)) continue;
+    uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (dead_.count(m)) return core::Unavailable(FailureTextLocked(m));
+      generation = reconnects_[m];
+    }
+    ASSIGN_OR_RETURN(PeerId peer, ConnectTo(m, generation, deadline));
+    (void)peer;
+  }
+  return Status::Ok();
+}
+
+Status AmWorld::WaitForPeers(const std::vector<int>& peers, double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  int dead = -1;
+  const bool all = WaitLocked(lock, DeadlineAfter(timeout_s), [&] {
+    for (int p : peers) {
+      if (dead_.count(p)) {
+        dead = p;
+        return true;
+      }
+    }
+    return std::all_of(peers.begin(), peers.end(),
+                       [&](int p) { return p == world_id_ || peer_of_.count(p) > 0; });
+  });
+  if (dead >= 0) return core::Unavailable(FailureTextLocked(dead));
+  if (!all) {
+    std::vector<int> missing;
+    for (int p : peers) {
+      if (p != world_id_ && !peer_of_.count(p)) missing.push_back(p);
+    }
+    return core::DeadlineExceeded(
+        fmt::format("world ranks [{}] did not connect to world rank {} within {} s",
+                    fmt::join(missing, ", "), world_id_, timeout_s));
+  }
+  return Status::Ok();
+}
+
+// ---- Failures ---------------------------------------------------------------------------------
+
+void AmWorld::MarkDead(int world_id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MarkDeadLocked(world_id, reason);
+}
+
+void AmWorld::MarkDeadLocked(int world, const std::string& cause) {
+  if (world == world_id_ || world < 0) return;
+  if (dead_.emplace(world, cause).second) {
+    left_.erase(world);
+    TLOG(kInfo, "am world {}: world rank {} ({}) failed: {}", world_id_, world,
+         AddressLocked(world), cause);
+    cv_.notify_all();
+  }
+}
+
+bool AmWorld::IsDead(int world_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dead_.count(world_id) > 0;
+}
+
+std::map<int, std::string> AmWorld::dead() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dead_;
+}
+
+Status AmWorld::CheckMembers(std::span<const int> members) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int m : members) {
+    if (dead_.count(m)) return core::Unavailable(FailureTextLocked(m));
+  }
+  return Status::Ok();
+}
+
+AmWorld::Stats AmWorld::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::string AmWorld::AddressLocked(int world) const {
+  auto it = book_.find(world);
+  return it == book_.end() || it->second.empty() ? std::string("address unknown") : it->second;
+}
+
+std::string AmWorld::FailureTextLocked(int world) const {
+  auto it = dead_.find(world);
+  return fmt::format("world rank {} ({}) failed: {}", world, AddressLocked(world),
+                     it == dead_.end() ? std::string("?") : it->second);
+}
+
+// ---- Rebuild baselines --------------------------------------------------------------------------
+
+void AmWorld::SendByes(uint8_t why) {
+  std::vector<PeerId> peers;
+  AmTransport* transport = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    transport = transport_.get();
+    for (const auto& [world, peer] : peer_of_) peers.push_back(peer);
+  }
+  if (transport == nullptr) return;
+  ByeHeader bye;
+  bye.world = world_id_;
+  bye.why = static_cast<ByeWhy>(why);
+  for (PeerId peer : peers) (void)transport->Send(peer, kByeAm, BytesOf(bye), {});
+}
+
+Status AmWorld::Reconnect(const std::vector<int>& peers, double timeout_s) {
+  const Clock::time_point deadline = DeadlineAfter(timeout_s);
+  std::vector<int> sorted = peers;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<std::pair<int, uint64_t>> awaited;  // (peer, generation of its new hello)
+  for (int p : sorted) {
+    if (p == world_id_) continue;
+    uint64_t generation = 0;
+    std::optional<PeerId> old;
+    AmTransport* transport = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (dead_.count(p)) return core::Unavailable(FailureTextLocked(p));
+      generation = ++reconnects_[p];
+      auto it = peer_of_.find(p);
+      if (it != peer_of_.end()) old = it->second;
+      transport = transport_.get();
+    }
+    if (transport == nullptr) return core::Unavailable("this AmWorld's transport is gone");
+    if (world_id_ < p) {
+      awaited.emplace_back(p, generation);
+      continue;
+    }
+    if (old) {
+      ByeHeader bye;
+      bye.world = world_id_;
+      bye.why = ByeWhy::kReplaced;
+      (void)transport->Send(*old, kByeAm, BytesOf(bye), {});
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        links_.erase(*old);  // its close event is no failure
+        auto it = peer_of_.find(p);
+        if (it != peer_of_.end() && it->second == *old) peer_of_.erase(it);
+      }
+      (void)transport->Close(*old);
+    }
+    ASSIGN_OR_RETURN(PeerId fresh, ConnectTo(p, generation, deadline));
+    (void)fresh;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  int dead = -1;
+  const bool all = WaitLocked(lock, deadline, [&] {
+    for (const auto& [p, generation] : awaited) {
+      if (dead_.count(p)) {
+        dead = p;
+        return true;
+      }
+    }
+    return std::all_of(awaited.begin(), awaited.end(), [&](const auto& a) {
+      auto it = hello_gen_.find(a.first);
+      return it != hello_gen_.end() && it->second >= a.second && peer_of_.count(a.first);
+    });
+  });
+  if (dead >= 0) return core::Unavailable(FailureTextLocked(dead));
+  if (!all) {
+    std::vector<int> missing;
+    for (const auto& [p, generation] : awaited) {
+      auto it = hello_gen_.find(p);
+      if (it == hello_gen_.end() || it->second < generation) missing.push_back(p);
+    }
+    return core::DeadlineExceeded(
+        fmt::format("Reconnect: world ranks [{}] did not reconnect to "
+                    "world rank {} within {} s",
+                    fmt::join(missing, ", "), world_id_, timeout_s));
+  }
+  return Status::Ok();
+}
+
+Status AmWorld::ReplaceTransport(std::unique_ptr<AmTransport> fresh) {
+  if (fresh == nullptr) return core::InvalidArgument("ReplaceTransport: got a null transport");
+  if (fresh->address().empty()) {
+    return core::InvalidArgument(
+        "ReplaceTransport: the fresh transport does not listen; call Listen first");
+  }
+  SendByes(static_cast<uint8_t>(ByeWhy::kReplaced));
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = transport_generation_ + 1;
+  }
+  InstallHandlers(*fresh, generation);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    transport_generation_ = generation;
+    transport_.swap(fresh);  // `fresh` now holds the old transport
+    links_.clear();
+    peer_of_.clear();
+    hello_gen_.clear();
+    reconnects_.clear();
+    failed_unlinked_.clear();
+    book_[world_id_] = transport_->address();
+    cv_.notify_all();
+  }
+  if (fresh != nullptr) DestroyTransport(fresh);
+  return Status::Ok();
+}
+
+void AmWorld::KillForTest() {
+  std::unique_ptr<AmTransport> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++transport_generation_;
+    old.swap(transport_);
+    links_.clear();
+    peer_of_.clear();
+    cv_.notify_all();
+  }
+  if (old != nullptr) DestroyTransport(old);
+}
+
+// ---- Mailbox
+// --------------------------------------------------------------------------------------
+
+bool AmWorld::StaleLocked(uint64_t group, uint64_t epoch) const {
+  auto it = floor_.find(group);
+  return it != floor_.end() && epoch < it->second;
+}
+
+void AmWorld::PurgeLocked(uint64_t group) {
+  auto floor = floor_.find(group);
+  if (floor == floor_.end()) return;
+  auto it = mail_.lower_bound(AmMailKey{group, 0, INT_MIN, 0});
+  while (it != mail_.end() && it->first.group == group && it->first.epoch < floor->second) {
+    stats_.frames_dropped_stale += it->second.frames.size();
+    for (const auto& slot : it->second.posted) {
+      slot->done = true;
+      slot->status = core::FailedPrecondition(
+          fmt::format("the group moved on to epoch {} before this receive of epoch {} completed",
+                      floor->second, it->first.epoch));
+    }
+    it = mail_.erase(it);
+  }
+  cv_.notify_all();
+}
+
+Status AmWorld::Register(uint64_t group, uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto live = live_.find(group);
+  if (live != live_.end()) {
+    return core::InvalidArgument(fmt::format(
+        "group {:#x}: a communicator of this group (same group id and members) already lives in "
+        "world rank {} at epoch {}; give the second one another group id",
+        group, world_id_, live->second));
+  }
+  if (StaleLocked(group, epoch)) {
+    return core::FailedPrecondition(
+        fmt::format("group {:#x}: epoch {} is older than epoch {}, which world rank {} has "
+                    "already moved to; use a newer epoch",
+                    group, epoch, floor_[group], world_id_));
+  }
+  live_[group] = epoch;
+  uint64_t& floor = floor_[group];
+  floor = std::max(floor, epoch);
+  PurgeLocked(group);
+  return Status::Ok();
+}
+
+void AmWorld::Unregister(uint64_t group, uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto live = live_.find(group);
+  if (live != live_.end() && live->second == epoch) live_.erase(live);
+  uint64_t& floor = floor_[group];
+  floor = std::max(floor, epoch + 1);
+  PurgeLocked(group);
+}
+
+Status AmWorld::Rekey(uint64_t old_group, uint64_t old_epoch, uint64_t group, uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (group != old_group && live_.count(group)) {
+      return core::InvalidArgument(fmt::format(
+          "group {:#x}: a communicator of this group (same group id and members) already lives "
+          "in world rank {} at epoch {}",
+          group, world_id_, live_[group]));
+    }
+    const uint64_t floor =
+        std::max(floor_.count(group) ? floor_[group] : 0, group == old_group ? old_epoch + 1 : 0);
+    if (epoch < floor) {
+      return core::FailedPrecondition(
+          fmt::format("group {:#x}: epoch {} is older than epoch {}, which world rank {} has "
+                      "already moved to; use a newer epoch",
+                      group, epoch, floor, world_id_));
+    }
+  }
+  Unregister(old_group, old_epoch);
+  return Register(group, epoch);
+}
+
+void AmWorld::FillLocked(AmRecvSlot& slot, const AmFrameHeader& h,
+                         std::span<const std::byte> payload) {
+  slot.done = true;
+  const int64_t elem = DTypeSize(h.dtype);
+  if (h.kind != slot.kind) {
+    slot.status = core::InvalidArgument(
+        fmt::format("world rank {} sent a {} message where this rank runs {}: the ranks called "
+                    "different operations",
+                    h.src, AmFrameKindName(h.kind), AmFrameKindName(slot.kind)));
+  } else if (h.dtype != slot.dtype) {
+    slot.status = core::InvalidArgument(
+        fmt::format("world rank {} sent {} elements, this rank expects {}; all ranks must pass "
+                    "the same dtype",
+                    h.src, DTypeName(h.dtype), DTypeName(slot.dtype)));
+  } else if (h.count < 0 || static_cast<int64_t>(payload.size()) != h.count * elem) {
+    slot.status =
+        core::Internal(fmt::format("malformed frame from world rank {}: {} bytes for {} "
+                                   "elements of {}",
+                                   h.src, payload.size(), h.count, DTypeName(h.dtype)));
+  } else if (slot.exact && h.count != slot.capacity) {
+    slot.status = core::InvalidArgument(
+        fmt::format("world rank {} sent {} elements, this rank expects {}; the ranks' sizes do "
+                    "not match",
+                    h.src, h.count, slot.capacity));
+  } else if (h.count > slot.capacity) {
+    slot.status = core::InvalidArgument(
+        fmt::format("a message of {} elements from world rank {} does not fit the buffer of {} "
+                    "elements",
+                    h.count, h.src, slot.capacity));
+  } else {
+    if (h.count > 0) std::memcpy(slot.data, payload.data(), payload.size());
+    slot.received = h.count;
+    slot.status = Status::Ok();
+  }
+}
+
+void AmWorld::DeliverLocked(const AmFrameHeader& h, std::span<const std::byte> payload) {
+  ++stats_.frames_delivered;
+  const AmMailKey key{h.group, h.epoch, h.src, h.channel};
+  auto it = mail_.find(key);
+  if (it != mail_.end() && !it->second.posted.empty()) {
+    std::shared_ptr<AmRecvSlot> slot = std::move(it->second.posted.front());
+    it->second.posted.pop_front();
+    if (it->second.posted.empty()) mail_.erase(it);
+    FillLocked(*slot, h, payload);
+    cv_.notify_all();
+    return;
+  }
+  mail_[key].frames.push_back(
+      QueuedFrame{h, std::vector<std::byte>(payload.begin(), payload.end())});
+}
+
+Status AmWorld::SendFrame(int dst, const AmFrameHeader& header, std::span<const std::byte> payload,
+                          Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (dst == world_id_) {
+    DeliverLocked(header, payload);
+    return Status::Ok();
+  }
+  const bool ready = WaitLocked(lock, deadline, [&] {
+    return dead_.count(dst) || left_.count(dst) || peer_of_.count(dst) || transport_ == nullptr;
+  });
+  if (dead_.count(dst)) return core::Unavailable(FailureTextLocked(dst));
+  if (left_.count(dst)) {
+    return core::Unavailable(
+        fmt::format("world rank {} ({}) left: {}", dst, AddressLocked(dst), left_[dst]));
+  }
+  if (transport_ == nullptr) return core::Unavailable("this AmWorld's transport is gone");
+  if (!ready) {
+    return core::DeadlineExceeded(
+        fmt::format("world rank {} ({}) has not connected", dst, AddressLocked(dst)));
+  }
+  const PeerId peer = peer_of_[dst];
+  AmTransport* transport = transport_.get();
+  lock.unlock();
+  const Status sent = transport->Send(peer, kFrameAm, BytesOf(header), payload);
+  if (sent.ok()) return sent;
+  lock.lock();
+  if (sent.code() == core::StatusCode::kUnavailable) {
+    auto current = peer_of_.find(dst);
+    if (current != peer_of_.end() && current->second == peer && !left_.count(dst)) {
+      MarkDeadLocked(dst, sent.message());
+    }
+  }
+  if (dead_.count(dst)) return core::Unavailable(FailureTextLocked(dst));
+  return sent.WithPrefix(fmt::format("send to world rank {} ({})", dst, AddressLocked(dst)));
+}
+
+std::shared_ptr<AmRecvSlot> AmWorld::Post(AmRecvSlot spec) {
+  auto slot = std::make_shared<AmRecvSlot>(std::move(spec));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (StaleLocked(slot->key.group, slot->key.epoch)) {
+    slot->done = true;
+    slot->status = core::FailedPrecondition(fmt::format(
+        "epoch {} of this group is stale in world rank {}", slot->key.epoch, world_id_));
+    return slot;
+  }
+  auto it = mail_.find(slot->key);
+  if (it != mail_.end() && !it->second.frames.empty()) {
+    QueuedFrame frame = std::move(it->second.frames.front());
+    it->second.frames.pop_front();
+    if (it->second.frames.empty()) mail_.erase(it);
+    FillLocked(*slot, frame.header, frame.payload);
+    return slot;
+  }
+  mail_[slot->key].posted.push_back(slot);
+  return slot;
+}
+
+template <typename Pred>
+bool AmWorld::WaitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
+                         Pred pred) {
+  if (deadline == Clock::time_point::max()) {
+    cv_.wait(lock, pred);
+    return true;
+  }
+  return cv_.wait_until(lock, deadline, pred);
+}
+
+Status AmWorld::GiveUpLocked(const AmRecvSlot& slot, std::span<const int> group) const {
+  for (int m : group) {
+    if (dead_.count(m)) return core::Unavailable(FailureTextLocked(m));
+  }
+  auto left = left_.find(slot.key.src);
+  if (left != left_.end()) {
+    return core::Unavailable(fmt::format("world rank {} ({}) left before sending: {}", slot.key.src,
+                                         AddressLocked(slot.key.src), left->second));
+  }
+  return Status::Ok();
+}
+
+Status AmWorld::Wait(AmRecvSlot& slot, std::span<const int> group, Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Status give_up;
+  WaitLocked(lock, deadline, [&] {
+    if (slot.done) return true;
+    give_up = GiveUpLocked(slot, group);
+    return !give_up.ok();
+  });
+  if (slot.done) return slot.status;
+  if (!give_up.ok()) return give_up;
+  return core::DeadlineExceeded("not complete");
+}
+
+StatusOr<bool> AmWorld::Poll(AmRecvSlot& slot, std::span<const int> group) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot.done) {
+    if (!slot.status.ok()) return slot.status;
+    return true;
+  }
+  Status give_up = GiveUpLocked(slot, group);
+  if (!give_up.ok()) return give_up;
+  return false;
+}
+
+void AmWorld::Cancel(const std::shared_ptr<AmRecvSlot>& slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot->done) return;
+  auto it = mail_.find(slot->key);
+  if (it != mail_.end()) {
+    auto& posted = it->second.posted;
+    posted.erase(std::remove(posted.begin(), posted.end(), slot), posted.end());
+    if (posted.empty() && it->second.frames.empty()) mail_.erase(it);
+  }
+  slot->done = true;
+  slot->status = core::FailedPrecondition("cancelled");
+}
+
+}  // namespace tessera::comm
