@@ -357,6 +357,14 @@ void AmWorld::MarkDeadLocked(int world, const std::string& cause) {
   }
 }
 
+void AmWorld::FenceEpochsBefore(uint64_t epoch, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch <= fence_epoch_) return;
+  fence_epoch_ = epoch;
+  fence_reason_ = reason;
+  cv_.notify_all();
+}
+
 bool AmWorld::IsDead(int world_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return dead_.count(world_id) > 0;
@@ -652,6 +660,9 @@ void AmWorld::DeliverLocked(const AmFrameHeader& h, std::span<const std::byte> p
 Status AmWorld::SendFrame(int dst, const AmFrameHeader& header, std::span<const std::byte> payload,
                           Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (header.epoch < fence_epoch_) {
+    return core::Unavailable(fmt::format("epoch {} fenced: {}", header.epoch, fence_reason_));
+  }
   if (dst == world_id_) {
     DeliverLocked(header, payload);
     return Status::Ok();
@@ -719,6 +730,9 @@ bool AmWorld::WaitLocked(std::unique_lock<std::mutex>& lock, Clock::time_point d
 Status AmWorld::GiveUpLocked(const AmRecvSlot& slot, std::span<const int> group) const {
   for (int m : group) {
     if (dead_.count(m)) return core::Unavailable(FailureTextLocked(m));
+  }
+  if (slot.key.epoch < fence_epoch_) {
+    return core::Unavailable(fmt::format("epoch {} fenced: {}", slot.key.epoch, fence_reason_));
   }
   auto left = left_.find(slot.key.src);
   if (left != left_.end()) {

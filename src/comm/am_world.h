@@ -163,6 +163,12 @@ class AmWorld {
   // waiter of a group containing it. Idempotent (the first reason is kept). Frames it sends
   // later are dropped; the connection is left open (closing could block on a stopped peer).
   void MarkDead(int world_id, const std::string& reason);
+  // Fails, with Unavailable "epoch E fenced: REASON", every receive of an epoch older than
+  // `epoch` (posted or to come) and every send of such an epoch, and wakes their waiters. The
+  // coordinator's abort of epoch E does this on every survivor, so no process keeps waiting on
+  // a peer that has moved on to the recovery (which communicates at epoch E or later).
+  // Monotonic: an older epoch than the current fence is ignored.
+  void FenceEpochsBefore(uint64_t epoch, const std::string& reason);
   bool IsDead(int world_id) const;
   std::map<int, std::string> dead() const;  // world id -> cause
   // OK, or Unavailable "world rank W (ADDRESS) failed: CAUSE" for the first dead member.
@@ -257,6 +263,8 @@ class AmWorld {
   std::condition_variable cv_;
   uint64_t transport_generation_ = 1;  // events of older transports are ignored
   AmAddressBook book_;
+  uint64_t fence_epoch_ = 0;  // FenceEpochsBefore
+  std::string fence_reason_;
   std::map<PeerId, Link> links_;                   // connections of the current transport
   std::map<int, PeerId> peer_of_;                  // world id -> its current connection
   std::map<int, uint64_t> hello_gen_;              // world id -> highest connection generation seen

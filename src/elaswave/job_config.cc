@@ -34,10 +34,14 @@ core::Json JobToJson(const ElasticJobConfig& job) {
                 {"layers", t.shape.num_blocks},
                 {"global_batch", t.shape.global_batch},
                 {"micro_batch", t.shape.micro_batch}};
-  j["model"] = {{"vocab", t.model.vocab},         {"hidden", t.model.hidden},
-                {"heads", t.model.num_heads},     {"layers", t.model.num_layers},
-                {"ffn", t.model.ffn_hidden},      {"max_seq", t.model.max_seq},
-                {"init_seed", t.model.init_seed}, {"dropout", t.model.dropout},
+  j["model"] = {{"vocab", t.model.vocab},
+                {"hidden", t.model.hidden},
+                {"heads", t.model.num_heads},
+                {"layers", t.model.num_layers},
+                {"ffn", t.model.ffn_hidden},
+                {"max_seq", t.model.max_seq},
+                {"init_seed", t.model.init_seed},
+                {"dropout", t.model.dropout},
                 {"dropout_seed", t.model.dropout_seed}};
   j["seq"] = t.seq;
   j["data_seed"] = t.data_seed;
@@ -55,7 +59,7 @@ core::Json JobToJson(const ElasticJobConfig& job) {
 }
 
 core::StatusOr<models::SmallGptConfig> ModelFromJson(const core::Json& model,
-                                                    const std::string& mp) {
+                                                     const std::string& mp) {
   RETURN_IF_ERROR(core::CheckKnownKeys(model, mp,
                                        {"vocab", "hidden", "heads", "layers", "ffn", "max_seq",
                                         "init_seed", "dropout", "dropout_seed"}));

@@ -21,25 +21,26 @@ struct ElasticJobConfig {
   int64_t steps = 10;
   std::vector<FaultEvent> faults;
   std::string transport = "ucx";
-  std::string run_dir;                 // logs, fault marks, the coordinator's address, spills
-  double heartbeat_s = 0.1;            // worker -> coordinator
-  double heartbeat_timeout_s = 1.0;    // silent this long: declared dead and fenced
-  double op_timeout_s = 30;            // a collective or receive waiting this long fails
-  double recovery_timeout_s = 60;      // a recovery not resumed by then ends the worker
-  double coordinator_timeout_s = 30;   // no coordinator this long: spill and exit
+  std::string run_dir;                // logs, fault marks, the coordinator's address, spills
+  double heartbeat_s = 0.1;           // worker -> coordinator
+  double heartbeat_timeout_s = 1.0;   // silent this long: declared dead and fenced
+  double op_timeout_s = 30;           // a collective or receive waiting this long fails
+  double recovery_timeout_s = 60;     // a recovery not resumed by then ends the worker
+  double coordinator_timeout_s = 30;  // no coordinator this long: spill and exit
 
   std::string AddressFile() const { return run_dir + "/coordinator.addr"; }
-  std::string WorkerLog(int world) const;       // run_dir/worker-W.jsonl
+  std::string WorkerLog(int world) const;  // run_dir/worker-W.jsonl
   std::string CoordinatorLog() const { return run_dir + "/coordinator.jsonl"; }
-  std::string FaultMark(size_t index) const;    // run_dir/fault-I.hit
-  std::string SpillFile(int world) const;       // run_dir/spill-W.json
+  std::string FaultMark(size_t index) const;  // run_dir/fault-I.hit
+  std::string SpillFile(int world) const;     // run_dir/spill-W.json
 };
 
 core::Json JobToJson(const ElasticJobConfig& job);
 // A model: a SmallGpt preset name (models/small_gpt_config.h) or a JSON file {vocab, hidden,
 // heads, layers, ffn, max_seq[, init_seed, dropout, dropout_seed]}.
 core::StatusOr<models::SmallGptConfig> LoadModel(const std::string& name_or_file);
-core::StatusOr<models::SmallGptConfig> ModelFromJson(const core::Json& j, const std::string& source);
+core::StatusOr<models::SmallGptConfig> ModelFromJson(const core::Json& j,
+                                                     const std::string& source);
 core::StatusOr<ElasticJobConfig> JobFromJson(const core::Json& j, const std::string& source);
 
 // Seconds on the clock every process of the machine shares (CLOCK_MONOTONIC), so the launcher

@@ -45,9 +45,7 @@ class LogTail {
   size_t offset_ = 0;
 };
 
-uint64_t ParseHex(const core::Json& j) {
-  return std::stoull(j.get<std::string>(), nullptr, 16);
-}
+uint64_t ParseHex(const core::Json& j) { return std::stoull(j.get<std::string>(), nullptr, 16); }
 
 std::vector<std::string> Argv(const std::string& exe, const std::string& job_file,
                               const std::vector<std::string>& extra) {
@@ -85,15 +83,16 @@ core::Json JobResult::ToJson() const {
       if (t < 0 || r.signal_s < 0) return nullptr;
       return t - r.signal_s;
     };
-    rec.push_back({{"epoch", r.epoch},
-                   {"dead", r.dead},
-                   {"redo_step", r.redo_step},
-                   {"detect_s", since(r.detect_s)},
-                   {"installed_s", since(r.installed_s)},
-                   {"mttr_resume_s", since(r.resumed_s)},
-                   {"mttr_commit_s", since(r.committed_s)},
-                   {"post_change_step_s", r.post_change_step_s >= 0 ? core::Json(r.post_change_step_s)
-                                                                     : core::Json(nullptr)}});
+    rec.push_back(
+        {{"epoch", r.epoch},
+         {"dead", r.dead},
+         {"redo_step", r.redo_step},
+         {"detect_s", since(r.detect_s)},
+         {"installed_s", since(r.installed_s)},
+         {"mttr_resume_s", since(r.resumed_s)},
+         {"mttr_commit_s", since(r.committed_s)},
+         {"post_change_step_s",
+          r.post_change_step_s >= 0 ? core::Json(r.post_change_step_s) : core::Json(nullptr)}});
   }
   j["recoveries"] = rec;
   return j;
@@ -104,17 +103,16 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   RETURN_IF_ERROR(ValidateJobShape(job.trainer.shape));
   for (size_t i = 0; i < job.faults.size(); ++i) {
     if (job.faults[i].action == FaultAction::kJoin) {
-      return core::InvalidArgument(fmt::format(
-          "faults: event {} ({}): join is not supported yet; kill, stop and slow are", i,
-          job.faults[i].Describe()));
+      return core::InvalidArgument(
+          fmt::format("faults: event {} ({}): join is not supported yet; kill, stop and slow are",
+                      i, job.faults[i].Describe()));
     }
   }
   if (job.run_dir.empty()) return core::InvalidArgument("run: no run directory");
   std::error_code ec;
   std::filesystem::create_directories(job.run_dir, ec);
   if (ec) {
-    return core::InvalidArgument(
-        fmt::format("run directory '{}': {}", job.run_dir, ec.message()));
+    return core::InvalidArgument(fmt::format("run directory '{}': {}", job.run_dir, ec.message()));
   }
   const std::string job_file = job.run_dir + "/job.json";
   RETURN_IF_ERROR(core::WriteJsonFile(job_file, JobToJson(job)));
@@ -128,14 +126,16 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   const int n = job.trainer.shape.processes();
   std::vector<std::unique_ptr<core::ChildProcess>> workers;
   for (int w = 0; w < n; ++w) {
-    ASSIGN_OR_RETURN(auto child, core::ChildProcess::Spawn(Argv(
-                                     o.self_exe, job_file, {"worker", "--rank", std::to_string(w)})));
+    ASSIGN_OR_RETURN(auto child,
+                     core::ChildProcess::Spawn(
+                         Argv(o.self_exe, job_file, {"worker", "--rank", std::to_string(w)})));
     workers.push_back(std::move(child));
   }
   say(fmt::format("started the coordinator and {} workers (dp {} x pp {} x tp {}) on this machine",
                   n, job.trainer.shape.dp, job.trainer.shape.pp, job.trainer.shape.tp));
   JobResult result;
-  for (size_t i = 0; i < job.faults.size(); ++i) result.faults.push_back({i, job.faults[i].Describe(), -1});
+  for (size_t i = 0; i < job.faults.size(); ++i)
+    result.faults.push_back({i, job.faults[i].Describe(), -1});
   std::vector<LogTail> tails;
   for (int w = 0; w < n; ++w) tails.emplace_back(job.WorkerLog(w));
   LogTail coordinator_tail(job.CoordinatorLog());
@@ -145,6 +145,7 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   bool coordinator_done = false;
   int coordinator_code = -1;
   std::vector<bool> exited(static_cast<size_t>(n), false);
+  double workers_done_s = -1;
   const auto deliver = [&](size_t i) {
     const FaultEvent& e = job.faults[i];
     const int sig = e.action == FaultAction::kKill ? SIGKILL : SIGSTOP;
@@ -185,11 +186,13 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
         const std::string ev = j.value("event", "");
         if (ev == "commit") committed_steps.insert(j.value("step", int64_t{-1}));
         if (ev == "step" && w == 0) {
-          say(fmt::format("step {} loss {:.6f}", j.value("step", int64_t{-1}), j.value("loss", 0.0)));
+          say(fmt::format("step {} loss {:.6f}", j.value("step", int64_t{-1}),
+                          j.value("loss", 0.0)));
         }
         if (ev == "resumed") {
-          say(fmt::format("rank {} resumed at step {} (epoch {}){}", w, j.value("step", int64_t{-1}),
-                          j.value("epoch", int64_t{-1}), j.value("spare", false) ? " as a spare" : ""));
+          say(fmt::format("rank {} resumed at step {} (epoch {}){}", w,
+                          j.value("step", int64_t{-1}), j.value("epoch", int64_t{-1}),
+                          j.value("spare", false) ? " as a spare" : ""));
         }
         events[static_cast<size_t>(w)].push_back(std::move(j));
       }
@@ -225,17 +228,18 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
       }
       all_exited = all_exited && exited[static_cast<size_t>(w)];
     }
-    if (all_exited && (coordinator_done || coordinator->Poll())) {
-      if (!coordinator_done) coordinator_code = *coordinator->Poll();
-      break;
+    if (all_exited && coordinator_done) break;
+    if (all_exited && !coordinator_done) {
+      if (workers_done_s < 0) workers_done_s = now;
+      if (now - workers_done_s > 5) coordinator->Signal(SIGKILL);  // it should have exited
     }
-    if (all_exited && !coordinator_done) coordinator->Signal(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   result.wall_s = MonotonicSeconds() - start_s;
   // Final read of every log.
   for (int w = 0; w < n; ++w) {
-    for (core::Json& j : tails[static_cast<size_t>(w)].Poll()) events[static_cast<size_t>(w)].push_back(std::move(j));
+    for (core::Json& j : tails[static_cast<size_t>(w)].Poll())
+      events[static_cast<size_t>(w)].push_back(std::move(j));
   }
   for (core::Json& j : coordinator_tail.Poll()) coordinator_events.push_back(std::move(j));
   if (result.failure.empty()) {
@@ -329,7 +333,8 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
 core::Json ReferenceToJson(const JobResult& r) {
   core::Json steps = core::Json::array();
   for (const StepSummary& s : r.steps) {
-    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"digest", fmt::format("{:016x}", s.digest)}});
+    steps.push_back(
+        {{"step", s.step}, {"loss", s.loss}, {"digest", fmt::format("{:016x}", s.digest)}});
   }
   return {{"kind", "elaswave-reference"}, {"version", 1}, {"steps", steps}};
 }
@@ -344,12 +349,13 @@ core::Status CheckAgainstReference(const JobResult& r, const core::Json& referen
     const uint64_t want = ParseHex(s["digest"]);
     auto it = mine.find(step);
     if (it == mine.end()) {
-      return core::FailedPrecondition(
-          fmt::format("{}: step {} is in the reference but this run has no record of it", source, step));
+      return core::FailedPrecondition(fmt::format(
+          "{}: step {} is in the reference but this run has no record of it", source, step));
     }
     if (it->second != want) {
-      return core::FailedPrecondition(fmt::format(
-          "{}: step {}: state digest {:016x}, the reference has {:016x}", source, step, it->second, want));
+      return core::FailedPrecondition(
+          fmt::format("{}: step {}: state digest {:016x}, the reference has {:016x}", source, step,
+                      it->second, want));
     }
   }
   return core::Status::Ok();

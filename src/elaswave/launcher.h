@@ -39,8 +39,8 @@ struct LaunchOptions {
 struct StepSummary {
   int64_t step = 0;
   double loss = 0;
-  uint64_t digest = 0;       // of every (slot, tp rank) state digest, in order
-  int slots = 0;             // (slot, tp rank) pairs seen
+  uint64_t digest = 0;  // of every (slot, tp rank) state digest, in order
+  int slots = 0;        // (slot, tp rank) pairs seen
   bool holders_agree = true;
 };
 
@@ -53,7 +53,7 @@ struct FaultRecord {
 struct RecoveryRecord {
   int64_t epoch = 0;
   std::vector<int> dead;
-  double signal_s = -1;     // the fault that caused it (monotonic), -1 if unknown
+  double signal_s = -1;  // the fault that caused it (monotonic), -1 if unknown
   double detect_s = -1, installed_s = -1, resumed_s = -1, committed_s = -1;  // absolute
   int64_t redo_step = -1;
   double post_change_step_s = -1;  // commit-to-commit after the redone step

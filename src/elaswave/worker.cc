@@ -53,13 +53,15 @@ ControlMessage ShutdownMessage(int code, std::string why) {
 
 class Worker {
  public:
-  Worker(const ElasticJobConfig& job, int world) : job_(job), world_id_(world), log_(job.WorkerLog(world)) {}
+  Worker(const ElasticJobConfig& job, int world)
+      : job_(job), world_id_(world), log_(job.WorkerLog(world)) {}
   int Run();
 
  private:
   // What a registration reports (the coordinator may be a restarted one).
   ControlMessage RegisterMessage();
-  core::StatusOr<ControlMessage> WaitFor(std::initializer_list<ControlKind> kinds, double timeout_s);
+  core::StatusOr<ControlMessage> WaitFor(std::initializer_list<ControlKind> kinds,
+                                         double timeout_s);
   void FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch);
   // Recovers from `abort` until resumed; returns the shutdown message if the job ends instead.
   std::optional<ControlMessage> Recover(ControlMessage abort);
@@ -102,8 +104,8 @@ core::StatusOr<ControlMessage> Worker::WaitFor(std::initializer_list<ControlKind
   while (true) {
     const double left = until - MonotonicSeconds();
     if (left <= 0) {
-      return core::DeadlineExceeded(fmt::format("rank {}: nothing from the coordinator in {} s",
-                                                world_id_, timeout_s));
+      return core::DeadlineExceeded(
+          fmt::format("rank {}: nothing from the coordinator in {} s", world_id_, timeout_s));
     }
     ASSIGN_OR_RETURN(ControlMessage m, client_->Next(left));
     if (m.kind == ControlKind::kShutdown || m.kind == ControlKind::kAbort) {
@@ -129,7 +131,8 @@ void Worker::FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch) {
   last_hook_s_ = MonotonicSeconds();
   for (size_t i = 0; i < job_.faults.size(); ++i) {
     const FaultEvent& e = job_.faults[i];
-    if (fired_.count(i) || e.at_time || e.target_coordinator || e.target_rank != world_id_) continue;
+    if (fired_.count(i) || e.at_time || e.target_coordinator || e.target_rank != world_id_)
+      continue;
     if (e.step != step || e.phase != phase) continue;
     if (e.micro_batch >= 0 && micro_batch >= 0 && e.micro_batch != micro_batch) continue;
     fired_.insert(i);
@@ -140,8 +143,11 @@ void Worker::FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch) {
     }
     if (e.action == FaultAction::kJoin) continue;
     // Tell the launcher, then wait for its signal (SIGKILL or SIGSTOP).
-    log_.Write({{"event", "fault_point"}, {"fault", i}, {"step", step},
-                {"phase", StepPhaseName(phase)}, {"micro_batch", micro_batch}});
+    log_.Write({{"event", "fault_point"},
+                {"fault", i},
+                {"step", step},
+                {"phase", StepPhaseName(phase)},
+                {"micro_batch", micro_batch}});
     (void)core::WriteFileAtomically(job_.FaultMark(i), fmt::format("{:.9f}\n", MonotonicSeconds()));
     for (int waited = 0; waited < 600; ++waited) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -171,14 +177,19 @@ void Worker::Spill(const std::string& why) {
   for (int s : store.Slots()) {
     auto packed = store.Pack(s);
     if (!packed.ok()) continue;
-    slots.push_back({{"slot", s}, {"offset", bin.size()}, {"floats", packed->size()},
+    slots.push_back({{"slot", s},
+                     {"offset", bin.size()},
+                     {"floats", packed->size()},
                      {"digest", Hex(store.Digest(s))}});
     bin.append(reinterpret_cast<const char*>(packed->data()), packed->size() * sizeof(float));
   }
   const std::string base = job_.SpillFile(world_id_);
   (void)core::WriteFileAtomically(base.substr(0, base.size() - 5) + ".bin", bin);
-  core::Json j = {{"world", world_id_}, {"tp_rank", trainer_->tp_rank()}, {"step", step},
-                  {"why", why}, {"slots", slots}};
+  core::Json j = {{"world", world_id_},
+                  {"tp_rank", trainer_->tp_rank()},
+                  {"step", step},
+                  {"why", why},
+                  {"slots", slots}};
   (void)core::WriteFileAtomically(base, j.dump(2) + "\n");
   log_.Write({{"event", "spilled"}, {"step", step}, {"why", why}});
 }
@@ -201,10 +212,13 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
       complete_step_ = abort.complete_step;
       dead_ = abort.dead;
     }
-    log_.Write({{"event", "abort"}, {"epoch", abort.epoch}, {"dead", abort.dead},
+    log_.Write({{"event", "abort"},
+                {"epoch", abort.epoch},
+                {"dead", abort.dead},
                 {"complete_step", abort.complete_step}});
     FaultPoint(StepPhase::kRecover, step_, -1);
-    for (int d : abort.dead) world_->MarkDead(d, fmt::format("declared dead at epoch {}", abort.epoch));
+    for (int d : abort.dead)
+      world_->MarkDead(d, fmt::format("declared dead at epoch {}", abort.epoch));
     world_->FenceEpochsBefore(static_cast<uint64_t>(abort.epoch),
                               fmt::format("epoch {} began", abort.epoch));
     const auto next_abort = [&]() -> std::optional<ControlMessage> {
@@ -237,7 +251,9 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
     }
     if (st.ok()) st = comm_->Reconfigure(live, static_cast<uint64_t>(abort.epoch));
     if (st.ok()) st = trainer_->Install(*candidate, *comm_);
-    log_.Write({{"event", "installed"}, {"epoch", abort.epoch}, {"ok", st.ok()},
+    log_.Write({{"event", "installed"},
+                {"epoch", abort.epoch},
+                {"ok", st.ok()},
                 {"why", st.ok() ? "" : st.message()}});
     if (st.ok()) {
       ControlMessage r;
@@ -250,8 +266,11 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
       if (m.ok() && m->kind == ControlKind::kResume) {
         resumed_plan_ = *candidate;
         step_ = m->step;
-        log_.Write({{"event", "resumed"}, {"epoch", abort.epoch}, {"step", step_},
-                    {"spare", !trainer_->computing()}, {"plan", Hex(candidate->digest)}});
+        log_.Write({{"event", "resumed"},
+                    {"epoch", abort.epoch},
+                    {"step", step_},
+                    {"spare", !trainer_->computing()},
+                    {"plan", Hex(candidate->digest)}});
         return std::nullopt;
       }
       if (!m.ok()) {
@@ -271,7 +290,8 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
 int Worker::Run() {
   const ElasticJobConfig& job = job_;
   auto transport = comm::MakeAmTransport(job.transport);
-  if (!transport.ok()) return (std::fprintf(stderr, "%s\n", transport.status().ToString().c_str()), 2);
+  if (!transport.ok())
+    return (std::fprintf(stderr, "%s\n", transport.status().ToString().c_str()), 2);
   if (auto st = (*transport)->Listen("127.0.0.1", 0); !st.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", world_id_, st.ToString().c_str());
     return 2;
@@ -292,7 +312,8 @@ int Worker::Run() {
         co, [this] { return RegisterMessage(); },
         [this](const ControlMessage& m) {
           if (m.kind != ControlKind::kAbort) return;
-          for (int d : m.dead) world_->MarkDead(d, fmt::format("declared dead at epoch {}", m.epoch));
+          for (int d : m.dead)
+            world_->MarkDead(d, fmt::format("declared dead at epoch {}", m.epoch));
           world_->FenceEpochsBefore(static_cast<uint64_t>(m.epoch),
                                     fmt::format("epoch {} began", m.epoch));
         });
@@ -308,7 +329,9 @@ int Worker::Run() {
   }
   log_.Write({{"event", "registered"}, {"address", world_->address()}, {"pid", ::getpid()}});
   auto roster = WaitFor({ControlKind::kRoster}, 120);
-  if (!roster.ok()) return (std::fprintf(stderr, "rank %d: %s\n", world_id_, roster.status().ToString().c_str()), 1);
+  if (!roster.ok())
+    return (std::fprintf(stderr, "rank %d: %s\n", world_id_, roster.status().ToString().c_str()),
+            1);
   if (roster->kind == ControlKind::kShutdown) return Finish(*roster);
   std::vector<int> members;
   for (const auto& [w, a] : roster->addresses) {
@@ -360,9 +383,9 @@ int Worker::Run() {
         log_.Write({{"event", "step_failed"}, {"step", step_}, {"why", report.status().message()}});
         auto m = WaitFor({}, job.recovery_timeout_s);
         if (!m.ok()) {
-          return Finish(ShutdownMessage(1, fmt::format("step {} failed ({}) and no abort came: {}",
-                                                       step_, report.status().message(),
-                                                       m.status().message())));
+          return Finish(
+              ShutdownMessage(1, fmt::format("step {} failed ({}) and no abort came: {}", step_,
+                                             report.status().message(), m.status().message())));
         }
         interrupt = *m;
       } else {
@@ -395,8 +418,12 @@ int Worker::Run() {
           for (const SlotDigest& d : trainer_->Digests()) {
             digests.push_back({d.slot, d.tp_rank, Hex(d.digest)});
           }
-          log_.Write({{"event", "step"}, {"step", step_}, {"epoch", epoch_}, {"loss", report->loss},
-                      {"attempts", report->attempts}, {"digests", digests}});
+          log_.Write({{"event", "step"},
+                      {"step", step_},
+                      {"epoch", epoch_},
+                      {"loss", report->loss},
+                      {"attempts", report->attempts},
+                      {"digests", digests}});
           ++step_;
           continue;
         }
@@ -432,7 +459,9 @@ int RunCoordinator(const ElasticJobConfig& job, bool restarted) {
     std::fprintf(stderr, "coordinator: %s\n", c.status().ToString().c_str());
     return 2;
   }
-  log.Write({{"event", "listening"}, {"address", (*c)->address()}, {"restarted", restarted},
+  log.Write({{"event", "listening"},
+             {"address", (*c)->address()},
+             {"restarted", restarted},
              {"pid", ::getpid()}});
   if (auto st = core::WriteFileAtomically(job.AddressFile(), (*c)->address() + "\n"); !st.ok()) {
     std::fprintf(stderr, "coordinator: %s\n", st.ToString().c_str());

@@ -13,13 +13,13 @@
 namespace tessera::cli {
 namespace {
 
-struct ProcessArgs {
+struct ElasWaveProcessArgs {
   std::string job_path;
   int rank = 0;
   bool restarted = false;
 };
 
-core::Status RunProcess(const ProcessArgs& a, bool worker) {
+core::Status RunElasWaveProcess(const ElasWaveProcessArgs& a, bool worker) {
   RETURN_IF_ERROR(kernels::SetBlasNumThreads(1));  // the same GEMM bits in every process
   ASSIGN_OR_RETURN(const core::Json j, core::ReadJsonFile(a.job_path));
   ASSIGN_OR_RETURN(const elaswave::ElasticJobConfig job, elaswave::JobFromJson(j, a.job_path));
@@ -27,8 +27,8 @@ core::Status RunProcess(const ProcessArgs& a, bool worker) {
     return core::InvalidArgument(fmt::format("--rank: got {}, the job has {} processes", a.rank,
                                              job.trainer.shape.processes()));
   }
-  const int code = worker ? elaswave::RunWorker(job, a.rank)
-                          : elaswave::RunCoordinator(job, a.restarted);
+  const int code =
+      worker ? elaswave::RunWorker(job, a.rank) : elaswave::RunCoordinator(job, a.restarted);
   std::fflush(stdout);
   std::_Exit(code);  // skip static destructors: peers may still be tearing down connections
 }
@@ -36,20 +36,20 @@ core::Status RunProcess(const ProcessArgs& a, bool worker) {
 }  // namespace
 
 void AddElasWaveProcesses(CLI::App* elaswave, Action* action) {
-  auto w = std::make_shared<ProcessArgs>();
+  auto w = std::make_shared<ElasWaveProcessArgs>();
   CLI::App* wc = elaswave->add_subcommand(
       "worker", "(started by `elaswave run`) one training process of an elastic job");
   wc->add_option("--job", w->job_path, "the job file `run` wrote")->required();
   wc->add_option("--rank", w->rank, "this process's world id")
       ->transform(Integer(0, 4095))
       ->required();
-  wc->callback([action, w] { *action = [w] { return RunProcess(*w, true); }; });
-  auto c = std::make_shared<ProcessArgs>();
+  wc->callback([action, w] { *action = [w] { return RunElasWaveProcess(*w, true); }; });
+  auto c = std::make_shared<ElasWaveProcessArgs>();
   CLI::App* cc = elaswave->add_subcommand(
       "coordinator", "(started by `elaswave run`) the coordinator of an elastic job");
   cc->add_option("--job", c->job_path, "the job file `run` wrote")->required();
   cc->add_flag("--restarted", c->restarted, "a predecessor died: rebuild from re-registrations");
-  cc->callback([action, c] { *action = [c] { return RunProcess(*c, false); }; });
+  cc->callback([action, c] { *action = [c] { return RunElasWaveProcess(*c, false); }; });
 }
 
 }  // namespace tessera::cli

@@ -19,7 +19,7 @@
 namespace tessera::cli {
 namespace {
 
-struct RunArgs {
+struct ElasWaveRunArgs {
   std::string model = "gpt-mini";
   int dp = 2, pp = 2, tp = 2;
   int64_t processes = -1;
@@ -32,9 +32,9 @@ struct RunArgs {
   bool quiet = false;
 };
 
-std::string Seconds(double s) { return s < 0 ? "-" : core::Fixed(s, 3); }
+std::string SecondsCell(double s) { return s < 0 ? "-" : core::Fixed(s, 3); }
 
-core::Status RunElasWave(const RunArgs& a) {
+core::Status RunElasWave(const ElasWaveRunArgs& a) {
   elaswave::LaunchOptions o;
   elaswave::ElasticJobConfig& job = o.job;
   elaswave::TrainerOptions& t = job.trainer;
@@ -42,8 +42,8 @@ core::Status RunElasWave(const RunArgs& a) {
   t.model.dropout = static_cast<float>(a.dropout);
   t.seq = a.seq > 0 ? a.seq : t.model.max_seq;
   if (t.seq > t.model.max_seq) {
-    return core::InvalidArgument(fmt::format("--seq: got {}, the model has {} positions", t.seq,
-                                             t.model.max_seq));
+    return core::InvalidArgument(
+        fmt::format("--seq: got {}, the model has {} positions", t.seq, t.model.max_seq));
   }
   t.shape.dp = a.dp;
   t.shape.pp = a.pp;
@@ -61,8 +61,8 @@ core::Status RunElasWave(const RunArgs& a) {
     }
     return core::InvalidArgument(m);
   }
-  RETURN_IF_ERROR(models::ValidateSmallGptConfig(t.model, a.tp).WithPrefix("--tp " +
-                                                                            std::to_string(a.tp)));
+  RETURN_IF_ERROR(
+      models::ValidateSmallGptConfig(t.model, a.tp).WithPrefix("--tp " + std::to_string(a.tp)));
   job.steps = a.steps;
   if (!a.faults_path.empty()) {
     ASSIGN_OR_RETURN(job.faults, elaswave::LoadFaultPlan(a.faults_path, t.shape, a.steps));
@@ -73,10 +73,13 @@ core::Status RunElasWave(const RunArgs& a) {
   job.recovery_timeout_s = a.recovery_timeout_s;
   job.coordinator_timeout_s = a.coordinator_timeout_s;
   core::Json reference;
-  if (!a.check_ref.empty()) ASSIGN_OR_RETURN(reference, core::ReadJsonFile(a.check_ref));
+  if (!a.check_ref.empty()) {
+    ASSIGN_OR_RETURN(reference, core::ReadJsonFile(a.check_ref));
+  }
   job.run_dir = a.run_dir;
   if (job.run_dir.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tessera-elaswave-XXXXXX").string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "tessera-elaswave-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) return core::Internal("cannot create a run directory in /tmp");
     job.run_dir = tmpl;
   }
@@ -116,9 +119,9 @@ core::Status RunElasWave(const RunArgs& a) {
     for (const auto& x : r.recoveries) {
       const auto since = [&](double v) { return v < 0 || x.signal_s < 0 ? -1.0 : v - x.signal_s; };
       rt.AddRow({std::to_string(x.epoch), fmt::format("{}", fmt::join(x.dead, ",")),
-                 std::to_string(x.redo_step), Seconds(since(x.detect_s)),
-                 Seconds(since(x.installed_s)), Seconds(since(x.resumed_s)),
-                 Seconds(since(x.committed_s)), Seconds(x.post_change_step_s)});
+                 std::to_string(x.redo_step), SecondsCell(since(x.detect_s)),
+                 SecondsCell(since(x.installed_s)), SecondsCell(since(x.resumed_s)),
+                 SecondsCell(since(x.committed_s)), SecondsCell(x.post_change_step_s)});
     }
     std::printf("\nrecoveries (seconds after the signal; measured):\n%s", rt.Render().c_str());
   }
@@ -147,16 +150,23 @@ core::Status RunElasWave(const RunArgs& a) {
 }  // namespace
 
 void AddElasWaveRun(CLI::App* elaswave, Action* action) {
-  auto a = std::make_shared<RunArgs>();
+  auto a = std::make_shared<ElasWaveRunArgs>();
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = elaswave->add_subcommand(
       "run", "Train dp x pp x tp processes of SmallGpt that survive kill -9 and SIGSTOP");
-  c->add_option("--model", a->model, "a SmallGpt preset (gpt-mini, gpt-tiny, gpt-small) or a JSON file")
+  c->add_option("--model", a->model,
+                "a SmallGpt preset (gpt-mini, gpt-tiny, gpt-small) or a JSON file")
       ->capture_default_str();
   paths->RecordInput("--model", &a->model);
-  c->add_option("--dp", a->dp, "data-parallel replicas")->transform(Integer(1, 1024))->capture_default_str();
-  c->add_option("--pp", a->pp, "pipeline stages")->transform(Integer(1, 1024))->capture_default_str();
-  c->add_option("--tp", a->tp, "tensor-parallel degree")->transform(Integer(1, 64))->capture_default_str();
+  c->add_option("--dp", a->dp, "data-parallel replicas")
+      ->transform(Integer(1, 1024))
+      ->capture_default_str();
+  c->add_option("--pp", a->pp, "pipeline stages")
+      ->transform(Integer(1, 1024))
+      ->capture_default_str();
+  c->add_option("--tp", a->tp, "tensor-parallel degree")
+      ->transform(Integer(1, 64))
+      ->capture_default_str();
   c->add_option("--processes", a->processes, "expected processes (checked against dp x pp x tp)")
       ->transform(Integer(1, 4096));
   c->add_option("--global-batch", a->global_batch, "sequences per step")
@@ -165,13 +175,17 @@ void AddElasWaveRun(CLI::App* elaswave, Action* action) {
   c->add_option("--micro-batch", a->micro_batch, "sequences per micro-batch")
       ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
-  c->add_option("--steps", a->steps, "training steps")->transform(Integer(1, 1000000))->capture_default_str();
+  c->add_option("--steps", a->steps, "training steps")
+      ->transform(Integer(1, 1000000))
+      ->capture_default_str();
   c->add_option("--seq", a->seq, "tokens per sequence (default: the model's positions)")
       ->transform(Integer(1, 1 << 16));
   c->add_option("--dropout", a->dropout, "residual dropout probability")
       ->check(Number(0, 0.9))
       ->capture_default_str();
-  c->add_option("--lr", a->learning_rate, "AdamW learning rate")->check(Number(0, 1))->capture_default_str();
+  c->add_option("--lr", a->learning_rate, "AdamW learning rate")
+      ->check(Number(0, 1))
+      ->capture_default_str();
   c->add_option("--seed", a->seed, "data seed")->transform(Seed())->capture_default_str();
   paths->Input(c, "--faults", &a->faults_path, "a fault file (see docs/elaswave.md)");
   paths->OutputFolder(c, "--run-dir", &a->run_dir,

@@ -19,7 +19,7 @@
 namespace tessera::cli {
 namespace {
 
-struct RunArgs {
+struct TarotRunArgs {
   std::string image, query, box, scene, system = "full";
   TarotBackendArgs backends;
   std::string out, overlay, trace;
@@ -31,7 +31,7 @@ std::string BoxText(const tarot::Box& b) {
          core::Fixed(b.y1, 0);
 }
 
-core::Status RunRun(const RunArgs& a) {
+core::Status RunRun(const TarotRunArgs& a) {
   tarot::RunRequest r;
   r.image_path = a.image;
   r.query = a.query;
@@ -107,7 +107,7 @@ core::Status RunRun(const RunArgs& a) {
 }  // namespace
 
 void AddTarotRun(CLI::App* tarot, Action* action) {
-  auto a = std::make_shared<RunArgs>();
+  auto a = std::make_shared<TarotRunArgs>();
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = tarot->add_subcommand(
       "run", "Segment what a referring expression (or a box) names in one image");
