@@ -226,7 +226,12 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
       if (!m.ok()) return ShutdownMessage(1, m.status().message());
       return *m;
     };
-    core::Status st = trainer_->store().Restore(abort.complete_step);
+    // A worker that computed under the resumed plan rolls back to the last complete step; a
+    // spare holds nothing to roll back.
+    core::Status st;
+    if (resumed_plan_.Position(world_id_).first >= 0) {
+      st = trainer_->store().Restore(abort.complete_step);
+    }
     std::set<int> newly;
     for (int d : abort.dead) {
       if (!resumed_plan_.dead.count(d)) newly.insert(d);
@@ -280,7 +285,17 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
       abort = *m;
       continue;
     }
-    // Another failure during the recovery: the next abort says who.
+    // A communication failure during the recovery means another death: the next abort says
+    // who. Any other failure cannot be waited out: the job ends with it.
+    if (st.code() != core::StatusCode::kUnavailable &&
+        st.code() != core::StatusCode::kDeadlineExceeded) {
+      ControlMessage r;
+      r.kind = ControlKind::kReady;
+      r.epoch = abort.epoch;
+      r.digest = 0;
+      r.why = fmt::format("rank {} could not recover: {}", world_id_, st.message());
+      (void)client_->Send(r);
+    }
     auto m = next_abort();
     if (m->kind == ControlKind::kShutdown) return m;
     abort = *m;
