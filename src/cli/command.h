@@ -70,6 +70,7 @@ void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
 // Adds `tessera elaswave ...` (elastic training that survives losing ranks).
 void AddElasWaveCommands(CLI::App& root, Action* action);
 void AddElasWaveRun(CLI::App* elaswave, Action* action);
+void AddElasWaveBench(CLI::App* elaswave, Action* action);
 // `elaswave worker` and `elaswave coordinator`: the processes `run` starts.
 void AddElasWaveProcesses(CLI::App* elaswave, Action* action);
 

@@ -134,7 +134,14 @@ void Worker::FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch) {
     if (fired_.count(i) || e.at_time || e.target_coordinator || e.target_rank != world_id_)
       continue;
     if (e.step != step || e.phase != phase) continue;
-    if (e.micro_batch >= 0 && micro_batch >= 0 && e.micro_batch != micro_batch) continue;
+    if (e.micro_batch >= 0 && micro_batch >= 0 && e.micro_batch != micro_batch) {
+      // A micro-batch this rank does not run: the fault fires at its first one instead.
+      const auto [p, j] = trainer_->plan().Position(world_id_);
+      const PlanPipeline* pipe = p >= 0 ? &trainer_->plan().pipelines[p] : nullptr;
+      const bool runs_it = pipe && e.micro_batch >= pipe->first_micro_batch &&
+                           e.micro_batch < pipe->first_micro_batch + pipe->micro_batches;
+      if (runs_it || !pipe || micro_batch != pipe->first_micro_batch) continue;
+    }
     fired_.insert(i);
     if (e.action == FaultAction::kSlow) {
       slow_factor_ = e.slow_factor;

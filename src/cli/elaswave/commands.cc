@@ -9,6 +9,7 @@ void AddElasWaveCommands(CLI::App& root, Action* action) {
       "elaswave", "ElasWave: elastic hybrid-parallel training that survives losing ranks");
   e->require_subcommand(1);
   AddElasWaveRun(e, action);
+  AddElasWaveBench(e, action);
   AddElasWaveProcesses(e, action);
 }
 

@@ -1,6 +1,8 @@
 // `tessera elaswave worker|coordinator --job F`: the processes `tessera elaswave run` starts,
 // one per rank and one coordinator; they read the job file `run` wrote. Not for direct use
 // (their help says so); they exit with the job's code (0 finished, 1 failed).
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <memory>
 

@@ -1,0 +1,33 @@
+// The options every `tessera elaswave` command that starts a job shares (run, bench): the model,
+// the dp x pp x tp shape, the batch, the steps, the timeouts and the run directory, and how they
+// become a LaunchOptions (checked before any process starts, each error naming its flag).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/options.h"
+#include "core/status.h"
+#include "elaswave/launcher.h"
+
+namespace tessera::cli {
+
+struct ElasWaveJobArgs {
+  std::string model = "gpt-mini";
+  int dp = 2, pp = 2, tp = 2;
+  int64_t processes = -1;
+  int64_t global_batch = 32, micro_batch = 2, steps = 20, seq = -1;
+  double dropout = 0.1, learning_rate = 1e-3;
+  int64_t seed = 1;
+  std::string run_dir;
+  double heartbeat_timeout_s = 1.0, op_timeout_s = 30, recovery_timeout_s = 60;
+  double coordinator_timeout_s = 30, job_timeout_s = 900;
+  bool quiet = false;
+};
+
+void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
+// The launch options of the job (no faults), with a fresh run directory in /tmp when none was
+// given, progress to stderr unless --quiet, and one line on stderr naming the run directory.
+core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobArgs& a);
+
+}  // namespace tessera::cli
