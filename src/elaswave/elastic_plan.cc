@@ -162,8 +162,20 @@ core::StatusOr<ElasticPlan> InitialPlan(const JobShape& shape, const std::vector
   return plan;
 }
 
+core::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const std::string& name) {
+  if (name == "elaswave") return RecoveryPolicy::kElasWave;
+  if (name == "torchft") return RecoveryPolicy::kTorchFt;
+  return core::InvalidArgument(fmt::format("policy: got '{}', must be one of elaswave, torchft",
+                                           core::Utf8Prefix(name, 40)));
+}
+
+std::string RecoveryPolicyName(RecoveryPolicy p) {
+  return p == RecoveryPolicy::kTorchFt ? "torchft" : "elaswave";
+}
+
 core::StatusOr<ElasticPlan> Replan(const JobShape& shape, const std::vector<SlotCost>& costs,
-                                   const ElasticPlan& previous, const std::set<int>& newly_dead) {
+                                   const ElasticPlan& previous, const std::set<int>& newly_dead,
+                                   RecoveryPolicy policy) {
   if (static_cast<int>(costs.size()) != shape.num_slots()) {
     return core::InvalidArgument(
         fmt::format("replan: {} slot costs for {} slots", costs.size(), shape.num_slots()));
@@ -186,6 +198,7 @@ core::StatusOr<ElasticPlan> Replan(const JobShape& shape, const std::vector<Slot
       if (!HasDead(s.ranks, plan.dead)) alive.push_back(s);
     }
     if (alive.empty()) continue;
+    if (policy == RecoveryPolicy::kTorchFt && alive.size() != prev.stages.size()) continue;
     PlanPipeline p = prev;
     if (alive.size() != prev.stages.size()) {
       std::vector<StageResources> res(alive.size());
@@ -238,7 +251,16 @@ core::StatusOr<ElasticPlan> Replan(const JobShape& shape, const std::vector<Slot
       }
     }
   }
-  RETURN_IF_ERROR(AssignCounts(shape, plan));
+  if (policy == RecoveryPolicy::kTorchFt) {
+    // Each surviving replica keeps its own share of the batch; the rest is lost this step.
+    const int64_t per = shape.num_micro_batches() / shape.dp;
+    for (PlanPipeline& p : plan.pipelines) {
+      p.micro_batches = per;
+      p.first_micro_batch = p.replica * per;
+    }
+  } else {
+    RETURN_IF_ERROR(AssignCounts(shape, plan));
+  }
   Seal(plan);
   return plan;
 }

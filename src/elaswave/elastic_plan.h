@@ -24,6 +24,11 @@
 //    lower world id. A (slot, r) with no live holder left is unrecoverable: FailedPrecondition
 //    "unrecoverable: block 6 (tp rank 1) was held by ranks 3, 11 only, all dead".
 //  - No live pipeline: FailedPrecondition "unrecoverable: no pipeline has a live group ...".
+// The torchft policy (the baseline users know: TorchFT drops the replica group of a dead rank
+// and averages over the participants) instead drops every pipeline that lost a group -- its
+// live members become spares, nothing moves -- and keeps each surviving pipeline's own
+// micro-batches [d M/dp, (d+1) M/dp): the global batch shrinks to the participants' share, and
+// the loss is normalised by the participating tokens.
 // Thread-safety: value types and pure functions.
 #pragma once
 
@@ -86,8 +91,14 @@ std::vector<SlotCost> GptSlotCosts(const GptDims& dims, int64_t micro_batch, int
 // micro-batches split evenly; epoch 0.
 core::StatusOr<ElasticPlan> InitialPlan(const JobShape& shape, const std::vector<SlotCost>& costs);
 
+enum class RecoveryPolicy { kElasWave, kTorchFt };
+// "elaswave" | "torchft"; InvalidArgument naming the value and the choices otherwise.
+core::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const std::string& name);
+std::string RecoveryPolicyName(RecoveryPolicy p);
+
 // The plan after `newly_dead` world ids died, from the plan in force (epoch + 1).
 core::StatusOr<ElasticPlan> Replan(const JobShape& shape, const std::vector<SlotCost>& costs,
-                                   const ElasticPlan& previous, const std::set<int>& newly_dead);
+                                   const ElasticPlan& previous, const std::set<int>& newly_dead,
+                                   RecoveryPolicy policy = RecoveryPolicy::kElasWave);
 
 }  // namespace tessera::elaswave

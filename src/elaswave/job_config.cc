@@ -48,6 +48,7 @@ core::Json JobToJson(const ElasticJobConfig& job) {
   j["learning_rate"] = t.adamw.learning_rate;
   j["steps"] = job.steps;
   j["faults"] = FaultPlanToJson(job.faults);
+  j["policy"] = RecoveryPolicyName(job.policy);
   j["transport"] = job.transport;
   j["run_dir"] = job.run_dir;
   j["heartbeat_s"] = job.heartbeat_s;
@@ -102,7 +103,7 @@ core::StatusOr<ElasticJobConfig> JobFromJson(const core::Json& j, const std::str
   RETURN_IF_ERROR(core::CheckKnownKeys(
       j, source,
       {"kind", "version", "shape", "model", "seq", "data_seed", "learning_rate", "steps", "faults",
-       "transport", "run_dir", "heartbeat_s", "heartbeat_timeout_s", "op_timeout_s",
+       "policy", "transport", "run_dir", "heartbeat_s", "heartbeat_timeout_s", "op_timeout_s",
        "recovery_timeout_s", "coordinator_timeout_s"}));
   ElasticJobConfig job;
   TrainerOptions& t = job.trainer;
@@ -132,6 +133,8 @@ core::StatusOr<ElasticJobConfig> JobFromJson(const core::Json& j, const std::str
   ASSIGN_OR_RETURN(const core::Json* faults, core::Member(j, source, "faults"));
   ASSIGN_OR_RETURN(job.faults,
                    ParseFaultPlan(*faults, core::JoinPath(source, "faults"), t.shape, job.steps));
+  ASSIGN_OR_RETURN(const std::string policy, core::GetString(j, source, "policy"));
+  ASSIGN_OR_RETURN(job.policy, ParseRecoveryPolicy(policy));
   ASSIGN_OR_RETURN(job.transport, core::GetString(j, source, "transport"));
   ASSIGN_OR_RETURN(job.run_dir, core::GetString(j, source, "run_dir"));
   ASSIGN_OR_RETURN(job.heartbeat_s, core::GetDoubleInRange(j, source, "heartbeat_s", 0.001, 10.0));

@@ -20,6 +20,7 @@ struct ElasticJobConfig {
   TrainerOptions trainer;
   int64_t steps = 10;
   std::vector<FaultEvent> faults;
+  RecoveryPolicy policy = RecoveryPolicy::kElasWave;
   std::string transport = "ucx";
   std::string run_dir;                // logs, fault marks, the coordinator's address, spills
   double heartbeat_s = 0.1;           // worker -> coordinator

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -98,8 +99,7 @@ core::Json JobResult::ToJson() const {
   return j;
 }
 
-core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
-  const ElasticJobConfig& job = o.job;
+core::Status CheckLaunchable(const ElasticJobConfig& job) {
   RETURN_IF_ERROR(ValidateJobShape(job.trainer.shape));
   for (size_t i = 0; i < job.faults.size(); ++i) {
     if (job.faults[i].action == FaultAction::kJoin) {
@@ -108,6 +108,12 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
                       i, job.faults[i].Describe()));
     }
   }
+  return core::Status::Ok();
+}
+
+core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
+  const ElasticJobConfig& job = o.job;
+  RETURN_IF_ERROR(CheckLaunchable(job));
   if (job.run_dir.empty()) return core::InvalidArgument("run: no run directory");
   std::error_code ec;
   std::filesystem::create_directories(job.run_dir, ec);
@@ -359,6 +365,27 @@ core::Status CheckAgainstReference(const JobResult& r, const core::Json& referen
     }
   }
   return core::Status::Ok();
+}
+
+core::StatusOr<LossDeviation> CompareLoss(const JobResult& r, const core::Json& reference,
+                                          const std::string& source) {
+  RETURN_IF_ERROR(core::CheckKindAndVersion(reference, source, "elaswave-reference", 1));
+  std::map<int64_t, double> ref;
+  for (const core::Json& s : reference.value("steps", core::Json::array())) {
+    ref[s.value("step", int64_t{-1})] = s.value("loss", 0.0);
+  }
+  LossDeviation d;
+  double sum = 0;
+  for (const StepSummary& s : r.steps) {
+    auto it = ref.find(s.step);
+    if (it == ref.end() || it->second == 0) continue;
+    const double dev = std::fabs(s.loss - it->second) / std::fabs(it->second);
+    sum += dev;
+    d.max = std::max(d.max, dev);
+    ++d.steps;
+  }
+  d.mean = d.steps > 0 ? sum / d.steps : 0;
+  return d;
 }
 
 }  // namespace tessera::elaswave

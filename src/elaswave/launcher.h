@@ -70,6 +70,9 @@ struct JobResult {
 };
 
 core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& options);
+// The checks LaunchElasticJob makes before it starts anything (the shape, the fault events this
+// version can deliver), for a caller that wants them before it creates a run directory.
+core::Status CheckLaunchable(const ElasticJobConfig& job);
 
 // Reference files (--save-ref / --check): per step the loss and the digest.
 core::Json ReferenceToJson(const JobResult& r);
@@ -77,5 +80,13 @@ core::Json ReferenceToJson(const JobResult& r);
 // differs (steps the reference lacks are not compared; a run missing a reference step differs).
 core::Status CheckAgainstReference(const JobResult& r, const core::Json& reference,
                                    const std::string& source);
+// How far a run's loss curve is from a reference's: mean and max over the steps both have of
+// |loss - ref| / ref (0 for a run that is bitwise equal).
+struct LossDeviation {
+  int steps = 0;
+  double mean = 0, max = 0;
+};
+core::StatusOr<LossDeviation> CompareLoss(const JobResult& r, const core::Json& reference,
+                                          const std::string& source);
 
 }  // namespace tessera::elaswave

@@ -258,7 +258,10 @@ core::StatusOr<StepReport> ElasticTrainer::ComputeOnce(int64_t step, bool& overf
   const int j = stage_index_;
   const int64_t m = pipe.micro_batches, first = pipe.first_micro_batch;
   const int64_t M = shape.num_micro_batches();
-  const double n_tok = static_cast<double>(shape.global_batch * options_.seq);
+  // The target tokens of the micro-batches this step runs: the global batch's under elaswave
+  // (every micro-batch runs), the participants' share under torchft.
+  const double n_tok =
+      static_cast<double>(plan_.total_micro_batches() * shape.micro_batch * options_.seq);
   const int r = tp_rank();
   int prev = -1, next = -1;
   if (j > 0) {

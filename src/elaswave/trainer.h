@@ -10,7 +10,8 @@
 //    S warms up with min(S - j - 1, m_p) forwards); activations and their gradients go between
 //    stages as point-to-point messages tagged by micro-batch id.
 //  - Loss = (1 / N_tok) sum_k sum_{i in mu_k} l_i with N_tok = B x seq, the target tokens of
-//    the global batch: backward starts from 1 / N_tok whatever the number of survivors.
+//    the global batch: backward starts from 1 / N_tok whatever the number of survivors (under
+//    the torchft policy's plans, N_tok counts the micro-batches that run: the batch shrinks).
 //  - Gradients: after each micro-batch's backward, each held slot's fp32 gradient is added to
 //    an int64 accumulator at the slot's fixed-point exponent (fixed_point_grad.h; bound = the
 //    slot's exact global max |g| of the previous step). The holders of a slot then sum their

@@ -243,7 +243,7 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
     for (int d : abort.dead) {
       if (!resumed_plan_.dead.count(d)) newly.insert(d);
     }
-    auto candidate = Replan(job_.trainer.shape, costs_, resumed_plan_, newly);
+    auto candidate = Replan(job_.trainer.shape, costs_, resumed_plan_, newly, job_.policy);
     if (st.ok() && !candidate.ok()) {
       ControlMessage r;
       r.kind = ControlKind::kReady;

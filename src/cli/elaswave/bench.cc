@@ -30,6 +30,7 @@ std::string Cell(double v) { return v < 0 ? "-" : core::Fixed(v, 3); }
 core::Status RunElasWaveBench(const ElasWaveBenchArgs& a) {
   elaswave::FaultBenchOptions o;
   ASSIGN_OR_RETURN(o.launch, ElasWaveLaunchOptions(a.job));
+  RETURN_IF_ERROR(PrepareRunDirectory(a.job, o.launch));
   o.runs = static_cast<int>(a.runs);
   o.seed = static_cast<uint64_t>(a.fault_seed);
   o.action = a.action == "stop" ? elaswave::FaultAction::kStop : elaswave::FaultAction::kKill;

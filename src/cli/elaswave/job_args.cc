@@ -38,18 +38,12 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   RETURN_IF_ERROR(
       models::ValidateSmallGptConfig(t.model, a.tp).WithPrefix("--tp " + std::to_string(a.tp)));
   job.steps = a.steps;
+  ASSIGN_OR_RETURN(job.policy, elaswave::ParseRecoveryPolicy(a.policy));
   job.transport = "ucx";
   job.heartbeat_timeout_s = a.heartbeat_timeout_s;
   job.op_timeout_s = a.op_timeout_s;
   job.recovery_timeout_s = a.recovery_timeout_s;
   job.coordinator_timeout_s = a.coordinator_timeout_s;
-  job.run_dir = a.run_dir;
-  if (job.run_dir.empty()) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "tessera-elaswave-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) return core::Internal("cannot create a run directory in /tmp");
-    job.run_dir = tmpl;
-  }
   char exe[4096];
   const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (len <= 0) return core::Internal("cannot find the tessera binary (/proc/self/exe)");
@@ -58,13 +52,25 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   if (!a.quiet) {
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
+  return o;
+}
+
+core::Status PrepareRunDirectory(const ElasWaveJobArgs& a, elaswave::LaunchOptions& o) {
+  elaswave::ElasticJobConfig& job = o.job;
+  job.run_dir = a.run_dir;
+  if (job.run_dir.empty()) {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "tessera-elaswave-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return core::Internal("cannot create a run directory in /tmp");
+    job.run_dir = tmpl;
+  }
   std::fprintf(stderr, "run directory: %s%s\n", job.run_dir.c_str(),
                job.trainer.shape.processes() > static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))
                    ? fmt::format(" ({} processes on {} cores: oversubscribed)",
                                  job.trainer.shape.processes(), ::sysconf(_SC_NPROCESSORS_ONLN))
                          .c_str()
                    : "");
-  return o;
+  return core::Status::Ok();
 }
 
 void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths) {
@@ -120,6 +126,11 @@ void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths)
       ->capture_default_str();
   c->add_option("--job-timeout", a->job_timeout_s, "seconds for the whole job (a hang guard)")
       ->check(PositiveNumber(86400))
+      ->capture_default_str();
+  c->add_option("--policy", a->policy,
+                "elaswave (per-step recovery, batch kept) or torchft (drop the replica, shrink "
+                "the batch)")
+      ->check(CLI::IsMember({"elaswave", "torchft"}))
       ->capture_default_str();
   c->add_flag("--quiet", a->quiet, "no progress lines on stderr");
 }

@@ -19,6 +19,7 @@ struct ElasWaveJobArgs {
   int64_t global_batch = 32, micro_batch = 2, steps = 20, seq = -1;
   double dropout = 0.1, learning_rate = 1e-3;
   int64_t seed = 1;
+  std::string policy = "elaswave";
   std::string run_dir;
   double heartbeat_timeout_s = 1.0, op_timeout_s = 30, recovery_timeout_s = 60;
   double coordinator_timeout_s = 30, job_timeout_s = 900;
@@ -26,8 +27,11 @@ struct ElasWaveJobArgs {
 };
 
 void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
-// The launch options of the job (no faults), with a fresh run directory in /tmp when none was
-// given, progress to stderr unless --quiet, and one line on stderr naming the run directory.
+// The launch options of the job (no faults, no run directory yet), progress to stderr unless
+// --quiet; every check of the options is made here.
 core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobArgs& a);
+// After every other check: the run directory (--run-dir, or a new folder in /tmp) and one line
+// on stderr naming it (and saying when the processes oversubscribe the cores).
+core::Status PrepareRunDirectory(const ElasWaveJobArgs& a, elaswave::LaunchOptions& o);
 
 }  // namespace tessera::cli
