@@ -564,6 +564,73 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   attn_node.keep = {"--connect", "--join-timeout"};
   t.push_back(attn_node);
 
+  // ---- elaswave ----
+  // run starts a coordinator and worker processes: every option that sizes the job is kept
+  // (a fuzzed --steps 1000000 would run for hours), the rest is fuzzed.
+  std::vector<OptionSpec> elastic = {{"--model", K::kInputFile, {}},
+                                     {"--dp", K::kInt, {}},
+                                     {"--pp", K::kInt, {}},
+                                     {"--tp", K::kInt, {}},
+                                     {"--processes", K::kInt, {}},
+                                     {"--global-batch", K::kInt, {}},
+                                     {"--micro-batch", K::kInt, {}},
+                                     {"--steps", K::kInt, {}},
+                                     {"--seq", K::kInt, {}},
+                                     {"--dropout", K::kFloat, {}},
+                                     {"--lr", K::kFloat, {}},
+                                     {"--seed", K::kUint, {}},
+                                     {"--policy", K::kText, {}},
+                                     {"--run-dir", K::kOutputDir, {}},
+                                     {"--heartbeat-timeout", K::kFloat, {}},
+                                     {"--op-timeout", K::kFloat, {}},
+                                     {"--recovery-timeout", K::kFloat, {}},
+                                     {"--coordinator-timeout", K::kFloat, {}},
+                                     {"--job-timeout", K::kFloat, {}},
+                                     {"--quiet", K::kFlag, {}}};
+  const std::vector<std::string> small_job = {
+      "--model",       "gpt-tiny", "--seq",   "8", "--global-batch", "4",
+      "--micro-batch", "1",        "--steps", "2", "--dp",           "2",
+      "--pp",          "1",        "--tp",    "1", "--job-timeout",  "60"};
+  const std::vector<std::string> job_keep = {"--model",
+                                             "--seq",
+                                             "--global-batch",
+                                             "--micro-batch",
+                                             "--steps",
+                                             "--dp",
+                                             "--pp",
+                                             "--tp",
+                                             "--job-timeout",
+                                             "--op-timeout",
+                                             "--recovery-timeout",
+                                             "--coordinator-timeout",
+                                             "--heartbeat-timeout"};
+  SubcommandSpec ew_run = Spec("run", MpiUse::kNone, 3, elastic);
+  Append(&ew_run.options, {{"--faults", K::kInputFile, {}},
+                           {"--save-ref", K::kOutputFile, {}},
+                           {"--check", K::kInputFile, {}},
+                           {"--json", K::kOutputFile, {}}});
+  ew_run.group = "elaswave";
+  ew_run.bases = {small_job};
+  ew_run.bases.push_back(small_job);
+  for (const char* extra : {"--json", "--save-ref"}) {
+    ew_run.bases.back().push_back(extra);
+    ew_run.bases.back().push_back(out + "ew_" + std::string(extra + 2) + ".json");
+  }
+  ew_run.keep = job_keep;
+  t.push_back(ew_run);
+  SubcommandSpec ew_bench = Spec("bench", MpiUse::kNone, 1, elastic);
+  Append(&ew_bench.options, {{"--runs", K::kInt, {}},
+                             {"--fault-seed", K::kUint, {}},
+                             {"--action", K::kText, {}},
+                             {"--json", K::kOutputFile, {}}});
+  ew_bench.group = "elaswave";
+  ew_bench.bases = {small_job};
+  ew_bench.bases.back().push_back("--runs");
+  ew_bench.bases.back().push_back("1");
+  ew_bench.keep = job_keep;
+  ew_bench.keep.push_back("--runs");
+  t.push_back(ew_bench);
+
   // ---- tarot ----
   // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).
   SubcommandSpec scenes =
