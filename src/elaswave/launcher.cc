@@ -255,7 +255,9 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
       if (what.rfind("shutdown (exit 1)", 0) == 0) result.failure = what;
     }
     if (result.exit_code != 0 && result.failure.empty()) {
-      result.failure = fmt::format("the coordinator exited with code {}", coordinator_code);
+      const std::string why = coordinator->LastStderrLine();
+      result.failure = fmt::format("the coordinator exited with code {}{}", coordinator_code,
+                                   why.empty() ? "" : ": " + why);
     }
   }
   // Steps: the last record of each (worker, step); digests must agree across holders.

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/input_file.h"
+
 namespace tessera::cli {
 
 core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobArgs& a) {
@@ -37,6 +39,9 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   }
   RETURN_IF_ERROR(
       models::ValidateSmallGptConfig(t.model, a.tp).WithPrefix("--tp " + std::to_string(a.tp)));
+  // The processes read the job file under the same input limit: a bad $TESSERA_MAX_INPUT_MB
+  // must stop the command here, not every process it would start.
+  RETURN_IF_ERROR(core::MaxInputBytes().status());
   job.steps = a.steps;
   ASSIGN_OR_RETURN(job.policy, elaswave::ParseRecoveryPolicy(a.policy));
   job.transport = "ucx";
