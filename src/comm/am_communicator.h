@@ -30,9 +30,10 @@
 // Baselines (for the comm-bench, which times in place vs. partial vs. full):
 //  - RebuildPartial: AmWorld::Reconnect to every member kept from the old group (close and
 //    re-open each connection over the transport), wait for joiners' connections, Reconfigure.
-//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection and the transport, install
-//    `fresh`), `exchange` the new address for the new address book (the caller's channel, e.g.
-//    the coordinator), ConnectMesh over `members`, Reconfigure. Other communicators of this
+//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection and the transport; `fresh`,
+//    not yet listening, listens on the same host), `exchange` the new address for the new
+//    address book (the caller's channel, e.g. the coordinator), ConnectMesh over `members`,
+//    Reconfigure. Other communicators of this
 //    world lose their connections too; only `members` are reconnected.
 //  Both are collective over the members (each must call the same one) and must run while no
 //  other traffic flows on the world.
