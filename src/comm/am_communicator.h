@@ -16,7 +16,10 @@
 // its own members) -- and the epoch tag every frame, so traffic of different groups or epochs
 // never mixes. Frames of an older epoch are dropped; frames of a newer one wait until this
 // process reconfigures to it. Two live communicators of one world with the same members need
-// different group ids. World ids never repeat: a replacement process gets a new one.
+// different group ids. World ids never repeat: a replacement process gets a new one. Sub() is
+// local (no messages, never times out): frames for a sub-communicator that a member has not
+// created yet wait for it. A member that closes its AmWorld cleanly (goodbye) has left, which is
+// not a failure: a receive from it with no data fails with Unavailable "... left".
 //
 // Reconfigure(members, epoch) is local (no messages): the caller must be a member, the epoch
 // must be newer than the current one (FailedPrecondition naming both otherwise), no member may
@@ -30,20 +33,22 @@
 // Baselines (for the comm-bench, which times in place vs. partial vs. full):
 //  - RebuildPartial: AmWorld::Reconnect to every member kept from the old group (close and
 //    re-open each connection over the transport), wait for joiners' connections, Reconfigure.
-//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection and the transport, install
-//    `fresh`), `exchange` the new address for the new address book (the caller's channel, e.g.
-//    the coordinator), ConnectMesh over `members`, Reconfigure. Other communicators of this
-//    world lose their connections too; only `members` are reconnected.
+//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection and the transport; `fresh`,
+//    not yet listening, listens on the same host), `exchange` the new address for the new
+//    address book (the caller's channel, e.g. the coordinator), ConnectMesh over `members`,
+//    Reconfigure. Other communicators of this world lose their connections too; only
+//    `members` are reconnected.
 //  Both are collective over the members (each must call the same one) and must run while no
 //  other traffic flows on the world.
 //
-// Algorithms (every send is eager: the transport copies it, so ISend completes at once and a
-// collective never waits for a send): AllToAllV / AllGather(V) / Broadcast send each block
-// directly to its destination and receive straight into the caller's buffer; AllReduceSum and
-// ReduceScatter(V) send block j to rank j, rank j sums the n contributions in rank order (bf16
-// in fp32 rounded once, i64 exactly with wrap-around, f32/f64 in their type), and AllReduceSum
-// then all-gathers the reduced blocks, so every rank gets identical bits; Barrier is a
-// dissemination barrier (ceil(log2 n) rounds). Frames carry the operation kind, dtype and
+// Algorithms (every send is eager: ISend hands the data to the transport, which no longer needs
+// the buffer when it returns, so the request is complete at once, and the receiver buffers a
+// frame that comes before its receive -- there is no flow control): AllToAllV / AllGather(V) /
+// Broadcast send each block directly to its destination and receive straight into the caller's
+// buffer; AllReduceSum and ReduceScatter(V) send block j to rank j, rank j sums the n contributions
+// in rank order (bf16 in fp32 rounded once, i64 exactly with wrap-around, f32/f64 in their type),
+// and AllReduceSum then all-gathers the reduced blocks, so every rank gets identical bits; Barrier
+// is a dissemination barrier (ceil(log2 n) rounds). Frames carry the operation kind, dtype and
 // element count: a receiver that gets a different operation, dtype or size returns
 // InvalidArgument (not every rank need notice a mismatch; like MPI, mismatches may hang).
 //

@@ -145,26 +145,21 @@ class AddressBoard {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<AmTransport>> MakeListeningTransport(const AmTransportFactory& factory) {
+StatusOr<std::shared_ptr<AmWorld>> MakeAmWorld(const AmTransportFactory& factory, int id,
+                                               AmAddressBook book) {
   ASSIGN_OR_RETURN(std::unique_ptr<AmTransport> t, factory());
-  RETURN_IF_ERROR(t->Listen("127.0.0.1", 0));
-  return t;
+  return AmWorld::Create(std::move(t), id, "127.0.0.1", 0, std::move(book));
 }
 
 StatusOr<std::vector<std::shared_ptr<AmWorld>>> MakeConnectedAmWorlds(
     const AmTransportFactory& factory, const std::vector<int>& ids) {
-  std::vector<std::unique_ptr<AmTransport>> transports;
-  AmAddressBook book;
-  for (int id : ids) {
-    ASSIGN_OR_RETURN(std::unique_ptr<AmTransport> t, MakeListeningTransport(factory));
-    book[id] = t->address();
-    transports.push_back(std::move(t));
-  }
   std::vector<std::shared_ptr<AmWorld>> worlds;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ASSIGN_OR_RETURN(std::shared_ptr<AmWorld> w,
-                     AmWorld::Create(std::move(transports[i]), ids[i], book));
+  for (int id : ids) {
+    ASSIGN_OR_RETURN(std::shared_ptr<AmWorld> w, MakeAmWorld(factory, id));
     worlds.push_back(std::move(w));
+  }
+  for (const auto& w : worlds) {
+    for (const auto& other : worlds) w->SetAddress(other->world_id(), other->address());
   }
   RETURN_IF_ERROR(AllOk(RunOnThreads(static_cast<int>(ids.size()), [&](int i) {
     return worlds[i]->ConnectMesh(ids, kAmCommHangGuardS);
@@ -422,8 +417,7 @@ Status CheckJoinerIsAdmitted(const AmTransportFactory& factory) {
   return AllOk(RunOnThreads(4, [&](int i) -> Status {
     Checker c;
     if (i == 3) {
-      ASSIGN_OR_RETURN(std::unique_ptr<AmTransport> t, MakeListeningTransport(factory));
-      ASSIGN_OR_RETURN(joiner_world, AmWorld::Create(std::move(t), 3, book));
+      ASSIGN_OR_RETURN(joiner_world, MakeAmWorld(factory, 3, book));
       c.ExpectOk(joiner_world->Join(ids, kAmCommHangGuardS), "Join");
       ASSIGN_OR_RETURN(std::unique_ptr<AmCommunicator> comm, Comm(joiner_world, grown, 2));
       c.Expect(comm->rank() == 3 && comm->size() == 4, "the joiner's rank");
@@ -494,7 +488,7 @@ Status CheckRebuildBaselines(const AmTransportFactory& factory) {
     c.Expect(comm->epoch() == 2 && comm->size() == 3, "RebuildPartial did not reconfigure");
     ExpectCollectivesWork(*comm, c, 31, "after RebuildPartial");
     const std::string old_address = worlds[i]->address();
-    ASSIGN_OR_RETURN(std::unique_ptr<AmTransport> fresh, MakeListeningTransport(factory));
+    ASSIGN_OR_RETURN(std::unique_ptr<AmTransport> fresh, factory());
     c.ExpectOk(comm->RebuildFull(
                    std::move(fresh),
                    [&](const std::string& address) { return board.Exchange(ids[i], address); },

@@ -1,5 +1,5 @@
 // Elastic checks for AmCommunicator (am_communicator.h), test support only. Each check builds
-// its own worlds -- one listening transport from `factory` and one AmWorld per rank, ranks
+// its own worlds -- one transport from `factory` and one AmWorld per rank, ranks
 // being threads of this process -- so the same checks run on the "fake" and the "ucx"
 // transport (am_communicator_test.cc). A peer "dies" by AmWorld::KillForTest (its transport is
 // destroyed without a goodbye; its peers see the failure as they would a killed process).
@@ -23,8 +23,9 @@ inline constexpr double kAmCommHangGuardS = 60.0;
 
 using AmTransportFactory = std::function<StatusOr<std::unique_ptr<AmTransport>>()>;
 
-// A transport from `factory`, listening on 127.0.0.1 (any port).
-StatusOr<std::unique_ptr<AmTransport>> MakeListeningTransport(const AmTransportFactory& factory);
+// A world over a transport from `factory`, listening on 127.0.0.1 (any port).
+StatusOr<std::shared_ptr<AmWorld>> MakeAmWorld(const AmTransportFactory& factory, int id,
+                                               AmAddressBook book = {});
 // One world per id in `ids` (each with the full address book), connected full mesh.
 StatusOr<std::vector<std::shared_ptr<AmWorld>>> MakeConnectedAmWorlds(
     const AmTransportFactory& factory, const std::vector<int>& ids);

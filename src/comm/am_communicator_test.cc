@@ -141,15 +141,23 @@ TEST(AmCommunicator, CreateChecksItsArguments) {
   EXPECT_TRUE((*comm)->Barrier().ok());
 }
 
-TEST(AmCommunicator, WorldNeedsAListeningTransport) {
+TEST(AmCommunicator, WorldCreationChecksItsArguments) {
+  EXPECT_EQ(AmWorld::Create(nullptr, 0, "127.0.0.1", 0).status().code(),
+            StatusCode::kInvalidArgument);
   auto t = MakeAmTransport("fake");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(AmWorld::Create(std::move(t).value(), 0, {}).status().code(),
+  EXPECT_EQ(AmWorld::Create(std::move(t).value(), -1, "127.0.0.1", 0).status().code(),
             StatusCode::kInvalidArgument);
-  auto listening = testing::MakeListeningTransport(Factory("fake"));
+  auto listening = MakeAmTransport("fake");
   ASSERT_TRUE(listening.ok());
-  EXPECT_EQ(AmWorld::Create(std::move(listening).value(), -1, {}).status().code(),
-            StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*listening)->Listen("127.0.0.1", 0).ok());
+  const Status already = AmWorld::Create(std::move(listening).value(), 0, "127.0.0.1", 0).status();
+  EXPECT_EQ(already.code(), StatusCode::kInvalidArgument) << already.ToString();
+  auto world = testing::MakeAmWorld(Factory("fake"), 0);
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
+  EXPECT_FALSE((*world)->address().empty());
+  EXPECT_EQ((*world)->address_book().at(0), (*world)->address());
+  EXPECT_EQ((*world)->backend_name(), "fake");
 }
 
 TEST(AmCommunicator, SendsAreEagerAndATruncatedReceiveIsInvalidArgument) {

@@ -90,27 +90,34 @@ AmWorld::Clock::time_point AmWorld::DeadlineAfter(double timeout_s) {
 }
 
 StatusOr<std::shared_ptr<AmWorld>> AmWorld::Create(std::unique_ptr<AmTransport> transport,
-                                                   int world_id, AmAddressBook book) {
+                                                   int world_id, const std::string& host, int port,
+                                                   AmAddressBook book) {
   if (transport == nullptr) return core::InvalidArgument("AmWorld: transport: got null");
   if (world_id < 0) {
     return core::InvalidArgument(fmt::format("AmWorld: world_id: got {}, must be >= 0", world_id));
   }
-  if (transport->address().empty()) {
+  if (!transport->address().empty()) {
     return core::InvalidArgument(
-        "AmWorld: the transport does not listen; call Listen before creating the world");
+        fmt::format("AmWorld: the transport already listens on {}; pass one that does not, the "
+                    "world listens after installing its handlers",
+                    transport->address()));
   }
-  std::shared_ptr<AmWorld> world(new AmWorld(std::move(transport), world_id, std::move(book)));
+  std::shared_ptr<AmWorld> world(
+      new AmWorld(std::move(transport), world_id, host, std::move(book)));
   world->InstallHandlers(*world->transport_, world->transport_generation_);
+  RETURN_IF_ERROR(world->transport_->Listen(host, port).WithPrefix("AmWorld"));
+  std::lock_guard<std::mutex> lock(world->mu_);
+  world->book_[world_id] = world->transport_->address();
   return world;
 }
 
-AmWorld::AmWorld(std::unique_ptr<AmTransport> transport, int world_id, AmAddressBook book)
+AmWorld::AmWorld(std::unique_ptr<AmTransport> transport, int world_id, std::string host,
+                 AmAddressBook book)
     : world_id_(world_id),
       backend_(transport->backend_name()),
+      host_(std::move(host)),
       transport_(std::move(transport)),
-      book_(std::move(book)) {
-  book_[world_id_] = transport_->address();
-}
+      book_(std::move(book)) {}
 
 AmWorld::~AmWorld() {
   if (transport_ == nullptr) return;
@@ -487,17 +494,20 @@ Status AmWorld::Reconnect(const std::vector<int>& peers, double timeout_s) {
 
 Status AmWorld::ReplaceTransport(std::unique_ptr<AmTransport> fresh) {
   if (fresh == nullptr) return core::InvalidArgument("ReplaceTransport: got a null transport");
-  if (fresh->address().empty()) {
-    return core::InvalidArgument(
-        "ReplaceTransport: the fresh transport does not listen; call Listen first");
+  if (!fresh->address().empty()) {
+    return core::InvalidArgument(fmt::format(
+        "ReplaceTransport: the fresh transport already listens on {}; pass one that does not",
+        fresh->address()));
   }
-  SendByes(static_cast<uint8_t>(ByeWhy::kReplaced));
   uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     generation = transport_generation_ + 1;
   }
+  // Its events are ignored until the swap below; nobody knows its address before that anyway.
   InstallHandlers(*fresh, generation);
+  RETURN_IF_ERROR(fresh->Listen(host_, 0).WithPrefix("ReplaceTransport"));
+  SendByes(static_cast<uint8_t>(ByeWhy::kReplaced));
   {
     std::lock_guard<std::mutex> lock(mu_);
     transport_generation_ = generation;

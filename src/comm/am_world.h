@@ -5,7 +5,8 @@
 //
 // Identity: every process has a world id (an int >= 0, never reused for another process) and
 // an address book world id -> "host:port" (the address its transport listens on). The world
-// owns its transport, which must already listen; address() is the transport's.
+// owns its transport and makes it listen itself, after installing its handlers, so that no
+// hello of a fast peer arrives before the world can take it; address() is the transport's.
 //
 // Connections (full mesh, one connection per pair):
 //  - ConnectMesh(members): this process connects to every member with a LOWER world id and
@@ -37,8 +38,8 @@
 // Rebuild baselines (for comparison with the in-place AmCommunicator::Reconfigure):
 // Reconnect(peers) closes and re-opens the connection to each peer (the higher world id
 // reconnects, the lower one waits for the new hello); ReplaceTransport(fresh) says goodbye on
-// every connection, destroys the transport and installs a fresh, listening one (the caller
-// then publishes the new address and calls ConnectMesh again).
+// every connection, destroys the transport and installs a fresh one listening on the same host
+// (the caller then publishes the new address and calls ConnectMesh again).
 //
 // Thread-safety: the mailbox and failure methods (SendFrame, Post, Wait, Poll, Cancel,
 // MarkDead, queries) are thread-safe; the transport's progress thread delivers frames, hellos
@@ -128,11 +129,14 @@ class AmWorld {
     uint64_t frames_dropped_bad = 0;    // malformed, or from a connection without a hello
   };
 
-  // `transport` must already listen (Listen); world_id >= 0; `book` may be partial (peers
-  // learn joiners' addresses from their hellos). The book's entry for world_id is set to
-  // transport->address(). InvalidArgument on a bad id or a transport that does not listen.
+  // Takes `transport` (not listening yet), installs the world's handlers, then listens on
+  // host:port (port 0: any free one; address() tells which). world_id >= 0. `book` may be
+  // partial: complete it with SetAddress before ConnectMesh (peers also learn the addresses of
+  // those who connect from their hellos). InvalidArgument for a bad id or a transport that
+  // already listens; the transport's error when Listen fails.
   static StatusOr<std::shared_ptr<AmWorld>> Create(std::unique_ptr<AmTransport> transport,
-                                                   int world_id, AmAddressBook book);
+                                                   int world_id, const std::string& host, int port,
+                                                   AmAddressBook book = {});
   // Says goodbye to every connected peer, then destroys the transport (bounded, see
   // am_transport.h). Pending receives of this world must be gone (requests hold the world).
   ~AmWorld();
@@ -180,9 +184,10 @@ class AmWorld {
   // the same number of times): the higher id sends goodbye on the old connection, closes it and
   // connects anew; the lower id waits for the new hello. Within timeout_s.
   Status Reconnect(const std::vector<int>& peers, double timeout_s);
-  // Says goodbye on every connection, destroys the transport and installs `fresh` (already
-  // listening; its address becomes this world's). Dead world ids stay dead; every other
-  // connection is gone, so call ConnectMesh (with the new address book) next.
+  // Makes `fresh` (not listening yet) listen on this world's host (any port), says goodbye on
+  // every connection, destroys the old transport and installs `fresh`; its address becomes
+  // this world's. Dead world ids stay dead; every other connection is gone, so call ConnectMesh
+  // (with the new address book) next. On an error the old transport is kept.
   Status ReplaceTransport(std::unique_ptr<AmTransport> fresh);
 
   // For tests: destroys the transport WITHOUT the goodbye, as if the process had been killed;
@@ -232,7 +237,8 @@ class AmWorld {
     uint64_t transport_generation = 0;
   };
 
-  AmWorld(std::unique_ptr<AmTransport> transport, int world_id, AmAddressBook book);
+  AmWorld(std::unique_ptr<AmTransport> transport, int world_id, std::string host,
+          AmAddressBook book);
   void InstallHandlers(AmTransport& transport, uint64_t generation);
   void OnFrame(uint64_t generation, PeerId peer, std::span<const std::byte> header,
                std::span<const std::byte> payload);
@@ -257,6 +263,7 @@ class AmWorld {
 
   const int world_id_;
   const std::string backend_;
+  const std::string host_;                  // where the transports listen
   std::unique_ptr<AmTransport> transport_;  // replaced only by ReplaceTransport / KillForTest
 
   mutable std::mutex mu_;

@@ -1,7 +1,8 @@
 // Communicator: a group of ranks that exchange typed buffers, with collectives, non-blocking
-// point-to-point and cached sub-communicators. Backends: MPI (mpi_communicator.h) and an
-// in-process backend with one thread per rank (in_process_communicator.h); both give the semantics
-// documented here.
+// point-to-point and cached sub-communicators. Backends: MPI (mpi_communicator.h), an
+// in-process backend with one thread per rank (in_process_communicator.h) and an elastic one over
+// AmTransport (am_communicator.h: survives a member's death and reconfigures in place); all give
+// the semantics documented here.
 //
 // Element types (dtype.h): every collective (AllToAllV, AllGatherV, AllGather, AllReduceSum,
 // ReduceScatter(V), Broadcast) has an overload for float (f32), Bf16 (bf16), int64_t (i64)
