@@ -292,6 +292,9 @@ Status AmCommunicator::RebuildFull(std::unique_ptr<AmTransport> fresh,
   for (const auto& [id, address] : *book) {
     if (id != world_->world_id()) world_->SetAddress(id, address);
   }
+  // Every member has replaced its transport (the exchange is a barrier): closing the old
+  // connections now cannot look like a death to anyone.
+  world_->DropRetiredTransport();
   RETURN_IF_ERROR(world_->ConnectMesh(members, timeout_s).WithPrefix("RebuildFull"));
   return Reconfigure(std::move(members), epoch);
 }

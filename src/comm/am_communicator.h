@@ -33,9 +33,10 @@
 // Baselines (for the comm-bench, which times in place vs. partial vs. full):
 //  - RebuildPartial: AmWorld::Reconnect to every member kept from the old group (close and
 //    re-open each connection over the transport), wait for joiners' connections, Reconfigure.
-//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection and the transport; `fresh`,
-//    not yet listening, listens on the same host), `exchange` the new address for the new
-//    address book (the caller's channel, e.g. the coordinator), ConnectMesh over `members`,
+//  - RebuildFull: AmWorld::ReplaceTransport (drop every connection; `fresh`, not yet
+//    listening, listens on the same host), `exchange` the new address for the new address book
+//    (the caller's channel, e.g. the coordinator; it must return only once every member has
+//    published, i.e. it is a barrier), destroy the old transport, ConnectMesh over `members`,
 //    Reconfigure. Other communicators of this world lose their connections too; only
 //    `members` are reconnected.
 //  Both are collective over the members (each must call the same one) and must run while no
@@ -94,7 +95,7 @@ class AmCommunicator final : public Communicator {
   // Baselines: see the header comment. timeout_s bounds the connection phase.
   Status RebuildPartial(std::vector<int> members, uint64_t epoch, double timeout_s);
   // Given this process's new address, returns the new address book (world id -> address) of
-  // at least every member.
+  // at least every member, once every member has published its own (a barrier).
   using AddressExchange = std::function<StatusOr<AmAddressBook>(const std::string& new_address)>;
   Status RebuildFull(std::unique_ptr<AmTransport> fresh, const AddressExchange& exchange,
                      std::vector<int> members, uint64_t epoch, double timeout_s);

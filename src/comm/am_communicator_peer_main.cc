@@ -11,9 +11,12 @@
 //    Reconfigure in place (epoch 2) and run every Communicator conformance check, then
 //    RebuildPartial (epoch 3) and RebuildFull (epoch 4, new addresses through DIR), each
 //    followed by a checked AllReduceSum, and write
-//    "RESULT ok reconfigure_us=.. partial_us=.. full_us=.. detect_ms=.." (measured).
+//    "RESULT ok reconfigure_us=.. partial_us=.. full_us=.. detect_ms=.. failed_at_unix_s=.."
+//    (measured; detect_ms counts from entering the AllReduceSum, failed_at_unix_s is the wall
+//    clock when it failed, to compare with the time of the kill).
 // Exit: 0 when every step passed, 1 when a check failed, 2 on a setup error, 3 when it gave up
 // waiting (every process ends by itself after 120 s, so none outlives a crashed test).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -141,6 +144,8 @@ int main(int argc, char** argv) {
   const Clock::time_point entered = Clock::now();
   s = comm.AllReduceSum(std::span<float>(data));
   const double detect_ms = Since(entered, 1e3);  // includes the wait for the kill
+  const double failed_at_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   Say("failed: " + s.ToString());
   const std::string named = "world rank " + std::to_string(victim) + " (127.0.0.1:";
   if (s.code() != tessera::core::StatusCode::kUnavailable ||
@@ -181,6 +186,7 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Fail(1, "final Barrier", s);
   Say("RESULT ok reconfigure_us=" + std::to_string(reconfigure_us) +
       " partial_us=" + std::to_string(partial_us) + " full_us=" + std::to_string(full_us) +
-      " detect_ms=" + std::to_string(detect_ms));
+      " detect_ms=" + std::to_string(detect_ms) +
+      " failed_at_unix_s=" + fmt::format("{:.6f}", failed_at_unix_s));
   return 0;
 }

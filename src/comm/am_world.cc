@@ -33,7 +33,10 @@ struct HelloHeader {
 
 // Goodbye: this connection is being replaced (Reconnect, ReplaceTransport), or the world is
 // closing for good.
-enum class ByeWhy : uint8_t { kReplaced = 1, kLeaving = 2 };
+// A leaving world waits (bounded) for kLeavingAck from each peer before it destroys its
+// transport, so that the goodbye is not lost in a forced shutdown and misread as a death.
+enum class ByeWhy : uint8_t { kReplaced = 1, kLeaving = 2, kLeavingAck = 3 };
+constexpr double kLeaveAckWaitS = 5.0;
 struct ByeHeader {
   uint32_t magic = kByeMagic;
   int32_t world = 0;
@@ -120,8 +123,13 @@ AmWorld::AmWorld(std::unique_ptr<AmTransport> transport, int world_id, std::stri
       book_(std::move(book)) {}
 
 AmWorld::~AmWorld() {
+  if (retired_ != nullptr) DestroyTransport(retired_);
   if (transport_ == nullptr) return;
-  SendByes(static_cast<uint8_t>(ByeWhy::kLeaving));
+  const size_t peers = SendByes(static_cast<uint8_t>(ByeWhy::kLeaving));
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    WaitLocked(lock, DeadlineAfter(kLeaveAckWaitS), [&] { return leave_acks_ >= peers; });
+  }
   DestroyTransport(transport_);
 }
 
@@ -150,23 +158,35 @@ void AmWorld::InstallHandlers(AmTransport& transport, uint64_t generation) {
                                                     std::span<const std::byte> payload) {
     OnFrame(generation, peer, header, payload);
   });
-  transport.SetHandler(kByeAm, [this, generation](PeerId peer, std::span<const std::byte> header,
-                                                  std::span<const std::byte>) {
-    ByeHeader bye;
-    if (!ParseAs(header, bye) || bye.magic != kByeMagic) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (generation != transport_generation_) return;
-    auto it = links_.find(peer);
-    if (it == links_.end()) return;
-    const int world = it->second.world;
-    links_.erase(it);
-    auto current = peer_of_.find(world);
-    if (current != peer_of_.end() && current->second == peer) peer_of_.erase(current);
-    if (bye.why == ByeWhy::kLeaving && !dead_.count(world)) {
-      left_.emplace(world, "it closed its AmWorld");
-    }
-    cv_.notify_all();
-  });
+  transport.SetHandler(
+      kByeAm, [this, generation, &transport](PeerId peer, std::span<const std::byte> header,
+                                             std::span<const std::byte>) {
+        ByeHeader bye;
+        if (!ParseAs(header, bye) || bye.magic != kByeMagic) return;
+        if (bye.why == ByeWhy::kLeaving) {  // acknowledged even by a retired transport
+          ByeHeader ack;
+          ack.world = world_id_;
+          ack.why = ByeWhy::kLeavingAck;
+          (void)transport.Send(peer, kByeAm, BytesOf(ack), {});
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        if (bye.why == ByeWhy::kLeavingAck) {
+          if (generation == transport_generation_) ++leave_acks_;
+          cv_.notify_all();
+          return;
+        }
+        if (generation != transport_generation_) return;
+        auto it = links_.find(peer);
+        if (it == links_.end()) return;
+        const int world = it->second.world;
+        links_.erase(it);
+        auto current = peer_of_.find(world);
+        if (current != peer_of_.end() && current->second == peer) peer_of_.erase(current);
+        if (bye.why == ByeWhy::kLeaving && !dead_.count(world)) {
+          left_.emplace(world, "it closed its AmWorld");
+        }
+        cv_.notify_all();
+      });
   transport.SetFailureHandler(
       [this, generation](PeerId peer, const Status& why) { OnFailure(generation, peer, why); });
 }
@@ -408,7 +428,7 @@ std::string AmWorld::FailureTextLocked(int world) const {
 
 // ---- Rebuild baselines --------------------------------------------------------------------------
 
-void AmWorld::SendByes(uint8_t why) {
+size_t AmWorld::SendByes(uint8_t why) {
   std::vector<PeerId> peers;
   AmTransport* transport = nullptr;
   {
@@ -416,11 +436,13 @@ void AmWorld::SendByes(uint8_t why) {
     transport = transport_.get();
     for (const auto& [world, peer] : peer_of_) peers.push_back(peer);
   }
-  if (transport == nullptr) return;
+  if (transport == nullptr) return 0;
   ByeHeader bye;
   bye.world = world_id_;
   bye.why = static_cast<ByeWhy>(why);
-  for (PeerId peer : peers) (void)transport->Send(peer, kByeAm, BytesOf(bye), {});
+  size_t sent = 0;
+  for (PeerId peer : peers) sent += transport->Send(peer, kByeAm, BytesOf(bye), {}).ok();
+  return sent;
 }
 
 Status AmWorld::Reconnect(const std::vector<int>& peers, double timeout_s) {
@@ -520,8 +542,13 @@ Status AmWorld::ReplaceTransport(std::unique_ptr<AmTransport> fresh) {
     book_[world_id_] = transport_->address();
     cv_.notify_all();
   }
-  if (fresh != nullptr) DestroyTransport(fresh);
+  if (retired_ != nullptr) DestroyTransport(retired_);
+  retired_ = std::move(fresh);  // its events are ignored from now on
   return Status::Ok();
+}
+
+void AmWorld::DropRetiredTransport() {
+  if (retired_ != nullptr) DestroyTransport(retired_);
 }
 
 void AmWorld::KillForTest() {

@@ -23,8 +23,9 @@
 // (world ids are never reused); frames from a dead world id are dropped. Every waiter whose
 // group contains a dead member is woken at once and fails with Unavailable
 // "world rank 5 (127.0.0.1:PORT) failed: <cause>". A process that destroys its AmWorld says
-// goodbye first: its peers record that it left (a receive from it that has no data fails with
-// Unavailable "... left"), which is not a death: groups it belonged to keep working.
+// goodbye first and waits (bounded) for the acknowledgements: its peers record that it left (a
+// receive from it that has no data fails with Unavailable "... left"), which is not a death:
+// groups it belonged to keep working.
 //
 // Mailbox: data frames carry (group key, epoch, source world id, channel) -- the mailbox key --
 // plus the frame kind, dtype and element count. Frames with the same key are matched to
@@ -38,8 +39,9 @@
 // Rebuild baselines (for comparison with the in-place AmCommunicator::Reconfigure):
 // Reconnect(peers) closes and re-opens the connection to each peer (the higher world id
 // reconnects, the lower one waits for the new hello); ReplaceTransport(fresh) says goodbye on
-// every connection, destroys the transport and installs a fresh one listening on the same host
-// (the caller then publishes the new address and calls ConnectMesh again).
+// every connection, retires the transport and installs a fresh one listening on the same host
+// (the caller then publishes the new address, drops the retired transport once every member has
+// replaced its own, and calls ConnectMesh again).
 //
 // Thread-safety: the mailbox and failure methods (SendFrame, Post, Wait, Poll, Cancel,
 // MarkDead, queries) are thread-safe; the transport's progress thread delivers frames, hellos
@@ -137,8 +139,9 @@ class AmWorld {
   static StatusOr<std::shared_ptr<AmWorld>> Create(std::unique_ptr<AmTransport> transport,
                                                    int world_id, const std::string& host, int port,
                                                    AmAddressBook book = {});
-  // Says goodbye to every connected peer, then destroys the transport (bounded, see
-  // am_transport.h). Pending receives of this world must be gone (requests hold the world).
+  // Says goodbye to every connected peer and waits (at most 5 s) until each has acknowledged
+  // it, so that no peer mistakes the closing connections for a death; then destroys the
+  // transport (bounded, see am_transport.h).
   ~AmWorld();
   AmWorld(const AmWorld&) = delete;
   AmWorld& operator=(const AmWorld&) = delete;
@@ -185,10 +188,16 @@ class AmWorld {
   // connects anew; the lower id waits for the new hello. Within timeout_s.
   Status Reconnect(const std::vector<int>& peers, double timeout_s);
   // Makes `fresh` (not listening yet) listen on this world's host (any port), says goodbye on
-  // every connection, destroys the old transport and installs `fresh`; its address becomes
-  // this world's. Dead world ids stay dead; every other connection is gone, so call ConnectMesh
-  // (with the new address book) next. On an error the old transport is kept.
+  // every connection and installs `fresh`; its address becomes this world's. The old transport
+  // is retired: its events are ignored (a failure of an old connection is no death) but it
+  // stays up, so that its peers see no failure either, until DropRetiredTransport -- call that
+  // once every member has replaced its transport (after the address exchange, a barrier), so
+  // that a member that has not got that far never sees an old connection drop. Dead world ids
+  // stay dead; every other connection is gone, so call ConnectMesh (with the new address book)
+  // next. On an error the old transport is kept.
   Status ReplaceTransport(std::unique_ptr<AmTransport> fresh);
+  // Destroys the transport ReplaceTransport retired (if any).
+  void DropRetiredTransport();
 
   // For tests: destroys the transport WITHOUT the goodbye, as if the process had been killed;
   // its peers see a failure. This world is unusable afterwards (sends fail with Unavailable).
@@ -244,7 +253,7 @@ class AmWorld {
                std::span<const std::byte> payload);
   void OnFailure(uint64_t generation, PeerId peer, const Status& why);
   Status SendHello(AmTransport& transport, PeerId peer, uint64_t connection_generation);
-  void SendByes(uint8_t why);
+  size_t SendByes(uint8_t why);  // returns how many were sent
   StatusOr<PeerId> ConnectTo(int world, uint64_t connection_generation, Clock::time_point deadline);
 
   // Locked helpers (mu_ held).
@@ -265,6 +274,7 @@ class AmWorld {
   const std::string backend_;
   const std::string host_;                  // where the transports listen
   std::unique_ptr<AmTransport> transport_;  // replaced only by ReplaceTransport / KillForTest
+  std::unique_ptr<AmTransport> retired_;    // ReplaceTransport's old one, until dropped
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -282,6 +292,7 @@ class AmWorld {
   std::map<AmMailKey, Mailbox> mail_;
   std::map<uint64_t, uint64_t> live_;   // group -> epoch of its live communicator
   std::map<uint64_t, uint64_t> floor_;  // group -> lowest epoch still accepted
+  size_t leave_acks_ = 0;               // acknowledgements of this world's leaving goodbye
   Stats stats_;
 };
 
