@@ -21,7 +21,8 @@ using testing::Write;
 
 // gpt-tiny at 16 tokens: fast enough for 8 processes on 2 cores.
 const std::string kJob =
-    " --model gpt-tiny --seq 16 --global-batch 8 --micro-batch 1 --steps 5 --quiet";
+    " --model gpt-tiny --seq 16 --global-batch 8 --micro-batch 1 --steps 5 --quiet "
+    "--job-timeout 300";
 
 // A fault-free run's per-step digests (one per test binary run of each shape).
 std::string Reference(const std::string& shape) {

@@ -283,6 +283,15 @@ CoordinatorOutput CoordinatorCore::OnTick(double now_s) {
         now_s - first_registration_s_ >= options_.registration_timeout_s) {
       return MaybeStart(now_s, /*window_closed=*/true);
     }
+    if (!options_.restarted && first_registration_s_ >= 0 &&
+        now_s - first_registration_s_ >= options_.start_timeout_s) {
+      std::vector<int> missing;
+      for (int w = 0; w < options_.world_size; ++w) {
+        if (!workers_[w].registered) missing.push_back(w);
+      }
+      return Shutdown(1, fmt::format("rank(s) {} did not register within {} s of the first",
+                                     fmt::join(missing, ", "), options_.start_timeout_s));
+    }
     return {};
   }
   std::set<int> silent;

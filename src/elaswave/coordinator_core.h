@@ -9,7 +9,9 @@
 //     predecessor died) waits for every worker not reported dead by some registrant, or until
 //     `registration_timeout_s` after the first registration (the missing are dead), then takes
 //     epoch = max reported + 1 and complete_step = max reported (every worker snapshotted it)
-//     and starts a recovery (3) so that everyone redoes from complete_step + 1.
+//     and starts a recovery (3) so that everyone redoes from complete_step + 1. A fresh job
+//     whose workers have not all registered `start_timeout_s` after the first one ends
+//     (shutdown 1 naming the missing ranks).
 //  2. Running: heartbeats refresh liveness; when every live computing worker has voted for
 //     step t at the current epoch with one plan digest, commit(t) goes to all; when every one
 //     of them has reported its snapshot of t, complete_step = t (sent with the next commit).
@@ -42,6 +44,7 @@ struct CoordinatorOptions {
   int world_size = 1;
   double heartbeat_timeout_s = 1.0;
   double registration_timeout_s = 5.0;  // a restarted coordinator's wait for re-registrations
+  double start_timeout_s = 60.0;        // a fresh job's wait for every worker to register
   bool restarted = false;
 };
 

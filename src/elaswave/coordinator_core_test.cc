@@ -196,6 +196,20 @@ TEST(CoordinatorCore, RestartedCoordinatorRebuildsFromReRegistrations) {
   EXPECT_EQ(resume->step, 8);
 }
 
+TEST(CoordinatorCore, AWorkerThatNeverRegistersEndsAFreshJob) {
+  CoordinatorOptions o;
+  o.world_size = 3;
+  o.start_timeout_s = 10;
+  CoordinatorCore c(o);
+  (void)c.OnMessage(Register(0), 1.0);
+  (void)c.OnMessage(Register(2), 1.5);
+  EXPECT_TRUE(c.OnTick(10.9).sends.empty());
+  const auto bye = Find(c.OnTick(11.1), ControlKind::kShutdown);
+  ASSERT_NE(bye, std::nullopt);
+  EXPECT_EQ(bye->code, 1);
+  EXPECT_EQ(bye->why, "rank(s) 1 did not register within 10 s of the first");
+}
+
 TEST(CoordinatorCore, DeathBeforeTheStartEndsTheJob) {
   CoordinatorOptions o;
   o.world_size = 2;

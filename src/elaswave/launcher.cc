@@ -120,6 +120,15 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   if (ec) {
     return core::InvalidArgument(fmt::format("run directory '{}': {}", job.run_dir, ec.message()));
   }
+  // Files of an earlier run in the same folder would read as this run's (a stale fault mark
+  // fires at once): remove what a run writes, and nothing else.
+  for (const auto& entry : std::filesystem::directory_iterator(job.run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = name == "job.json" || name.rfind("coordinator.", 0) == 0 ||
+                      name.rfind("worker-", 0) == 0 || name.rfind("fault-", 0) == 0 ||
+                      name.rfind("spill-", 0) == 0;
+    if (ours && entry.is_regular_file()) std::filesystem::remove(entry.path(), ec);
+  }
   const std::string job_file = job.run_dir + "/job.json";
   RETURN_IF_ERROR(core::WriteJsonFile(job_file, JobToJson(job)));
   std::filesystem::remove(job.AddressFile(), ec);
@@ -152,6 +161,8 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   int coordinator_code = -1;
   std::vector<bool> exited(static_cast<size_t>(n), false);
   double workers_done_s = -1;
+  std::string worker_failure;
+  double worker_failed_s = -1;
   const auto deliver = [&](size_t i) {
     const FaultEvent& e = job.faults[i];
     const int sig = e.action == FaultAction::kKill ? SIGKILL : SIGSTOP;
@@ -229,10 +240,28 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
     }
     bool all_exited = true;
     for (int w = 0; w < n; ++w) {
-      if (!exited[static_cast<size_t>(w)] && workers[static_cast<size_t>(w)]->Poll()) {
-        exited[static_cast<size_t>(w)] = true;
+      if (!exited[static_cast<size_t>(w)]) {
+        if (auto code = workers[static_cast<size_t>(w)]->Poll()) {
+          exited[static_cast<size_t>(w)] = true;
+          // A worker that fails on its own (not a signal of a fault or of the coordinator's
+          // fence) while the job runs: give the coordinator a moment to end the job with its
+          // reason, else end it here with the worker's.
+          if (*code != 0 && *code < 128 && !coordinator_done && worker_failure.empty()) {
+            worker_failure = fmt::format("rank {} exited with code {}: {}", w, *code,
+                                         workers[static_cast<size_t>(w)]->LastStderrLine());
+            worker_failed_s = now;
+          }
+        }
       }
       all_exited = all_exited && exited[static_cast<size_t>(w)];
+    }
+    if (!worker_failure.empty() && !coordinator_done && now - worker_failed_s > 3) {
+      for (auto& w : workers) w->Signal(SIGKILL);
+      coordinator->Signal(SIGKILL);
+      result.exit_code = 1;
+      result.failure = worker_failure;
+      say(worker_failure);
+      break;
     }
     if (all_exited && coordinator_done) break;
     if (all_exited && !coordinator_done) {

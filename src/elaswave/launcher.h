@@ -12,7 +12,9 @@
 //   resume   -> the last survivor received the resume (all survivors computing): MTTR_resume
 //   commit   -> the redone step was committed: MTTR_commit (the raw figure; the step time
 //               after the change is reported beside it)
-// Coordinator faults given at a step fire once a worker logged that step's commit.
+// Coordinator faults given at a step fire once a worker logged that step's commit. A worker that
+// exits with an error on its own (it could not start, say) ends the job 3 s later unless the
+// coordinator ended it first, with the worker's last line of stderr as the reason.
 // Errors: InvalidArgument for a bad job (checked before any process starts); Internal when a
 // process cannot be started; a job that fails is a JobResult with exit_code 1 and its reason.
 // Thread-safety: one call at a time.

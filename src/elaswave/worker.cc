@@ -312,14 +312,15 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
 int Worker::Run() {
   const ElasticJobConfig& job = job_;
   auto transport = comm::MakeAmTransport(job.transport);
-  if (!transport.ok())
-    return (std::fprintf(stderr, "%s\n", transport.status().ToString().c_str()), 2);
-  if (auto st = (*transport)->Listen("127.0.0.1", 0); !st.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", world_id_, st.ToString().c_str());
+  if (!transport.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", world_id_, transport.status().ToString().c_str());
     return 2;
   }
-  auto world = comm::AmWorld::Create(std::move(*transport), world_id_, {});
-  if (!world.ok()) return (std::fprintf(stderr, "%s\n", world.status().ToString().c_str()), 2);
+  auto world = comm::AmWorld::Create(std::move(*transport), world_id_, "127.0.0.1", 0);
+  if (!world.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", world_id_, world.status().ToString().c_str());
+    return 2;
+  }
   world_ = *world;
   CoordinatorClientOptions co;
   co.world = world_id_;
@@ -463,8 +464,11 @@ int Worker::Run() {
 }  // namespace
 
 int RunWorker(const ElasticJobConfig& job, int world_id) {
-  Worker w(job, world_id);
-  return w.Run();
+  // The process ends right after (processes.cc exits without destructors): the worker, its
+  // transport and connections are left to the exit. Destroying the world would say goodbye to
+  // every peer and wait for answers from peers that are exiting too.
+  auto* w = new Worker(job, world_id);
+  return w->Run();
 }
 
 int RunCoordinator(const ElasticJobConfig& job, bool restarted) {

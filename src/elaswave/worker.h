@@ -18,6 +18,7 @@
 // monotonic clock: registered, step (loss, state digests), abort, ready, resumed, done.
 // An unrecoverable plan or a lost coordinator spills the last complete snapshot to
 // run_dir/spill-W.{json,bin} and exits 1; a finished job exits 0.
+// The caller must end the process after it returns (the worker's connections are not closed).
 // Thread-safety: runs the process; call once.
 #pragma once
 
