@@ -57,6 +57,8 @@ core::Json FaultBenchResult::ToJson() const {
                       {"finished", r.finished},
                       {"bitwise_equal", r.bitwise_equal},
                       {"note", r.note},
+                      {"loss_deviation_mean", r.loss.mean},
+                      {"loss_deviation_max", r.loss.max},
                       {"detect_s", since(r.recovery.detect_s)},
                       {"replanned_s", since(r.recovery.installed_s)},
                       {"resumed_s", since(r.recovery.resumed_s)},
@@ -65,6 +67,8 @@ core::Json FaultBenchResult::ToJson() const {
   }
   return {{"runs", runs_j},
           {"bitwise_equal", bitwise_equal},
+          {"mean_loss_deviation", mean_loss_deviation},
+          {"max_loss_deviation", max_loss_deviation},
           {"detect", stats(detect)},
           {"replanned", stats(replanned)},
           {"resumed", stats(resumed)},
@@ -90,6 +94,7 @@ core::StatusOr<FaultBenchResult> RunFaultBench(const FaultBenchOptions& o) {
   }
   const core::Json reference = ReferenceToJson(result.reference);
   std::vector<double> detect, replanned, resumed, committed, committed_net;
+  int finished = 0;
   for (int i = 0; i < o.runs; ++i) {
     LaunchOptions run = o.launch;
     run.progress = nullptr;
@@ -103,6 +108,12 @@ core::StatusOr<FaultBenchResult> RunFaultBench(const FaultBenchOptions& o) {
     r.bitwise_equal = r.finished && check.ok();
     r.note = !r.finished ? jr.failure : (check.ok() ? "" : check.message());
     if (!jr.recoveries.empty()) r.recovery = jr.recoveries.front();
+    ASSIGN_OR_RETURN(r.loss, CompareLoss(jr, reference, "reference"));
+    if (r.finished) {
+      result.mean_loss_deviation += r.loss.mean;
+      result.max_loss_deviation = std::max(result.max_loss_deviation, r.loss.max);
+      ++finished;
+    }
     const RecoveryRecord& x = r.recovery;
     if (x.signal_s >= 0) {
       const auto since = [&](double t) { return t < 0 ? -1.0 : t - x.signal_s; };
@@ -123,6 +134,7 @@ core::StatusOr<FaultBenchResult> RunFaultBench(const FaultBenchOptions& o) {
                         : ""));
     result.runs.push_back(r);
   }
+  if (finished > 0) result.mean_loss_deviation /= finished;
   result.detect = Stats(detect);
   result.replanned = Stats(replanned);
   result.resumed = Stats(resumed);

@@ -4,8 +4,10 @@
 // random phase of the step (forward, backward, reduce, commit, optimizer, snapshot) and, for
 // forward/backward, a random micro-batch the target's pipeline runs. Each run is compared with
 // the reference at every step (state digests, bit for bit), and its recovery's phases are
-// collected; the summary gives how many runs were bitwise equal and the p50 / max of each MTTR
-// phase (measured, seconds after the signal).
+// collected; the summary gives how many runs were bitwise equal, the p50 / max of each MTTR
+// phase (measured, seconds after the signal) and each run's loss deviation from the reference
+// (mean |loss - ref| / ref over the steps; the torchft policy's figure, since it changes the
+// batch).
 // Errors: those of LaunchElasticJob; a run that fails is recorded, not an error.
 // Thread-safety: one call at a time.
 #pragma once
@@ -34,6 +36,7 @@ struct FaultBenchRun {
   bool bitwise_equal = false;  // every step's digest equals the reference's
   std::string note;            // the first difference or the failure
   RecoveryRecord recovery;     // the first recovery (the fault's)
+  LossDeviation loss;          // from the reference's loss curve (0 when bitwise equal)
 };
 
 struct PhaseStats {
@@ -46,6 +49,8 @@ struct FaultBenchResult {
   std::vector<FaultBenchRun> runs;
   PhaseStats detect, replanned, resumed, committed, committed_net;  // committed minus a step
   int bitwise_equal = 0;
+  double mean_loss_deviation = 0;  // over the runs that finished
+  double max_loss_deviation = 0;
   core::Json ToJson() const;
 };
 
