@@ -41,8 +41,9 @@ TEST(ElasWaveCli, KillAndStopRecoverBitwiseEqualToTheFaultFreeRun) {
     {"at": {"step": 1, "phase": "backward", "micro_batch": 5}, "action": "kill", "target": {"rank": 5}},
     {"at": {"step": 3, "phase": "commit"}, "action": "stop", "target": {"rank": 1}}])");
   const std::string json = TempPath("run.json");
+  const std::string trace = TempPath("trace.json");
   Result r = RunTessera("elaswave run" + kJob + shape + " --faults " + faults + " --check " + ref +
-                        " --json " + json + " --run-dir " + TempPath("run"));
+                        " --json " + json + " --trace " + trace + " --run-dir " + TempPath("run"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("bitwise equal to " + ref + ": yes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("every holder of every slot agrees at every step: yes"), std::string::npos);
@@ -50,6 +51,9 @@ TEST(ElasWaveCli, KillAndStopRecoverBitwiseEqualToTheFaultFreeRun) {
   EXPECT_NE(out.find("\"bitwise_equal_to_reference\": true"), std::string::npos) << out;
   // Two recoveries: the kill (epoch 1) and the stop, found by the heartbeat (epoch 2).
   EXPECT_NE(out.find("\"epoch\": 2"), std::string::npos) << out;
+  const std::string spans = testing::ReadWhole(trace);
+  EXPECT_NE(spans.find("recovery (epoch 2)"), std::string::npos);
+  EXPECT_NE(spans.find("\"step 4\""), std::string::npos);
 }
 
 TEST(ElasWaveCli, KilledCoordinatorAndADeathDuringRecoveryStayBitwiseEqual) {

@@ -17,6 +17,7 @@
 #include "core/child_process.h"
 #include "core/fnv64.h"
 #include "core/output_file.h"
+#include "core/trace.h"
 
 namespace tessera::elaswave {
 namespace {
@@ -320,6 +321,44 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
     s.slots = static_cast<int>(slot_digests[step].size());
     result.steps.push_back(s);
   }
+  // The trace: each worker's steps and recoveries, the coordinator's decisions.
+  core::TraceWriter trace;
+  for (int w = 0; w < n; ++w) {
+    trace.NameTrack(w, fmt::format("rank {}", w));
+    double since = -1;
+    double abort_t = -1;
+    int64_t abort_epoch = -1;
+    for (const core::Json& j : events[static_cast<size_t>(w)]) {
+      const std::string ev = j.value("event", "");
+      const double t = j.value("t", 0.0) - start_s;
+      if (ev == "started" || ev == "resumed") since = t;
+      if (ev == "commit" && since >= 0) {
+        trace.Span(w, fmt::format("step {}", j.value("step", int64_t{-1})), "step", since,
+                   t - since, {{"epoch", j.value("epoch", int64_t{0})}});
+        since = t;
+      }
+      if (ev == "abort") {
+        abort_t = t;
+        abort_epoch = j.value("epoch", int64_t{0});
+        since = -1;
+      }
+      if (ev == "resumed" && abort_t >= 0) {
+        trace.Span(w, fmt::format("recovery (epoch {})", abort_epoch), "recovery", abort_t,
+                   t - abort_t, {{"step", j.value("step", int64_t{-1})}});
+        abort_t = -1;
+      }
+      if (ev == "fault_point") {
+        trace.Span(w, "fault point", "fault", t, 0.001, {{"fault", j.value("fault", 0)}});
+      }
+    }
+  }
+  trace.NameTrack(n, "coordinator");
+  for (const core::Json& j : coordinator_events) {
+    if (j.value("event", "") != "decision") continue;
+    trace.Span(n, j.value("what", "").substr(0, 60), "coordinator", j.value("t", 0.0) - start_s,
+               0.001, {{"what", j.value("what", "")}});
+  }
+  result.trace = trace.ToJson();
   // Recoveries, by epoch.
   std::map<int64_t, RecoveryRecord> rec;
   for (int w = 0; w < n; ++w) {

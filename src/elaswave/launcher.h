@@ -68,6 +68,9 @@ struct JobResult {
   std::vector<FaultRecord> faults;
   std::vector<RecoveryRecord> recoveries;
   double wall_s = 0;
+  // A Chrome/Perfetto trace of the run: one track per worker (each step from its start to its
+  // commit, each recovery from the abort to the resume) and one for the coordinator's decisions.
+  core::Json trace;
   core::Json ToJson() const;
 };
 

@@ -608,7 +608,8 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   Append(&ew_run.options, {{"--faults", K::kInputFile, {}},
                            {"--save-ref", K::kOutputFile, {}},
                            {"--check", K::kInputFile, {}},
-                           {"--json", K::kOutputFile, {}}});
+                           {"--json", K::kOutputFile, {}},
+                           {"--trace", K::kOutputFile, {}}});
   ew_run.group = "elaswave";
   ew_run.bases = {small_job};
   ew_run.bases.push_back(small_job);

@@ -22,7 +22,7 @@ namespace {
 
 struct ElasWaveRunArgs {
   ElasWaveJobArgs job;
-  std::string faults_path, save_ref, check_ref, json_path;
+  std::string faults_path, save_ref, check_ref, json_path, trace_path;
 };
 
 std::string SecondsCell(double s) { return s < 0 ? "-" : core::Fixed(s, 3); }
@@ -93,6 +93,7 @@ core::Status RunElasWave(const ElasWaveRunArgs& a) {
     }
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
   }
+  if (!a.trace_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.trace_path, r.trace));
   if (r.exit_code != 0) return core::FailedPrecondition(r.failure);
   if (!agree) return core::Internal("holders of a slot disagree on its state (a bug)");
   // The torchft policy changes the batch: differing from the reference is its documented result.
@@ -112,6 +113,8 @@ void AddElasWaveRun(CLI::App* elaswave, Action* action) {
   paths->Output(c, "--save-ref", &a->save_ref, "write the per-step state digests here");
   paths->Input(c, "--check", &a->check_ref, "compare every step's state with this reference");
   paths->Output(c, "--json", &a->json_path, "write the results as JSON here");
+  paths->Output(c, "--trace", &a->trace_path,
+                "write a Chrome/Perfetto trace of every rank's steps and recoveries here");
   c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunElasWave(*a); }); });
 }
 
