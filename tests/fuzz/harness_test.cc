@@ -295,7 +295,7 @@ TEST(OptionFuzz, RelaunchingSubcommandsNeverLaunch) {
     EXPECT_EQ(c.args, MakeOptionCase(i, table, bad, s, again).args);
     ASSERT_GE(c.args.size(), 2u);
     EXPECT_TRUE(c.args[0] == "zellige" || c.args[0] == "compass" || c.args[0] == "xema" ||
-                c.args[0] == "kernelflume" || c.args[0] == "tarot")
+                c.args[0] == "kernelflume" || c.args[0] == "elaswave" || c.args[0] == "tarot")
         << c.args[0];
     if (c.subcommand == "profile" || c.subcommand == "validate" || c.subcommand == "compare" ||
         c.subcommand == "links") {
