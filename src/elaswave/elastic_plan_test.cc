@@ -4,19 +4,12 @@
 
 #include <algorithm>
 
+#include "elaswave/elaswave_test_util.h"
+
 namespace tessera::elaswave {
 namespace {
 
-JobShape Shape(int dp, int pp, int tp) {
-  JobShape s;
-  s.dp = dp;
-  s.pp = pp;
-  s.tp = tp;
-  s.num_blocks = 8;
-  s.global_batch = 32;
-  s.micro_batch = 2;
-  return s;
-}
+JobShape Shape(int dp, int pp, int tp) { return testing::TestShape(dp, pp, tp); }
 
 std::vector<SlotCost> Costs(const JobShape& s) {
   return GptSlotCosts({/*vocab=*/1024, /*hidden=*/128, /*ffn=*/512, s.num_blocks, /*seq=*/128},

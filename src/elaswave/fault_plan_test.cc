@@ -2,19 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "elaswave/elaswave_test_util.h"
+
 namespace tessera::elaswave {
 namespace {
 
-JobShape Shape() {
-  JobShape s;
-  s.dp = 2;
-  s.pp = 2;
-  s.tp = 2;
-  s.num_blocks = 8;
-  s.global_batch = 32;
-  s.micro_batch = 2;
-  return s;
-}
+JobShape Shape() { return testing::TestShape(); }
 
 core::StatusOr<std::vector<FaultEvent>> Parse(const std::string& text) {
   auto j = core::ParseJson(text, "f.json");

@@ -1,5 +1,6 @@
 // Test-only helpers for the models tests: seeded random vectors, central finite differences
-// of a scalar probe sum(w * f(x)) and a scale-relative error. Not part of tessera_models.
+// of a scalar probe sum(w * f(x)), a scale-relative error and a tiny SmallGpt config. Not part of
+// tessera_models.
 #pragma once
 
 #include <algorithm>
@@ -8,8 +9,22 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "models/small_gpt_config.h"
 
 namespace tessera::models::testing {
+
+// A SmallGpt small enough for finite differences: V 16, h 8, 2 heads, 2 layers, f 16, 8 positions.
+inline SmallGptConfig TinyGptConfig() {
+  SmallGptConfig c;
+  c.vocab = 16;
+  c.hidden = 8;
+  c.num_heads = 2;
+  c.num_layers = 2;
+  c.ffn_hidden = 16;
+  c.max_seq = 8;
+  c.init_seed = 5;
+  return c;
+}
 
 inline std::vector<float> RandomNormal(core::Rng& rng, int64_t n, double stddev = 1.0) {
   std::vector<float> out(n);

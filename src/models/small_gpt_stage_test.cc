@@ -318,14 +318,7 @@ TEST(SmallGptStage, MatchesSmallGpt) {
 // The gradients with dropout are those of the loss with the same masks (Backward applies the
 // Forward's mask): central differences of SmallGpt's loss at a fixed step.
 TEST(SmallGptStage, DropoutGradientsMatchFiniteDifferences) {
-  SmallGptConfig c;
-  c.vocab = 16;
-  c.hidden = 8;
-  c.num_heads = 2;
-  c.num_layers = 2;
-  c.ffn_hidden = 16;
-  c.max_seq = 8;
-  c.init_seed = 5;
+  SmallGptConfig c = testing::TinyGptConfig();
   c.dropout = 0.3f;
   auto model = SmallGpt::Create(c, 1, 0);
   ASSERT_TRUE(model.ok());
@@ -422,13 +415,7 @@ TEST(SmallGptStage, SlotsHoldTheWholeModelsTensors) {
 }
 
 TEST(SmallGptStage, BadInputIsRefusedNamingTheField) {
-  SmallGptConfig c;
-  c.vocab = 16;
-  c.hidden = 8;
-  c.num_heads = 2;
-  c.num_layers = 2;
-  c.ffn_hidden = 16;
-  c.max_seq = 8;
+  SmallGptConfig c = testing::TinyGptConfig();
   auto has = [](const core::Status& s, const std::string& text) {
     return !s.ok() && s.message().find(text) != std::string::npos;
   };

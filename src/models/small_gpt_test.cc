@@ -5,21 +5,12 @@
 #include <cmath>
 
 #include "core/rng.h"
+#include "models/models_test_util.h"
 
 namespace tessera::models {
 namespace {
 
-SmallGptConfig Tiny() {
-  SmallGptConfig c;
-  c.vocab = 16;
-  c.hidden = 8;
-  c.num_heads = 2;
-  c.num_layers = 2;
-  c.ffn_hidden = 16;
-  c.max_seq = 8;
-  c.init_seed = 5;
-  return c;
-}
+SmallGptConfig Tiny() { return testing::TinyGptConfig(); }
 
 // Every tensor's gradient matches central differences of the loss (in double from fp32).
 TEST(SmallGptTest, GradientsMatchFiniteDifferences) {
