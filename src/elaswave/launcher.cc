@@ -203,6 +203,13 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
       for (core::Json& j : tails[static_cast<size_t>(w)].Poll()) {
         const std::string ev = j.value("event", "");
         if (ev == "commit") committed_steps.insert(j.value("step", int64_t{-1}));
+        if (ev == "slow") {  // a slow-down is applied by the worker itself
+          const size_t i = j.value("fault", size_t{0});
+          if (i < result.faults.size() && result.faults[i].delivered_s < 0) {
+            result.faults[i].delivered_s = j.value("t", 0.0);
+            say(fmt::format("fault {}: {} (applied by rank {})", i, result.faults[i].what, w));
+          }
+        }
         if (ev == "step" && w == 0) {
           say(fmt::format("step {} loss {:.6f}", j.value("step", int64_t{-1}),
                           j.value("loss", 0.0)));

@@ -145,7 +145,7 @@ void Worker::FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch) {
     fired_.insert(i);
     if (e.action == FaultAction::kSlow) {
       slow_factor_ = e.slow_factor;
-      log_.Write({{"event", "slow"}, {"factor", e.slow_factor}, {"step", step}});
+      log_.Write({{"event", "slow"}, {"fault", i}, {"factor", e.slow_factor}, {"step", step}});
       continue;
     }
     if (e.action == FaultAction::kJoin) continue;
