@@ -103,6 +103,25 @@ TEST(ElasWaveCli, TorchFtPolicyShrinksTheBatchAndReportsTheDeviation) {
   EXPECT_EQ(r.out.find("loss deviation from it: mean 0,"), std::string::npos) << r.out;
 }
 
+TEST(ElasWaveCli, RestartPolicyStartsEveryProcessAgainFromTheLastCheckpoint) {
+  const std::string shape = " --dp 2 --pp 2 --tp 1";
+  const std::string ref = Reference(shape);
+  const std::string run_dir = TempPath("run");
+  const std::string faults = Write("faults.json", R"([
+    {"at": {"step": 3, "phase": "backward", "micro_batch": 5}, "action": "kill", "target": {"rank": 3}}])");
+  Result r = RunTessera("elaswave run" + kJob + shape + " --policy restart --faults " + faults +
+                        " --check " + ref + " --run-dir " + run_dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  // The same batch from the checkpoint of step 2: the run that never failed, bit for bit.
+  EXPECT_NE(r.out.find("bitwise equal to " + ref + ": yes"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/ckpt/step-2/slot-0-tp-0.bin")) << r.out;
+  // Every process started twice: each worker's log has two starts.
+  const std::string log = testing::ReadWhole(run_dir + "/worker-0.jsonl");
+  const size_t first = log.find("\"event\":\"started\"");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(log.find("\"event\":\"started\"", first + 1), std::string::npos) << log;
+}
+
 TEST(ElasWaveCli, BadInputIsRefusedBeforeAnyProcessStarts) {
   ExpectUserError("elaswave run --dp 2 --pp 2 --tp 2 --processes 6",
                   "--processes: got 6, but dp x pp x tp = 2 x 2 x 2 = 8");
@@ -111,7 +130,7 @@ TEST(ElasWaveCli, BadInputIsRefusedBeforeAnyProcessStarts) {
                   "--global-batch: got 31, not divisible by micro-batch 2");
   ExpectUserError("elaswave run --dp 3 --global-batch 32", "not divisible by dp 3");
   ExpectUserError("elaswave run --tp 3", "--tp 3");
-  ExpectUserError("elaswave run --policy restart", "--policy");
+  ExpectUserError("elaswave run --policy reboot", "--policy");
   const std::string bad_rank = Write(
       "rank.json",
       R"([{"at": {"step": 1, "phase": "forward"}, "action": "kill", "target": {"rank": 8}}])");

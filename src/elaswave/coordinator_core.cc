@@ -135,14 +135,16 @@ CoordinatorOutput CoordinatorCore::MaybeStart(double now_s, bool window_closed) 
   if (!options_.restarted) {
     if (!missing.empty()) return out;
     phase_ = Phase::kRunning;
-    epoch_ = 0;
+    epoch_ = options_.first_epoch;
+    complete_step_ = options_.start_complete_step;
+    committed_step_ = complete_step_;
     ControlMessage r;
     r.kind = ControlKind::kRoster;
-    r.complete_step = -1;
+    r.complete_step = complete_step_;
     for (int w = 0; w < options_.world_size; ++w) r.addresses[w] = workers_[w].address;
     out = Broadcast(r);
-    out.log.push_back(
-        fmt::format("all {} workers registered: epoch 0, start", options_.world_size));
+    out.log.push_back(fmt::format("all {} workers registered: epoch {}, start at step {}",
+                                  options_.world_size, epoch_, complete_step_ + 1));
     return out;
   }
   if (!missing.empty() && !window_closed) return out;

@@ -46,6 +46,10 @@ struct CoordinatorOptions {
   double registration_timeout_s = 5.0;  // a restarted coordinator's wait for re-registrations
   double start_timeout_s = 60.0;        // a fresh job's wait for every worker to register
   bool restarted = false;
+  // A job started again from a checkpoint (the restart policy): its first epoch and the step it
+  // resumes after (the roster's complete_step).
+  int64_t first_epoch = 0;
+  int64_t start_complete_step = -1;
 };
 
 struct CoordinatorOutput {

@@ -165,12 +165,18 @@ core::StatusOr<ElasticPlan> InitialPlan(const JobShape& shape, const std::vector
 core::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const std::string& name) {
   if (name == "elaswave") return RecoveryPolicy::kElasWave;
   if (name == "torchft") return RecoveryPolicy::kTorchFt;
-  return core::InvalidArgument(fmt::format("policy: got '{}', must be one of elaswave, torchft",
-                                           core::Utf8Prefix(name, 40)));
+  if (name == "restart") return RecoveryPolicy::kRestart;
+  return core::InvalidArgument(fmt::format(
+      "policy: got '{}', must be one of elaswave, torchft, restart", core::Utf8Prefix(name, 40)));
 }
 
 std::string RecoveryPolicyName(RecoveryPolicy p) {
-  return p == RecoveryPolicy::kTorchFt ? "torchft" : "elaswave";
+  switch (p) {
+    case RecoveryPolicy::kTorchFt: return "torchft";
+    case RecoveryPolicy::kRestart: return "restart";
+    case RecoveryPolicy::kElasWave: break;
+  }
+  return "elaswave";
 }
 
 core::StatusOr<ElasticPlan> Replan(const JobShape& shape, const std::vector<SlotCost>& costs,

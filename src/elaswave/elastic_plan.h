@@ -91,8 +91,10 @@ std::vector<SlotCost> GptSlotCosts(const GptDims& dims, int64_t micro_batch, int
 // micro-batches split evenly; epoch 0.
 core::StatusOr<ElasticPlan> InitialPlan(const JobShape& shape, const std::vector<SlotCost>& costs);
 
-enum class RecoveryPolicy { kElasWave, kTorchFt };
-// "elaswave" | "torchft"; InvalidArgument naming the value and the choices otherwise.
+// kRestart: the TorchElastic way -- a death stops every process; the launcher starts the whole
+// job again (a new process in the dead one's place) from the last complete disk checkpoint.
+enum class RecoveryPolicy { kElasWave, kTorchFt, kRestart };
+// "elaswave" | "torchft" | "restart"; InvalidArgument naming the value and the choices otherwise.
 core::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const std::string& name);
 std::string RecoveryPolicyName(RecoveryPolicy p);
 

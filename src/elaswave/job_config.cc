@@ -13,6 +13,10 @@ std::string ElasticJobConfig::WorkerLog(int world) const {
 std::string ElasticJobConfig::FaultMark(size_t index) const {
   return fmt::format("{}/fault-{}.hit", run_dir, index);
 }
+std::string ElasticJobConfig::CheckpointFile(int64_t step, int slot, int tp_rank) const {
+  return fmt::format("{}/ckpt/step-{}/slot-{}-tp-{}.bin", run_dir, step, slot, tp_rank);
+}
+
 std::string ElasticJobConfig::SpillFile(int world) const {
   return fmt::format("{}/spill-{}.json", run_dir, world);
 }
@@ -50,6 +54,9 @@ core::Json JobToJson(const ElasticJobConfig& job) {
   j["faults"] = FaultPlanToJson(job.faults);
   j["policy"] = RecoveryPolicyName(job.policy);
   j["transport"] = job.transport;
+  j["resume_step"] = job.resume_step;
+  j["first_epoch"] = job.first_epoch;
+  j["faults_done"] = job.faults_done;
   j["run_dir"] = job.run_dir;
   j["heartbeat_s"] = job.heartbeat_s;
   j["heartbeat_timeout_s"] = job.heartbeat_timeout_s;
@@ -100,11 +107,27 @@ core::StatusOr<models::SmallGptConfig> LoadModel(const std::string& name_or_file
 
 core::StatusOr<ElasticJobConfig> JobFromJson(const core::Json& j, const std::string& source) {
   RETURN_IF_ERROR(core::CheckKindAndVersion(j, source, "elaswave-job", 1));
-  RETURN_IF_ERROR(core::CheckKnownKeys(
-      j, source,
-      {"kind", "version", "shape", "model", "seq", "data_seed", "learning_rate", "steps", "faults",
-       "policy", "transport", "run_dir", "heartbeat_s", "heartbeat_timeout_s", "op_timeout_s",
-       "recovery_timeout_s", "coordinator_timeout_s"}));
+  RETURN_IF_ERROR(core::CheckKnownKeys(j, source,
+                                       {"kind",
+                                        "version",
+                                        "shape",
+                                        "model",
+                                        "seq",
+                                        "data_seed",
+                                        "learning_rate",
+                                        "steps",
+                                        "faults",
+                                        "policy",
+                                        "transport",
+                                        "resume_step",
+                                        "first_epoch",
+                                        "faults_done",
+                                        "run_dir",
+                                        "heartbeat_s",
+                                        "heartbeat_timeout_s",
+                                        "op_timeout_s",
+                                        "recovery_timeout_s",
+                                        "coordinator_timeout_s"}));
   ElasticJobConfig job;
   TrainerOptions& t = job.trainer;
   ASSIGN_OR_RETURN(const core::Json* shape, core::Member(j, source, "shape"));
@@ -136,6 +159,21 @@ core::StatusOr<ElasticJobConfig> JobFromJson(const core::Json& j, const std::str
   ASSIGN_OR_RETURN(const std::string policy, core::GetString(j, source, "policy"));
   ASSIGN_OR_RETURN(job.policy, ParseRecoveryPolicy(policy));
   ASSIGN_OR_RETURN(job.transport, core::GetString(j, source, "transport"));
+  ASSIGN_OR_RETURN(job.resume_step,
+                   core::GetIntInRange(j, source, "resume_step", -1, job.steps - 1));
+  ASSIGN_OR_RETURN(job.first_epoch, core::GetIntInRange(j, source, "first_epoch", 0, 1 << 30));
+  ASSIGN_OR_RETURN(const core::Json* done, core::Member(j, source, "faults_done"));
+  if (!done->is_array()) {
+    return core::InvalidArgument(fmt::format("{}.faults_done: must be a list", source));
+  }
+  for (const core::Json& i : *done) {
+    if (!i.is_number_integer() || i.get<int64_t>() < 0 ||
+        i.get<int64_t>() >= static_cast<int64_t>(job.faults.size())) {
+      return core::InvalidArgument(
+          fmt::format("{}.faults_done: got {}, not a fault index", source, core::ShowJson(i)));
+    }
+    job.faults_done.push_back(i.get<int64_t>());
+  }
   ASSIGN_OR_RETURN(job.run_dir, core::GetString(j, source, "run_dir"));
   ASSIGN_OR_RETURN(job.heartbeat_s, core::GetDoubleInRange(j, source, "heartbeat_s", 0.001, 10.0));
   ASSIGN_OR_RETURN(job.heartbeat_timeout_s,

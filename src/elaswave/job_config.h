@@ -22,6 +22,11 @@ struct ElasticJobConfig {
   std::vector<FaultEvent> faults;
   RecoveryPolicy policy = RecoveryPolicy::kElasWave;
   std::string transport = "ucx";
+  // The restart policy: the job starts from the disk checkpoint of `resume_step` (-1: fresh) at
+  // epoch `first_epoch`, skipping the fault events already delivered.
+  int64_t resume_step = -1;
+  int64_t first_epoch = 0;
+  std::vector<int64_t> faults_done;
   std::string run_dir;                // logs, fault marks, the coordinator's address, spills
   double heartbeat_s = 0.1;           // worker -> coordinator
   double heartbeat_timeout_s = 1.0;   // silent this long: declared dead and fenced
@@ -34,6 +39,9 @@ struct ElasticJobConfig {
   std::string CoordinatorLog() const { return run_dir + "/coordinator.jsonl"; }
   std::string FaultMark(size_t index) const;  // run_dir/fault-I.hit
   std::string SpillFile(int world) const;     // run_dir/spill-W.json
+  // The restart policy's checkpoint of one slot's state at one tp rank after `step`:
+  // run_dir/ckpt/step-T/slot-S-tp-R.bin (packed, slot_store.h).
+  std::string CheckpointFile(int64_t step, int slot, int tp_rank) const;
 };
 
 core::Json JobToJson(const ElasticJobConfig& job);

@@ -18,6 +18,7 @@
 #include "core/fnv64.h"
 #include "core/output_file.h"
 #include "core/trace.h"
+#include "elaswave/worker.h"
 
 namespace tessera::elaswave {
 namespace {
@@ -56,6 +57,21 @@ std::vector<std::string> Argv(const std::string& exe, const std::string& job_fil
   argv.push_back("--job");
   argv.push_back(job_file);
   return argv;
+}
+
+// The newest step whose checkpoint holds every (slot, tp rank); -1 when none does.
+int64_t LatestCheckpoint(const ElasticJobConfig& job) {
+  std::error_code ec;
+  for (int64_t step = job.steps - 1; step >= 0; --step) {
+    bool complete = true;
+    for (int slot = 0; slot < job.trainer.shape.num_slots() && complete; ++slot) {
+      for (int r = 0; r < job.trainer.shape.tp && complete; ++r) {
+        complete = std::filesystem::exists(job.CheckpointFile(step, slot, r), ec);
+      }
+    }
+    if (complete) return step;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -129,6 +145,7 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
                       name.rfind("worker-", 0) == 0 || name.rfind("fault-", 0) == 0 ||
                       name.rfind("spill-", 0) == 0;
     if (ours && entry.is_regular_file()) std::filesystem::remove(entry.path(), ec);
+    if (name == "ckpt" && entry.is_directory()) std::filesystem::remove_all(entry.path(), ec);
   }
   const std::string job_file = job.run_dir + "/job.json";
   RETURN_IF_ERROR(core::WriteJsonFile(job_file, JobToJson(job)));
@@ -163,6 +180,9 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
   std::vector<bool> exited(static_cast<size_t>(n), false);
   double workers_done_s = -1;
   double last_log_read_s = -1;
+  bool restart_now = false;
+  int64_t incarnation_epoch = 0;  // the restart policy: epochs before it belong to earlier ones
+  std::set<int64_t> superseded;   // aborts of a dying incarnation after the fault's
   std::string worker_failure;
   double worker_failed_s = -1;
   const auto deliver = [&](size_t i) {
@@ -259,7 +279,9 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
           // A worker that fails on its own (not a signal of a fault or of the coordinator's
           // fence) while the job runs: give the coordinator a moment to end the job with its
           // reason, else end it here with the worker's.
-          if (*code != 0 && *code < 128 && !coordinator_done && worker_failure.empty()) {
+          if (*code == kRestartExitCode && job.policy == RecoveryPolicy::kRestart) {
+            restart_now = true;
+          } else if (*code != 0 && *code < 128 && !coordinator_done && worker_failure.empty()) {
             worker_failure = fmt::format("rank {} exited with code {}: {}", w, *code,
                                          workers[static_cast<size_t>(w)]->LastStderrLine());
             worker_failed_s = now;
@@ -267,6 +289,55 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
         }
       }
       all_exited = all_exited && exited[static_cast<size_t>(w)];
+    }
+    if (restart_now) {
+      // The restart policy: stop every process of this incarnation and start the whole job
+      // again from the newest complete disk checkpoint (a new process in the dead one's place).
+      restart_now = false;
+      for (auto& w : workers) w->Signal(SIGKILL);
+      coordinator->Signal(SIGKILL);
+      for (auto& w : workers) (void)w->Wait();
+      (void)coordinator->Wait();
+      // The first abort of this incarnation is the fault's; the ones after it are the
+      // processes of the dying incarnation noticing each other's exits.
+      std::set<int64_t> aborts;
+      for (int w = 0; w < n; ++w) {
+        for (core::Json& j : tails[static_cast<size_t>(w)].Poll()) {
+          events[static_cast<size_t>(w)].push_back(std::move(j));
+        }
+        for (const core::Json& j : events[static_cast<size_t>(w)]) {
+          const int64_t e = j.value("epoch", int64_t{0});
+          if (j.value("event", "") == "abort" && e >= incarnation_epoch) aborts.insert(e);
+        }
+      }
+      const int64_t epoch = aborts.empty() ? incarnation_epoch : *aborts.begin();
+      for (int64_t e : aborts) {
+        if (e != epoch) superseded.insert(e);
+      }
+      incarnation_epoch = (aborts.empty() ? epoch : *aborts.rbegin()) + 1;
+      for (core::Json& j : coordinator_tail.Poll()) coordinator_events.push_back(std::move(j));
+      ElasticJobConfig next = job;
+      next.resume_step = LatestCheckpoint(job);
+      next.first_epoch = epoch;
+      next.faults_done.clear();
+      for (size_t i = 0; i < result.faults.size(); ++i) {
+        if (result.faults[i].delivered_s >= 0) next.faults_done.push_back(static_cast<int64_t>(i));
+      }
+      RETURN_IF_ERROR(core::WriteJsonFile(job_file, JobToJson(next)));
+      std::filesystem::remove(job.AddressFile(), ec);
+      say(fmt::format("restart: every process again, from the checkpoint of step {} (epoch {})",
+                      next.resume_step, epoch));
+      ASSIGN_OR_RETURN(coordinator,
+                       core::ChildProcess::Spawn(Argv(o.self_exe, job_file, {"coordinator"})));
+      for (int w = 0; w < n; ++w) {
+        ASSIGN_OR_RETURN(workers[static_cast<size_t>(w)],
+                         core::ChildProcess::Spawn(
+                             Argv(o.self_exe, job_file, {"worker", "--rank", std::to_string(w)})));
+        exited[static_cast<size_t>(w)] = false;
+      }
+      coordinator_done = false;
+      workers_done_s = -1;
+      continue;
     }
     if (!worker_failure.empty() && !coordinator_done && now - worker_failed_s > 3) {
       for (auto& w : workers) w->Signal(SIGKILL);
@@ -413,7 +484,7 @@ core::StatusOr<JobResult> LaunchElasticJob(const LaunchOptions& o) {
                             std::find(r.dead.begin(), r.dead.end(), e.target_rank) != r.dead.end();
       if (relevant && at > r.signal_s) r.signal_s = at;
     }
-    result.recoveries.push_back(r);
+    if (!superseded.count(epoch)) result.recoveries.push_back(r);
   }
   return result;
 }

@@ -12,7 +12,10 @@
 //   resume   -> the last survivor received the resume (all survivors computing): MTTR_resume
 //   commit   -> the redone step was committed: MTTR_commit (the raw figure; the step time
 //               after the change is reported beside it)
-// Coordinator faults given at a step fire once a worker logged that step's commit. A worker that
+// Under the restart policy a worker's exit with kRestartExitCode stops every process and starts
+// them all again from the newest complete disk checkpoint (resumed / committed are then the
+// restarted job's). Coordinator faults given at a step fire once a worker logged that step's
+// commit. A worker that
 // exits with an error on its own (it could not start, say) ends the job 3 s later unless the
 // coordinator ended it first, with the worker's last line of stderr as the reason.
 // Errors: InvalidArgument for a bad job (checked before any process starts); Internal when a

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -13,6 +16,7 @@
 #include "comm/am_communicator.h"
 #include "comm/am_world.h"
 #include "core/fnv64.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "elaswave/coordinator.h"
 #include "elaswave/coordinator_client.h"
@@ -67,6 +71,9 @@ class Worker {
   std::optional<ControlMessage> Recover(ControlMessage abort);
   int Finish(const ControlMessage& shutdown);
   void Spill(const std::string& why);
+  // The restart policy's disk checkpoint of every held slot after `step` (a file already
+  // written by another holder of the same slot is left as it is: the state is the same).
+  void WriteCheckpoint(int64_t step);
   uint64_t StateDigest() const;
 
   const ElasticJobConfig& job_;
@@ -133,6 +140,10 @@ void Worker::FaultPoint(StepPhase phase, int64_t step, int64_t micro_batch) {
     const FaultEvent& e = job_.faults[i];
     if (fired_.count(i) || e.at_time || e.target_coordinator || e.target_rank != world_id_)
       continue;
+    if (std::find(job_.faults_done.begin(), job_.faults_done.end(), static_cast<int64_t>(i)) !=
+        job_.faults_done.end()) {
+      continue;  // delivered before the job was restarted
+    }
     if (e.step != step || e.phase != phase) continue;
     if (e.micro_batch >= 0 && micro_batch >= 0 && e.micro_batch != micro_batch) {
       // A micro-batch this rank does not run: the fault fires at its first one instead.
@@ -174,6 +185,20 @@ uint64_t Worker::StateDigest() const {
   return h.value();
 }
 
+void Worker::WriteCheckpoint(int64_t step) {
+  std::error_code ec;
+  for (int slot : trainer_->store().Slots()) {
+    const std::string path = job_.CheckpointFile(step, slot, trainer_->tp_rank());
+    if (std::filesystem::exists(path, ec)) continue;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    auto packed = trainer_->store().Pack(slot);
+    if (!packed.ok()) continue;
+    (void)core::WriteFileAtomically(path,
+                                    std::string_view(reinterpret_cast<const char*>(packed->data()),
+                                                     packed->size() * sizeof(float)));
+  }
+}
+
 void Worker::Spill(const std::string& why) {
   // The last complete step's state, so a restart from disk can pick it up.
   SlotStore& store = trainer_->store();
@@ -203,6 +228,7 @@ void Worker::Spill(const std::string& why) {
 
 int Worker::Finish(const ControlMessage& shutdown) {
   log_.Write({{"event", "shutdown"}, {"code", shutdown.code}, {"why", shutdown.why}});
+  if (shutdown.code == kRestartExitCode) return kRestartExitCode;
   if (shutdown.code != 0) {
     Spill(shutdown.why);
     std::fprintf(stderr, "rank %d: %s\n", world_id_, shutdown.why.c_str());
@@ -212,6 +238,14 @@ int Worker::Finish(const ControlMessage& shutdown) {
 }
 
 std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
+  if (job_.policy == RecoveryPolicy::kRestart) {
+    // The restart policy does not recover in place: the launcher starts the job again.
+    log_.Write({{"event", "abort"},
+                {"epoch", abort.epoch},
+                {"dead", abort.dead},
+                {"complete_step", abort.complete_step}});
+    return ShutdownMessage(kRestartExitCode, "restart from the last checkpoint");
+  }
   while (true) {
     {
       std::lock_guard<std::mutex> lock(state_mu_);
@@ -356,6 +390,12 @@ int Worker::Run() {
     return (std::fprintf(stderr, "rank %d: %s\n", world_id_, roster.status().ToString().c_str()),
             1);
   if (roster->kind == ControlKind::kShutdown) return Finish(*roster);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    epoch_ = roster->epoch;
+    complete_step_ = roster->complete_step;
+  }
+  step_ = roster->complete_step + 1;
   std::vector<int> members;
   for (const auto& [w, a] : roster->addresses) {
     world_->SetAddress(w, a);
@@ -379,12 +419,37 @@ int Worker::Run() {
   if (!plan.ok()) return (std::fprintf(stderr, "%s\n", plan.status().ToString().c_str()), 1);
   resumed_plan_ = *plan;
   if (auto st = trainer_->InitFresh(*plan); !st.ok()) return 2;
-  trainer_->store().Snapshot(-1);
+  if (job.resume_step >= 0) {
+    // The restart policy: every held slot from the disk checkpoint.
+    for (int slot : trainer_->store().Slots()) {
+      auto bytes =
+          core::ReadInputFile(job.CheckpointFile(job.resume_step, slot, trainer_->tp_rank()));
+      if (!bytes.ok() || bytes->size() % sizeof(float) != 0) {
+        std::fprintf(stderr, "rank %d: checkpoint of step %lld: %s\n", world_id_,
+                     static_cast<long long>(job.resume_step),
+                     bytes.ok() ? "not whole floats" : bytes.status().ToString().c_str());
+        return 1;
+      }
+      std::vector<float> packed(bytes->size() / sizeof(float));
+      std::memcpy(packed.data(), bytes->data(), bytes->size());
+      if (auto st = trainer_->store().Unpack(slot, packed); !st.ok()) return 1;
+    }
+  }
+  trainer_->store().Snapshot(complete_step_);
   if (auto st = trainer_->Install(*plan, *comm_); !st.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", world_id_, st.ToString().c_str());
     return 1;
   }
   log_.Write({{"event", "started"}, {"plan", Hex(plan->digest)}});
+  if (job.resume_step >= 0) {
+    log_.Write({{"event", "installed"}, {"epoch", epoch_}, {"ok", true}, {"why", ""}});
+    log_.Write({{"event", "resumed"},
+                {"epoch", epoch_},
+                {"step", step_},
+                {"spare", false},
+                {"plan", Hex(plan->digest)},
+                {"from_checkpoint", job.resume_step}});
+  }
   while (true) {
     client_->SetStep(step_);
     std::optional<ControlMessage> interrupt;
@@ -432,6 +497,7 @@ int Worker::Run() {
           FaultPoint(StepPhase::kSnapshot, step_, -1);
           trainer_->store().Snapshot(step_);
           trainer_->store().PruneSnapshotsBefore(complete_step_);
+          if (job.policy == RecoveryPolicy::kRestart) WriteCheckpoint(step_);
           ControlMessage s;
           s.kind = ControlKind::kSnapshot;
           s.epoch = epoch_;
@@ -478,6 +544,8 @@ int RunCoordinator(const ElasticJobConfig& job, bool restarted) {
   o.core.heartbeat_timeout_s = job.heartbeat_timeout_s;
   o.core.registration_timeout_s = std::max(2.0, 3 * job.heartbeat_timeout_s);
   o.core.restarted = restarted;
+  o.core.first_epoch = job.first_epoch;
+  o.core.start_complete_step = job.resume_step;
   o.transport = job.transport;
   o.log = [&log](const std::string& line) { log.Write({{"event", "decision"}, {"what", line}}); };
   auto c = Coordinator::Start(o);

@@ -16,6 +16,9 @@
 // launcher's signal (kill -9 or SIGSTOP); slow:F makes each micro-batch take F times longer.
 // Events go to run_dir/worker-W.jsonl, one JSON object per line with its time on the shared
 // monotonic clock: registered, step (loss, state digests), abort, ready, resumed, done.
+// Under the restart policy (TorchElastic's way, the baseline) it instead writes a disk checkpoint
+// after every committed step (run_dir/ckpt/step-T/), exits with kRestartExitCode on an abort,
+// and starts from the checkpoint the launcher names.
 // An unrecoverable plan or a lost coordinator spills the last complete snapshot to
 // run_dir/spill-W.{json,bin} and exits 1; a finished job exits 0.
 // The caller must end the process after it returns (the worker's connections are not closed).
@@ -25,6 +28,10 @@
 #include "elaswave/job_config.h"
 
 namespace tessera::elaswave {
+
+// Under the restart policy a worker that sees a death exits with this code, and the launcher
+// starts the whole job again from the last complete checkpoint.
+inline constexpr int kRestartExitCode = 75;
 
 int RunWorker(const ElasticJobConfig& job, int world_id);
 

@@ -133,9 +133,9 @@ void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths)
       ->check(PositiveNumber(86400))
       ->capture_default_str();
   c->add_option("--policy", a->policy,
-                "elaswave (per-step recovery, batch kept) or torchft (drop the replica, shrink "
-                "the batch)")
-      ->check(CLI::IsMember({"elaswave", "torchft"}))
+                "elaswave (per-step recovery, batch kept), torchft (drop the replica, shrink the "
+                "batch) or restart (every process again from the last disk checkpoint)")
+      ->check(CLI::IsMember({"elaswave", "torchft", "restart"}))
       ->capture_default_str();
   c->add_flag("--quiet", a->quiet, "no progress lines on stderr");
 }
