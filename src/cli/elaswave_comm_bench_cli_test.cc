@@ -47,15 +47,18 @@ TEST(ElasWaveCommBenchCli, EveryChangeAfterAKillReportsAFigureWithCorrectCollect
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ((*j)["kind"], "measured");
   const core::Json& summary = (*j)["summary"];
-  ASSERT_EQ(summary.size(), CommBenchCliModes().size() + 1) << summary.dump();
+  ASSERT_EQ(summary.size(), CommBenchCliModes().size() + 2) << summary.dump();
   EXPECT_EQ(summary[0]["mode"], "detect");
   EXPECT_GT(summary[0]["p50_s"].get<double>(), 0) << summary.dump();
+  EXPECT_EQ(summary[1]["mode"], "steady");
+  EXPECT_GT(summary[1]["p50_s"].get<double>(), 0) << summary.dump();
   for (size_t i = 0; i < CommBenchCliModes().size(); ++i) {
-    const core::Json& row = summary[i + 1];
+    const core::Json& row = summary[i + 2];
     EXPECT_EQ(row["mode"], CommBenchCliModes()[i]);
     EXPECT_EQ(row["ranks"], 4);
     EXPECT_EQ(row["repetitions"], 1);
     EXPECT_GT(row["p50_s"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["call_p50_s"].get<double>(), 0) << row.dump();
     EXPECT_TRUE(row["ratio_to_inplace"].is_number()) << row.dump();
     // The table names it too.
     EXPECT_NE(r.out.find(" " + CommBenchCliModes()[i] + " "), std::string::npos) << r.out;

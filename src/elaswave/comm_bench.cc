@@ -36,7 +36,8 @@ struct CommBenchPeerResult {
   bool ok = false;
   std::string error;
   double detect_at_s = -1;
-  std::map<CommChangeMode, double> seconds;
+  double steady_s = -1;
+  std::map<CommChangeMode, double> seconds, call_seconds;
 };
 
 std::optional<CommBenchPeerResult> CommBenchReadResult(const std::string& dir, int id) {
@@ -52,12 +53,16 @@ std::optional<CommBenchPeerResult> CommBenchReadResult(const std::string& dir, i
   r.ok = j->value("ok", false);
   r.error = j->value("error", std::string());
   r.detect_at_s = j->value("detect_at_s", -1.0);
-  if (j->contains("seconds") && (*j)["seconds"].is_object()) {
+  r.steady_s = j->value("steady_s", -1.0);
+  const auto read = [&](const char* key, std::map<CommChangeMode, double>& out) {
+    if (!j->contains(key) || !(*j)[key].is_object()) return;
     for (CommChangeMode m : kCommBenchAllModes) {
-      const auto it = (*j)["seconds"].find(CommChangeModeName(m));
-      if (it != (*j)["seconds"].end() && it->is_number()) r.seconds[m] = it->get<double>();
+      const auto it = (*j)[key].find(CommChangeModeName(m));
+      if (it != (*j)[key].end() && it->is_number()) out[m] = it->get<double>();
     }
-  }
+  };
+  read("seconds", r.seconds);
+  read("call_seconds", r.call_seconds);
   return r;
 }
 
@@ -150,18 +155,22 @@ core::StatusOr<CommBenchRepetition> CommBenchRunOnce(const CommBenchOptions& o, 
   for (auto& peer : peers) peer->Wait();
 
   for (const auto& [id, r] : results) {
-    if (r.detect_at_s < 0) {
+    if (r.detect_at_s < 0 || r.steady_s < 0) {
       return core::FailedPrecondition(
-          fmt::format("{}: world rank {} reported no detection", where, id));
+          fmt::format("{}: world rank {} reported no detection or steady figure", where, id));
     }
     rep.detect_s = std::max(rep.detect_s, r.detect_at_s - kill_at);
+    rep.steady_s = std::max(rep.steady_s, r.steady_s);
     for (CommChangeMode m : modes) {
       const auto it = r.seconds.find(m);
-      if (it == r.seconds.end()) {
+      const auto call = r.call_seconds.find(m);
+      if (it == r.seconds.end() || call == r.call_seconds.end()) {
         return core::FailedPrecondition(fmt::format("{}: world rank {} reported no {} figure",
                                                     where, id, CommChangeModeName(m)));
       }
       rep.per_survivor[m].push_back(it->second);
+      rep.call_seconds[m] =
+          std::max(rep.call_seconds.count(m) ? rep.call_seconds[m] : 0.0, call->second);
     }
   }
   for (CommChangeMode m : modes) {
@@ -218,24 +227,29 @@ std::vector<CommBenchRow> SummarizeCommBench(const std::vector<CommBenchRepetiti
   }
   std::vector<CommBenchRow> rows;
   for (int n : order) {
-    std::vector<double> detect;
-    std::map<CommChangeMode, std::vector<double>> by_mode;
+    std::vector<double> detect, steady;
+    std::map<CommChangeMode, std::vector<double>> by_mode, calls;
     for (const CommBenchRepetition& r : repetitions) {
       if (r.ranks != n) continue;
       detect.push_back(r.detect_s);
+      steady.push_back(r.steady_s);
       for (const auto& [m, s] : r.seconds) by_mode[m].push_back(s);
+      for (const auto& [m, s] : r.call_seconds) calls[m].push_back(s);
     }
-    CommBenchRow d;
-    d.ranks = n;
-    d.detect = true;
-    d.stats = Stats(detect);
-    rows.push_back(d);
+    for (CommBenchRowKind kind : {CommBenchRowKind::kDetect, CommBenchRowKind::kSteady}) {
+      CommBenchRow row;
+      row.ranks = n;
+      row.kind = kind;
+      row.stats = Stats(kind == CommBenchRowKind::kDetect ? detect : steady);
+      rows.push_back(row);
+    }
     const PhaseStats inplace = Stats(by_mode[CommChangeMode::kInPlace]);
     for (CommChangeMode m : modes) {
       CommBenchRow row;
       row.ranks = n;
       row.mode = m;
       row.stats = Stats(by_mode[m]);
+      row.call = Stats(calls[m]);
       if (inplace.p50_s > 0 && row.stats.p50_s >= 0) {
         row.ratio_to_inplace = row.stats.p50_s / inplace.p50_s;
       }
@@ -249,24 +263,35 @@ core::Json CommBenchResult::ToJson() const {
   core::Json reps = core::Json::array();
   for (const CommBenchRepetition& r : repetitions) {
     core::Json seconds = core::Json::object();
+    core::Json calls = core::Json::object();
     core::Json per = core::Json::object();
     for (const auto& [m, s] : r.seconds) seconds[CommChangeModeName(m)] = s;
+    for (const auto& [m, s] : r.call_seconds) calls[CommChangeModeName(m)] = s;
     for (const auto& [m, v] : r.per_survivor) per[CommChangeModeName(m)] = v;
     reps.push_back({{"ranks", r.ranks},
                     {"repetition", r.repetition},
                     {"victim", r.victim},
                     {"detect_s", r.detect_s},
+                    {"steady_s", r.steady_s},
                     {"seconds", seconds},
+                    {"call_seconds", calls},
                     {"per_survivor_seconds", per}});
   }
   core::Json summary = core::Json::array();
   for (const CommBenchRow& row : rows) {
+    const char* name = row.kind == CommBenchRowKind::kDetect   ? "detect"
+                       : row.kind == CommBenchRowKind::kSteady ? "steady"
+                                                               : CommChangeModeName(row.mode);
     summary.push_back(
         {{"ranks", row.ranks},
-         {"mode", row.detect ? "detect" : CommChangeModeName(row.mode)},
+         {"mode", name},
          {"repetitions", row.stats.count},
          {"p50_s", row.stats.p50_s},
          {"max_s", row.stats.max_s},
+         {"call_p50_s",
+          row.kind == CommBenchRowKind::kMode ? core::Json(row.call.p50_s) : core::Json(nullptr)},
+         {"call_max_s",
+          row.kind == CommBenchRowKind::kMode ? core::Json(row.call.max_s) : core::Json(nullptr)},
          {"ratio_to_inplace",
           row.ratio_to_inplace < 0 ? core::Json(nullptr) : core::Json(row.ratio_to_inplace)}});
   }
@@ -276,8 +301,9 @@ core::Json CommBenchResult::ToJson() const {
       {"cores", cores},
       {"figure",
        "per repetition the slowest survivor, from the start of the change to the end of "
-       "the first checked AllReduceSum after it (detect: from the SIGKILL to the last "
-       "survivor's failed pending collective)"},
+       "the first checked AllReduceSum after it; call: the change's call alone; steady: a "
+       "checked AllReduceSum of the survivors on connections already up (detect: from the "
+       "SIGKILL to the last survivor's failed pending collective)"},
       {"summary", summary},
       {"repetitions", reps}};
 }
@@ -329,10 +355,11 @@ core::StatusOr<CommBenchResult> RunCommBench(const CommBenchOptions& o) {
       if (o.progress) {
         std::string line = fmt::format(
             "comm-bench: {} processes, repetition {}/{}: killed world rank {}, "
-            "detect {}",
-            n, rep + 1, o.repeats, r.victim, CommBenchMs(r.detect_s));
+            "detect {}, steady collective {}",
+            n, rep + 1, o.repeats, r.victim, CommBenchMs(r.detect_s), CommBenchMs(r.steady_s));
         for (const auto& [m, s] : r.seconds) {
-          line += fmt::format(", {} {}", CommChangeModeName(m), CommBenchMs(s));
+          line += fmt::format(", {} {} (call {})", CommChangeModeName(m), CommBenchMs(s),
+                              CommBenchMs(r.call_seconds.at(m)));
         }
         o.progress(line);
       }

@@ -10,9 +10,13 @@
 // survivor
 //  - detects it: its pending AllReduceSum must fail with Unavailable naming the victim;
 //    detect = that moment minus the kill, on the machine's shared monotonic clock;
+//  - times a steady AllReduceSum over the survivors on connections that are already up (a
+//    communicator of the survivors alone, made before any change): the floor under every mode's
+//    figure, since each mode ends with such a collective;
 //  - for each mode (always in the order inplace, partial, full, gloo; each at a new epoch),
 //    after a barrier of the survivors that is not timed, times from the start of the change to
-//    the end of the first collective after it, an AllReduceSum whose sum it checks:
+//    the end of the first collective after it, an AllReduceSum whose sum it checks, and the
+//    change's own call alone (without that collective):
 //      inplace  AmCommunicator::Reconfigure (same connections)
 //      partial  AmCommunicator::RebuildPartial (every connection closed and reopened)
 //      full     AmCommunicator::RebuildFull: a fresh UCX transport (its creation is timed), new
@@ -21,10 +25,10 @@
 //               FileStore in the run directory under a prefix new to the repetition, a TCP
 //               device on 127.0.0.1, connectFullMesh, a Gloo allreduce (all timed)
 // A repetition's figure for a mode is the MAX over survivors (the change is done when the last
-// survivor is done); the summary per (N, mode) is the p50 and max over repetitions and the
-// p50's ratio to inplace's. Units: seconds in every struct and in the JSON.
-// All figures are measured on this machine, with N processes sharing its cores (oversubscribed
-// when N exceeds them); nothing is modelled.
+// survivor is done), also for the call alone, the steady collective and the detection; the
+// summary per (N, mode) is the p50 and max over repetitions and the p50's ratio to inplace's.
+// Units: seconds in every struct and in the JSON. All figures are measured on this machine, with N
+// processes sharing its cores (oversubscribed when N exceeds them); nothing is modelled.
 //
 // Errors: InvalidArgument for bad options (ranks outside [3, 64], repeats < 1, no mode, gloo
 // when this build has no Gloo: the message says how to get it); Internal when a peer cannot be
@@ -74,31 +78,36 @@ struct CommBenchOptions {
 struct CommBenchRepetition {
   int ranks = 0;
   int repetition = 0;
-  int victim = 0;                            // the killed world rank
-  double detect_s = -1;                      // kill -> the last survivor saw the death
-  std::map<CommChangeMode, double> seconds;  // per mode, max over survivors
-  std::map<CommChangeMode, std::vector<double>> per_survivor;  // in world-rank order
+  int victim = 0;        // the killed world rank
+  double detect_s = -1;  // kill -> the last survivor saw the death
+  double steady_s = -1;  // a steady AllReduceSum over the survivors, max over them
+  std::map<CommChangeMode, double> seconds;       // per mode, change + collective, max
+  std::map<CommChangeMode, double> call_seconds;  // per mode, the change's call alone, max
+  std::map<CommChangeMode, std::vector<double>> per_survivor;  // seconds, world-rank order
 };
 
-// One line of the summary: a mode (or the detection, when `detect`) at N processes.
+// One line of the summary at N processes: the detection, the steady collective, or a mode.
+enum class CommBenchRowKind { kDetect, kSteady, kMode };
 struct CommBenchRow {
   int ranks = 0;
-  bool detect = false;
-  CommChangeMode mode = CommChangeMode::kInPlace;
-  PhaseStats stats;              // over repetitions, seconds
-  double ratio_to_inplace = -1;  // stats.p50_s / inplace's p50 (-1: no inplace figure)
+  CommBenchRowKind kind = CommBenchRowKind::kMode;
+  CommChangeMode mode = CommChangeMode::kInPlace;  // kMode only
+  PhaseStats stats;                                // over repetitions, seconds
+  PhaseStats call;                                 // kMode: the change's call alone
+  double ratio_to_inplace = -1;  // kMode: stats.p50_s / inplace's p50 (-1: no inplace figure)
 };
 
 struct CommBenchResult {
   std::vector<CommBenchRepetition> repetitions;
-  std::vector<CommBenchRow> rows;  // per N (in the order asked): detect, then each mode
+  std::vector<CommBenchRow> rows;  // per N (in the order asked): detect, steady, each mode
   int cores = 0;                   // online CPUs of this machine
   core::Json ToJson() const;
 };
 
 // The summary rows of `repetitions` (pure): for each N in order of first appearance, the
-// detection row, then one row per mode of `modes` (in that order) with the p50 and max over
-// repetitions and the ratio of its p50 to inplace's p50 at the same N.
+// detection row, the steady row, then one row per mode of `modes` (in that order) with the p50
+// and max over repetitions (of the whole figure and of the call alone) and the ratio of its p50
+// to inplace's p50 at the same N.
 std::vector<CommBenchRow> SummarizeCommBench(const std::vector<CommBenchRepetition>& repetitions,
                                              const std::vector<CommChangeMode>& modes);
 

@@ -85,7 +85,9 @@ struct CommBenchPeerReport {
   std::string error;
   double detect_at_s = -1;
   std::string detect_error;
+  double steady_s = -1;
   core::Json seconds = core::Json::object();
+  core::Json call_seconds = core::Json::object();
 };
 
 void CommBenchWriteReport(const CommBenchPeerOptions& o, const CommBenchPeerReport& r) {
@@ -94,22 +96,33 @@ void CommBenchWriteReport(const CommBenchPeerOptions& o, const CommBenchPeerRepo
                         {"error", r.error},
                         {"detect_at_s", r.detect_at_s},
                         {"detect_error", r.detect_error},
-                        {"seconds", r.seconds}};
+                        {"steady_s", r.steady_s},
+                        {"seconds", r.seconds},
+                        {"call_seconds", r.call_seconds}};
   const core::Status s = core::WriteFileAtomically(CommBenchResultPath(o.dir, o.id), j.dump());
   if (!s.ok()) std::fprintf(stderr, "comm-bench-peer %d: %s\n", o.id, s.ToString().c_str());
 }
 
-// Runs one change of `mode` at `epoch` and the checked collective after it.
-core::Status CommBenchChange(const CommBenchPeerOptions& o, CommChangeMode mode, uint64_t epoch,
-                             comm::AmCommunicator& c, const std::vector<int>& survivors) {
+// Runs one change of `mode` at `epoch` and the checked collective after it; returns the seconds
+// of the change's call alone (for gloo: up to the connected mesh).
+core::StatusOr<double> CommBenchChange(const CommBenchPeerOptions& o, CommChangeMode mode,
+                                       uint64_t epoch, comm::AmCommunicator& c,
+                                       const std::vector<int>& survivors) {
   const int64_t skew = CommBenchSkew(o, mode, survivors);
+  const double start = MonotonicSeconds();
   switch (mode) {
-    case CommChangeMode::kInPlace:
+    case CommChangeMode::kInPlace: {
       RETURN_IF_ERROR(c.Reconfigure(survivors, epoch).WithPrefix("Reconfigure"));
-      return CommBenchCheckedSum(c, "after Reconfigure", skew);
-    case CommChangeMode::kPartial:
+      const double call_s = MonotonicSeconds() - start;
+      RETURN_IF_ERROR(CommBenchCheckedSum(c, "after Reconfigure", skew));
+      return call_s;
+    }
+    case CommChangeMode::kPartial: {
       RETURN_IF_ERROR(c.RebuildPartial(survivors, epoch, o.timeout_s).WithPrefix("RebuildPartial"));
-      return CommBenchCheckedSum(c, "after RebuildPartial", skew);
+      const double call_s = MonotonicSeconds() - start;
+      RETURN_IF_ERROR(CommBenchCheckedSum(c, "after RebuildPartial", skew));
+      return call_s;
+    }
     case CommChangeMode::kFull: {
       ASSIGN_OR_RETURN(auto fresh, comm::MakeAmTransport("ucx"));
       RETURN_IF_ERROR(c.RebuildFull(
@@ -119,22 +132,25 @@ core::Status CommBenchChange(const CommBenchPeerOptions& o, CommChangeMode mode,
                            },
                            survivors, epoch, o.timeout_s)
                           .WithPrefix("RebuildFull"));
-      return CommBenchCheckedSum(c, "after RebuildFull", skew);
+      const double call_s = MonotonicSeconds() - start;
+      RETURN_IF_ERROR(CommBenchCheckedSum(c, "after RebuildFull", skew));
+      return call_s;
     }
     case CommChangeMode::kGloo: {
       const auto me = std::find(survivors.begin(), survivors.end(), o.id);
       const int rank = static_cast<int>(me - survivors.begin());
-      ASSIGN_OR_RETURN(const int64_t sum,
-                       GlooFreshAllReduce(CommBenchGlooStorePath(
-                                              std::filesystem::path(o.dir).parent_path().string()),
-                                          o.gloo_prefix, rank, static_cast<int>(survivors.size()),
-                                          o.id + 1 + skew, o.timeout_s));
+      const std::string store =
+          CommBenchGlooStorePath(std::filesystem::path(o.dir).parent_path().string());
+      ASSIGN_OR_RETURN(
+          const GlooAllReduceResult r,
+          GlooFreshAllReduce(store, o.gloo_prefix, rank, static_cast<int>(survivors.size()),
+                             o.id + 1 + skew, o.timeout_s));
       int64_t want = 0;
       for (int w : survivors) want += w + 1;
-      if (sum != want) {
-        return core::Internal(fmt::format("gloo allreduce gave {}, expected {}", sum, want));
+      if (r.sum != want) {
+        return core::Internal(fmt::format("gloo allreduce gave {}, expected {}", r.sum, want));
       }
-      return core::Status::Ok();
+      return r.connect_s;
     }
   }
   return core::Internal("unknown mode");
@@ -220,16 +236,24 @@ int RunCommBenchPeer(const CommBenchPeerOptions& o) {
   auto sync = comm::AmCommunicator::Create(*world, survivors, 0, kCommBenchSyncGroup);
   if (!sync.ok()) return setup_error("the survivors' barrier communicator", sync.status());
   (*sync)->set_op_timeout_s(o.timeout_s);
+  // The floor: a steady collective over the survivors on connections that are up.
+  s = (*sync)->Barrier();
+  if (!s.ok()) return check_failed(s.WithPrefix("barrier before the steady collective"));
+  const double steady_start = MonotonicSeconds();
+  s = CommBenchCheckedSum(**sync, "steady AllReduceSum of the survivors");
+  report.steady_s = MonotonicSeconds() - steady_start;
+  if (!s.ok()) return check_failed(s);
   uint64_t epoch = 0;
   for (CommChangeMode mode : OrderedCommChangeModes(o.modes)) {
     s = (*sync)->Barrier();  // aligns the survivors; not timed
     if (!s.ok())
       return check_failed(s.WithPrefix("barrier before " + std::string(CommChangeModeName(mode))));
     const double start = MonotonicSeconds();
-    s = CommBenchChange(o, mode, ++epoch, c, survivors);
+    const core::StatusOr<double> call_s = CommBenchChange(o, mode, ++epoch, c, survivors);
     const double seconds = MonotonicSeconds() - start;
-    if (!s.ok()) return check_failed(s.WithPrefix(CommChangeModeName(mode)));
+    if (!call_s.ok()) return check_failed(call_s.status().WithPrefix(CommChangeModeName(mode)));
     report.seconds[CommChangeModeName(mode)] = seconds;
+    report.call_seconds[CommChangeModeName(mode)] = *call_s;
   }
   s = (*sync)->Barrier();
   if (!s.ok()) return check_failed(s.WithPrefix("final barrier"));

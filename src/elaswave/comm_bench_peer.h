@@ -7,7 +7,9 @@
 //                    only once every peer wrote it)
 //   result.ID.json   a survivor's report: {"id", "ok", "error", "detect_at_s" (monotonic,
 //                    when its pending collective failed), "detect_error" (that failure's
-//                    text), "seconds": {mode: seconds}}
+//                    text), "steady_s" (a steady collective of the survivors),
+//                    "seconds": {mode: change + collective}, "call_seconds": {mode: the
+//                    change's call alone}}
 // Gloo's FileStore lives in the run folder (the repetition folder's parent), "gloo-store",
 // under the prefix given.
 // The victim parks after ready.ID until it is killed. A survivor, after writing its result,

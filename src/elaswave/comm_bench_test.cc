@@ -13,7 +13,9 @@ CommBenchRepetition Rep(int n, double detect, std::map<M, double> seconds) {
   CommBenchRepetition r;
   r.ranks = n;
   r.detect_s = detect;
-  r.seconds = std::move(seconds);
+  r.steady_s = detect / 2;
+  r.seconds = seconds;
+  for (auto& [m, s] : seconds) r.call_seconds[m] = s / 10;
   return r;
 }
 
@@ -70,35 +72,46 @@ TEST(CommBench, SummaryIsP50AndMaxPerRanksAndModeWithTheRatioToInPlace) {
       Rep(4, 0.007, {{M::kInPlace, 0.003}, {M::kFull, 0.300}}),
   };
   const auto rows = SummarizeCommBench(reps, {M::kInPlace, M::kFull});
-  ASSERT_EQ(rows.size(), 6u);  // per N: detect, inplace, full; N in order of appearance
+  // Per N (in order of appearance): detect, steady, inplace, full.
+  ASSERT_EQ(rows.size(), 8u);
   EXPECT_EQ(rows[0].ranks, 8);
-  EXPECT_TRUE(rows[0].detect);
+  EXPECT_EQ(rows[0].kind, CommBenchRowKind::kDetect);
   EXPECT_EQ(rows[0].stats.count, 3);
   EXPECT_DOUBLE_EQ(rows[0].stats.p50_s, 0.020);
   EXPECT_DOUBLE_EQ(rows[0].stats.max_s, 0.030);
-  EXPECT_EQ(rows[1].mode, M::kInPlace);
-  EXPECT_DOUBLE_EQ(rows[1].stats.p50_s, 0.002);
-  EXPECT_DOUBLE_EQ(rows[1].stats.max_s, 0.004);
-  EXPECT_DOUBLE_EQ(rows[1].ratio_to_inplace, 1.0);
-  EXPECT_EQ(rows[2].mode, M::kFull);
-  EXPECT_DOUBLE_EQ(rows[2].stats.p50_s, 0.600);
-  EXPECT_DOUBLE_EQ(rows[2].ratio_to_inplace, 300.0);
+  EXPECT_EQ(rows[1].kind, CommBenchRowKind::kSteady);
+  EXPECT_DOUBLE_EQ(rows[1].stats.p50_s, 0.010);
+  EXPECT_DOUBLE_EQ(rows[1].stats.max_s, 0.015);
+  EXPECT_EQ(rows[2].kind, CommBenchRowKind::kMode);
+  EXPECT_EQ(rows[2].mode, M::kInPlace);
+  EXPECT_DOUBLE_EQ(rows[2].stats.p50_s, 0.002);
+  EXPECT_DOUBLE_EQ(rows[2].stats.max_s, 0.004);
+  EXPECT_DOUBLE_EQ(rows[2].call.p50_s, 0.0002);
+  EXPECT_DOUBLE_EQ(rows[2].ratio_to_inplace, 1.0);
+  EXPECT_EQ(rows[3].mode, M::kFull);
+  EXPECT_DOUBLE_EQ(rows[3].stats.p50_s, 0.600);
+  EXPECT_DOUBLE_EQ(rows[3].call.max_s, 0.080);
+  EXPECT_DOUBLE_EQ(rows[3].ratio_to_inplace, 300.0);
   // An even count: the p50 is the mean of the middle two.
-  EXPECT_EQ(rows[3].ranks, 4);
-  EXPECT_DOUBLE_EQ(rows[4].stats.p50_s, 0.002);
-  EXPECT_DOUBLE_EQ(rows[5].stats.p50_s, 0.200);
-  EXPECT_DOUBLE_EQ(rows[5].ratio_to_inplace, 100.0);
+  EXPECT_EQ(rows[4].ranks, 4);
+  EXPECT_DOUBLE_EQ(rows[6].stats.p50_s, 0.002);
+  EXPECT_DOUBLE_EQ(rows[7].stats.p50_s, 0.200);
+  EXPECT_DOUBLE_EQ(rows[7].ratio_to_inplace, 100.0);
 }
 
 TEST(CommBench, WithoutInPlaceThereIsNoRatio) {
   const auto rows = SummarizeCommBench({Rep(3, 0.01, {{M::kPartial, 0.5}})}, {M::kPartial});
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_DOUBLE_EQ(rows[1].stats.p50_s, 0.5);
-  EXPECT_LT(rows[1].ratio_to_inplace, 0);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(rows[2].stats.p50_s, 0.5);
+  EXPECT_LT(rows[2].ratio_to_inplace, 0);
   const core::Json j = CommBenchResult{{}, rows, 2}.ToJson();
   EXPECT_EQ(j["kind"], "measured");
-  EXPECT_TRUE(j["summary"][1]["ratio_to_inplace"].is_null());
   EXPECT_EQ(j["summary"][0]["mode"], "detect");
+  EXPECT_EQ(j["summary"][1]["mode"], "steady");
+  EXPECT_TRUE(j["summary"][1]["call_p50_s"].is_null());
+  EXPECT_EQ(j["summary"][2]["mode"], "partial");
+  EXPECT_TRUE(j["summary"][2]["ratio_to_inplace"].is_null());
+  EXPECT_DOUBLE_EQ(j["summary"][2]["call_p50_s"].get<double>(), 0.05);
 }
 
 }  // namespace

@@ -19,12 +19,14 @@ namespace tessera::elaswave {
 
 bool GlooRebuildAvailable() { return true; }
 
-core::StatusOr<int64_t> GlooFreshAllReduce(const std::string& store_dir, const std::string& prefix,
-                                           int rank, int size, int64_t value, double timeout_s) {
+core::StatusOr<GlooAllReduceResult> GlooFreshAllReduce(const std::string& store_dir,
+                                                       const std::string& prefix, int rank,
+                                                       int size, int64_t value, double timeout_s) {
   if (rank < 0 || rank >= size) {
     return core::InvalidArgument(fmt::format("gloo: rank {} not in [0, {})", rank, size));
   }
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
+  const auto start = std::chrono::steady_clock::now();
   try {
     std::error_code ec;
     std::filesystem::create_directories(store_dir, ec);  // FileStore needs the folder
@@ -37,6 +39,9 @@ core::StatusOr<int64_t> GlooFreshAllReduce(const std::string& store_dir, const s
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
     context->connectFullMesh(store, device);
+    GlooAllReduceResult result;
+    result.connect_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::vector<int64_t> data = {value};
     gloo::AllreduceOptions options(context);
     options.setOutput(data.data(), data.size());
@@ -48,7 +53,8 @@ core::StatusOr<int64_t> GlooFreshAllReduce(const std::string& store_dir, const s
     });
     options.setTimeout(timeout);
     gloo::allreduce(options);
-    return data[0];
+    result.sum = data[0];
+    return result;
   } catch (const std::exception& e) {
     return core::Unavailable(
         fmt::format("gloo (rank {} of {}, prefix {}): {}", rank, size, prefix, e.what()));

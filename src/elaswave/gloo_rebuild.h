@@ -20,8 +20,12 @@ namespace tessera::elaswave {
 
 bool GlooRebuildAvailable();
 
-// Returns the allreduced sum of every rank's `value`.
-core::StatusOr<int64_t> GlooFreshAllReduce(const std::string& store_dir, const std::string& prefix,
-                                           int rank, int size, int64_t value, double timeout_s);
+struct GlooAllReduceResult {
+  int64_t sum = 0;        // of every rank's value
+  double connect_s = -1;  // the device, the store and connectFullMesh, before the allreduce
+};
+core::StatusOr<GlooAllReduceResult> GlooFreshAllReduce(const std::string& store_dir,
+                                                       const std::string& prefix, int rank,
+                                                       int size, int64_t value, double timeout_s);
 
 }  // namespace tessera::elaswave

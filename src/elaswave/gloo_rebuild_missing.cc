@@ -7,8 +7,8 @@ namespace tessera::elaswave {
 
 bool GlooRebuildAvailable() { return false; }
 
-core::StatusOr<int64_t> GlooFreshAllReduce(const std::string&, const std::string&, int, int,
-                                           int64_t, double) {
+core::StatusOr<GlooAllReduceResult> GlooFreshAllReduce(const std::string&, const std::string&, int,
+                                                       int, int64_t, double) {
   return core::FailedPrecondition(CommBenchNoGlooMessage());
 }
 

@@ -67,33 +67,49 @@ core::Status RunElasWaveCommBench(const ElasWaveCommBenchArgs& a) {
   }
   ASSIGN_OR_RETURN(const elaswave::CommBenchResult r, elaswave::RunCommBench(o));
 
-  core::Table t({"ranks", "change", "repetitions", "p50 ms", "max ms", "p50 / inplace p50"});
+  using elaswave::CommBenchRowKind;
+  core::Table t({"ranks", "change", "repetitions", "p50 ms", "max ms", "p50 / inplace p50",
+                 "call alone p50 ms"});
   const elaswave::CommBenchRow* inplace32 = nullptr;
+  const elaswave::CommBenchRow* steady32 = nullptr;
   for (const elaswave::CommBenchRow& row : r.rows) {
+    const bool mode = row.kind == CommBenchRowKind::kMode;
     const std::string name =
-        row.detect ? "detect (kill -> failed collective)" : elaswave::CommChangeModeName(row.mode);
+        row.kind == CommBenchRowKind::kDetect   ? "detect (kill -> failed collective)"
+        : row.kind == CommBenchRowKind::kSteady ? "steady AllReduceSum (no change)"
+                                                : elaswave::CommChangeModeName(row.mode);
     const std::string ratio =
-        row.detect || row.ratio_to_inplace < 0 ? "-" : fmt::format("{:.1f}x", row.ratio_to_inplace);
+        !mode || row.ratio_to_inplace < 0 ? "-" : fmt::format("{:.1f}x", row.ratio_to_inplace);
     t.AddRow({std::to_string(row.ranks), name, std::to_string(row.stats.count),
-              CommBenchCell(row.stats.p50_s), CommBenchCell(row.stats.max_s), ratio});
-    if (!row.detect && row.ranks == 32 && row.mode == elaswave::CommChangeMode::kInPlace) {
+              CommBenchCell(row.stats.p50_s), CommBenchCell(row.stats.max_s), ratio,
+              mode ? CommBenchCell(row.call.p50_s) : "-"});
+    if (row.ranks == 32 && mode && row.mode == elaswave::CommChangeMode::kInPlace) {
       inplace32 = &row;
     }
+    if (row.ranks == 32 && row.kind == CommBenchRowKind::kSteady) steady32 = &row;
   }
   std::printf("%s", t.Render().c_str());
   std::printf(
       "\nmeasured on this machine (%d cores; N processes on 127.0.0.1 share them): a figure is "
       "the slowest survivor of a repetition, from the start of the change to the end of the "
-      "first AllReduceSum after it (checked by every survivor); detect is from the SIGKILL to "
-      "the last survivor's failed pending collective\n",
+      "first AllReduceSum after it (checked by every survivor); call alone: the change's own "
+      "call without that collective; steady: the same AllReduceSum of the survivors on "
+      "connections already up, the floor under every change; detect: from the SIGKILL to the "
+      "last survivor's failed pending collective\n",
       r.cores);
   if (inplace32 != nullptr) {
     const bool met = inplace32->stats.p50_s <= 0.050 && inplace32->stats.max_s < 1.0;
     std::printf(
-        "in-place edit at 32 processes: p50 %s ms (goal <= 50 ms), max %s ms (goal < 1 "
-        "s): %s\n",
+        "in-place edit at 32 processes: p50 %s ms (goal <= 50 ms), max %s ms (goal < 1 s): "
+        "%s%s\n",
         CommBenchCell(inplace32->stats.p50_s).c_str(),
-        CommBenchCell(inplace32->stats.max_s).c_str(), met ? "met" : "NOT met");
+        CommBenchCell(inplace32->stats.max_s).c_str(), met ? "met" : "NOT met",
+        steady32 == nullptr
+            ? ""
+            : fmt::format(" (the call alone p50 {} ms; a steady AllReduceSum p50 {} ms)",
+                          CommBenchCell(inplace32->call.p50_s),
+                          CommBenchCell(steady32->stats.p50_s))
+                  .c_str());
   }
   std::printf("every survivor's collectives were correct: %zu repetitions\n", r.repetitions.size());
   if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, r.ToJson()));
