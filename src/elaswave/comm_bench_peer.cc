@@ -246,8 +246,9 @@ int RunCommBenchPeer(const CommBenchPeerOptions& o) {
   uint64_t epoch = 0;
   for (CommChangeMode mode : OrderedCommChangeModes(o.modes)) {
     s = (*sync)->Barrier();  // aligns the survivors; not timed
-    if (!s.ok())
-      return check_failed(s.WithPrefix("barrier before " + std::string(CommChangeModeName(mode))));
+    if (!s.ok()) {
+      return check_failed(s.WithPrefix(fmt::format("barrier before {}", CommChangeModeName(mode))));
+    }
     const double start = MonotonicSeconds();
     const core::StatusOr<double> call_s = CommBenchChange(o, mode, ++epoch, c, survivors);
     const double seconds = MonotonicSeconds() - start;
