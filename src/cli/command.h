@@ -20,8 +20,8 @@ using Action = std::function<core::Status()>;
 core::StatusOr<std::map<std::string, std::string>> ParseKeyValues(
     const std::vector<std::string>& kvs);
 
-// Adds every system's subcommands (zellige, compass, xema, kernelflume, elaswave, tarot); main() and the
-// option tests use it.
+// Adds every system's subcommands (zellige, compass, xema, kernelflume, elaswave, tarot); main()
+// and the option tests use it.
 void AddAllCommands(CLI::App& root, Action* action);
 
 // Adds `tessera zellige ...`; stores the chosen action in *action.
@@ -71,7 +71,9 @@ void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
 void AddElasWaveCommands(CLI::App& root, Action* action);
 void AddElasWaveRun(CLI::App* elaswave, Action* action);
 void AddElasWaveBench(CLI::App* elaswave, Action* action);
-// `elaswave worker` and `elaswave coordinator`: the processes `run` starts.
+void AddElasWaveCommBench(CLI::App* elaswave, Action* action);
+// `elaswave worker` and `elaswave coordinator`: the processes `run` starts; `elaswave
+// comm-bench-peer`: those `comm-bench` starts.
 void AddElasWaveProcesses(CLI::App* elaswave, Action* action);
 
 // Adds `tessera tarot ...` (training-free referring-expression segmentation).

@@ -631,6 +631,20 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
   ew_bench.keep = job_keep;
   ew_bench.keep.push_back("--runs");
   t.push_back(ew_bench);
+  // comm-bench starts --ranks processes per repetition: --ranks and --repeats are kept so a
+  // case stays at 4 processes once; the modes, the timeout and the paths are fuzzed.
+  SubcommandSpec ew_comm = Spec("comm-bench", MpiUse::kNone, 1,
+                                {{"--ranks", K::kIntList, {}},
+                                 {"--mode", K::kText, {}},
+                                 {"--repeats", K::kInt, {}},
+                                 {"--timeout", K::kFloat, {}},
+                                 {"--run-dir", K::kOutputDir, {}},
+                                 {"--json", K::kOutputFile, {}},
+                                 {"--quiet", K::kFlag, {}}});
+  ew_comm.group = "elaswave";
+  ew_comm.bases = {{"--ranks", "4", "--repeats", "1", "--mode", "inplace", "--quiet"}};
+  ew_comm.keep = {"--ranks", "--repeats"};
+  t.push_back(ew_comm);
 
   // ---- tarot ----
   // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).

@@ -1,5 +1,6 @@
 // `tessera elaswave ...`: the group; each subcommand lives in its own file of this folder and is
-// added here with one line. `worker` and `coordinator` are the processes `run` starts.
+// added here with one line. `worker` and `coordinator` are the processes `run` starts,
+// `comm-bench-peer` those of `comm-bench`.
 #include "cli/command.h"
 
 namespace tessera::cli {
@@ -10,6 +11,7 @@ void AddElasWaveCommands(CLI::App& root, Action* action) {
   e->require_subcommand(1);
   AddElasWaveRun(e, action);
   AddElasWaveBench(e, action);
+  AddElasWaveCommBench(e, action);
   AddElasWaveProcesses(e, action);
 }
 

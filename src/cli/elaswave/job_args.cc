@@ -10,6 +10,13 @@
 
 namespace tessera::cli {
 
+core::StatusOr<std::string> TesseraBinaryPath() {
+  char exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return core::Internal("cannot find the tessera binary (/proc/self/exe)");
+  return std::string(exe, static_cast<size_t>(len));
+}
+
 core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobArgs& a) {
   elaswave::LaunchOptions o;
   elaswave::ElasticJobConfig& job = o.job;
@@ -49,10 +56,7 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   job.op_timeout_s = a.op_timeout_s;
   job.recovery_timeout_s = a.recovery_timeout_s;
   job.coordinator_timeout_s = a.coordinator_timeout_s;
-  char exe[4096];
-  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len <= 0) return core::Internal("cannot find the tessera binary (/proc/self/exe)");
-  o.self_exe = std::string(exe, static_cast<size_t>(len));
+  ASSIGN_OR_RETURN(o.self_exe, TesseraBinaryPath());
   o.job_timeout_s = a.job_timeout_s;
   if (!a.quiet) {
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

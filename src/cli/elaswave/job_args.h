@@ -26,6 +26,9 @@ struct ElasWaveJobArgs {
   bool quiet = false;
 };
 
+// This binary's path (/proc/self/exe): what the commands start as their processes.
+core::StatusOr<std::string> TesseraBinaryPath();
+
 void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
 // The launch options of the job (no faults, no run directory yet), progress to stderr unless
 // --quiet; every check of the options is made here.
