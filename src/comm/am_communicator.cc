@@ -15,6 +15,10 @@ namespace tessera::comm {
 
 namespace {
 
+// AllReduceSum of at most this many bytes goes through rank 0 (fewer messages); larger ones use
+// the blocked reduce-scatter + all-gather (less data per rank).
+constexpr int64_t kSmallAllReduceBytes = 4096;
+
 constexpr uint64_t kRootSalt = 0x616d636f6d6d0001ULL;
 constexpr uint64_t kSubSalt = 0x616d636f6d6d0002ULL;
 constexpr uint64_t kCollectiveChannel = uint64_t{1} << 63;  // p2p channels are tags < 2^15
@@ -436,6 +440,37 @@ Status AmCommunicator::AllReduceTyped(MutableBuffer data) {
   if (n == 1) return Status::Ok();
   T* d = static_cast<T*>(data.data);
   const int64_t len = data.count;
+  if (len * static_cast<int64_t>(sizeof(T)) <= kSmallAllReduceBytes) {
+    // A few elements: each rank sends its data to rank 0, which sums in rank order (the order of
+    // the blocked path below, so the same bits) and sends the sum back: 2 (n - 1) messages in
+    // all instead of 2 n (n - 1), which is what a small sum costs on oversubscribed cores.
+    if (r != 0) {
+      RETURN_IF_ERROR(op.Send(0, 0, data.dtype, d, len));  // eager: d may be overwritten next
+      op.Post(0, 1, data.dtype, d, len);
+      return op.WaitAll();
+    }
+    std::vector<T> incoming(static_cast<size_t>(len * (n - 1)));
+    for (int j = 1; j < n; ++j) op.Post(j, 0, data.dtype, incoming.data() + (j - 1) * len, len);
+    const Status gathered = op.WaitAll();
+    if (!gathered.ok()) {
+      // A mismatch (another collective, dtype or size) is answered with an empty frame, so the
+      // others fail on its size too instead of waiting; never with a partial sum. A dead member
+      // needs no answer: the others see the death themselves.
+      if (gathered.code() != core::StatusCode::kUnavailable &&
+          gathered.code() != core::StatusCode::kDeadlineExceeded) {
+        for (int j = 1; j < n; ++j) (void)op.Send(j, 1, data.dtype, d, 0);
+      }
+      return gathered;
+    }
+    std::vector<A> acc(static_cast<size_t>(len), A(0));
+    for (int i = 0; i < n; ++i) {
+      const T* src = i == 0 ? d : incoming.data() + (i - 1) * len;
+      for (int64_t k = 0; k < len; ++k) acc[k] += Widen<A>(src[k]);
+    }
+    for (int64_t k = 0; k < len; ++k) d[k] = Narrow<T>(acc[k]);
+    for (int j = 1; j < n; ++j) RETURN_IF_ERROR(op.Send(j, 1, data.dtype, d, len));
+    return Status::Ok();
+  }
   const auto [mine_at, mine] = EvenBlock(len, n, r);
   // Phase 0: block j of every rank goes to rank j.
   std::vector<T> incoming(static_cast<size_t>(mine * n));

@@ -48,7 +48,9 @@
 // Broadcast send each block directly to its destination and receive straight into the caller's
 // buffer; AllReduceSum and ReduceScatter(V) send block j to rank j, rank j sums the n contributions
 // in rank order (bf16 in fp32 rounded once, i64 exactly with wrap-around, f32/f64 in their type),
-// and AllReduceSum then all-gathers the reduced blocks, so every rank gets identical bits; Barrier
+// and AllReduceSum then all-gathers the reduced blocks, so every rank gets identical bits (an
+// AllReduceSum of at most 4 KiB instead goes through rank 0, which sums in the same rank order
+// and sends the result back: 2 (n - 1) messages instead of 2 n (n - 1), the same bits); Barrier
 // is a dissemination barrier (ceil(log2 n) rounds). Frames carry the operation kind, dtype and
 // element count: a receiver that gets a different operation, dtype or size returns
 // InvalidArgument (not every rank need notice a mismatch; like MPI, mismatches may hang).
