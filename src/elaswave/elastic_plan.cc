@@ -172,9 +172,12 @@ core::StatusOr<RecoveryPolicy> ParseRecoveryPolicy(const std::string& name) {
 
 std::string RecoveryPolicyName(RecoveryPolicy p) {
   switch (p) {
-    case RecoveryPolicy::kTorchFt: return "torchft";
-    case RecoveryPolicy::kRestart: return "restart";
-    case RecoveryPolicy::kElasWave: break;
+    case RecoveryPolicy::kTorchFt:
+      return "torchft";
+    case RecoveryPolicy::kRestart:
+      return "restart";
+    case RecoveryPolicy::kElasWave:
+      break;
   }
   return "elaswave";
 }

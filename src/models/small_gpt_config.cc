@@ -55,7 +55,8 @@ core::StatusOr<SmallGptConfig> SmallGptPreset(const std::string& name) {
                           .ffn_hidden = 4096,
                           .max_seq = 512};
   }
-  return core::NotFound("model: got '" + name + "', allowed: gpt-tiny, gpt-mini, gpt-small, gpt-medium");
+  return core::NotFound("model: got '" + name +
+                        "', allowed: gpt-tiny, gpt-mini, gpt-small, gpt-medium");
 }
 
 core::Status ValidateSmallGptConfig(const SmallGptConfig& c, int tp) {
