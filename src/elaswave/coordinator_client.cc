@@ -60,12 +60,12 @@ core::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     if (self->connected_ && peer == self->peer_) self->connected_ = false;
     self->cv_.notify_all();
   });
-  RETURN_IF_ERROR(c->ConnectOnce(options.connect_timeout_s));
+  RETURN_IF_ERROR(c->ConnectOnce(options.connect_timeout_s, /*reconnect=*/false));
   c->keeper_ = std::thread([self] { self->Keeper(); });
   return c;
 }
 
-core::Status CoordinatorClient::ConnectOnce(double timeout_s) {
+core::Status CoordinatorClient::ConnectOnce(double timeout_s, bool reconnect) {
   std::string address = options_.address;
   if (!options_.address_file.empty()) {
     auto text = core::ReadInputFile(options_.address_file);
@@ -82,6 +82,8 @@ core::Status CoordinatorClient::ConnectOnce(double timeout_s) {
     peer_ = peer;
     connected_ = true;
   }
+  // Counted before the registration goes out: the coordinator's answer may arrive at once.
+  if (reconnect) ++reconnects_;
   return transport_->Send(peer, kControlAmId, WireBytes(EncodeControl(r)), {});
 }
 
@@ -121,8 +123,7 @@ void CoordinatorClient::Keeper() {
       continue;
     }
     lock.unlock();
-    const core::Status st = ConnectOnce(std::min(1.0, options_.connect_timeout_s));
-    if (st.ok()) ++reconnects_;
+    (void)ConnectOnce(std::min(1.0, options_.connect_timeout_s), /*reconnect=*/true);
     lock.lock();
   }
 }

@@ -58,7 +58,7 @@ class CoordinatorClient {
   CoordinatorClient(const CoordinatorClientOptions& options,
                     std::function<ControlMessage()> make_register,
                     std::function<void(const ControlMessage&)> on_message);
-  core::Status ConnectOnce(double timeout_s);
+  core::Status ConnectOnce(double timeout_s, bool reconnect);
   void Keeper();
   void Push(ControlMessage m);
 

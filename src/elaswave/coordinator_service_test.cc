@@ -2,6 +2,7 @@
 // registration, commit, a worker's death seen through the transport, a coordinator restarted
 // at a new address that workers find through the address file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -45,8 +46,9 @@ void WriteAddress(const std::string& path, const std::string& address) {
 }
 
 TEST_P(CoordinatorServiceTest, CommitThenDeathThenResume) {
-  const std::string file =
-      (std::filesystem::temp_directory_path() / ("ew_coord_" + GetParam() + "_1")).string();
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("ew_coord_" + GetParam() + "_1_" + std::to_string(::getpid())))
+                               .string();
   CoordinatorServiceOptions o;
   o.core.world_size = 3;
   o.core.heartbeat_timeout_s = 30;  // deaths come from the transport here
@@ -96,8 +98,9 @@ TEST_P(CoordinatorServiceTest, CommitThenDeathThenResume) {
 }
 
 TEST_P(CoordinatorServiceTest, RestartedCoordinatorIsFoundThroughTheAddressFile) {
-  const std::string file =
-      (std::filesystem::temp_directory_path() / ("ew_coord_" + GetParam() + "_2")).string();
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("ew_coord_" + GetParam() + "_2_" + std::to_string(::getpid())))
+                               .string();
   CoordinatorServiceOptions o;
   o.core.world_size = 2;
   o.core.heartbeat_timeout_s = 30;
