@@ -49,20 +49,16 @@ core::Json FaultBenchResult::ToJson() const {
   };
   core::Json runs_j = core::Json::array();
   for (const FaultBenchRun& r : runs) {
-    const auto since = [&](double t) -> core::Json {
-      if (t < 0 || r.recovery.signal_s < 0) return nullptr;
-      return t - r.recovery.signal_s;
-    };
     runs_j.push_back({{"fault", r.fault.Describe()},
                       {"finished", r.finished},
                       {"bitwise_equal", r.bitwise_equal},
                       {"note", r.note},
                       {"loss_deviation_mean", r.loss.mean},
                       {"loss_deviation_max", r.loss.max},
-                      {"detect_s", since(r.recovery.detect_s)},
-                      {"replanned_s", since(r.recovery.installed_s)},
-                      {"resumed_s", since(r.recovery.resumed_s)},
-                      {"committed_s", since(r.recovery.committed_s)},
+                      {"detect_s", r.recovery.AfterJson(r.recovery.detect_s)},
+                      {"replanned_s", r.recovery.AfterJson(r.recovery.installed_s)},
+                      {"resumed_s", r.recovery.AfterJson(r.recovery.resumed_s)},
+                      {"committed_s", r.recovery.AfterJson(r.recovery.committed_s)},
                       {"post_change_step_s", r.recovery.post_change_step_s}});
   }
   return {{"runs", runs_j},
@@ -116,13 +112,12 @@ core::StatusOr<FaultBenchResult> RunFaultBench(const FaultBenchOptions& o) {
     }
     const RecoveryRecord& x = r.recovery;
     if (x.signal_s >= 0) {
-      const auto since = [&](double t) { return t < 0 ? -1.0 : t - x.signal_s; };
-      detect.push_back(since(x.detect_s));
-      replanned.push_back(since(x.installed_s));
-      resumed.push_back(since(x.resumed_s));
-      committed.push_back(since(x.committed_s));
+      detect.push_back(x.After(x.detect_s));
+      replanned.push_back(x.After(x.installed_s));
+      resumed.push_back(x.After(x.resumed_s));
+      committed.push_back(x.After(x.committed_s));
       if (x.committed_s >= 0 && x.post_change_step_s >= 0) {
-        committed_net.push_back(since(x.committed_s) - x.post_change_step_s);
+        committed_net.push_back(x.After(x.committed_s) - x.post_change_step_s);
       }
     }
     result.bitwise_equal += r.bitwise_equal ? 1 : 0;
@@ -130,7 +125,7 @@ core::StatusOr<FaultBenchResult> RunFaultBench(const FaultBenchOptions& o) {
                     r.bitwise_equal ? "bitwise equal" : "DIFFERS",
                     x.resumed_s >= 0 && x.signal_s >= 0
                         ? fmt::format(", resumed {:.3f} s, committed {:.3f} s after the signal",
-                                      x.resumed_s - x.signal_s, x.committed_s - x.signal_s)
+                                      x.After(x.resumed_s), x.After(x.committed_s))
                         : ""));
     result.runs.push_back(r);
   }

@@ -97,18 +97,14 @@ core::Json JobResult::ToJson() const {
   j["faults"] = faults_j;
   core::Json rec = core::Json::array();
   for (const RecoveryRecord& r : recoveries) {
-    const auto since = [&](double t) -> core::Json {
-      if (t < 0 || r.signal_s < 0) return nullptr;
-      return t - r.signal_s;
-    };
     rec.push_back(
         {{"epoch", r.epoch},
          {"dead", r.dead},
          {"redo_step", r.redo_step},
-         {"detect_s", since(r.detect_s)},
-         {"installed_s", since(r.installed_s)},
-         {"mttr_resume_s", since(r.resumed_s)},
-         {"mttr_commit_s", since(r.committed_s)},
+         {"detect_s", r.AfterJson(r.detect_s)},
+         {"installed_s", r.AfterJson(r.installed_s)},
+         {"mttr_resume_s", r.AfterJson(r.resumed_s)},
+         {"mttr_commit_s", r.AfterJson(r.committed_s)},
          {"post_change_step_s",
           r.post_change_step_s >= 0 ? core::Json(r.post_change_step_s) : core::Json(nullptr)}});
   }

@@ -62,6 +62,11 @@ struct RecoveryRecord {
   double detect_s = -1, installed_s = -1, resumed_s = -1, committed_s = -1;  // absolute
   int64_t redo_step = -1;
   double post_change_step_s = -1;  // commit-to-commit after the redone step
+  // Seconds from the signal to the absolute time `t`; -1 (JSON: null) when either is unknown.
+  double After(double t) const { return t < 0 || signal_s < 0 ? -1.0 : t - signal_s; }
+  core::Json AfterJson(double t) const {
+    return After(t) < 0 ? core::Json() : core::Json(After(t));
+  }
 };
 
 struct JobResult {

@@ -257,11 +257,9 @@ std::optional<ControlMessage> Worker::Recover(ControlMessage abort) {
                 {"epoch", abort.epoch},
                 {"dead", abort.dead},
                 {"complete_step", abort.complete_step}});
+    // The abort's dead ranks were marked, and older epochs fenced, when it arrived (the
+    // client's on_message, below in Run), before any wait could need it.
     FaultPoint(StepPhase::kRecover, step_, -1);
-    for (int d : abort.dead)
-      world_->MarkDead(d, fmt::format("declared dead at epoch {}", abort.epoch));
-    world_->FenceEpochsBefore(static_cast<uint64_t>(abort.epoch),
-                              fmt::format("epoch {} began", abort.epoch));
     const auto next_abort = [&]() -> std::optional<ControlMessage> {
       auto m = WaitFor({}, job_.recovery_timeout_s);
       if (!m.ok()) return ShutdownMessage(1, m.status().message());

@@ -25,8 +25,6 @@ struct ElasWaveBenchArgs {
   std::string json_path;
 };
 
-std::string Cell(double v) { return v < 0 ? "-" : core::Fixed(v, 3); }
-
 core::Status RunElasWaveBench(const ElasWaveBenchArgs& a) {
   elaswave::FaultBenchOptions o;
   ASSIGN_OR_RETURN(o.launch, ElasWaveLaunchOptions(a.job));
@@ -39,18 +37,18 @@ core::Status RunElasWaveBench(const ElasWaveBenchArgs& a) {
                  "resumed s", "committed s", "step after s"});
   for (size_t i = 0; i < r.runs.size(); ++i) {
     const auto& x = r.runs[i];
-    const auto since = [&](double v) {
-      return v < 0 || x.recovery.signal_s < 0 ? -1.0 : v - x.recovery.signal_s;
-    };
     t.AddRow({std::to_string(i), x.fault.Describe(), x.bitwise_equal ? "yes" : "NO",
-              fmt::format("{:.2e}", x.loss.mean), Cell(since(x.recovery.detect_s)),
-              Cell(since(x.recovery.installed_s)), Cell(since(x.recovery.resumed_s)),
-              Cell(since(x.recovery.committed_s)), Cell(x.recovery.post_change_step_s)});
+              fmt::format("{:.2e}", x.loss.mean),
+              SecondsCell(x.recovery.After(x.recovery.detect_s)),
+              SecondsCell(x.recovery.After(x.recovery.installed_s)),
+              SecondsCell(x.recovery.After(x.recovery.resumed_s)),
+              SecondsCell(x.recovery.After(x.recovery.committed_s)),
+              SecondsCell(x.recovery.post_change_step_s)});
   }
   std::printf("%s", t.Render().c_str());
   core::Table s({"phase (seconds after the signal)", "runs", "p50", "max"});
   const auto row = [&](const char* name, const elaswave::PhaseStats& p) {
-    s.AddRow({name, std::to_string(p.count), Cell(p.p50_s), Cell(p.max_s)});
+    s.AddRow({name, std::to_string(p.count), SecondsCell(p.p50_s), SecondsCell(p.max_s)});
   };
   row("detect (first survivor saw the abort)", r.detect);
   row("replanned (last survivor installed the plan)", r.replanned);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/input_file.h"
+#include "core/table.h"
 
 namespace tessera::cli {
 
@@ -63,6 +64,8 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   }
   return o;
 }
+
+std::string SecondsCell(double s) { return s < 0 ? "-" : core::Fixed(s, 3); }
 
 core::Status PrepareRunDirectory(const ElasWaveJobArgs& a, elaswave::LaunchOptions& o) {
   elaswave::ElasticJobConfig& job = o.job;

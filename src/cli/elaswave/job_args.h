@@ -29,6 +29,9 @@ struct ElasWaveJobArgs {
 // This binary's path (/proc/self/exe): what the commands start as their processes.
 core::StatusOr<std::string> TesseraBinaryPath();
 
+// A table cell of seconds: 3 decimals, "-" for an unknown (negative) figure.
+std::string SecondsCell(double s);
+
 void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
 // The launch options of the job (no faults, no run directory yet), progress to stderr unless
 // --quiet; every check of the options is made here.

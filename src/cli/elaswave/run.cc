@@ -25,8 +25,6 @@ struct ElasWaveRunArgs {
   std::string faults_path, save_ref, check_ref, json_path, trace_path;
 };
 
-std::string SecondsCell(double s) { return s < 0 ? "-" : core::Fixed(s, 3); }
-
 core::Status RunElasWave(const ElasWaveRunArgs& a) {
   ASSIGN_OR_RETURN(elaswave::LaunchOptions o, ElasWaveLaunchOptions(a.job));
   elaswave::ElasticJobConfig& job = o.job;
@@ -60,11 +58,10 @@ core::Status RunElasWave(const ElasWaveRunArgs& a) {
     core::Table rt({"epoch", "dead", "redo step", "detect s", "replanned s", "resumed s",
                     "committed s", "step after s"});
     for (const auto& x : r.recoveries) {
-      const auto since = [&](double v) { return v < 0 || x.signal_s < 0 ? -1.0 : v - x.signal_s; };
       rt.AddRow({std::to_string(x.epoch), fmt::format("{}", fmt::join(x.dead, ",")),
-                 std::to_string(x.redo_step), SecondsCell(since(x.detect_s)),
-                 SecondsCell(since(x.installed_s)), SecondsCell(since(x.resumed_s)),
-                 SecondsCell(since(x.committed_s)), SecondsCell(x.post_change_step_s)});
+                 std::to_string(x.redo_step), SecondsCell(x.After(x.detect_s)),
+                 SecondsCell(x.After(x.installed_s)), SecondsCell(x.After(x.resumed_s)),
+                 SecondsCell(x.After(x.committed_s)), SecondsCell(x.post_change_step_s)});
     }
     std::printf("\nrecoveries (seconds after the signal; measured):\n%s", rt.Render().c_str());
   }
