@@ -9,13 +9,15 @@
 //               `--connect ADDR --id I --capacity-tokens C --page-tokens P --fingerprint F
 //               --transport T` (the CLI passes `tessera kernelflume attn-node`); a child that
 //               exits before joining fails Start with its exit code and last stderr line.
-// Start returns once every node has joined (or fails naming what did not). KillNode simulates
-// a node failure (destroys the in-process node / SIGKILLs the process). The destructor sends
+// Start returns once every node has joined (or fails naming what did not); AddNode starts one
+// more while requests decode (KernelFlume's scale-out). KillNode simulates a node failure
+// (destroys the in-process node / SIGKILLs the process). The destructor sends
 // kShutdown, waits briefly for processes to exit and kills any that do not.
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,17 +47,25 @@ class AttentionCluster {
   ~AttentionCluster();
 
   WeightNode& weight_node() { return *weight_node_; }
-  int num_nodes() const { return options_.num_nodes; }
-  // Simulates the failure of node `index` (0-based).
+  int num_nodes() const { return options_.num_nodes; }  // started by Start
+  int num_started() const;                              // including AddNode's
+  // Starts one more node (id = num_started()) while the weight node serves, and returns its id
+  // once it has joined (a child that exits first fails naming its exit code).
+  core::StatusOr<int> AddNode();
+  // Simulates the failure of node `index` (0-based; = its id).
   void KillNode(int index);
   // Statistics of the in-process nodes (empty for processes).
   std::vector<AttentionNodeStats> node_stats() const;
 
  private:
-  explicit AttentionCluster(const AttentionClusterOptions& options) : options_(options) {}
+  AttentionCluster(const AttentionClusterOptions& options, std::string fingerprint)
+      : options_(options), fingerprint_(std::move(fingerprint)) {}
   core::Status CheckChildren() const;
+  core::Status StartNode(int id);
 
   AttentionClusterOptions options_;
+  std::string fingerprint_;
+  std::set<int> killed_;  // children killed on purpose
   std::unique_ptr<WeightNode> weight_node_;
   std::vector<std::unique_ptr<AttentionNode>> nodes_;          // in-process
   std::vector<std::unique_ptr<core::ChildProcess>> children_;  // processes

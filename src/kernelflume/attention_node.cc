@@ -37,7 +37,15 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
   t.SetHandler(kFree, [self](comm::PeerId, auto header, auto) {
     auto m = DecodeFree(header);
     if (m.ok() && self->store_) self->store_->Free(m->request_id);
+    self->NoteRanges();
   });
+  t.SetHandler(kFreeRange, [self](comm::PeerId, auto header, auto) {
+    auto m = DecodeFreeRange(header);
+    if (m.ok() && self->store_) self->store_->FreeRange(m->request_id, m->range_id);
+    self->NoteRanges();
+  });
+  t.SetHandler(kExport, [self](comm::PeerId, auto header, auto) { self->OnExport(header); });
+  t.SetHandler(kRangeExport, [self](comm::PeerId, auto header, auto) { self->OnImport(header); });
   t.SetHandler(kShutdown, [self](comm::PeerId, auto, auto) { self->Finish(Status::Ok()); });
   t.SetFailureHandler([self](comm::PeerId peer, const Status& why) {
     if (peer == self->weight_) {
@@ -45,6 +53,9 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
     }
   });
   RETURN_IF_ERROR(CheckKvCapacity(options.capacity_tokens, options.page_tokens));
+  if (Status st = t.Listen(options.listen_host, 0); !st.ok()) {
+    return st.WithPrefix("attention node: listening for peer nodes");
+  }
   auto peer = t.Connect(address, options.join_timeout_s);
   if (!peer.ok()) return peer.status().WithPrefix("attention node: joining the weight node");
   node->weight_ = *peer;
@@ -198,7 +209,12 @@ void AttentionNode::OnAppend(std::span<const std::byte> header,
   {
     std::lock_guard lock(mu_);
     ++stats_.appends;
+    stats_.ranges = store_->num_ranges();
   }
+  AnswerPending();
+}
+
+void AttentionNode::AnswerPending() {
   while (!pending_.empty()) {
     size_t before = pending_.size();
     for (auto it = pending_.begin(); it != pending_.end();) {
@@ -206,6 +222,96 @@ void AttentionNode::OnAppend(std::span<const std::byte> header,
     }
     if (pending_.size() == before) break;
   }
+}
+
+void AttentionNode::OnExport(std::span<const std::byte> header) {
+  auto m = DecodeExport(header);
+  if (!m.ok()) return;  // the weight node's migration times out naming this node
+  RangeExportMsg reply;
+  reply.migration_id = m->migration_id;
+  reply.request_id = m->request_id;
+  reply.range_id = m->range_id;
+  Status st = store_ ? Status::Ok() : core::FailedPrecondition("export before the join");
+  if (st.ok() && pool_key_ == nullptr) {
+    const std::span<std::byte> pool = store_->PoolBytes();
+    auto key = transport_->RegisterMemory(pool.data(), pool.size());
+    if (key.ok()) {
+      pool_key_ = std::move(*key);
+    } else {
+      st = key.status();
+    }
+  }
+  if (st.ok()) {
+    auto pages = store_->Export(m->request_id, m->range_id);
+    if (pages.ok()) {
+      reply.address = transport_->address();
+      reply.base_address = pool_key_->address();
+      reply.page_bytes = store_->page_bytes();
+      reply.tokens = pages->tokens;
+      const std::span<const std::byte> key = pool_key_->remote_key();
+      reply.remote_key.assign(key.begin(), key.end());
+      reply.pages = std::move(pages->pages);
+    } else {
+      st = pages.status();
+    }
+  }
+  if (!st.ok()) {
+    reply.code = static_cast<int32_t>(st.code());
+    reply.message = fmt::format("attention node {}: {}", options_.node_id, st.message());
+  } else {
+    std::lock_guard lock(mu_);
+    ++stats_.ranges_exported;
+  }
+  const std::vector<std::byte> bytes = Encode(reply);
+  (void)transport_->Send(weight_, kRangeExport, bytes, {});
+}
+
+core::StatusOr<comm::PeerId> AttentionNode::PeerNode(const std::string& address) {
+  auto it = peer_nodes_.find(address);
+  if (it != peer_nodes_.end()) return it->second;
+  auto peer = transport_->Connect(address, options_.join_timeout_s);
+  if (!peer.ok()) return peer.status();
+  peer_nodes_[address] = *peer;
+  return *peer;
+}
+
+void AttentionNode::OnImport(std::span<const std::byte> header) {
+  auto m = DecodeRangeExport(header);
+  if (!m.ok()) return;
+  Status st = store_ ? Status::Ok() : core::FailedPrecondition("import before the join");
+  if (st.ok() && m->page_bytes != store_->page_bytes()) {
+    st = core::InvalidArgument(fmt::format("import: source pages of {} bytes, this node's {}",
+                                           m->page_bytes, store_->page_bytes()));
+  }
+  if (st.ok()) {
+    auto source = PeerNode(m->address);
+    if (!source.ok()) {
+      st = source.status();
+    } else {
+      st = store_->ImportRange(
+          m->request_id, m->range_id, m->tokens, [&](size_t i, std::span<std::byte> page) {
+            if (i >= m->pages.size()) return core::InvalidArgument("import: too few pages");
+            const uint64_t at =
+                m->base_address + static_cast<uint64_t>(m->pages[i]) * m->page_bytes;
+            return transport_->Get(*source, m->remote_key, at, page.data(), page.size());
+          });
+    }
+  }
+  MigratedMsg done{
+      m->migration_id, options_.node_id, static_cast<int32_t>(st.code()),
+      st.ok() ? "" : fmt::format("attention node {}: {}", options_.node_id, st.message())};
+  if (st.ok()) {
+    std::lock_guard lock(mu_);
+    ++stats_.ranges_imported;
+    stats_.ranges = store_->num_ranges();
+  }
+  const std::vector<std::byte> bytes = Encode(done);
+  (void)transport_->Send(weight_, kMigrated, bytes, {});
+}
+
+void AttentionNode::NoteRanges() {
+  std::lock_guard lock(mu_);
+  stats_.ranges = store_ ? store_->num_ranges() : 0;
 }
 
 void AttentionNode::Finish(Status st) {

@@ -7,7 +7,13 @@
 // Protocol (kernelflume/protocol.h): the node sends kJoin (id, capacity, page size, the model
 // fingerprint it was started for, "" if none) and waits for kJoinReply, which carries the
 // attention shape or the reason for a refusal (another model, a duplicate id). Then it serves
-// kQuery, kAppend, kFree and kShutdown on the transport's progress thread. A query whose
+// kQuery, kAppend, kFree, kFreeRange and kShutdown on the transport's progress thread, and
+// takes part in migrations: it listens for peer nodes (listen_host, any port); on kExport it
+// registers its page pool for one-sided reads (once) and answers kRangeExport with where a
+// sealed range's pages are; on a kRangeExport forwarded to it as a migration's target it
+// connects to the source node, reads the pages with one-sided gets into its own pool and
+// answers kMigrated (the source keeps serving the range until the weight node frees it). A
+// query whose
 // ranges do not yet hold the tokens it needs (its append still in flight) waits for them; any
 // other failure (unknown range, bad message, pool full) is answered as a failed partial
 // naming this node, so the weight node reports it instead of waiting.
@@ -18,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +42,7 @@ struct AttentionNodeOptions {
   int32_t page_tokens = 256;
   std::string fingerprint;  // the model this node is for; "" = accept the weight node's
   double join_timeout_s = 30;
+  std::string listen_host = "127.0.0.1";  // where peer nodes reach this one (migrations)
 };
 
 struct AttentionNodeStats {
@@ -42,6 +50,9 @@ struct AttentionNodeStats {
   int64_t appends = 0;
   int64_t deferred_queries = 0;
   int64_t failed_queries = 0;
+  int64_t ranges_exported = 0;
+  int64_t ranges_imported = 0;
+  int64_t ranges = 0;  // held now
 };
 
 class AttentionNode {
@@ -70,6 +81,11 @@ class AttentionNode {
   // Answers `q` if its ranges hold what it needs; false when it must wait.
   bool TryAnswer(const PendingQuery& q);
   void SendFailure(const QueryMsg& m, const core::Status& st);
+  void OnExport(std::span<const std::byte> header);
+  void OnImport(std::span<const std::byte> header);
+  core::StatusOr<comm::PeerId> PeerNode(const std::string& address);
+  void AnswerPending();
+  void NoteRanges();  // on the progress thread, after the store's ranges change
   void Finish(core::Status st);
 
   AttentionNodeOptions options_;
@@ -80,6 +96,8 @@ class AttentionNode {
   std::deque<PendingQuery> pending_;
   std::vector<float> o_, lse_;  // reply scratch: o (Tq, H, D) then lse (Tq, H)
   std::vector<kernels::KvSegment> segments_;
+  std::unique_ptr<comm::RegisteredMemory> pool_key_;  // after store_: unregistered first
+  std::map<std::string, comm::PeerId> peer_nodes_;    // by listen address
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/decode_attention.h"
 #include "kernels/lse_merge.h"
+#include "models/generate.h"
 
 namespace tessera::kernelflume {
 
@@ -16,18 +18,50 @@ using core::Status;
 DisaggregatedAttention::DisaggregatedAttention(WeightNode& weight_node, uint64_t request_id)
     : wn_(weight_node), request_id_(request_id) {}
 
-DisaggregatedAttention::~DisaggregatedAttention() { wn_.CloseRequest(request_id_); }
+DisaggregatedAttention::~DisaggregatedAttention() {
+  EndStep();
+  wn_.CloseRequest(request_id_);
+}
+
+void DisaggregatedAttention::EndStep() {
+  if (!in_step_) return;
+  in_step_ = false;
+  wn_.ExitStep(snapshot_->version());
+}
+
+void DisaggregatedAttention::LayerDone(int64_t layer) {
+  if (layer + 1 < wn_.shape().num_layers) return;
+  EndStep();
+  prepared_pos0_ = -1;
+}
 
 Status DisaggregatedAttention::StartStep(int64_t layer, int64_t pos0, int64_t num_tokens) {
   if (layer == 0) {
-    auto snap = wn_.PrepareStep(request_id_, pos0, num_tokens);
-    if (!snap.ok()) return snap.status();
-    snapshot_ = *snap;
+    EndStep();
+    if (refill_ != nullptr) {
+      snapshot_ = wn_.routes();
+    } else {
+      if (prepared_pos0_ >= 0) {
+        return core::FailedPrecondition(fmt::format(
+            "request {}: the step at position {} failed; call Recover before the next step",
+            request_id_, prepared_pos0_));
+      }
+      auto snap = wn_.PrepareStep(request_id_, pos0, num_tokens);
+      if (!snap.ok()) return snap.status();
+      snapshot_ = *snap;
+      prepared_pos0_ = pos0;
+    }
+    wn_.EnterStep(snapshot_->version());
+    in_step_ = true;
+    step_id_ = wn_.NextStepId();
     pos0_ = pos0;
     num_tokens_ = num_tokens;
     plan_.clear();
     plan_nodes_.clear();
     const RequestRoute* route = snapshot_->Find(request_id_);
+    if (route == nullptr) {
+      return core::NotFound(fmt::format("request {} is not routed", request_id_));
+    }
     for (const RouteRange& g : route->ranges) {
       if (g.start >= pos0) continue;  // holds none of this step's history
       const int64_t end = g.open() ? pos0 : std::min(g.end, pos0);
@@ -40,7 +74,7 @@ Status DisaggregatedAttention::StartStep(int64_t layer, int64_t pos0, int64_t nu
       it->ranges.push_back(RangeNeed{g.range_id, end - g.start});
     }
     for (const NodePlan& p : plan_) plan_nodes_.push_back(p.node_id);
-    const RouteRange& tail = route->tail();
+    const RouteRange& tail = refill_ != nullptr ? *refill_ : route->tail();
     tail_range_ = tail.range_id;
     tail_node_ = tail.node;
     tail_offset_ = pos0 - tail.start;
@@ -62,7 +96,7 @@ Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t n
   for (const NodePlan& p : plan_) {
     QueryMsg m{request_id_,
                snapshot_->version(),
-               pos0,
+               static_cast<int64_t>(step_id_),
                static_cast<int32_t>(layer),
                static_cast<int32_t>(num_tokens),
                p.ranges};
@@ -87,7 +121,9 @@ Status DisaggregatedAttention::AppendNew(int64_t layer, const float* k, const fl
 Status DisaggregatedAttention::AppendOnly(int64_t layer, int64_t pos0, int64_t num_tokens,
                                           const float* k, const float* v) {
   if (Status st = StartStep(layer, pos0, num_tokens); !st.ok()) return st;
-  return AppendNew(layer, k, v);
+  RETURN_IF_ERROR(AppendNew(layer, k, v));
+  LayerDone(layer);
+  return Status::Ok();
 }
 
 Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const float* v,
@@ -114,10 +150,11 @@ Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const 
   if (Status st = AppendNew(layer, k, v); !st.ok()) return st;
   if (plan_.empty()) {
     std::memcpy(o, self_o_.data(), self_o_.size() * sizeof(float));
+    LayerDone(layer);
     return Status::Ok();
   }
-  if (Status st =
-          wn_.WaitPartials(request_id_, pos0_, static_cast<int32_t>(layer), plan_nodes_, partials_);
+  if (Status st = wn_.WaitPartials(request_id_, static_cast<int64_t>(step_id_), pos0_,
+                                   static_cast<int32_t>(layer), plan_nodes_, partials_);
       !st.ok()) {
     return st;
   }
@@ -149,8 +186,60 @@ Status DisaggregatedAttention::FinishLayer(int64_t layer, const float* k, const 
       return st;
     }
   }
-  return kernels::MergeAttentionPartialsInPlace(t, h, d, o, lse.data(), self_o_.data(),
-                                                self_lse_.data());
+  RETURN_IF_ERROR(kernels::MergeAttentionPartialsInPlace(t, h, d, o, lse.data(), self_o_.data(),
+                                                         self_lse_.data()));
+  LayerDone(layer);
+  return Status::Ok();
+}
+
+Status DisaggregatedAttention::Recover(const models::LlamaModel& model,
+                                       std::span<const int32_t> tokens) {
+  EndStep();
+  const int64_t stored = static_cast<int64_t>(tokens.size());
+  if (prepared_pos0_ >= 0 && prepared_pos0_ != stored) {
+    return core::InvalidArgument(fmt::format(
+        "request {}: recover with {} tokens, but the failed step started at position {}",
+        request_id_, stored, prepared_pos0_));
+  }
+  ASSIGN_OR_RETURN(std::vector<RouteRange> todo,
+                   wn_.BeginRecovery(request_id_, stored, prepared_pos0_ >= 0));
+  prepared_pos0_ = -1;
+  std::vector<float> logits(model.config().vocab);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const RouteRange& g = todo[i];
+    const int64_t end = g.open() ? stored : g.end;
+    const auto t0 = std::chrono::steady_clock::now();
+    refill_ = &g;
+    Status st = Status::Ok();
+    for (int64_t c0 = g.start; c0 < end && st.ok();) {
+      const int64_t len = std::min<int64_t>(models::kPrefillChunkTokens, end - c0);
+      st = model.Forward(tokens.subspan(c0, len), c0, *this, logits.data(), true);
+      c0 += len;
+    }
+    refill_ = nullptr;
+    EndStep();
+    if (!st.ok()) {
+      wn_.RequeueRefill(request_id_, std::span(todo).subspan(i));
+      return st;
+    }
+    wn_.NoteRefilled(request_id_, g,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  ++recoveries_;
+  return Status::Ok();
+}
+
+Status ForwardWithRecovery(const models::LlamaModel& model, DisaggregatedAttention& attn,
+                           std::span<const int32_t> tokens, int64_t pos0, int64_t n, float* logits,
+                           bool last_only, int max_recoveries) {
+  const std::span<const int32_t> step = tokens.subspan(pos0, n);
+  Status st = model.Forward(step, pos0, attn, logits, last_only);
+  for (int i = 0; i < max_recoveries && st.code() == core::StatusCode::kUnavailable; ++i) {
+    Status rec = attn.Recover(model, tokens.first(pos0));
+    if (!rec.ok() && rec.code() != core::StatusCode::kUnavailable) return rec;
+    st = rec.ok() ? model.Forward(step, pos0, attn, logits, last_only) : rec;
+  }
+  return st;
 }
 
 }  // namespace tessera::kernelflume

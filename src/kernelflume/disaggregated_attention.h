@@ -12,15 +12,26 @@
 // A partial with NaN or +inf is DataLoss-like (Internal naming the node), never masked.
 // Errors name the node, the layer and the step. Destroying it drops the request's routes and
 // tells the nodes to free its ranges.
+// Each step registers the routing version it reads with the weight node from layer 0 until its
+// last layer (epoch reclamation of migrated ranges) and draws a fresh step id, so a retried
+// step never takes a late partial of its failed attempt.
+// Recovery: when an attention node holding some of the request's ranges is lost, the step
+// fails with Unavailable naming it; Recover(model, tokens) then forgets the failed step and
+// re-prefills every lost range [t0, t1) on its new node as chunks of at most 512 tokens, each
+// a forward of tokens[t0, t1) over the history before it (the same query-first path, appending
+// to the re-homed range instead of the tail); the caller then retries the step
+// (ForwardWithRecovery does all of it).
 // Thread-safety: one thread (the request's), as CoreAttention requires.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernelflume/weight_node.h"
 #include "models/core_attention.h"
+#include "models/llama.h"
 
 namespace tessera::kernelflume {
 
@@ -42,6 +53,14 @@ class DisaggregatedAttention final : public models::CoreAttention {
   [[nodiscard]] core::Status AppendOnly(int64_t layer, int64_t pos0, int64_t num_tokens,
                                         const float* k, const float* v);
 
+  // Re-prefills the ranges this request lost with an attention node (see the file comment).
+  // `tokens` are the request's token ids at positions [0, n) where n is the number of positions
+  // stored before the failed step. OK with nothing to do; the failure that makes recovery
+  // impossible (no surviving node with room) is returned as it is.
+  [[nodiscard]] core::Status Recover(const models::LlamaModel& model,
+                                     std::span<const int32_t> tokens);
+  int64_t recoveries() const { return recoveries_; }
+
   uint64_t request_id() const { return request_id_; }
   // Routing version used by the last step.
   uint64_t version() const { return snapshot_ ? snapshot_->version() : 0; }
@@ -52,6 +71,10 @@ class DisaggregatedAttention final : public models::CoreAttention {
   [[nodiscard]] core::Status StartStep(int64_t layer, int64_t pos0, int64_t num_tokens);
   // Appends the step's new K and V of `layer` to the tail's node.
   [[nodiscard]] core::Status AppendNew(int64_t layer, const float* k, const float* v);
+  // Unregisters the step's routing version (idempotent).
+  void EndStep();
+  // A step whose layer `layer` just finished: ends it after the last layer.
+  void LayerDone(int64_t layer);
 
   struct NodePlan {
     int32_t node_id = 0;
@@ -70,6 +93,20 @@ class DisaggregatedAttention final : public models::CoreAttention {
   std::vector<float> q_;
   std::vector<float> self_o_, self_lse_, kv_;
   std::vector<Partial> partials_;
+  uint64_t step_id_ = 0;
+  bool in_step_ = false;                // registered with the weight node
+  int64_t prepared_pos0_ = -1;          // a prepared step not yet finished (rolled back on Recover)
+  const RouteRange* refill_ = nullptr;  // set while Recover re-prefills this range
+  int64_t recoveries_ = 0;
 };
+
+// model.Forward of tokens[pos0, pos0 + n) of `tokens` (all the request's token ids so far,
+// the step's included) through `attn`, recovering from lost attention nodes: on Unavailable it
+// calls attn.Recover(model, tokens[0, pos0)) and retries, at most max_recoveries times.
+[[nodiscard]] core::Status ForwardWithRecovery(const models::LlamaModel& model,
+                                               DisaggregatedAttention& attn,
+                                               std::span<const int32_t> tokens, int64_t pos0,
+                                               int64_t n, float* logits, bool last_only,
+                                               int max_recoveries = 8);
 
 }  // namespace tessera::kernelflume

@@ -56,12 +56,16 @@ Status CheckPrompt(const models::LlamaConfig& c, size_t index, const std::vector
   return Status::Ok();
 }
 
-// One forward of `tokens` at pos0 on both paths; compares logits when `mono` is set.
-Status Step(const models::LlamaModel& model, std::span<const int32_t> tokens, int64_t pos0,
+// One forward of all[pos0, pos0 + n) on both paths (the disaggregated one recovering from a
+// lost node); compares logits when `mono` is set.
+Status Step(const models::LlamaModel& model, std::span<const int32_t> all, int64_t pos0, int64_t n,
             DisaggregatedAttention& dis, std::vector<float>& logits, models::LocalKvCache* mono,
             std::vector<float>& mono_logits, PromptResult& r, double* dis_ms, double* mono_ms) {
+  const std::span<const int32_t> tokens = all.subspan(pos0, n);
   const auto t0 = Clock::now();
-  if (Status st = model.Forward(tokens, pos0, dis, logits.data(), true); !st.ok()) return st;
+  if (Status st = ForwardWithRecovery(model, dis, all, pos0, n, logits.data(), true); !st.ok()) {
+    return st;
+  }
   const auto t1 = Clock::now();
   if (dis_ms) *dis_ms = Ms(t0, t1);
   if (mono != nullptr) {
@@ -115,12 +119,13 @@ core::StatusOr<GenerateReport> RunGenerate(const models::LlamaModel& model,
     const int64_t n = static_cast<int64_t>(r.prompt.size());
     while (pos < n) {
       const int64_t len = std::min<int64_t>(models::kPrefillChunkTokens, n - pos);
-      Status st = Step(model, std::span(r.prompt).subspan(pos, len), pos, **dis, logits, mono.get(),
-                       mono_logits, r, nullptr, nullptr);
+      Status st = Step(model, r.prompt, pos, len, **dis, logits, mono.get(), mono_logits, r,
+                       nullptr, nullptr);
       if (!st.ok()) return st.WithPrefix(fmt::format("prompt {}: prefill at position {}", p, pos));
       pos += len;
     }
     r.prefill_ms = Ms(p0, Clock::now());
+    std::vector<int32_t> all = r.prompt;  // every token so far (a recovery re-prefills from it)
     if (trace) {
       trace->Span(0, "prefill", "kernelflume", std::chrono::duration<double>(p0 - start).count(),
                   r.prefill_ms / 1e3, {{"prompt", p}, {"tokens", n}});
@@ -135,10 +140,11 @@ core::StatusOr<GenerateReport> RunGenerate(const models::LlamaModel& model,
       }
       r.tokens.push_back(tok);
       if (i + 1 == options.max_tokens || (options.sampling.stop_at_eos && tok == c.eos_id)) break;
+      all.push_back(tok);
       double dis_ms = 0, mono_ms = 0;
       const auto s0 = Clock::now();
-      Status st = Step(model, std::span(&r.tokens.back(), 1), pos, **dis, logits, mono.get(),
-                       mono_logits, r, &dis_ms, &mono_ms);
+      Status st =
+          Step(model, all, pos, 1, **dis, logits, mono.get(), mono_logits, r, &dis_ms, &mono_ms);
       if (!st.ok()) return st.WithPrefix(fmt::format("prompt {}: decode step {}", p, i + 1));
       r.step_ms.push_back(dis_ms);
       if (mono) r.mono_step_ms.push_back(mono_ms);

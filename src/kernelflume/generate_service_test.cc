@@ -129,7 +129,7 @@ TEST(GenerateServiceTest, BadRequestsNameTheFieldAndValue) {
             std::string::npos);
 }
 
-TEST(GenerateServiceTest, AKilledNodeFailsTheRunNamingTheNode) {
+TEST(GenerateServiceTest, AKilledNodeIsRecoveredFromAndTheLastOneFailsTheRunNamingIt) {
   auto model = models::LlamaModel::FromSeed(SmallConfig(2), 3, 0.1f);
   ASSERT_TRUE(model.ok());
   AttentionClusterOptions o;
@@ -141,9 +141,14 @@ TEST(GenerateServiceTest, AKilledNodeFailsTheRunNamingTheNode) {
   (*cluster)->KillNode(0);
   GenerateOptions g;
   g.max_tokens = 20;
+  g.check = true;
   auto report = RunGenerate(*model, **cluster, {{256, 1, 2, 3, 4, 5}}, g);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(CheckVerdict(*report, g).ok());
+  (*cluster)->KillNode(1);
+  report = RunGenerate(*model, **cluster, {{256, 1, 2, 3, 4, 5}}, g);
   ASSERT_FALSE(report.ok());
-  EXPECT_NE(report.status().message().find("attention node 0"), std::string::npos)
+  EXPECT_NE(report.status().message().find("no active attention node"), std::string::npos)
       << report.status().message();
 }
 

@@ -193,6 +193,77 @@ core::StatusOr<FreeMsg> DecodeFree(std::span<const std::byte> h) {
   return Finish(r, std::move(m));
 }
 
+std::vector<std::byte> Encode(const FreeRangeMsg& m) {
+  return Writer().Put(m.request_id).Put(m.range_id).Take();
+}
+
+core::StatusOr<FreeRangeMsg> DecodeFreeRange(std::span<const std::byte> h) {
+  Reader r(h, "free-range");
+  FreeRangeMsg m;
+  r.Get(m.request_id) && r.Get(m.range_id);
+  return Finish(r, std::move(m));
+}
+
+std::vector<std::byte> Encode(const ExportMsg& m) {
+  return Writer().Put(m.migration_id).Put(m.request_id).Put(m.range_id).Take();
+}
+
+core::StatusOr<ExportMsg> DecodeExport(std::span<const std::byte> h) {
+  Reader r(h, "export");
+  ExportMsg m;
+  r.Get(m.migration_id) && r.Get(m.request_id) && r.Get(m.range_id);
+  return Finish(r, std::move(m));
+}
+
+std::vector<std::byte> Encode(const RangeExportMsg& m) {
+  Writer w;
+  w.Put(m.migration_id)
+      .Put(m.request_id)
+      .Put(m.range_id)
+      .Put(m.code)
+      .PutString(m.message)
+      .PutString(m.address)
+      .Put(m.base_address)
+      .Put(m.page_bytes)
+      .Put(m.tokens)
+      .PutString(
+          std::string(reinterpret_cast<const char*>(m.remote_key.data()), m.remote_key.size()))
+      .Put(static_cast<uint32_t>(m.pages.size()));
+  for (int32_t p : m.pages) w.Put(p);
+  return w.Take();
+}
+
+core::StatusOr<RangeExportMsg> DecodeRangeExport(std::span<const std::byte> h) {
+  Reader r(h, "range-export");
+  RangeExportMsg m;
+  std::string key;
+  uint32_t n = 0;
+  if (r.Get(m.migration_id) && r.Get(m.request_id) && r.Get(m.range_id) && r.Get(m.code) &&
+      r.GetString(m.message) && r.GetString(m.address) && r.Get(m.base_address) &&
+      r.Get(m.page_bytes) && r.Get(m.tokens) && r.GetString(key, 1 << 16) && r.Get(n) &&
+      n <= r.remaining() / sizeof(int32_t)) {
+    m.pages.resize(n);
+    for (int32_t& p : m.pages) r.Get(p);
+  } else if (r.Done().ok()) {
+    return core::InvalidArgument(
+        fmt::format("kernelflume range-export message: {} pages do not fit its header", n));
+  }
+  const auto* kb = reinterpret_cast<const std::byte*>(key.data());
+  m.remote_key.assign(kb, kb + key.size());
+  return Finish(r, std::move(m));
+}
+
+std::vector<std::byte> Encode(const MigratedMsg& m) {
+  return Writer().Put(m.migration_id).Put(m.node_id).Put(m.code).PutString(m.message).Take();
+}
+
+core::StatusOr<MigratedMsg> DecodeMigrated(std::span<const std::byte> h) {
+  Reader r(h, "migrated");
+  MigratedMsg m;
+  r.Get(m.migration_id) && r.Get(m.node_id) && r.Get(m.code) && r.GetString(m.message);
+  return Finish(r, std::move(m));
+}
+
 core::Status CopyFloats(std::span<const std::byte> payload, size_t count, const char* what,
                         std::vector<float>& out) {
   if (payload.size() != count * sizeof(float)) {

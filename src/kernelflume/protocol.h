@@ -16,7 +16,17 @@
 //                                v, each (T, Hkv, D)
 //   kFree        weight -> node  (request): drop all of its ranges
 //   kShutdown    weight -> node  exit cleanly
-// A step is identified by its first position (pos0), which is unique per request.
+//   kFreeRange   weight -> node  (request, range): drop one range (migrated away, or reclaimed)
+//   kExport      weight -> node  (migration, request, range): describe a sealed range for a
+//                                one-sided read -> kRangeExport back
+//   kRangeExport node -> weight  where the range's pages are: the node's listen address, the
+//                weight -> node  registered pool's remote key and base address, page bytes,
+//                                tokens, page ids (or a failure); the weight node forwards it
+//                                to the migration's target, which reads the pages itself
+//   kMigrated    node -> weight  (migration, node, status): the target holds the range
+// A step is identified by a step id the weight node draws per request (a retried step or a
+// re-prefill chunk gets a new one), so a late partial of an abandoned attempt is never taken
+// for the answer to a later one.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -38,6 +48,10 @@ enum MessageId : uint16_t {
   kAppend = 5,
   kFree = 6,
   kShutdown = 7,
+  kFreeRange = 8,
+  kExport = 9,
+  kRangeExport = 10,
+  kMigrated = 11,
 };
 
 // The shape an attention node needs: per-layer KV of Hkv heads of D floats, queries of H heads.
@@ -72,7 +86,7 @@ struct RangeNeed {
 struct QueryMsg {
   uint64_t request_id = 0;
   uint64_t version = 0;
-  int64_t step = 0;
+  int64_t step = 0;  // the step id (see above)
   int32_t layer = 0;
   int32_t num_q_tokens = 0;
   std::vector<RangeNeed> ranges;  // in position order
@@ -99,12 +113,49 @@ struct FreeMsg {
   uint64_t request_id = 0;
 };
 
+struct FreeRangeMsg {
+  uint64_t request_id = 0;
+  uint64_t range_id = 0;
+};
+
+struct ExportMsg {
+  uint64_t migration_id = 0;
+  uint64_t request_id = 0;
+  uint64_t range_id = 0;
+};
+
+// A sealed range's pages on its source node, for the target's one-sided reads.
+struct RangeExportMsg {
+  uint64_t migration_id = 0;
+  uint64_t request_id = 0;
+  uint64_t range_id = 0;
+  int32_t code = 0;  // core::StatusCode of the export; 0 = ok
+  std::string message;
+  std::string address;  // the source node's listen address
+  uint64_t base_address = 0;
+  int64_t page_bytes = 0;
+  int64_t tokens = 0;  // tokens in every layer of the range
+  std::vector<std::byte> remote_key;
+  std::vector<int32_t> pages;  // page ids in the source's pool, in token order
+};
+
+struct MigratedMsg {
+  uint64_t migration_id = 0;
+  int32_t node_id = 0;
+  int32_t code = 0;
+  std::string message;
+};
+
 std::vector<std::byte> Encode(const JoinMsg& m);
 std::vector<std::byte> Encode(const JoinReplyMsg& m);
 std::vector<std::byte> Encode(const QueryMsg& m);
 std::vector<std::byte> Encode(const PartialMsg& m);
 std::vector<std::byte> Encode(const AppendMsg& m);
 std::vector<std::byte> Encode(const FreeMsg& m);
+std::vector<std::byte> Encode(const FreeRangeMsg& m);
+std::vector<std::byte> Encode(const ExportMsg& m);
+std::vector<std::byte> Encode(const RangeExportMsg& m);
+std::vector<std::byte> Encode(const MigratedMsg& m);
 
 core::StatusOr<JoinMsg> DecodeJoin(std::span<const std::byte> header);
 core::StatusOr<JoinReplyMsg> DecodeJoinReply(std::span<const std::byte> header);
@@ -112,6 +163,10 @@ core::StatusOr<QueryMsg> DecodeQuery(std::span<const std::byte> header);
 core::StatusOr<PartialMsg> DecodePartial(std::span<const std::byte> header);
 core::StatusOr<AppendMsg> DecodeAppend(std::span<const std::byte> header);
 core::StatusOr<FreeMsg> DecodeFree(std::span<const std::byte> header);
+core::StatusOr<FreeRangeMsg> DecodeFreeRange(std::span<const std::byte> header);
+core::StatusOr<ExportMsg> DecodeExport(std::span<const std::byte> header);
+core::StatusOr<RangeExportMsg> DecodeRangeExport(std::span<const std::byte> header);
+core::StatusOr<MigratedMsg> DecodeMigrated(std::span<const std::byte> header);
 
 // Copies the payload into `out` (resized to `count` floats): InvalidArgument naming `what`
 // unless it holds exactly `count` floats. (Payload buffers need not be float-aligned.)

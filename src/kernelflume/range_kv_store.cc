@@ -70,7 +70,7 @@ Status RangeKvStore::Append(uint64_t request_id, uint64_t range_id, int32_t laye
     return core::InvalidArgument(fmt::format("append to range {}: it belongs to request {}, not {}",
                                              range_id, r.request_id, request_id));
   }
-  if (offset != r.length[layer]) {
+  if (offset > r.length[layer] || offset < 0) {
     return core::InvalidArgument(fmt::format(
         "append to range {} layer {}: offset {}, but it holds {} tokens (appends come in order)",
         range_id, layer, offset, r.length[layer]));
@@ -132,6 +132,72 @@ int64_t RangeKvStore::Length(uint64_t range_id, int32_t layer) const {
   auto it = ranges_.find(range_id);
   if (it == ranges_.end() || layer < 0 || layer >= shape_.num_layers) return 0;
   return it->second.length[layer];
+}
+
+bool RangeKvStore::FreeRange(uint64_t request_id, uint64_t range_id) {
+  auto it = ranges_.find(range_id);
+  if (it == ranges_.end() || it->second.request_id != request_id) return false;
+  CHECK(pool_->FreePages(it->second.pages).ok());
+  ranges_.erase(it);
+  return true;
+}
+
+int64_t RangeKvStore::RangeTokens(uint64_t range_id) const {
+  auto it = ranges_.find(range_id);
+  if (it == ranges_.end()) return 0;
+  return *std::max_element(it->second.length.begin(), it->second.length.end());
+}
+
+core::StatusOr<RangeKvStore::RangePages> RangeKvStore::Export(uint64_t request_id,
+                                                              uint64_t range_id) const {
+  auto it = ranges_.find(range_id);
+  if (it == ranges_.end() || it->second.request_id != request_id) {
+    return core::NotFound(
+        fmt::format("export of range {} of request {}: not held here", range_id, request_id));
+  }
+  const Range& r = it->second;
+  for (int64_t len : r.length) {
+    if (len != r.length[0]) {
+      return core::FailedPrecondition(
+          fmt::format("export of range {}: its layers hold {} and {} tokens (not sealed)", range_id,
+                      r.length[0], len));
+    }
+  }
+  const int64_t pages = (r.length[0] + page_tokens_ - 1) / page_tokens_;
+  return RangePages{r.length[0], std::vector<int32_t>(r.pages.begin(), r.pages.begin() + pages)};
+}
+
+Status RangeKvStore::ImportRange(
+    uint64_t request_id, uint64_t range_id, int64_t tokens,
+    const std::function<Status(size_t index, std::span<std::byte> page)>& fill) {
+  if (ranges_.count(range_id) != 0) {
+    return core::FailedPrecondition(fmt::format("import of range {}: already held here", range_id));
+  }
+  if (tokens < 1) {
+    return core::InvalidArgument(
+        fmt::format("import of range {}: {} tokens (must be >= 1)", range_id, tokens));
+  }
+  auto got = pool_->AllocatePages((tokens + page_tokens_ - 1) / page_tokens_);
+  if (!got.ok()) return got.status().WithPrefix(fmt::format("import of range {}", range_id));
+  for (size_t i = 0; i < got->size(); ++i) {
+    std::span<std::byte> page(reinterpret_cast<std::byte*>(pool_->page_data((*got)[i])),
+                              static_cast<size_t>(pool_->page_bytes()));
+    if (Status st = fill(i, page); !st.ok()) {
+      CHECK(pool_->FreePages(*got).ok());
+      return st.WithPrefix(fmt::format("import of range {}", range_id));
+    }
+  }
+  Range r;
+  r.request_id = request_id;
+  r.length.assign(shape_.num_layers, tokens);
+  r.pages = std::move(*got);
+  ranges_.emplace(range_id, std::move(r));
+  return Status::Ok();
+}
+
+std::span<std::byte> RangeKvStore::PoolBytes() {
+  return {reinterpret_cast<std::byte*>(pool_->page_data(0)),
+          static_cast<size_t>(pool_->page_bytes() * pool_->num_pages())};
 }
 
 int64_t RangeKvStore::Free(uint64_t request_id) {

@@ -7,14 +7,19 @@
 // decode-attention kernel reads each head's keys contiguously.
 // Ranges are created by their first append (offset 0) and grow by appends at their current
 // length, per layer (a layer's append for a step comes after the same step's earlier layers);
-// a range's pages are allocated as its longest layer needs them.
-// Errors: an append not at the range's current length, to a range of another request, or a
+// an append at an offset below a layer's length replaces that layer's tokens from the offset
+// on (a step retried after a node failure re-sends what it had appended); a range's pages are
+// allocated as its longest layer needs them. A sealed range (every layer the same length) can
+// be exported (its page ids, for a peer's one-sided read of the pool) and imported whole on
+// another node (ImportRange fills freshly allocated pages through a callback).
+// Errors: an append past the range's current length, to a range of another request, or a
 // full pool (Infeasible naming the pages) leaves the store unchanged; reading more tokens than
 // a layer holds is FailedPrecondition (the caller waits for the append in flight).
 // Thread-safety: one thread at a time (the node's progress thread).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -50,6 +55,26 @@ class RangeKvStore {
   int64_t Length(uint64_t range_id, int32_t layer) const;
   // Drops every range of the request; returns how many.
   int64_t Free(uint64_t request_id);
+  // Drops one range of the request; false when it is not here.
+  bool FreeRange(uint64_t request_id, uint64_t range_id);
+
+  struct RangePages {
+    int64_t tokens = 0;
+    std::vector<int32_t> pages;  // in token order
+  };
+  // The pages of a sealed range: NotFound for an unknown range or another request's,
+  // FailedPrecondition when its layers differ in length (still being appended to).
+  core::StatusOr<RangePages> Export(uint64_t request_id, uint64_t range_id) const;
+  // Creates range `range_id` of `tokens` tokens in every layer from whole pages: allocates
+  // ceil(tokens / page_tokens) pages and calls fill(i, page bytes) for the i-th; on any
+  // failure (a full pool, fill's error, the id taken) the store is unchanged.
+  [[nodiscard]] core::Status ImportRange(
+      uint64_t request_id, uint64_t range_id, int64_t tokens,
+      const std::function<core::Status(size_t index, std::span<std::byte> page)>& fill);
+  // The pool's memory, for registering it with a transport (pages at page_bytes() strides).
+  std::span<std::byte> PoolBytes();
+  int64_t page_bytes() const { return pool_->page_bytes(); }
+  int64_t RangeTokens(uint64_t range_id) const;  // the longest layer's tokens; 0 if unknown
 
   int64_t num_ranges() const { return static_cast<int64_t>(ranges_.size()); }
   int64_t used_pages() const { return pool_->used_pages(); }

@@ -118,6 +118,50 @@ Status RouteDelta::RemoveRequest(uint64_t request_id) {
   return Status::Ok();
 }
 
+StatusOr<uint64_t> RouteDelta::MoveRange(uint64_t request_id, uint64_t range_id, int32_t node_id,
+                                         bool fresh_id) {
+  if (FindIn(nodes_, node_id) == nullptr) {
+    return core::NotFound(fmt::format("request {}: attention node {} is not in the routing table",
+                                      request_id, node_id));
+  }
+  RequestRoute* r = Mutable(request_id);
+  if (r == nullptr) return core::NotFound(fmt::format("request {} is not routed", request_id));
+  for (RouteRange& g : r->ranges) {
+    if (g.range_id != range_id) continue;
+    g.node = node_id;
+    if (fresh_id) g.range_id = next_range_id_++;
+    return g.range_id;
+  }
+  return core::NotFound(fmt::format("request {}: no range {}", request_id, range_id));
+}
+
+Status RouteDelta::RemoveNode(int32_t node_id) {
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [&](const AttentionNodeInfo& n) { return n.id == node_id; });
+  if (it == nodes_.end()) {
+    return core::NotFound(fmt::format("attention node {} is not in the routing table", node_id));
+  }
+  Status st = Status::Ok();
+  auto check = [&](const RequestRoute& r) {
+    for (const RouteRange& g : r.ranges) {
+      if (st.ok() && g.node == node_id) {
+        st = core::FailedPrecondition(fmt::format(
+            "attention node {} still holds range {} of request {}: it cannot be removed", node_id,
+            g.range_id, r.request_id));
+      }
+    }
+  };
+  base_->ForEachRequest([&](const RequestRoute& r) {
+    if (touched_.count(r.request_id) == 0) check(r);
+  });
+  for (const auto& [id, edited] : touched_) {
+    if (edited) check(*edited);
+  }
+  if (!st.ok()) return st;
+  nodes_.erase(it);
+  return Status::Ok();
+}
+
 StatusOr<std::shared_ptr<const RoutingTable>> RouteDelta::Build() {
   auto t = std::make_shared<RoutingTable>(base_->version() + 1, base_->range_tokens_max());
   t->next_range_id_ = next_range_id_;
@@ -191,7 +235,7 @@ StatusOr<std::shared_ptr<const RoutingTable>> RouteDelta::Build() {
       break;
     }
   }
-  // Nodes removed from the table are not an edit this delta offers, so nothing else changes.
+  // A removed node held no range (RemoveNode checked), so nothing else changes.
   return std::shared_ptr<const RoutingTable>(std::move(t));
 }
 

@@ -1,7 +1,7 @@
 // RouteDelta: builds routing-table version v+1 from version v by a few edits (join a node,
-// drain it, add a request, re-route its tail, drop it), copying only what the edits touch
-// (see routing_table.h for the sharing). Build() checks the invariants the edits can break --
-// the touched requests' rules and the touched nodes' capacity -- so a valid base and a
+// drain it, remove it, add a request, re-route its tail, move a range, drop it), copying only what
+// the edits touch (see routing_table.h for the sharing). Build() checks the invariants the edits
+// can break -- the touched requests' rules and the touched nodes' capacity -- so a valid base and a
 // successful Build give a valid table (Validate re-checks everything; tests use it).
 //
 // Edits fail with InvalidArgument/NotFound naming the request or node and leave the delta
@@ -33,6 +33,14 @@ class RouteDelta {
   // an empty tail (start == length) moves to `node_id` instead.
   [[nodiscard]] core::Status Reroute(uint64_t request_id, int32_t node_id);
   [[nodiscard]] core::Status RemoveRequest(uint64_t request_id);
+  // Puts range `range_id` of the request on `node_id`, keeping its positions: under the same
+  // id (a migration: the target holds a copy of the sealed range) or, with fresh_id, under a
+  // new id (a range lost with its node, to be re-prefilled there). Returns the range's id.
+  core::StatusOr<uint64_t> MoveRange(uint64_t request_id, uint64_t range_id, int32_t node_id,
+                                     bool fresh_id);
+  // Removes a node that holds no range of any request (a drained node retiring); scans the
+  // base table's requests (rare).
+  [[nodiscard]] core::Status RemoveNode(int32_t node_id);
 
   // The request as edited so far (nullptr when absent).
   const RequestRoute* Find(uint64_t request_id) const;

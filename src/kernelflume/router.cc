@@ -27,7 +27,7 @@ Status Router::AddNode(const AttentionNodeInfo& node) {
 }
 
 StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node,
-                                   int64_t need_tokens) const {
+                                   int64_t need_tokens, int32_t exclude) const {
   const auto nodes = table.nodes();
   size_t first = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -41,7 +41,7 @@ StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node
   std::string free_list;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const AttentionNodeInfo& n = nodes[(first + k) % nodes.size()];
-    if (n.state != NodeState::kActive) continue;
+    if (n.state != NodeState::kActive || n.id == exclude || down_.count(n.id) != 0) continue;
     const int64_t live = LiveTokens(n.id);
     free_list +=
         fmt::format("{}node {}: {}", free_list.empty() ? "" : ", ", n.id, n.capacity_tokens - live);
@@ -50,6 +50,10 @@ StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node
       best = n.id;
       best_live = live;
     }
+  }
+  if (free_list.empty()) {
+    return core::Unavailable(
+        "no active attention node (every node is lost, draining or retired); add a node");
   }
   if (best < 0) {
     return core::Infeasible(
@@ -125,6 +129,188 @@ Status Router::RemoveRequest(uint64_t request_id) {
   if (!table.ok()) return table.status();
   if (Status st = store_.Install(*table); !st.ok()) return st;
   lengths_.erase(request_id);
+  return Status::Ok();
+}
+
+}  // namespace tessera::kernelflume
+
+namespace tessera::kernelflume {
+
+Status Router::Publish(RouteDelta& delta) {
+  auto table = delta.Build();
+  if (!table.ok()) return table.status();
+  return store_.Install(*table);
+}
+
+int64_t Router::Length(uint64_t request_id) const {
+  auto it = lengths_.find(request_id);
+  return it == lengths_.end() ? -1 : it->second;
+}
+
+StatusOr<std::vector<uint64_t>> Router::SpreadTails(int32_t node_id) {
+  std::shared_ptr<const RoutingTable> cur = store_.Current();
+  const AttentionNodeInfo* target = cur->FindNode(node_id);
+  if (target == nullptr || target->state != NodeState::kActive) {
+    return core::NotFound(fmt::format("attention node {} is not active", node_id));
+  }
+  int64_t active = 0;
+  for (const AttentionNodeInfo& n : cur->nodes()) active += n.state == NodeState::kActive;
+  // Tails per node, then take from the node with the most until the new one has its share.
+  std::map<int32_t, std::vector<uint64_t>> tails;
+  cur->ForEachRequest([&](const RequestRoute& r) { tails[r.tail().node].push_back(r.request_id); });
+  const int64_t total = static_cast<int64_t>(cur->num_requests());
+  const int64_t share = total / std::max<int64_t>(active, 1);
+  std::vector<uint64_t> moved;
+  RouteDelta delta(cur);
+  while (static_cast<int64_t>(tails[node_id].size()) < share) {
+    auto most = std::max_element(tails.begin(), tails.end(), [&](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    if (most->first == node_id || most->second.size() <= tails[node_id].size() + 1) break;
+    const uint64_t r = most->second.back();
+    most->second.pop_back();
+    if (Status st = delta.SetLength(r, lengths_[r]); !st.ok()) return st;
+    if (Status st = delta.Reroute(r, node_id); !st.ok()) return st;
+    tails[node_id].push_back(r);
+    moved.push_back(r);
+  }
+  if (moved.empty()) return moved;
+  if (Status st = Publish(delta); !st.ok()) return st;
+  reroutes_ += static_cast<int64_t>(moved.size());
+  return moved;
+}
+
+Status Router::Drain(int32_t node_id) {
+  std::shared_ptr<const RoutingTable> cur = store_.Current();
+  const AttentionNodeInfo* node = cur->FindNode(node_id);
+  if (node == nullptr) return core::NotFound(fmt::format("attention node {} is unknown", node_id));
+  if (node->state != NodeState::kActive) {
+    return core::FailedPrecondition(
+        fmt::format("attention node {} is already {}", node_id, NodeStateName(node->state)));
+  }
+  int64_t others = 0;
+  for (const AttentionNodeInfo& n : cur->nodes()) {
+    others += n.state == NodeState::kActive && n.id != node_id;
+  }
+  if (others == 0) {
+    return core::FailedPrecondition(fmt::format(
+        "attention node {} is the last active node: draining it would leave no node for new "
+        "tokens (add a node first)",
+        node_id));
+  }
+  RouteDelta delta(cur);
+  Status st = Status::Ok();
+  int64_t moved = 0;
+  cur->ForEachRequest([&](const RequestRoute& r) {
+    if (!st.ok() || r.tail().node != node_id) return;
+    auto to = PickNode(*cur, node_id, 1, node_id);
+    if (!to.ok()) {
+      st = to.status();
+      return;
+    }
+    st = delta.SetLength(r.request_id, lengths_[r.request_id]);
+    if (st.ok()) st = delta.Reroute(r.request_id, *to);
+    ++moved;
+  });
+  if (st.ok()) st = delta.SetNodeState(node_id, NodeState::kDraining);
+  if (st.ok()) st = Publish(delta);
+  if (st.ok()) reroutes_ += moved;
+  return st;
+}
+
+Status Router::MoveRange(uint64_t request_id, uint64_t range_id, int32_t node_id) {
+  std::shared_ptr<const RoutingTable> cur = store_.Current();
+  const RequestRoute* r = cur->Find(request_id);
+  if (r == nullptr) return core::NotFound(fmt::format("request {} is not routed", request_id));
+  auto g = std::find_if(r->ranges.begin(), r->ranges.end(),
+                        [&](const RouteRange& x) { return x.range_id == range_id; });
+  if (g == r->ranges.end() || g->open()) {
+    return core::FailedPrecondition(
+        fmt::format("request {}: range {} is {} (only sealed ranges migrate)", request_id, range_id,
+                    g == r->ranges.end() ? "not in the routing table" : "the open tail"));
+  }
+  const int32_t from = g->node;
+  const int64_t tokens = g->end - g->start;
+  RouteDelta delta(cur);
+  if (auto id = delta.MoveRange(request_id, range_id, node_id, false); !id.ok()) {
+    return id.status();
+  }
+  RETURN_IF_ERROR(Publish(delta));
+  live_tokens_[from] -= tokens;
+  live_tokens_[node_id] += tokens;
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Router::LostRange>> Router::Fence(int32_t node_id) {
+  std::shared_ptr<const RoutingTable> cur = store_.Current();
+  const AttentionNodeInfo* node = cur->FindNode(node_id);
+  if (node == nullptr) return core::NotFound(fmt::format("attention node {} is unknown", node_id));
+  std::vector<LostRange> lost;
+  if (node->state == NodeState::kLost) return lost;
+  down_.insert(node_id);  // never picked again, even if its ranges cannot be re-homed
+  RouteDelta delta(cur);
+  Status st = Status::Ok();
+  std::map<int32_t, int64_t> moved_tokens;
+  cur->ForEachRequest([&](const RequestRoute& r) {
+    const int64_t length = lengths_[r.request_id];
+    for (const RouteRange& g : r.ranges) {
+      if (!st.ok() || g.node != node_id) continue;
+      const int64_t tokens = g.open() ? length - g.start : g.end - g.start;
+      auto to = PickNode(*cur, node_id, tokens, node_id);
+      if (!to.ok()) {
+        st =
+            to.status().WithPrefix(fmt::format("re-homing range {} of request {} from lost node {}",
+                                               g.range_id, r.request_id, node_id));
+        return;
+      }
+      auto id = delta.MoveRange(r.request_id, g.range_id, *to, true);
+      if (!id.ok()) {
+        st = id.status();
+        return;
+      }
+      RouteRange moved = g;
+      moved.range_id = *id;
+      moved.node = *to;
+      lost.push_back(LostRange{r.request_id, moved});
+      moved_tokens[*to] += tokens;
+      live_tokens_[*to] += tokens;  // PickNode sees it for the next range
+    }
+  });
+  if (st.ok()) st = delta.SetNodeState(node_id, NodeState::kLost);
+  if (st.ok()) st = Publish(delta);
+  if (!st.ok()) {
+    for (const auto& [n, t] : moved_tokens) live_tokens_[n] -= t;
+    return st;
+  }
+  live_tokens_[node_id] = 0;
+  return lost;
+}
+
+Status Router::Retire(int32_t node_id) {
+  RouteDelta delta(store_.Current());
+  RETURN_IF_ERROR(delta.RemoveNode(node_id));
+  RETURN_IF_ERROR(Publish(delta));
+  live_tokens_.erase(node_id);
+  return Status::Ok();
+}
+
+Status Router::RollbackStep(uint64_t request_id, int64_t length) {
+  auto it = lengths_.find(request_id);
+  if (it == lengths_.end())
+    return core::NotFound(fmt::format("request {} is not routed", request_id));
+  if (length > it->second || length < 0) {
+    return core::InvalidArgument(
+        fmt::format("request {}: roll back to {} of {} tokens", request_id, length, it->second));
+  }
+  const RequestRoute* r = store_.Current()->Find(request_id);
+  if (r->tail().start > length) {
+    return core::FailedPrecondition(fmt::format(
+        "request {}: its tail was sealed after the failed step at position {} (a re-route raced "
+        "the failure); the request cannot be retried",
+        request_id, length));
+  }
+  live_tokens_[r->tail().node] -= it->second - length;
+  it->second = length;
   return Status::Ok();
 }
 

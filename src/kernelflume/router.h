@@ -10,6 +10,18 @@
 // re-routes walk the nodes), among those with room. Live tokens per node are counted here as
 // steps are prepared (the snapshot's per-node counts use each request's length at its last
 // re-route, which is never more).
+//
+// Elasticity (each edit one new version, at the requests' token boundaries: a tail is sealed at
+// the request's length as counted here, which includes a step already prepared):
+//   SpreadTails  after a node joins: moves tails onto it (seals them where they are, opens new
+//                ones there; no KV copy) until it holds its share of the open tails;
+//   Drain        moves every tail off a node and marks it draining (refused for the last active
+//                node); its sealed ranges leave by MoveRange (migration) or with their requests;
+//   MoveRange    repoints a sealed range to another node (after the target copied it);
+//   Fence        a lost node: every range it held is given a fresh id on a surviving node (to be
+//                re-prefilled there; returned) and the node is marked lost;
+//   Retire       removes a node that holds nothing;
+//   RollbackStep forgets a prepared step that failed, so it can be prepared again.
 // Errors: a step larger than range_tokens_max is InvalidArgument; no active node with room is
 // Infeasible naming the tokens needed and the nodes' free tokens.
 // Thread-safety: one thread at a time (the weight node's scheduler).
@@ -18,11 +30,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include "core/status.h"
 #include "kernelflume/route_store.h"
 
 namespace tessera::kernelflume {
+
+class RouteDelta;
 
 struct RouterOptions {
   int64_t range_tokens_max = 16384;
@@ -43,17 +59,33 @@ class Router {
   // Drops a finished request; its tokens leave the live counts.
   [[nodiscard]] core::Status RemoveRequest(uint64_t request_id);
 
+  // Returns the requests whose tails moved.
+  core::StatusOr<std::vector<uint64_t>> SpreadTails(int32_t node_id);
+  [[nodiscard]] core::Status Drain(int32_t node_id);
+  [[nodiscard]] core::Status MoveRange(uint64_t request_id, uint64_t range_id, int32_t node_id);
+  struct LostRange {
+    uint64_t request_id = 0;
+    RouteRange range;  // the replacement: fresh id, same positions, on a surviving node
+  };
+  core::StatusOr<std::vector<LostRange>> Fence(int32_t node_id);
+  [[nodiscard]] core::Status Retire(int32_t node_id);
+  [[nodiscard]] core::Status RollbackStep(uint64_t request_id, int64_t length);
+  // Tokens stored for the request (including a prepared step); -1 when unknown.
+  int64_t Length(uint64_t request_id) const;
+
   int64_t LiveTokens(int32_t node_id) const;
   int64_t reroutes() const { return reroutes_; }
 
  private:
   core::StatusOr<int32_t> PickNode(const RoutingTable& table, int32_t after_node,
-                                   int64_t need_tokens) const;
+                                   int64_t need_tokens, int32_t exclude = -1) const;
+  [[nodiscard]] core::Status Publish(RouteDelta& delta);
 
   RouteStore& store_;
   RouterOptions options_;
   std::map<int32_t, int64_t> live_tokens_;
   std::map<uint64_t, int64_t> lengths_;  // per request, tokens appended so far
+  std::set<int32_t> down_;               // fenced nodes (lost, whether or not re-homed)
   int64_t reroutes_ = 0;
 };
 

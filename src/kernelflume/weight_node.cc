@@ -1,6 +1,7 @@
 #include "kernelflume/weight_node.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 
@@ -39,6 +40,9 @@ core::StatusOr<std::unique_ptr<WeightNode>> WeightNode::Start(
   t.SetHandler(kPartial, [self](comm::PeerId, auto header, auto payload) {
     self->OnPartial(header, payload);
   });
+  t.SetHandler(kRangeExport,
+               [self](comm::PeerId, auto header, auto) { self->OnRangeExport(header); });
+  t.SetHandler(kMigrated, [self](comm::PeerId, auto header, auto) { self->OnMigrated(header); });
   t.SetFailureHandler([self](comm::PeerId peer, const Status& why) { self->OnFailure(peer, why); });
   if (Status st = t.Listen(options.listen_host, options.listen_port); !st.ok()) {
     return st.WithPrefix("weight node");
@@ -67,8 +71,19 @@ void WeightNode::OnJoin(comm::PeerId from, std::span<const std::byte> header) {
       const std::string endpoint = fmt::format("peer {}", from);
       Status st = router_.AddNode({join->node_id, endpoint, join->capacity_tokens});
       if (st.ok()) {
-        nodes_[join->node_id] = NodeEntry{from, endpoint, false, ""};
+        NodeEntry e;
+        e.peer = from;
+        e.endpoint = endpoint;
+        e.times.joined_s = Now();
+        nodes_[join->node_id] = e;
         reply.accepted = true;
+        LogLocked("join", join->node_id, fmt::format("capacity {} tokens", join->capacity_tokens));
+        if (options_.spread_tails_on_join) {
+          auto moved = router_.SpreadTails(join->node_id);
+          if (moved.ok() && !moved->empty()) {
+            LogLocked("spread", join->node_id, fmt::format("{} tails moved here", moved->size()));
+          }
+        }
       } else {
         reply.reason = st.message();
       }
@@ -103,10 +118,7 @@ void WeightNode::OnPartial(std::span<const std::byte> header, std::span<const st
 void WeightNode::OnFailure(comm::PeerId peer, const Status& why) {
   std::lock_guard lock(mu_);
   for (auto& [id, n] : nodes_) {
-    if (n.peer == peer && !n.lost) {
-      n.lost = true;
-      n.lost_reason = why.message();
-    }
+    if (n.peer == peer && !n.lost) FenceLocked(id, why.message());
   }
   cv_.notify_all();
 }
@@ -158,7 +170,19 @@ core::StatusOr<std::shared_ptr<const RoutingTable>> WeightNode::PrepareStep(uint
                                                                             int64_t pos0,
                                                                             int64_t num_tokens) {
   std::lock_guard lock(mu_);
-  return router_.PrepareStep(request, pos0, num_tokens);
+  if (auto it = refills_.find(request); it != refills_.end() && !it->second.empty()) {
+    return core::Unavailable(fmt::format(
+        "request {}: {} of its ranges were lost with attention node {} and await re-prefill",
+        request, it->second.size(), fmt::join(refill_lost_[request], ", ")));
+  }
+  auto snap = router_.PrepareStep(request, pos0, num_tokens);
+  if (snap.ok()) {
+    auto it = nodes_.find((*snap)->Find(request)->tail().node);
+    if (it != nodes_.end() && it->second.times.first_routed_s < 0) {
+      it->second.times.first_routed_s = Now();
+    }
+  }
+  return snap;
 }
 
 Status WeightNode::SendTo(int32_t node_id, uint16_t am_id, std::span<const std::byte> header,
@@ -177,15 +201,24 @@ Status WeightNode::SendTo(int32_t node_id, uint16_t am_id, std::span<const std::
     peer = it->second.peer;
   }
   Status st = transport_->Send(peer, am_id, header, payload);
-  return st.ok() ? st : st.WithPrefix(fmt::format("attention node {}", node_id));
+  if (st.ok()) return st;
+  if (st.code() == core::StatusCode::kUnavailable) {
+    // The transport knows the peer is gone before its failure event arrives: fence it now, so
+    // the request's recovery finds its ranges re-homed.
+    std::lock_guard lock(mu_);
+    FenceLocked(node_id, st.message());
+    cv_.notify_all();
+  }
+  return st.WithPrefix(fmt::format("attention node {}", node_id));
 }
 
-Status WeightNode::WaitPartials(uint64_t request, int64_t step, int32_t layer,
+Status WeightNode::WaitPartials(uint64_t request, int64_t step, int64_t pos0, int32_t layer,
                                 std::span<const int32_t> nodes, std::vector<Partial>& out) {
   out.resize(nodes.size());
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.reply_timeout_s);
+  const auto begin = std::chrono::steady_clock::now();
   std::unique_lock lock(mu_);
+  const double limit_s = PartialDeadlineLocked();
+  const auto deadline = begin + std::chrono::duration<double>(limit_s);
   size_t got = 0;
   std::vector<bool> have(nodes.size(), false);
   while (got < nodes.size()) {
@@ -206,19 +239,29 @@ Status WeightNode::WaitPartials(uint64_t request, int64_t step, int32_t layer,
       if (n.lost) {
         return core::Unavailable(
             fmt::format("attention node {} failed during layer {} of the step at position {}: {}",
-                        nodes[i], layer, step, n.lost_reason));
+                        nodes[i], layer, pos0, n.lost_reason));
       }
     }
     if (got == nodes.size()) break;
     if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (!have[i]) {
-          return core::DeadlineExceeded(fmt::format(
-              "attention node {} did not answer layer {} of the step at position {} within {} s",
-              nodes[i], layer, step, options_.reply_timeout_s));
+          const std::string why =
+              fmt::format("no partial for layer {} of the step at position {} within {:.3f} s",
+                          layer, pos0, limit_s);
+          FenceLocked(nodes[i], why);
+          cv_.notify_all();
+          return core::Unavailable(fmt::format("attention node {} fenced: {}", nodes[i], why));
         }
       }
     }
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (wait_s_.size() < 1024) {
+    wait_s_.push_back(waited);
+  } else {
+    wait_s_[wait_next_++ % 1024] = waited;
   }
   return Status::Ok();
 }
@@ -232,6 +275,8 @@ void WeightNode::CloseRequest(uint64_t request_id) {
       it = it->first.request == request_id ? mailbox_.erase(it) : std::next(it);
     }
     request_errors_.erase(request_id);
+    refills_.erase(request_id);
+    refill_lost_.erase(request_id);
     for (const auto& [id, n] : nodes_) {
       if (!n.lost) targets.push_back(id);
     }

@@ -6,12 +6,28 @@
 //
 // Joins are answered on the transport's progress thread: refused (with the reason sent to the
 // node and kept in refusals()) when the fingerprint differs from this model's or the id is
-// taken. A node whose endpoint fails is marked lost: every wait for one of its replies ends
-// with Unavailable naming it (recovery by re-prefill is a later part), never a hang; replies
-// that do not come within reply_timeout_s end the wait with DeadlineExceeded naming the node.
+// taken; an accepted node is active at once and (spread_tails_on_join) takes its share of the
+// open tails at their next token boundary (no KV copy).
+//
+// Elasticity (weight_node_elastic.cc):
+//   death     a node whose endpoint fails, or whose partial is later than the partial deadline
+//             (max(min_partial_deadline_s, 20 x the p99 of recent partial waits), after 64
+//             waits; reply_timeout_s before), is fenced: its endpoint closed, marked lost, and
+//             every range it held re-homed under a fresh id on a surviving node (Router::Fence).
+//             A wait on it ends with Unavailable naming it; each affected request's next step
+//             fails the same way until DisaggregatedAttention::Recover re-prefills its lost
+//             ranges from the request's token ids. Requests with no range there never notice.
+//   migrate   MigrateRange copies a sealed range to another node by the target's one-sided
+//             reads while steps keep reading the source, then installs a version that points
+//             at the target; the source frees it once every step on an older version is done
+//             (epoch reclamation: steps register the version they read).
+//   drain     DrainNode moves the node's tails away (refused for the last active node),
+//             migrates its sealed ranges, retires it from the table and shuts it down.
+// Every change is an ElasticEvent (events()) with its time.
 // Thread-safety: all methods may be called from any thread; requests run one thread each.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -32,6 +48,9 @@ namespace tessera::kernelflume {
 struct WeightNodeOptions {
   RouterOptions router;
   double reply_timeout_s = 60;
+  double min_partial_deadline_s = 0.05;  // see the file comment
+  bool spread_tails_on_join = true;
+  double migrate_timeout_s = 30;
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;  // 0 = any free port
 };
@@ -44,6 +63,19 @@ struct Partial {
 };
 
 class DisaggregatedAttention;
+
+// One change of the attention pool, for traces, metrics and benchmarks.
+struct ElasticEvent {
+  double t_s = 0;    // seconds since the weight node started
+  std::string kind;  // join | spread | drain | migrate | retire | lost | fence | refill
+  int32_t node_id = -1;
+  std::string detail;
+};
+
+struct NodeTimes {
+  double joined_s = -1;        // since the weight node started; -1: not (yet)
+  double first_routed_s = -1;  // the first step whose tail is on the node was prepared
+};
 
 class WeightNode {
  public:
@@ -69,6 +101,20 @@ class WeightNode {
   std::shared_ptr<const RoutingTable> routes() const { return store_.Current(); }
   int64_t reroutes() const;
 
+  // Copies sealed range `range_id` of a request to node `target` and repoints it there (see the
+  // file comment); blocks until the new version is installed. FailedPrecondition for an open
+  // tail or an inactive target; the node's error (naming it) when the copy fails.
+  [[nodiscard]] core::Status MigrateRange(uint64_t request_id, uint64_t range_id, int32_t target);
+  // Drains node `node_id` (see the file comment); blocks until it is retired or timeout_s.
+  [[nodiscard]] core::Status DrainNode(int32_t node_id, double timeout_s);
+  // Fences a node now, as if it had died (an operator's decision, or a late partial).
+  void FenceNode(int32_t node_id, const std::string& why);
+  std::vector<ElasticEvent> events() const;
+  NodeTimes node_times(int32_t node_id) const;
+  // Active (not lost, not retired) node ids.
+  std::vector<int32_t> active_nodes() const;
+  double Now() const;  // seconds since start
+
  private:
   friend class DisaggregatedAttention;
   WeightNode(const AttentionShape& shape, const std::string& fingerprint,
@@ -83,17 +129,49 @@ class WeightNode {
   [[nodiscard]] core::Status SendTo(int32_t node_id, uint16_t am_id,
                                     std::span<const std::byte> header,
                                     std::span<const std::byte> payload);
-  // Waits for the replies of `nodes` to (request, step, layer); fills `out` in `nodes` order.
-  [[nodiscard]] core::Status WaitPartials(uint64_t request, int64_t step, int32_t layer,
-                                          std::span<const int32_t> nodes,
+  // Waits for the replies of `nodes` to (request, step id, layer) of the step at pos0; fills
+  // `out` in `nodes` order. A node past the partial deadline is fenced (Unavailable).
+  [[nodiscard]] core::Status WaitPartials(uint64_t request, int64_t step, int64_t pos0,
+                                          int32_t layer, std::span<const int32_t> nodes,
                                           std::vector<Partial>& out);
   void CloseRequest(uint64_t request_id);
+  // Steps register the routing version they read; older versions' ranges are reclaimed once no
+  // step reads them.
+  void EnterStep(uint64_t version);
+  void ExitStep(uint64_t version);
+  uint64_t NextStepId();
+  // For DisaggregatedAttention::Recover: forgets the request's failed step at `pos0`, then
+  // returns the ranges to re-prefill (in position order) and clears them.
+  core::StatusOr<std::vector<RouteRange>> BeginRecovery(uint64_t request, int64_t pos0,
+                                                        bool step_prepared);
+  void NoteRefilled(uint64_t request, const RouteRange& range, double seconds);
+  // Puts back ranges whose re-prefill failed, unless a later fence re-homed them already.
+  void RequeueRefill(uint64_t request, std::span<const RouteRange> ranges);
+  // Under mu_.
+  void FenceLocked(int32_t node_id, const std::string& why);
+  void ReclaimLocked(std::vector<std::pair<comm::PeerId, FreeRangeMsg>>& sends);
+  void LogLocked(std::string kind, int32_t node_id, std::string detail);
+  double PartialDeadlineLocked() const;
+  void OnRangeExport(std::span<const std::byte> header);
+  void OnMigrated(std::span<const std::byte> header);
 
   struct NodeEntry {
     comm::PeerId peer = 0;
     std::string endpoint;
-    bool lost = false;
+    bool lost = false;  // lost or retired: no message goes to it
+    bool retired = false;
     std::string lost_reason;
+    NodeTimes times;
+  };
+  struct PendingFree {
+    uint64_t version = 0;  // free once every step reads this version or a later one
+    int32_t node = 0;
+    FreeRangeMsg msg;
+  };
+  struct Migration {
+    bool exported = false, done = false;
+    RangeExportMsg exported_msg;
+    core::Status status;
   };
   struct Key {
     uint64_t request;
@@ -114,6 +192,17 @@ class WeightNode {
   std::map<Key, Partial> mailbox_;
   std::map<uint64_t, core::Status> request_errors_;  // failures reported outside a query
   std::vector<std::string> refusals_;
+  std::multiset<uint64_t> inflight_versions_;
+  std::vector<PendingFree> pending_frees_;
+  std::map<uint64_t, std::vector<RouteRange>> refills_;  // by request
+  std::map<uint64_t, std::set<int32_t>> refill_lost_;    // the lost nodes, for messages
+  std::map<uint64_t, Migration> migrations_;
+  uint64_t next_migration_id_ = 1;
+  uint64_t next_step_id_ = 1;
+  std::vector<ElasticEvent> events_;
+  std::vector<double> wait_s_;  // recent partial waits (a ring of 1024)
+  size_t wait_next_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::unique_ptr<comm::AmTransport> transport_;  // last: stopped first
 };
 
