@@ -66,6 +66,8 @@ void AddXemaPlan(CLI::App* xema, Action* action);
 void AddKernelFlumeCommands(CLI::App& root, Action* action);
 void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
+void AddKernelFlumeLoadModel(CLI::App* kernelflume, Action* action);
+void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
 
 // Adds `tessera elaswave ...` (elastic training that survives losing ranks).
 void AddElasWaveCommands(CLI::App& root, Action* action);

@@ -60,24 +60,67 @@ TEST(KernelFlumeCli, GeneratesThroughUcxNodeProcesses) {
   EXPECT_NE(r.out.find("2 of 2 prompts"), std::string::npos) << r.out;
 }
 
-// A node process SIGKILLed mid-run (tails re-routed every 16 tokens, so it holds ranges the
-// steps read): generate fails with one line naming the node, not a hang.
-TEST(KernelFlumeCli, AKilledNodeProcessFailsTheRunNamingTheNode) {
+// Runs `generate` in the background, SIGKILLs the node process `--id N` one second after it
+// started, and returns the output with "exit=CODE" appended.
+std::string GenerateAndKill(const std::string& args, int node) {
+  const std::string id = "'--id " + std::to_string(node) + "'";
   const std::string script =
-      std::string(TESSERA_BIN) +
-      " kernelflume generate --model tiny-gqa --prompt hi --max-tokens 4000 --ignore-eos "
-      "--attn-nodes 2 --reroute-every 16 --quiet 2>&1 & p=$!; "
-      "for i in $(seq 1 600); do pgrep -P $p -f -- '--id 1' >/dev/null && break; sleep 0.1; done; "
-      "sleep 1; pkill -9 -P $p -f -- '--id 1'; wait $p; echo \"exit=$?\"";
+      std::string(TESSERA_BIN) + " kernelflume generate " + args + " 2>&1 & p=$!; " +
+      "for i in $(seq 1 600); do pgrep -P $p -f -- " + id +
+      " >/dev/null && break; sleep 0.1; done; sleep 1; pkill -9 -P $p -f -- " + id +
+      "; wait $p; echo \"exit=$?\"";
   FILE* pipe = popen(script.c_str(), "r");  // popen runs it with sh -c
-  ASSERT_NE(pipe, nullptr);
+  EXPECT_NE(pipe, nullptr);
   std::string out;
   char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
-  pclose(pipe);
+  for (size_t n; pipe != nullptr && (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
+  if (pipe != nullptr) pclose(pipe);
+  return out;
+}
+
+// A node process SIGKILLed mid-run (tails re-routed every 16 tokens, so it holds ranges the
+// steps read): its ranges are re-prefilled on the survivor and the run still passes --check.
+// When the only node is killed, generate fails with one line naming it, not a hang.
+TEST(KernelFlumeCli, AKilledNodeProcessIsRecoveredFromAndTheLastOneFailsNamingIt) {
+  std::string out = GenerateAndKill(
+      "--model tiny-gqa --prompt hi --max-tokens 700 --ignore-eos --attn-nodes 2 "
+      "--reroute-every 16 --quiet --check",
+      1);
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 of 1 prompts"), std::string::npos) << out;
+  const size_t lost = out.find("nodes lost / ranges re-prefilled");
+  ASSERT_NE(lost, std::string::npos) << out;
+  EXPECT_NE(out.find(" 1 / ", lost), std::string::npos) << out;  // the kill hit a live run
+  out = GenerateAndKill(
+      "--model tiny-gqa --prompt hi --max-tokens 4000 --ignore-eos --attn-nodes 1 --quiet", 0);
   EXPECT_NE(out.find("exit=1"), std::string::npos) << out;
-  EXPECT_NE(out.find("attention node 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("attention node 0"), std::string::npos) << out;
   EXPECT_EQ(testing::Lines(out), 2) << out;  // the error line and exit=
+}
+
+// The elasticity benchmarks at a tiny size: node processes join and die under a live decode,
+// each run checked against the monolithic model; every figure is reported (values not judged).
+TEST(KernelFlumeCli, BenchJoinAndDeathRunAndReportEachFigure) {
+  const std::string json = TempPath("join.json");
+  Result r = RunTessera(
+      "kernelflume bench join --requests 2 --prompt-tokens 40 --max-tokens 40 --events 2 "
+      "--every-tokens 20 --json " +
+      json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* f : {"start -> joined (ms)", "joined -> first token (ms)",
+                        "full model instance start p50", "decode step p50"}) {
+    EXPECT_NE(r.out.find(f), std::string::npos) << f << "\n" << r.out;
+  }
+  EXPECT_TRUE(std::filesystem::exists(json));
+  r = RunTessera(
+      "kernelflume bench death --requests 3 --prompt-tokens 40 --max-tokens 40 --nodes 3 "
+      "--events 2 --every-tokens 30 --reroute-every 8");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* f : {"SIGKILL -> next token p50 / max", "token gap spanning a kill",
+                        "ranges re-prefilled", "requests with a greedy mismatch"}) {
+    EXPECT_NE(r.out.find(f), std::string::npos) << f << "\n" << r.out;
+  }
+  ExpectUserError("kernelflume bench death --events 30 --every-tokens 100", "--events");
 }
 
 TEST(KernelFlumeCli, BadNumbersNameTheFlag) {

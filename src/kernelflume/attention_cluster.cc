@@ -102,6 +102,8 @@ int AttentionCluster::num_started() const {
 Status AttentionCluster::CheckChildren() const {
   for (size_t i = 0; i < children_.size(); ++i) {
     if (killed_.count(static_cast<int>(i)) != 0) continue;
+    // A node the weight node fenced or retired exits on its own: not a failure.
+    if (weight_node_ && weight_node_->IsGone(static_cast<int32_t>(i))) continue;
     if (auto code = children_[i]->Poll(); code.has_value()) {
       return core::Unavailable(fmt::format("attention node {} (pid {}) exited with code {}: {}", i,
                                            children_[i]->pid(), *code,

@@ -245,10 +245,20 @@ core::StatusOr<ElasticDecodeReport> RunElasticDecode(
         applied.node = a.node;
         st = wn.DrainNode(a.node, 60);
         break;
-      case ElasticAction::Kind::kKill:
+      case ElasticAction::Kind::kKill: {
         applied.node = a.node;
+        wn.routes()->ForEachRequest([&](const RequestRoute& r) {
+          for (const RouteRange& g : r.ranges) {
+            if (g.node == a.node) {
+              applied.affected_requests.push_back(r.request_id);
+              break;
+            }
+          }
+        });
+        applied.start_s = wn.Now();
         cluster.KillNode(a.node);
         break;
+      }
     }
     applied.end_s = wn.Now();
     if (!st.ok()) {
@@ -267,6 +277,9 @@ core::StatusOr<ElasticDecodeReport> RunElasticDecode(
     report.generated_tokens += static_cast<int64_t>(r.tokens.size());
   }
   report.events = wn.events();
+  for (AppliedAction& a : report.actions) {
+    if (a.action.kind == ElasticAction::Kind::kJoin) a.node_times = wn.node_times(a.node);
+  }
   return report;
 }
 

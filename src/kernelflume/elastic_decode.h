@@ -66,6 +66,8 @@ struct AppliedAction {
   double start_s = 0, end_s = 0;  // weight node clock
   int node = -1;                  // the node joined / drained / killed / migrated from
   int64_t ranges_moved = 0;
+  std::vector<uint64_t> affected_requests;  // kill: requests with a range on the node
+  NodeTimes node_times;                     // join: when it joined and first got a token
 };
 
 struct ElasticDecodeReport {

@@ -165,6 +165,10 @@ core::StatusOr<GenerateReport> RunGenerate(const models::LlamaModel& model,
   report.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   report.routing_version = cluster.weight_node().routes()->version();
   report.reroutes = cluster.weight_node().reroutes();
+  for (const ElasticEvent& e : cluster.weight_node().events()) {
+    report.nodes_lost += e.kind == "lost";
+    report.ranges_refilled += e.kind == "refill";
+  }
   return report;
 }
 

@@ -11,7 +11,8 @@
 // equal". Each request is opened on the weight node and closed (ranges freed) when done.
 // Errors: an empty prompt, a token outside the vocabulary, max_tokens < 1, or a prompt plus
 // max_tokens over the model's context are InvalidArgument naming the prompt and the numbers; a
-// lost attention node ends the run with its error (never a hang).
+// lost attention node's ranges are re-prefilled on the survivors and the step retried
+// (ForwardWithRecovery); when no node survives the run ends with the loss named (never a hang).
 // Thread-safety: one call at a time per cluster.
 #pragma once
 
@@ -54,7 +55,9 @@ struct GenerateReport {
   uint64_t routing_version = 0;
   int64_t reroutes = 0;
   int num_nodes = 0;
-  double max_rel_err = 0;  // worst over prompts
+  int64_t nodes_lost = 0;       // attention nodes that died (or were fenced) during the run
+  int64_t ranges_refilled = 0;  // ranges re-prefilled after such a loss
+  double max_rel_err = 0;       // worst over prompts
   int64_t mismatched_prompts = 0;
   int64_t generated_tokens = 0;
   double wall_s = 0;

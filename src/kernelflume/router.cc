@@ -37,7 +37,7 @@ StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node
     }
   }
   int32_t best = -1;
-  int64_t best_live = 0;
+  int64_t best_live = 0, best_tails = 0;
   std::string free_list;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const AttentionNodeInfo& n = nodes[(first + k) % nodes.size()];
@@ -46,9 +46,11 @@ StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node
     free_list +=
         fmt::format("{}node {}: {}", free_list.empty() ? "" : ", ", n.id, n.capacity_tokens - live);
     if (live + need_tokens > n.capacity_tokens) continue;
-    if (best < 0 || live < best_live) {
+    const int64_t tails = Tails(n.id);
+    if (best < 0 || live < best_live || (live == best_live && tails < best_tails)) {
       best = n.id;
       best_live = live;
+      best_tails = tails;
     }
   }
   if (free_list.empty()) {
@@ -73,6 +75,7 @@ Status Router::AddRequest(uint64_t request_id) {
   if (!table.ok()) return table.status();
   if (Status st = store_.Install(*table); !st.ok()) return st;
   lengths_[request_id] = 0;
+  ++tails_[*node];
   return Status::Ok();
 }
 
@@ -111,6 +114,7 @@ StatusOr<std::shared_ptr<const RoutingTable>> Router::PrepareStep(uint64_t reque
     if (Status st = store_.Install(*table); !st.ok()) return st;
     use = *table;
     ++reroutes_;
+    MoveTail(tail.node, *node);
   }
   live_tokens_[use->Find(request_id)->tail().node] += num_new;
   len_it->second = length + num_new;
@@ -123,6 +127,7 @@ Status Router::RemoveRequest(uint64_t request_id) {
   if (route == nullptr) return core::NotFound(fmt::format("request {} is not routed", request_id));
   const int64_t length = lengths_[request_id];
   for (const RouteRange& g : route->ranges) live_tokens_[g.node] -= g.Tokens(length);
+  --tails_[route->tail().node];
   RouteDelta delta(cur);
   if (Status st = delta.RemoveRequest(request_id); !st.ok()) return st;
   auto table = delta.Build();
@@ -142,6 +147,16 @@ Status Router::Publish(RouteDelta& delta) {
   return store_.Install(*table);
 }
 
+int64_t Router::Tails(int32_t node_id) const {
+  auto it = tails_.find(node_id);
+  return it == tails_.end() ? 0 : it->second;
+}
+
+void Router::MoveTail(int32_t from, int32_t to) {
+  --tails_[from];
+  ++tails_[to];
+}
+
 int64_t Router::Length(uint64_t request_id) const {
   auto it = lengths_.find(request_id);
   return it == lengths_.end() ? -1 : it->second;
@@ -158,17 +173,22 @@ StatusOr<std::vector<uint64_t>> Router::SpreadTails(int32_t node_id) {
   // Tails per node, then take from the node with the most until the new one has its share.
   std::map<int32_t, std::vector<uint64_t>> tails;
   cur->ForEachRequest([&](const RequestRoute& r) { tails[r.tail().node].push_back(r.request_id); });
+  // Its share: ceil(tails / active nodes), taken from the nodes with the most live tokens
+  // (their growth moves to the empty node).
   const int64_t total = static_cast<int64_t>(cur->num_requests());
-  const int64_t share = total / std::max<int64_t>(active, 1);
+  const int64_t share = (total + std::max<int64_t>(active, 1) - 1) / std::max<int64_t>(active, 1);
   std::vector<uint64_t> moved;
   RouteDelta delta(cur);
   while (static_cast<int64_t>(tails[node_id].size()) < share) {
-    auto most = std::max_element(tails.begin(), tails.end(), [&](const auto& a, const auto& b) {
-      return a.second.size() < b.second.size();
-    });
-    if (most->first == node_id || most->second.size() <= tails[node_id].size() + 1) break;
-    const uint64_t r = most->second.back();
-    most->second.pop_back();
+    int32_t donor = -1;
+    for (const auto& [n, list] : tails) {
+      if (n == node_id || list.empty()) continue;
+      if (donor < 0 || LiveTokens(n) > LiveTokens(donor)) donor = n;
+    }
+    if (donor < 0) break;
+    const uint64_t r = tails[donor].back();
+    tails[donor].pop_back();
+    MoveTail(donor, node_id);
     if (Status st = delta.SetLength(r, lengths_[r]); !st.ok()) return st;
     if (Status st = delta.Reroute(r, node_id); !st.ok()) return st;
     tails[node_id].push_back(r);
@@ -210,6 +230,7 @@ Status Router::Drain(int32_t node_id) {
     }
     st = delta.SetLength(r.request_id, lengths_[r.request_id]);
     if (st.ok()) st = delta.Reroute(r.request_id, *to);
+    if (st.ok()) MoveTail(node_id, *to);
     ++moved;
   });
   if (st.ok()) st = delta.SetNodeState(node_id, NodeState::kDraining);
@@ -272,6 +293,7 @@ StatusOr<std::vector<Router::LostRange>> Router::Fence(int32_t node_id) {
       moved.range_id = *id;
       moved.node = *to;
       lost.push_back(LostRange{r.request_id, moved});
+      if (g.open()) MoveTail(node_id, *to);
       moved_tokens[*to] += tokens;
       live_tokens_[*to] += tokens;  // PickNode sees it for the next range
     }

@@ -7,7 +7,8 @@
 // past capacity_tokens, or (reroute_every = k > 0) once k tokens have gone into it -- the last
 // is for tests and benchmarks that exercise many ranges. The new tail goes to the active node
 // with the fewest live tokens, scanning cyclically from the node after the current tail's (so
-// re-routes walk the nodes), among those with room. Live tokens per node are counted here as
+// re-routes walk the nodes), among those with room; ties go to the node with fewer open tails
+// (requests opened together spread over the nodes). Live tokens per node are counted here as
 // steps are prepared (the snapshot's per-node counts use each request's length at its last
 // re-route, which is never more).
 //
@@ -74,17 +75,20 @@ class Router {
   int64_t Length(uint64_t request_id) const;
 
   int64_t LiveTokens(int32_t node_id) const;
+  int64_t Tails(int32_t node_id) const;  // open tails on the node
   int64_t reroutes() const { return reroutes_; }
 
  private:
   core::StatusOr<int32_t> PickNode(const RoutingTable& table, int32_t after_node,
                                    int64_t need_tokens, int32_t exclude = -1) const;
   [[nodiscard]] core::Status Publish(RouteDelta& delta);
+  void MoveTail(int32_t from, int32_t to);
 
   RouteStore& store_;
   RouterOptions options_;
   std::map<int32_t, int64_t> live_tokens_;
   std::map<uint64_t, int64_t> lengths_;  // per request, tokens appended so far
+  std::map<int32_t, int64_t> tails_;     // open tails per node (PickNode's tie-break)
   std::set<int32_t> down_;               // fenced nodes (lost, whether or not re-homed)
   int64_t reroutes_ = 0;
 };

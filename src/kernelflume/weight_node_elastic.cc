@@ -40,6 +40,12 @@ std::vector<int32_t> WeightNode::active_nodes() const {
   return ids;
 }
 
+bool WeightNode::IsGone(int32_t node_id) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node_id);
+  return it != nodes_.end() && it->second.lost;
+}
+
 double WeightNode::PartialDeadlineLocked() const {
   if (wait_s_.size() < 64) return options_.reply_timeout_s;
   std::vector<double> w = wait_s_;

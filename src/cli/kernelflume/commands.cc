@@ -10,6 +10,10 @@ void AddKernelFlumeCommands(CLI::App& root, Action* action) {
   k->require_subcommand(1);
   AddKernelFlumeGenerate(k, action);
   AddKernelFlumeAttnNode(k, action);
+  AddKernelFlumeLoadModel(k, action);
+  CLI::App* bench = k->add_subcommand("bench", "KernelFlume's benchmarks (measured here)");
+  bench->require_subcommand(1);
+  AddKernelFlumeBenchElastic(bench, action);
 }
 
 }  // namespace tessera::cli

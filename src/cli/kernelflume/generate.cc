@@ -98,6 +98,8 @@ core::Json ToJson(const kernelflume::GenerateReport& r, const models::LlamaConfi
           {"generated_tokens", r.generated_tokens},
           {"routing_version", r.routing_version},
           {"reroutes", r.reroutes},
+          {"nodes_lost", r.nodes_lost},
+          {"ranges_refilled", r.ranges_refilled},
           {"wall_s", r.wall_s},
           {"measured_on", "this machine"},
           {"prompts", prompts}};
@@ -168,6 +170,8 @@ core::Status RunGenerateCommand(const GenerateArgs& a) {
       {"decode step p50 / p99 (ms)",
        fmt::format("{:.2f} / {:.2f}", core::Percentile(steps, 50), core::Percentile(steps, 99))});
   t.AddRow({"routing version / re-routes", fmt::format("{} / {}", r.routing_version, r.reroutes)});
+  t.AddRow({"nodes lost / ranges re-prefilled",
+            fmt::format("{} / {}", r.nodes_lost, r.ranges_refilled)});
   if (a.check) {
     t.AddRow({"monolithic step p50 (ms)", fmt::format("{:.2f}", core::Percentile(mono, 50))});
     t.AddRow({"check: max logits rel. error",
