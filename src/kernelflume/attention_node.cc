@@ -130,6 +130,7 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
       return true;
     }
   }
+  const auto t0 = std::chrono::steady_clock::now();
   const int64_t tq = m.num_q_tokens, h = shape_.num_heads, d = shape_.head_dim;
   o_.resize(tq * h * d + tq * h);
   kernels::DecodeAttentionShape shape;
@@ -145,6 +146,9 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
     return true;
   }
   PartialMsg reply{m.request_id, m.step, m.layer, options_.node_id, 0, ""};
+  reply.compute_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   const std::vector<std::byte> header = Encode(reply);
   (void)transport_->Send(weight_, kPartial, header, std::as_bytes(std::span<const float>(o_)));
   std::lock_guard lock(mu_);

@@ -155,6 +155,7 @@ std::vector<std::byte> Encode(const PartialMsg& m) {
       .Put(m.node_id)
       .Put(m.code)
       .PutString(m.message)
+      .Put(m.compute_us)
       .Take();
 }
 
@@ -162,7 +163,7 @@ core::StatusOr<PartialMsg> DecodePartial(std::span<const std::byte> h) {
   Reader r(h, "partial");
   PartialMsg m;
   r.Get(m.request_id) && r.Get(m.step) && r.Get(m.layer) && r.Get(m.node_id) && r.Get(m.code) &&
-      r.GetString(m.message);
+      r.GetString(m.message) && r.Get(m.compute_us);
   return Finish(r, std::move(m));
 }
 

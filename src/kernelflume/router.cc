@@ -23,6 +23,7 @@ Status Router::AddNode(const AttentionNodeInfo& node) {
   if (!table.ok()) return table.status();
   if (Status st = store_.Install(*table); !st.ok()) return st;
   live_tokens_[node.id] = 0;
+  page_tokens_[node.id] = std::max(node.page_tokens, 1);
   return Status::Ok();
 }
 
@@ -45,7 +46,7 @@ StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node
     const int64_t live = LiveTokens(n.id);
     free_list +=
         fmt::format("{}node {}: {}", free_list.empty() ? "" : ", ", n.id, n.capacity_tokens - live);
-    if (live + need_tokens > n.capacity_tokens) continue;
+    if (live + Rounded(n.id, need_tokens) > n.capacity_tokens) continue;
     const int64_t tails = Tails(n.id);
     if (best < 0 || live < best_live || (live == best_live && tails < best_tails)) {
       best = n.id;
@@ -99,7 +100,9 @@ StatusOr<std::shared_ptr<const RoutingTable>> Router::PrepareStep(uint64_t reque
   const int64_t in_tail = length - tail.start;
   const AttentionNodeInfo* tail_node = cur->FindNode(tail.node);
   const bool too_long = in_tail + num_new > options_.range_tokens_max;
-  const bool too_full = LiveTokens(tail.node) + num_new > tail_node->capacity_tokens;
+  const bool too_full =
+      LiveTokens(tail.node) + Rounded(tail.node, in_tail + num_new) - Rounded(tail.node, in_tail) >
+      tail_node->capacity_tokens;
   const bool not_active = tail_node->state != NodeState::kActive;
   const bool periodic = options_.reroute_every > 0 && in_tail >= options_.reroute_every;
   std::shared_ptr<const RoutingTable> use = cur;
@@ -116,7 +119,9 @@ StatusOr<std::shared_ptr<const RoutingTable>> Router::PrepareStep(uint64_t reque
     ++reroutes_;
     MoveTail(tail.node, *node);
   }
-  live_tokens_[use->Find(request_id)->tail().node] += num_new;
+  const RouteRange& now = use->Find(request_id)->tail();
+  live_tokens_[now.node] +=
+      Rounded(now.node, length - now.start + num_new) - Rounded(now.node, length - now.start);
   len_it->second = length + num_new;
   return use;
 }
@@ -126,7 +131,8 @@ Status Router::RemoveRequest(uint64_t request_id) {
   const RequestRoute* route = cur->Find(request_id);
   if (route == nullptr) return core::NotFound(fmt::format("request {} is not routed", request_id));
   const int64_t length = lengths_[request_id];
-  for (const RouteRange& g : route->ranges) live_tokens_[g.node] -= g.Tokens(length);
+  for (const RouteRange& g : route->ranges)
+    live_tokens_[g.node] -= Rounded(g.node, g.Tokens(length));
   --tails_[route->tail().node];
   RouteDelta delta(cur);
   if (Status st = delta.RemoveRequest(request_id); !st.ok()) return st;
@@ -145,6 +151,12 @@ Status Router::Publish(RouteDelta& delta) {
   auto table = delta.Build();
   if (!table.ok()) return table.status();
   return store_.Install(*table);
+}
+
+int64_t Router::Rounded(int32_t node_id, int64_t tokens) const {
+  auto it = page_tokens_.find(node_id);
+  const int64_t p = it == page_tokens_.end() ? 1 : it->second;
+  return (tokens + p - 1) / p * p;
 }
 
 int64_t Router::Tails(int32_t node_id) const {
@@ -257,8 +269,8 @@ Status Router::MoveRange(uint64_t request_id, uint64_t range_id, int32_t node_id
     return id.status();
   }
   RETURN_IF_ERROR(Publish(delta));
-  live_tokens_[from] -= tokens;
-  live_tokens_[node_id] += tokens;
+  live_tokens_[from] -= Rounded(from, tokens);
+  live_tokens_[node_id] += Rounded(node_id, tokens);
   return Status::Ok();
 }
 
@@ -294,8 +306,8 @@ StatusOr<std::vector<Router::LostRange>> Router::Fence(int32_t node_id) {
       moved.node = *to;
       lost.push_back(LostRange{r.request_id, moved});
       if (g.open()) MoveTail(node_id, *to);
-      moved_tokens[*to] += tokens;
-      live_tokens_[*to] += tokens;  // PickNode sees it for the next range
+      moved_tokens[*to] += Rounded(*to, tokens);
+      live_tokens_[*to] += Rounded(*to, tokens);  // PickNode sees it for the next range
     }
   });
   if (st.ok()) st = delta.SetNodeState(node_id, NodeState::kLost);
@@ -331,7 +343,9 @@ Status Router::RollbackStep(uint64_t request_id, int64_t length) {
         "the failure); the request cannot be retried",
         request_id, length));
   }
-  live_tokens_[r->tail().node] -= it->second - length;
+  const RouteRange& tail = r->tail();
+  live_tokens_[tail.node] -=
+      Rounded(tail.node, it->second - tail.start) - Rounded(tail.node, length - tail.start);
   it->second = length;
   return Status::Ok();
 }

@@ -4,9 +4,10 @@
 // installs the new version; the step uses the returned snapshot for all of its layers.
 //
 // The tail moves when the step's new tokens would take it past range_tokens_max, or its node
-// past capacity_tokens, or (reroute_every = k > 0) once k tokens have gone into it -- the last
-// is for tests and benchmarks that exercise many ranges. The new tail goes to the active node
-// with the fewest live tokens, scanning cyclically from the node after the current tail's (so
+// past capacity_tokens (live tokens are counted in whole pages of the node's page_tokens, per
+// range, as the node allocates them), or (reroute_every = k > 0) once k tokens have gone into it --
+// the last is for tests and benchmarks that exercise many ranges. The new tail goes to the active
+// node with the fewest live tokens, scanning cyclically from the node after the current tail's (so
 // re-routes walk the nodes), among those with room; ties go to the node with fewer open tails
 // (requests opened together spread over the nodes). Live tokens per node are counted here as
 // steps are prepared (the snapshot's per-node counts use each request's length at its last
@@ -83,13 +84,16 @@ class Router {
                                    int64_t need_tokens, int32_t exclude = -1) const;
   [[nodiscard]] core::Status Publish(RouteDelta& delta);
   void MoveTail(int32_t from, int32_t to);
+  // Tokens a range of `tokens` takes on the node: whole pages of its page_tokens.
+  int64_t Rounded(int32_t node_id, int64_t tokens) const;
 
   RouteStore& store_;
   RouterOptions options_;
   std::map<int32_t, int64_t> live_tokens_;
   std::map<uint64_t, int64_t> lengths_;  // per request, tokens appended so far
-  std::map<int32_t, int64_t> tails_;     // open tails per node (PickNode's tie-break)
-  std::set<int32_t> down_;               // fenced nodes (lost, whether or not re-homed)
+  std::map<int32_t, int32_t> page_tokens_;
+  std::map<int32_t, int64_t> tails_;  // open tails per node (PickNode's tie-break)
+  std::set<int32_t> down_;            // fenced nodes (lost, whether or not re-homed)
   int64_t reroutes_ = 0;
 };
 

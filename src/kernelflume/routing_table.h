@@ -44,6 +44,7 @@ struct AttentionNodeInfo {
   std::string endpoint;  // where it is reached, for messages and /admin ("127.0.0.1:4567")
   int64_t capacity_tokens = 0;
   NodeState state = NodeState::kActive;
+  int32_t page_tokens = 1;  // the node allocates KV in pages of this many tokens, per range
 };
 
 inline constexpr int64_t kOpenTail = -1;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernelflume/disaggregated_attention.h"
@@ -69,7 +70,8 @@ void WeightNode::OnJoin(comm::PeerId from, std::span<const std::byte> header) {
           fmt::format("attention node id {} is already taken (ids are unique)", join->node_id);
     } else {
       const std::string endpoint = fmt::format("peer {}", from);
-      Status st = router_.AddNode({join->node_id, endpoint, join->capacity_tokens});
+      Status st = router_.AddNode({join->node_id, endpoint, join->capacity_tokens,
+                                   NodeState::kActive, std::max(join->page_tokens, 1)});
       if (st.ok()) {
         NodeEntry e;
         e.peer = from;
@@ -107,6 +109,7 @@ void WeightNode::OnPartial(std::span<const std::byte> header, std::span<const st
     p.status = CopyFloats(payload, tq_h * (shape_.head_dim + 1), "partial", p.o_lse);
   }
   std::lock_guard lock(mu_);
+  if (auto n = nodes_.find(m->node_id); n != nodes_.end()) n->second.busy_us += m->compute_us;
   if (m->step < 0) {
     request_errors_.emplace(m->request_id, p.status);
   } else {

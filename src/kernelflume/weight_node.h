@@ -116,6 +116,16 @@ class WeightNode {
   NodeTimes node_times(int32_t node_id) const;
   // Active (not lost, not retired) node ids.
   std::vector<int32_t> active_nodes() const;
+  // Each active node's load now: what the autoscaler (autoscaler.h) decides from.
+  struct NodeLoad {
+    int32_t id = 0;
+    int64_t capacity_tokens = 0;
+    int64_t live_tokens = 0;
+    double busy_s = 0;  // attention compute reported so far (a running total)
+  };
+  std::vector<NodeLoad> PoolLoad() const;
+  // Records an autoscaling decision among the events.
+  void NoteDecision(const std::string& kind, int32_t node_id, const std::string& why);
   // True once the node was fenced or retired (its process may exit on its own).
   bool IsGone(int32_t node_id) const;
   double Now() const;  // seconds since start
@@ -167,6 +177,7 @@ class WeightNode {
     bool retired = false;
     std::string lost_reason;
     NodeTimes times;
+    int64_t busy_us = 0;  // attention compute the node reported, in total
   };
   struct PendingFree {
     uint64_t version = 0;  // free once every step reads this version or a later one

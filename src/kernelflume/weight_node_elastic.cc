@@ -40,6 +40,23 @@ std::vector<int32_t> WeightNode::active_nodes() const {
   return ids;
 }
 
+std::vector<WeightNode::NodeLoad> WeightNode::PoolLoad() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeLoad> out;
+  const std::shared_ptr<const RoutingTable> cur = store_.Current();
+  for (const auto& [id, n] : nodes_) {
+    const AttentionNodeInfo* info = cur->FindNode(id);
+    if (n.lost || info == nullptr || info->state != NodeState::kActive) continue;
+    out.push_back(NodeLoad{id, info->capacity_tokens, router_.LiveTokens(id), n.busy_us / 1e6});
+  }
+  return out;
+}
+
+void WeightNode::NoteDecision(const std::string& kind, int32_t node_id, const std::string& why) {
+  std::lock_guard lock(mu_);
+  LogLocked(kind, node_id, why);
+}
+
 bool WeightNode::IsGone(int32_t node_id) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node_id);
