@@ -45,6 +45,7 @@ core::StatusOr<std::unique_ptr<AttentionCluster>> AttentionCluster::Start(
 }
 
 Status AttentionCluster::StartNode(int id) {
+  std::lock_guard lock(mu_);
   const std::string address = weight_node_->address();
   const std::string& fingerprint = fingerprint_;
   if (options_.processes) {
@@ -77,6 +78,7 @@ Status AttentionCluster::StartNode(int id) {
 }
 
 core::StatusOr<int> AttentionCluster::AddNode() {
+  std::lock_guard lock(mu_);
   if (num_started() >= 64) {
     return core::FailedPrecondition("add node: 64 attention nodes started already (the limit)");
   }
@@ -96,10 +98,12 @@ core::StatusOr<int> AttentionCluster::AddNode() {
 }
 
 int AttentionCluster::num_started() const {
+  std::lock_guard lock(mu_);
   return static_cast<int>(options_.processes ? children_.size() : nodes_.size());
 }
 
 Status AttentionCluster::CheckChildren() const {
+  std::lock_guard lock(mu_);
   for (size_t i = 0; i < children_.size(); ++i) {
     if (killed_.count(static_cast<int>(i)) != 0) continue;
     // A node the weight node fenced or retired exits on its own: not a failure.
@@ -114,6 +118,7 @@ Status AttentionCluster::CheckChildren() const {
 }
 
 void AttentionCluster::KillNode(int index) {
+  std::lock_guard lock(mu_);
   if (index < 0 || index >= num_started()) return;
   if (options_.processes) {
     children_[index]->Signal(SIGKILL);
@@ -125,6 +130,7 @@ void AttentionCluster::KillNode(int index) {
 }
 
 std::vector<AttentionNodeStats> AttentionCluster::node_stats() const {
+  std::lock_guard lock(mu_);
   std::vector<AttentionNodeStats> out;
   for (const auto& n : nodes_) out.push_back(n ? n->stats() : AttentionNodeStats{});
   return out;

@@ -13,10 +13,12 @@
 // more while requests decode (KernelFlume's scale-out). KillNode simulates a node failure
 // (destroys the in-process node / SIGKILLs the process). The destructor sends
 // kShutdown, waits briefly for processes to exit and kills any that do not.
-// Thread-safety: one thread at a time.
+// Thread-safety: AddNode, KillNode, num_started and node_stats may be called from any thread
+// (one lock); Start and the destructor from one.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,7 +67,8 @@ class AttentionCluster {
 
   AttentionClusterOptions options_;
   std::string fingerprint_;
-  std::set<int> killed_;  // children killed on purpose
+  std::set<int> killed_;             // children killed on purpose
+  mutable std::recursive_mutex mu_;  // guards nodes_, children_, killed_
   std::unique_ptr<WeightNode> weight_node_;
   std::vector<std::unique_ptr<AttentionNode>> nodes_;          // in-process
   std::vector<std::unique_ptr<core::ChildProcess>> children_;  // processes

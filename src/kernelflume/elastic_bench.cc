@@ -162,11 +162,15 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   rep.mismatched_requests = run.mismatched_requests;
   rep.generated_tokens = run.generated_tokens;
   for (const ElasticEvent& e : run.events) rep.refills += e.kind == "refill";
-  std::vector<double> stalls, spanning, all_gaps;
+  std::vector<double> stalls, spanning, all_gaps, detects;
   for (const AppliedAction& a : run.actions) {
     if (a.action.kind != ElasticAction::Kind::kKill) continue;
     DeathSample s;
     s.node = a.node;
+    for (const ElasticEvent& e : run.events) {
+      if (e.kind == "lost" && e.node_id == a.node) s.detect_ms = 1e3 * (e.t_s - a.start_s);
+    }
+    if (s.detect_ms >= 0) detects.push_back(s.detect_ms);
     for (size_t r = 0; r < run.requests.size(); ++r) {
       const bool affected = std::find(a.affected_requests.begin(), a.affected_requests.end(),
                                       r + 1) != a.affected_requests.end();
@@ -192,6 +196,8 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   rep.stall_ms_p50 = core::Median(stalls);
   rep.stall_ms_max = stalls.empty() ? 0 : *std::max_element(stalls.begin(), stalls.end());
   rep.unaffected_gap_ms_p50 = core::Median(spanning);
+  rep.detect_ms_p50 = core::Median(detects);
+  rep.detect_ms_max = detects.empty() ? 0 : *std::max_element(detects.begin(), detects.end());
   rep.token_gap_ms_p50 = core::Median(all_gaps);
   return rep;
 }

@@ -68,14 +68,16 @@ struct JoinBenchReport {
 struct DeathSample {
   int node = -1;
   int affected = 0, unaffected = 0;
+  double detect_ms = -1;                // SIGKILL -> the weight node marks it lost (-1: never)
   std::vector<double> stall_ms;         // affected: SIGKILL -> next token
   std::vector<double> spanning_gap_ms;  // unaffected: the token gap around the kill
 };
 
 struct DeathBenchReport {
   std::vector<DeathSample> kills;
-  double stall_ms_p50 = 0, stall_ms_max = 0;  // over every affected request of every kill
-  double unaffected_gap_ms_p50 = 0;           // gaps spanning a kill
+  double stall_ms_p50 = 0, stall_ms_max = 0;    // over every affected request of every kill
+  double detect_ms_p50 = 0, detect_ms_max = 0;  // SIGKILL -> marked lost
+  double unaffected_gap_ms_p50 = 0;             // gaps spanning a kill
   double token_gap_ms_p50 = 0;  // every request's token gaps over the run, for comparison
   double max_rel_err = 0;
   int64_t mismatched_requests = 0;

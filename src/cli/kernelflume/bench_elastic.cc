@@ -143,13 +143,14 @@ core::Status RunJoin(ElasticBenchArgs& a) {
 core::Status RunDeath(ElasticBenchArgs& a) {
   ASSIGN_OR_RETURN(models::LlamaModel model, OpenBenchModel(a));
   ASSIGN_OR_RETURN(kernelflume::DeathBenchReport r, kernelflume::RunDeathBench(model, a.bench));
-  core::Table t(
-      {"kill", "node", "affected / unaffected", "stall p50 / max (ms)", "unaffected gap p50 (ms)"});
+  core::Table t({"kill", "node", "detected (ms)", "affected / unaffected", "stall p50 / max (ms)",
+                 "unaffected gap p50 (ms)"});
   for (size_t i = 0; i < r.kills.size(); ++i) {
     const kernelflume::DeathSample& k = r.kills[i];
     const double mx =
         k.stall_ms.empty() ? 0 : *std::max_element(k.stall_ms.begin(), k.stall_ms.end());
     t.AddRow({std::to_string(i + 1), std::to_string(k.node),
+              k.detect_ms < 0 ? "never" : Ms(k.detect_ms),
               fmt::format("{} / {}", k.affected, k.unaffected),
               k.stall_ms.empty() ? "-" : Ms(core::Median(k.stall_ms)) + " / " + Ms(mx),
               k.spanning_gap_ms.empty() ? "-" : Ms(core::Median(k.spanning_gap_ms))});
@@ -157,6 +158,8 @@ core::Status RunDeath(ElasticBenchArgs& a) {
   std::printf("%s", t.Render().c_str());
   core::Table s({"what", "value"});
   s.AddRow({"model", model.config().name});
+  s.AddRow({"SIGKILL -> node marked lost p50 / max (ms)",
+            Ms(r.detect_ms_p50) + " / " + Ms(r.detect_ms_max)});
   s.AddRow({"affected requests: SIGKILL -> next token p50 / max (ms)",
             Ms(r.stall_ms_p50) + " / " + Ms(r.stall_ms_max)});
   s.AddRow(
@@ -170,6 +173,7 @@ core::Status RunDeath(ElasticBenchArgs& a) {
     nlohmann::json kills = nlohmann::json::array();
     for (const auto& k : r.kills) {
       kills.push_back({{"node", k.node},
+                       {"detect_ms", k.detect_ms},
                        {"affected", k.affected},
                        {"unaffected", k.unaffected},
                        {"stall_ms", k.stall_ms},
@@ -180,6 +184,8 @@ core::Status RunDeath(ElasticBenchArgs& a) {
                                           {"kills", kills},
                                           {"stall_ms_p50", r.stall_ms_p50},
                                           {"stall_ms_max", r.stall_ms_max},
+                                          {"detect_ms_p50", r.detect_ms_p50},
+                                          {"detect_ms_max", r.detect_ms_max},
                                           {"unaffected_gap_ms_p50", r.unaffected_gap_ms_p50},
                                           {"token_gap_ms_p50", r.token_gap_ms_p50},
                                           {"refills", r.refills},
@@ -213,6 +219,7 @@ void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action) {
   auto death_paths = std::make_shared<CommandPaths>();
   death->bench.initial_nodes = 3;
   death->bench.events = 20;
+  death->bench.every_tokens = 30;
   CLI::App* d = bench->add_subcommand(
       "death",
       "SIGKILL attention nodes under a live decode: the affected requests' stall and "
