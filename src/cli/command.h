@@ -66,6 +66,8 @@ void AddXemaPlan(CLI::App* xema, Action* action);
 void AddKernelFlumeCommands(CLI::App& root, Action* action);
 void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
+// Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
+void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);
 
 // Adds `tessera elaswave ...` (elastic training that survives losing ranks).
 void AddElasWaveCommands(CLI::App& root, Action* action);

@@ -10,6 +10,10 @@ void AddKernelFlumeCommands(CLI::App& root, Action* action) {
   k->require_subcommand(1);
   AddKernelFlumeGenerate(k, action);
   AddKernelFlumeAttnNode(k, action);
+  // `tessera kernelflume bench <name>`: one line per benchmark.
+  CLI::App* bench = k->add_subcommand("bench", "KernelFlume benchmarks, measured on this machine");
+  bench->require_subcommand(1);
+  AddKernelFlumeBenchPipeline(bench, action);
 }
 
 }  // namespace tessera::cli
