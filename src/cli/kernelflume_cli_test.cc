@@ -112,7 +112,7 @@ TEST(KernelFlumeCli, BenchPipelineRefusesBadNumbers) {
   // Past tiny-gqa's 65,536-token context once the bench's decode positions are added.
   ExpectUserError(base + "--context 65530", "--context");
   ExpectUserError(base + "--steps 0", "--steps");
-  ExpectUserError("kernelflume bench", "pipeline");
+  ExpectUserError("kernelflume bench", "subcommand");
 }
 
 TEST(KernelFlumeCli, BadNumbersNameTheFlag) {

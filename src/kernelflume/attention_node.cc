@@ -38,6 +38,8 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
     auto m = DecodeFree(header);
     if (m.ok() && self->store_) self->store_->Free(m->request_id);
   });
+  t.SetHandler(kBatch,
+               [self](comm::PeerId, auto header, auto payload) { self->OnBatch(header, payload); });
   t.SetHandler(kShutdown, [self](comm::PeerId, auto, auto) { self->Finish(Status::Ok()); });
   t.SetFailureHandler([self](comm::PeerId peer, const Status& why) {
     if (peer == self->weight_) {
@@ -103,7 +105,7 @@ void AttentionNode::SendFailure(const QueryMsg& m, const Status& st) {
                    static_cast<int32_t>(st.code()),
                    fmt::format("attention node {}: {}", options_.node_id, st.message())};
   const std::vector<std::byte> header = Encode(reply);
-  (void)transport_->Send(weight_, kPartial, header, {});
+  Reply(header, {});
   std::lock_guard lock(mu_);
   ++stats_.failed_queries;
 }
@@ -135,7 +137,7 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
   }
   PartialMsg reply{m.request_id, m.step, m.layer, options_.node_id, 0, ""};
   const std::vector<std::byte> header = Encode(reply);
-  (void)transport_->Send(weight_, kPartial, header, std::as_bytes(std::span<const float>(o_)));
+  Reply(header, std::as_bytes(std::span<const float>(o_)));
   std::lock_guard lock(mu_);
   ++stats_.queries;
   return true;
@@ -206,6 +208,44 @@ void AttentionNode::OnAppend(std::span<const std::byte> header,
     }
     if (pending_.size() == before) break;
   }
+}
+
+void AttentionNode::Reply(std::span<const std::byte> header, std::span<const std::byte> payload) {
+  if (!gathering_) {
+    (void)transport_->Send(weight_, kPartial, header, payload);
+    return;
+  }
+  reply_headers_.emplace_back(header.begin(), header.end());
+  reply_payloads_.emplace_back(payload.begin(), payload.end());
+}
+
+void AttentionNode::OnBatch(std::span<const std::byte> header, std::span<const std::byte> payload) {
+  auto entries = DecodeBatch(header, payload);
+  if (!entries.ok()) {
+    SendFailure(QueryMsg{}, entries.status());
+    return;
+  }
+  gathering_ = true;
+  for (const BatchEntry& e : *entries) {
+    if (e.am_id == kQuery) {
+      OnQuery(e.header, e.payload);
+    } else if (e.am_id == kAppend) {
+      OnAppend(e.header, e.payload);
+    }
+  }
+  gathering_ = false;
+  std::vector<BatchEntry> replies(reply_headers_.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    replies[i] = BatchEntry{kPartial, reply_headers_[i], reply_payloads_[i]};
+  }
+  if (replies.size() == 1) {
+    (void)transport_->Send(weight_, kPartial, replies[0].header, replies[0].payload);
+  } else if (!replies.empty()) {
+    (void)transport_->Send(weight_, kBatch, EncodeBatchHeader(replies),
+                           EncodeBatchPayload(replies));
+  }
+  reply_headers_.clear();
+  reply_payloads_.clear();
 }
 
 void AttentionNode::Finish(Status st) {

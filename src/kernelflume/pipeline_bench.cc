@@ -139,18 +139,19 @@ Status FillSets(const models::LlamaConfig& c, int64_t context, uint64_t seed,
 Status AttentionOnlyStep(const models::LlamaConfig& c,
                          const std::vector<models::CoreAttention*>& attns,
                          const std::vector<int64_t>& positions, const std::vector<float>& q,
-                         const std::vector<float>& kv, std::vector<float>& o) {
+                         const std::vector<float>& kv, SendBatch* batch, std::vector<float>& o) {
   const int64_t qw = c.num_heads * c.head_dim, kvw = c.num_kv_heads * c.head_dim;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     for (size_t i = 0; i < attns.size(); ++i) {
       RETURN_IF_ERROR(attns[i]->BeginLayer(l, positions[i], 1, q.data() + i * qw));
     }
+    if (batch) RETURN_IF_ERROR(batch->Flush());  // with the layer before's appends
     for (size_t i = 0; i < attns.size(); ++i) {
       RETURN_IF_ERROR(attns[i]->FinishLayer(
           l, kv.data() + i * kvw, kv.data() + (attns.size() + i) * kvw, o.data() + i * qw));
     }
   }
-  return Status::Ok();
+  return batch ? batch->Flush() : Status::Ok();
 }
 
 void GreedyRows(const std::vector<float>& logits, int64_t vocab, std::vector<int32_t>& tokens) {
@@ -211,7 +212,11 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
   report.fill_s = MsSince(fill0) / 1e3;
 
   std::vector<models::CoreAttention*> attns, mirror;
+  SendBatch send_batch(wn);
+  SendBatch* batch = o.batch_messages ? &send_batch : nullptr;
+  report.batch_messages = o.batch_messages;
   for (int64_t i = 0; i < b; ++i) {
+    bench_set[i]->set_send_batch(batch);
     attns.push_back(bench_set[i].get());
     mirror.push_back(mirror_set[i].get());
   }
@@ -226,11 +231,11 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
   BenchRandom rng(o.seed ^ 0x5eedull);
   std::vector<int32_t> tokens(b);
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng.Bits() % static_cast<uint64_t>(vocab));
-  PipelinedDecode decode(model);
+  PipelinedDecode decode(model, batch), unbatched(model);
   std::vector<float> logits(b * vocab), check(b * vocab);
   RETURN_IF_ERROR(decode.StepTwo(tokens, positions, attns, split, logits.data())
                       .WithPrefix("validation, two micro-batches"));
-  RETURN_IF_ERROR(decode.StepOne(tokens, positions, mirror, check.data())
+  RETURN_IF_ERROR(unbatched.StepOne(tokens, positions, mirror, check.data())
                       .WithPrefix("validation, one micro-batch"));
   for (int64_t i = 0; i < b; ++i) {
     const double err = core::CompareTensors(std::span(logits.data() + i * vocab, vocab),
@@ -303,7 +308,7 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
     if (keep) report.t_w_split_samples.push_back(MsSince(t0));
 
     t0 = BenchClock::now();
-    RETURN_IF_ERROR(AttentionOnlyStep(c, attns, positions, q, kv, attn_o)
+    RETURN_IF_ERROR(AttentionOnlyStep(c, attns, positions, q, kv, batch, attn_o)
                         .WithPrefix(where + ", attention only"));
     if (keep) report.t_a_samples.push_back(MsSince(t0));
     for (int64_t& p : positions) ++p;

@@ -8,7 +8,8 @@
 // runs on CPU 1 and every thread of this process (compute and transport) on CPU 0, for the rest
 // of this process's life: "1 weight + 1 attention process on 2 cores".
 // Validation before timing: a mirror set of `batch` requests holding the same KV takes the same
-// step as ONE micro-batch while the bench's set takes it as TWO; their logits must agree within
+// step as ONE micro-batch, its messages never batched, while the bench's set takes it as TWO
+// (batched when batch_messages); their logits must agree within
 // 1e-5 (norm-wise relative, per request), else Internal. The mirror is then freed.
 // Then `warmup_steps + steps` rounds, each of four decode steps (one new token per request;
 // tokens fed back greedily), p50 over the last `steps` rounds:
@@ -20,7 +21,8 @@
 //   t_a       the attention side of one step: per layer the real queries' round trip (every
 //             request's BeginLayer, then every FinishLayer: self partial, append, the node's
 //             partial, merge) with precomputed q, k, v, i.e. the step with an instantaneous
-//             weight side, timed on the weight node;
+//             weight side, timed on the weight node (its queries leave as the real steps'
+//             do: batched per layer when batch_messages);
 //   one_mb    a real decode step as ONE micro-batch (PipelinedDecode::StepOne);
 //   two_mb    the same as TWO ping-ponged micro-batches split by SplitByAttentionTokens.
 // bound = PipelineBound(t_w, t_a) = (t_w + t_a) / max(t_w, t_a); speedup = one_mb / two_mb.
@@ -50,6 +52,9 @@ struct PipelineBenchOptions {
   bool processes = true;                  // the node as a child process (ucx only)
   std::vector<std::string> node_command;  // argv prefix of `kernelflume attn-node`
   bool pin_cpus = true;
+  // Queries and appends of a micro-batch's layer as one message per node (send_batch.h), in
+  // every timed step (one_mb, two_mb, t_a); false: one message per request and layer.
+  bool batch_messages = true;
   uint64_t seed = 1;  // random KV and first tokens
 };
 
@@ -59,7 +64,8 @@ struct PipelineBenchReport {
   int64_t micro_batch_a = 0, micro_batch_b = 0;  // requests in each
   int64_t tokens_a = 0, tokens_b = 0;            // their attention tokens at the first step
   std::string placement;                         // where the processes ran
-  double validation_max_rel_err = 0;             // two vs one micro-batches, logits
+  bool batch_messages = false;
+  double validation_max_rel_err = 0;  // two vs one micro-batches, logits
   double t_w_ms = 0, t_w_split_ms = 0, t_a_ms = 0;
   double bound = 0;
   double one_mb_ms = 0, two_mb_ms = 0;

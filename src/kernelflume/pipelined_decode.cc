@@ -127,9 +127,23 @@ double PipelineBound(double t_w_s, double t_a_s) {
   return (t_w_s + t_a_s) / m;
 }
 
+Status PipelinedDecode::FlushBatch() { return batch_ ? batch_->Flush() : Status::Ok(); }
+
+Status PipelinedDecode::Issue(models::LlamaBatchDecode& mb, int64_t layer) {
+  RETURN_IF_ERROR(mb.DispatchQueries(layer));
+  RETURN_IF_ERROR(FlushBatch());
+  return mb.DispatchKeyValues(layer);
+}
+
 Status PipelinedDecode::StepOne(std::span<const int32_t> tokens, std::span<const int64_t> positions,
                                 std::span<models::CoreAttention* const> attns, float* logits) {
-  return a_.Step(tokens, positions, attns, logits);
+  RETURN_IF_ERROR(a_.Start(tokens, positions, attns));
+  for (int64_t l = 0; l < model_.config().num_layers; ++l) {
+    RETURN_IF_ERROR(Issue(a_, l));
+    RETURN_IF_ERROR(a_.Complete(l));
+  }
+  RETURN_IF_ERROR(a_.Logits(logits));
+  return FlushBatch();  // the last layer's appends
 }
 
 Status PipelinedDecode::StepTwo(std::span<const int32_t> tokens, std::span<const int64_t> positions,
@@ -174,22 +188,23 @@ Status PipelinedDecode::StepTwo(std::span<const int32_t> tokens, std::span<const
   logits_b_.resize(split.b.size() * vocab);
   RETURN_IF_ERROR(a_.Start(tok_a_, pos_a_, attn_a_));
   RETURN_IF_ERROR(b_.Start(tok_b_, pos_b_, attn_b_));
-  RETURN_IF_ERROR(a_.Dispatch(0));
-  RETURN_IF_ERROR(b_.Dispatch(0));
+  RETURN_IF_ERROR(Issue(a_, 0));
+  RETURN_IF_ERROR(Issue(b_, 0));
   for (int64_t l = 0; l < layers; ++l) {
     RETURN_IF_ERROR(a_.Complete(l));
     if (l + 1 < layers) {
-      RETURN_IF_ERROR(a_.Dispatch(l + 1));
+      RETURN_IF_ERROR(Issue(a_, l + 1));
     } else {
       RETURN_IF_ERROR(a_.Logits(logits_a_.data()));
     }
     RETURN_IF_ERROR(b_.Complete(l));
     if (l + 1 < layers) {
-      RETURN_IF_ERROR(b_.Dispatch(l + 1));
+      RETURN_IF_ERROR(Issue(b_, l + 1));
     } else {
       RETURN_IF_ERROR(b_.Logits(logits_b_.data()));
     }
   }
+  RETURN_IF_ERROR(FlushBatch());  // the last layer's appends
   for (size_t j = 0; j < split.a.size(); ++j) {
     std::memcpy(logits + split.a[j] * vocab, logits_a_.data() + j * vocab, vocab * sizeof(float));
   }

@@ -22,6 +22,10 @@
 // step's time tends to max(t_w, t_a) from t_w + t_a, a speedup bounded by (t_w + t_a) /
 // max(t_w, t_a) <= 2 (PipelineBound). Logits are the same either way (each row depends only on
 // its own request), up to the GEMM's summation order for a different number of rows.
+// Messages: given a SendBatch (send_batch.h) that the requests' DisaggregatedAttentions were
+// given too (set_send_batch), a micro-batch's queries of a layer leave as one message per node
+// (flushed between its BeginLayer calls and its K/V projections), with the appends of the
+// layer before riding along; without one, each request's messages leave on their own.
 // Thread-safety: one thread (the weight node's compute thread); the remote attention runs in
 // the attention nodes. Borrows the model.
 #pragma once
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernelflume/send_batch.h"
 #include "models/core_attention.h"
 #include "models/llama.h"
 #include "models/llama_batch_decode.h"
@@ -54,7 +59,8 @@ double PipelineBound(double t_w_s, double t_a_s);
 
 class PipelinedDecode {
  public:
-  explicit PipelinedDecode(const models::LlamaModel& model) : model_(model), a_(model), b_(model) {}
+  explicit PipelinedDecode(const models::LlamaModel& model, SendBatch* batch = nullptr)
+      : model_(model), batch_(batch), a_(model), b_(model) {}
 
   // One step as one micro-batch: logits (B, V), row i for request i. Errors as
   // models::LlamaBatchDecode (bad input names the field) or of the CoreAttentions.
@@ -69,7 +75,12 @@ class PipelinedDecode {
                                      const MicroBatchSplit& split, float* logits);
 
  private:
+  // DispatchQueries, the batch's flush, DispatchKeyValues.
+  [[nodiscard]] core::Status Issue(models::LlamaBatchDecode& mb, int64_t layer);
+  [[nodiscard]] core::Status FlushBatch();
+
   const models::LlamaModel& model_;
+  SendBatch* batch_;
   models::LlamaBatchDecode a_, b_;
   std::vector<int32_t> tok_a_, tok_b_;
   std::vector<int64_t> pos_a_, pos_b_;

@@ -114,13 +114,15 @@ models::LlamaConfig SmallPipelineConfig(int64_t kv_heads) {
 
 // Two micro-batches ping-ponged, one micro-batch, and the monolithic model, teacher-forced with
 // the monolithic greedy tokens: logits within 1e-5 relative, same greedy tokens.
-TEST(PipelinedDecode, TwoMicroBatchesEqualOneAndTheMonolithicModel) {
+// With `batched`, both decoded sets send their messages through a SendBatch.
+void CheckPipelinedAgainstOneAndMonolithic(bool batched) {
   for (int64_t kv_heads : {4, 2}) {
     auto model = models::LlamaModel::FromSeed(SmallPipelineConfig(kv_heads), 9, 0.1f);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     const int64_t vocab = model->config().vocab;
     for (int nodes : {1, 2, 3}) {
-      SCOPED_TRACE("kv_heads " + std::to_string(kv_heads) + " nodes " + std::to_string(nodes));
+      SCOPED_TRACE("kv_heads " + std::to_string(kv_heads) + " nodes " + std::to_string(nodes) +
+                   (batched ? " batched" : ""));
       AttentionClusterOptions o;
       o.num_nodes = nodes;
       o.page_tokens = 4;
@@ -153,11 +155,17 @@ TEST(PipelinedDecode, TwoMicroBatchesEqualOneAndTheMonolithicModel) {
         positions[i] = static_cast<int64_t>(prompt.size());
       }
       std::vector<models::CoreAttention*> attn_two, attn_one;
+      SendBatch batch_two(wn), batch_one(wn);
       for (int64_t i = 0; i < b; ++i) {
         attn_two.push_back(two[i].get());
         attn_one.push_back(one[i].get());
+        if (batched) {
+          two[i]->set_send_batch(&batch_two);
+          one[i]->set_send_batch(&batch_one);
+        }
       }
-      PipelinedDecode pipelined(*model), single(*model);
+      PipelinedDecode pipelined(*model, batched ? &batch_two : nullptr);
+      PipelinedDecode single(*model, batched ? &batch_one : nullptr);
       std::vector<float> got_two(b * vocab), got_one(b * vocab), want(vocab);
       for (int step = 0; step < 8; ++step) {
         auto split = SplitByAttentionTokens(positions);
@@ -182,8 +190,21 @@ TEST(PipelinedDecode, TwoMicroBatchesEqualOneAndTheMonolithicModel) {
       if (nodes > 1) {
         EXPECT_GT(wn.reroutes(), 0);
       }
+      if (batched) {
+        // Fewer sends than messages: each micro-batch's layer went out as one per node.
+        EXPECT_LT(batch_two.sends() * 2, batch_two.messages_added());
+        EXPECT_LT(batch_one.sends() * 2, batch_one.messages_added());
+      }
     }
   }
+}
+
+TEST(PipelinedDecode, TwoMicroBatchesEqualOneAndTheMonolithicModel) {
+  CheckPipelinedAgainstOneAndMonolithic(false);
+}
+
+TEST(PipelinedDecode, BatchedMessagesGiveTheSameLogits) {
+  CheckPipelinedAgainstOneAndMonolithic(true);
 }
 
 // A CoreAttention over a LocalKvCache that logs its calls as "<id>B<layer>" / "<id>F<layer>".

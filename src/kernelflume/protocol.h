@@ -16,6 +16,13 @@
 //                                v, each (T, Hkv, D)
 //   kFree        weight -> node  (request): drop all of its ranges
 //   kShutdown    weight -> node  exit cleanly
+//   kBatch       either way      several of the messages above in one (kQuery and kAppend from
+//                                the weight node, kPartial from a node): per entry its id, header
+//                                and payload size, the payloads concatenated; the receiver
+//                                handles the entries in order, exactly as if sent one by one.
+//                                Pipelined decode sends a micro-batch's queries (and appends) of
+//                                a layer as one kBatch per node, and a node answers a kBatch's
+//                                queries with one kBatch of partials (send_batch.h).
 // A step is identified by its first position (pos0), which is unique per request.
 // Thread-safety: pure functions.
 #pragma once
@@ -38,6 +45,7 @@ enum MessageId : uint16_t {
   kAppend = 5,
   kFree = 6,
   kShutdown = 7,
+  kBatch = 8,
 };
 
 // The shape an attention node needs: per-layer KV of Hkv heads of D floats, queries of H heads.
@@ -112,6 +120,21 @@ core::StatusOr<QueryMsg> DecodeQuery(std::span<const std::byte> header);
 core::StatusOr<PartialMsg> DecodePartial(std::span<const std::byte> header);
 core::StatusOr<AppendMsg> DecodeAppend(std::span<const std::byte> header);
 core::StatusOr<FreeMsg> DecodeFree(std::span<const std::byte> header);
+
+// One message inside a kBatch. Decoded entries point into the batch's header and payload.
+struct BatchEntry {
+  uint16_t am_id = 0;
+  std::span<const std::byte> header;
+  std::span<const std::byte> payload;
+};
+// Header: u32 count, then per entry u16 id, u32 header bytes, u64 payload bytes, the header.
+// The payload is the entries' payloads concatenated (EncodeBatchPayload).
+std::vector<std::byte> EncodeBatchHeader(std::span<const BatchEntry> entries);
+std::vector<std::byte> EncodeBatchPayload(std::span<const BatchEntry> entries);
+// InvalidArgument when the header is malformed, an entry is a kBatch, or the payload sizes do
+// not add up to the payload's.
+core::StatusOr<std::vector<BatchEntry>> DecodeBatch(std::span<const std::byte> header,
+                                                    std::span<const std::byte> payload);
 
 // Copies the payload into `out` (resized to `count` floats): InvalidArgument naming `what`
 // unless it holds exactly `count` floats. (Payload buffers need not be float-aligned.)

@@ -39,6 +39,14 @@ core::StatusOr<std::unique_ptr<WeightNode>> WeightNode::Start(
   t.SetHandler(kPartial, [self](comm::PeerId, auto header, auto payload) {
     self->OnPartial(header, payload);
   });
+  // A node's partials for one kBatch of queries (send_batch.h).
+  t.SetHandler(kBatch, [self](comm::PeerId, auto header, auto payload) {
+    auto entries = DecodeBatch(header, payload);
+    if (!entries.ok()) return;  // not attributable; the waits time out naming the node
+    for (const BatchEntry& e : *entries) {
+      if (e.am_id == kPartial) self->OnPartial(e.header, e.payload);
+    }
+  });
   t.SetFailureHandler([self](comm::PeerId peer, const Status& why) { self->OnFailure(peer, why); });
   if (Status st = t.Listen(options.listen_host, options.listen_port); !st.ok()) {
     return st.WithPrefix("weight node");

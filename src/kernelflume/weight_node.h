@@ -44,6 +44,7 @@ struct Partial {
 };
 
 class DisaggregatedAttention;
+class SendBatch;
 
 class WeightNode {
  public:
@@ -71,6 +72,7 @@ class WeightNode {
 
  private:
   friend class DisaggregatedAttention;
+  friend class SendBatch;
   WeightNode(const AttentionShape& shape, const std::string& fingerprint,
              const WeightNodeOptions& options);
   void OnJoin(comm::PeerId from, std::span<const std::byte> header);

@@ -63,43 +63,58 @@ Status LlamaBatchDecode::Start(std::span<const int32_t> tokens, std::span<const 
     const float* row = embed.data() + static_cast<int64_t>(tokens[i]) * d;
     std::copy(row, row + d, x_ + i * d);
   }
-  dispatched_ = completed_ = -1;
+  queried_ = dispatched_ = completed_ = -1;
   started_ = true;
   return Status::Ok();
 }
 
-Status LlamaBatchDecode::ExpectPhase(const char* call, int64_t layer, int64_t dispatched,
-                                     int64_t completed) const {
+Status LlamaBatchDecode::ExpectPhase(const char* call, int64_t layer, int64_t queried,
+                                     int64_t dispatched, int64_t completed) const {
   if (!started_) {
     return core::FailedPrecondition(fmt::format(
         "LlamaBatchDecode::{}({}): no step in progress (call Start first)", call, layer));
   }
-  if (dispatched_ != dispatched || completed_ != completed) {
+  if (queried_ != queried || dispatched_ != dispatched || completed_ != completed) {
     return core::FailedPrecondition(fmt::format(
-        "LlamaBatchDecode::{}({}): out of order (layers dispatched up to {}, completed up to {}; "
-        "the order is Dispatch(l), Complete(l), Dispatch(l + 1), ...)",
-        call, layer, dispatched_, completed_));
+        "LlamaBatchDecode::{}({}): out of order (layers queried up to {}, dispatched up to {}, "
+        "completed up to {}; the order is Dispatch(l), Complete(l), Dispatch(l + 1), ...)",
+        call, layer, queried_, dispatched_, completed_));
   }
   return Status::Ok();
 }
 
 Status LlamaBatchDecode::Dispatch(int64_t layer) {
-  RETURN_IF_ERROR(ExpectPhase("Dispatch", layer, layer - 1, layer - 1));
+  RETURN_IF_ERROR(DispatchQueries(layer));
+  return DispatchKeyValues(layer);
+}
+
+Status LlamaBatchDecode::DispatchQueries(int64_t layer) {
+  RETURN_IF_ERROR(ExpectPhase("DispatchQueries", layer, layer - 1, layer - 1, layer - 1));
   const LlamaConfig& c = model_.config();
   if (layer >= c.num_layers) {
     return core::FailedPrecondition(fmt::format(
-        "LlamaBatchDecode::Dispatch({}): the model has {} layers", layer, c.num_layers));
+        "LlamaBatchDecode::DispatchQueries({}): the model has {} layers", layer, c.num_layers));
   }
   started_ = false;  // until this call succeeds
   const LlamaLayerWeights& w = model_.weights().layers[layer];
-  const int64_t b = batch_, d = c.hidden, hd = c.head_dim;
-  const int64_t qw = c.num_heads * hd, kvw = c.num_kv_heads * hd;
+  const int64_t b = batch_, d = c.hidden, hd = c.head_dim, qw = c.num_heads * hd;
   RmsNormRows(x_, b, d, w.attn_norm.data(), c.rms_eps, xn_);
   RETURN_IF_ERROR(LlamaLinear(xn_, b, d, w.wq, qw, 0.0f, q_));
   ApplyRope(q_, b, c.num_heads, hd, cos_, sin_);
   for (int64_t i = 0; i < b; ++i) {
     RETURN_IF_ERROR(attns_[i]->BeginLayer(layer, positions_[i], 1, q_ + i * qw));
   }
+  queried_ = layer;
+  started_ = true;
+  return Status::Ok();
+}
+
+Status LlamaBatchDecode::DispatchKeyValues(int64_t layer) {
+  RETURN_IF_ERROR(ExpectPhase("DispatchKeyValues", layer, layer, layer - 1, layer - 1));
+  started_ = false;  // until this call succeeds
+  const LlamaConfig& c = model_.config();
+  const LlamaLayerWeights& w = model_.weights().layers[layer];
+  const int64_t b = batch_, d = c.hidden, hd = c.head_dim, kvw = c.num_kv_heads * hd;
   RETURN_IF_ERROR(LlamaLinear(xn_, b, d, w.wk, kvw, 0.0f, k_));
   ApplyRope(k_, b, c.num_kv_heads, hd, cos_, sin_);
   RETURN_IF_ERROR(LlamaLinear(xn_, b, d, w.wv, kvw, 0.0f, v_));
@@ -109,7 +124,7 @@ Status LlamaBatchDecode::Dispatch(int64_t layer) {
 }
 
 Status LlamaBatchDecode::Complete(int64_t layer) {
-  RETURN_IF_ERROR(ExpectPhase("Complete", layer, layer, layer - 1));
+  RETURN_IF_ERROR(ExpectPhase("Complete", layer, layer, layer, layer - 1));
   started_ = false;  // until this call succeeds
   const LlamaConfig& c = model_.config();
   const LlamaLayerWeights& w = model_.weights().layers[layer];
@@ -131,7 +146,8 @@ Status LlamaBatchDecode::Complete(int64_t layer) {
 
 Status LlamaBatchDecode::Logits(float* logits) {
   const LlamaConfig& c = model_.config();
-  RETURN_IF_ERROR(ExpectPhase("Logits", c.num_layers, c.num_layers - 1, c.num_layers - 1));
+  const int64_t last = c.num_layers - 1;
+  RETURN_IF_ERROR(ExpectPhase("Logits", c.num_layers, last, last, last));
   started_ = false;  // the step is over
   const LlamaWeights& w = model_.weights();
   RmsNormRows(x_, batch_, c.hidden, w.final_norm.data(), c.rms_eps, xn_);

@@ -7,9 +7,12 @@
 // core attention runs per sequence through its CoreAttention. Per step:
 //   Start(tokens, positions, attns)   x = embed[tokens]; RoPE tables of each row's position
 //   per layer l = 0 .. L-1:
-//     Dispatch(l)   a = RMSNorm(x) * attn_norm; q = a Wq^T, RoPE; attns[i]->BeginLayer(l,
-//                   positions[i], 1, q_i) for each i (a remote attention may start here);
-//                   k = a Wk^T, RoPE; v = a Wv^T
+//     Dispatch(l)   = DispatchQueries(l) then DispatchKeyValues(l):
+//       DispatchQueries(l)    a = RMSNorm(x) * attn_norm; q = a Wq^T, RoPE; attns[i]->
+//                             BeginLayer(l, positions[i], 1, q_i) for each i (a remote
+//                             attention may start here; a caller that batches the queries'
+//                             messages sends them between the two halves)
+//       DispatchKeyValues(l)  k = a Wk^T, RoPE; v = a Wv^T
 //     Complete(l)   attns[i]->FinishLayer(l, k_i, v_i, o_i) for each i (waits for remote
 //                   partials); x += o Wo^T; b = RMSNorm(x) * ffn_norm;
 //                   x += (silu(b Wg^T) * (b Wu^T)) Wd^T
@@ -17,7 +20,8 @@
 // The arithmetic is llama.cc's (models/llama_ops.h), so sequence i's logits equal
 // LlamaModel::Forward of the same token at the same position over the same cache (up to the
 // GEMM's summation order for B rows instead of 1).
-// Order: Start, then Dispatch(0), Complete(0), Dispatch(1), ..., Complete(L-1), Logits; a call
+// Order: Start, then Dispatch(0), Complete(0), Dispatch(1), ..., Complete(L-1), Logits (each
+// Dispatch possibly as its two halves); a call
 // out of order is FailedPrecondition naming what was expected. After any error the step is
 // over: call Start again (the caches may hold part of a step; see kv_cache.h for LocalKvCache's
 // rule). Bad input to Start is InvalidArgument naming the field: tokens (empty, outside [0,
@@ -46,6 +50,8 @@ class LlamaBatchDecode {
                                    std::span<const int64_t> positions,
                                    std::span<CoreAttention* const> attns);
   [[nodiscard]] core::Status Dispatch(int64_t layer);
+  [[nodiscard]] core::Status DispatchQueries(int64_t layer);
+  [[nodiscard]] core::Status DispatchKeyValues(int64_t layer);
   [[nodiscard]] core::Status Complete(int64_t layer);
   // Writes (B, V) logits, row i for sequence i.
   [[nodiscard]] core::Status Logits(float* logits);
@@ -59,13 +65,15 @@ class LlamaBatchDecode {
   int64_t num_layers() const { return model_.config().num_layers; }
 
  private:
-  [[nodiscard]] core::Status ExpectPhase(const char* call, int64_t layer, int64_t dispatched,
-                                         int64_t completed) const;
+  // Checks that the last layers queried, dispatched and completed are the given ones.
+  [[nodiscard]] core::Status ExpectPhase(const char* call, int64_t layer, int64_t queried,
+                                         int64_t dispatched, int64_t completed) const;
 
   const LlamaModel& model_;
   int64_t batch_ = 0;
   bool started_ = false;
-  int64_t dispatched_ = -1;  // last layer dispatched in this step
+  int64_t queried_ = -1;     // last layer whose queries were issued in this step
+  int64_t dispatched_ = -1;  // last layer dispatched (queries, K and V) in this step
   int64_t completed_ = -1;   // last layer completed in this step
   std::vector<int64_t> positions_;
   std::vector<CoreAttention*> attns_;

@@ -22,6 +22,7 @@ struct BenchPipelineArgs {
   kernelflume::PipelineBenchOptions bench;
   bool in_process = false;
   bool no_pin = false;
+  bool no_batch_messages = false;
   std::string json_path;
 };
 
@@ -33,6 +34,7 @@ core::Json PipelineReportJson(const kernelflume::PipelineBenchReport& r) {
           {"micro_batches", {r.micro_batch_a, r.micro_batch_b}},
           {"micro_batch_tokens", {r.tokens_a, r.tokens_b}},
           {"placement", r.placement},
+          {"batch_messages", r.batch_messages},
           {"validation_max_rel_err", r.validation_max_rel_err},
           {"t_w_ms", r.t_w_ms},
           {"t_w_split_ms", r.t_w_split_ms},
@@ -59,6 +61,7 @@ core::Status RunBenchPipeline(const BenchPipelineArgs& a) {
   o.processes = o.transport == "ucx" && !a.in_process;
   o.node_command = {"/proc/self/exe", "kernelflume", "attn-node"};
   o.pin_cpus = !a.no_pin;
+  o.batch_messages = !a.no_batch_messages;
   std::unique_ptr<core::ProgressBar> bar;
   auto report = kernelflume::RunPipelineBench(model, o, [&](const char* phase, double done) {
     if (std::string(phase) != "steps") return;
@@ -79,6 +82,8 @@ core::Status RunBenchPipeline(const BenchPipelineArgs& a) {
   t.AddRow({"batch (micro-batches)",
             fmt::format("{} ({} + {} requests)", r.batch, r.micro_batch_a, r.micro_batch_b)});
   t.AddRow({"context per request (tokens)", fmt::format("{}", r.context_tokens)});
+  t.AddRow({"messages", r.batch_messages ? "one per micro-batch, layer and node"
+                                         : "one per request and layer"});
   t.AddRow({"validation: two vs one micro-batch logits",
             fmt::format("{:.2e} relative (bar 1e-05)", r.validation_max_rel_err)});
   t.AddRow({"t_w: weight side alone (ms)", fmt::format("{:.2f}", r.t_w_ms)});
@@ -127,6 +132,9 @@ void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action) {
       ->capture_default_str();
   c->add_flag("--in-process", a->in_process, "run the ucx attention node in this process");
   c->add_flag("--no-pin", a->no_pin, "leave the processes' CPUs to the scheduler");
+  c->add_flag("--no-batch-messages", a->no_batch_messages,
+              "send each request's queries and appends on their own (not one message per "
+              "micro-batch, layer and node)");
   paths->Output(c, "--json", &a->json_path, "write the figures and every sample as JSON here");
   c->callback(
       [action, a, paths] { *action = Checked(paths, [a] { return RunBenchPipeline(*a); }); });
