@@ -320,6 +320,8 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
   report.one_mb_ms = core::Median(report.one_mb_samples);
   report.two_mb_ms = core::Median(report.two_mb_samples);
   report.bound = PipelineBound(report.t_w_ms, report.t_a_ms);
+  const double split_max = std::max(report.t_w_split_ms, report.t_a_ms);
+  report.split_bound = split_max > 0 ? (report.t_w_ms + report.t_a_ms) / split_max : 1.0;
   report.speedup = report.two_mb_ms > 0 ? report.one_mb_ms / report.two_mb_ms : 0;
   return report;
 }

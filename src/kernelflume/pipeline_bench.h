@@ -25,7 +25,9 @@
 //             do: batched per layer when batch_messages);
 //   one_mb    a real decode step as ONE micro-batch (PipelinedDecode::StepOne);
 //   two_mb    the same as TWO ping-ponged micro-batches split by SplitByAttentionTokens.
-// bound = PipelineBound(t_w, t_a) = (t_w + t_a) / max(t_w, t_a); speedup = one_mb / two_mb.
+// bound = PipelineBound(t_w, t_a) = (t_w + t_a) / max(t_w, t_a); speedup = one_mb / two_mb;
+// split_bound = (t_w + t_a) / max(t_w_split, t_a): the bound once halving the batch's GEMMs is
+// paid for (on a CPU the weights are re-read and re-packed per micro-batch).
 // Every figure is measured on this machine; nothing here asserts on a time.
 // Errors: batch < 2, context_tokens < 1, steps < 1, or a context past the model's max_context
 // are InvalidArgument naming the field; a cluster that cannot start, a lost node or a failed
@@ -67,7 +69,7 @@ struct PipelineBenchReport {
   bool batch_messages = false;
   double validation_max_rel_err = 0;  // two vs one micro-batches, logits
   double t_w_ms = 0, t_w_split_ms = 0, t_a_ms = 0;
-  double bound = 0;
+  double bound = 0, split_bound = 0;
   double one_mb_ms = 0, two_mb_ms = 0;
   double speedup = 0;
   double fill_s = 0;  // filling the KV (both sets)
