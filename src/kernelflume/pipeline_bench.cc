@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 
@@ -30,6 +31,13 @@ constexpr int64_t kBenchFillChunk = 1024;
 
 double MsSince(BenchClock::time_point t0) {
   return std::chrono::duration<double, std::milli>(BenchClock::now() - t0).count();
+}
+
+// CPU time of this process, every thread, in ms.
+double ProcessCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 // Core attention with no history: each query head attends only its own new token, so o is the
@@ -308,15 +316,20 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
     if (keep) report.t_w_split_samples.push_back(MsSince(t0));
 
     t0 = BenchClock::now();
+    const double cpu0 = ProcessCpuMs();
     RETURN_IF_ERROR(AttentionOnlyStep(c, attns, positions, q, kv, batch, attn_o)
                         .WithPrefix(where + ", attention only"));
-    if (keep) report.t_a_samples.push_back(MsSince(t0));
+    if (keep) {
+      report.t_a_samples.push_back(MsSince(t0));
+      report.t_a_weight_cpu_samples.push_back(ProcessCpuMs() - cpu0);
+    }
     for (int64_t& p : positions) ++p;
     if (progress) progress("steps", static_cast<double>(round + 1) / static_cast<double>(rounds));
   }
   report.t_w_ms = core::Median(report.t_w_samples);
   report.t_w_split_ms = core::Median(report.t_w_split_samples);
   report.t_a_ms = core::Median(report.t_a_samples);
+  report.t_a_weight_cpu_ms = core::Median(report.t_a_weight_cpu_samples);
   report.one_mb_ms = core::Median(report.one_mb_samples);
   report.two_mb_ms = core::Median(report.two_mb_samples);
   report.bound = PipelineBound(report.t_w_ms, report.t_a_ms);

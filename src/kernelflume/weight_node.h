@@ -76,7 +76,9 @@ class WeightNode {
   WeightNode(const AttentionShape& shape, const std::string& fingerprint,
              const WeightNodeOptions& options);
   void OnJoin(comm::PeerId from, std::span<const std::byte> header);
-  void OnPartial(std::span<const std::byte> header, std::span<const std::byte> payload);
+  // Delivers kPartial messages (one, or a kBatch's) to the mailbox under one lock and one
+  // notification, so a batch of replies wakes the waiting step once, not once per entry.
+  void OnPartials(std::span<const BatchEntry> partials);
   void OnFailure(comm::PeerId peer, const core::Status& why);
 
   // For DisaggregatedAttention: under the lock.

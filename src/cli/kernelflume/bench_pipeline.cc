@@ -39,6 +39,7 @@ core::Json PipelineReportJson(const kernelflume::PipelineBenchReport& r) {
           {"t_w_ms", r.t_w_ms},
           {"t_w_split_ms", r.t_w_split_ms},
           {"t_a_ms", r.t_a_ms},
+          {"t_a_weight_cpu_ms", r.t_a_weight_cpu_ms},
           {"bound", r.bound},
           {"split_bound", r.split_bound},
           {"one_mb_step_ms", r.one_mb_ms},
@@ -90,6 +91,7 @@ core::Status RunBenchPipeline(const BenchPipelineArgs& a) {
   t.AddRow({"t_w: weight side alone (ms)", fmt::format("{:.2f}", r.t_w_ms)});
   t.AddRow({"t_w as two halves (ms)", fmt::format("{:.2f}", r.t_w_split_ms)});
   t.AddRow({"t_a: attention side alone (ms)", fmt::format("{:.2f}", r.t_a_ms)});
+  t.AddRow({"  of which weight-process CPU (ms)", fmt::format("{:.2f}", r.t_a_weight_cpu_ms)});
   t.AddRow({"bound (t_w + t_a) / max(t_w, t_a)", fmt::format("{:.2f}x", r.bound)});
   t.AddRow({"bound with the halves' t_w", fmt::format("{:.2f}x", r.split_bound)});
   t.AddRow({"one micro-batch step (ms)", fmt::format("{:.2f}", r.one_mb_ms)});
