@@ -83,13 +83,14 @@ bool PinBenchThread(pid_t tid, int cpu) {
   return sched_setaffinity(tid, sizeof(set), &set) == 0;
 }
 
-// Every thread of this process -> `cpu`.
-bool PinBenchProcess(int cpu) {
-  bool ok = true;
+// The calling thread -> CPU 0; every other thread of this process -> `others_cpu`.
+bool PinBenchProcess(int others_cpu) {
+  bool ok = PinBenchThread(0, 0);
+  const pid_t self = static_cast<pid_t>(gettid());
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
     const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
-    ok = PinBenchThread(tid, cpu) && ok;
+    if (tid != self) ok = PinBenchThread(tid, others_cpu) && ok;
   }
   return ok && !ec;
 }
@@ -197,11 +198,14 @@ core::StatusOr<PipelineBenchReport> RunPipelineBench(const models::LlamaModel& m
   if (pin) PinBenchThread(0, 1);
   auto cluster = AttentionCluster::Start(AttentionShapeOf(c), model.Fingerprint(), co);
   if (!cluster.ok()) return cluster.status();
-  const bool pinned = pin && PinBenchProcess(0);
+  const bool proxy = o.transport_threads_on_node_cpu;
+  const bool pinned = pin && PinBenchProcess(proxy ? 1 : 0);
   report.placement =
       o.processes
-          ? (pinned ? "1 weight process (all threads on CPU 0) + 1 attention-node process "
-                      "(CPU 1), " +
+          ? (pinned ? (proxy ? "1 weight process (compute thread on CPU 0, its transport threads "
+                               "on CPU 1) + 1 attention-node process (CPU 1), "
+                             : "1 weight process (all threads on CPU 0) + 1 attention-node "
+                               "process (CPU 1), ") +
                           o.transport
                     : "1 weight process + 1 attention-node process, unpinned, " + o.transport)
           : "weight node and attention node in one process, " + o.transport;

@@ -57,6 +57,9 @@ struct PipelineBenchOptions {
   bool processes = true;                  // the node as a child process (ucx only)
   std::vector<std::string> node_command;  // argv prefix of `kernelflume attn-node`
   bool pin_cpus = true;
+  // With pin_cpus: the weight process's transport threads on CPU 1 beside the node (a "host
+  // proxy" placement), only its compute thread on CPU 0. Reported in `placement`.
+  bool transport_threads_on_node_cpu = false;
   // Queries and appends of a micro-batch's layer as one message per node (send_batch.h), in
   // every timed step (one_mb, two_mb, t_a); false: one message per request and layer.
   bool batch_messages = true;

@@ -593,6 +593,7 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                         {"--in-process", K::kFlag, {}},
                                         {"--no-pin", K::kFlag, {}},
                                         {"--no-batch-messages", K::kFlag, {}},
+                                        {"--proxy-cpu", K::kFlag, {}},
                                         {"--json", K::kOutputFile, {}}});
   bench_pipeline.group = "kernelflume bench";
   bench_pipeline.bases = {

@@ -23,6 +23,7 @@ struct BenchPipelineArgs {
   bool in_process = false;
   bool no_pin = false;
   bool no_batch_messages = false;
+  bool proxy_cpu = false;
   std::string json_path;
 };
 
@@ -64,6 +65,7 @@ core::Status RunBenchPipeline(const BenchPipelineArgs& a) {
   o.node_command = {"/proc/self/exe", "kernelflume", "attn-node"};
   o.pin_cpus = !a.no_pin;
   o.batch_messages = !a.no_batch_messages;
+  o.transport_threads_on_node_cpu = a.proxy_cpu;
   std::unique_ptr<core::ProgressBar> bar;
   auto report = kernelflume::RunPipelineBench(model, o, [&](const char* phase, double done) {
     if (std::string(phase) != "steps") return;
@@ -136,6 +138,9 @@ void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action) {
       ->capture_default_str();
   c->add_flag("--in-process", a->in_process, "run the ucx attention node in this process");
   c->add_flag("--no-pin", a->no_pin, "leave the processes' CPUs to the scheduler");
+  c->add_flag("--proxy-cpu", a->proxy_cpu,
+              "put this process's transport threads on the node's CPU (1), only the compute "
+              "thread on CPU 0 (a host-proxy placement; the default keeps every thread on 0)");
   c->add_flag("--no-batch-messages", a->no_batch_messages,
               "send each request's queries and appends on their own (not one message per "
               "micro-batch, layer and node)");
