@@ -30,7 +30,7 @@
 // all its threads (sending, the self partials, merging, the transport's threads): the part of
 // t_a that two micro-batches cannot overlap with the weight side's GEMMs on one core.
 // split_bound = (t_w + t_a) / max(t_w_split, t_a): the bound once halving the batch's GEMMs is
-// paid for (on a CPU the weights are re-read and re-packed per micro-batch).
+// paid for (on a CPU each micro-batch's GEMMs re-read every weight).
 // Every figure is measured on this machine; nothing here asserts on a time.
 // Errors: batch < 2, context_tokens < 1, steps < 1, or a context past the model's max_context
 // are InvalidArgument naming the field; a cluster that cannot start, a lost node or a failed
