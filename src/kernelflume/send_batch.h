@@ -7,6 +7,7 @@
 // (its wait ends with the weight node's reply timeout). An attention node answers the queries
 // of one kBatch with one kBatch of partials. Order is kept: entries go out in the order added,
 // and a node handles them in that order.
+// Flush before destroying a request whose messages it may hold (its kFree goes out at once).
 // Add copies the header and payload. Thread-safety: one thread (the step's).
 #pragma once
 
