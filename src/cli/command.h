@@ -68,6 +68,8 @@ void AddKernelFlumeGenerate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAttnNode(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeLoadModel(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
+// Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
+void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);
 
 // Adds `tessera elaswave ...` (elastic training that survives losing ranks).
 void AddElasWaveCommands(CLI::App& root, Action* action);

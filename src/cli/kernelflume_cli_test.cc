@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli_test_util.h"
+#include "core/json_util.h"
 #include "models/llama.h"
 #include "models/llama_config.h"
 #include "models/llama_test_util.h"
@@ -121,6 +122,40 @@ TEST(KernelFlumeCli, BenchJoinAndDeathRunAndReportEachFigure) {
     EXPECT_NE(r.out.find(f), std::string::npos) << f << "\n" << r.out;
   }
   ExpectUserError("kernelflume bench death --events 30 --every-tokens 100", "--events");
+}
+
+// `bench pipeline` at a tiny size over a ucx node process: every figure is reported (on stdout
+// and in the JSON); the times themselves are never checked.
+TEST(KernelFlumeCli, BenchPipelineReportsEveryFigure) {
+  const std::string json = TempPath("pipeline.json");
+  Result r = RunTessera(
+      "kernelflume bench pipeline --batch 3 --context 40 --steps 2 --warmup 0 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* figure :
+       {"t_w: weight side alone (ms)", "t_w as two halves (ms)", "t_a: attention side alone (ms)",
+        "bound (t_w + t_a) / max(t_w, t_a)", "one micro-batch step (ms)",
+        "two micro-batches step (ms)", "speedup", "3 (2 + 1 requests)", "attention-node process",
+        "validation: two vs one micro-batch logits"}) {
+    EXPECT_NE(r.out.find(figure), std::string::npos) << figure << " not in:\n" << r.out;
+  }
+  auto j = core::ReadJsonFile(json);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  for (const char* key : {"t_w_ms", "t_w_split_ms", "t_a_ms", "bound", "one_mb_step_ms",
+                          "two_mb_step_ms", "speedup", "validation_max_rel_err"}) {
+    EXPECT_TRUE(j->contains(key)) << key;
+  }
+  EXPECT_LE((*j)["validation_max_rel_err"].get<double>(), 1e-5);
+  EXPECT_EQ((*j)["samples_ms"]["one_mb"].size(), 2u);
+}
+
+TEST(KernelFlumeCli, BenchPipelineRefusesBadNumbers) {
+  const std::string base = "kernelflume bench pipeline --transport fake --steps 1 ";
+  ExpectUserError(base + "--batch 1", "--batch");
+  ExpectUserError(base + "--context 0", "--context");
+  // Past tiny-gqa's 65,536-token context once the bench's decode positions are added.
+  ExpectUserError(base + "--context 65530", "--context");
+  ExpectUserError(base + "--steps 0", "--steps");
+  ExpectUserError("kernelflume bench", "subcommand");
 }
 
 TEST(KernelFlumeCli, BadNumbersNameTheFlag) {

@@ -46,6 +46,8 @@ core::StatusOr<std::unique_ptr<AttentionNode>> AttentionNode::Join(
   });
   t.SetHandler(kExport, [self](comm::PeerId, auto header, auto) { self->OnExport(header); });
   t.SetHandler(kRangeExport, [self](comm::PeerId, auto header, auto) { self->OnImport(header); });
+  t.SetHandler(kBatch,
+               [self](comm::PeerId, auto header, auto payload) { self->OnBatch(header, payload); });
   t.SetHandler(kShutdown, [self](comm::PeerId, auto, auto) { self->Finish(Status::Ok()); });
   t.SetFailureHandler([self](comm::PeerId peer, const Status& why) {
     if (peer == self->weight_) {
@@ -114,7 +116,7 @@ void AttentionNode::SendFailure(const QueryMsg& m, const Status& st) {
                    static_cast<int32_t>(st.code()),
                    fmt::format("attention node {}: {}", options_.node_id, st.message())};
   const std::vector<std::byte> header = Encode(reply);
-  (void)transport_->Send(weight_, kPartial, header, {});
+  Reply(header, {});
   std::lock_guard lock(mu_);
   ++stats_.failed_queries;
 }
@@ -150,7 +152,7 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   const std::vector<std::byte> header = Encode(reply);
-  (void)transport_->Send(weight_, kPartial, header, std::as_bytes(std::span<const float>(o_)));
+  Reply(header, std::as_bytes(std::span<const float>(o_)));
   std::lock_guard lock(mu_);
   ++stats_.queries;
   return true;
@@ -316,6 +318,44 @@ void AttentionNode::OnImport(std::span<const std::byte> header) {
 void AttentionNode::NoteRanges() {
   std::lock_guard lock(mu_);
   stats_.ranges = store_ ? store_->num_ranges() : 0;
+}
+
+void AttentionNode::Reply(std::span<const std::byte> header, std::span<const std::byte> payload) {
+  if (!gathering_) {
+    (void)transport_->Send(weight_, kPartial, header, payload);
+    return;
+  }
+  reply_headers_.emplace_back(header.begin(), header.end());
+  reply_payloads_.emplace_back(payload.begin(), payload.end());
+}
+
+void AttentionNode::OnBatch(std::span<const std::byte> header, std::span<const std::byte> payload) {
+  auto entries = DecodeBatch(header, payload);
+  if (!entries.ok()) {
+    SendFailure(QueryMsg{}, entries.status());
+    return;
+  }
+  gathering_ = true;
+  for (const BatchEntry& e : *entries) {
+    if (e.am_id == kQuery) {
+      OnQuery(e.header, e.payload);
+    } else if (e.am_id == kAppend) {
+      OnAppend(e.header, e.payload);
+    }
+  }
+  gathering_ = false;
+  std::vector<BatchEntry> replies(reply_headers_.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    replies[i] = BatchEntry{kPartial, reply_headers_[i], reply_payloads_[i]};
+  }
+  if (replies.size() == 1) {
+    (void)transport_->Send(weight_, kPartial, replies[0].header, replies[0].payload);
+  } else if (!replies.empty()) {
+    (void)transport_->Send(weight_, kBatch, EncodeBatchHeader(replies),
+                           EncodeBatchPayload(replies));
+  }
+  reply_headers_.clear();
+  reply_payloads_.clear();
 }
 
 void AttentionNode::Finish(Status st) {

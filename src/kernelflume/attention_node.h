@@ -16,7 +16,9 @@
 // query whose
 // ranges do not yet hold the tokens it needs (its append still in flight) waits for them; any
 // other failure (unknown range, bad message, pool full) is answered as a failed partial
-// naming this node, so the weight node reports it instead of waiting.
+// naming this node, so the weight node reports it instead of waiting. A kBatch of queries and
+// appends is handled entry by entry in order, and the partials it produces go back as one
+// kBatch (a query deferred past the batch is answered alone when its append arrives).
 // Lifetime: owns its transport; destroying the node stops the transport first, so no handler
 // runs on a destroyed node. Thread-safety: Wait from one thread; the rest is internal.
 #pragma once
@@ -78,6 +80,9 @@ class AttentionNode {
   void OnJoinReply(std::span<const std::byte> header);
   void OnQuery(std::span<const std::byte> header, std::span<const std::byte> payload);
   void OnAppend(std::span<const std::byte> header, std::span<const std::byte> payload);
+  void OnBatch(std::span<const std::byte> header, std::span<const std::byte> payload);
+  // A kPartial to the weight node: gathered while a kBatch is handled, else sent at once.
+  void Reply(std::span<const std::byte> header, std::span<const std::byte> payload);
   // Answers `q` if its ranges hold what it needs; false when it must wait.
   bool TryAnswer(const PendingQuery& q);
   void SendFailure(const QueryMsg& m, const core::Status& st);
@@ -98,6 +103,9 @@ class AttentionNode {
   std::vector<kernels::KvSegment> segments_;
   std::unique_ptr<comm::RegisteredMemory> pool_key_;  // after store_: unregistered first
   std::map<std::string, comm::PeerId> peer_nodes_;    // by listen address
+  // Replies gathered while a kBatch is handled (progress thread only).
+  bool gathering_ = false;
+  std::vector<std::vector<std::byte>> reply_headers_, reply_payloads_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

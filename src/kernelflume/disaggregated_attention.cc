@@ -101,7 +101,7 @@ Status DisaggregatedAttention::BeginLayer(int64_t layer, int64_t pos0, int64_t n
                static_cast<int32_t>(num_tokens),
                p.ranges};
     const std::vector<std::byte> header = Encode(m);
-    if (Status st = wn_.SendTo(p.node_id, kQuery, header, payload); !st.ok()) return st;
+    if (Status st = Send(p.node_id, kQuery, header, payload); !st.ok()) return st;
   }
   return Status::Ok();
 }
@@ -115,7 +115,15 @@ Status DisaggregatedAttention::AppendNew(int64_t layer, const float* k, const fl
   AppendMsg a{request_id_, tail_range_, static_cast<int32_t>(layer), tail_offset_,
               static_cast<int32_t>(num_tokens_)};
   const std::vector<std::byte> header = Encode(a);
-  return wn_.SendTo(tail_node_, kAppend, header, std::as_bytes(std::span<const float>(kv_)));
+  return Send(tail_node_, kAppend, header, std::as_bytes(std::span<const float>(kv_)));
+}
+
+Status DisaggregatedAttention::Send(int32_t node_id, uint16_t am_id,
+                                    std::span<const std::byte> header,
+                                    std::span<const std::byte> payload) {
+  if (batch_ == nullptr) return wn_.SendTo(node_id, am_id, header, payload);
+  batch_->Add(node_id, am_id, header, payload);
+  return Status::Ok();
 }
 
 Status DisaggregatedAttention::AppendOnly(int64_t layer, int64_t pos0, int64_t num_tokens,

@@ -9,6 +9,7 @@
 //                tail's node (needed by later steps only), waits for the nodes' partials and
 //                merges them by log-sum-exp in range-start order, the self partial last -- a
 //                fixed order, so a run is bitwise reproducible for a given routing.
+// With a SendBatch (set_send_batch) queries and appends are gathered for one message per node.
 // A partial with NaN or +inf is DataLoss-like (Internal naming the node), never masked.
 // Errors name the node, the layer and the step. Destroying it drops the request's routes and
 // tells the nodes to free its ranges.
@@ -29,6 +30,7 @@
 #include <span>
 #include <vector>
 
+#include "kernelflume/send_batch.h"
 #include "kernelflume/weight_node.h"
 #include "models/core_attention.h"
 #include "models/llama.h"
@@ -60,6 +62,9 @@ class DisaggregatedAttention final : public models::CoreAttention {
   [[nodiscard]] core::Status Recover(const models::LlamaModel& model,
                                      std::span<const int32_t> tokens);
   int64_t recoveries() const { return recoveries_; }
+  // From now on, queries and appends go into `batch` (sent by its owner's Flush) instead of out
+  // at once; nullptr sends at once again. The batch must outlive its use here.
+  void set_send_batch(SendBatch* batch) { batch_ = batch; }
 
   uint64_t request_id() const { return request_id_; }
   // Routing version used by the last step.
@@ -75,6 +80,10 @@ class DisaggregatedAttention final : public models::CoreAttention {
   void EndStep();
   // A step whose layer `layer` just finished: ends it after the last layer.
   void LayerDone(int64_t layer);
+  // To the send batch when one is set, else at once.
+  [[nodiscard]] core::Status Send(int32_t node_id, uint16_t am_id,
+                                  std::span<const std::byte> header,
+                                  std::span<const std::byte> payload);
 
   struct NodePlan {
     int32_t node_id = 0;
@@ -82,6 +91,7 @@ class DisaggregatedAttention final : public models::CoreAttention {
   };
   WeightNode& wn_;
   uint64_t request_id_;
+  SendBatch* batch_ = nullptr;
   std::shared_ptr<const RoutingTable> snapshot_;
   int64_t pos0_ = 0;
   int64_t num_tokens_ = 0;

@@ -265,6 +265,71 @@ core::StatusOr<MigratedMsg> DecodeMigrated(std::span<const std::byte> h) {
   return Finish(r, std::move(m));
 }
 
+std::vector<std::byte> EncodeBatchHeader(std::span<const BatchEntry> entries) {
+  Writer w;
+  w.Put(static_cast<uint32_t>(entries.size()));
+  std::vector<std::byte> out = w.Take();
+  for (const BatchEntry& e : entries) {
+    Writer one;
+    one.Put(e.am_id)
+        .Put(static_cast<uint32_t>(e.header.size()))
+        .Put(static_cast<uint64_t>(e.payload.size()));
+    std::vector<std::byte> fixed = one.Take();
+    out.insert(out.end(), fixed.begin(), fixed.end());
+    out.insert(out.end(), e.header.begin(), e.header.end());
+  }
+  return out;
+}
+
+std::vector<std::byte> EncodeBatchPayload(std::span<const BatchEntry> entries) {
+  std::vector<std::byte> out;
+  for (const BatchEntry& e : entries) out.insert(out.end(), e.payload.begin(), e.payload.end());
+  return out;
+}
+
+core::StatusOr<std::vector<BatchEntry>> DecodeBatch(std::span<const std::byte> header,
+                                                    std::span<const std::byte> payload) {
+  auto bad = [&](const std::string& why) {
+    return core::InvalidArgument(
+        fmt::format("kernelflume batch message: {} (header {} bytes, payload {} bytes)", why,
+                    header.size(), payload.size()));
+  };
+  size_t pos = 0, payload_pos = 0;
+  auto get = [&](auto& v) {
+    if (header.size() - pos < sizeof(v)) return false;
+    std::memcpy(&v, header.data() + pos, sizeof(v));
+    pos += sizeof(v);
+    return true;
+  };
+  uint32_t n = 0;
+  if (!get(n)) return bad("truncated count");
+  // Every entry takes at least 14 header bytes: a count past that is corrupt.
+  if (n > header.size() / 14) return bad(fmt::format("count {} does not fit the header", n));
+  std::vector<BatchEntry> out(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t hbytes = 0;
+    uint64_t pbytes = 0;
+    if (!get(out[i].am_id) || !get(hbytes) || !get(pbytes)) {
+      return bad(fmt::format("entry {} truncated", i));
+    }
+    if (out[i].am_id == kBatch) return bad(fmt::format("entry {} is itself a batch", i));
+    if (header.size() - pos < hbytes) return bad(fmt::format("entry {}: header truncated", i));
+    if (payload.size() - payload_pos < pbytes) {
+      return bad(fmt::format("entry {}: payload of {} bytes runs past the end", i, pbytes));
+    }
+    out[i].header = header.subspan(pos, hbytes);
+    out[i].payload = payload.subspan(payload_pos, pbytes);
+    pos += hbytes;
+    payload_pos += pbytes;
+  }
+  if (pos != header.size())
+    return bad(fmt::format("{} trailing header bytes", header.size() - pos));
+  if (payload_pos != payload.size()) {
+    return bad(fmt::format("{} trailing payload bytes", payload.size() - payload_pos));
+  }
+  return out;
+}
+
 core::Status CopyFloats(std::span<const std::byte> payload, size_t count, const char* what,
                         std::vector<float>& out) {
   if (payload.size() != count * sizeof(float)) {

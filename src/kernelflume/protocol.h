@@ -24,6 +24,13 @@
 //                                tokens, page ids (or a failure); the weight node forwards it
 //                                to the migration's target, which reads the pages itself
 //   kMigrated    node -> weight  (migration, node, status): the target holds the range
+//   kBatch       either way      several of the messages above in one (kQuery and kAppend from
+//                                the weight node, kPartial from a node): per entry its id, header
+//                                and payload size, the payloads concatenated; the receiver
+//                                handles the entries in order, exactly as if sent one by one.
+//                                Pipelined decode sends a micro-batch's queries (and appends) of
+//                                a layer as one kBatch per node, and a node answers a kBatch's
+//                                queries with one kBatch of partials (send_batch.h).
 // A step is identified by a step id the weight node draws per request (a retried step or a
 // re-prefill chunk gets a new one), so a late partial of an abandoned attempt is never taken
 // for the answer to a later one.
@@ -52,6 +59,7 @@ enum MessageId : uint16_t {
   kExport = 9,
   kRangeExport = 10,
   kMigrated = 11,
+  kBatch = 12,
 };
 
 // The shape an attention node needs: per-layer KV of Hkv heads of D floats, queries of H heads.
@@ -168,6 +176,21 @@ core::StatusOr<FreeRangeMsg> DecodeFreeRange(std::span<const std::byte> header);
 core::StatusOr<ExportMsg> DecodeExport(std::span<const std::byte> header);
 core::StatusOr<RangeExportMsg> DecodeRangeExport(std::span<const std::byte> header);
 core::StatusOr<MigratedMsg> DecodeMigrated(std::span<const std::byte> header);
+
+// One message inside a kBatch. Decoded entries point into the batch's header and payload.
+struct BatchEntry {
+  uint16_t am_id = 0;
+  std::span<const std::byte> header;
+  std::span<const std::byte> payload;
+};
+// Header: u32 count, then per entry u16 id, u32 header bytes, u64 payload bytes, the header.
+// The payload is the entries' payloads concatenated (EncodeBatchPayload).
+std::vector<std::byte> EncodeBatchHeader(std::span<const BatchEntry> entries);
+std::vector<std::byte> EncodeBatchPayload(std::span<const BatchEntry> entries);
+// InvalidArgument when the header is malformed, an entry is a kBatch, or the payload sizes do
+// not add up to the payload's.
+core::StatusOr<std::vector<BatchEntry>> DecodeBatch(std::span<const std::byte> header,
+                                                    std::span<const std::byte> payload);
 
 // Copies the payload into `out` (resized to `count` floats): InvalidArgument naming `what`
 // unless it holds exactly `count` floats. (Payload buffers need not be float-aligned.)

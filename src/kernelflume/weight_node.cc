@@ -39,7 +39,15 @@ core::StatusOr<std::unique_ptr<WeightNode>> WeightNode::Start(
   wn->transport_ = std::move(transport);
   t.SetHandler(kJoin, [self](comm::PeerId from, auto header, auto) { self->OnJoin(from, header); });
   t.SetHandler(kPartial, [self](comm::PeerId, auto header, auto payload) {
-    self->OnPartial(header, payload);
+    const BatchEntry one{kPartial, header, payload};
+    self->OnPartials(std::span(&one, 1));
+  });
+  // A node's partials for one kBatch of queries (send_batch.h).
+  t.SetHandler(kBatch, [self](comm::PeerId, auto header, auto payload) {
+    auto entries = DecodeBatch(header, payload);
+    if (!entries.ok()) return;  // not attributable; the waits time out naming the node
+    std::erase_if(*entries, [](const BatchEntry& e) { return e.am_id != kPartial; });
+    self->OnPartials(*entries);
   });
   t.SetHandler(kRangeExport,
                [self](comm::PeerId, auto header, auto) { self->OnRangeExport(header); });
@@ -97,23 +105,38 @@ void WeightNode::OnJoin(comm::PeerId from, std::span<const std::byte> header) {
   (void)transport_->Send(from, kJoinReply, bytes, {});
 }
 
-void WeightNode::OnPartial(std::span<const std::byte> header, std::span<const std::byte> payload) {
-  auto m = DecodePartial(header);
-  if (!m.ok()) return;  // not attributable to a request; the wait times out naming the node
-  Partial p;
-  p.node_id = m->node_id;
-  if (m->code != 0) {
-    p.status = Status(static_cast<core::StatusCode>(m->code), m->message);
-  } else {
-    const size_t tq_h = payload.size() / sizeof(float) / (shape_.head_dim + 1);
-    p.status = CopyFloats(payload, tq_h * (shape_.head_dim + 1), "partial", p.o_lse);
+void WeightNode::OnPartials(std::span<const BatchEntry> partials) {
+  struct Delivery {
+    PartialMsg msg;
+    Partial partial;
+  };
+  std::vector<Delivery> ready;
+  ready.reserve(partials.size());
+  for (const BatchEntry& e : partials) {
+    auto m = DecodePartial(e.header);
+    if (!m.ok()) continue;  // not attributable to a request; the wait times out naming the node
+    Partial p;
+    p.node_id = m->node_id;
+    if (m->code != 0) {
+      p.status = Status(static_cast<core::StatusCode>(m->code), m->message);
+    } else {
+      const size_t tq_h = e.payload.size() / sizeof(float) / (shape_.head_dim + 1);
+      p.status = CopyFloats(e.payload, tq_h * (shape_.head_dim + 1), "partial", p.o_lse);
+    }
+    ready.push_back(Delivery{std::move(*m), std::move(p)});
   }
+  if (ready.empty()) return;
   std::lock_guard lock(mu_);
-  if (auto n = nodes_.find(m->node_id); n != nodes_.end()) n->second.busy_us += m->compute_us;
-  if (m->step < 0) {
-    request_errors_.emplace(m->request_id, p.status);
-  } else {
-    mailbox_[Key{m->request_id, m->step, m->layer, m->node_id}] = std::move(p);
+  for (Delivery& d : ready) {
+    if (auto n = nodes_.find(d.msg.node_id); n != nodes_.end()) {
+      n->second.busy_us += d.msg.compute_us;
+    }
+    if (d.msg.step < 0) {
+      request_errors_.emplace(d.msg.request_id, d.partial.status);
+    } else {
+      mailbox_[Key{d.msg.request_id, d.msg.step, d.msg.layer, d.msg.node_id}] =
+          std::move(d.partial);
+    }
   }
   cv_.notify_all();
 }

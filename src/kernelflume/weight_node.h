@@ -66,6 +66,7 @@ struct Partial {
 };
 
 class DisaggregatedAttention;
+class SendBatch;
 
 // One change of the attention pool, for traces, metrics and benchmarks.
 struct ElasticEvent {
@@ -132,10 +133,13 @@ class WeightNode {
 
  private:
   friend class DisaggregatedAttention;
+  friend class SendBatch;
   WeightNode(const AttentionShape& shape, const std::string& fingerprint,
              const WeightNodeOptions& options);
   void OnJoin(comm::PeerId from, std::span<const std::byte> header);
-  void OnPartial(std::span<const std::byte> header, std::span<const std::byte> payload);
+  // Delivers kPartial messages (one, or a kBatch's) to the mailbox under one lock and one
+  // notification, so a batch of replies wakes the waiting step once, not once per entry.
+  void OnPartials(std::span<const BatchEntry> partials);
   void OnFailure(comm::PeerId peer, const core::Status& why);
 
   // For DisaggregatedAttention: under the lock.

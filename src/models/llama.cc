@@ -16,7 +16,7 @@
 #include "core/json_util.h"
 #include "core/output_file.h"
 #include "core/rng.h"
-#include "kernels/gemm.h"
+#include "models/llama_ops.h"
 
 namespace tessera::models {
 namespace {
@@ -63,43 +63,6 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t x : shape) n *= x;
   return n;
-}
-
-void RmsNormRows(const float* x, int64_t rows, int64_t width, const float* w, double eps,
-                 float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * width;
-    double ss = 0.0;
-    for (int64_t i = 0; i < width; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(width) + eps));
-    float* yr = y + r * width;
-    for (int64_t i = 0; i < width; ++i) yr[i] = w[i] * (xr[i] * inv);
-  }
-}
-
-// Rotates x (T, heads, D) in place with the (T, D/2) cos and sin tables.
-void ApplyRope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, const float* cos_t,
-               const float* sin_t) {
-  const int64_t half = head_dim / 2;
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* c = cos_t + t * half;
-    const float* s = sin_t + t * half;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        const float x1 = v[i], x2 = v[i + half];
-        v[i] = x1 * c[i] - x2 * s[i];
-        v[i + half] = x2 * c[i] + x1 * s[i];
-      }
-    }
-  }
-}
-
-// y (rows, out) = x (rows, in) W^T with W (out, in); beta 1 accumulates into y.
-core::Status Linear(const float* x, int64_t rows, int64_t in, const std::vector<float>& w,
-                    int64_t out, float beta, float* y) {
-  return kernels::Gemm(kernels::Transpose::kNo, kernels::Transpose::kYes, rows, out, in, 1.0f, x,
-                       in, w.data(), in, beta, y, out);
 }
 
 core::Status CheckTokens(const LlamaConfig& c, std::span<const int32_t> tokens, int64_t pos0) {
@@ -328,15 +291,9 @@ core::Status LlamaModel::Forward(std::span<const int32_t> tokens, int64_t pos0, 
   float* cos_t = up + t * f;
   float* sin_t = cos_t + t * half;
 
-  const std::vector<double> inv_freq = c.RopeInvFreq();
-  for (int64_t i = 0; i < t; ++i) {
-    const float pos = static_cast<float>(pos0 + i);
-    for (int64_t j = 0; j < half; ++j) {
-      const float angle = static_cast<float>(inv_freq[j]) * pos;
-      cos_t[i * half + j] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sin_t[i * half + j] = static_cast<float>(std::sin(static_cast<double>(angle)));
-    }
-  }
+  std::vector<int64_t> positions(t);
+  for (int64_t i = 0; i < t; ++i) positions[i] = pos0 + i;
+  RopeTables(positions, c.RopeInvFreq(), cos_t, sin_t);
   for (int64_t i = 0; i < t; ++i) {
     const float* row = weights_.embed.data() + static_cast<int64_t>(tokens[i]) * d;
     std::copy(row, row + d, x + i * d);
@@ -345,30 +302,27 @@ core::Status LlamaModel::Forward(std::span<const int32_t> tokens, int64_t pos0, 
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     RmsNormRows(x, t, d, w.attn_norm.data(), c.rms_eps, xn);
-    RETURN_IF_ERROR(Linear(xn, t, d, w.wq, qw, 0.0f, q));
+    RETURN_IF_ERROR(LlamaLinear(xn, t, d, w.wq, qw, 0.0f, q));
     ApplyRope(q, t, c.num_heads, hd, cos_t, sin_t);
     RETURN_IF_ERROR(attn.BeginLayer(l, pos0, t, q));
-    RETURN_IF_ERROR(Linear(xn, t, d, w.wk, kvw, 0.0f, k));
+    RETURN_IF_ERROR(LlamaLinear(xn, t, d, w.wk, kvw, 0.0f, k));
     ApplyRope(k, t, c.num_kv_heads, hd, cos_t, sin_t);
-    RETURN_IF_ERROR(Linear(xn, t, d, w.wv, kvw, 0.0f, v));
+    RETURN_IF_ERROR(LlamaLinear(xn, t, d, w.wv, kvw, 0.0f, v));
     RETURN_IF_ERROR(attn.FinishLayer(l, k, v, o));
-    RETURN_IF_ERROR(Linear(o, t, qw, w.wo, d, 1.0f, x));
+    RETURN_IF_ERROR(LlamaLinear(o, t, qw, w.wo, d, 1.0f, x));
 
     RmsNormRows(x, t, d, w.ffn_norm.data(), c.rms_eps, xn);
-    RETURN_IF_ERROR(Linear(xn, t, d, w.w_gate, f, 0.0f, gate));
-    RETURN_IF_ERROR(Linear(xn, t, d, w.w_up, f, 0.0f, up));
-    for (int64_t i = 0; i < t * f; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
-    RETURN_IF_ERROR(Linear(gate, t, f, w.w_down, d, 1.0f, x));
+    RETURN_IF_ERROR(LlamaLinear(xn, t, d, w.w_gate, f, 0.0f, gate));
+    RETURN_IF_ERROR(LlamaLinear(xn, t, d, w.w_up, f, 0.0f, up));
+    SwiGluInPlace(gate, up, t * f);
+    RETURN_IF_ERROR(LlamaLinear(gate, t, f, w.w_down, d, 1.0f, x));
   }
 
   const int64_t first = last_only ? t - 1 : 0;
   const int64_t rows = t - first;
   RmsNormRows(x + first * d, rows, d, weights_.final_norm.data(), c.rms_eps, xn);
   const std::vector<float>& head = c.tie_embeddings ? weights_.embed : weights_.lm_head;
-  return Linear(xn, rows, d, head, c.vocab, 0.0f, logits);
+  return LlamaLinear(xn, rows, d, head, c.vocab, 0.0f, logits);
 }
 
 }  // namespace tessera::models

@@ -1,5 +1,7 @@
 #include "command_table.h"
 
+#include <algorithm>
+
 namespace tessera::fuzz {
 namespace {
 
@@ -45,6 +47,21 @@ std::vector<OptionSpec> ProfileJobOptions(const SampleFiles& s) {
   for (OptionSpec& d : SmallDitOptions()) o.push_back(d);
   return o;
 }
+
+}  // namespace
+
+std::vector<std::string> GroupWords(const std::string& group) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start <= group.size()) {
+    const size_t end = std::min(group.find(' ', start), group.size());
+    if (end > start) words.push_back(group.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
+namespace {
 
 SubcommandSpec Spec(std::string name, MpiUse mpi, int weight, std::vector<OptionSpec> options) {
   SubcommandSpec s;
@@ -563,6 +580,53 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                       "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
   attn_node.keep = {"--connect", "--join-timeout"};
   t.push_back(attn_node);
+  // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
+  // drops --transport) and times a few decode steps: the options that size the run are kept.
+  SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,
+                                       {{"--model", K::kInputFile, {}},
+                                        {"--seed", K::kUint, {}},
+                                        {"--batch", K::kInt, {}},
+                                        {"--context", K::kInt, {}},
+                                        {"--steps", K::kInt, {}},
+                                        {"--warmup", K::kInt, {}},
+                                        {"--transport", K::kText, {}},
+                                        {"--in-process", K::kFlag, {}},
+                                        {"--no-pin", K::kFlag, {}},
+                                        {"--no-batch-messages", K::kFlag, {}},
+                                        {"--proxy-cpu", K::kFlag, {}},
+                                        {"--json", K::kOutputFile, {}}});
+  bench_pipeline.group = "kernelflume bench";
+  bench_pipeline.bases = {
+      {"--batch", "2", "--context", "8", "--steps", "1", "--warmup", "0", "--transport", "fake"},
+      {"--model", "tiny-mha", "--batch", "3", "--context", "20", "--steps", "2", "--warmup", "1",
+       "--transport", "fake", "--json", out + "pipeline.json"}};
+  bench_pipeline.keep = {"--batch", "--context", "--steps", "--warmup"};
+  t.push_back(bench_pipeline);
+  // bench join / bench death start attention-node processes over ucx and decode a few tokens;
+  // every option that sizes the run is kept (a fuzzed --max-tokens 10^6 would run for hours).
+  std::vector<OptionSpec> elastic_bench = {
+      {"--model", K::kInputFile, {}},   {"--seed", K::kUint, {}},
+      {"--requests", K::kInt, {}},      {"--prompt-tokens", K::kInt, {}},
+      {"--max-tokens", K::kInt, {}},    {"--nodes", K::kInt, {}},
+      {"--events", K::kInt, {}},        {"--every-tokens", K::kInt, {}},
+      {"--reroute-every", K::kInt, {}}, {"--partial-deadline-s", K::kFloat, {}},
+      {"--json", K::kOutputFile, {}}};
+  const std::vector<std::string> elastic_keep = {
+      "--requests", "--prompt-tokens", "--max-tokens",   "--nodes",
+      "--events",   "--every-tokens",  "--reroute-every"};
+  SubcommandSpec bench_join = Spec("join", MpiUse::kNone, 1, elastic_bench);
+  bench_join.group = "kernelflume bench";
+  bench_join.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",
+                       "1", "--every-tokens", "4", "--nodes", "1", "--reroute-every", "0", "--json",
+                       out + "join.json"}};
+  bench_join.keep = elastic_keep;
+  t.push_back(bench_join);
+  SubcommandSpec bench_death = Spec("death", MpiUse::kNone, 1, elastic_bench);
+  bench_death.group = "kernelflume bench";
+  bench_death.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",
+                        "1", "--every-tokens", "4", "--nodes", "2", "--reroute-every", "4"}};
+  bench_death.keep = elastic_keep;
+  t.push_back(bench_death);
 
   // ---- elaswave ----
   // run starts a coordinator and worker processes: every option that sizes the job is kept

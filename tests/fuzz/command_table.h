@@ -31,8 +31,10 @@ struct OptionSpec {
 };
 
 struct SubcommandSpec {
-  std::string group = "zellige";  // the system's command group
-  std::string name;               // "plan"
+  // The system's command group; words separated by one space name a nested group
+  // ("kernelflume bench": `tessera kernelflume bench <name>`).
+  std::string group = "zellige";
+  std::string name;  // "plan"
   MpiUse mpi = MpiUse::kNone;
   int weight = 1;  // share of the option-fuzz cases
   std::vector<OptionSpec> options;
@@ -47,6 +49,9 @@ struct SubcommandSpec {
 };
 
 std::vector<SubcommandSpec> CommandTable(const SampleFiles& s);
+
+// A group's words, the argv before the subcommand's name ("kernelflume bench" -> two words).
+std::vector<std::string> GroupWords(const std::string& group);
 
 // The environment entry that keeps a kRelaunch subcommand from starting mpiexec should a
 // case's options be accepted after all (it then fails with one line: cannot start mpiexec).

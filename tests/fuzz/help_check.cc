@@ -69,15 +69,22 @@ core::Status CheckTableAgainstHelp(const std::string& bin, const std::vector<Sub
   for (const SubcommandSpec& s : table) groups.insert(s.group);
   std::string diff;
   for (const std::string& group : groups) {
-    ASSIGN_OR_RETURN(std::string top, Help(bin, {group}, cwd));
+    const std::vector<std::string> words = GroupWords(group);
+    ASSIGN_OR_RETURN(std::string top, Help(bin, words, cwd));
     std::set<std::string> subs_binary, subs_table;
     for (const std::string& n : NamesInHelp(top, true)) subs_binary.insert(n);
     for (const SubcommandSpec& s : table)
       if (s.group == group) subs_table.insert(s.name);
+    // A nested group ("kernelflume bench") is a subcommand of its parent group.
+    for (const std::string& g : groups)
+      if (g.rfind(group + " ", 0) == 0 && g.find(' ', group.size() + 1) == std::string::npos)
+        subs_table.insert(g.substr(group.size() + 1));
     diff += Diff(group + " subcommand", subs_binary, subs_table);
     for (const SubcommandSpec& s : table) {
       if (s.group != group || subs_binary.count(s.name) == 0) continue;
-      ASSIGN_OR_RETURN(std::string help, Help(bin, {group, s.name}, cwd));
+      std::vector<std::string> args = words;
+      args.push_back(s.name);
+      ASSIGN_OR_RETURN(std::string help, Help(bin, args, cwd));
       std::set<std::string> binary, listed;
       for (const std::string& n : NamesInHelp(help, false))
         if (n != "--help") binary.insert(n);

@@ -24,7 +24,8 @@ std::vector<Arg> ParseBase(const SubcommandSpec& spec, const std::vector<std::st
 }
 
 std::vector<std::string> Flatten(const SubcommandSpec& spec, const std::vector<Arg>& args) {
-  std::vector<std::string> out = {spec.group, spec.name};
+  std::vector<std::string> out = GroupWords(spec.group);
+  out.push_back(spec.name);
   for (const Arg& a : args) {
     out.push_back(a.name);
     if (a.value) out.push_back(*a.value);

@@ -58,11 +58,13 @@ core::Status RunElasWaveCommBench(const ElasWaveCommBenchArgs& a) {
   int most = 0;
   for (int n : o.ranks) most = std::max(most, n);
   std::fprintf(
-      stderr, "run directory: %s%s\n", o.run_dir.c_str(),
+      stdout, "run directory: %s%s\n", o.run_dir.c_str(),
       most > cores
           ? fmt::format(" (up to {} processes on {} cores: oversubscribed)", most, cores).c_str()
           : "");
-  if (!a.quiet) {
+  // Progress lines go to a terminal only, as core::ProgressBar's do: on a pipe or in a log,
+  // stderr keeps the one error line of a failed run.
+  if (!a.quiet && ::isatty(STDERR_FILENO) == 1) {
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
   ASSIGN_OR_RETURN(const elaswave::CommBenchResult r, elaswave::RunCommBench(o));

@@ -59,7 +59,9 @@ core::StatusOr<elaswave::LaunchOptions> ElasWaveLaunchOptions(const ElasWaveJobA
   job.coordinator_timeout_s = a.coordinator_timeout_s;
   ASSIGN_OR_RETURN(o.self_exe, TesseraBinaryPath());
   o.job_timeout_s = a.job_timeout_s;
-  if (!a.quiet) {
+  // Progress lines go to a terminal only, as core::ProgressBar's do: on a pipe or in a log,
+  // stderr keeps the one error line of a failed run.
+  if (!a.quiet && ::isatty(STDERR_FILENO) == 1) {
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
   return o;
@@ -76,7 +78,7 @@ core::Status PrepareRunDirectory(const ElasWaveJobArgs& a, elaswave::LaunchOptio
     if (!::mkdtemp(tmpl.data())) return core::Internal("cannot create a run directory in /tmp");
     job.run_dir = tmpl;
   }
-  std::fprintf(stderr, "run directory: %s%s\n", job.run_dir.c_str(),
+  std::fprintf(stdout, "run directory: %s%s\n", job.run_dir.c_str(),
                job.trainer.shape.processes() > static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))
                    ? fmt::format(" ({} processes on {} cores: oversubscribed)",
                                  job.trainer.shape.processes(), ::sysconf(_SC_NPROCESSORS_ONLN))

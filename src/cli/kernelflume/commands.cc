@@ -11,8 +11,10 @@ void AddKernelFlumeCommands(CLI::App& root, Action* action) {
   AddKernelFlumeGenerate(k, action);
   AddKernelFlumeAttnNode(k, action);
   AddKernelFlumeLoadModel(k, action);
-  CLI::App* bench = k->add_subcommand("bench", "KernelFlume's benchmarks (measured here)");
+  // `tessera kernelflume bench <name>`: one line per benchmark.
+  CLI::App* bench = k->add_subcommand("bench", "KernelFlume benchmarks, measured on this machine");
   bench->require_subcommand(1);
+  AddKernelFlumeBenchPipeline(bench, action);
   AddKernelFlumeBenchElastic(bench, action);
 }
 

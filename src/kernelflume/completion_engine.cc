@@ -1,0 +1,311 @@
+#include "kernelflume/completion_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/rng.h"
+#include "core/stats.h"
+#include "kernelflume/disaggregated_attention.h"
+#include "models/generate.h"
+#include "models/llama_batch_decode.h"
+#include "models/sampler.h"
+
+namespace tessera::kernelflume {
+
+using core::Status;
+using Clock = std::chrono::steady_clock;
+
+std::optional<CompletionStream::Event> CompletionStream::Next(double timeout_s) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                    [&] { return !events_.empty(); })) {
+    return std::nullopt;
+  }
+  Event e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+void CompletionStream::Push(Event e) {
+  {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+struct CompletionEngine::Running {
+  std::shared_ptr<CompletionStream> stream;
+  CompletionParams params;
+  std::unique_ptr<DisaggregatedAttention> attn;
+  std::vector<int32_t> tokens;  // prompt + generated
+  std::vector<float> logits;
+  core::Rng rng{0};
+  int64_t generated = 0;
+  Clock::time_point last_token;
+  bool done = false;
+};
+
+CompletionEngine::CompletionEngine(const models::LlamaModel& model, AttentionCluster& cluster,
+                                   EngineOptions options)
+    : model_(model), cluster_(cluster), options_(options) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+CompletionEngine::~CompletionEngine() { Stop(); }
+
+void CompletionEngine::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int64_t CompletionEngine::FreeTokens() const {
+  int64_t capacity = 0;
+  for (const WeightNode::NodeLoad& n : cluster_.weight_node().PoolLoad()) {
+    capacity += n.capacity_tokens;
+  }
+  return capacity - reserved_tokens_;
+}
+
+core::StatusOr<std::shared_ptr<CompletionStream>> CompletionEngine::Submit(CompletionParams p) {
+  const models::LlamaConfig& c = model_.config();
+  if (p.prompt.empty()) return core::InvalidArgument("prompt: empty (give at least one token)");
+  for (size_t i = 0; i < p.prompt.size(); ++i) {
+    if (p.prompt[i] < 0 || p.prompt[i] >= c.vocab) {
+      return core::InvalidArgument(
+          fmt::format("prompt: token {} at position {} is outside the vocabulary [0, {})",
+                      p.prompt[i], i, c.vocab));
+    }
+  }
+  if (p.max_tokens < 1) {
+    return core::InvalidArgument(fmt::format("max_tokens: got {}, must be >= 1", p.max_tokens));
+  }
+  const int64_t need = static_cast<int64_t>(p.prompt.size()) + p.max_tokens;
+  if (need > c.max_context) {
+    return core::InvalidArgument(fmt::format(
+        "prompt: {} tokens + max_tokens {} = {} exceed the model's context of {} tokens",
+        p.prompt.size(), p.max_tokens, need, c.max_context));
+  }
+  if (!(p.temperature >= 0) || !std::isfinite(p.temperature)) {
+    return core::InvalidArgument(
+        fmt::format("temperature: got {}, must be a number >= 0", p.temperature));
+  }
+  const std::vector<WeightNode::NodeLoad> pool = cluster_.weight_node().PoolLoad();
+  if (pool.empty()) {
+    return core::Unavailable("no active attention node (every node is lost or retired)");
+  }
+  int64_t most_per_node = 0;
+  for (const WeightNode::NodeLoad& n : pool) {
+    most_per_node = std::max(most_per_node, n.capacity_tokens);
+  }
+  std::lock_guard lock(mu_);
+  if (stop_) return core::Unavailable("the server is stopping");
+  if (need > most_per_node * options_.max_nodes) {
+    return core::Infeasible(fmt::format(
+        "KV capacity: the request needs {} tokens; the pool holds at most {} at its maximum of "
+        "{} attention nodes",
+        need, most_per_node * options_.max_nodes, options_.max_nodes));
+  }
+  if (static_cast<int>(queue_.size()) >= options_.max_queued) {
+    return core::Infeasible(fmt::format("queue full: {} requests wait (max_queued {})",
+                                        queue_.size(), options_.max_queued));
+  }
+  auto stream = std::make_shared<CompletionStream>(next_id_++);
+  queue_.emplace_back(stream, std::move(p));
+  cv_.notify_all();
+  return stream;
+}
+
+EngineMetrics CompletionEngine::Metrics() const {
+  EngineMetrics m;
+  {
+    std::lock_guard lock(mu_);
+    m.tpot_ms_p50 = core::Percentile(tpot_ms_, 50);
+    m.tpot_ms_p99 = core::Percentile(tpot_ms_, 99);
+    m.queued = static_cast<int64_t>(queue_.size());
+    m.active = active_;
+    m.completed = completed_;
+    m.cancelled = cancelled_;
+    m.failed = failed_;
+    m.tokens = tokens_;
+  }
+  WeightNode& wn = cluster_.weight_node();
+  m.routing_version = wn.routes()->version();
+  int64_t live = 0, capacity = 0;
+  for (const WeightNode::NodeLoad& n : wn.PoolLoad()) {
+    live += n.live_tokens;
+    capacity += n.capacity_tokens;
+    ++m.nodes;
+  }
+  m.kv_use = capacity > 0 ? static_cast<double>(live) / static_cast<double>(capacity) : 0;
+  return m;
+}
+
+void CompletionEngine::Finish(Running& r, CompletionStream::Event e) {
+  r.done = true;
+  r.attn.reset();  // frees the request's ranges on every node
+  std::lock_guard lock(mu_);
+  reserved_tokens_ -= static_cast<int64_t>(r.params.prompt.size()) + r.params.max_tokens;
+  if (e.kind == CompletionStream::Event::Kind::kError) {
+    ++failed_;
+  } else if (r.stream->cancelled()) {
+    ++cancelled_;
+  } else {
+    ++completed_;
+  }
+  r.stream->Push(std::move(e));
+}
+
+namespace {
+
+int32_t SampleToken(const std::vector<float>& logits, double temperature, core::Rng& rng) {
+  return temperature > 0 ? models::SampleTemperature(logits, temperature, rng)
+                         : models::Greedy(logits);
+}
+
+}  // namespace
+
+void CompletionEngine::Admit() {
+  while (static_cast<int>(running_.size()) < options_.max_active) {
+    std::unique_ptr<Running> r;
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) return;
+      const int64_t need = static_cast<int64_t>(queue_.front().second.prompt.size()) +
+                           queue_.front().second.max_tokens;
+      if (need > FreeTokens()) return;  // waits for running requests to end (or a new node)
+      r = std::make_unique<Running>();
+      r->stream = std::move(queue_.front().first);
+      r->params = std::move(queue_.front().second);
+      queue_.pop_front();
+      reserved_tokens_ += need;
+    }
+    if (r->stream->cancelled()) {
+      Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "cancelled", Status::Ok()});
+      continue;
+    }
+    r->tokens = r->params.prompt;
+    r->logits.resize(model_.config().vocab);
+    r->rng = core::Rng(r->params.seed);
+    auto attn = cluster_.weight_node().OpenRequest(r->stream->id());
+    Status st = attn.status();
+    if (st.ok()) {
+      r->attn = std::move(*attn);
+      const int64_t n = static_cast<int64_t>(r->tokens.size());
+      for (int64_t pos = 0; pos < n && st.ok();) {
+        const int64_t len = std::min<int64_t>(models::kPrefillChunkTokens, n - pos);
+        st = ForwardWithRecovery(model_, *r->attn, r->tokens, pos, len, r->logits.data(), true);
+        pos += len;
+      }
+    }
+    if (!st.ok()) {
+      Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", st});
+      continue;
+    }
+    r->last_token = Clock::now();
+    running_.push_back(std::move(r));
+  }
+}
+
+void CompletionEngine::DecodeStep() {
+  const int32_t eos = static_cast<int32_t>(model_.config().eos_id);
+  // Sample each running request's next token from its last logits and send it.
+  for (auto& r : running_) {
+    if (r->stream->cancelled()) {
+      Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "cancelled", Status::Ok()});
+      continue;
+    }
+    const int32_t tok = SampleToken(r->logits, r->params.temperature, r->rng);
+    const Clock::time_point now = Clock::now();
+    {
+      std::lock_guard lock(mu_);
+      ++tokens_;
+      if (r->generated > 0) {
+        const double ms = std::chrono::duration<double, std::milli>(now - r->last_token).count();
+        if (tpot_ms_.size() < 4096) {
+          tpot_ms_.push_back(ms);
+        } else {
+          tpot_ms_[tpot_next_++ % 4096] = ms;
+        }
+      }
+    }
+    r->last_token = now;
+    ++r->generated;
+    r->stream->Push({CompletionStream::Event::Kind::kToken, tok, "", Status::Ok()});
+    r->tokens.push_back(tok);
+    if (r->params.stop_at_eos && tok == eos) {
+      Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "stop", Status::Ok()});
+    } else if (r->generated >= r->params.max_tokens) {
+      Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "length", Status::Ok()});
+    }
+  }
+  std::erase_if(running_, [](const std::unique_ptr<Running>& r) { return r->done; });
+  {
+    std::lock_guard lock(mu_);
+    active_ = static_cast<int64_t>(running_.size());
+  }
+  if (running_.empty()) return;
+  // One batched forward of every running request's newest token; on a lost node, each request
+  // recovers (re-prefills what it lost, or only forgets the failed step) and the step retries.
+  models::LlamaBatchDecode batch(model_);
+  for (int attempt = 0;; ++attempt) {
+    std::vector<int32_t> toks;
+    std::vector<int64_t> pos;
+    std::vector<models::CoreAttention*> attns;
+    for (auto& r : running_) {
+      toks.push_back(r->tokens.back());
+      pos.push_back(static_cast<int64_t>(r->tokens.size()) - 1);
+      attns.push_back(r->attn.get());
+    }
+    std::vector<float> logits(running_.size() * model_.config().vocab);
+    Status st = batch.Step(toks, pos, attns, logits.data());
+    if (st.ok()) {
+      const size_t v = static_cast<size_t>(model_.config().vocab);
+      for (size_t i = 0; i < running_.size(); ++i) {
+        std::copy(logits.begin() + i * v, logits.begin() + (i + 1) * v,
+                  running_[i]->logits.begin());
+      }
+      return;
+    }
+    const bool recoverable = st.code() == core::StatusCode::kUnavailable && attempt < 8;
+    for (auto& r : running_) {
+      Status rec =
+          recoverable ? r->attn->Recover(
+                            model_, std::span<const int32_t>(r->tokens).first(r->tokens.size() - 1))
+                      : st;
+      if (!rec.ok()) Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", rec});
+    }
+    std::erase_if(running_, [](const std::unique_ptr<Running>& r) { return r->done; });
+    if (running_.empty()) return;
+  }
+}
+
+void CompletionEngine::Run() {
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(50),
+                   [&] { return stop_ || !queue_.empty() || !running_.empty(); });
+      if (stop_) break;
+    }
+    Admit();
+    DecodeStep();
+  }
+  const Status gone = core::Unavailable("the server stopped");
+  for (auto& r : running_) Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", gone});
+  running_.clear();
+  std::lock_guard lock(mu_);
+  for (auto& [stream, params] : queue_) {
+    stream->Push({CompletionStream::Event::Kind::kError, 0, "", gone});
+  }
+  queue_.clear();
+}
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,130 @@
+// CompletionEngine: KernelFlume's serving loop -- requests admitted from a queue, prefilled, then
+// decoded together one token per step (continuous batching: a request joins the running batch
+// after its prefill and leaves it when done), each token delivered to the request's
+// CompletionStream as soon as it is sampled. The core attention of every request runs on the
+// cluster's attention nodes (DisaggregatedAttention); a lost node is recovered from (its ranges
+// re-prefilled, the step retried) without failing the requests.
+//
+// Admission (Submit, answered at once):
+//   InvalidArgument  empty prompt, a token outside the vocabulary, max_tokens < 1, prompt +
+//                    max_tokens over the model's context, temperature < 0 (naming the field);
+//   Unavailable      no active attention node (every node lost or retired);
+//   Infeasible       the queue holds max_queued requests, or the request's KV (prompt +
+//                    max_tokens) exceeds what the pool can ever hold at max_nodes nodes;
+// then the request waits in the queue until its KV fits beside the running requests'
+// reservations (each reserves prompt + max_tokens tokens; so a running request never finds the
+// pool full), and until the batch has room (max_active).
+// Scheduling, on one thread: admit (prefill each admitted request in chunks of at most 512
+// tokens), then one decode step for every running request: the step runs as ONE batched
+// forward (models::LlamaBatchDecode: each weight GEMM over all rows; attention per request),
+// then each request's token is sampled (greedy, or at its temperature with its seed) and sent.
+// A request ends at max_tokens, at the end-of-text token (stop_at_eos), when cancelled (its
+// consumer left: CompletionStream::Cancel), or on an error it cannot recover from; its ranges
+// are freed on every node when it ends.
+// Metrics: TPOT (gap between consecutive tokens of one request) p50/p99 over the last 4096
+// tokens, routing version, active nodes, KV use, requests by state.
+// Thread-safety: Submit, Metrics and the streams from any thread; Stop/destructor from one.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "kernelflume/attention_cluster.h"
+#include "models/llama.h"
+
+namespace tessera::kernelflume {
+
+struct CompletionParams {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 16;
+  double temperature = 0;
+  uint64_t seed = 0;
+  bool stop_at_eos = true;
+};
+
+// The consumer's side of one request.
+class CompletionStream {
+ public:
+  struct Event {
+    enum class Kind { kToken, kDone, kError };
+    Kind kind = Kind::kToken;
+    int32_t token = 0;
+    std::string finish_reason;  // kDone: "length" | "stop"
+    core::Status error;         // kError
+  };
+  explicit CompletionStream(uint64_t id) : id_(id) {}
+  // The next event, waiting up to timeout_s; nullopt on timeout.
+  std::optional<Event> Next(double timeout_s);
+  // The consumer left: the engine drops the request at its next step and frees its ranges.
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  uint64_t id() const { return id_; }
+
+ private:
+  friend class CompletionEngine;
+  void Push(Event e);
+  uint64_t id_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+};
+
+struct EngineOptions {
+  int max_active = 16;
+  int max_queued = 64;
+  int max_nodes = 8;  // the pool's most nodes (for the "can never fit" refusal)
+};
+
+struct EngineMetrics {
+  double tpot_ms_p50 = 0, tpot_ms_p99 = 0;
+  uint64_t routing_version = 0;
+  int nodes = 0;
+  double kv_use = 0;  // live tokens / capacity over active nodes
+  int64_t active = 0, queued = 0, completed = 0, cancelled = 0, failed = 0, tokens = 0;
+};
+
+class CompletionEngine {
+ public:
+  CompletionEngine(const models::LlamaModel& model, AttentionCluster& cluster,
+                   EngineOptions options);
+  ~CompletionEngine();
+  core::StatusOr<std::shared_ptr<CompletionStream>> Submit(CompletionParams params);
+  EngineMetrics Metrics() const;
+  // Stops the loop; requests still queued or running end with Unavailable.
+  void Stop();
+
+ private:
+  struct Running;
+  void Run();
+  void Admit();
+  void DecodeStep();
+  void Finish(Running& r, CompletionStream::Event e);
+  int64_t FreeTokens() const;  // pool capacity minus the running requests' reservations
+
+  const models::LlamaModel& model_;
+  AttentionCluster& cluster_;
+  EngineOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::shared_ptr<CompletionStream>, CompletionParams>> queue_;
+  std::vector<std::unique_ptr<Running>> running_;  // scheduler thread only
+  int64_t reserved_tokens_ = 0;                    // guarded by mu_
+  uint64_t next_id_ = 1;
+  bool stop_ = false;
+  std::vector<double> tpot_ms_;  // ring of 4096
+  size_t tpot_next_ = 0;
+  int64_t completed_ = 0, cancelled_ = 0, failed_ = 0, tokens_ = 0, active_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace tessera::kernelflume
