@@ -1,0 +1,266 @@
+// The serving loop: concurrent requests batched into one forward per step give exactly the
+// monolithic model's greedy tokens (also while a node dies under them); a cancelled request
+// frees its ranges on every node; every refusal names its field.
+#include "kernelflume/completion_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/rng.h"
+#include "kernelflume/generate_service.h"
+#include "models/kv_cache.h"
+#include "models/llama_test_util.h"
+#include "models/sampler.h"
+
+namespace tessera::kernelflume {
+namespace {
+
+models::LlamaConfig EngineConfig() {
+  models::LlamaConfig c = models::testing::SmallLlamaConfig(2, "test-engine");
+  c.max_context = 256;
+  return c;
+}
+
+std::unique_ptr<AttentionCluster> StartEngineCluster(const models::LlamaModel& model, int nodes,
+                                                     int64_t capacity = 4096) {
+  AttentionClusterOptions o;
+  o.num_nodes = nodes;
+  o.page_tokens = 8;
+  o.capacity_tokens = capacity;
+  o.weight_node.router.reroute_every = 8;
+  auto c = AttentionCluster::Start(AttentionShapeOf(model.config()), model.Fingerprint(), o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// Greedy tokens of the monolithic model.
+std::vector<int32_t> Monolithic(const models::LlamaModel& model, const std::vector<int32_t>& prompt,
+                                int64_t n) {
+  models::LocalKvCache cache(model.config(), static_cast<int64_t>(prompt.size()) + n);
+  std::vector<float> logits(model.config().vocab);
+  EXPECT_TRUE(model.Forward(prompt, 0, cache, logits.data(), true).ok());
+  std::vector<int32_t> out;
+  int64_t pos = static_cast<int64_t>(prompt.size());
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(models::Greedy(logits));
+    if (i + 1 == n) break;
+    EXPECT_TRUE(model.Forward(std::span(&out.back(), 1), pos++, cache, logits.data(), true).ok());
+  }
+  return out;
+}
+
+// All of a stream's tokens until it ends (or 60 s pass: a hang fails, not blocks, the test).
+struct Drained {
+  std::vector<int32_t> tokens;
+  std::string finish;
+  core::Status error;
+};
+Drained Drain(CompletionStream& s) {
+  Drained d;
+  for (int i = 0; i < 600; ++i) {
+    auto e = s.Next(0.1);
+    if (!e) continue;
+    if (e->kind == CompletionStream::Event::Kind::kToken) {
+      d.tokens.push_back(e->token);
+      i = 0;
+    } else if (e->kind == CompletionStream::Event::Kind::kDone) {
+      d.finish = e->finish_reason;
+      return d;
+    } else {
+      d.error = e->error;
+      return d;
+    }
+  }
+  d.error = core::DeadlineExceeded("no event for 60 s");
+  return d;
+}
+
+std::vector<std::vector<int32_t>> EnginePrompts(uint64_t seed, int n) {
+  core::Rng rng(seed);
+  std::vector<std::vector<int32_t>> out(n);
+  for (auto& p : out) {
+    p.resize(5 + rng.Below(40));
+    for (int32_t& t : p) t = static_cast<int32_t>(rng.Below(256));
+  }
+  return out;
+}
+
+TEST(CompletionEngineTest, ConcurrentRequestsGiveTheMonolithicGreedyTokens) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 31, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 2);
+  ASSERT_NE(cluster, nullptr);
+  CompletionEngine engine(*model, *cluster, EngineOptions{});
+  const auto prompts = EnginePrompts(4, 6);
+  std::vector<std::shared_ptr<CompletionStream>> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    CompletionParams p;
+    p.prompt = prompts[i];
+    p.max_tokens = 10 + static_cast<int64_t>(i) * 3;
+    p.stop_at_eos = false;
+    auto s = engine.Submit(p);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    streams.push_back(*s);
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Drained d = Drain(*streams[i]);
+    ASSERT_TRUE(d.error.ok()) << d.error.ToString();
+    EXPECT_EQ(d.finish, "length");
+    EXPECT_EQ(d.tokens, Monolithic(*model, prompts[i], 10 + static_cast<int64_t>(i) * 3))
+        << "request " << i;
+  }
+  const EngineMetrics m = engine.Metrics();
+  EXPECT_EQ(m.completed, 6);
+  EXPECT_EQ(m.failed, 0);
+  EXPECT_EQ(m.nodes, 2);
+  EXPECT_GT(m.tpot_ms_p50, 0);  // samples were taken (a count, not a speed)
+}
+
+TEST(CompletionEngineTest, ANodeDyingUnderTheBatchLosesNoRequest) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 32, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 3);
+  ASSERT_NE(cluster, nullptr);
+  CompletionEngine engine(*model, *cluster, EngineOptions{});
+  const auto prompts = EnginePrompts(5, 4);
+  std::vector<std::shared_ptr<CompletionStream>> streams;
+  for (const auto& prompt : prompts) {
+    CompletionParams p;
+    p.prompt = prompt;
+    p.max_tokens = 150;
+    p.stop_at_eos = false;
+    streams.push_back(*engine.Submit(p));
+  }
+  // Kill node 1 once the first request has produced a few tokens.
+  std::vector<int32_t> first;
+  for (int i = 0; i < 600 && first.size() < 5; ++i) {
+    auto e = streams[0]->Next(0.1);
+    if (e && e->kind == CompletionStream::Event::Kind::kToken) first.push_back(e->token);
+  }
+  cluster->KillNode(1);
+  Drained rest = Drain(*streams[0]);
+  ASSERT_TRUE(rest.error.ok()) << rest.error.ToString();
+  first.insert(first.end(), rest.tokens.begin(), rest.tokens.end());
+  EXPECT_EQ(first, Monolithic(*model, prompts[0], 150));
+  for (size_t i = 1; i < prompts.size(); ++i) {
+    const Drained d = Drain(*streams[i]);
+    ASSERT_TRUE(d.error.ok()) << d.error.ToString();
+    EXPECT_EQ(d.tokens, Monolithic(*model, prompts[i], 150)) << "request " << i;
+  }
+  // The kill hit the live batch: node 1 held ranges (tails move every 8 tokens), so some
+  // were re-prefilled.
+  int refills = 0;
+  for (const ElasticEvent& e : cluster->weight_node().events()) refills += e.kind == "refill";
+  EXPECT_GE(refills, 1);
+  EXPECT_EQ(engine.Metrics().failed, 0);
+}
+
+TEST(CompletionEngineTest, ACancelledRequestFreesItsRangesOnEveryNode) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 33, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 2);
+  ASSERT_NE(cluster, nullptr);
+  CompletionEngine engine(*model, *cluster, EngineOptions{});
+  CompletionParams p;
+  p.prompt = EnginePrompts(6, 1)[0];
+  p.max_tokens = 200;
+  p.stop_at_eos = false;
+  auto s = engine.Submit(p);
+  ASSERT_TRUE(s.ok());
+  for (int got = 0, i = 0; got < 3 && i < 600; ++i) {
+    auto e = (*s)->Next(0.1);
+    got += e && e->kind == CompletionStream::Event::Kind::kToken;
+  }
+  (*s)->Cancel();
+  const Drained d = Drain(**s);
+  EXPECT_EQ(d.finish, "cancelled");
+  EXPECT_EQ(engine.Metrics().cancelled, 1);
+  EXPECT_EQ(cluster->weight_node().routes()->num_requests(), 0u);
+  auto held = [&] {
+    int64_t n = 0;
+    for (const AttentionNodeStats& st : cluster->node_stats()) n += st.ranges;
+    return n;
+  };
+  for (int i = 0; i < 3000 && held() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(held(), 0);
+}
+
+TEST(CompletionEngineTest, RefusalsNameTheFieldOrTheReason) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 34, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 1, 512);
+  ASSERT_NE(cluster, nullptr);
+  EngineOptions eo;
+  eo.max_queued = 1;
+  eo.max_active = 1;
+  eo.max_nodes = 1;
+  CompletionEngine engine(*model, *cluster, eo);
+  auto refused = [&](CompletionParams p) { return engine.Submit(std::move(p)).status(); };
+  CompletionParams ok;
+  ok.prompt = {1, 2, 3};
+  CompletionParams bad = ok;
+  bad.prompt.clear();
+  EXPECT_NE(refused(bad).message().find("prompt: empty"), std::string::npos);
+  bad = ok;
+  bad.prompt = {1, 300};
+  EXPECT_NE(refused(bad).message().find("token 300 at position 1"), std::string::npos);
+  bad = ok;
+  bad.max_tokens = 0;
+  EXPECT_NE(refused(bad).message().find("max_tokens: got 0"), std::string::npos);
+  bad = ok;
+  bad.max_tokens = 254;
+  EXPECT_NE(refused(bad).message().find("exceed the model's context of 256"), std::string::npos);
+  bad = ok;
+  bad.temperature = -1;
+  EXPECT_NE(refused(bad).message().find("temperature: got -1"), std::string::npos);
+  // Every node gone: unavailable.
+  cluster->KillNode(0);
+  for (int i = 0; i < 500 && !cluster->weight_node().active_nodes().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  core::Status st = refused(ok);
+  EXPECT_EQ(st.code(), core::StatusCode::kUnavailable) << st.ToString();
+}
+
+TEST(CompletionEngineTest, AFullQueueAndAPoolTooSmallAreRefusedAsOverloaded) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 35, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 1, 64);
+  ASSERT_NE(cluster, nullptr);
+  EngineOptions eo;
+  eo.max_queued = 1;
+  eo.max_active = 1;
+  eo.max_nodes = 1;
+  CompletionEngine engine(*model, *cluster, eo);
+  CompletionParams huge;
+  huge.prompt.assign(40, 7);
+  huge.max_tokens = 40;  // 80 tokens > 64 x 1 node
+  core::Status st = engine.Submit(huge).status();
+  EXPECT_EQ(st.code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(st.message().find("maximum of 1 attention nodes"), std::string::npos) << st.message();
+  // One running (max_active 1), one queued, the next refused: the queue holds max_queued 1.
+  CompletionParams one;
+  one.prompt.assign(10, 3);
+  one.max_tokens = 20;
+  one.stop_at_eos = false;
+  auto a = engine.Submit(one);
+  ASSERT_TRUE(a.ok());
+  auto e = (*a)->Next(60);  // a is running once its first token is out
+  ASSERT_TRUE(e.has_value());
+  auto b = engine.Submit(one);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  auto c = engine.Submit(one);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), core::StatusCode::kInfeasible);
+  EXPECT_NE(c.status().message().find("queue full"), std::string::npos) << c.status().message();
+  EXPECT_TRUE(Drain(**a).error.ok());
+  EXPECT_TRUE(Drain(**b).error.ok());
+  EXPECT_EQ(engine.Metrics().failed, 0);
+}
+
+}  // namespace
+}  // namespace tessera::kernelflume
