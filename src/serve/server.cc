@@ -69,8 +69,11 @@ void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
   RequestStop();
-  if (runner_ != nullptr) runner_->Drain();  // refuses new jobs, answers the queued ones
-  if (http_ != nullptr) http_->Stop();       // handlers have their replies; the pool writes them
+  if (http_ != nullptr) http_->StopAccepting();  // no new connections
+  if (runner_ != nullptr) runner_->Drain();      // refuses new jobs, answers the queued ones
+  // Handlers have their replies (the I/O thread writes them, within the drain deadline), then
+  // every connection closes.
+  if (http_ != nullptr) http_->Stop();
 }
 
 core::Json Server::Metrics() const {
@@ -78,6 +81,7 @@ core::Json Server::Metrics() const {
   j["queue_length"] = queue_length();
   j["in_flight"] = runner_ != nullptr ? runner_->in_flight() : 0;
   j["queue_capacity"] = options_.runner.queue_capacity;
+  if (http_ != nullptr) j["http"] = http_->Counters();
   return j;
 }
 
