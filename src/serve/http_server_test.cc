@@ -391,22 +391,3 @@ TEST(HttpFramingTest, ChecksOnTheHead) {
 
 }  // namespace
 }  // namespace tessera::serve
-namespace tessera::serve {
-namespace {
-TEST(Probe, DISABLED_BadLines) {
-  auto s = StartEchoServer();
-  for (std::string req : {std::string("garbage\r\n\r\n"), std::string("GET\r\n\r\n"), std::string("GET /healthz\r\n\r\n"), std::string("\r\n\r\n"),
-                  std::string("GET /healthz HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
-                  std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n",
-                  std::string("GET /healthz HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n"),
-                  std::string("GET /healthz HTTP/1.1\r\nX-Big: ") + std::string(60000, 'a') + "\r\n\r\n",
-                  std::string("GET /") + std::string(60000, 'a') + " HTTP/1.1\r\n\r\n"}) {
-    const int fd = ConnectTo((*s)->port());
-    SendAll(fd, req);
-    std::string got = ReadUntilClose(fd);
-    close(fd);
-    printf("=== %s\n--> %s\n", req.substr(0, 40).c_str(), got.substr(0, 300).c_str());
-  }
-}
-}
-}  // namespace
