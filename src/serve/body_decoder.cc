@@ -13,7 +13,8 @@ class IdentityDecoder final : public BodyDecoder {
  public:
   explicit IdentityDecoder(int64_t max_bytes) : max_bytes_(max_bytes) {}
   DecodeResult Feed(std::string_view piece, std::string& out) override {
-    if (static_cast<int64_t>(out.size() + piece.size()) > max_bytes_) return DecodeResult::kTooLarge;
+    if (static_cast<int64_t>(out.size() + piece.size()) > max_bytes_)
+      return DecodeResult::kTooLarge;
     out.append(piece);
     return DecodeResult::kOk;
   }
@@ -107,7 +108,8 @@ std::string LowerAscii(std::string_view s) {
 core::StatusOr<std::unique_ptr<BodyDecoder>> BodyDecoder::For(std::string_view coding,
                                                               int64_t max_bytes) {
   const std::string c = LowerAscii(coding);
-  if (c.empty() || c == "identity") return std::unique_ptr<BodyDecoder>(new IdentityDecoder(max_bytes));
+  if (c.empty() || c == "identity")
+    return std::unique_ptr<BodyDecoder>(new IdentityDecoder(max_bytes));
   if (c == "gzip" || c == "x-gzip" || c == "deflate") {
     return std::unique_ptr<BodyDecoder>(new ZlibDecoder(max_bytes));
   }

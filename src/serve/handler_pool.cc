@@ -68,9 +68,8 @@ int HandlerPool::Stop(double deadline_s) {
   {
     std::unique_lock<std::mutex> lock(state_->mu);
     if (state_->stopped) return 0;
-    state_->idle_cv.wait_for(lock, std::chrono::duration<double>(deadline_s), [&] {
-      return state_->running == 0 && state_->tasks.empty();
-    });
+    state_->idle_cv.wait_for(lock, std::chrono::duration<double>(deadline_s),
+                             [&] { return state_->running == 0 && state_->tasks.empty(); });
     state_->stopped = true;
     state_->stopping = true;
     state_->tasks.clear();  // not started: dropped

@@ -84,8 +84,8 @@ std::optional<HeadRefusal> CheckRequestHead(const RequestHead& head, const HttpO
   }
   if (header_bytes > options.max_header_bytes) {
     return Refuse(431,
-                  fmt::format("request head: {} bytes, at most max_header_bytes = {}",
-                              header_bytes, options.max_header_bytes),
+                  fmt::format("request head: {} bytes, at most max_header_bytes = {}", header_bytes,
+                              options.max_header_bytes),
                   true, "max_header_bytes");
   }
   if (!codings.empty() && !lengths.empty()) {
@@ -97,14 +97,14 @@ std::optional<HeadRefusal> CheckRequestHead(const RequestHead& head, const HttpO
   for (const std::string& c : codings) {
     if (c != "chunked") {
       return Refuse(400,
-                    "Transfer-Encoding: got " + QuoteValue(c) + ", the only coding allowed is "
-                    "chunked",
+                    "Transfer-Encoding: got " + QuoteValue(c) +
+                        ", the only coding allowed is "
+                        "chunked",
                     true, "framing");
     }
   }
   if (codings.size() > 1) {
-    return Refuse(400, "framing: Transfer-Encoding: chunked sent more than once", true,
-                  "framing");
+    return Refuse(400, "framing: Transfer-Encoding: chunked sent more than once", true, "framing");
   }
   for (const std::string& l : lengths) {
     if (!AllDigits(l)) {

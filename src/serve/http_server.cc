@@ -27,7 +27,7 @@ struct HttpServer::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread io_thread;
   std::promise<void> io_done;  // set when the I/O thread returns
-  std::mutex stop_mu;  // serialises StopAccepting and Stop
+  std::mutex stop_mu;          // serialises StopAccepting and Stop
   bool accepting_stopped = false;
   bool stopped = false;
 
@@ -105,8 +105,8 @@ core::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpOptions& 
     s->port_ = a.local_endpoint(ec).port();
     return s;
   }
-  return core::Unavailable(fmt::format("cannot listen on {}:{}: {}", options.host, options.port,
-                                       ec.message()));
+  return core::Unavailable(
+      fmt::format("cannot listen on {}:{}: {}", options.host, options.port, ec.message()));
 }
 
 void HttpServer::Post(const std::string& path, PostHandler handler) {
@@ -119,8 +119,7 @@ void HttpServer::Get(const std::string& path, GetHandler handler) {
 
 void HttpServer::PostStream(const std::string& path, StreamHandler handler,
                             const std::string& content_type) {
-  impl_->state->routes[{"POST", path}] =
-      Route{nullptr, nullptr, std::move(handler), content_type};
+  impl_->state->routes[{"POST", path}] = Route{nullptr, nullptr, std::move(handler), content_type};
 }
 
 void HttpServer::Listen() {

@@ -1,37 +1,38 @@
-// HttpServer: the HTTP shell of a server, on libmicrohttpd (one epoll I/O thread; a
-// connection that is idle, slow or flooding costs its buffer, a few KiB up to
-// 2 x max_header_bytes, and no thread): the listener, the limits every request is held to
-// (http_options.h), the error replies, and the handler pool that runs the routes.
+// HttpServer: the HTTP shell of a server, on Boost.Beast over Asio (libboost-dev): one I/O
+// thread reads and writes every connection; a connection that is idle, slow or flooding costs
+// its socket, a session and a read buffer of at most max_header_bytes + 16 KiB, and no thread.
+// The routes' handlers run on the handler pool (handler_pool.h, http_threads threads), never
+// on the I/O thread. (Why Beast and not libmicrohttpd: docs/architecture.md, serving.)
 //
 // Listener: binds host:port (port 0: any free port, see port()) with a backlog of SOMAXCONN.
-// Requests: the I/O thread reads the head, checks it (http_framing.h: framing per RFC 9112,
-// request line 414, header count and bytes 431, Content-Encoding / Content-Type 415), reads
-// and decodes the body (body_decoder.h: at most max_body_bytes decoded bytes, 413 and close
-// past it), then suspends the connection and hands the request to the handler pool
-// (handler_pool.h, http_threads threads); the reply is written by the I/O thread when the
-// handler returns. Pipelined requests are answered in order; a client that half-closes after
-// its request still gets the reply; Range is ignored (replies are always whole).
-// Deadlines (a watchdog thread): a head not complete header_deadline_s after the connection
-// opened or its previous reply, or a body not complete body_deadline_s after its head, gets
-// 408 and the connection closes. Past max_connections open connections, a new one is
-// answered 503 with Retry-After: 1 at once and closed.
-// Error replies, {"error": {"message": one line naming the limit or field, "code": status}}:
-//   400 framing (Transfer-Encoding with Content-Length, differing Content-Length values, a
-//   Transfer-Encoding other than chunked), a body cut short or badly compressed; 404 an
-//   unknown route (method + path); 408, 413, 414, 415, 431, 503 as above. A handler that
-//   throws gets 500 "internal error" (no exception text in any header or body). Refusals are
-//   counted by name (Counters(), served in /v1/metrics), never logged.
-// Gaps (libmicrohttpd 0.9.75 answers these itself, not in JSON): a head larger than the
-// connection buffer (2 x max_header_bytes + 8 KiB) gets its own 431 or 414; a malformed
-// request line or a header line without a colon its own 400; both close the connection.
-// Streaming (PostStream): the handler writes through a StreamWriter (stream_writer.h).
+// Requests (http_session.h): the head is read within header_deadline_s of the connection
+// opening or of the previous reply and checked (Beast's parser and http_framing.h: framing
+// per RFC 9112, request line 414, header count and bytes 431, Content-Encoding and
+// Content-Type 415); the body within body_deadline_s, at most max_body_bytes, decoded
+// (body_decoder.h: the limit holds for the decoded bytes); then the handler runs on the pool
+// and the I/O thread writes its reply. Pipelined requests are answered in order; a client
+// that half-closes after its request still gets the reply; Range is ignored (replies are
+// always whole); Expect: 100-continue is answered. Past max_connections open connections a
+// new one is answered 503 with Retry-After: 1 at once and closed.
+// Error replies, {"error": {"message": one line naming the limit or field, "code": status}},
+// each with Connection: close (the session then drains what the client still sends, briefly,
+// so that the client reads the refusal): 400 malformed request line or header, framing
+// (Transfer-Encoding with Content-Length, differing Content-Length values, a
+// Transfer-Encoding other than chunked), bad chunked framing or compression; 404 an unknown
+// route (method + path); 408, 413, 414, 415, 431, 503 as above. A handler that throws gets
+// 500 "internal error": no exception text in any header or body. Refusals are counted by
+// name (Counters(), in /v1/metrics "http"), never logged.
+// Streaming (PostStream): the handler writes a chunked reply through a StreamWriter
+// (stream_writer.h), which says when the client left.
 // Lifetime: Bind, then Post / Get / PostStream routes, then Listen (the I/O thread); Stop
-// stops accepting, lets the handlers already running finish within drain_deadline_s, answers
-// the ones still running 503, closes every connection and returns (always); idempotent.
-// Errors: Bind returns InvalidArgument for bad options, Unavailable when the address cannot
-// be bound or listened on.
-// Thread-safety: routes are added before Listen; handlers run on the pool's threads; Stop may
-// be called from any thread but a handler.
+// stops accepting, ends the streams, lets the handlers already running finish within
+// drain_deadline_s (their replies are written), then closes every connection and returns,
+// always (a handler still running is left to end on its own; its reply is dropped).
+// Idempotent; the destructor calls it.
+// Errors: Bind returns InvalidArgument for bad options or a host that is not an IPv4
+// address, Unavailable when the address cannot be bound or listened on.
+// Thread-safety: routes are added before Listen; handlers run on the pool's threads;
+// StopAccepting, Stop and Counters may be called from any thread but a handler.
 #pragma once
 
 #include <cstdint>
@@ -79,7 +80,7 @@ class HttpServer {
   int port() const { return port_; }
   std::string url() const;  // "http://HOST:PORT"
 
-  struct Impl;  // libmicrohttpd's side (http_server.cc)
+  struct Impl;  // the listener and the I/O thread (http_server.cc)
 
  private:
   explicit HttpServer(const HttpOptions& options);

@@ -5,6 +5,7 @@
 #include "serve/http_server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -87,8 +88,7 @@ std::string ErrorMessage(const HttpReply& r) {
   return j.is_object() && j.contains("error") ? j["error"]["message"].get<std::string>() : "";
 }
 
-std::string EchoPost(const std::string& body, const std::string& extra = "",
-                     bool close = true) {
+std::string EchoPost(const std::string& body, const std::string& extra = "", bool close = true) {
   return std::string("POST /v1/echo HTTP/1.1\r\nHost: x\r\n") +
          (close ? "Connection: close\r\n" : "") + extra +
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -112,7 +112,8 @@ TEST_F(HttpShellTest, PipelinedRequestsAreAnsweredInOrder) {
   ASSERT_EQ(replies.size(), 10u);
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(replies[i].status, 200);
-    EXPECT_EQ(core::Json::parse(replies[i].body)["echo"], "<" + std::to_string(i) + ">");
+    const std::string want = fmt::format("<{}>", i);
+    EXPECT_EQ(core::Json::parse(replies[i].body)["echo"], want);
   }
 }
 
@@ -174,7 +175,8 @@ TEST_F(HttpShellTest, RangeIsIgnored) {
 
 TEST_F(HttpShellTest, UnsupportedContentTypeIs415) {
   const std::vector<HttpReply> r = ExchangeAll(
-      port(), EchoPost("--b\r\n\r\nx\r\n--b--", "Content-Type: multipart/form-data; boundary=b\r\n"));
+      port(),
+      EchoPost("--b\r\n\r\nx\r\n--b--", "Content-Type: multipart/form-data; boundary=b\r\n"));
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, 415);
   EXPECT_NE(ErrorMessage(r[0]).find("multipart/form-data"), std::string::npos);
@@ -285,21 +287,21 @@ struct StreamProbe {
 std::unique_ptr<HttpServer> StreamServer(StreamProbe& probe, int events, bool pace) {
   auto http = HttpServer::Bind(HttpOptions{});
   EXPECT_TRUE(http.ok());
-  (*http)->PostStream("/v1/stream", [&probe, events, pace](const std::string& body,
-                                                           StreamWriter& w) -> Reply {
-    if (body == "refuse") return ErrorReply(400, "refused before streaming");
-    for (int i = 0; i < events; ++i) {
-      if (!w.Event({{"i", i}})) {
-        probe.ended.set_value(true);
-        return {};
-      }
-      ++probe.written;
-      if (pace) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    w.Done();
-    probe.ended.set_value(false);
-    return {};
-  });
+  (*http)->PostStream("/v1/stream",
+                      [&probe, events, pace](const std::string& body, StreamWriter& w) -> Reply {
+                        if (body == "refuse") return ErrorReply(400, "refused before streaming");
+                        for (int i = 0; i < events; ++i) {
+                          if (!w.Event({{"i", i}})) {
+                            probe.ended.set_value(true);
+                            return {};
+                          }
+                          ++probe.written;
+                          if (pace) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                        }
+                        w.Done();
+                        probe.ended.set_value(false);
+                        return {};
+                      });
   (*http)->Listen();
   return std::move(*http);
 }
@@ -308,8 +310,9 @@ TEST(HttpShellStreamTest, StreamsEveryEventThenEnds) {
   StreamProbe probe;
   auto http = StreamServer(probe, 20, false);
   const int fd = ConnectTo(http->port());
-  SendAll(fd, "POST /v1/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n"
-              "\r\ngo");
+  SendAll(fd,
+          "POST /v1/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n"
+          "\r\ngo");
   const std::string got = ReadUntilClose(fd);
   close(fd);
   EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos);

@@ -4,11 +4,13 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <chrono>
 #include <optional>
 
 #include "serve/body_decoder.h"
 #include "serve/http_framing.h"
+#include "serve/http_wire.h"
 #include "serve/reply.h"
 
 namespace tessera::serve::http_internal {
@@ -19,88 +21,6 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
-
-constexpr int64_t kLingerBytes = int64_t{1} << 20;
-constexpr double kLingerS = 2;
-
-std::string ReplyBytes(int status, const std::string& content_type, const std::string& body,
-                       bool close, const std::string& extra_headers = "") {
-  const auto reason = bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(status)));
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}{}\r\n{}",
-                     status, std::string_view(reason.data(), reason.size()), content_type,
-                     body.size(), close ? "Connection: close\r\n" : "", extra_headers, body);
-}
-
-std::string ErrorBytes(int status, const std::string& message,
-                       const std::string& extra_headers = "") {
-  return ReplyBytes(status, "application/json", DumpReply(ErrorBody(status, message)), true,
-                    extra_headers);
-}
-
-}  // namespace
-
-// Keeps reading (and dropping) what the client still sends after a refusal, at most
-// kLingerBytes or kLingerS, then closes: closing with unread bytes would reset the connection
-// and the client could lose the refusal.
-struct Linger : std::enable_shared_from_this<Linger> {
-  Linger(ShellState& st, tcp::socket s)
-      : state(st), socket(std::move(s)), timer(socket.get_executor()) {}
-  ShellState& state;
-  tcp::socket socket;
-  asio::steady_timer timer;
-  char buf[8192];
-  int64_t dropped = 0;
-
-  void Start() {
-    state.lingering.insert(shared_from_this());
-    ErrorCode ec;
-    socket.shutdown(tcp::socket::shutdown_send, ec);
-    timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(kLingerS)));
-    timer.async_wait([self = shared_from_this()](ErrorCode e) {
-      if (!e) self->Close();
-    });
-    Read();
-  }
-  void Read() {
-    socket.async_read_some(asio::buffer(buf), [self = shared_from_this()](ErrorCode e, size_t n) {
-      self->dropped += static_cast<int64_t>(n);
-      if (e || self->dropped > kLingerBytes) {
-        self->Close();
-      } else {
-        self->Read();
-      }
-    });
-  }
-  void Close() {
-    ErrorCode ec;
-    timer.cancel();
-    socket.close(ec);
-    state.lingering.erase(shared_from_this());
-  }
-};
-
-namespace {
-
-void WriteThenLinger(ShellState& st, tcp::socket socket, std::string bytes) {
-  auto linger = std::make_shared<Linger>(st, std::move(socket));
-  st.lingering.insert(linger);
-  auto data = std::make_shared<std::string>(std::move(bytes));
-  asio::async_write(linger->socket, asio::buffer(*data),
-                    [linger, data](ErrorCode ec, size_t) {
-                      if (ec) {
-                        linger->Close();
-                      } else {
-                        linger->Start();
-                      }
-                    });
-}
-
-bool IsClientGone(const ErrorCode& ec) {
-  return ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
-         ec == asio::error::eof || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == asio::error::connection_aborted;
-}
 
 }  // namespace
 
@@ -296,6 +216,12 @@ void Session::OnHead(const ErrorCode& ec) {
                                 st_->options.max_body_bytes),
                     "max_body_bytes");
     }
+    if (ec == bhttp::error::bad_content_length && ContentLengthsAreHugeNumbers(buf_)) {
+      return Refuse(413,
+                    fmt::format("body too large: Content-Length over max_body_bytes = {} bytes",
+                                st_->options.max_body_bytes),
+                    "max_body_bytes");
+    }
     if (ec == bhttp::error::bad_content_length) {
       return Refuse(400,
                     "framing: bad Content-Length: differing Content-Length values, "
@@ -312,6 +238,13 @@ void Session::OnHead(const ErrorCode& ec) {
     return Refuse(400, "malformed request: " + ec.message(), "malformed");
   }
   const auto& req = parser_->get();
+  if (req.method() == bhttp::verb::unknown) {
+    return Refuse(400,
+                  "malformed request: method " + QuoteValue(std::string(req.method_string())) +
+                      " (methods are GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, ...; case "
+                      "matters)",
+                  "malformed");
+  }
   RequestHead head;
   head.method = std::string(req.method_string());
   head.target = std::string(req.target());
@@ -319,7 +252,8 @@ void Session::OnHead(const ErrorCode& ec) {
   const std::string path = head.target.substr(0, head.target.find('?'));
   const auto it = st_->routes.find({head.method, path});
   route_ = it != st_->routes.end() ? &it->second : nullptr;
-  if (auto refusal = CheckRequestHead(head, st_->options, route_ != nullptr && route_->has_body())) {
+  if (auto refusal =
+          CheckRequestHead(head, st_->options, route_ != nullptr && route_->has_body())) {
     return Refuse(refusal->status, refusal->message, refusal->counter);
   }
   if (route_ == nullptr) {
@@ -452,7 +386,7 @@ void Session::AfterReply(bool close) {
   if (closed_) return;
   if (close) {
     // A clean end: what the client still sends is drained, so that it reads its whole reply.
-    std::make_shared<Linger>(*st_, std::move(socket_))->Start();
+    LingerAndClose(*st_, std::move(socket_));
     return Close();
   }
   ReadHead();
@@ -562,6 +496,8 @@ void Session::Close() {
 }
 
 void StartSession(const std::shared_ptr<ShellState>& state, tcp::socket socket) {
+  ErrorCode ec;
+  socket.set_option(tcp::no_delay(true), ec);  // a streamed event leaves at once
   auto s = std::make_shared<Session>(state, std::move(socket));
   state->sessions.insert(s);
   s->ReadHead();
@@ -580,8 +516,7 @@ void RefuseConnection(const std::shared_ptr<ShellState>& state, tcp::socket sock
 void CloseAllSessions(ShellState& state) {
   const std::set<std::shared_ptr<Session>> sessions = state.sessions;
   for (const auto& s : sessions) s->Close();
-  const std::set<std::shared_ptr<Linger>> lingering = state.lingering;
-  for (const auto& l : lingering) l->Close();
+  CloseAllLingering(state);
 }
 
 void CancelAllStreams(ShellState& state) {
