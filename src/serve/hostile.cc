@@ -265,8 +265,8 @@ void RunCase(Runner& r, const std::string& name, HostileCase& c) {
                                           : o.slow_seconds;
     TrickleResult tr;
     const std::string at_connect =
-        body ? fmt::format("POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Length: 100000\r\n\r\n",
-                           o.valid_path, t.host, t.port)
+        body ? fmt::format("POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Length: {}\r\n\r\n",
+                           o.valid_path, t.host, t.port, std::min<int64_t>(1000, o.max_body_bytes))
              : "";
     const std::string trickle = name == "idle" ? "" : body ? "{" : SlowHead(t, o.valid_path);
     r.UnderAttack(c, seconds, name == "slow_headers" ? 3 : 0, [&](const std::atomic<bool>& stop) {
@@ -310,8 +310,9 @@ void RunCase(Runner& r, const std::string& name, HostileCase& c) {
         const int status = StatusOfBytes(ReadAll(fd, 10));
         ::close(fd);
         if (status == 200) any_200 = true;
-        results[static_cast<size_t>(i)] = fmt::format(
-            "{} after {} KiB", status < 0 ? "closed" : std::to_string(status), sent / 1024);
+        results[static_cast<size_t>(i)] =
+            fmt::format("{} (client pushed {} KiB)", status < 0 ? "closed" : std::to_string(status),
+                        sent / 1024);
       });
     }
     for (std::thread& th : threads) th.join();
@@ -443,8 +444,10 @@ core::StatusOr<HostileReport> RunHostile(const HostileOptions& o) {
         "hostile: slow_sockets, idle_sockets and flood_connections "
         "must be >= 1");
   }
-  if (o.shutdown && o.server_pid <= 0) {
-    return core::InvalidArgument("hostile: the shutdown case needs server_pid");
+  if (o.shutdown && o.server_pid <= 1) {
+    return core::InvalidArgument(fmt::format(
+        "server-pid: got {}, the shutdown case needs the server's process id (> 1)",
+        o.server_pid));
   }
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
