@@ -446,8 +446,7 @@ core::StatusOr<HostileReport> RunHostile(const HostileOptions& o) {
   }
   if (o.shutdown && o.server_pid <= 1) {
     return core::InvalidArgument(fmt::format(
-        "server-pid: got {}, the shutdown case needs the server's process id (> 1)",
-        o.server_pid));
+        "server-pid: got {}, the shutdown case needs the server's process id (> 1)", o.server_pid));
   }
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
