@@ -273,12 +273,12 @@ void RunCase(Runner& r, const std::string& name, HostileCase& c) {
       tr = Trickle(t, n, name == "idle" ? 0.5 : o.slow_interval_s, at_connect, trickle, stop);
     });
     c.outcome =
-        fmt::format("{} sockets for {:.0f} s: the server answered {}; /healthz max {:.3f} s", n,
-                    seconds, RepliesText(tr.replies), c.healthz_max_s);
+        fmt::format("{} sockets for {:.0f} s: the server answered {}; /healthz max {:.1f} ms", n,
+                    seconds, RepliesText(tr.replies), 1e3 * c.healthz_max_s);
     c.pass = c.healthz_max_s >= 0 && c.healthz_max_s <= 0.1;
     if (name == "slow_headers") {
-      c.outcome +=
-          fmt::format("; valid request {:.3f} s (idle {:.3f} s)", c.valid_s, r.idle_valid_s);
+      c.outcome += fmt::format("; valid request median {:.1f} ms (idle {:.1f} ms)", 1e3 * c.valid_s,
+                               1e3 * r.idle_valid_s);
       c.pass = c.pass && c.valid_s >= 0 && c.valid_s <= 2 * r.idle_valid_s;
     }
     if (tr.connect_failures > 0) {
