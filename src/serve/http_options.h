@@ -3,12 +3,11 @@
 // ({"error": {"message", "code"}}) whose message names the option and its value.
 //
 //   header_deadline_s   the whole request head (request line and headers) must arrive within
-//                       this long of the connection opening or of the previous reply (an idle
-//                       keep-alive connection is closed at the same deadline): 408, close
+//                       this long of the connection opening or of the previous reply: 408,
+//                       close; a connection that sent no byte of a request by then (idle, or
+//                       kept alive between requests) is closed without a reply
 //   body_deadline_s     the whole body must arrive within this long of the head: 408, close
-//   max_header_bytes    request line + headers: 431 (414 for a request line over 8 KiB);
-//                       past twice this the connection's buffer is full and the reply is
-//                       libmicrohttpd's own 431 / 414 (not JSON; see http_server.h)
+//   max_header_bytes    request line + headers: 431 (414 for a request line over 8 KiB)
 //   max_header_count    header fields: 431
 //   max_body_bytes      decoded body bytes: 413, then the connection closes
 //   max_connections     open connections: the next one is answered 503 with Retry-After at

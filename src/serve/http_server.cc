@@ -29,6 +29,7 @@ struct HttpServer::Impl {
   std::promise<void> io_done;  // set when the I/O thread returns
   std::mutex stop_mu;          // serialises StopAccepting and Stop
   bool accepting_stopped = false;
+  std::chrono::steady_clock::time_point stop_started;  // when accepting stopped
   bool stopped = false;
 
   void Accept() {
@@ -139,6 +140,7 @@ void HttpServer::StopAccepting() {
   std::lock_guard<std::mutex> lock(m.stop_mu);
   if (m.accepting_stopped) return;
   m.accepting_stopped = true;
+  m.stop_started = std::chrono::steady_clock::now();
   m.OnIoThread([&m] {
     boost::system::error_code ec;
     m.acceptor.close(ec);
@@ -162,8 +164,12 @@ void HttpServer::Stop() {
   m.OnIoThread([&st] { http_internal::CancelAllStreams(st); });
   {
     std::unique_lock<std::mutex> state_lock(st.mu);
-    st.idle_cv.wait_for(state_lock, std::chrono::duration<double>(options_.drain_deadline_s),
-                        [&st] { return st.in_flight == 0; });
+    // The drain deadline counts from StopAccepting (Server::Stop drains its jobs in between).
+    st.idle_cv.wait_until(
+        state_lock,
+        m.stop_started + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::duration<double>(options_.drain_deadline_s)),
+        [&st] { return st.in_flight == 0; });
   }
   m.OnIoThread([&st] { http_internal::CloseAllSessions(st); });
   if (m.io_thread.joinable()) {

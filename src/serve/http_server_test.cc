@@ -369,6 +369,85 @@ TEST(HttpShellStopTest, StopEndsWithATricklingClientConnected) {
   close(fd);
 }
 
+TEST(HttpShellDeadlineTest, AnIdleConnectionIsClosedWithoutAReply) {
+  HttpOptions o;
+  o.header_deadline_s = 0.5;
+  auto http = HttpServer::Bind(o);
+  ASSERT_TRUE(http.ok());
+  (*http)->Get("/healthz", [] { return Reply{200, {{"status", "ok"}}}; });
+  (*http)->Listen();
+  const int fd = ConnectTo((*http)->port());
+  EXPECT_EQ(ReadUntilClose(fd), "");  // no 408 a keep-alive client could mistake for a reply
+  close(fd);
+  EXPECT_EQ((*http)->Counters()["refused"]["idle_timeout"], 1);
+}
+
+// A server whose jobs wait for `release` (the test's hand on the device).
+std::unique_ptr<Server> HeldServer(std::shared_future<void> release, double drain_deadline_s) {
+  ServerOptions o;
+  o.http.drain_deadline_s = drain_deadline_s;
+  auto server = Server::Bind(o);
+  EXPECT_TRUE(server.ok());
+  Server* self = server->get();
+  (*server)->http().Post(kEchoPath, [self](const std::string& body) -> Reply {
+    auto job = std::make_shared<EchoJob>();
+    job->text = body;
+    std::future<void> done = job->done.get_future();
+    if (auto refused = self->Submit(job)) return *refused;
+    done.wait();
+    return {200, {{"echo", job->text}}};
+  });
+  (*server)->Start(std::make_unique<OneJobPerDevice>(1),
+                   [release](Job& job, const Placement&, int device, int) {
+                     Job* batch[] = {&job};
+                     StartBatch(batch, device);
+                     release.wait();
+                     return core::Status::Ok();
+                   });
+  return std::move(*server);
+}
+
+TEST(ServerStopTest, QueuedRequestsAreAnsweredBeforeStopReturns) {
+  std::promise<void> release;
+  auto server = HeldServer(release.get_future().share(), 60);
+  std::vector<std::future<std::vector<HttpReply>>> replies;
+  for (int i = 0; i < 4; ++i) {
+    replies.push_back(std::async(std::launch::async, [&server, i] {
+      return ExchangeAll(server->port(), EchoPost(std::to_string(i)));
+    }));
+  }
+  for (int i = 0;
+       i < 6000 && server->queue_length() + server->Metrics()["in_flight"].get<int64_t>() < 4;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::thread stopper([&server] { server->Stop(); });
+  release.set_value();
+  stopper.join();
+  for (auto& f : replies) {
+    const std::vector<HttpReply> r = f.get();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].status, 200);
+  }
+}
+
+TEST(ServerStopTest, PastTheDrainDeadlineARunningRequestGets503AndStopReturns) {
+  std::promise<void> release;
+  auto server = HeldServer(release.get_future().share(), 0.3);
+  auto reply = std::async(std::launch::async,
+                          [&server] { return ExchangeAll(server->port(), EchoPost("stuck")); });
+  for (int i = 0; i < 6000 && server->Metrics()["in_flight"] != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  server->Stop();  // returns although the job never ends
+  const std::vector<HttpReply> r = reply.get();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, 503);
+  EXPECT_NE(ErrorMessage(r[0]).find("drain_deadline_s"), std::string::npos);
+  server.reset();
+  release.set_value();  // the abandoned worker ends
+}
+
 TEST(HttpFramingTest, ChecksOnTheHead) {
   HttpOptions o;
   RequestHead h{"POST", "/x", {{"Content-Length", "3"}, {"content-length", " 3"}}};

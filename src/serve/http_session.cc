@@ -103,6 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadHead();
   void FlushStream();
   void Close();
+  // Stop past the drain deadline: a request whose handler still runs is answered 503 now.
+  void Abandon();
   void CancelStream() {
     if (stream_ != nullptr) stream_->Cancel();
   }
@@ -138,6 +140,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const Route* route_ = nullptr;
   std::string coding_;
   bool holds_in_flight_ = false;
+  bool writing_reply_ = false;
   // Streaming.
   std::shared_ptr<StreamChannel> stream_;
   bool head_sent_ = false;
@@ -164,6 +167,12 @@ void Session::Arm(double seconds) {
 }
 
 void Session::OnDeadline() {
+  if (phase_ == Phase::kHead && buf_.size() == 0 && !parser_->got_some()) {
+    // Idle: no byte of a request arrived. Closed without a reply: a keep-alive client would
+    // read a 408 sent now as the reply to the request it sends next.
+    st_->Count("idle_timeout");
+    return Close();
+  }
   if (phase_ == Phase::kHead) {
     Refuse(408,
            fmt::format("request head not complete within header_deadline_s = {} s",
@@ -374,8 +383,10 @@ void Session::WriteReply(int status, const std::string& json) {
   }
   const bool close = !keep_alive_ || stopping;
   auto data = std::make_shared<std::string>(ReplyBytes(status, "application/json", json, close));
+  writing_reply_ = true;
   asio::async_write(socket_, asio::buffer(*data),
                     [self = shared_from_this(), data, close](ErrorCode ec, size_t) {
+                      self->writing_reply_ = false;
                       self->ReleaseInFlight();
                       if (ec) return self->Close();
                       self->AfterReply(close);
@@ -513,9 +524,23 @@ void RefuseConnection(const std::shared_ptr<ShellState>& state, tcp::socket sock
                              "Retry-After: 1\r\n"));
 }
 
+void Session::Abandon() {
+  if (!closed_ && phase_ == Phase::kBusy && stream_ == nullptr && !writing_reply_) {
+    // A small reply on an idle socket: written at once (the I/O loop is about to stop).
+    ErrorCode ec;
+    asio::write(socket_,
+                asio::buffer(
+                    ErrorBytes(503, fmt::format("server stopped: the request did not finish within "
+                                                "drain_deadline_s = {} s",
+                                                st_->options.drain_deadline_s))),
+                ec);
+  }
+  Close();
+}
+
 void CloseAllSessions(ShellState& state) {
   const std::set<std::shared_ptr<Session>> sessions = state.sessions;
-  for (const auto& s : sessions) s->Close();
+  for (const auto& s : sessions) s->Abandon();
   CloseAllLingering(state);
 }
 

@@ -2,7 +2,8 @@
 // listener, the sessions and the handlers share (ShellState), and one connection's session.
 //
 // Session: one connection, driven by the one I/O thread: read a head (Beast's parser, at most
-// max_header_bytes, within header_deadline_s), check it (http_framing.h), read the body
+// max_header_bytes, within header_deadline_s: 408, or a silent close when not one byte of it
+// came, an idle connection), check it (http_framing.h), read the body
 // (within body_deadline_s, at most max_body_bytes raw, then decoded by body_decoder.h), hand
 // the request to the handler pool and wait (no read is pending while a plain handler runs);
 // the handler's reply is posted back to the I/O thread and written; then the next request
@@ -79,7 +80,8 @@ void RefuseConnection(const std::shared_ptr<ShellState>& state,
 // Tells every streaming handler to stop (I/O thread; Stop): its Writes return false.
 void CancelAllStreams(ShellState& state);
 
-// Closes every session at once (I/O thread; Stop): streams end, handlers' replies are dropped.
+// Closes every session at once (I/O thread; Stop): streams end; a request whose handler still
+// runs is answered 503 naming drain_deadline_s (its handler's reply is dropped).
 void CloseAllSessions(ShellState& state);
 
 }  // namespace tessera::serve::http_internal

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <future>
+#include <thread>
 
 #include "core/elapsed.h"
 
@@ -14,7 +16,10 @@ core::StatusOr<std::unique_ptr<Server>> Server::Bind(const ServerOptions& option
   return s;
 }
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  if (runner_abandoned_) (void)runner_.release();  // its workers still run a job: leaked
+}
 
 void Server::Start(std::unique_ptr<Admission> admission, JobRunner::Executor executor,
                    JobRunner::WorkerSetup setup) {
@@ -70,7 +75,24 @@ void Server::Stop() {
   stopped_ = true;
   RequestStop();
   if (http_ != nullptr) http_->StopAccepting();  // no new connections
-  if (runner_ != nullptr) runner_->Drain();      // refuses new jobs, answers the queued ones
+  if (runner_ != nullptr) {
+    // Refuses new jobs and answers the queued ones, within the drain deadline: past it the
+    // runner is abandoned (its workers keep running; ~Server leaks it) so that Stop returns.
+    JobRunner* runner = runner_.get();
+    auto drained = std::make_shared<std::promise<void>>();
+    std::future<void> done = drained->get_future();
+    std::thread drainer([runner, drained] {
+      runner->Drain();
+      drained->set_value();
+    });
+    if (done.wait_for(std::chrono::duration<double>(options_.http.drain_deadline_s)) ==
+        std::future_status::ready) {
+      drainer.join();
+    } else {
+      drainer.detach();
+      runner_abandoned_ = true;
+    }
+  }
   // Handlers have their replies (the I/O thread writes them, within the drain deadline), then
   // every connection closes.
   if (http_ != nullptr) http_->Stop();
