@@ -1,8 +1,9 @@
 // Small-request throughput of HTTP servers, interleaved: for each round, each --url in turn
 // gets --connections client threads, each sending GET --path (keep-alive, one request at a
-// time) for --seconds; prints requests/s per url and round, the medians, and each url's
-// median against the first one's. Validates first: every url must answer --path 200.
-// The clients run on the same machine as the servers (the cores are shared: say so).
+// time; --close: a new connection per request) for --seconds; prints requests/s per url and round,
+// the medians, and each url's median against the first one's. Validates first: every url must
+// answer --path 200. The clients run on the same machine as the servers (the cores are shared: say
+// so).
 //   bench_http_rps --url http://127.0.0.1:8001 --url http://127.0.0.1:8002 [--rounds 5]
 #include <fmt/format.h>
 
@@ -23,7 +24,7 @@ namespace {
 using tessera::serve::RawHttpConnection;
 
 double RunClients(const std::string& host, int port, const std::string& path, int connections,
-                  double seconds, int64_t* errors) {
+                  double seconds, bool close, int64_t* errors) {
   std::atomic<int64_t> done{0}, failed{0};
   std::atomic<bool> stop{false};
   const std::string request =
@@ -45,7 +46,9 @@ double RunClients(const std::string& host, int port, const std::string& path, in
             break;
           }
           ++done;
-          if (r->headers.count("connection") && r->headers.at("connection") == "close") break;
+          if (close || (r->headers.count("connection") && r->headers.at("connection") == "close")) {
+            break;
+          }
         }
       }
     });
@@ -72,11 +75,13 @@ int main(int argc, char** argv) {
   std::string path = "/healthz";
   int rounds = 5, connections = 8;
   double seconds = 5;
+  bool close = false;
   app.add_option("--url", urls, "servers, http://HOST:PORT (repeat)")->required();
   app.add_option("--path", path, "GET path answered 200")->capture_default_str();
   app.add_option("--rounds", rounds, "interleaved rounds")->capture_default_str();
   app.add_option("--connections", connections, "client threads")->capture_default_str();
   app.add_option("--seconds", seconds, "per url and round")->capture_default_str();
+  app.add_flag("--close", close, "a new connection per request (Connection: close)");
   CLI11_PARSE(app, argc, argv);
   struct Target {
     std::string host;
@@ -104,13 +109,13 @@ int main(int argc, char** argv) {
     }
     targets.push_back(t);
   }
-  std::printf("measured on this machine: %d client threads share the cores with the servers\n",
-              connections);
+  std::printf("measured on this machine: %d client threads share the cores with the servers; %s\n",
+              connections, close ? "a new connection per request" : "keep-alive connections");
   int64_t errors = 0;
   for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < targets.size(); ++i) {
       const double rps =
-          RunClients(targets[i].host, targets[i].port, path, connections, seconds, &errors);
+          RunClients(targets[i].host, targets[i].port, path, connections, seconds, close, &errors);
       targets[i].rps.push_back(rps);
       std::printf("round %d  %s  %.0f requests/s\n", round + 1, urls[i].c_str(), rps);
       std::fflush(stdout);
