@@ -157,6 +157,36 @@ TEST_F(HttpShellTest, ChunkedBodyOverTheLimitGetsOne413AndTheConnectionCloses) {
   EXPECT_NE(ErrorMessage(r[0]).find("max_body_bytes = 1024"), std::string::npos);
 }
 
+TEST_F(HttpShellTest, ExpectContinueIsAnsweredBeforeTheBody) {
+  const int fd = ConnectTo(port());
+  SendAll(fd,
+          "POST /v1/echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nExpect: 100-continue\r\n"
+          "Content-Length: 2\r\n\r\n");
+  char buf[256];
+  const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 100 Continue", 0), 0u);
+  SendAll(fd, "hi");
+  auto r = ParseHttpReply(ReadUntilClose(fd));
+  close(fd);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpShellTest, UnknownMethodsAndContentLengthsOutOfRange) {
+  std::vector<HttpReply> r = ExchangeAll(port(), "BREW /v1/echo HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, 400);
+  r = ExchangeAll(port(),
+                  "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                  "99999999999999999999999\r\n\r\nhi");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, 413);  // a number past any limit: refused from the head
+  r = ExchangeAll(port(), "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\nhi");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, 400);
+}
+
 TEST_F(HttpShellTest, HalfClosedClientsGetTheirReply) {
   const std::vector<HttpReply> r = ExchangeAll(port(), EchoPost("hi", "", false), true);
   ASSERT_EQ(r.size(), 1u);
