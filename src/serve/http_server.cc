@@ -171,7 +171,11 @@ void HttpServer::Stop() {
                              std::chrono::duration<double>(options_.drain_deadline_s)),
         [&st] { return st.in_flight == 0; });
   }
-  m.OnIoThread([&st] { http_internal::CloseAllSessions(st); });
+  m.OnIoThread([&st] {
+    http_internal::CloseAllSessions(st);
+    std::lock_guard<std::mutex> state_lock(st.mu);
+    st.io_stopped = true;
+  });
   if (m.io_thread.joinable()) {
     // Every socket is closed: the I/O thread runs out of work and returns; should anything
     // still be pending after a while, it is stopped (Stop always returns).

@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <cctype>
 #include <chrono>
 #include <optional>
 
+#include "serve/beast_http.h"
 #include "serve/body_decoder.h"
 #include "serve/http_framing.h"
 #include "serve/http_wire.h"
@@ -363,6 +362,10 @@ void Session::Dispatch(std::string body) {
     }
     if (stream != nullptr && stream->Finish()) return;  // the I/O thread ends the stream
     std::string json = DumpReply(reply.body);
+    std::lock_guard<std::mutex> lock(st->mu);
+    // After Stop gave up on this handler, a post would never run and would keep the session
+    // (and the shell's state) alive in the stopped I/O context.
+    if (st->io_stopped) return;
     asio::post(st->io, [self, status = reply.status, json = std::move(json)] {
       self->WriteReply(status, json);
     });

@@ -61,6 +61,7 @@ struct ShellState {
   std::condition_variable idle_cv;  // in_flight reached 0
   int64_t in_flight = 0;            // requests handed to the pool, not yet answered
   bool stopping = false;
+  bool io_stopped = false;  // Stop gave up on what is still running: no more posts to io
   int open_connections = 0;
   std::map<std::string, int64_t> counters;
 

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <boost/beast/http.hpp>
 #include <cctype>
 #include <chrono>
 
+#include "serve/beast_http.h"
 #include "serve/reply.h"
 
 namespace tessera::serve::http_internal {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "core/elapsed.h"
 
@@ -16,9 +17,22 @@ core::StatusOr<std::unique_ptr<Server>> Server::Bind(const ServerOptions& option
   return s;
 }
 
+namespace {
+
+// Runners abandoned past the drain deadline: never destroyed (their workers still run a job,
+// and destroying a runner joins them), kept reachable so that the process can exit.
+void KeepAbandoned(std::unique_ptr<JobRunner> runner) {
+  static std::mutex mu;
+  static auto* abandoned = new std::vector<std::unique_ptr<JobRunner>>;
+  std::lock_guard<std::mutex> lock(mu);
+  abandoned->push_back(std::move(runner));
+}
+
+}  // namespace
+
 Server::~Server() {
   Stop();
-  if (runner_abandoned_) (void)runner_.release();  // its workers still run a job: leaked
+  if (runner_abandoned_) KeepAbandoned(std::move(runner_));
 }
 
 void Server::Start(std::unique_ptr<Admission> admission, JobRunner::Executor executor,
