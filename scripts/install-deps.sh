@@ -13,7 +13,7 @@ BUILD_PACKAGES=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev
-  libcpp-httplib-dev libpng-dev
+  libcpp-httplib-dev libboost-dev libbrotli-dev libpng-dev
   libucx-dev
 )
 REST_PACKAGES=(

@@ -10,8 +10,9 @@
 //   most half of them (the plan starts with one of every kind, and every client and server
 //   thread gets work), over the same connections; then the server is drained (GET /v1/metrics until
 //   nothing is queued or in flight, <= 60 s) and its RSS sampled: rss_warm_bytes. (2) main: the
-//   other cases; every thread first opens its connection and waits (<= 2 s, under the server's 5 s
-//   read timeout) until all `connections` are open at once: max_open_connections counts the
+//   other cases; every thread first opens its connection and waits (<= 2 s, under the server's
+//   head deadline, 10 s by default) until all `connections` are open at once:
+//   max_open_connections counts the
 //   connections open at the same time, client side. RSS is sampled every 5% of the cases.
 //   Then the server is drained again, GET /healthz must answer 200 {"status": "ok"}, and the
 //   RSS is sampled: rss_end_bytes.

@@ -109,19 +109,19 @@ std::string BadRequestLine(core::Rng& rng) {
 
 std::string BadContentLength(const AbuseRequestBuilder& b, core::Rng& rng, const std::string& path,
                              const std::string& body) {
-  // cpp-httplib reads these as 0 and 1 (strtoull): an empty or one-byte body.
-  return b.Head(
-             "POST", path,
-             "Content-Length: " + Pick(rng, std::vector<std::string>{"abc", "1e3"}) + "\r\n\r\n") +
+  // Not a decimal number of bytes: a framing error (RFC 9112 6.3), 400.
+  return b.Head("POST", path,
+                "Content-Length: " + Pick(rng, std::vector<std::string>{"abc", "1e3", "-5"}) +
+                    "\r\n\r\n") +
          body;
 }
 
 std::string HugeContentLength(const AbuseRequestBuilder& b, core::Rng& rng, const std::string& path,
                               const std::string& body) {
-  // A server reads (and drops) until its read timeout.
+  // A number past any body limit: refused (413) before a byte of the body is read.
   return b.Head("POST", path,
                 "Content-Length: " +
-                    Pick(rng, std::vector<std::string>{"-5", "18446744073709551615",
+                    Pick(rng, std::vector<std::string>{"18446744073709551615",
                                                        "99999999999999999999999"}) +
                     "\r\n\r\n") +
          body;

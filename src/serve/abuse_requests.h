@@ -48,10 +48,10 @@ std::string ChunkedOverLimit(const AbuseRequestBuilder& b, const std::string& pa
 std::string UriTooLong(const AbuseRequestBuilder& b, core::Rng& rng);
 // A malformed request line (garbage, no target or version, an extra word, TLS bytes).
 std::string BadRequestLine(core::Rng& rng);
-// POST `path` with `body` under a Content-Length that is not a number ("abc", "1e3").
+// POST `path` with `body` under a Content-Length that is not a number ("abc", "1e3", "-5").
 std::string BadContentLength(const AbuseRequestBuilder& b, core::Rng& rng, const std::string& path,
                              const std::string& body);
-// POST `path` with `body` under a Content-Length that is negative or over 2^64 - 1.
+// POST `path` with `body` under a Content-Length of 2^64 - 1 or more.
 std::string HugeContentLength(const AbuseRequestBuilder& b, core::Rng& rng, const std::string& path,
                               const std::string& body);
 // POST `path` with `body` under a Content-Encoding (the body sent as is).

@@ -1,130 +1,199 @@
 #include "serve/http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "serve/http_session.h"
 
 namespace tessera::serve {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using http_internal::Route;
+using http_internal::ShellState;
+
+struct HttpServer::Impl {
+  explicit Impl(const HttpOptions& o)
+      : state(std::make_shared<ShellState>(o)), acceptor(state->io), retry(state->io) {}
+
+  std::shared_ptr<ShellState> state;
+  tcp::acceptor acceptor;
+  asio::steady_timer retry;  // after an accept error (out of file descriptors)
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::thread io_thread;
+  std::promise<void> io_done;  // set when the I/O thread returns
+  std::mutex stop_mu;          // serialises StopAccepting and Stop
+  bool accepting_stopped = false;
+  std::chrono::steady_clock::time_point stop_started;  // when accepting stopped
+  bool stopped = false;
+
+  void Accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (ec) {
+        // Out of file descriptors (or the like): try again shortly rather than spin.
+        retry.expires_after(std::chrono::milliseconds(50));
+        retry.async_wait([this](boost::system::error_code e) {
+          if (!e) Accept();
+        });
+        return;
+      }
+      bool over;
+      {
+        std::lock_guard<std::mutex> lock(state->mu);
+        over = state->open_connections >= state->options.max_connections;
+        if (!over) ++state->open_connections;
+      }
+      if (over) {
+        http_internal::RefuseConnection(state, std::move(socket));
+      } else {
+        http_internal::StartSession(state, std::move(socket));
+      }
+      Accept();
+    });
+  }
+
+  // Runs `f` on the I/O thread and waits for it (directly when no I/O thread runs).
+  void OnIoThread(const std::function<void()>& f) {
+    if (!io_thread.joinable()) return f();
+    std::promise<void> done;
+    asio::post(state->io, [&] {
+      f();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+};
+
 namespace {
 
-void JsonReply(httplib::Response& res, int status, const core::Json& body) {
-  res.status = status;
-  res.set_content(DumpReply(body), "application/json");
+// Raises the soft limit on open files to the hard limit: every connection holds one.
+void RaiseOpenFileLimit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
 }
 
 }  // namespace
 
 HttpServer::HttpServer(const HttpOptions& options)
-    : options_(options), http_(std::make_unique<httplib::Server>()) {}
+    : options_(options), impl_(std::make_unique<Impl>(options)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 core::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpOptions& options) {
+  RETURN_IF_ERROR(ValidateHttpOptions(options));
+  RaiseOpenFileLimit();
   std::unique_ptr<HttpServer> s(new HttpServer(options));
-  httplib::Server& http = *s->http_;
-  const int threads = options.http_threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
-  http.set_read_timeout(5, 0);
-  http.set_write_timeout(5, 0);
-  // cpp-httplib calls this outside its handler try block: an exception here would end the
-  // process, so none may leave it.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    try {
-      std::string why = res.status == 404   ? "no such route: " + req.method + " " + req.path
-                        : res.status == 413 ? "body too large"
-                                            : "bad request";
-      if (why.size() > 200) why = core::Utf8Prefix(why, 200) + "...";
-      JsonReply(res, res.status, ErrorBody(res.status, why));
-    } catch (...) {
-      res.set_content(
-          "{\"error\": {\"message\": \"error\", \"code\": " + std::to_string(res.status) + "}}",
-          "application/json");
-    }
-  });
-
-  // cpp-httplib listens with a backlog of 5: a burst of connections (200 clients at once)
-  // overflows it, the kernel drops their SYNs and the clients wait 1 s, 3 s, ... to retry.
-  // Listening again on the bound socket raises the backlog (Linux updates it in place).
-  auto listen_fd = std::make_shared<int>(-1);
-  http.set_socket_options([listen_fd](int sock) {
-    httplib::default_socket_options(sock);
-    *listen_fd = sock;
-  });
-  s->port_ = options.port == 0
-                 ? http.bind_to_any_port(options.host)
-                 : (http.bind_to_port(options.host, options.port) ? options.port : -1);
-  if (s->port_ <= 0) {
-    return core::Unavailable(fmt::format("cannot listen on {}:{}: address in use or not allowed",
-                                         options.host, options.port));
+  boost::system::error_code ec;
+  const auto address =
+      asio::ip::make_address_v4(options.host == "localhost" ? "127.0.0.1" : options.host, ec);
+  if (ec) {
+    return core::InvalidArgument(
+        fmt::format("http: host = '{}', must be an IPv4 address (e.g. 127.0.0.1)", options.host));
   }
-  if (*listen_fd >= 0 && ::listen(*listen_fd, SOMAXCONN) != 0) {
-    return core::Unavailable(fmt::format("cannot listen on {}:{} with a backlog of {}",
-                                         options.host, s->port_, SOMAXCONN));
+  tcp::acceptor& a = s->impl_->acceptor;
+  const tcp::endpoint endpoint(address, static_cast<uint16_t>(options.port));
+  if (!a.open(endpoint.protocol(), ec) && !a.set_option(tcp::acceptor::reuse_address(true), ec) &&
+      !a.bind(endpoint, ec) && !a.listen(SOMAXCONN, ec)) {
+    s->port_ = a.local_endpoint(ec).port();
+    return s;
   }
-  return s;
+  return core::Unavailable(
+      fmt::format("cannot listen on {}:{}: {}", options.host, options.port, ec.message()));
 }
 
-void HttpServer::Post(const std::string& path,
-                      std::function<Reply(const std::string& body)> handler) {
-  // The body is read here rather than by cpp-httplib, so that the limit holds for every
-  // framing: with Content-Length cpp-httplib answers 413 before reading; chunked and
-  // read-until-close bodies it reads without a limit; gzip and brotli bodies it decodes, and
-  // the limit must bound the decoded bytes.
-  const auto max_body = static_cast<size_t>(options_.max_body_bytes);
-  http_->Post(path, [handler = std::move(handler), max_body](const httplib::Request& req,
-                                                             httplib::Response& res,
-                                                             const httplib::ContentReader& read) {
-    // cpp-httplib decodes gzip, deflate and br and passes any other coding through as if it
-    // were none; refuse it instead of parsing encoded bytes.
-    const std::string coding = req.get_header_value("Content-Encoding");
-    if (!coding.empty() && coding != "identity" && coding != "gzip" && coding != "deflate" &&
-        coding != "br") {
-      JsonReply(res, 415,
-                ErrorBody(415, "Content-Encoding: got '" + core::Utf8Prefix(coding, 40) +
-                                   "', must be gzip, deflate, br or none"));
-      return;
-    }
-    std::string body;
-    bool too_large = false;
-    const bool read_ok = read([&](const char* data, size_t n) {
-      too_large = body.size() + n > max_body;
-      if (!too_large) body.append(data, n);
-      return !too_large;
-    });
-    if (too_large || res.status == 413) {
-      JsonReply(res, 413,
-                ErrorBody(413, fmt::format("body too large: more than {} bytes", max_body)));
-    } else if (!read_ok) {
-      // 415 (an unknown Content-Encoding) as cpp-httplib set it; 400 otherwise.
-      const int status = res.status == 415 ? 415 : 400;
-      JsonReply(res, status,
-                ErrorBody(status, status == 415 ? "unsupported Content-Encoding"
-                                                : "the body could not be read (cut short, "
-                                                  "bad chunked framing or bad compression)"));
-    } else {
-      const Reply r = handler(body);
-      JsonReply(res, r.status, r.body);
-    }
-  });
+void HttpServer::Post(const std::string& path, PostHandler handler) {
+  impl_->state->routes[{"POST", path}] = Route{std::move(handler), nullptr, nullptr, ""};
 }
 
-void HttpServer::Get(const std::string& path, std::function<Reply()> handler) {
-  http_->Get(path, [handler = std::move(handler)](const httplib::Request&, httplib::Response& res) {
-    const Reply r = handler();
-    JsonReply(res, r.status, r.body);
-  });
+void HttpServer::Get(const std::string& path, GetHandler handler) {
+  impl_->state->routes[{"GET", path}] = Route{nullptr, std::move(handler), nullptr, ""};
+}
+
+void HttpServer::PostStream(const std::string& path, StreamHandler handler,
+                            const std::string& content_type) {
+  impl_->state->routes[{"POST", path}] = Route{nullptr, nullptr, std::move(handler), content_type};
 }
 
 void HttpServer::Listen() {
-  if (listener_.joinable()) return;
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.stop_mu);
+  if (m.io_thread.joinable() || m.accepting_stopped) return;
+  m.work.emplace(m.state->io.get_executor());
+  m.Accept();
+  m.io_thread = std::thread([&m] {
+    m.state->io.run();
+    m.io_done.set_value();
+  });
+}
+
+void HttpServer::StopAccepting() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.stop_mu);
+  if (m.accepting_stopped) return;
+  m.accepting_stopped = true;
+  m.stop_started = std::chrono::steady_clock::now();
+  m.OnIoThread([&m] {
+    boost::system::error_code ec;
+    m.acceptor.close(ec);
+    m.retry.cancel();
+  });
 }
 
 void HttpServer::Stop() {
-  http_->stop();
-  if (listener_.joinable()) listener_.join();
+  StopAccepting();
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.stop_mu);
+  if (m.stopped) return;
+  m.stopped = true;
+  ShellState& st = *m.state;
+  {
+    std::lock_guard<std::mutex> state_lock(st.mu);
+    st.stopping = true;  // requests read from now on are answered 503
+  }
+  // Streams end at once (their handlers see Write fail); other handlers have the drain
+  // deadline to answer.
+  m.OnIoThread([&st] { http_internal::CancelAllStreams(st); });
+  {
+    std::unique_lock<std::mutex> state_lock(st.mu);
+    // The drain deadline counts from StopAccepting (Server::Stop drains its jobs in between).
+    st.idle_cv.wait_until(
+        state_lock,
+        m.stop_started + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::duration<double>(options_.drain_deadline_s)),
+        [&st] { return st.in_flight == 0; });
+  }
+  m.OnIoThread([&st] {
+    http_internal::CloseAllSessions(st);
+    std::lock_guard<std::mutex> state_lock(st.mu);
+    st.io_stopped = true;
+  });
+  if (m.io_thread.joinable()) {
+    // Every socket is closed: the I/O thread runs out of work and returns; should anything
+    // still be pending after a while, it is stopped (Stop always returns).
+    m.work.reset();
+    if (m.io_done.get_future().wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+      st.io.stop();
+    }
+    m.io_thread.join();
+  }
+  st.pool.Stop(0.1);  // a handler still running is left to end on its own
+}
+
+core::Json HttpServer::Counters() const {
+  ShellState& st = *impl_->state;
+  std::lock_guard<std::mutex> lock(st.mu);
+  core::Json refused = core::Json::object();
+  for (const auto& [name, n] : st.counters) refused[name] = n;
+  return {{"open_connections", st.open_connections}, {"refused", refused}};
 }
 
 std::string HttpServer::url() const { return fmt::format("http://{}:{}", options_.host, port_); }

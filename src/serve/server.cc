@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
 
 #include "core/elapsed.h"
 
@@ -14,7 +17,23 @@ core::StatusOr<std::unique_ptr<Server>> Server::Bind(const ServerOptions& option
   return s;
 }
 
-Server::~Server() { Stop(); }
+namespace {
+
+// Runners abandoned past the drain deadline: never destroyed (their workers still run a job,
+// and destroying a runner joins them), kept reachable so that the process can exit.
+void KeepAbandoned(std::unique_ptr<JobRunner> runner) {
+  static std::mutex mu;
+  static auto* abandoned = new std::vector<std::unique_ptr<JobRunner>>;
+  std::lock_guard<std::mutex> lock(mu);
+  abandoned->push_back(std::move(runner));
+}
+
+}  // namespace
+
+Server::~Server() {
+  Stop();
+  if (runner_abandoned_) KeepAbandoned(std::move(runner_));
+}
 
 void Server::Start(std::unique_ptr<Admission> admission, JobRunner::Executor executor,
                    JobRunner::WorkerSetup setup) {
@@ -69,8 +88,28 @@ void Server::Stop() {
   if (stopped_) return;
   stopped_ = true;
   RequestStop();
-  if (runner_ != nullptr) runner_->Drain();  // refuses new jobs, answers the queued ones
-  if (http_ != nullptr) http_->Stop();       // handlers have their replies; the pool writes them
+  if (http_ != nullptr) http_->StopAccepting();  // no new connections
+  if (runner_ != nullptr) {
+    // Refuses new jobs and answers the queued ones, within the drain deadline: past it the
+    // runner is abandoned (its workers keep running; ~Server leaks it) so that Stop returns.
+    JobRunner* runner = runner_.get();
+    auto drained = std::make_shared<std::promise<void>>();
+    std::future<void> done = drained->get_future();
+    std::thread drainer([runner, drained] {
+      runner->Drain();
+      drained->set_value();
+    });
+    if (done.wait_for(std::chrono::duration<double>(options_.http.drain_deadline_s)) ==
+        std::future_status::ready) {
+      drainer.join();
+    } else {
+      drainer.detach();
+      runner_abandoned_ = true;
+    }
+  }
+  // Handlers have their replies (the I/O thread writes them, within the drain deadline), then
+  // every connection closes.
+  if (http_ != nullptr) http_->Stop();
 }
 
 core::Json Server::Metrics() const {
@@ -78,6 +117,7 @@ core::Json Server::Metrics() const {
   j["queue_length"] = queue_length();
   j["in_flight"] = runner_ != nullptr ? runner_->in_flight() : 0;
   j["queue_capacity"] = options_.runner.queue_capacity;
+  if (http_ != nullptr) j["http"] = http_->Counters();
   return j;
 }
 

@@ -10,9 +10,11 @@
 //   Metrics       ServeMetrics::ToJson plus "queue_length", "in_flight" and "queue_capacity".
 //
 // Stopping: Stop() (also from Wait() when max_requests replies were Recorded, duration_s
-// seconds passed or `interrupted` returned true) refuses new jobs with 503, lets the workers
-// finish every job already queued or running (their handlers answer them), then stops the
-// listener. Idempotent; the destructor calls it.
+// seconds passed or `interrupted` returned true) stops accepting connections, refuses new
+// jobs with 503, lets the workers finish every job already queued or running (their handlers
+// answer them) within http.drain_deadline_s of the start of the stop, then closes every
+// connection (a request still running past the deadline is answered 503 and its job left to
+// end on its own); Stop always returns. Idempotent; the destructor calls it.
 // Errors: Bind returns Unavailable when the address cannot be bound.
 // Thread-safety: all public methods may be called from any thread (Stop not from a handler or
 // an executor); Start once, after the routes are added.
@@ -89,6 +91,7 @@ class Server {
   bool stop_requested_ = false;
   std::mutex stop_mu_;  // serialises Stop()
   bool stopped_ = false;
+  bool runner_abandoned_ = false;  // its jobs outran the drain deadline
 };
 
 }  // namespace tessera::serve

@@ -443,6 +443,13 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                {"--queue", K::kInt, {}},
                                {"--max-requests", K::kInt, {}},
                                {"--duration-s", K::kFloat, {}},
+                               {"--max-body-bytes", K::kText, {}},
+                               {"--header-deadline-s", K::kFloat, {}},
+                               {"--body-deadline-s", K::kFloat, {}},
+                               {"--max-header-bytes", K::kText, {}},
+                               {"--max-header-count", K::kInt, {}},
+                               {"--max-connections", K::kInt, {}},
+                               {"--drain-deadline-s", K::kFloat, {}},
                                {"--host-gbps", K::kFloat, {}},
                                {"--time-scale", K::kFloat, {}},
                                {"--plan", K::kInputFile, {}},
@@ -530,7 +537,16 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                                {"--seed", K::kUint, {}},
                                {"--server-pid", K::kInt, {}},
                                {"--rss-bound", K::kText, {}},
-                               {"--json", K::kOutputFile, {}}});
+                               {"--json", K::kOutputFile, {}},
+                               {"--hostile", K::kFlag, {}},
+                               {"--cases", K::kText, {}},
+                               {"--slow-sockets", K::kInt, {}},
+                               {"--slow-seconds", K::kFloat, {}},
+                               {"--idle-sockets", K::kInt, {}},
+                               {"--idle-seconds", K::kFloat, {}},
+                               {"--flood-bytes", K::kText, {}},
+                               {"--shutdown", K::kFlag, {}},
+                               {"--drain-deadline-s", K::kFloat, {}}});
   abuse.group = "xema";
   abuse.needs_server = true;
   abuse.bases = {{"--url", "http://127.0.0.1:1", "--requests", "10", "--connections", "4"},

@@ -13,6 +13,8 @@
 #include "core/json_util.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "serve/hostile.h"
+#include "xema/serve/request_json.h"
 
 namespace tessera::cli {
 namespace {
@@ -25,6 +27,8 @@ struct AbuseArgs {
   int64_t server_pid = -1;
   int64_t rss_bound_bytes = int64_t{16} << 20;
   std::string json_path;
+  bool hostile = false;
+  serve::HostileOptions h;
 };
 
 std::string StatusText(int status) {
@@ -33,11 +37,43 @@ std::string StatusText(int status) {
   return std::to_string(status);
 }
 
+// --hostile: the HTTP-level hostile clients (serve/hostile.h) with a small image request as
+// the valid one.
+core::Status RunHostileCommand(const AbuseArgs& a) {
+  serve::HostileOptions o = a.h;
+  o.url = a.url;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.valid_path = xema::GenerationRoute(xema::GenerationKind::kImage);
+  o.valid_body = R"({"model": "tiny-t2i", "prompt": "a hostile client", "size": "16x16", )"
+                 R"("num_inference_steps": 1, "seed": 1})";
+  ASSIGN_OR_RETURN(serve::HostileReport r, serve::RunHostile(o));
+  core::Table t({"case", "pass", "RSS before", "RSS after", "fds before", "fds after",
+                 "what the server did"});
+  auto bytes = [](int64_t b) { return b < 0 ? std::string("-") : core::FormatBytes(b); };
+  for (const serve::HostileCase& c : r.cases) {
+    t.AddRow({c.name, c.pass ? "yes" : "NO", bytes(c.rss_before), bytes(c.rss_after),
+              std::to_string(c.fds_before), std::to_string(c.fds_after), c.outcome});
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf("idle: valid request %.3f s, /healthz %.4f s; server RSS start %s, peak %s, end %s\n",
+              r.idle_valid_s, r.idle_healthz_s, bytes(r.rss_start).c_str(),
+              bytes(r.rss_peak).c_str(), bytes(r.rss_end).c_str());
+  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, serve::ToJson(r, o)));
+  if (!r.pass) {
+    std::string why;
+    for (const std::string& f : r.failures) why += (why.empty() ? "" : "; ") + f;
+    return core::FailedPrecondition("hostile check failed: " + why);
+  }
+  std::printf("hostile check passed (measured)\n");
+  return core::Status::Ok();
+}
+
 core::Status RunAbuseCommand(const AbuseArgs& a) {
   if (a.server_pid == 0) {
     return core::InvalidArgument(
         "server-pid: got 0, must be the server's process id (or -1: do not sample its RSS)");
   }
+  if (a.hostile) return RunHostileCommand(a);
   xema::AbuseOptions o;
   o.url = a.url;
   o.requests = a.requests;
@@ -124,6 +160,34 @@ void AddXemaAbuse(CLI::App* xema, Action* action) {
       ->transform(ByteSize(0, int64_t{1} << 40))
       ->capture_default_str();
   paths->Output(c, "--json", &a->json_path, "write the report as JSON here");
+  c->add_flag("--hostile", a->hostile,
+              "instead of bad requests: hostile clients of the HTTP layer (slow heads and "
+              "bodies, idle connections, header floods, Range, pipelining, half-close, framing, "
+              "mid-body disconnects; serve/hostile.h)");
+  c->add_option("--cases", a->h.cases, "with --hostile: only these cases (default: all)");
+  c->add_option("--slow-sockets", a->h.slow_sockets, "with --hostile: slow-head sockets")
+      ->transform(Integer(1, 5000))
+      ->capture_default_str();
+  c->add_option("--slow-seconds", a->h.slow_seconds, "with --hostile: how long they trickle")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--idle-sockets", a->h.idle_sockets, "with --hostile: idle connections")
+      ->transform(Integer(1, 20000))
+      ->capture_default_str();
+  c->add_option("--idle-seconds", a->h.idle_seconds, "with --hostile: how long they are held")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--flood-bytes", a->h.flood_bytes,
+                "with --hostile: header bytes each flooding connection sends, e.g. 48MiB")
+      ->transform(ByteSize(1024, int64_t{1} << 32))
+      ->capture_default_str();
+  c->add_flag("--shutdown", a->h.shutdown,
+              "with --hostile and --server-pid: end with SIGTERM during a trickle with a request "
+              "in flight (the server exits)");
+  c->add_option("--drain-deadline-s", a->h.drain_deadline_s,
+                "with --shutdown: the server's drain deadline (it must exit within it + 1 s)")
+      ->check(Number(0, 3600))
+      ->capture_default_str();
   c->callback(
       [action, a, paths] { *action = Checked(paths, [a] { return RunAbuseCommand(*a); }); });
 }

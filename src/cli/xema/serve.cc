@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/xema/request_options.h"
 #include "core/byte_size.h"
+#include "serve/http_options.h"
 #include "xema/serve/request_json.h"
 #include "xema/serve/server.h"
 
@@ -27,6 +28,8 @@ struct ServeArgs {
   std::string plan_path;     // --plan: mitigation plans made offline
   std::string warm_up_path;  // --warm-up: templates planned before serving
   OffloadArgs link;          // the host link of offload, caching and xema (its offload list unused)
+  serve::HttpOptions http;   // the HTTP shell's limits (host and port above)
+  int64_t max_body_bytes = 64 * 1024;
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -42,6 +45,8 @@ core::Status RunServe(const ServeArgs& a) {
   o.queue_capacity = static_cast<int>(a.queue);
   o.max_requests = a.max_requests;
   o.duration_s = a.duration_s;
+  o.http = a.http;
+  o.max_body_bytes = a.max_body_bytes;
   if (!a.plan_path.empty()) {
     ASSIGN_OR_RETURN(const core::Json table, core::ReadJsonFile(a.plan_path));
     if (xema::IsServingPlanJson(table)) {
@@ -109,6 +114,35 @@ void AddXemaServe(CLI::App* xema, Action* action) {
       ->capture_default_str();
   c->add_option("--duration-s", a->duration_s, "stop after this many seconds (0: never)")
       ->check(Number(0, 1e7))
+      ->capture_default_str();
+  c->add_option("--max-body-bytes", a->max_body_bytes,
+                "largest request body (decoded), e.g. 64KiB; past it 413")
+      ->transform(ByteSize(1024, int64_t{1} << 30))
+      ->capture_default_str();
+  c->add_option("--header-deadline-s", a->http.header_deadline_s,
+                "a request head must arrive within this long of the connection opening or of "
+                "the previous reply (then 408)")
+      ->check(Number(0.001, 3600))
+      ->capture_default_str();
+  c->add_option("--body-deadline-s", a->http.body_deadline_s,
+                "a request body must arrive within this long of its head (then 408)")
+      ->check(Number(0.001, 3600))
+      ->capture_default_str();
+  c->add_option("--max-header-bytes", a->http.max_header_bytes,
+                "largest request head (request line and headers); past it 431")
+      ->transform(ByteSize(1024, int64_t{1} << 20))
+      ->capture_default_str();
+  c->add_option("--max-header-count", a->http.max_header_count,
+                "most header fields in a request; past it 431")
+      ->transform(Integer(8, 10000))
+      ->capture_default_str();
+  c->add_option("--max-connections", a->http.max_connections,
+                "most open connections; past it a new one gets 503 with Retry-After")
+      ->transform(Integer(1, 1000000))
+      ->capture_default_str();
+  c->add_option("--drain-deadline-s", a->http.drain_deadline_s,
+                "on Ctrl-C / SIGTERM: how long requests being handled may take to finish")
+      ->check(Number(0, 3600))
       ->capture_default_str();
   AddHostLinkOptions(c, &a->link);
   auto paths = std::make_shared<CommandPaths>();

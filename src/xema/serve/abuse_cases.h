@@ -18,12 +18,13 @@
 //                   507  a size within the limits whose MinimumPeakBytes exceeds the budget
 //                        (refused before queueing; the kind is left out when it would fit)
 //   too_large       413  bodies over max_body_bytes: plain, chunked, a Content-Length of
-//                        2^64 - 5 (the server drops bytes until its 5 s read timeout), and
+//                        2^64 - 1 or more (refused from the head alone), and
 //                        32 KiB of gzip that decode to 32 MiB (the limit is on decoded bytes)
 //   route           404  unknown paths, paths with bytes that are not UTF-8 (%FF, raw 0x80..);
-//                   414  a request line over 8 KiB (cpp-httplib's limit)
+//                   414  a request line over 8 KiB (serve/http_options.h)
 //   method          404  a known path with another method (the route is method + path);
-//                   400  unknown methods, malformed request lines, a Content-Length of "abc";
+//                   400  unknown methods, malformed request lines, a Content-Length of "abc"
+//                        or -5;
 //                   415  a Content-Encoding other than gzip, brotli or deflate
 //   disconnect        -  the client closes: right after connecting, after the headers, after
 //                        half the body, or after a whole valid request before the reply

@@ -29,6 +29,7 @@ DiffusionServer::~DiffusionServer() { Stop(); }
 
 core::Status DiffusionServer::Bind(int slots_per_device) {
   serve::ServerOptions o;
+  o.http = options_.http;
   o.http.host = options_.host;
   o.http.port = options_.port;
   o.http.max_body_bytes = options_.max_body_bytes;

@@ -1,5 +1,5 @@
-// DiffusionServer: an HTTP server (cpp-httplib) that runs the tiny diffusion pipeline for
-// OpenAI-style generation requests on D serving devices under a memory policy.
+// DiffusionServer: an HTTP server (the serving core's, Boost.Beast) that runs the tiny diffusion
+// pipeline for OpenAI-style generation requests on D serving devices under a memory policy.
 //
 // Endpoints:
 //   POST /v1/images/generations, /v1/videos/generations  body: request_json.h
@@ -13,16 +13,20 @@
 // live device bytes of the run), "template_hit", "template", "policy", "device"}.
 // Errors: {"error": {"message": one line, "code": status}} with
 //   400 a bad body (the field named; also a body cut short or badly framed), 413 a body over
-//       max_body_bytes (Content-Length, chunked or until close; gzip / brotli bodies count
-//       decoded bytes), 415 a Content-Encoding other than gzip, deflate, br, 404 an unknown route
-//       (method + path), 414 a request line over 8 KiB, 400 a malformed request line,
+//       max_body_bytes (Content-Length or chunked; gzip / brotli bodies count decoded bytes),
+//       415 a Content-Encoding other than gzip, deflate, br or a Content-Type that is not
+//       JSON, 404 an unknown route (method + path), 414 a request line over 8 KiB, 400 a
+//       malformed request line or conflicting framing, 408 a head or body past its deadline,
+//       431 too many or too large headers, 503 past the connection cap (the shell's limits:
+//       serve/http_options.h),
 //   429 the queue is full, 503 stopping or the request's deadline_s passed while queued,
 //   507 the request cannot fit the budget (MinimumPeakBytes above it: refused before
 //       queueing; out of device memory while running; a static arena above the budget),
 //   500 anything else (a replay that diverged).
 //
 // Execution: on the serving core (serve/server.h). Handlers (a pool of http_threads) parse,
-// check and enqueue into one bounded FIFO queue (queue_capacity) and wait for the reply; the
+// check and enqueue into one bounded FIFO queue (queue_capacity) and wait for the reply (slow
+// or idle connections hold no handler: the shell reads on one I/O thread); the
 // core's admission starts the queue's head on a device and each device's worker threads (one
 // BLAS thread each) run it. MemoryPolicyServer (memory_policy_server.h): D ServeDevices, one
 // request at a time per device, the head on the idle device of lowest index.
@@ -82,6 +86,10 @@ struct ServerOptions {
   double duration_s = 0;     // stop after this long; 0: never
   int64_t max_body_bytes = 64 * 1024;
   int http_threads = 64;
+  // The HTTP shell's other limits (serve/http_options.h: head and body deadlines, header bytes
+  // and count, connections, the drain deadline); its host, port, max_body_bytes and
+  // http_threads are the fields above.
+  serve::HttpOptions http;
   // The host link of the policies with a host tier (UsesHostTier): host_gbps GB/s per
   // direction at the time scale time_scale (0: measured once at Start, host_tier.h).
   double host_gbps = kH100Pcie5HostGbps;

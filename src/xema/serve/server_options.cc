@@ -2,6 +2,7 @@
 // starts, each failure naming the option.
 #include <fmt/format.h>
 
+#include "serve/http_options.h"
 #include "xema/pipeline/template_check.h"
 #include "xema/serve/server.h"
 
@@ -62,7 +63,7 @@ core::Status ValidateServerOptions(const ServerOptions& o) {
     return core::InvalidArgument(
         "server: max_body_bytes must be >= 1024, http_threads in [1, 1024]");
   }
-  return core::Status::Ok();
+  return serve::ValidateHttpOptions(o.http);
 }
 
 }  // namespace tessera::xema
