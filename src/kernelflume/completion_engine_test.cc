@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "kernelflume/generate_service.h"
+#include "kernelflume/kernelflume_test_util.h"
 #include "models/kv_cache.h"
 #include "models/llama_test_util.h"
 #include "models/sampler.h"
@@ -33,22 +34,6 @@ std::unique_ptr<AttentionCluster> StartEngineCluster(const models::LlamaModel& m
   auto c = AttentionCluster::Start(AttentionShapeOf(model.config()), model.Fingerprint(), o);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(*c) : nullptr;
-}
-
-// Greedy tokens of the monolithic model.
-std::vector<int32_t> Monolithic(const models::LlamaModel& model, const std::vector<int32_t>& prompt,
-                                int64_t n) {
-  models::LocalKvCache cache(model.config(), static_cast<int64_t>(prompt.size()) + n);
-  std::vector<float> logits(model.config().vocab);
-  EXPECT_TRUE(model.Forward(prompt, 0, cache, logits.data(), true).ok());
-  std::vector<int32_t> out;
-  int64_t pos = static_cast<int64_t>(prompt.size());
-  for (int64_t i = 0; i < n; ++i) {
-    out.push_back(models::Greedy(logits));
-    if (i + 1 == n) break;
-    EXPECT_TRUE(model.Forward(std::span(&out.back(), 1), pos++, cache, logits.data(), true).ok());
-  }
-  return out;
 }
 
 // All of a stream's tokens until it ends (or 60 s pass: a hang fails, not blocks, the test).
@@ -108,7 +93,8 @@ TEST(CompletionEngineTest, ConcurrentRequestsGiveTheMonolithicGreedyTokens) {
     const Drained d = Drain(*streams[i]);
     ASSERT_TRUE(d.error.ok()) << d.error.ToString();
     EXPECT_EQ(d.finish, "length");
-    EXPECT_EQ(d.tokens, Monolithic(*model, prompts[i], 10 + static_cast<int64_t>(i) * 3))
+    EXPECT_EQ(d.tokens,
+              testing::MonolithicGreedy(*model, prompts[i], 10 + static_cast<int64_t>(i) * 3))
         << "request " << i;
   }
   const EngineMetrics m = engine.Metrics();
@@ -143,11 +129,11 @@ TEST(CompletionEngineTest, ANodeDyingUnderTheBatchLosesNoRequest) {
   Drained rest = Drain(*streams[0]);
   ASSERT_TRUE(rest.error.ok()) << rest.error.ToString();
   first.insert(first.end(), rest.tokens.begin(), rest.tokens.end());
-  EXPECT_EQ(first, Monolithic(*model, prompts[0], 150));
+  EXPECT_EQ(first, testing::MonolithicGreedy(*model, prompts[0], 150));
   for (size_t i = 1; i < prompts.size(); ++i) {
     const Drained d = Drain(*streams[i]);
     ASSERT_TRUE(d.error.ok()) << d.error.ToString();
-    EXPECT_EQ(d.tokens, Monolithic(*model, prompts[i], 150)) << "request " << i;
+    EXPECT_EQ(d.tokens, testing::MonolithicGreedy(*model, prompts[i], 150)) << "request " << i;
   }
   // The kill hit the live batch: node 1 held ranges (tails move every 8 tokens), so some
   // were re-prefilled.

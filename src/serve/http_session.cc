@@ -121,7 +121,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnBody(const ErrorCode& ec);
   void Dispatch(std::string body);
   void Refuse(int status, const std::string& message, const std::string& counter);
-  void WriteReply(int status, const std::string& json);
+  void WriteReply(int status, const std::string& json, const std::string& extra_headers = "");
   void AfterReply(bool close);
   void StartWatch();
   void OnWatch(const ErrorCode& ec, size_t n);
@@ -366,9 +366,11 @@ void Session::Dispatch(std::string body) {
     // After Stop gave up on this handler, a post would never run and would keep the session
     // (and the shell's state) alive in the stopped I/O context.
     if (st->io_stopped) return;
-    asio::post(st->io, [self, status = reply.status, json = std::move(json)] {
-      self->WriteReply(status, json);
-    });
+    std::string extra = reply.retry_after_s > 0
+                            ? "Retry-After: " + std::to_string(reply.retry_after_s) + "\r\n"
+                            : std::string();
+    asio::post(st->io, [self, status = reply.status, json = std::move(json),
+                        extra = std::move(extra)] { self->WriteReply(status, json, extra); });
   });
   if (!submitted) {
     ReleaseInFlight();
@@ -376,7 +378,7 @@ void Session::Dispatch(std::string body) {
   }
 }
 
-void Session::WriteReply(int status, const std::string& json) {
+void Session::WriteReply(int status, const std::string& json, const std::string& extra_headers) {
   if (closed_) return ReleaseInFlight();
   stream_.reset();
   bool stopping;
@@ -385,7 +387,8 @@ void Session::WriteReply(int status, const std::string& json) {
     stopping = st_->stopping;
   }
   const bool close = !keep_alive_ || stopping;
-  auto data = std::make_shared<std::string>(ReplyBytes(status, "application/json", json, close));
+  auto data = std::make_shared<std::string>(
+      ReplyBytes(status, "application/json", json, close, extra_headers));
   writing_reply_ = true;
   asio::async_write(socket_, asio::buffer(*data),
                     [self = shared_from_this(), data, close](ErrorCode ec, size_t) {

@@ -22,6 +22,7 @@ namespace tessera::serve {
 struct Reply {
   int status = 200;
   core::Json body;
+  int retry_after_s = 0;  // > 0: a Retry-After header (429, 503: when to try again)
 };
 
 core::Json ErrorBody(int status, const std::string& message);
