@@ -120,6 +120,7 @@ core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,
     gaps.insert(gaps.end(), g.begin(), g.end());
   }
   rep.decode_step_ms_p50 = core::Median(gaps);
+  rep.decode_step_ms_p99 = core::Percentile(gaps, 99);
   cluster.reset();
   if (!o.instance_command.empty()) {
     for (int i = 0; i < o.instance_starts; ++i) {

@@ -58,6 +58,7 @@ struct JoinSample {
 struct JoinBenchReport {
   std::vector<JoinSample> joins;
   double decode_step_ms_p50 = 0;  // per request, gap between consecutive tokens
+  double decode_step_ms_p99 = 0;
   std::vector<double> instance_start_ms;
   double instance_start_ms_p50 = 0;
   double max_rel_err = 0;
