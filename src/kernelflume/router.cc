@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "kernelflume/route_delta.h"
 
 namespace tessera::kernelflume {
@@ -123,6 +126,7 @@ StatusOr<std::shared_ptr<const RoutingTable>> Router::PrepareStep(uint64_t reque
   live_tokens_[now.node] +=
       Rounded(now.node, length - now.start + num_new) - Rounded(now.node, length - now.start);
   len_it->second = length + num_new;
+  last_step_[request_id] = std::chrono::steady_clock::now();
   return use;
 }
 
@@ -140,6 +144,7 @@ Status Router::RemoveRequest(uint64_t request_id) {
   if (!table.ok()) return table.status();
   if (Status st = store_.Install(*table); !st.ok()) return st;
   lengths_.erase(request_id);
+  last_step_.erase(request_id);
   return Status::Ok();
 }
 
@@ -157,6 +162,11 @@ int64_t Router::Rounded(int32_t node_id, int64_t tokens) const {
   auto it = page_tokens_.find(node_id);
   const int64_t p = it == page_tokens_.end() ? 1 : it->second;
   return (tokens + p - 1) / p * p;
+}
+
+std::chrono::steady_clock::time_point Router::LastStep(uint64_t request_id) const {
+  auto it = last_step_.find(request_id);
+  return it == last_step_.end() ? std::chrono::steady_clock::time_point{} : it->second;
 }
 
 int64_t Router::Tails(int32_t node_id) const {
@@ -198,8 +208,13 @@ StatusOr<std::vector<uint64_t>> Router::SpreadTails(int32_t node_id) {
       if (donor < 0 || LiveTokens(n) > LiveTokens(donor)) donor = n;
     }
     if (donor < 0) break;
-    const uint64_t r = tails[donor].back();
-    tails[donor].pop_back();
+    // The donor's request whose last step was prepared longest ago: its next step (the first
+    // token routed to the new node) is the one due soonest.
+    std::vector<uint64_t>& list = tails[donor];
+    auto pick = std::min_element(list.begin(), list.end(),
+                                 [&](uint64_t a, uint64_t b) { return LastStep(a) < LastStep(b); });
+    const uint64_t r = *pick;
+    list.erase(pick);
     MoveTail(donor, node_id);
     if (Status st = delta.SetLength(r, lengths_[r]); !st.ok()) return st;
     if (Status st = delta.Reroute(r, node_id); !st.ok()) return st;

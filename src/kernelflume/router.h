@@ -16,7 +16,9 @@
 // Elasticity (each edit one new version, at the requests' token boundaries: a tail is sealed at
 // the request's length as counted here, which includes a step already prepared):
 //   SpreadTails  after a node joins: moves tails onto it (seals them where they are, opens new
-//                ones there; no KV copy) until it holds its share of the open tails;
+//                ones there; no KV copy) until it holds its share of the open tails, taking
+//                from the node with the most live tokens the request whose last step was
+//                prepared longest ago (its next step comes soonest);
 //   Drain        moves every tail off a node and marks it draining (refused for the last active
 //                node); its sealed ranges leave by MoveRange (migration) or with their requests;
 //   MoveRange    repoints a sealed range to another node (after the target copied it);
@@ -29,6 +31,7 @@
 // Thread-safety: one thread at a time (the weight node's scheduler).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,6 +87,7 @@ class Router {
                                    int64_t need_tokens, int32_t exclude = -1) const;
   [[nodiscard]] core::Status Publish(RouteDelta& delta);
   void MoveTail(int32_t from, int32_t to);
+  std::chrono::steady_clock::time_point LastStep(uint64_t request_id) const;
   // Tokens a range of `tokens` takes on the node: whole pages of its page_tokens.
   int64_t Rounded(int32_t node_id, int64_t tokens) const;
 
@@ -92,6 +96,7 @@ class Router {
   std::map<int32_t, int64_t> live_tokens_;
   std::map<uint64_t, int64_t> lengths_;  // per request, tokens appended so far
   std::map<int32_t, int32_t> page_tokens_;
+  std::map<uint64_t, std::chrono::steady_clock::time_point> last_step_;  // per request
   std::map<int32_t, int64_t> tails_;  // open tails per node (PickNode's tie-break)
   std::set<int32_t> down_;            // fenced nodes (lost, whether or not re-homed)
   int64_t reroutes_ = 0;
