@@ -74,6 +74,25 @@ core::StatusOr<std::unique_ptr<AttentionCluster>> StartBenchCluster(const models
   return AttentionCluster::Start(AttentionShapeOf(model.config()), model.Fingerprint(), co);
 }
 
+// Starts the bench's cluster and runs its requests through `actions`.
+core::StatusOr<ElasticDecodeReport> RunBenchDecode(const models::LlamaModel& model,
+                                                   const ElasticBenchOptions& o,
+                                                   std::vector<ElasticAction> actions,
+                                                   BenchCheck& check) {
+  RETURN_IF_ERROR(CheckBenchOptions(model.config(), o));
+  ASSIGN_OR_RETURN(std::unique_ptr<AttentionCluster> cluster, StartBenchCluster(model, o));
+  ElasticDecodeOptions d;
+  d.max_tokens = o.max_tokens;
+  d.actions = std::move(actions);
+  ASSIGN_OR_RETURN(
+      ElasticDecodeReport run,
+      RunElasticDecode(model, *cluster,
+                       BenchPrompts(model.config(), o.requests, o.prompt_tokens, o.seed), d));
+  check = BenchCheck{run.max_rel_err, run.mismatched_requests, run.generated_tokens,
+                     ElasticVerdict(run)};
+  return run;
+}
+
 // Gaps between consecutive tokens of every request, in ms.
 std::vector<double> TokenGapsMs(const ElasticRequestResult& r) {
   std::vector<double> gaps;
@@ -87,21 +106,12 @@ std::vector<double> TokenGapsMs(const ElasticRequestResult& r) {
 
 core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,
                                              const ElasticBenchOptions& o) {
-  RETURN_IF_ERROR(CheckBenchOptions(model.config(), o));
-  ASSIGN_OR_RETURN(std::unique_ptr<AttentionCluster> cluster, StartBenchCluster(model, o));
-  ElasticDecodeOptions d;
-  d.max_tokens = o.max_tokens;
+  std::vector<ElasticAction> joins;
   for (int i = 0; i < o.events; ++i) {
-    d.actions.push_back(ElasticAction{ElasticAction::Kind::kJoin, (i + 1) * o.every_tokens});
+    joins.push_back(ElasticAction{ElasticAction::Kind::kJoin, (i + 1) * o.every_tokens});
   }
-  ASSIGN_OR_RETURN(
-      ElasticDecodeReport run,
-      RunElasticDecode(model, *cluster,
-                       BenchPrompts(model.config(), o.requests, o.prompt_tokens, o.seed), d));
   JoinBenchReport rep;
-  rep.max_rel_err = run.max_rel_err;
-  rep.mismatched_requests = run.mismatched_requests;
-  rep.generated_tokens = run.generated_tokens;
+  ASSIGN_OR_RETURN(ElasticDecodeReport run, RunBenchDecode(model, o, joins, rep.check));
   for (const AppliedAction& a : run.actions) {
     JoinSample s;
     s.node = a.node;
@@ -120,7 +130,7 @@ core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,
     gaps.insert(gaps.end(), g.begin(), g.end());
   }
   rep.decode_step_ms_p50 = core::Median(gaps);
-  cluster.reset();
+  rep.decode_step_ms_p99 = core::Percentile(gaps, 99);
   if (!o.instance_command.empty()) {
     for (int i = 0; i < o.instance_starts; ++i) {
       std::vector<std::string> argv = o.instance_command;
@@ -143,24 +153,15 @@ core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,
 
 core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
                                                const ElasticBenchOptions& o) {
-  RETURN_IF_ERROR(CheckBenchOptions(model.config(), o));
-  ASSIGN_OR_RETURN(std::unique_ptr<AttentionCluster> cluster, StartBenchCluster(model, o));
-  ElasticDecodeOptions d;
-  d.max_tokens = o.max_tokens;
   // Kill the oldest live node, then start a fresh one: ids 0, 1, 2, ... die in turn.
+  std::vector<ElasticAction> actions;
   for (int i = 0; i < o.events; ++i) {
     const int64_t at = (i + 1) * o.every_tokens;
-    d.actions.push_back(ElasticAction{ElasticAction::Kind::kKill, at, i});
-    d.actions.push_back(ElasticAction{ElasticAction::Kind::kJoin, at});
+    actions.push_back(ElasticAction{ElasticAction::Kind::kKill, at, i});
+    actions.push_back(ElasticAction{ElasticAction::Kind::kJoin, at});
   }
-  ASSIGN_OR_RETURN(
-      ElasticDecodeReport run,
-      RunElasticDecode(model, *cluster,
-                       BenchPrompts(model.config(), o.requests, o.prompt_tokens, o.seed), d));
   DeathBenchReport rep;
-  rep.max_rel_err = run.max_rel_err;
-  rep.mismatched_requests = run.mismatched_requests;
-  rep.generated_tokens = run.generated_tokens;
+  ASSIGN_OR_RETURN(ElasticDecodeReport run, RunBenchDecode(model, o, actions, rep.check));
   for (const ElasticEvent& e : run.events) rep.refills += e.kind == "refill";
   std::vector<double> stalls, spanning, all_gaps, detects;
   for (const AppliedAction& a : run.actions) {

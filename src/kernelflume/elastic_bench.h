@@ -48,6 +48,14 @@ struct ElasticBenchOptions {
   int instance_starts = 5;
 };
 
+// Every request of a benchmark's run checked against the monolithic model.
+struct BenchCheck {
+  double max_rel_err = 0;
+  int64_t mismatched_requests = 0;
+  int64_t generated_tokens = 0;
+  core::Status verdict = core::Status::Ok();  // ElasticVerdict of the run
+};
+
 struct JoinSample {
   int node = -1;
   double start_to_joined_ms = 0;
@@ -58,11 +66,10 @@ struct JoinSample {
 struct JoinBenchReport {
   std::vector<JoinSample> joins;
   double decode_step_ms_p50 = 0;  // per request, gap between consecutive tokens
+  double decode_step_ms_p99 = 0;
   std::vector<double> instance_start_ms;
   double instance_start_ms_p50 = 0;
-  double max_rel_err = 0;
-  int64_t mismatched_requests = 0;
-  int64_t generated_tokens = 0;
+  BenchCheck check;
 };
 
 struct DeathSample {
@@ -79,10 +86,8 @@ struct DeathBenchReport {
   double detect_ms_p50 = 0, detect_ms_max = 0;  // SIGKILL -> marked lost
   double unaffected_gap_ms_p50 = 0;             // gaps spanning a kill
   double token_gap_ms_p50 = 0;  // every request's token gaps over the run, for comparison
-  double max_rel_err = 0;
-  int64_t mismatched_requests = 0;
-  int64_t generated_tokens = 0;
   int64_t refills = 0;
+  BenchCheck check;
 };
 
 core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,
