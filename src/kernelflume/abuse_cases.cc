@@ -347,7 +347,7 @@ std::string CompletionAbuseRequest(CompletionAbuseKind k, core::Rng& rng,
   }
 }
 
-// Whether `v` is a JSON array of integers; their dump as the fingerprint.
+// Whether `v` is a JSON array of integers.
 bool IntArray(const core::Json& v) {
   if (!v.is_array()) return false;
   for (const core::Json& x : v) {

@@ -596,6 +596,34 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                       "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
   attn_node.keep = {"--connect", "--join-timeout"};
   t.push_back(attn_node);
+  // serve listens for 0.2 s on a free port of the loopback with in-process nodes (kept), then
+  // stops by itself; the options that size the node pool are kept.
+  SubcommandSpec kf_serve = Spec("serve", MpiUse::kNone, 2,
+                                 {{"--model", K::kInputFile, {}},
+                                  {"--seed", K::kUint, {}},
+                                  {"--host", K::kText, {}},
+                                  {"--port", K::kInt, {}},
+                                  {"--attn-nodes", K::kInt, {}},
+                                  {"--max-attn-nodes", K::kInt, {}},
+                                  {"--min-attn-nodes", K::kInt, {}},
+                                  {"--capacity-tokens", K::kInt, {}},
+                                  {"--page-tokens", K::kInt, {}},
+                                  {"--reroute-every", K::kInt, {}},
+                                  {"--max-active", K::kInt, {}},
+                                  {"--max-queued", K::kInt, {}},
+                                  {"--keep-alive-s", K::kFloat, {}},
+                                  {"--no-autoscale", K::kFlag, {}},
+                                  {"--transport", K::kText, {}},
+                                  {"--duration-s", K::kFloat, {}}});
+  kf_serve.group = "kernelflume";
+  kf_serve.bases = {
+      {"--model", "tiny-gqa", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--duration-s", "0.2"},
+      {"--model", "tiny-mha", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--attn-nodes", "2", "--max-attn-nodes", "3", "--no-autoscale", "--duration-s", "0.2"}};
+  kf_serve.keep = {"--host",       "--port",           "--transport",      "--duration-s",
+                   "--attn-nodes", "--max-attn-nodes", "--capacity-tokens"};
+  t.push_back(kf_serve);
   // abuse needs a completion server (needs_server): the closed port answers "cannot reach" at
   // once.
   SubcommandSpec kf_abuse = Spec("abuse", MpiUse::kNone, 2,
