@@ -26,6 +26,7 @@ enum CompletionAbuseKind {
   kValidText,
   kValidIds,
   kValidEos,
+  kValidStream,
   kJsonTruncated,
   kJsonGarbage,
   kJsonDeepNesting,
@@ -66,6 +67,7 @@ const std::vector<AbuseKind> kCompletionKinds = {
     {"valid_text", AbuseGroup::kValid, 200, 8, "text prompt, 1..8 tokens, greedy, no EOS stop"},
     {"valid_ids", AbuseGroup::kValid, 200, 6, "token-id prompt, 1..8 tokens, greedy"},
     {"valid_eos", AbuseGroup::kValid, 200, 4, "text prompt, 1..8 tokens, stop_at_eos"},
+    {"valid_stream", AbuseGroup::kValid, 200, 4, "text prompt, 1..8 tokens, server-sent events"},
     {"json_truncated", AbuseGroup::kMalformedJson, 400, 4, "a valid body cut anywhere"},
     {"json_garbage", AbuseGroup::kMalformedJson, 400, 4, "1..256 random bytes"},
     {"json_deep_nesting", AbuseGroup::kMalformedJson, 400, 3, "300.. levels up to the limit"},
@@ -147,9 +149,11 @@ void ValidCompletion(CompletionAbuseKind k, core::Rng& rng, const serve::AbuseRe
                                                               "Tomorrow you will"}))
                  .dump();
   }
-  c->body = CompletionObject({{"prompt", prompt},
-                              {"max_tokens", max_tokens},
-                              {"stop_at_eos", k == kValidEos ? "true" : "false"}});
+  AbuseFields f = {{"prompt", prompt},
+                   {"max_tokens", max_tokens},
+                   {"stop_at_eos", k == kValidEos ? "true" : "false"}};
+  if (k == kValidStream) f.push_back({"stream", "true"});
+  c->body = CompletionObject(f);
   c->path = kCompletionsPath;
   c->request = b.Request("POST", kCompletionsPath, c->body);
 }
@@ -291,6 +295,7 @@ std::string CompletionAbuseRequest(CompletionAbuseKind k, core::Rng& rng,
     case kValidText:
     case kValidIds:
     case kValidEos:
+    case kValidStream:
       ValidCompletion(k, rng, b, c);
       return c->request;
     case kChunkedTooLarge:
@@ -339,9 +344,13 @@ std::string CompletionAbuseRequest(CompletionAbuseKind k, core::Rng& rng,
       return serve::HeadersOnly(b, path, valid);
     case kHalfBodyClose:
       return serve::HalfBody(b, path, valid);
-    case kCloseBeforeReply:
-      return b.Request("POST", path,
-                       CompletionObject(WithField(BaseCompletion(), "max_tokens", "8")));
+    case kCloseBeforeReply: {
+      // A plain reply (decoded to its end) or a long stream (cancelled when the server
+      // notices the closed connection).
+      AbuseFields f = WithField(BaseCompletion(), "max_tokens", "8");
+      if (rng.Below(2) == 0) f = WithField(WithField(f, "max_tokens", "64"), "stream", "true");
+      return b.Request("POST", path, CompletionObject(f));
+    }
     default:
       return b.Request("POST", path, CompletionAbuseBody(k, rng, b.c.max_body_bytes));
   }
@@ -354,6 +363,48 @@ bool IntArray(const core::Json& v) {
     if (!x.is_number_integer()) return false;
   }
   return true;
+}
+
+// A reply of server-sent events (completion_server.h) as the JSON reply it streams: token ids
+// from the token events, finish_reason and usage from the last event; empty with *why set
+// when the stream is malformed, carries an error or does not end with [DONE].
+core::Json StreamAsReply(const std::string& body, std::string* why) {
+  core::Json ids = core::Json::array();
+  core::Json last;
+  bool done = false;
+  for (size_t at = body.find("data: "); at != std::string::npos; at = body.find("data: ", at)) {
+    const size_t end = body.find("\n\n", at);
+    if (end == std::string::npos) break;
+    const std::string data = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (done) {
+      *why = "an event after [DONE]";
+      return {};
+    }
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    auto ev = core::ParseJson(data, "event");
+    if (!ev.ok() || !ev->is_object() || ev->contains("error") || !ev->contains("choices") ||
+        !(*ev)["choices"].is_array() || (*ev)["choices"].empty() ||
+        !(*ev)["choices"][0].is_object()) {
+      *why = "a bad event: " + data.substr(0, 120);
+      return {};
+    }
+    const core::Json& choice = (*ev)["choices"][0];
+    if (choice.contains("token_id")) {
+      ids.push_back(choice["token_id"]);
+    } else {
+      last = *ev;
+    }
+  }
+  if (!done || last.is_null()) {
+    *why = done ? "no final event with finish_reason" : "the stream does not end with [DONE]";
+    return {};
+  }
+  last["choices"][0]["token_ids"] = ids;
+  return last;
 }
 
 class CompletionSuite : public serve::AbuseSuite {
@@ -371,13 +422,21 @@ class CompletionSuite : public serve::AbuseSuite {
     if (!asked.ok()) return "the case itself is invalid: " + asked.status().message();
     const int64_t max_tokens = asked->value("max_tokens", int64_t{16});
     const bool stop_at_eos = asked->value("stop_at_eos", true);
-    auto j = core::ParseJson(reply.body, "reply");
-    if (!j.ok()) return "reply is not JSON: " + j.status().message();
-    if (!j->is_object() || !j->contains("choices") || !(*j)["choices"].is_array() ||
-        (*j)["choices"].size() != 1 || !(*j)["choices"][0].is_object()) {
+    core::Json j;
+    if (asked->value("stream", false)) {
+      std::string why;
+      j = StreamAsReply(reply.body, &why);
+      if (!why.empty()) return why;
+    } else {
+      auto parsed = core::ParseJson(reply.body, "reply");
+      if (!parsed.ok()) return "reply is not JSON: " + parsed.status().message();
+      j = std::move(*parsed);
+    }
+    if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
+        j["choices"].size() != 1 || !j["choices"][0].is_object()) {
       return "reply has no choices[0]";
     }
-    const core::Json& choice = (*j)["choices"][0];
+    const core::Json& choice = j["choices"][0];
     if (!choice.contains("token_ids") || !IntArray(choice["token_ids"])) {
       return "choices[0].token_ids is not an array of ids";
     }
@@ -392,8 +451,8 @@ class CompletionSuite : public serve::AbuseSuite {
                          max_tokens, stop_at_eos);
     }
     if (finish != "length" && finish != "stop") return "finish_reason '" + finish + "'";
-    if (!j->contains("usage") || !(*j)["usage"].is_object()) return "reply has no usage";
-    const core::Json& u = (*j)["usage"];
+    if (!j.contains("usage") || !j["usage"].is_object()) return "reply has no usage";
+    const core::Json& u = j["usage"];
     const int64_t prompt = u.value("prompt_tokens", int64_t{-1});
     if (u.value("completion_tokens", int64_t{-1}) != n || prompt < 1 ||
         u.value("total_tokens", int64_t{-1}) != prompt + n) {

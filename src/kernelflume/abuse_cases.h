@@ -23,9 +23,11 @@
 //                   415  a Content-Encoding other than gzip, brotli or deflate
 //   disconnect        -  the client closes: right after connecting, after the headers, after
 //                        half the body, or after a whole valid request before the reply
+//                        (plain, or a 64-token stream the server must cancel)
 //   valid           200  greedy completions of small text or id prompts, max_tokens 1..8:
 //                        stop_at_eos false (exactly max_tokens ids, finish_reason "length") and
-//                        true (max_tokens ids, or fewer ending with "stop"); usage must add up.
+//                        true (max_tokens ids, or fewer ending with "stop"), and streamed
+//                        (server-sent events ending with [DONE]); usage must add up.
 //                        The fingerprint is the token ids (greedy decoding is deterministic).
 //
 // The suite assumes what tessera's tiny models have: the byte tokenizer (vocab 259, so text

@@ -87,6 +87,47 @@ TEST(CompletionAbuseSuiteTest, PlanIsSeededTouchesEveryKindAndBodiesMatchTheirSt
   }
 }
 
+// The check of a valid reply accepts a right one and refuses each kind of wrong one.
+TEST(CompletionAbuseSuiteTest, CheckValidRefusesWrongReplies) {
+  const serve::AbuseSuite& suite = CompletionAbuseSuite();
+  AbuseCase plain;
+  plain.body = R"({"prompt": "abc", "max_tokens": 2, "stop_at_eos": false})";
+  auto reply = [](const std::string& body) {
+    serve::HttpReply r;
+    r.status = 200;
+    r.body = body;
+    return r;
+  };
+  const std::string good =
+      R"({"choices": [{"index": 0, "text": "xy", "token_ids": [120, 121], "finish_reason":)"
+      R"( "length"}], "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}})";
+  std::string fp;
+  EXPECT_EQ(suite.CheckValid(plain, reply(good), &fp), "");
+  EXPECT_EQ(fp, "[120,121]");
+  for (const std::string& bad : std::vector<std::string>{
+           "not json", R"({"choices": []})",
+           R"({"choices": [{"token_ids": [1], "finish_reason": "length"}], "usage": )"
+           R"({"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}})",
+           R"({"choices": [{"token_ids": [1, 2], "finish_reason": "stop"}], "usage": )"
+           R"({"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}})",
+           R"({"choices": [{"token_ids": [1, 2], "finish_reason": "length"}], "usage": )"
+           R"({"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 7}})",
+           R"({"choices": [{"token_ids": [1, "2"], "finish_reason": "length"}]})"}) {
+    EXPECT_NE(suite.CheckValid(plain, reply(bad), &fp), "") << bad;
+  }
+  AbuseCase stream = plain;
+  stream.body = R"({"prompt": "abc", "max_tokens": 2, "stop_at_eos": false, "stream": true})";
+  const std::string events =
+      "data: {\"choices\": [{\"token_id\": 7, \"finish_reason\": null}]}\n\n"
+      "data: {\"choices\": [{\"token_id\": 8, \"finish_reason\": null}]}\n\n"
+      "data: {\"choices\": [{\"text\": \"\", \"finish_reason\": \"length\"}], \"usage\": "
+      "{\"prompt_tokens\": 4, \"completion_tokens\": 2, \"total_tokens\": 6}}\n\n";
+  EXPECT_EQ(suite.CheckValid(stream, reply(events + "data: [DONE]\n\n"), &fp), "");
+  EXPECT_EQ(fp, "[7,8]");
+  EXPECT_NE(suite.CheckValid(stream, reply(events), &fp), "");  // no [DONE]
+  EXPECT_NE(suite.CheckValid(stream, reply("data: {\"error\": {}}\n\ndata: [DONE]\n\n"), &fp), "");
+}
+
 // An in-process server (2 attention nodes over the fake transport, the CLI's HTTP defaults
 // but short body and head deadlines) hammered by 120 cases over 20 connections: every case
 // gets its status, every valid request is answered with the same ids for the same body.
