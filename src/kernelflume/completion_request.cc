@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "models/byte_tokenizer.h"
 
 namespace tessera::kernelflume {
@@ -17,8 +19,12 @@ bool IsByteModel(const models::LlamaConfig& c) { return c.vocab == models::ByteT
 
 core::StatusOr<CompletionRequest> ParseCompletionRequest(const std::string& body,
                                                          const models::LlamaConfig& config) {
-  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return core::InvalidArgument("body: not JSON");
+  // core::ParseJson, not Json::parse: a key given twice, nesting deeper than 256 levels and a
+  // number that fits no double are refused (Json::parse keeps the last of two keys).
+  auto parsed = core::ParseJson(body, "body");
+  if (!parsed.ok())
+    return core::InvalidArgument("body: not JSON (" + parsed.status().message() + ")");
+  Json j = std::move(*parsed);
   RETURN_IF_ERROR(core::CheckKnownKeys(
       j, "", {"prompt", "max_tokens", "temperature", "seed", "stream", "model", "stop_at_eos"}));
   CompletionRequest r;

@@ -1,10 +1,12 @@
 // The body of POST /v1/completions (completion_server.h), parsed and checked: every key known,
 // every value of the right type and range, the prompt as token ids (text through the byte
 // tokenizer, which needs a model with its vocabulary of 259; otherwise ids).
-// Errors: InvalidArgument naming the field and the value, e.g. "max_tokens: got 0, must be >=
-// 1", "unknown key 'max_token', must be one of ...", "prompt: text needs the byte tokenizer
-// (vocab 259); this model has vocab 128256: give token ids". The context check (prompt +
-// max_tokens) is the engine's (CompletionEngine::Submit).
+// Errors: InvalidArgument for a body that is not strict JSON (core::ParseJson: a key given twice,
+// nesting past 256 levels, a number over a double, bad UTF-8), and naming the field and the
+// value, e.g. "max_tokens: got 0, must be >= 1", "unknown key 'max_token', must be one of
+// ...", "prompt: text needs the byte tokenizer (vocab 259); this model has vocab 128256: give
+// token ids". The context check (prompt + max_tokens) is the engine's
+// (CompletionEngine::Submit).
 // Thread-safety: pure functions.
 #pragma once
 

@@ -41,6 +41,8 @@ TEST(CompletionRequestTest, EachBadFieldIsNamed) {
   const models::LlamaConfig c = ByteConfig();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "body: not JSON"},
+      {R"({"prompt": "a", "prompt": [1]})", "duplicate key"},
+      {R"({"prompt": "a", "max_tokens": 1e400})", "body: not JSON"},
       {"[1]", "must be an object"},
       {R"({"max_tokens": 3})", "prompt: missing"},
       {R"({"prompt": ""})", "prompt: empty"},

@@ -178,6 +178,9 @@ serve::Reply CompletionServer::Metrics() {
            {"cancelled", m.cancelled},
            {"failed", m.failed}}},
          {"tokens", m.tokens},
+         // The serving core's names (serve/abuse.h drains the server on them).
+         {"queue_length", m.queued},
+         {"in_flight", m.active},
          {"http", http_->Counters()}};
   if (autoscaler_) {
     j["autoscaler"] = {{"scale_outs", autoscaler_->scale_outs()},

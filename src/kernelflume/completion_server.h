@@ -18,17 +18,19 @@
 //   GET  /v1/models       {"object": "list", "data": [{"id": model name, "object": "model"}]}
 //   GET  /healthz         {"status": "ok", "nodes": n}; 503 when no attention node is active
 //   GET  /v1/metrics      TPOT p50/p99 (ms), routing version, nodes, KV use, requests by state,
-//                         autoscaler decisions, the HTTP shell's refusal counters
+//                         autoscaler decisions, the HTTP shell's refusal counters;
+//                         queue_length and in_flight (the engine's queued and active requests,
+//                         under the serving core's names: the abuse tool drains on them)
 //   GET  /admin/routes    the routing table: version, nodes (state, capacity, live tokens),
 //                         requests (ranges as [start, end, node]; the first 1000)
 //   POST /admin/nodes     {"fingerprint": optional}: starts one more attention node ("a node of
 //                         another model" -- a fingerprint other than the server's -- is refused)
 //   POST /admin/drain     {"node": id}: drains and retires that node (the last one: refused)
 // Errors: {"error": {"message": one line naming the field, "code"}}: 400 bad body (field
-// named: prompt over the context, max_tokens <= 0, an unknown key, a wrong type), 413 a body
-// over the limit (the HTTP shell), 429 the queue is full or the KV capacity is exhausted at the
-// maximum node count, 503 no attention node (both with Retry-After), 409 an admin action
-// refused (the reason), 404 an unknown route.
+// named: not strict JSON, prompt over the context, max_tokens <= 0, an unknown key, a wrong
+// type), 413 a body over the limit (the HTTP shell), 429 the queue is full or the KV capacity
+// is exhausted at the maximum node count, 503 no attention node (both with Retry-After), 409
+// an admin action refused (the reason), 404 an unknown route.
 // Thread-safety: Start/Stop from one thread; handlers on the shell's pool.
 #pragma once
 

@@ -596,6 +596,61 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                       "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
   attn_node.keep = {"--connect", "--join-timeout"};
   t.push_back(attn_node);
+  // serve listens for 0.2 s on a free port of the loopback with in-process nodes (kept), then
+  // stops by itself; the options that size the node pool are kept.
+  SubcommandSpec kf_serve = Spec("serve", MpiUse::kNone, 2,
+                                 {{"--model", K::kInputFile, {}},
+                                  {"--seed", K::kUint, {}},
+                                  {"--host", K::kText, {}},
+                                  {"--port", K::kInt, {}},
+                                  {"--attn-nodes", K::kInt, {}},
+                                  {"--max-attn-nodes", K::kInt, {}},
+                                  {"--min-attn-nodes", K::kInt, {}},
+                                  {"--capacity-tokens", K::kInt, {}},
+                                  {"--page-tokens", K::kInt, {}},
+                                  {"--reroute-every", K::kInt, {}},
+                                  {"--max-active", K::kInt, {}},
+                                  {"--max-queued", K::kInt, {}},
+                                  {"--keep-alive-s", K::kFloat, {}},
+                                  {"--no-autoscale", K::kFlag, {}},
+                                  {"--transport", K::kText, {}},
+                                  {"--duration-s", K::kFloat, {}}});
+  kf_serve.group = "kernelflume";
+  kf_serve.bases = {
+      {"--model", "tiny-gqa", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--duration-s", "0.2"},
+      {"--model", "tiny-mha", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--attn-nodes", "2", "--max-attn-nodes", "3", "--no-autoscale", "--duration-s", "0.2"}};
+  kf_serve.keep = {"--host",       "--port",           "--transport",      "--duration-s",
+                   "--attn-nodes", "--max-attn-nodes", "--capacity-tokens"};
+  t.push_back(kf_serve);
+  // abuse needs a completion server (needs_server): the closed port answers "cannot reach" at
+  // once.
+  SubcommandSpec kf_abuse = Spec("abuse", MpiUse::kNone, 2,
+                                 {{"--url", K::kText, {}},
+                                  {"--requests", K::kInt, {}},
+                                  {"--connections", K::kInt, {}},
+                                  {"--seed", K::kUint, {}},
+                                  {"--server-pid", K::kInt, {}},
+                                  {"--rss-bound", K::kText, {}},
+                                  {"--json", K::kOutputFile, {}},
+                                  {"--hostile", K::kFlag, {}},
+                                  {"--cases", K::kText, {}},
+                                  {"--slow-sockets", K::kInt, {}},
+                                  {"--slow-seconds", K::kFloat, {}},
+                                  {"--idle-sockets", K::kInt, {}},
+                                  {"--idle-seconds", K::kFloat, {}},
+                                  {"--flood-bytes", K::kText, {}},
+                                  {"--shutdown", K::kFlag, {}},
+                                  {"--drain-deadline-s", K::kFloat, {}}});
+  kf_abuse.group = "kernelflume";
+  kf_abuse.needs_server = true;
+  kf_abuse.bases = {
+      {"--url", "http://127.0.0.1:1", "--requests", "10", "--connections", "4"},
+      {"--url", "http://127.0.0.1:1", "--requests", "20", "--connections", "2", "--seed", "3",
+       "--server-pid", "1", "--rss-bound", "8MiB", "--json", out + "kf_abuse.json"}};
+  kf_abuse.keep = {"--url"};
+  t.push_back(kf_abuse);
   // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
   // drops --transport) and times a few decode steps: the options that size the run are kept.
   SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,

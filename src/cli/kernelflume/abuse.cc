@@ -1,0 +1,192 @@
+// `tessera kernelflume abuse`: sends a completion server (`tessera kernelflume serve`)
+// malformed, absurd, oversized and abandoned requests with a share of valid greedy completions
+// over many connections (serve/abuse.h with kernelflume/abuse_cases.h), prints a table per
+// kind, the RSS samples and the verdict; --json writes the report. --hostile runs the HTTP
+// layer's hostile clients (serve/hostile.h) instead. Exit 1 when the check fails.
+#include "serve/abuse.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "core/byte_size.h"
+#include "core/json_util.h"
+#include "core/progress.h"
+#include "core/table.h"
+#include "kernelflume/abuse_cases.h"
+#include "serve/hostile.h"
+
+namespace tessera::cli {
+namespace {
+
+struct KfAbuseArgs {
+  std::string url;
+  int64_t requests = 1000;
+  int64_t connections = 200;
+  uint64_t seed = 1;
+  int64_t server_pid = -1;
+  int64_t rss_bound_bytes = int64_t{16} << 20;
+  std::string json_path;
+  bool hostile = false;
+  serve::HostileOptions h;
+};
+
+std::string KfStatusText(int status) {
+  if (status == serve::kNoReply) return "closed";
+  if (status == serve::kTransportError) return "no reply";
+  return std::to_string(status);
+}
+
+core::Status KfFailed(const std::string& what, const std::vector<std::string>& failures) {
+  std::string why;
+  for (const std::string& f : failures) why += (why.empty() ? "" : "; ") + f;
+  return core::FailedPrecondition(what + " check failed: " + why);
+}
+
+core::Status RunKfHostile(const KfAbuseArgs& a) {
+  serve::HostileOptions o = a.h;
+  o.url = a.url;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.valid_path = "/v1/completions";
+  o.valid_body = R"({"prompt": "a hostile client", "max_tokens": 4, "stop_at_eos": false})";
+  ASSIGN_OR_RETURN(serve::HostileReport r, serve::RunHostile(o));
+  core::Table t({"case", "pass", "RSS before", "RSS after", "fds before", "fds after",
+                 "what the server did"});
+  auto bytes = [](int64_t b) { return b < 0 ? std::string("-") : core::FormatBytes(b); };
+  for (const serve::HostileCase& c : r.cases) {
+    t.AddRow({c.name, c.pass ? "yes" : "NO", bytes(c.rss_before), bytes(c.rss_after),
+              std::to_string(c.fds_before), std::to_string(c.fds_after), c.outcome});
+  }
+  std::printf("%s", t.Render().c_str());
+  std::printf("idle: valid request %.3f s, /healthz %.4f s; server RSS start %s, peak %s, end %s\n",
+              r.idle_valid_s, r.idle_healthz_s, bytes(r.rss_start).c_str(),
+              bytes(r.rss_peak).c_str(), bytes(r.rss_end).c_str());
+  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, serve::ToJson(r, o)));
+  if (!r.pass) return KfFailed("hostile", r.failures);
+  std::printf("hostile check passed (measured)\n");
+  return core::Status::Ok();
+}
+
+void PrintKfAbuse(const serve::AbuseReport& r) {
+  core::Table t({"kind", "group", "expected", "sent", "got", "mismatches"});
+  for (const serve::AbuseKindReport& k : r.kinds) {
+    std::string got;
+    for (const auto& [status, n] : k.got) {
+      got += (got.empty() ? "" : ", ") + KfStatusText(status) + ": " + std::to_string(n);
+    }
+    t.AddRow({k.name, k.group, KfStatusText(k.expected_status), std::to_string(k.sent), got,
+              std::to_string(k.mismatches)});
+  }
+  std::printf("%s", t.Render().c_str());
+  for (const serve::AbuseKindReport& k : r.kinds) {
+    for (const std::string& e : k.examples) std::printf("%s: %s\n", k.name.c_str(), e.c_str());
+  }
+  std::printf(
+      "sent %lld, mismatches %lld; valid answered %lld of %lld (429 retries %lld); connections "
+      "open at once %d (required %d); healthy at the end: %s; %.1f s\n",
+      static_cast<long long>(r.sent), static_cast<long long>(r.mismatches),
+      static_cast<long long>(r.valid_answered), static_cast<long long>(r.valid_sent),
+      static_cast<long long>(r.retried_429), r.max_open_connections, r.connections_required,
+      r.healthy_at_end ? "yes" : ("no, " + r.health_detail).c_str(), r.wall_s);
+  if (!r.rss_sampled) {
+    std::printf("server RSS not sampled (give --server-pid)\n");
+    return;
+  }
+  std::string samples;
+  for (const serve::RssSample& s : r.rss) {
+    samples += (samples.empty() ? "" : ", ") + std::to_string(s.completed) + ":" +
+               core::FormatBytes(s.rss_bytes) + (s.phase == "main" ? "" : " (" + s.phase + ")");
+  }
+  std::printf("server RSS (cases done: RSS): %s\n", samples.c_str());
+  std::printf("RSS end - warm = %lld bytes (bound %s)\n",
+              static_cast<long long>(r.rss_end_bytes - r.rss_warm_bytes),
+              core::FormatBytes(r.rss_bound_bytes).c_str());
+}
+
+core::Status RunKfAbuse(const KfAbuseArgs& a) {
+  if (a.server_pid == 0) {
+    return core::InvalidArgument(
+        "server-pid: got 0, must be the server's process id (or -1: do not sample its RSS)");
+  }
+  if (a.hostile) return RunKfHostile(a);
+  serve::AbuseOptions o;
+  o.url = a.url;
+  o.requests = a.requests;
+  o.connections = static_cast<int>(a.connections);
+  o.seed = a.seed;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.rss_bound_bytes = a.rss_bound_bytes;
+  std::unique_ptr<core::ProgressBar> bar;
+  o.progress = [&bar](int64_t done, int64_t total) {
+    if (!bar) bar = std::make_unique<core::ProgressBar>("kernelflume abuse", total);
+    bar->Update(done);
+  };
+  ASSIGN_OR_RETURN(serve::AbuseReport r, serve::RunAbuse(o, kernelflume::CompletionAbuseSuite()));
+  if (bar) bar->Done();
+  PrintKfAbuse(r);
+  if (!a.json_path.empty()) {
+    RETURN_IF_ERROR(
+        core::WriteJsonFile(a.json_path, serve::ToJson(r, o, "tessera.kernelflume.abuse/1")));
+  }
+  if (!r.pass) return KfFailed("abuse", r.failures);
+  std::printf("abuse check passed (measured)\n");
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+void AddKernelFlumeAbuse(CLI::App* kernelflume, Action* action) {
+  auto a = std::make_shared<KfAbuseArgs>();
+  auto paths = std::make_shared<CommandPaths>();
+  CLI::App* c = kernelflume->add_subcommand(
+      "abuse", "Send a completion server bad, huge and abandoned requests; check it survives");
+  c->add_option("--url", a->url, "the server, http://HOST:PORT")->required();
+  c->add_option("--requests", a->requests, "cases to send")
+      ->transform(Integer(1, serve::kMaxAbuseRequests))
+      ->capture_default_str();
+  c->add_option("--connections", a->connections, "concurrent connections")
+      ->transform(Integer(1, serve::kMaxAbuseConnections))
+      ->capture_default_str();
+  c->add_option("--seed", a->seed, "seed of the cases")->transform(Seed())->capture_default_str();
+  c->add_option("--server-pid", a->server_pid,
+                "the server's process id, to sample its RSS (-1: do not sample)")
+      ->transform(Integer(-1, int64_t{1} << 22))
+      ->capture_default_str();
+  c->add_option("--rss-bound", a->rss_bound_bytes,
+                "most the server's RSS may grow from the warm-up to the end, e.g. 16MiB")
+      ->transform(ByteSize(0, int64_t{1} << 40))
+      ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write the report as JSON here");
+  c->add_flag("--hostile", a->hostile,
+              "instead of bad requests: hostile clients of the HTTP layer (slow heads and "
+              "bodies, idle connections, header floods, Range, pipelining, half-close, framing, "
+              "mid-body disconnects; serve/hostile.h)");
+  c->add_option("--cases", a->h.cases, "with --hostile: only these cases (default: all)");
+  c->add_option("--slow-sockets", a->h.slow_sockets, "with --hostile: slow-head sockets")
+      ->transform(Integer(1, 5000))
+      ->capture_default_str();
+  c->add_option("--slow-seconds", a->h.slow_seconds, "with --hostile: how long they trickle")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--idle-sockets", a->h.idle_sockets, "with --hostile: idle connections")
+      ->transform(Integer(1, 20000))
+      ->capture_default_str();
+  c->add_option("--idle-seconds", a->h.idle_seconds, "with --hostile: how long they are held")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--flood-bytes", a->h.flood_bytes,
+                "with --hostile: header bytes each flooding connection sends, e.g. 48MiB")
+      ->transform(ByteSize(1024, int64_t{1} << 32))
+      ->capture_default_str();
+  c->add_flag("--shutdown", a->h.shutdown,
+              "with --hostile and --server-pid: end with SIGTERM during a trickle with a request "
+              "in flight (the server exits)");
+  c->add_option("--drain-deadline-s", a->h.drain_deadline_s,
+                "with --shutdown: the server's drain deadline (it must exit within it + 1 s)")
+      ->check(Number(0, 3600))
+      ->capture_default_str();
+  c->callback([action, a, paths] { *action = Checked(paths, [a] { return RunKfAbuse(*a); }); });
+}
+
+}  // namespace tessera::cli
