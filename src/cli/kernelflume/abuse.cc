@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/abuse_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "core/byte_size.h"
@@ -32,18 +33,6 @@ struct KfAbuseArgs {
   serve::HostileOptions h;
 };
 
-std::string KfStatusText(int status) {
-  if (status == serve::kNoReply) return "closed";
-  if (status == serve::kTransportError) return "no reply";
-  return std::to_string(status);
-}
-
-core::Status KfFailed(const std::string& what, const std::vector<std::string>& failures) {
-  std::string why;
-  for (const std::string& f : failures) why += (why.empty() ? "" : "; ") + f;
-  return core::FailedPrecondition(what + " check failed: " + why);
-}
-
 core::Status RunKfHostile(const KfAbuseArgs& a) {
   serve::HostileOptions o = a.h;
   o.url = a.url;
@@ -51,57 +40,7 @@ core::Status RunKfHostile(const KfAbuseArgs& a) {
   o.valid_path = "/v1/completions";
   o.valid_body = R"({"prompt": "a hostile client", "max_tokens": 4, "stop_at_eos": false})";
   ASSIGN_OR_RETURN(serve::HostileReport r, serve::RunHostile(o));
-  core::Table t({"case", "pass", "RSS before", "RSS after", "fds before", "fds after",
-                 "what the server did"});
-  auto bytes = [](int64_t b) { return b < 0 ? std::string("-") : core::FormatBytes(b); };
-  for (const serve::HostileCase& c : r.cases) {
-    t.AddRow({c.name, c.pass ? "yes" : "NO", bytes(c.rss_before), bytes(c.rss_after),
-              std::to_string(c.fds_before), std::to_string(c.fds_after), c.outcome});
-  }
-  std::printf("%s", t.Render().c_str());
-  std::printf("idle: valid request %.3f s, /healthz %.4f s; server RSS start %s, peak %s, end %s\n",
-              r.idle_valid_s, r.idle_healthz_s, bytes(r.rss_start).c_str(),
-              bytes(r.rss_peak).c_str(), bytes(r.rss_end).c_str());
-  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, serve::ToJson(r, o)));
-  if (!r.pass) return KfFailed("hostile", r.failures);
-  std::printf("hostile check passed (measured)\n");
-  return core::Status::Ok();
-}
-
-void PrintKfAbuse(const serve::AbuseReport& r) {
-  core::Table t({"kind", "group", "expected", "sent", "got", "mismatches"});
-  for (const serve::AbuseKindReport& k : r.kinds) {
-    std::string got;
-    for (const auto& [status, n] : k.got) {
-      got += (got.empty() ? "" : ", ") + KfStatusText(status) + ": " + std::to_string(n);
-    }
-    t.AddRow({k.name, k.group, KfStatusText(k.expected_status), std::to_string(k.sent), got,
-              std::to_string(k.mismatches)});
-  }
-  std::printf("%s", t.Render().c_str());
-  for (const serve::AbuseKindReport& k : r.kinds) {
-    for (const std::string& e : k.examples) std::printf("%s: %s\n", k.name.c_str(), e.c_str());
-  }
-  std::printf(
-      "sent %lld, mismatches %lld; valid answered %lld of %lld (429 retries %lld); connections "
-      "open at once %d (required %d); healthy at the end: %s; %.1f s\n",
-      static_cast<long long>(r.sent), static_cast<long long>(r.mismatches),
-      static_cast<long long>(r.valid_answered), static_cast<long long>(r.valid_sent),
-      static_cast<long long>(r.retried_429), r.max_open_connections, r.connections_required,
-      r.healthy_at_end ? "yes" : ("no, " + r.health_detail).c_str(), r.wall_s);
-  if (!r.rss_sampled) {
-    std::printf("server RSS not sampled (give --server-pid)\n");
-    return;
-  }
-  std::string samples;
-  for (const serve::RssSample& s : r.rss) {
-    samples += (samples.empty() ? "" : ", ") + std::to_string(s.completed) + ":" +
-               core::FormatBytes(s.rss_bytes) + (s.phase == "main" ? "" : " (" + s.phase + ")");
-  }
-  std::printf("server RSS (cases done: RSS): %s\n", samples.c_str());
-  std::printf("RSS end - warm = %lld bytes (bound %s)\n",
-              static_cast<long long>(r.rss_end_bytes - r.rss_warm_bytes),
-              core::FormatBytes(r.rss_bound_bytes).c_str());
+  return ReportHostile(o, r, a.json_path);
 }
 
 core::Status RunKfAbuse(const KfAbuseArgs& a) {
@@ -124,14 +63,7 @@ core::Status RunKfAbuse(const KfAbuseArgs& a) {
   };
   ASSIGN_OR_RETURN(serve::AbuseReport r, serve::RunAbuse(o, kernelflume::CompletionAbuseSuite()));
   if (bar) bar->Done();
-  PrintKfAbuse(r);
-  if (!a.json_path.empty()) {
-    RETURN_IF_ERROR(
-        core::WriteJsonFile(a.json_path, serve::ToJson(r, o, "tessera.kernelflume.abuse/1")));
-  }
-  if (!r.pass) return KfFailed("abuse", r.failures);
-  std::printf("abuse check passed (measured)\n");
-  return core::Status::Ok();
+  return ReportAbuse(r, serve::ToJson(r, o, "tessera.kernelflume.abuse/1"), a.json_path);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/abuse_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "core/byte_size.h"
@@ -31,12 +32,6 @@ struct AbuseArgs {
   serve::HostileOptions h;
 };
 
-std::string StatusText(int status) {
-  if (status == xema::kNoReply) return "closed";
-  if (status == xema::kTransportError) return "no reply";
-  return std::to_string(status);
-}
-
 // --hostile: the HTTP-level hostile clients (serve/hostile.h) with a small image request as
 // the valid one.
 core::Status RunHostileCommand(const AbuseArgs& a) {
@@ -47,25 +42,7 @@ core::Status RunHostileCommand(const AbuseArgs& a) {
   o.valid_body = R"({"model": "tiny-t2i", "prompt": "a hostile client", "size": "16x16", )"
                  R"("num_inference_steps": 1, "seed": 1})";
   ASSIGN_OR_RETURN(serve::HostileReport r, serve::RunHostile(o));
-  core::Table t({"case", "pass", "RSS before", "RSS after", "fds before", "fds after",
-                 "what the server did"});
-  auto bytes = [](int64_t b) { return b < 0 ? std::string("-") : core::FormatBytes(b); };
-  for (const serve::HostileCase& c : r.cases) {
-    t.AddRow({c.name, c.pass ? "yes" : "NO", bytes(c.rss_before), bytes(c.rss_after),
-              std::to_string(c.fds_before), std::to_string(c.fds_after), c.outcome});
-  }
-  std::printf("%s", t.Render().c_str());
-  std::printf("idle: valid request %.3f s, /healthz %.4f s; server RSS start %s, peak %s, end %s\n",
-              r.idle_valid_s, r.idle_healthz_s, bytes(r.rss_start).c_str(),
-              bytes(r.rss_peak).c_str(), bytes(r.rss_end).c_str());
-  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, serve::ToJson(r, o)));
-  if (!r.pass) {
-    std::string why;
-    for (const std::string& f : r.failures) why += (why.empty() ? "" : "; ") + f;
-    return core::FailedPrecondition("hostile check failed: " + why);
-  }
-  std::printf("hostile check passed (measured)\n");
-  return core::Status::Ok();
+  return ReportHostile(o, r, a.json_path);
 }
 
 core::Status RunAbuseCommand(const AbuseArgs& a) {
@@ -88,52 +65,7 @@ core::Status RunAbuseCommand(const AbuseArgs& a) {
   };
   ASSIGN_OR_RETURN(xema::AbuseReport r, xema::RunAbuse(o));
   if (bar) bar->Done();
-  core::Table t({"kind", "group", "expected", "sent", "got", "mismatches"});
-  for (const xema::AbuseKindReport& k : r.kinds) {
-    std::string got;
-    for (const auto& [status, n] : k.got) {
-      got += (got.empty() ? "" : ", ") + StatusText(status) + ": " + std::to_string(n);
-    }
-    t.AddRow({k.name, k.group, StatusText(k.expected_status), std::to_string(k.sent), got,
-              std::to_string(k.mismatches)});
-  }
-  std::printf("%s", t.Render().c_str());
-  for (const xema::AbuseKindReport& k : r.kinds) {
-    for (const std::string& e : k.examples) std::printf("%s: %s\n", k.name.c_str(), e.c_str());
-  }
-  if (!r.kinds_left_out.empty()) {
-    std::string left;
-    for (const std::string& k : r.kinds_left_out) left += (left.empty() ? "" : ", ") + k;
-    std::printf("left out: %s (the server's budget is unknown or would run them)\n", left.c_str());
-  }
-  std::printf(
-      "sent %lld, mismatches %lld; valid answered %lld of %lld (429 retries %lld); connections "
-      "open at once %d (required %d); healthy at the end: %s; %.1f s\n",
-      static_cast<long long>(r.sent), static_cast<long long>(r.mismatches),
-      static_cast<long long>(r.valid_answered), static_cast<long long>(r.valid_sent),
-      static_cast<long long>(r.retried_429), r.max_open_connections, r.connections_required,
-      r.healthy_at_end ? "yes" : ("no, " + r.health_detail).c_str(), r.wall_s);
-  if (r.rss_sampled) {
-    std::string samples;
-    for (const xema::RssSample& s : r.rss) {
-      samples += (samples.empty() ? "" : ", ") + std::to_string(s.completed) + ":" +
-                 core::FormatBytes(s.rss_bytes) + (s.phase == "main" ? "" : " (" + s.phase + ")");
-    }
-    std::printf("server RSS (cases done: RSS): %s\n", samples.c_str());
-    std::printf("RSS end - warm = %lld bytes (bound %s)\n",
-                static_cast<long long>(r.rss_end_bytes - r.rss_warm_bytes),
-                core::FormatBytes(r.rss_bound_bytes).c_str());
-  } else {
-    std::printf("server RSS not sampled (give --server-pid)\n");
-  }
-  if (!a.json_path.empty()) RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, xema::ToJson(r, o)));
-  if (!r.pass) {
-    std::string why;
-    for (const std::string& f : r.failures) why += (why.empty() ? "" : "; ") + f;
-    return core::FailedPrecondition("abuse check failed: " + why);
-  }
-  std::printf("abuse check passed (measured)\n");
-  return core::Status::Ok();
+  return ReportAbuse(r, xema::ToJson(r, o), a.json_path);
 }
 
 }  // namespace
