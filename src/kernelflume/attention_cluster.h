@@ -50,7 +50,8 @@ class AttentionCluster {
 
   WeightNode& weight_node() { return *weight_node_; }
   int num_nodes() const { return options_.num_nodes; }  // started by Start
-  int num_started() const;                              // including AddNode's
+  const AttentionClusterOptions& options() const { return options_; }
+  int num_started() const;  // including AddNode's
   // Starts one more node (id = num_started()) while the weight node serves, and returns its id
   // once it has joined (a child that exits first fails naming its exit code).
   core::StatusOr<int> AddNode();

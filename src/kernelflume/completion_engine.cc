@@ -74,6 +74,15 @@ int64_t CompletionEngine::FreeTokens() const {
   return capacity - reserved_tokens_;
 }
 
+int64_t CompletionEngine::ReservedTokens(const CompletionParams& p) const {
+  const AttentionClusterOptions& o = cluster_.options();
+  const int64_t need = static_cast<int64_t>(p.prompt.size()) + p.max_tokens;
+  const int64_t range_max = o.weight_node.router.range_tokens_max;
+  const int64_t every = o.weight_node.router.reroute_every;
+  const int64_t step = every > 0 ? std::min(every, range_max) : range_max;
+  return need + ((need + step - 1) / step + 1) * o.page_tokens;
+}
+
 core::StatusOr<std::shared_ptr<CompletionStream>> CompletionEngine::Submit(CompletionParams p) {
   const models::LlamaConfig& c = model_.config();
   if (p.prompt.empty()) return core::InvalidArgument("prompt: empty (give at least one token)");
@@ -107,11 +116,12 @@ core::StatusOr<std::shared_ptr<CompletionStream>> CompletionEngine::Submit(Compl
   }
   std::lock_guard lock(mu_);
   if (stop_) return core::Unavailable("the server is stopping");
-  if (need > most_per_node * options_.max_nodes) {
+  const int64_t reserve = ReservedTokens(p);
+  if (reserve > most_per_node * options_.max_nodes) {
     return core::Infeasible(fmt::format(
-        "KV capacity: the request needs {} tokens; the pool holds at most {} at its maximum of "
-        "{} attention nodes",
-        need, most_per_node * options_.max_nodes, options_.max_nodes));
+        "KV capacity: the request needs {} tokens ({} with its pages' slack); the pool holds at "
+        "most {} at its maximum of {} attention nodes",
+        need, reserve, most_per_node * options_.max_nodes, options_.max_nodes));
   }
   if (static_cast<int>(queue_.size()) >= options_.max_queued) {
     return core::Infeasible(fmt::format("queue full: {} requests wait (max_queued {})",
@@ -152,7 +162,7 @@ void CompletionEngine::Finish(Running& r, CompletionStream::Event e) {
   r.done = true;
   r.attn.reset();  // frees the request's ranges on every node
   std::lock_guard lock(mu_);
-  reserved_tokens_ -= static_cast<int64_t>(r.params.prompt.size()) + r.params.max_tokens;
+  reserved_tokens_ -= ReservedTokens(r.params);
   if (e.kind == CompletionStream::Event::Kind::kError) {
     ++failed_;
   } else if (r.stream->cancelled()) {
@@ -178,8 +188,7 @@ void CompletionEngine::Admit() {
     {
       std::lock_guard lock(mu_);
       if (queue_.empty()) return;
-      const int64_t need = static_cast<int64_t>(queue_.front().second.prompt.size()) +
-                           queue_.front().second.max_tokens;
+      const int64_t need = ReservedTokens(queue_.front().second);
       if (need > FreeTokens()) return;  // waits for running requests to end (or a new node)
       r = std::make_unique<Running>();
       r->stream = std::move(queue_.front().first);

@@ -12,8 +12,10 @@
 //   Infeasible       the queue holds max_queued requests, or the request's KV (prompt +
 //                    max_tokens) exceeds what the pool can ever hold at max_nodes nodes;
 // then the request waits in the queue until its KV fits beside the running requests'
-// reservations (each reserves prompt + max_tokens tokens; so a running request never finds the
-// pool full), and until the batch has room (max_active).
+// reservations, and until the batch has room (max_active). A request reserves its tokens
+// (prompt + max_tokens) plus a page of slack for each range it may be cut into (ranges of at
+// most the router's re-route period or range_tokens_max; nodes allocate whole pages per range,
+// ReservedTokens), so a running request never finds the pool full.
 // Scheduling, on one thread: admit (prefill each admitted request in chunks of at most 512
 // tokens), then one decode step for every running request: the step runs as ONE batched
 // forward (models::LlamaBatchDecode: each weight GEMM over all rows; attention per request),
@@ -110,6 +112,7 @@ class CompletionEngine {
   void DecodeStep();
   void Finish(Running& r, CompletionStream::Event e);
   int64_t FreeTokens() const;  // pool capacity minus the running requests' reservations
+  int64_t ReservedTokens(const CompletionParams& p) const;  // see the file comment
 
   const models::LlamaModel& model_;
   AttentionCluster& cluster_;

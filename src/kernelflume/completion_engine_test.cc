@@ -215,7 +215,7 @@ TEST(CompletionEngineTest, RefusalsNameTheFieldOrTheReason) {
 TEST(CompletionEngineTest, AFullQueueAndAPoolTooSmallAreRefusedAsOverloaded) {
   auto model = models::LlamaModel::FromSeed(EngineConfig(), 35, 0.1f);
   ASSERT_TRUE(model.ok());
-  auto cluster = StartEngineCluster(*model, 1, 64);
+  auto cluster = StartEngineCluster(*model, 1, 256);  // 256 tokens, tails moved every 8
   ASSERT_NE(cluster, nullptr);
   EngineOptions eo;
   eo.max_queued = 1;
@@ -223,23 +223,27 @@ TEST(CompletionEngineTest, AFullQueueAndAPoolTooSmallAreRefusedAsOverloaded) {
   eo.max_nodes = 1;
   CompletionEngine engine(*model, *cluster, eo);
   CompletionParams huge;
-  huge.prompt.assign(40, 7);
-  huge.max_tokens = 40;  // 80 tokens > 64 x 1 node
+  huge.prompt.assign(100, 7);
+  huge.max_tokens = 130;  // 230 tokens + a page for each of its 30 ranges > 256 x 1 node
   core::Status st = engine.Submit(huge).status();
   EXPECT_EQ(st.code(), core::StatusCode::kInfeasible);
   EXPECT_NE(st.message().find("maximum of 1 attention nodes"), std::string::npos) << st.message();
   // One running (max_active 1), one queued, the next refused: the queue holds max_queued 1.
+  // The running one is long (50 tokens) so that the other two arrive while it runs.
   CompletionParams one;
   one.prompt.assign(10, 3);
-  one.max_tokens = 20;
+  one.max_tokens = 50;
   one.stop_at_eos = false;
   auto a = engine.Submit(one);
   ASSERT_TRUE(a.ok());
   auto e = (*a)->Next(60);  // a is running once its first token is out
   ASSERT_TRUE(e.has_value());
-  auto b = engine.Submit(one);
+  CompletionParams small = one;
+  small.prompt.assign(2, 3);
+  small.max_tokens = 2;  // 4 tokens: fits beside a's 60, so it waits for the batch only
+  auto b = engine.Submit(small);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  auto c = engine.Submit(one);
+  auto c = engine.Submit(small);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), core::StatusCode::kInfeasible);
   EXPECT_NE(c.status().message().find("queue full"), std::string::npos) << c.status().message();

@@ -155,7 +155,7 @@ TEST(ElasticDecodeTest, RefusesTheLastNodesDrainAndBadActions) {
   }
   // The only node dies under a live request: it fails naming the lost node, no hang.
   ElasticDecodeOptions o;
-  o.max_tokens = 30;
+  o.max_tokens = 400;  // long enough that the kill lands mid-run
   o.actions.push_back(*ParseElasticAction("kill:0@3"));
   auto report = RunElasticDecode(*model, *cluster, Prompts(3, 1), o);
   ASSERT_FALSE(report.ok());
