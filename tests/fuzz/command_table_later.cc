@@ -1,0 +1,295 @@
+#include "command_table_internal.h"
+
+namespace tessera::fuzz::table_internal {
+
+void AppendLaterSystems(const SampleFiles& s, const std::string& out,
+                        std::vector<SubcommandSpec>* t_out) {
+  std::vector<SubcommandSpec>& t = *t_out;
+  // ---- kernelflume ----
+  // generate decodes a few tokens of a seeded tiny model through attention nodes (in-process
+  // fake nodes in the bases; a case that drops --transport starts ucx node processes).
+  SubcommandSpec generate =
+      Spec("generate", MpiUse::kNone, 3,
+           {{"--model", K::kInputFile, {}},   {"--seed", K::kUint, {}},
+            {"--prompt", K::kText, {}},       {"--prompt-ids", K::kInputFile, {}},
+            {"--prompts", K::kInputFile, {}}, {"--max-tokens", K::kInt, {}},
+            {"--attn-nodes", K::kInt, {}},    {"--range-tokens", K::kInt, {}},
+            {"--reroute-every", K::kInt, {}}, {"--capacity-tokens", K::kInt, {}},
+            {"--page-tokens", K::kInt, {}},   {"--transport", K::kText, {}},
+            {"--in-process", K::kFlag, {}},   {"--temperature", K::kFloat, {}},
+            {"--sample-seed", K::kUint, {}},  {"--ignore-eos", K::kFlag, {}},
+            {"--check", K::kFlag, {}},        {"--quiet", K::kFlag, {}},
+            {"--json", K::kOutputFile, {}},   {"--trace", K::kOutputFile, {}}});
+  generate.group = "kernelflume";
+  generate.bases = {
+      {"--model", "tiny-gqa", "--prompt", "Hello", "--max-tokens", "4", "--transport", "fake"},
+      {"--model", "tiny-mha", "--prompt", "ab", "--max-tokens", "6", "--attn-nodes", "2",
+       "--reroute-every", "2", "--transport", "fake", "--check", "--json", out + "gen.json",
+       "--trace", out + "gen_trace.json"},
+      {"--model", "tiny-gqa", "--prompt", "x", "--max-tokens", "3", "--temperature", "0.8",
+       "--sample-seed", "5", "--ignore-eos", "--quiet", "--transport", "fake"}};
+  t.push_back(generate);
+  // attn-node needs a weight node (needs_server): a closed port of the loopback (kept) fails the
+  // join within the (kept) short timeout.
+  SubcommandSpec attn_node = Spec("attn-node", MpiUse::kNone, 1,
+                                  {{"--connect", K::kText, {}},
+                                   {"--capacity-tokens", K::kInt, {}},
+                                   {"--page-tokens", K::kInt, {}},
+                                   {"--id", K::kInt, {}},
+                                   {"--fingerprint", K::kText, {}},
+                                   {"--transport", K::kText, {}},
+                                   {"--join-timeout", K::kFloat, {}}});
+  attn_node.group = "kernelflume";
+  attn_node.needs_server = true;
+  attn_node.bases = {{"--connect", "127.0.0.1:1", "--join-timeout", "1"},
+                     {"--connect", "127.0.0.1:1", "--capacity-tokens", "1024", "--page-tokens",
+                      "16", "--id", "3", "--fingerprint", "abc", "--join-timeout", "1"}};
+  attn_node.keep = {"--connect", "--join-timeout"};
+  t.push_back(attn_node);
+  // serve listens for 0.2 s on a free port of the loopback with in-process nodes (kept), then
+  // stops by itself; the options that size the node pool are kept.
+  SubcommandSpec kf_serve = Spec("serve", MpiUse::kNone, 2,
+                                 {{"--model", K::kInputFile, {}},
+                                  {"--seed", K::kUint, {}},
+                                  {"--host", K::kText, {}},
+                                  {"--port", K::kInt, {}},
+                                  {"--attn-nodes", K::kInt, {}},
+                                  {"--max-attn-nodes", K::kInt, {}},
+                                  {"--min-attn-nodes", K::kInt, {}},
+                                  {"--capacity-tokens", K::kInt, {}},
+                                  {"--page-tokens", K::kInt, {}},
+                                  {"--reroute-every", K::kInt, {}},
+                                  {"--max-active", K::kInt, {}},
+                                  {"--max-queued", K::kInt, {}},
+                                  {"--keep-alive-s", K::kFloat, {}},
+                                  {"--no-autoscale", K::kFlag, {}},
+                                  {"--transport", K::kText, {}},
+                                  {"--duration-s", K::kFloat, {}}});
+  kf_serve.group = "kernelflume";
+  kf_serve.bases = {
+      {"--model", "tiny-gqa", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--duration-s", "0.2"},
+      {"--model", "tiny-mha", "--host", "127.0.0.1", "--port", "0", "--transport", "fake",
+       "--attn-nodes", "2", "--max-attn-nodes", "3", "--no-autoscale", "--duration-s", "0.2"}};
+  kf_serve.keep = {"--host",       "--port",           "--transport",      "--duration-s",
+                   "--attn-nodes", "--max-attn-nodes", "--capacity-tokens"};
+  t.push_back(kf_serve);
+  // abuse needs a completion server (needs_server): the closed port answers "cannot reach" at
+  // once.
+  SubcommandSpec kf_abuse = Spec("abuse", MpiUse::kNone, 2,
+                                 {{"--url", K::kText, {}},
+                                  {"--requests", K::kInt, {}},
+                                  {"--connections", K::kInt, {}},
+                                  {"--seed", K::kUint, {}},
+                                  {"--server-pid", K::kInt, {}},
+                                  {"--rss-bound", K::kText, {}},
+                                  {"--json", K::kOutputFile, {}},
+                                  {"--hostile", K::kFlag, {}},
+                                  {"--cases", K::kText, {}},
+                                  {"--slow-sockets", K::kInt, {}},
+                                  {"--slow-seconds", K::kFloat, {}},
+                                  {"--idle-sockets", K::kInt, {}},
+                                  {"--idle-seconds", K::kFloat, {}},
+                                  {"--flood-bytes", K::kText, {}},
+                                  {"--shutdown", K::kFlag, {}},
+                                  {"--drain-deadline-s", K::kFloat, {}}});
+  kf_abuse.group = "kernelflume";
+  kf_abuse.needs_server = true;
+  kf_abuse.bases = {
+      {"--url", "http://127.0.0.1:1", "--requests", "10", "--connections", "4"},
+      {"--url", "http://127.0.0.1:1", "--requests", "20", "--connections", "2", "--seed", "3",
+       "--server-pid", "1", "--rss-bound", "8MiB", "--json", out + "kf_abuse.json"}};
+  kf_abuse.keep = {"--url"};
+  t.push_back(kf_abuse);
+  // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
+  // drops --transport) and times a few decode steps: the options that size the run are kept.
+  SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,
+                                       {{"--model", K::kInputFile, {}},
+                                        {"--seed", K::kUint, {}},
+                                        {"--batch", K::kInt, {}},
+                                        {"--context", K::kInt, {}},
+                                        {"--steps", K::kInt, {}},
+                                        {"--warmup", K::kInt, {}},
+                                        {"--transport", K::kText, {}},
+                                        {"--in-process", K::kFlag, {}},
+                                        {"--no-pin", K::kFlag, {}},
+                                        {"--no-batch-messages", K::kFlag, {}},
+                                        {"--proxy-cpu", K::kFlag, {}},
+                                        {"--json", K::kOutputFile, {}}});
+  bench_pipeline.group = "kernelflume bench";
+  bench_pipeline.bases = {
+      {"--batch", "2", "--context", "8", "--steps", "1", "--warmup", "0", "--transport", "fake"},
+      {"--model", "tiny-mha", "--batch", "3", "--context", "20", "--steps", "2", "--warmup", "1",
+       "--transport", "fake", "--json", out + "pipeline.json"}};
+  bench_pipeline.keep = {"--batch", "--context", "--steps", "--warmup"};
+  t.push_back(bench_pipeline);
+  // bench join / bench death start attention-node processes over ucx and decode a few tokens;
+  // every option that sizes the run is kept (a fuzzed --max-tokens 10^6 would run for hours).
+  std::vector<OptionSpec> elastic_bench = {
+      {"--model", K::kInputFile, {}},   {"--seed", K::kUint, {}},
+      {"--requests", K::kInt, {}},      {"--prompt-tokens", K::kInt, {}},
+      {"--max-tokens", K::kInt, {}},    {"--nodes", K::kInt, {}},
+      {"--events", K::kInt, {}},        {"--every-tokens", K::kInt, {}},
+      {"--reroute-every", K::kInt, {}}, {"--partial-deadline-s", K::kFloat, {}},
+      {"--json", K::kOutputFile, {}}};
+  const std::vector<std::string> elastic_keep = {
+      "--requests", "--prompt-tokens", "--max-tokens",   "--nodes",
+      "--events",   "--every-tokens",  "--reroute-every"};
+  SubcommandSpec bench_join = Spec("join", MpiUse::kNone, 1, elastic_bench);
+  bench_join.group = "kernelflume bench";
+  bench_join.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",
+                       "1", "--every-tokens", "4", "--nodes", "1", "--reroute-every", "0", "--json",
+                       out + "join.json"}};
+  bench_join.keep = elastic_keep;
+  t.push_back(bench_join);
+  SubcommandSpec bench_death = Spec("death", MpiUse::kNone, 1, elastic_bench);
+  bench_death.group = "kernelflume bench";
+  bench_death.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",
+                        "1", "--every-tokens", "4", "--nodes", "2", "--reroute-every", "4"}};
+  bench_death.keep = elastic_keep;
+  t.push_back(bench_death);
+
+  // ---- elaswave ----
+  // run starts a coordinator and worker processes: every option that sizes the job is kept
+  // (a fuzzed --steps 1000000 would run for hours), the rest is fuzzed.
+  std::vector<OptionSpec> elastic = {{"--model", K::kInputFile, {}},
+                                     {"--dp", K::kInt, {}},
+                                     {"--pp", K::kInt, {}},
+                                     {"--tp", K::kInt, {}},
+                                     {"--processes", K::kInt, {}},
+                                     {"--global-batch", K::kInt, {}},
+                                     {"--micro-batch", K::kInt, {}},
+                                     {"--steps", K::kInt, {}},
+                                     {"--seq", K::kInt, {}},
+                                     {"--dropout", K::kFloat, {}},
+                                     {"--lr", K::kFloat, {}},
+                                     {"--seed", K::kUint, {}},
+                                     {"--policy", K::kText, {}},
+                                     {"--run-dir", K::kOutputDir, {}},
+                                     {"--heartbeat-timeout", K::kFloat, {}},
+                                     {"--op-timeout", K::kFloat, {}},
+                                     {"--recovery-timeout", K::kFloat, {}},
+                                     {"--coordinator-timeout", K::kFloat, {}},
+                                     {"--job-timeout", K::kFloat, {}},
+                                     {"--quiet", K::kFlag, {}}};
+  const std::vector<std::string> small_job = {
+      "--model",       "gpt-tiny", "--seq",   "8", "--global-batch", "4",
+      "--micro-batch", "1",        "--steps", "2", "--dp",           "2",
+      "--pp",          "1",        "--tp",    "1", "--job-timeout",  "60"};
+  const std::vector<std::string> job_keep = {"--model",
+                                             "--seq",
+                                             "--global-batch",
+                                             "--micro-batch",
+                                             "--steps",
+                                             "--dp",
+                                             "--pp",
+                                             "--tp",
+                                             "--job-timeout",
+                                             "--op-timeout",
+                                             "--recovery-timeout",
+                                             "--coordinator-timeout",
+                                             "--heartbeat-timeout"};
+  SubcommandSpec ew_run = Spec("run", MpiUse::kNone, 3, elastic);
+  Append(&ew_run.options, {{"--faults", K::kInputFile, {}},
+                           {"--save-ref", K::kOutputFile, {}},
+                           {"--check", K::kInputFile, {}},
+                           {"--json", K::kOutputFile, {}},
+                           {"--trace", K::kOutputFile, {}}});
+  ew_run.group = "elaswave";
+  ew_run.bases = {small_job};
+  ew_run.bases.push_back(small_job);
+  for (const char* extra : {"--json", "--save-ref"}) {
+    ew_run.bases.back().push_back(extra);
+    ew_run.bases.back().push_back(out + "ew_" + std::string(extra + 2) + ".json");
+  }
+  ew_run.keep = job_keep;
+  t.push_back(ew_run);
+  SubcommandSpec ew_bench = Spec("bench", MpiUse::kNone, 1, elastic);
+  Append(&ew_bench.options, {{"--runs", K::kInt, {}},
+                             {"--fault-seed", K::kUint, {}},
+                             {"--action", K::kText, {}},
+                             {"--json", K::kOutputFile, {}}});
+  ew_bench.group = "elaswave";
+  ew_bench.bases = {small_job};
+  ew_bench.bases.back().push_back("--runs");
+  ew_bench.bases.back().push_back("1");
+  ew_bench.keep = job_keep;
+  ew_bench.keep.push_back("--runs");
+  t.push_back(ew_bench);
+  // comm-bench starts --ranks processes per repetition: --ranks and --repeats are kept so a
+  // case stays at 4 processes once; the modes, the timeout and the paths are fuzzed.
+  SubcommandSpec ew_comm = Spec("comm-bench", MpiUse::kNone, 1,
+                                {{"--ranks", K::kIntList, {}},
+                                 {"--mode", K::kText, {}},
+                                 {"--repeats", K::kInt, {}},
+                                 {"--timeout", K::kFloat, {}},
+                                 {"--run-dir", K::kOutputDir, {}},
+                                 {"--json", K::kOutputFile, {}},
+                                 {"--quiet", K::kFlag, {}}});
+  ew_comm.group = "elaswave";
+  ew_comm.bases = {{"--ranks", "4", "--repeats", "1", "--mode", "inplace", "--quiet"}};
+  ew_comm.keep = {"--ranks", "--repeats"};
+  t.push_back(ew_comm);
+
+  // ---- tarot ----
+  // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).
+  SubcommandSpec scenes =
+      Spec("scenes", MpiUse::kNone, 3,
+           {{"--seed", K::kUint, {}}, {"--n", K::kInt, {}}, {"--out", K::kOutputDir, {}}});
+  scenes.group = "tarot";
+  scenes.bases = {{"--seed", "3", "--n", "1", "--out", out + "scenes"},
+                  {"--n", "2", "--out", out + "scenes2"}};
+  scenes.keep = {"--n"};
+  t.push_back(scenes);
+  // run segments the harness's scene image: a query through the scene-reading backends, a box
+  // prompt through the pixels-only segmenter, and the pixels-only pipeline with every output.
+  std::vector<OptionSpec> backends = {{"--segmenter", K::kText, {}},
+                                      {"--reasoner", K::kText, {}},
+                                      {"--features", K::kText, {}},
+                                      {"--segmenter-option", K::kKeyValue, {}},
+                                      {"--reasoner-option", K::kKeyValue, {}},
+                                      {"--features-option", K::kKeyValue, {}}};
+  SubcommandSpec tarot_run = Spec("run", MpiUse::kNone, 6,
+                                  {{"--image", K::kInputFile, {}},
+                                   {"--query", K::kText, {}},
+                                   {"--box", K::kText, {}},
+                                   {"--scene", K::kInputFile, {}},
+                                   {"--system", K::kText, {}},
+                                   {"--out", K::kOutputFile, {}},
+                                   {"--overlay", K::kOutputFile, {}},
+                                   {"--trace", K::kOutputFile, {}}});
+  Append(&tarot_run.options, backends);
+  tarot_run.group = "tarot";
+  tarot_run.bases = {
+      {"--image", s.tarot_image, "--scene", s.tarot_scene, "--query", "the red circle",
+       "--segmenter", "synthetic", "--reasoner", "oracle", "--out", out + "mask.png"},
+      {"--image", s.tarot_image, "--box", "0,0,60,60", "--segmenter", "classical", "--out",
+       out + "box.png", "--overlay", out + "box_overlay.png"},
+      {"--image", s.tarot_image, "--query", "the shape like a plus sign", "--segmenter",
+       "classical", "--reasoner", "rule", "--system", "full", "--out", out + "m.png", "--overlay",
+       out + "o.png", "--trace", out + "trace.json"}};
+  t.push_back(tarot_run);
+  // bench runs every system on one scene (--n kept: more scenes take seconds each).
+  SubcommandSpec tarot_bench = Spec("bench", MpiUse::kNone, 3,
+                                    {{"--set", K::kText, {}},
+                                     {"--n", K::kInt, {}},
+                                     {"--seed", K::kUint, {}},
+                                     {"--systems", K::kTextList, {}},
+                                     {"--resamples", K::kInt, {}},
+                                     {"--sweep-reasoner-error", K::kFlag, {}},
+                                     {"--sweep-skill", K::kText, {}},
+                                     {"--no-boundary", K::kFlag, {}},
+                                     {"--quiet", K::kFlag, {}},
+                                     {"--json", K::kOutputFile, {}}});
+  Append(&tarot_bench.options, backends);
+  tarot_bench.group = "tarot";
+  tarot_bench.bases = {{"--n", "1", "--systems", "naive,eri,full", "--resamples", "20", "--quiet"},
+                       {"--n", "1", "--seed", "2", "--segmenter", "classical", "--systems",
+                        "naive,box-only", "--resamples", "0", "--json", out + "bench.json"},
+                       {"--n", "1", "--systems", "naive-coupling,full", "--sweep-reasoner-error",
+                        "--sweep-skill", "box", "--no-boundary", "--resamples", "10"}};
+  tarot_bench.keep = {"--n"};
+  t.push_back(tarot_bench);
+}
+
+}  // namespace tessera::fuzz::table_internal
