@@ -89,4 +89,82 @@ core::Status ReportAbuse(const serve::AbuseReport& r, const core::Json& json,
   return Verdict("abuse", r.pass, r.failures);
 }
 
+void AddAbuseFlags(CLI::App* c, AbuseCliArgs* a, CommandPaths* paths) {
+  c->add_option("--url", a->url, "the server, http://HOST:PORT")->required();
+  c->add_option("--requests", a->requests, "cases to send")
+      ->transform(Integer(1, serve::kMaxAbuseRequests))
+      ->capture_default_str();
+  c->add_option("--connections", a->connections, "concurrent connections")
+      ->transform(Integer(1, serve::kMaxAbuseConnections))
+      ->capture_default_str();
+  c->add_option("--seed", a->seed, "seed of the cases")->transform(Seed())->capture_default_str();
+  c->add_option("--server-pid", a->server_pid,
+                "the server's process id, to sample its RSS (-1: do not sample)")
+      ->transform(Integer(-1, int64_t{1} << 22))
+      ->capture_default_str();
+  c->add_option("--rss-bound", a->rss_bound_bytes,
+                "most the server's RSS may grow from the warm-up to the end, e.g. 16MiB")
+      ->transform(ByteSize(0, int64_t{1} << 40))
+      ->capture_default_str();
+  paths->Output(c, "--json", &a->json_path, "write the report as JSON here");
+  c->add_flag("--hostile", a->hostile,
+              "instead of bad requests: hostile clients of the HTTP layer (slow heads and "
+              "bodies, idle connections, header floods, Range, pipelining, half-close, framing, "
+              "mid-body disconnects; serve/hostile.h)");
+  c->add_option("--cases", a->h.cases, "with --hostile: only these cases (default: all)");
+  c->add_option("--slow-sockets", a->h.slow_sockets, "with --hostile: slow-head sockets")
+      ->transform(Integer(1, 5000))
+      ->capture_default_str();
+  c->add_option("--slow-seconds", a->h.slow_seconds, "with --hostile: how long they trickle")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--idle-sockets", a->h.idle_sockets, "with --hostile: idle connections")
+      ->transform(Integer(1, 20000))
+      ->capture_default_str();
+  c->add_option("--idle-seconds", a->h.idle_seconds, "with --hostile: how long they are held")
+      ->check(Number(1, 3600))
+      ->capture_default_str();
+  c->add_option("--flood-bytes", a->h.flood_bytes,
+                "with --hostile: header bytes each flooding connection sends, e.g. 48MiB")
+      ->transform(ByteSize(1024, int64_t{1} << 32))
+      ->capture_default_str();
+  c->add_flag("--shutdown", a->h.shutdown,
+              "with --hostile and --server-pid: end with SIGTERM during a trickle with a request "
+              "in flight (the server exits)");
+  c->add_option("--drain-deadline-s", a->h.drain_deadline_s,
+                "with --shutdown: the server's drain deadline (it must exit within it + 1 s)")
+      ->check(Number(0, 3600))
+      ->capture_default_str();
+}
+
+core::Status CheckAbuseArgs(const AbuseCliArgs& a) {
+  if (a.server_pid == 0) {
+    return core::InvalidArgument(
+        "server-pid: got 0, must be the server's process id (or -1: do not sample its RSS)");
+  }
+  return core::Status::Ok();
+}
+
+serve::AbuseOptions AbuseOptionsOf(const AbuseCliArgs& a) {
+  serve::AbuseOptions o;
+  o.url = a.url;
+  o.requests = a.requests;
+  o.connections = static_cast<int>(a.connections);
+  o.seed = a.seed;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.rss_bound_bytes = a.rss_bound_bytes;
+  return o;
+}
+
+core::Status RunHostileFromFlags(const AbuseCliArgs& a, const std::string& valid_path,
+                                 const std::string& valid_body) {
+  serve::HostileOptions o = a.h;
+  o.url = a.url;
+  o.server_pid = static_cast<int>(a.server_pid);
+  o.valid_path = valid_path;
+  o.valid_body = valid_body;
+  ASSIGN_OR_RETURN(serve::HostileReport r, serve::RunHostile(o));
+  return ReportHostile(o, r, a.json_path);
+}
+
 }  // namespace tessera::cli
