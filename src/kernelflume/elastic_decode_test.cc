@@ -87,9 +87,8 @@ TEST_P(ElasticDecodeOnTransport, JoinMigrateDrainAndKillKeepEveryRequestExact) {
   int64_t recoveries = 0;
   for (const ElasticRequestResult& r : report->requests) recoveries += r.recoveries;
   EXPECT_GE(recoveries, 1);
-  // The joined node got tails (first token routed to it) after it joined.
-  const NodeTimes t = cluster->weight_node().node_times(3);
-  EXPECT_GE(t.first_routed_s, t.joined_s);
+  // The joined node got tails: tokens were appended to it.
+  EXPECT_GT(cluster->node_stats()[3].appends, 0);
   // Nothing leaks: every request closed, no range left on any live node (the frees travel
   // asynchronously: wait for them, up to 30 s, so a slow machine is not a failure).
   EXPECT_EQ(cluster->weight_node().routes()->num_requests(), 0u);
