@@ -14,10 +14,15 @@ namespace tessera::kernelflume {
 namespace {
 
 using serve::AbuseCase;
+using serve::AbuseFields;
 using serve::AbuseGroup;
 using serve::AbuseKind;
+using serve::AbuseObjectText;
 using serve::AbusePlanContext;
-using AbuseFields = std::vector<std::pair<std::string, std::string>>;  // key, raw JSON value
+using serve::BadUtf8Strings;
+using serve::NonJsonNumbers;
+using serve::PickVariant;
+using serve::WithAbuseField;
 
 constexpr const char* kCompletionsPath = "/v1/completions";
 
@@ -104,35 +109,12 @@ const std::vector<AbuseKind> kCompletionKinds = {
     {"close_before_reply", AbuseGroup::kDisconnect, 0, 3, "a valid request, close at once"},
 };
 
-template <typename T>
-const T& PickOne(core::Rng& rng, const std::vector<T>& v) {
-  return v[static_cast<size_t>(rng.Below(v.size()))];
-}
-
-std::string CompletionObject(const AbuseFields& fields) {
-  std::string s = "{";
-  for (const auto& [k, v] : fields) s += (s.size() > 1 ? ", \"" : "\"") + k + "\": " + v;
-  return s + "}";
-}
-
 AbuseFields BaseCompletion() {
   return {{"prompt", "\"abuse\""}, {"max_tokens", "2"}, {"stop_at_eos", "false"}};
 }
 
-// `fields` with `key` set to the raw JSON `value` (added when missing).
-AbuseFields WithField(AbuseFields fields, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : fields) {
-    if (k == key) {
-      v = value;
-      return fields;
-    }
-  }
-  fields.push_back({key, value});
-  return fields;
-}
-
 const std::string& BaseCompletionBody() {
-  static const std::string body = CompletionObject(BaseCompletion());
+  static const std::string body = AbuseObjectText(BaseCompletion());
   return body;
 }
 
@@ -142,18 +124,19 @@ void ValidCompletion(CompletionAbuseKind k, core::Rng& rng, const serve::AbuseRe
   const std::string max_tokens = std::to_string(1 + rng.Below(8));
   std::string prompt;
   if (k == kValidIds) {
-    prompt = PickOne(rng, std::vector<std::string>{"[72, 105]", "[1, 2, 3]", "[84, 104, 101, 32]",
-                                                   "[0]", "[255, 128, 64]"});
+    prompt =
+        PickVariant(rng, std::vector<std::string>{"[72, 105]", "[1, 2, 3]", "[84, 104, 101, 32]",
+                                                  "[0]", "[255, 128, 64]"});
   } else {
-    prompt = core::Json(PickOne(rng, std::vector<std::string>{"Hello", "The fortune", "abc", "a",
-                                                              "Tomorrow you will"}))
+    prompt = core::Json(PickVariant(rng, std::vector<std::string>{"Hello", "The fortune", "abc",
+                                                                  "a", "Tomorrow you will"}))
                  .dump();
   }
   AbuseFields f = {{"prompt", prompt},
                    {"max_tokens", max_tokens},
                    {"stop_at_eos", k == kValidEos ? "true" : "false"}};
   if (k == kValidStream) f.push_back({"stream", "true"});
-  c->body = CompletionObject(f);
+  c->body = AbuseObjectText(f);
   c->path = kCompletionsPath;
   c->request = b.Request("POST", kCompletionsPath, c->body);
 }
@@ -173,31 +156,28 @@ std::string MalformedCompletionBody(CompletionAbuseKind k, core::Rng& rng, int64
           {"max_tokens", "1" + std::string(400, '0')},
           {"temperature", "-1e309"},
           {"seed", "1" + std::string(320, '0') + ".5"}};
-      const auto& [key, value] = PickOne(rng, v);
-      return CompletionObject(WithField(BaseCompletion(), key, value));
+      const auto& [key, value] = PickVariant(rng, v);
+      return AbuseObjectText(WithAbuseField(BaseCompletion(), key, value));
     }
     case kJsonNanText: {
-      const std::vector<std::string> v = {"NaN", "-NaN", "Infinity", "-Infinity", "nan",
-                                          "inf", "0x10", "+1",       "01",        ".5",
-                                          "1.",  "1e",   "undefined"};
+      const std::vector<std::string>& v = NonJsonNumbers();
       const std::vector<std::string> keys = {"max_tokens", "temperature", "seed"};
-      return CompletionObject(WithField(BaseCompletion(), PickOne(rng, keys), PickOne(rng, v)));
+      return AbuseObjectText(
+          WithAbuseField(BaseCompletion(), PickVariant(rng, keys), PickVariant(rng, v)));
     }
     case kJsonNotObject:
-      return PickOne(rng, std::vector<std::string>{"[]", "[1, 2]", "\"abuse\"", "42", "null",
-                                                   "true", "\"\"", "[" + valid + "]"});
+      return PickVariant(rng, std::vector<std::string>{"[]", "[1, 2]", "\"abuse\"", "42", "null",
+                                                       "true", "\"\"", "[" + valid + "]"});
     case kJsonDuplicateKey: {
       AbuseFields f = BaseCompletion();
       f.push_back(rng.Below(2) == 0 ? std::pair<std::string, std::string>{"prompt", "[1, 2]"}
                                     : std::pair<std::string, std::string>{"max_tokens", "3"});
-      return CompletionObject(f);
+      return AbuseObjectText(f);
     }
     case kJsonBadUtf8: {
-      const std::vector<std::string> v = {
-          "\"\xC3\x28\"", "\"\xFF\xFE\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
-          "\"\xC0\xAF\"", "\"\\uD800\"",  "\"a\\uDC00b\"",    "\"\xE2\x82\""};
-      return CompletionObject(
-          WithField(BaseCompletion(), rng.Below(2) == 0 ? "prompt" : "model", PickOne(rng, v)));
+      const std::vector<std::string>& v = BadUtf8Strings();
+      return AbuseObjectText(WithAbuseField(
+          BaseCompletion(), rng.Below(2) == 0 ? "prompt" : "model", PickVariant(rng, v)));
     }
     default:
       return valid;
@@ -206,10 +186,10 @@ std::string MalformedCompletionBody(CompletionAbuseKind k, core::Rng& rng, int64
 
 std::string WrongTypeCompletionBody(CompletionAbuseKind k, core::Rng& rng) {
   if (k == kUnknownKey) {
-    return CompletionObject(WithField(
+    return AbuseObjectText(WithAbuseField(
         BaseCompletion(),
-        PickOne(rng, std::vector<std::string>{"n", "Prompt", "", "max_token", "logprobs",
-                                              std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
+        PickVariant(rng, std::vector<std::string>{"n", "Prompt", "", "max_token", "logprobs",
+                                                  std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
         "1"));
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> v = {
@@ -220,8 +200,8 @@ std::string WrongTypeCompletionBody(CompletionAbuseKind k, core::Rng& rng) {
       {"stream", {"1", "\"yes\"", "null", "[]"}},
       {"stop_at_eos", {"0", "\"false\"", "null", "{}"}},
       {"model", {"null", "7", "[\"x\"]", "true", "{}"}}};
-  const auto& [key, values] = PickOne(rng, v);
-  return CompletionObject(WithField(BaseCompletion(), key, PickOne(rng, values)));
+  const auto& [key, values] = PickVariant(rng, v);
+  return AbuseObjectText(WithAbuseField(BaseCompletion(), key, PickVariant(rng, values)));
 }
 
 // `n` token ids (1) as a JSON array.
@@ -230,10 +210,10 @@ std::string IdArray(int64_t n) { return "[" + serve::RepeatText("1, ", n - 1) + 
 std::string AbsurdCompletionBody(CompletionAbuseKind k, core::Rng& rng, int64_t limit) {
   switch (k) {
     case kAbsurdMaxTokens:
-      return CompletionObject(WithField(
+      return AbuseObjectText(WithAbuseField(
           BaseCompletion(), "max_tokens",
-          PickOne(rng, std::vector<std::string>{"0", "-1", "2147483648", "9223372036854775807",
-                                                "-9223372036854775808", "100000"})));
+          PickVariant(rng, std::vector<std::string>{"0", "-1", "2147483648", "9223372036854775807",
+                                                    "-9223372036854775808", "100000"})));
     case kPromptOverContext: {
       // (limit - 64) / 6 .. (limit - 64) / 3 ids ("1, ") or twice as many text bytes: under
       // the body limit (the suite assumes a context under (limit - 64) / 6 tokens).
@@ -241,33 +221,34 @@ std::string AbsurdCompletionBody(CompletionAbuseKind k, core::Rng& rng, int64_t 
       const int64_t n = most / 2 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most / 2)));
       const std::string prompt =
           rng.Below(2) == 0 ? IdArray(n) : "\"" + std::string(2 * n, 'p') + "\"";
-      return CompletionObject(WithField(BaseCompletion(), "prompt", prompt));
+      return AbuseObjectText(WithAbuseField(BaseCompletion(), "prompt", prompt));
     }
     case kPromptEmpty: {
-      if (rng.Below(3) == 0) return CompletionObject({{"max_tokens", "2"}});
-      return CompletionObject(WithField(BaseCompletion(), "prompt", rng.Below(2) ? "\"\"" : "[]"));
+      if (rng.Below(3) == 0) return AbuseObjectText({{"max_tokens", "2"}});
+      return AbuseObjectText(
+          WithAbuseField(BaseCompletion(), "prompt", rng.Below(2) ? "\"\"" : "[]"));
     }
     case kAbsurdTemperature:
-      return CompletionObject(
-          WithField(BaseCompletion(), "temperature",
-                    PickOne(rng, std::vector<std::string>{"-1", "-0.5", "101", "1e308"})));
+      return AbuseObjectText(
+          WithAbuseField(BaseCompletion(), "temperature",
+                         PickVariant(rng, std::vector<std::string>{"-1", "-0.5", "101", "1e308"})));
     case kTokenOutOfVocab:
-      return CompletionObject(
-          WithField(BaseCompletion(), "prompt",
-                    PickOne(rng, std::vector<std::string>{
-                                     "[-1]", "[1, 259]", "[2147483648]", "[1099511627776, 1]",
-                                     "[1, 2, -9223372036854775808]", "[18446744073709551615]"})));
+      return AbuseObjectText(WithAbuseField(
+          BaseCompletion(), "prompt",
+          PickVariant(rng, std::vector<std::string>{
+                               "[-1]", "[1, 259]", "[2147483648]", "[1099511627776, 1]",
+                               "[1, 2, -9223372036854775808]", "[18446744073709551615]"})));
     case kAbsurdSeed:
-      return CompletionObject(WithField(
-          BaseCompletion(), "seed",
-          PickOne(rng,
-                  std::vector<std::string>{"-1", "-9223372036854775808", "18446744073709551616"})));
+      return AbuseObjectText(
+          WithAbuseField(BaseCompletion(), "seed",
+                         PickVariant(rng, std::vector<std::string>{"-1", "-9223372036854775808",
+                                                                   "18446744073709551616"})));
     case kUnknownModel: {
       const std::vector<std::string> v = {"gpt-4",         "../../../../etc/passwd",
                                           "/dev/zero",     "",
                                           "TINY-FORTUNES", "x" + serve::RepeatText("\xC3\xA9", 30)};
-      return CompletionObject(
-          WithField(BaseCompletion(), "model", core::Json(PickOne(rng, v)).dump()));
+      return AbuseObjectText(
+          WithAbuseField(BaseCompletion(), "model", core::Json(PickVariant(rng, v)).dump()));
     }
     default:
       return BaseCompletionBody();
@@ -280,7 +261,7 @@ std::string CompletionAbuseBody(CompletionAbuseKind k, core::Rng& rng, int64_t l
   if (k >= kAbsurdMaxTokens && k <= kUnknownModel) return AbsurdCompletionBody(k, rng, limit);
   if (k == kBodyTooLarge) {
     const int64_t n = limit + 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * limit)));
-    std::string body = CompletionObject(WithField(BaseCompletion(), "prompt", "\"\""));
+    std::string body = AbuseObjectText(WithAbuseField(BaseCompletion(), "prompt", "\"\""));
     body.insert(body.find("\"prompt\": \"") + 11, std::string(n - body.size(), 'p'));
     return body;
   }
@@ -305,31 +286,32 @@ std::string CompletionAbuseRequest(CompletionAbuseKind k, core::Rng& rng,
     case kGzipBomb:
       return serve::Encoded(b, path, "gzip", serve::GzipBomb());
     case kUnknownRoute:
-      return PickOne(rng, std::vector<std::string>{
-                              b.Get("/"), b.Get("/v1/completion"), b.Get("/../../etc/passwd"),
-                              b.Get("/healthz/"), b.Get("//healthz"), b.Get("/v1/chat/completions"),
-                              b.Request("POST", "/v1/completion", valid),
-                              b.Request("POST", "/v1/completions/x", valid),
-                              b.Request("POST", "/V1/COMPLETIONS", valid)});
+      return PickVariant(rng,
+                         std::vector<std::string>{b.Get("/"), b.Get("/v1/completion"),
+                                                  b.Get("/../../etc/passwd"), b.Get("/healthz/"),
+                                                  b.Get("//healthz"), b.Get("/v1/chat/completions"),
+                                                  b.Request("POST", "/v1/completion", valid),
+                                                  b.Request("POST", "/v1/completions/x", valid),
+                                                  b.Request("POST", "/V1/COMPLETIONS", valid)});
     case kRouteBadBytes:
-      return PickOne(rng, std::vector<std::string>{b.Get("/%FF"), b.Get("/%C3"), b.Get("/%00"),
-                                                   b.Get("/\xC3\x28"), b.Get("/\xFF\xFE"),
-                                                   b.Request("POST", path + "%FF", valid),
-                                                   b.Get("/" + serve::RepeatText("\xC3\xA9", 150)),
-                                                   b.Get("/a" + serve::RepeatText("%C3%A9", 150))});
+      return PickVariant(rng, std::vector<std::string>{
+                                  b.Get("/%FF"), b.Get("/%C3"), b.Get("/%00"), b.Get("/\xC3\x28"),
+                                  b.Get("/\xFF\xFE"), b.Request("POST", path + "%FF", valid),
+                                  b.Get("/" + serve::RepeatText("\xC3\xA9", 150)),
+                                  b.Get("/a" + serve::RepeatText("%C3%A9", 150))});
     case kUriTooLong:
       return serve::UriTooLong(b, rng);
     case kWrongMethod:
-      return PickOne(rng,
-                     std::vector<std::string>{
-                         b.Get(path), b.Request("PUT", path, valid), b.Request("DELETE", path, ""),
-                         b.Request("PATCH", path, valid), b.Request("OPTIONS", path, ""),
-                         b.Request("POST", "/healthz", valid), b.Request("POST", "/v1/models", ""),
-                         b.Request("DELETE", "/v1/metrics", ""), b.Get("/admin/nodes")});
+      return PickVariant(
+          rng, std::vector<std::string>{
+                   b.Get(path), b.Request("PUT", path, valid), b.Request("DELETE", path, ""),
+                   b.Request("PATCH", path, valid), b.Request("OPTIONS", path, ""),
+                   b.Request("POST", "/healthz", valid), b.Request("POST", "/v1/models", ""),
+                   b.Request("DELETE", "/v1/metrics", ""), b.Get("/admin/nodes")});
     case kUnknownMethod:
-      return PickOne(rng, std::vector<std::string>{b.Get("/healthz").replace(0, 3, "BREW"),
-                                                   b.Get("/healthz").replace(0, 3, "get"),
-                                                   b.Request("POSTX", path, valid)});
+      return PickVariant(rng, std::vector<std::string>{b.Get("/healthz").replace(0, 3, "BREW"),
+                                                       b.Get("/healthz").replace(0, 3, "get"),
+                                                       b.Request("POSTX", path, valid)});
     case kBadRequestLine:
       return serve::BadRequestLine(rng);
     case kBadContentLength:  // read as 0 or 1 bytes: no JSON
@@ -347,9 +329,10 @@ std::string CompletionAbuseRequest(CompletionAbuseKind k, core::Rng& rng,
     case kCloseBeforeReply: {
       // A plain reply (decoded to its end) or a long stream (cancelled when the server
       // notices the closed connection).
-      AbuseFields f = WithField(BaseCompletion(), "max_tokens", "8");
-      if (rng.Below(2) == 0) f = WithField(WithField(f, "max_tokens", "64"), "stream", "true");
-      return b.Request("POST", path, CompletionObject(f));
+      AbuseFields f = WithAbuseField(BaseCompletion(), "max_tokens", "8");
+      if (rng.Below(2) == 0)
+        f = WithAbuseField(WithAbuseField(f, "max_tokens", "64"), "stream", "true");
+      return b.Request("POST", path, AbuseObjectText(f));
     }
     default:
       return b.Request("POST", path, CompletionAbuseBody(k, rng, b.c.max_body_bytes));

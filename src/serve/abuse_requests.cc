@@ -149,4 +149,35 @@ std::string HalfBody(const AbuseRequestBuilder& b, const std::string& path,
   return whole.substr(0, whole.size() - body.size() / 2);
 }
 
+std::string AbuseObjectText(const AbuseFields& fields) {
+  std::string s = "{";
+  for (const auto& [k, v] : fields) s += (s.size() > 1 ? ", \"" : "\"") + k + "\": " + v;
+  return s + "}";
+}
+
+AbuseFields WithAbuseField(AbuseFields fields, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : fields) {
+    if (k == key) {
+      v = value;
+      return fields;
+    }
+  }
+  fields.push_back({key, value});
+  return fields;
+}
+
+const std::vector<std::string>& NonJsonNumbers() {
+  static const std::vector<std::string> v = {"NaN", "-NaN", "Infinity", "-Infinity", "nan",
+                                             "inf", "0x10", "+1",       "01",        ".5",
+                                             "1.",  "1e",   "undefined"};
+  return v;
+}
+
+const std::vector<std::string>& BadUtf8Strings() {
+  static const std::vector<std::string> v = {
+      "\"\xC3\x28\"", "\"\xFF\xFE\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
+      "\"\xC0\xAF\"", "\"\\uD800\"",  "\"a\\uDC00b\"",    "\"\xE2\x82\""};
+  return v;
+}
+
 }  // namespace tessera::serve

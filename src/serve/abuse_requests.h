@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/rng.h"
 #include "serve/abuse_suite.h"
@@ -29,6 +31,22 @@ struct AbuseRequestBuilder {
                       const std::string& body) const;
   std::string Get(const std::string& target) const { return Head("GET", target, "\r\n"); }
 };
+
+// A JSON object's fields as (key, raw JSON value) pairs, in order: the bodies suites vary.
+using AbuseFields = std::vector<std::pair<std::string, std::string>>;
+// {"k": v, ...} in the fields' order.
+std::string AbuseObjectText(const AbuseFields& fields);
+// `fields` with `key` set to the raw JSON `value` (added when missing).
+AbuseFields WithAbuseField(AbuseFields fields, const std::string& key, const std::string& value);
+// One of `v`, drawn from `rng`.
+template <typename T>
+const T& PickVariant(core::Rng& rng, const std::vector<T>& v) {
+  return v[static_cast<size_t>(rng.Below(v.size()))];
+}
+// Raw values a JSON parser must refuse where a number goes (NaN, Infinity, 0x10, 01, .5, ...).
+const std::vector<std::string>& NonJsonNumbers();
+// JSON strings whose bytes are not valid UTF-8, or that hold a lone surrogate.
+const std::vector<std::string>& BadUtf8Strings();
 
 // `unit` n times.
 std::string RepeatText(const std::string& unit, int64_t n);

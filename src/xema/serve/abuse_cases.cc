@@ -17,7 +17,7 @@
 namespace tessera::xema {
 namespace {
 
-using Fields = std::vector<std::pair<std::string, std::string>>;  // key, raw JSON value
+using Fields = serve::AbuseFields;
 
 // Kind indexes, in the order of the table below.
 enum Kind {
@@ -107,19 +107,6 @@ const std::vector<AbuseKind> kKinds = {
     {"close_before_reply", AbuseGroup::kDisconnect, 0, 3, "a valid request, close at once"},
 };
 
-template <typename T>
-const T& Pick(core::Rng& rng, const std::vector<T>& v) {
-  return v[static_cast<size_t>(rng.Below(v.size()))];
-}
-
-std::string ObjectText(const Fields& fields) {
-  std::string s = "{";
-  for (const auto& [k, v] : fields) {
-    s += (s.size() > 1 ? ", \"" : "\"") + k + "\": " + v;
-  }
-  return s + "}";
-}
-
 Fields BaseImage(int64_t seed = 1) {
   return {{"model", "\"tiny-t2i\""},    {"prompt", "\"abuse\""}, {"size", "\"16x16\""},
           {"num_inference_steps", "1"}, {"guidance_scale", "1"}, {"seed", std::to_string(seed)}};
@@ -132,19 +119,12 @@ Fields BaseVideo(int64_t seed = 1) {
   return f;
 }
 
-// `fields` with `key` set to the raw JSON `value` (added when missing).
-Fields With(Fields fields, const std::string& key, const std::string& value) {
-  for (auto& [k, v] : fields) {
-    if (k == key) {
-      v = value;
-      return fields;
-    }
-  }
-  fields.push_back({key, value});
-  return fields;
-}
-
+using serve::AbuseObjectText;
+using serve::BadUtf8Strings;
+using serve::NonJsonNumbers;
+using serve::PickVariant;
 using serve::RepeatText;
+using serve::WithAbuseField;
 
 struct Builder : serve::AbuseRequestBuilder {
   std::string Post(GenerationKind kind, const std::string& body) const {
@@ -156,9 +136,10 @@ struct Builder : serve::AbuseRequestBuilder {
 void Valid(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
   const int64_t seed = 1 + static_cast<int64_t>(rng.Below(3));
   Fields f = k == kValidVideo ? BaseVideo(seed) : BaseImage(seed);
-  if (k == kValidImageCfg) f = With(With(f, "size", "\"32x16\""), "guidance_scale", "4");
-  if (k == kValidImageNone) f = With(f, "response_format", "\"none\"");
-  c->body = ObjectText(f);
+  if (k == kValidImageCfg)
+    f = WithAbuseField(WithAbuseField(f, "size", "\"32x16\""), "guidance_scale", "4");
+  if (k == kValidImageNone) f = WithAbuseField(f, "response_format", "\"none\"");
+  c->body = AbuseObjectText(f);
   const GenerationKind route = k == kValidVideo ? GenerationKind::kVideo : GenerationKind::kImage;
   c->path = GenerationRoute(route);
   c->request = b.Post(route, c->body);
@@ -197,30 +178,28 @@ std::string MalformedJsonBody(Kind k, core::Rng& rng, const std::string& valid, 
           {"seed", "18446744073709551616"},
           {"seed", "1e19"},
           {"seed", "123456789012345678901234567890"}};
-      const auto& [key, value] = Pick(rng, v);
-      return ObjectText(With(BaseImage(), key, value));
+      const auto& [key, value] = PickVariant(rng, v);
+      return AbuseObjectText(WithAbuseField(BaseImage(), key, value));
     }
     case kJsonNanText: {
-      const std::vector<std::string> v = {"NaN", "-NaN", "Infinity", "-Infinity", "nan",
-                                          "inf", "0x10", "+1",       "01",        ".5",
-                                          "1.",  "1e",   "undefined"};
+      const std::vector<std::string>& v = NonJsonNumbers();
       const std::vector<std::string> keys = {"num_inference_steps", "guidance_scale", "seed"};
-      return ObjectText(With(BaseImage(), Pick(rng, keys), Pick(rng, v)));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), PickVariant(rng, keys), PickVariant(rng, v)));
     }
     case kJsonNotObject:
-      return Pick(rng, std::vector<std::string>{"[]", "[1, 2]", "\"tiny-t2i\"", "42", "null",
-                                                "true", "\"\"", "[" + valid + "]"});
+      return PickVariant(rng, std::vector<std::string>{"[]", "[1, 2]", "\"tiny-t2i\"", "42", "null",
+                                                       "true", "\"\"", "[" + valid + "]"});
     case kJsonDuplicateKey: {
       Fields f = BaseImage();
       f.push_back(rng.Below(2) == 0 ? std::pair<std::string, std::string>{"model", "\"tiny-t2i\""}
                                     : std::pair<std::string, std::string>{"prompt", "\"again\""});
-      return ObjectText(f);
+      return AbuseObjectText(f);
     }
     case kJsonBadUtf8: {
-      const std::vector<std::string> v = {
-          "\"\xC3\x28\"", "\"\xFF\xFE\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
-          "\"\xC0\xAF\"", "\"\\uD800\"",  "\"a\\uDC00b\"",    "\"\xE2\x82\""};
-      return ObjectText(With(BaseImage(), rng.Below(2) == 0 ? "prompt" : "model", Pick(rng, v)));
+      const std::vector<std::string>& v = BadUtf8Strings();
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), rng.Below(2) == 0 ? "prompt" : "model", PickVariant(rng, v)));
     }
     default:
       return valid;
@@ -240,15 +219,15 @@ std::string WrongTypeBody(Kind k, core::Rng& rng, const std::string& valid) {
           {"seed", {"\"1\"", "1.5", "{}", "[1]"}},
           {"response_format", {"1", "null", "[\"none\"]"}},
           {"deadline_s", {"\"soon\"", "[]", "{}"}}};
-      const auto& [key, values] = Pick(rng, v);
-      return ObjectText(With(BaseImage(), key, Pick(rng, values)));
+      const auto& [key, values] = PickVariant(rng, v);
+      return AbuseObjectText(WithAbuseField(BaseImage(), key, PickVariant(rng, values)));
     }
     case kUnknownKey:
-      return ObjectText(
-          With(BaseImage(),
-               Pick(rng, std::vector<std::string>{"n", "Model", "", "quality",
-                                                  std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
-               "1"));
+      return AbuseObjectText(WithAbuseField(
+          BaseImage(),
+          PickVariant(rng, std::vector<std::string>{"n", "Model", "", "quality",
+                                                    std::string(1000, 'k'), "\xC3\xA9t\xC3\xA9"}),
+          "1"));
     default:
       return valid;
   }
@@ -271,33 +250,39 @@ std::string AbsurdValueBody(Kind k, core::Rng& rng, const std::string& valid, in
                                           "16 x 16",
                                           "",
                                           "x" + RepeatText("\xC3\xA9", 30)};
-      return ObjectText(With(BaseImage(), "size", core::Json(Pick(rng, v)).dump()));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), "size", core::Json(PickVariant(rng, v)).dump()));
     }
     case kAbsurdSteps:
-      return ObjectText(With(
+      return AbuseObjectText(WithAbuseField(
           BaseImage(), "num_inference_steps",
-          Pick(rng, std::vector<std::string>{"1000000000", "0", "-1", "201", "1000000000000"})));
+          PickVariant(rng,
+                      std::vector<std::string>{"1000000000", "0", "-1", "201", "1000000000000"})));
     case kAbsurdSeed:
-      return ObjectText(With(BaseImage(), "seed",
-                             Pick(rng, std::vector<std::string>{"-1", "18446744073709551615",
-                                                                "-9223372036854775809"})));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), "seed",
+                         PickVariant(rng, std::vector<std::string>{"-1", "18446744073709551615",
+                                                                   "-9223372036854775809"})));
     case kAbsurdGuidance:
-      return ObjectText(With(BaseImage(), "guidance_scale",
-                             Pick(rng, std::vector<std::string>{"-1", "101", "1e308", "-0.5"})));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), "guidance_scale",
+                         PickVariant(rng, std::vector<std::string>{"-1", "101", "1e308", "-0.5"})));
     case kAbsurdFrames: {
       const int64_t k4 = static_cast<int64_t>(rng.Below(32));
-      return ObjectText(With(BaseVideo(), "frames",
-                             Pick(rng, std::vector<std::string>{std::to_string(4 * k4 + 2), "0",
-                                                                "130", "1000000", "-5"})));
+      return AbuseObjectText(
+          WithAbuseField(BaseVideo(), "frames",
+                         PickVariant(rng, std::vector<std::string>{std::to_string(4 * k4 + 2), "0",
+                                                                   "130", "1000000", "-5"})));
     }
     case kAbsurdDeadline:
-      return ObjectText(
-          With(BaseImage(), "deadline_s", Pick(rng, std::vector<std::string>{"0", "-1", "1e9"})));
+      return AbuseObjectText(WithAbuseField(
+          BaseImage(), "deadline_s", PickVariant(rng, std::vector<std::string>{"0", "-1", "1e9"})));
     case kUnknownModel: {
       const std::vector<std::string> v = {
           "tiny-t2x", "../../../../etc/passwd",        "/dev/zero", "", "tiny-t2v",
           "TINY-T2I", "x" + RepeatText("\xC3\xA9", 30)};
-      return ObjectText(With(BaseImage(), "model", core::Json(Pick(rng, v)).dump()));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), "model", core::Json(PickVariant(rng, v)).dump()));
     }
     case kPromptLength: {
       // Empty, or over kMaxPromptBytes while the body stays under its limit.
@@ -307,12 +292,13 @@ std::string AbsurdValueBody(Kind k, core::Rng& rng, const std::string& valid, in
               ? 0
               : kMaxPromptBytes + 1 +
                     static_cast<int64_t>(rng.Below(static_cast<uint64_t>(most - kMaxPromptBytes)));
-      return ObjectText(With(BaseImage(), "prompt", "\"" + std::string(n, 'p') + "\""));
+      return AbuseObjectText(
+          WithAbuseField(BaseImage(), "prompt", "\"" + std::string(n, 'p') + "\""));
     }
     case kOverBudget: {
       Fields f = BaseVideo();
-      f = With(f, "size", fmt::format("\"{}x{}\"", kMaxRequestPixels, kMaxRequestPixels));
-      return ObjectText(With(f, "frames", std::to_string(kMaxRequestFrames)));
+      f = WithAbuseField(f, "size", fmt::format("\"{}x{}\"", kMaxRequestPixels, kMaxRequestPixels));
+      return AbuseObjectText(WithAbuseField(f, "frames", std::to_string(kMaxRequestFrames)));
     }
     default:
       return valid;
@@ -322,14 +308,14 @@ std::string AbsurdValueBody(Kind k, core::Rng& rng, const std::string& valid, in
 // The body of a request of kind `k` (one of the kinds that send a body), drawn from `rng`; the
 // valid base image request's body for the others.
 std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
-  const std::string valid = ObjectText(BaseImage());
+  const std::string valid = AbuseObjectText(BaseImage());
   const int64_t limit = ctx.max_body_bytes;
   if (k >= kJsonTruncated && k <= kJsonBadUtf8) return MalformedJsonBody(k, rng, valid, limit);
   if (k == kWrongType || k == kUnknownKey) return WrongTypeBody(k, rng, valid);
   if (k >= kAbsurdSize && k <= kOverBudget) return AbsurdValueBody(k, rng, valid, limit);
   if (k == kBodyTooLarge) {
     const int64_t n = limit + 1 + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * limit)));
-    std::string body = ObjectText(With(BaseImage(), "prompt", "\"\""));
+    std::string body = AbuseObjectText(WithAbuseField(BaseImage(), "prompt", "\"\""));
     body.insert(body.find("\"prompt\": \"") + 11, std::string(n - body.size(), 'p'));
     return body;
   }
@@ -337,7 +323,7 @@ std::string MakeBody(Kind k, core::Rng& rng, const AbusePlanContext& ctx) {
 }
 
 std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) {
-  const std::string valid = ObjectText(BaseImage());
+  const std::string valid = AbuseObjectText(BaseImage());
   const std::string image = GenerationRoute(GenerationKind::kImage);
   switch (k) {
     case kValidImage:
@@ -358,22 +344,23 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
     case kChunkedTooLarge:
       return serve::ChunkedOverLimit(b, image);
     case kUnknownRoute:
-      return Pick(rng, std::vector<std::string>{
-                           b.Get("/"), b.Get("/v1/models"), b.Get("/../../etc/passwd"),
-                           b.Get("/healthz/"), b.Get("//healthz"), b.Get("/v1/metrics/../healthz"),
-                           b.Request("POST", "/v1/images/generation", valid),
-                           b.Request("POST", "/v1/images/generations/x", valid),
-                           b.Request("POST", "/V1/IMAGES/GENERATIONS", valid)});
+      return PickVariant(
+          rng, std::vector<std::string>{b.Get("/"), b.Get("/v1/models"), b.Get("/../../etc/passwd"),
+                                        b.Get("/healthz/"), b.Get("//healthz"),
+                                        b.Get("/v1/metrics/../healthz"),
+                                        b.Request("POST", "/v1/images/generation", valid),
+                                        b.Request("POST", "/v1/images/generations/x", valid),
+                                        b.Request("POST", "/V1/IMAGES/GENERATIONS", valid)});
     case kRouteBadBytes:
-      return Pick(rng, std::vector<std::string>{b.Get("/%FF"), b.Get("/%C3"), b.Get("/%00"),
-                                                b.Get("/\xC3\x28"), b.Get("/\xFF\xFE"),
-                                                b.Request("POST", image + "%FF", valid),
-                                                b.Get("/" + RepeatText("\xC3\xA9", 150)),
-                                                b.Get("/a" + RepeatText("%C3%A9", 150))});
+      return PickVariant(rng, std::vector<std::string>{b.Get("/%FF"), b.Get("/%C3"), b.Get("/%00"),
+                                                       b.Get("/\xC3\x28"), b.Get("/\xFF\xFE"),
+                                                       b.Request("POST", image + "%FF", valid),
+                                                       b.Get("/" + RepeatText("\xC3\xA9", 150)),
+                                                       b.Get("/a" + RepeatText("%C3%A9", 150))});
     case kUriTooLong:
       return serve::UriTooLong(b, rng);
     case kWrongMethod:
-      return Pick(
+      return PickVariant(
           rng,
           std::vector<std::string>{
               b.Get(image), b.Request("PUT", image, valid), b.Request("DELETE", image, ""),
@@ -381,9 +368,9 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
               b.Get(GenerationRoute(GenerationKind::kVideo)), b.Request("POST", "/healthz", valid),
               b.Request("POST", "/v1/metrics", ""), b.Request("DELETE", "/v1/metrics", "")});
     case kUnknownMethod:
-      return Pick(rng, std::vector<std::string>{b.Get("/healthz").replace(0, 3, "BREW"),
-                                                b.Get("/healthz").replace(0, 3, "get"),
-                                                b.Request("POSTX", image, valid)});
+      return PickVariant(rng, std::vector<std::string>{b.Get("/healthz").replace(0, 3, "BREW"),
+                                                       b.Get("/healthz").replace(0, 3, "get"),
+                                                       b.Request("POSTX", image, valid)});
     case kBadRequestLine:
       return serve::BadRequestLine(rng);
     case kBadContentLength:  // read as 0 and 1 (strtoull): an empty or one-byte body
@@ -403,7 +390,7 @@ std::string MakeRequest(Kind k, core::Rng& rng, const Builder& b, AbuseCase* c) 
     case kHalfBodyClose:
       return serve::HalfBody(b, image, valid);
     case kCloseBeforeReply:
-      return b.Post(GenerationKind::kImage, ObjectText(BaseImage(7)));
+      return b.Post(GenerationKind::kImage, AbuseObjectText(BaseImage(7)));
     default:
       return b.Post(GenerationKind::kImage, MakeBody(k, rng, b.c));
   }
