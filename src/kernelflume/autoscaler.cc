@@ -29,13 +29,15 @@ Status ValidateAutoscalerOptions(const AutoscalerOptions& o) {
   return Status::Ok();
 }
 
-AutoscaleDecision Autoscaler::Decide(double now_s, const std::vector<WeightNode::NodeLoad>& nodes) {
+AutoscaleDecision Autoscaler::Decide(double now_s, const std::vector<WeightNode::NodeLoad>& nodes,
+                                     int64_t demand_tokens) {
   AutoscaleDecision d;
   int64_t live = 0, capacity = 0;
   for (const WeightNode::NodeLoad& n : nodes) {
     live += n.live_tokens;
     capacity += n.capacity_tokens;
   }
+  live = std::max(live, demand_tokens);
   d.kv_use = capacity > 0 ? static_cast<double>(live) / static_cast<double>(capacity) : 0;
   const double dt = last_now_s_ < 0 ? 0 : now_s - last_now_s_;
   int32_t busiest = -1;
@@ -97,8 +99,12 @@ AutoscaleDecision Autoscaler::Decide(double now_s, const std::vector<WeightNode:
   return d;
 }
 
-AutoscaleLoop::AutoscaleLoop(AttentionCluster& cluster, AutoscalerOptions options, double tick_s)
-    : cluster_(cluster), policy_(options), tick_s_(tick_s) {
+AutoscaleLoop::AutoscaleLoop(AttentionCluster& cluster, AutoscalerOptions options, double tick_s,
+                             std::function<int64_t()> demand_tokens)
+    : cluster_(cluster),
+      policy_(options),
+      demand_tokens_(std::move(demand_tokens)),
+      tick_s_(tick_s) {
   if (tick_s_ > 0) thread_ = std::thread([this] { Run(); });
 }
 
@@ -116,7 +122,8 @@ Status AutoscaleLoop::error() const {
 
 Status AutoscaleLoop::Tick() {
   WeightNode& wn = cluster_.weight_node();
-  const AutoscaleDecision d = policy_.Decide(wn.Now(), wn.PoolLoad());
+  const AutoscaleDecision d =
+      policy_.Decide(wn.Now(), wn.PoolLoad(), demand_tokens_ ? demand_tokens_() : 0);
   if (d.kind == AutoscaleDecision::Kind::kScaleOut) {
     wn.NoteDecision("scale-out", -1, d.reason);
     auto id = cluster_.AddNode();

@@ -3,8 +3,11 @@
 // AttentionCluster.
 //
 // Each tick sees every active node's capacity, live KV tokens and the attention compute it has
-// reported so far (WeightNode::PoolLoad). From two consecutive ticks:
-//   kv_use       = sum(live tokens) / sum(capacity) over active nodes;
+// reported so far (WeightNode::PoolLoad), and the tokens the server has promised (demand: the
+// running requests' reservations plus the waiting requests'; 0 when the caller has none). From
+// two consecutive ticks:
+//   kv_use       = max(sum(live tokens), demand) / sum(capacity) over active nodes (a queue
+//                  waiting for KV counts before its tokens are written);
 //   utilization  = per node, attention compute seconds / wall seconds between the ticks.
 // The spec scales out "when the slowest node's attention time exceeds its share of the TPOT
 // target": a node busy for a fraction u of the wall time adds queueing of about u / (1 - u) of
@@ -26,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -63,8 +67,10 @@ struct AutoscaleDecision {
 class Autoscaler {
  public:
   explicit Autoscaler(AutoscalerOptions options) : options_(options) {}
-  // `now_s` increases between calls; `nodes` are the active nodes' loads at now_s.
-  AutoscaleDecision Decide(double now_s, const std::vector<WeightNode::NodeLoad>& nodes);
+  // `now_s` increases between calls; `nodes` are the active nodes' loads at now_s;
+  // `demand_tokens` the promised tokens (see above).
+  AutoscaleDecision Decide(double now_s, const std::vector<WeightNode::NodeLoad>& nodes,
+                           int64_t demand_tokens = 0);
   // Tells the policy a scale-out was carried out at now_s (starts the cooldown).
   void NoteScaledOut(double now_s) { last_scale_out_s_ = now_s; }
 
@@ -79,10 +85,12 @@ class Autoscaler {
 // Each tick reads the pool's load, decides, and acts -- cluster.AddNode() to scale out,
 // WeightNode::DrainNode to scale in (a drain blocks the next tick). With tick_s > 0 a thread
 // ticks every tick_s and the first action error stops it and is kept (error()); with tick_s = 0
-// the owner calls Tick() (tests step it deterministically).
+// the owner calls Tick() (tests step it deterministically). `demand_tokens`, when given, is
+// called each tick (CompletionEngine::DemandTokens).
 class AutoscaleLoop {
  public:
-  AutoscaleLoop(AttentionCluster& cluster, AutoscalerOptions options, double tick_s = 0.1);
+  AutoscaleLoop(AttentionCluster& cluster, AutoscalerOptions options, double tick_s = 0.1,
+                std::function<int64_t()> demand_tokens = {});
   ~AutoscaleLoop();
   void Stop();
   // One decision and its action; returns the action's error.
@@ -95,6 +103,7 @@ class AutoscaleLoop {
   void Run();
   AttentionCluster& cluster_;
   Autoscaler policy_;
+  std::function<int64_t()> demand_tokens_;
   double tick_s_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> scale_outs_{0}, scale_ins_{0};

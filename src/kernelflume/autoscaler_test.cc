@@ -60,6 +60,23 @@ TEST(AutoscalerTest, ScalesOutWhenANodeIsBusierThanItsShare) {
   EXPECT_EQ(b.Decide(1, Pool({100}, 1000, {0.7})).kind, Kind::kNone);
 }
 
+// Promised tokens (reservations of running and waiting requests) count as KV use before they
+// are written: a queue waiting for KV makes the pool grow, and keeps it from shrinking.
+TEST(AutoscalerTest, DemandCountsBeforeTheTokensAreWritten) {
+  AutoscalerOptions o;
+  o.keep_alive_s = 0;
+  Autoscaler a(o);
+  AutoscaleDecision d = a.Decide(0, Pool({100, 100}), 1800);  // 1800 / 2000 promised
+  EXPECT_EQ(d.kind, Kind::kScaleOut);
+  EXPECT_DOUBLE_EQ(d.kv_use, 0.9);
+  Autoscaler b(o);
+  EXPECT_EQ(b.Decide(0, Pool({100, 100}), 1000).kind, Kind::kNone);  // 0.5: neither
+  EXPECT_EQ(b.Decide(1, Pool({100, 100}), 300).kind, Kind::kScaleIn);
+  Autoscaler c(o);
+  c.Decide(0, Pool({100, 100}), 1000);
+  EXPECT_EQ(c.Decide(1, Pool({100, 100}), 1000).kind, Kind::kNone);  // demand 0.5 keeps it
+}
+
 TEST(AutoscalerTest, ScalesInTheEmptiestNodeAfterAKeepAliveOfLowUse) {
   AutoscalerOptions o;
   o.keep_alive_s = 30;

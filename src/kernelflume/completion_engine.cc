@@ -45,6 +45,7 @@ struct CompletionEngine::Running {
   std::vector<float> logits;
   core::Rng rng{0};
   int64_t generated = 0;
+  int64_t prefilled = 0;  // prompt tokens through the model so far
   Clock::time_point last_token;
   bool done = false;
 };
@@ -128,9 +129,15 @@ core::StatusOr<std::shared_ptr<CompletionStream>> CompletionEngine::Submit(Compl
                                         queue_.size(), options_.max_queued));
   }
   auto stream = std::make_shared<CompletionStream>(next_id_++);
+  queued_tokens_ += reserve;
   queue_.emplace_back(stream, std::move(p));
   cv_.notify_all();
   return stream;
+}
+
+int64_t CompletionEngine::DemandTokens() const {
+  std::lock_guard lock(mu_);
+  return reserved_tokens_ + queued_tokens_;
 }
 
 EngineMetrics CompletionEngine::Metrics() const {
@@ -194,6 +201,7 @@ void CompletionEngine::Admit() {
       r->stream = std::move(queue_.front().first);
       r->params = std::move(queue_.front().second);
       queue_.pop_front();
+      queued_tokens_ -= need;
       reserved_tokens_ += need;
     }
     if (r->stream->cancelled()) {
@@ -204,33 +212,56 @@ void CompletionEngine::Admit() {
     r->logits.resize(model_.config().vocab);
     r->rng = core::Rng(r->params.seed);
     auto attn = cluster_.weight_node().OpenRequest(r->stream->id());
-    Status st = attn.status();
-    if (st.ok()) {
-      r->attn = std::move(*attn);
-      const int64_t n = static_cast<int64_t>(r->tokens.size());
-      for (int64_t pos = 0; pos < n && st.ok();) {
-        const int64_t len = std::min<int64_t>(models::kPrefillChunkTokens, n - pos);
-        st = ForwardWithRecovery(model_, *r->attn, r->tokens, pos, len, r->logits.data(), true);
-        pos += len;
-      }
-    }
-    if (!st.ok()) {
-      Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", st});
+    if (!attn.ok()) {
+      Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", attn.status()});
       continue;
     }
-    r->last_token = Clock::now();
+    r->attn = std::move(*attn);
     running_.push_back(std::move(r));
   }
 }
 
+void CompletionEngine::PrefillSome() {
+  int64_t budget = std::max<int64_t>(1, options_.prefill_tokens_per_step);
+  for (auto& r : running_) {
+    const int64_t n = static_cast<int64_t>(r->params.prompt.size());
+    if (r->done || r->prefilled >= n) continue;
+    if (r->stream->cancelled()) {
+      Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "cancelled", Status::Ok()});
+      continue;
+    }
+    while (budget > 0 && r->prefilled < n) {
+      const int64_t len = std::min({models::kPrefillChunkTokens, n - r->prefilled, budget});
+      Status st = ForwardWithRecovery(model_, *r->attn, r->tokens, r->prefilled, len,
+                                      r->logits.data(), true);
+      if (!st.ok()) {
+        Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", st});
+        break;
+      }
+      r->prefilled += len;
+      budget -= len;
+    }
+    if (r->prefilled >= n) r->last_token = Clock::now();
+    if (budget <= 0) break;
+  }
+  std::erase_if(running_, [](const std::unique_ptr<Running>& r) { return r->done; });
+}
+
+namespace {
+bool Prefilled(const auto& r) {
+  return r->prefilled >= static_cast<int64_t>(r->params.prompt.size());
+}
+}  // namespace
+
 void CompletionEngine::DecodeStep() {
   const int32_t eos = static_cast<int32_t>(model_.config().eos_id);
-  // Sample each running request's next token from its last logits and send it.
+  // Sample each decoding request's next token from its last logits and send it.
   for (auto& r : running_) {
     if (r->stream->cancelled()) {
       Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "cancelled", Status::Ok()});
       continue;
     }
+    if (!Prefilled(r)) continue;
     const int32_t tok = SampleToken(r->logits, r->params.temperature, r->rng);
     const Clock::time_point now = Clock::now();
     {
@@ -260,31 +291,35 @@ void CompletionEngine::DecodeStep() {
     std::lock_guard lock(mu_);
     active_ = static_cast<int64_t>(running_.size());
   }
-  if (running_.empty()) return;
-  // One batched forward of every running request's newest token; on a lost node, each request
+  // One batched forward of every decoding request's newest token; on a lost node, each of them
   // recovers (re-prefills what it lost, or only forgets the failed step) and the step retries.
+  // (A request still prefilling recovers in its own next chunk.)
   models::LlamaBatchDecode batch(model_);
   for (int attempt = 0;; ++attempt) {
+    std::vector<Running*> dec;
+    for (auto& r : running_) {
+      if (Prefilled(r)) dec.push_back(r.get());
+    }
+    if (dec.empty()) return;
     std::vector<int32_t> toks;
     std::vector<int64_t> pos;
     std::vector<models::CoreAttention*> attns;
-    for (auto& r : running_) {
+    for (Running* r : dec) {
       toks.push_back(r->tokens.back());
       pos.push_back(static_cast<int64_t>(r->tokens.size()) - 1);
       attns.push_back(r->attn.get());
     }
-    std::vector<float> logits(running_.size() * model_.config().vocab);
+    std::vector<float> logits(dec.size() * model_.config().vocab);
     Status st = batch.Step(toks, pos, attns, logits.data());
     if (st.ok()) {
       const size_t v = static_cast<size_t>(model_.config().vocab);
-      for (size_t i = 0; i < running_.size(); ++i) {
-        std::copy(logits.begin() + i * v, logits.begin() + (i + 1) * v,
-                  running_[i]->logits.begin());
+      for (size_t i = 0; i < dec.size(); ++i) {
+        std::copy(logits.begin() + i * v, logits.begin() + (i + 1) * v, dec[i]->logits.begin());
       }
       return;
     }
     const bool recoverable = st.code() == core::StatusCode::kUnavailable && attempt < 8;
-    for (auto& r : running_) {
+    for (Running* r : dec) {
       Status rec =
           recoverable ? r->attn->Recover(
                             model_, std::span<const int32_t>(r->tokens).first(r->tokens.size() - 1))
@@ -292,7 +327,6 @@ void CompletionEngine::DecodeStep() {
       if (!rec.ok()) Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", rec});
     }
     std::erase_if(running_, [](const std::unique_ptr<Running>& r) { return r->done; });
-    if (running_.empty()) return;
   }
 }
 
@@ -305,6 +339,7 @@ void CompletionEngine::Run() {
       if (stop_) break;
     }
     Admit();
+    PrefillSome();
     DecodeStep();
   }
   const Status gone = core::Unavailable("the server stopped");
@@ -315,6 +350,7 @@ void CompletionEngine::Run() {
     stream->Push({CompletionStream::Event::Kind::kError, 0, "", gone});
   }
   queue_.clear();
+  queued_tokens_ = 0;
 }
 
 }  // namespace tessera::kernelflume

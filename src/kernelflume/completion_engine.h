@@ -16,15 +16,20 @@
 // (prompt + max_tokens) plus a page of slack for each range it may be cut into (ranges of at
 // most the router's re-route period or range_tokens_max; nodes allocate whole pages per range,
 // ReservedTokens), so a running request never finds the pool full.
-// Scheduling, on one thread: admit (prefill each admitted request in chunks of at most 512
-// tokens), then one decode step for every running request: the step runs as ONE batched
+// Scheduling, on one thread, each iteration: admit what fits; prefill at most
+// prefill_tokens_per_step prompt tokens (oldest admitted request first, chunks of at most 512
+// tokens: chunked prefill, so a long prompt delays the running requests' next token by one
+// chunk per step, not by its whole prefill); then one decode step for every running request
+// whose prompt is prefilled: the step runs as ONE batched
 // forward (models::LlamaBatchDecode: each weight GEMM over all rows; attention per request),
 // then each request's token is sampled (greedy, or at its temperature with its seed) and sent.
 // A request ends at max_tokens, at the end-of-text token (stop_at_eos), when cancelled (its
 // consumer left: CompletionStream::Cancel), or on an error it cannot recover from; its ranges
 // are freed on every node when it ends.
 // Metrics: TPOT (gap between consecutive tokens of one request) p50/p99 over the last 4096
-// tokens, routing version, active nodes, KV use, requests by state.
+// tokens, routing version, active nodes, KV use, requests by state. DemandTokens is what the
+// pool has promised: the running requests' reservations plus the waiting ones' (the
+// autoscaler scales on it, so a queue waiting for KV makes the pool grow).
 // Thread-safety: Submit, Metrics and the streams from any thread; Stop/destructor from one.
 #pragma once
 
@@ -84,7 +89,8 @@ class CompletionStream {
 struct EngineOptions {
   int max_active = 16;
   int max_queued = 64;
-  int max_nodes = 8;  // the pool's most nodes (for the "can never fit" refusal)
+  int max_nodes = 8;                      // the pool's most nodes (for the "can never fit" refusal)
+  int64_t prefill_tokens_per_step = 512;  // >= 1; prompt tokens prefilled between two steps
 };
 
 struct EngineMetrics {
@@ -102,6 +108,8 @@ class CompletionEngine {
   ~CompletionEngine();
   core::StatusOr<std::shared_ptr<CompletionStream>> Submit(CompletionParams params);
   EngineMetrics Metrics() const;
+  // Reserved tokens of the running requests plus those of the waiting ones (see above).
+  int64_t DemandTokens() const;
   // Stops the loop; requests still queued or running end with Unavailable.
   void Stop();
 
@@ -109,6 +117,7 @@ class CompletionEngine {
   struct Running;
   void Run();
   void Admit();
+  void PrefillSome();
   void DecodeStep();
   void Finish(Running& r, CompletionStream::Event e);
   int64_t FreeTokens() const;  // pool capacity minus the running requests' reservations
@@ -122,6 +131,7 @@ class CompletionEngine {
   std::deque<std::pair<std::shared_ptr<CompletionStream>, CompletionParams>> queue_;
   std::vector<std::unique_ptr<Running>> running_;  // scheduler thread only
   int64_t reserved_tokens_ = 0;                    // guarded by mu_
+  int64_t queued_tokens_ = 0;  // the waiting requests' reservations; guarded by mu_
   uint64_t next_id_ = 1;
   bool stop_ = false;
   std::vector<double> tpot_ms_;  // ring of 4096

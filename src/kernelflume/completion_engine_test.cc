@@ -106,6 +106,62 @@ TEST(CompletionEngineTest, ConcurrentRequestsGiveTheMonolithicGreedyTokens) {
   EXPECT_EQ(m.tokens, asked);  // every token counted in the metrics
 }
 
+// Chunked prefill: with 7 prompt tokens per step, a 200-token prompt is prefilled over 29
+// scheduler iterations, and the request already decoding gets a token in each of them (not
+// one gap of the whole prefill); both stay equal to the monolithic model.
+TEST(CompletionEngineTest, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 33, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 2);
+  ASSERT_NE(cluster, nullptr);
+  EngineOptions eo;
+  eo.prefill_tokens_per_step = 7;
+  CompletionEngine engine(*model, *cluster, eo);
+  const auto prompts = EnginePrompts(6, 2);
+  CompletionParams a;
+  a.prompt = prompts[0];
+  a.max_tokens = 48;
+  a.stop_at_eos = false;
+  auto sa = engine.Submit(a);
+  ASSERT_TRUE(sa.ok()) << sa.status().ToString();
+  std::vector<int32_t> a_tokens;
+  for (int i = 0; i < 600 && a_tokens.size() < 3; ++i) {
+    auto e = (*sa)->Next(0.1);
+    if (e && e->kind == CompletionStream::Event::Kind::kToken) a_tokens.push_back(e->token);
+  }
+  while (auto e = (*sa)->Next(0)) a_tokens.push_back(e->token);  // every token sent so far
+  const size_t before = a_tokens.size();
+  core::Rng rng(9);
+  CompletionParams b;
+  for (int i = 0; i < 200; ++i) b.prompt.push_back(static_cast<int32_t>(rng.Below(256)));
+  b.max_tokens = 4;
+  b.stop_at_eos = false;
+  auto sb = engine.Submit(b);
+  ASSERT_TRUE(sb.ok()) << sb.status().ToString();
+  std::optional<CompletionStream::Event> first;
+  for (int i = 0; i < 600 && !first; ++i) first = (*sb)->Next(0.1);
+  ASSERT_TRUE(first && first->kind == CompletionStream::Event::Kind::kToken);
+  // Every token of A pushed before B's first token is in A's stream now.
+  std::vector<int32_t> during;
+  while (auto e = (*sa)->Next(0)) {
+    if (e->kind == CompletionStream::Event::Kind::kToken) during.push_back(e->token);
+  }
+  ASSERT_GT(a_tokens.size() + during.size(), before);
+  EXPECT_GE(during.size(), 200u / 7 - 1) << "A decoded " << during.size()
+                                         << " tokens while B's 200-token prompt was prefilled";
+  a_tokens.insert(a_tokens.end(), during.begin(), during.end());
+  const Drained rest_a = Drain(**sa);
+  ASSERT_TRUE(rest_a.error.ok()) << rest_a.error.ToString();
+  a_tokens.insert(a_tokens.end(), rest_a.tokens.begin(), rest_a.tokens.end());
+  EXPECT_EQ(a_tokens, testing::MonolithicGreedy(*model, a.prompt, 48));
+  const Drained rest_b = Drain(**sb);
+  ASSERT_TRUE(rest_b.error.ok()) << rest_b.error.ToString();
+  std::vector<int32_t> b_tokens{first->token};
+  b_tokens.insert(b_tokens.end(), rest_b.tokens.begin(), rest_b.tokens.end());
+  EXPECT_EQ(b_tokens, testing::MonolithicGreedy(*model, b.prompt, 4));
+  EXPECT_EQ(engine.DemandTokens(), 0);  // every reservation returned
+}
+
 TEST(CompletionEngineTest, ANodeDyingUnderTheBatchLosesNoRequest) {
   auto model = models::LlamaModel::FromSeed(EngineConfig(), 32, 0.1f);
   ASSERT_TRUE(model.ok());

@@ -54,7 +54,9 @@ core::StatusOr<std::unique_ptr<CompletionServer>> CompletionServer::Start(
   eo.max_nodes = options.autoscaler.max_nodes;
   s->engine_ = std::make_unique<CompletionEngine>(model, *s->cluster_, eo);
   if (options.autoscale) {
-    s->autoscaler_ = std::make_unique<AutoscaleLoop>(*s->cluster_, options.autoscaler, 0.1);
+    CompletionEngine* engine = s->engine_.get();
+    s->autoscaler_ = std::make_unique<AutoscaleLoop>(*s->cluster_, options.autoscaler, 0.1,
+                                                     [engine] { return engine->DemandTokens(); });
   }
   ASSIGN_OR_RETURN(s->http_, serve::HttpServer::Bind(options.http));
   CompletionServer* self = s.get();
