@@ -72,6 +72,7 @@ void AddKernelFlumeAbuse(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
 // Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
 void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);
+void AddKernelFlumeBenchScale(CLI::App* bench, Action* action);
 
 // Adds `tessera elaswave ...` (elastic training that survives losing ranks).
 void AddElasWaveCommands(CLI::App& root, Action* action);

@@ -126,7 +126,12 @@ Status AutoscaleLoop::Tick() {
       policy_.Decide(wn.Now(), wn.PoolLoad(), demand_tokens_ ? demand_tokens_() : 0);
   if (d.kind == AutoscaleDecision::Kind::kScaleOut) {
     wn.NoteDecision("scale-out", -1, d.reason);
+    const double t = wn.Now();
     auto id = cluster_.AddNode();
+    if (id.ok()) {
+      std::lock_guard lock(mu_);
+      scale_out_ms_.push_back(1e3 * (wn.Now() - t));
+    }
     policy_.NoteScaledOut(wn.Now());
     ++scale_outs_;
     return id.status().WithPrefix("autoscaler: scale-out");
@@ -137,6 +142,11 @@ Status AutoscaleLoop::Tick() {
     return wn.DrainNode(d.node, 60).WithPrefix("autoscaler: scale-in");
   }
   return Status::Ok();
+}
+
+std::vector<double> AutoscaleLoop::scale_out_ms() const {
+  std::lock_guard lock(mu_);
+  return scale_out_ms_;
 }
 
 void AutoscaleLoop::Run() {

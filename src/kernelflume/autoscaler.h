@@ -98,6 +98,8 @@ class AutoscaleLoop {
   core::Status error() const;
   int64_t scale_outs() const { return scale_outs_.load(); }
   int64_t scale_ins() const { return scale_ins_.load(); }
+  // Each carried-out scale-out's duration: from the decision to the new node joined (ms).
+  std::vector<double> scale_out_ms() const;
 
  private:
   void Run();
@@ -109,6 +111,7 @@ class AutoscaleLoop {
   std::atomic<int64_t> scale_outs_{0}, scale_ins_{0};
   mutable std::mutex mu_;
   core::Status error_ = core::Status::Ok();
+  std::vector<double> scale_out_ms_;  // guarded by mu_
   std::thread thread_;
 };
 

@@ -110,6 +110,8 @@ class CompletionEngine {
   EngineMetrics Metrics() const;
   // Reserved tokens of the running requests plus those of the waiting ones (see above).
   int64_t DemandTokens() const;
+  // The tokens a request reserves while it waits and runs (see the file comment).
+  int64_t ReservedTokens(const CompletionParams& p) const;
   // Stops the loop; requests still queued or running end with Unavailable.
   void Stop();
 
@@ -121,7 +123,6 @@ class CompletionEngine {
   void DecodeStep();
   void Finish(Running& r, CompletionStream::Event e);
   int64_t FreeTokens() const;  // pool capacity minus the running requests' reservations
-  int64_t ReservedTokens(const CompletionParams& p) const;  // see the file comment
 
   const models::LlamaModel& model_;
   AttentionCluster& cluster_;

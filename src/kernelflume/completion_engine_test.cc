@@ -147,8 +147,8 @@ TEST(CompletionEngineTest, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps)
     if (e->kind == CompletionStream::Event::Kind::kToken) during.push_back(e->token);
   }
   ASSERT_GT(a_tokens.size() + during.size(), before);
-  EXPECT_GE(during.size(), 200u / 7 - 1) << "A decoded " << during.size()
-                                         << " tokens while B's 200-token prompt was prefilled";
+  EXPECT_GE(during.size(), 200u / 7 - 1)
+      << "A decoded " << during.size() << " tokens while B's 200-token prompt was prefilled";
   a_tokens.insert(a_tokens.end(), during.begin(), during.end());
   const Drained rest_a = Drain(**sa);
   ASSERT_TRUE(rest_a.error.ok()) << rest_a.error.ToString();

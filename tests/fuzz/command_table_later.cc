@@ -61,6 +61,7 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                                   {"--reroute-every", K::kInt, {}},
                                   {"--max-active", K::kInt, {}},
                                   {"--max-queued", K::kInt, {}},
+                                  {"--prefill-tokens-per-step", K::kInt, {}},
                                   {"--keep-alive-s", K::kFloat, {}},
                                   {"--no-autoscale", K::kFlag, {}},
                                   {"--transport", K::kText, {}},
@@ -148,6 +149,49 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                         "1", "--every-tokens", "4", "--nodes", "2", "--reroute-every", "4"}};
   bench_death.keep = elastic_keep;
   t.push_back(bench_death);
+
+  // bench tpot / bench scale serve a seeded trace on attention-node processes (and, for scale,
+  // on whole instances): every option that sizes the run is kept.
+  std::vector<OptionSpec> scale_bench = {{"--model", K::kInputFile, {}},
+                                         {"--seed", K::kUint, {}},
+                                         {"--duration-s", K::kFloat, {}},
+                                         {"--base-rate", K::kFloat, {}},
+                                         {"--burst-rate", K::kFloat, {}},
+                                         {"--burst-start-s", K::kFloat, {}},
+                                         {"--burst-end-s", K::kFloat, {}},
+                                         {"--prompt-min", K::kInt, {}},
+                                         {"--prompt-max", K::kInt, {}},
+                                         {"--output-min", K::kInt, {}},
+                                         {"--output-max", K::kInt, {}},
+                                         {"--capacity-tokens", K::kInt, {}},
+                                         {"--page-tokens", K::kInt, {}},
+                                         {"--min-nodes", K::kInt, {}},
+                                         {"--max-nodes", K::kInt, {}},
+                                         {"--keep-alive-s", K::kFloat, {}},
+                                         {"--window-s", K::kFloat, {}},
+                                         {"--max-active", K::kInt, {}},
+                                         {"--prefill-tokens-per-step", K::kInt, {}},
+                                         {"--settle-s", K::kFloat, {}},
+                                         {"--check", K::kFlag, {}},
+                                         {"--json", K::kOutputFile, {}}};
+  const std::vector<std::string> scale_keep = {
+      "--duration-s",  "--base-rate",  "--burst-rate", "--burst-start-s",
+      "--burst-end-s", "--prompt-min", "--prompt-max", "--output-min",
+      "--output-max",  "--max-nodes",  "--settle-s",   "--keep-alive-s"};
+  const std::vector<std::string> scale_base = {
+      "--duration-s",  "1", "--base-rate",  "2", "--burst-rate", "2", "--burst-start-s", "0",
+      "--burst-end-s", "1", "--prompt-min", "4", "--prompt-max", "8", "--output-min",    "2",
+      "--output-max",  "4", "--max-nodes",  "2", "--settle-s",   "0", "--keep-alive-s",  "0"};
+  SubcommandSpec bench_tpot = Spec("tpot", MpiUse::kNone, 1, scale_bench);
+  bench_tpot.group = "kernelflume bench";
+  bench_tpot.bases = {scale_base};
+  bench_tpot.keep = scale_keep;
+  t.push_back(bench_tpot);
+  SubcommandSpec bench_scale = Spec("scale", MpiUse::kNone, 1, scale_bench);
+  bench_scale.group = "kernelflume bench";
+  bench_scale.bases = {scale_base};
+  bench_scale.keep = scale_keep;
+  t.push_back(bench_scale);
 
   // ---- elaswave ----
   // run starts a coordinator and worker processes: every option that sizes the job is kept

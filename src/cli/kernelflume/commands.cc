@@ -18,6 +18,7 @@ void AddKernelFlumeCommands(CLI::App& root, Action* action) {
   bench->require_subcommand(1);
   AddKernelFlumeBenchPipeline(bench, action);
   AddKernelFlumeBenchElastic(bench, action);
+  AddKernelFlumeBenchScale(bench, action);
 }
 
 }  // namespace tessera::cli

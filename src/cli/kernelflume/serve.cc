@@ -28,6 +28,7 @@ struct KfServeArgs {
   int64_t reroute_every = 0;
   int64_t max_active = 16;
   int64_t max_queued = 64;
+  int64_t prefill_tokens_per_step = 512;
   double keep_alive_s = 30;
   bool no_autoscale = false;
   std::string transport = "ucx";
@@ -52,6 +53,7 @@ core::Status RunKfServe(const KfServeArgs& a) {
   o.cluster.weight_node.router.reroute_every = a.reroute_every;
   o.engine.max_active = static_cast<int>(a.max_active);
   o.engine.max_queued = static_cast<int>(a.max_queued);
+  o.engine.prefill_tokens_per_step = a.prefill_tokens_per_step;
   o.autoscaler.max_nodes = a.max_attn_nodes;
   o.autoscaler.min_nodes = a.min_attn_nodes;
   o.autoscaler.keep_alive_s = a.keep_alive_s;
@@ -130,6 +132,11 @@ void AddKernelFlumeServe(CLI::App* kernelflume, Action* action) {
       ->capture_default_str();
   c->add_option("--max-queued", a->max_queued, "requests waiting before 429")
       ->transform(Integer(1, 100000))
+      ->capture_default_str();
+  c->add_option("--prefill-tokens-per-step", a->prefill_tokens_per_step,
+                "prompt tokens prefilled between two decode steps (chunked prefill; smaller "
+                "keeps TPOT lower while prompts arrive, at a longer time to first token)")
+      ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
   c->add_option("--keep-alive-s", a->keep_alive_s, "low KV use lasting this long scales in")
       ->check(Number(0, 86400))
