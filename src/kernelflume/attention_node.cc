@@ -1,6 +1,7 @@
 #include "kernelflume/attention_node.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstring>
@@ -121,6 +122,16 @@ void AttentionNode::SendFailure(const QueryMsg& m, const Status& st) {
   ++stats_.failed_queries;
 }
 
+namespace {
+// CPU time of the calling thread (ns): a node's "compute" for its load report, so time spent
+// waiting for a core on a crowded machine does not count as busy.
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+}  // namespace
+
 bool AttentionNode::TryAnswer(const PendingQuery& p) {
   const QueryMsg& m = p.msg;
   segments_.clear();
@@ -132,7 +143,7 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
       return true;
     }
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t cpu0_ns = ThreadCpuNs();
   const int64_t tq = m.num_q_tokens, h = shape_.num_heads, d = shape_.head_dim;
   o_.resize(tq * h * d + tq * h);
   kernels::DecodeAttentionShape shape;
@@ -148,9 +159,7 @@ bool AttentionNode::TryAnswer(const PendingQuery& p) {
     return true;
   }
   PartialMsg reply{m.request_id, m.step, m.layer, options_.node_id, 0, ""};
-  reply.compute_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
+  reply.compute_us = (ThreadCpuNs() - cpu0_ns) / 1000;
   const std::vector<std::byte> header = Encode(reply);
   Reply(header, std::as_bytes(std::span<const float>(o_)));
   std::lock_guard lock(mu_);

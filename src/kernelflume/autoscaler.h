@@ -8,7 +8,8 @@
 // two consecutive ticks:
 //   kv_use       = max(sum(live tokens), demand) / sum(capacity) over active nodes (a queue
 //                  waiting for KV counts before its tokens are written);
-//   utilization  = per node, attention compute seconds / wall seconds between the ticks.
+//   utilization  = per node, attention compute seconds (the CPU time its compute thread spent
+//                  on partials) / wall seconds between the ticks.
 // The spec scales out "when the slowest node's attention time exceeds its share of the TPOT
 // target": a node busy for a fraction u of the wall time adds queueing of about u / (1 - u) of
 // its compute to every step it serves, so we bound u (util_high, default 0.7) instead of

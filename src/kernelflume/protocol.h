@@ -107,7 +107,7 @@ struct PartialMsg {
   int32_t node_id = 0;
   int32_t code = 0;  // core::StatusCode; 0 = ok
   std::string message;
-  int64_t compute_us = 0;  // the node's time computing this partial (its load, for autoscaling)
+  int64_t compute_us = 0;  // the node's CPU time computing this partial (its load, for autoscaling)
 };
 
 struct AppendMsg {
