@@ -4,6 +4,7 @@
 
 #include "kernelflume/completion_request.h"
 #include "kernelflume/generate_service.h"
+#include "serve/heap_policy.h"
 
 namespace tessera::kernelflume {
 
@@ -42,6 +43,9 @@ core::StatusOr<std::unique_ptr<CompletionServer>> CompletionServer::Start(
     const models::LlamaModel& model, const CompletionServerOptions& options) {
   RETURN_IF_ERROR(ValidateAutoscalerOptions(options.autoscaler));
   RETURN_IF_ERROR(serve::ValidateHttpOptions(options.http));
+  // Before the node, engine and autoscaler threads start, so that their arenas are bounded too
+  // (HttpServer::Bind applies the same options again).
+  RETURN_IF_ERROR(serve::ApplyHeapOptions(options.http.heap));
   if (options.cluster.num_nodes > options.autoscaler.max_nodes) {
     return core::InvalidArgument(fmt::format("attn_nodes {} exceed max_attn_nodes {}",
                                              options.cluster.num_nodes,

@@ -18,7 +18,8 @@
 //   GET  /v1/models       {"object": "list", "data": [{"id": model name, "object": "model"}]}
 //   GET  /healthz         {"status": "ok", "nodes": n}; 503 when no attention node is active
 //   GET  /v1/metrics      TPOT p50/p99 (ms), routing version, nodes, KV use, requests by state,
-//                         autoscaler decisions, the HTTP shell's refusal counters;
+//                         autoscaler decisions, the HTTP shell's counters (refusals,
+//                         handler threads, the malloc heap: serve/http_server.h);
 //                         queue_length and in_flight (the engine's queued and active requests,
 //                         under the serving core's names: the abuse tool drains on them)
 //   GET  /admin/routes    the routing table: version, nodes (state, capacity, live tokens),

@@ -154,7 +154,10 @@ core::Status ValidateHttpOptions(const HttpOptions& o) {
   if (o.max_header_count < 8) return bad("max_header_count", o.max_header_count, ">= 8");
   if (o.max_connections < 1) return bad("max_connections", o.max_connections, ">= 1");
   if (!(o.drain_deadline_s >= 0)) return bad("drain_deadline_s", o.drain_deadline_s, ">= 0");
-  return core::Status::Ok();
+  if (!(o.handler_idle_s >= 0) || o.handler_idle_s > 3600) {
+    return bad("handler_idle_s", o.handler_idle_s, "in [0, 3600] (0: threads stay)");
+  }
+  return ValidateHeapOptions(o.heap);
 }
 
 }  // namespace tessera::serve

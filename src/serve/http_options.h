@@ -13,8 +13,12 @@
 //   max_connections     open connections: the next one is answered 503 with Retry-After at
 //                       once and closed
 //   drain_deadline_s    Stop: how long requests already being handled may take to finish
-//   http_threads        the handler pool: threads that run the routes' handlers (never the
-//                       I/O thread); a handler waiting for a job holds one
+//   http_threads        the handler pool: the most threads that run the routes' handlers at
+//                       once (never the I/O thread); a handler waiting for a job holds one
+//   handler_idle_s      a handler thread idle this long exits (threads start on demand), so an
+//                       idle server holds none, nor the memory each keeps (0: threads stay)
+//   heap                the process's malloc settings for a long-running server, applied by
+//                       HttpServer::Bind (heap_policy.h)
 // Units: seconds and bytes. Errors: ValidateHttpOptions returns InvalidArgument naming the
 // first bad option. Thread-safety: a plain value.
 #pragma once
@@ -23,6 +27,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "serve/heap_policy.h"
 
 namespace tessera::serve {
 
@@ -33,12 +38,14 @@ struct HttpOptions {
   int port = 0;  // 0: any free port
   int64_t max_body_bytes = 64 * 1024;
   int http_threads = 64;
+  double handler_idle_s = 2;
   double header_deadline_s = 10;
   double body_deadline_s = 30;
   int64_t max_header_bytes = 16 * 1024;
   int max_header_count = 100;
   int max_connections = 4096;
   double drain_deadline_s = 30;
+  HeapOptions heap;
 };
 
 core::Status ValidateHttpOptions(const HttpOptions& options);

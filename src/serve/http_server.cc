@@ -90,6 +90,7 @@ HttpServer::~HttpServer() { Stop(); }
 
 core::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpOptions& options) {
   RETURN_IF_ERROR(ValidateHttpOptions(options));
+  RETURN_IF_ERROR(ApplyHeapOptions(options.heap));
   RaiseOpenFileLimit();
   std::unique_ptr<HttpServer> s(new HttpServer(options));
   boost::system::error_code ec;
@@ -193,7 +194,10 @@ core::Json HttpServer::Counters() const {
   std::lock_guard<std::mutex> lock(st.mu);
   core::Json refused = core::Json::object();
   for (const auto& [name, n] : st.counters) refused[name] = n;
-  return {{"open_connections", st.open_connections}, {"refused", refused}};
+  return {{"open_connections", st.open_connections},
+          {"handler_threads", st.pool.threads()},
+          {"refused", refused},
+          {"heap", HeapStats()}};
 }
 
 std::string HttpServer::url() const { return fmt::format("http://{}:{}", options_.host, port_); }

@@ -1,8 +1,13 @@
 // HttpServer: the HTTP shell of a server, on Boost.Beast over Asio (libboost-dev): one I/O
 // thread reads and writes every connection; a connection that is idle, slow or flooding costs
 // its socket, a session and a read buffer of at most max_header_bytes + 16 KiB, and no thread.
-// The routes' handlers run on the handler pool (handler_pool.h, http_threads threads), never
-// on the I/O thread. (Why Beast and not libmicrohttpd: docs/architecture.md, serving.)
+// The routes' handlers run on the handler pool (handler_pool.h: at most http_threads threads,
+// started on demand, each exiting after handler_idle_s idle), never on the I/O thread. (Why
+// Beast and not libmicrohttpd: docs/architecture.md, serving.)
+// Memory: Bind applies options.heap to the process (heap_policy.h: bounded malloc arenas,
+// fixed trim and mmap thresholds); when the last handler thread exits idle, the freed heap is
+// returned to the kernel (release_when_idle), so an idle server's RSS does not keep each
+// burst's high-water.
 //
 // Listener: binds host:port (port 0: any free port, see port()) with a backlog of SOMAXCONN.
 // Requests (http_session.h): the head is read within header_deadline_s of the connection
@@ -30,7 +35,8 @@
 // always (a handler still running is left to end on its own; its reply is dropped).
 // Idempotent; the destructor calls it.
 // Errors: Bind returns InvalidArgument for bad options or a host that is not an IPv4
-// address, Unavailable when the address cannot be bound or listened on.
+// address, Unavailable when the address cannot be bound or listened on, Internal when glibc
+// refuses a heap setting.
 // Thread-safety: routes are added before Listen; handlers run on the pool's threads;
 // StopAccepting, Stop and Counters may be called from any thread but a handler.
 #pragma once
@@ -75,7 +81,8 @@ class HttpServer {
   void StopAccepting();
   void Stop();
 
-  // {"open_connections": n, "refused": {"<limit or kind>": count, ...}}
+  // {"open_connections": n, "handler_threads": threads now started, "refused": {"<limit or
+  // kind>": count, ...}, "heap": the process's malloc view (HeapStats, heap_policy.h)}
   core::Json Counters() const;
   int port() const { return port_; }
   std::string url() const;  // "http://HOST:PORT"

@@ -283,6 +283,50 @@ TEST(HttpShellDeadlineTest, ASlowBodyGets408NamingTheDeadline) {
   EXPECT_NE(ErrorMessage(*r).find("body_deadline_s"), std::string::npos);
 }
 
+TEST(HttpShellThreadsTest, HandlerThreadsStartOnDemandAndExitOnceIdle) {
+  HttpOptions o;
+  o.handler_idle_s = 0.05;
+  auto http = HttpServer::Bind(o);
+  ASSERT_TRUE(http.ok());
+  (*http)->Get("/healthz", [] { return Reply{200, {{"status", "ok"}}}; });
+  (*http)->Listen();
+  EXPECT_EQ((*http)->Counters()["handler_threads"], 0);
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::thread> clients;
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 8; ++i) {
+      clients.emplace_back([&] {
+        auto replies = ExchangeAll((*http)->port(), get);
+        if (replies.size() == 1 && replies[0].status == 200) ++ok;
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    EXPECT_EQ(ok.load(), 8);
+    // Idle: every handler thread exits (the heap is then released, heap_policy.h).
+    for (int i = 0; i < 6000 && (*http)->Counters()["handler_threads"] != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ((*http)->Counters()["handler_threads"], 0) << "round " << round;
+  }
+  const core::Json heap = (*http)->Counters()["heap"];
+  EXPECT_GT(heap.value("in_use_bytes", int64_t{0}), 0);
+}
+
+TEST(HttpShellThreadsTest, BadThreadAndHeapOptionsAreNamed) {
+  HttpOptions o;
+  o.handler_idle_s = -1;
+  auto http = HttpServer::Bind(o);
+  ASSERT_FALSE(http.ok());
+  EXPECT_NE(http.status().message().find("handler_idle_s"), std::string::npos);
+  o = HttpOptions{};
+  o.heap.mmap_threshold_bytes = -5;
+  http = HttpServer::Bind(o);
+  ASSERT_FALSE(http.ok());
+  EXPECT_NE(http.status().message().find("heap: mmap_threshold_bytes = -5"), std::string::npos)
+      << http.status().message();
+}
+
 TEST(HttpShellCapTest, PastTheConnectionCapA503WithRetryAfter) {
   HttpOptions o;
   o.max_connections = 2;

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "serve/handler_pool.h"
+#include "serve/heap_policy.h"
 #include "serve/http_server.h"
 
 namespace tessera::serve::http_internal {
@@ -48,7 +49,11 @@ struct Linger;
 // What the listener, every session and the handlers share. The I/O-thread-only members are
 // marked; the rest are guarded by mu.
 struct ShellState {
-  explicit ShellState(const HttpOptions& o) : options(o), pool(o.http_threads) {}
+  explicit ShellState(const HttpOptions& o)
+      : options(o),
+        pool(o.http_threads, o.handler_idle_s,
+             o.heap.release_when_idle ? std::function<void()>([] { ReleaseFreeHeap(); })
+                                      : nullptr) {}
 
   const HttpOptions options;
   std::map<std::pair<std::string, std::string>, Route> routes;  // (method, path); fixed
