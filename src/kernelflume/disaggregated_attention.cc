@@ -213,8 +213,8 @@ Status DisaggregatedAttention::Recover(const models::LlamaModel& model,
   ASSIGN_OR_RETURN(std::vector<RouteRange> todo,
                    wn_.BeginRecovery(request_id_, stored, prepared_pos0_ >= 0));
   prepared_pos0_ = -1;
-  // The re-prefill runs below the request threads' priority (WeightNodeOptions::refill_nice),
-  // on a thread of its own while this one waits.
+  // With refill_nice > 0, below the request threads' priority, on a thread of its own while
+  // this one waits.
   RETURN_IF_ERROR(core::RunAtLowerPriority(wn_.options_.refill_nice,
                                            [&] { return Refill(model, tokens, todo); }));
   ++recoveries_;

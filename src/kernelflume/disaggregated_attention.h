@@ -21,10 +21,9 @@
 // re-prefills every lost range [t0, t1) on its new node as chunks of at most 512 tokens, each
 // a forward of tokens[t0, t1) over the history before it (the same query-first path, appending
 // to the re-homed range instead of the tail); the caller then retries the step
-// (ForwardWithRecovery does all of it). The re-prefill runs on a thread of its own at a lower
-// CPU priority (WeightNodeOptions::refill_nice) while the request's thread waits for it, so
-// the weight node's other requests keep stepping first; it computes the same forwards as on
-// the request's thread (exactness unchanged).
+// (ForwardWithRecovery does all of it). With WeightNodeOptions::refill_nice > 0 the re-prefill
+// runs on a thread of its own at that lower CPU priority while the request's thread waits for
+// it; it computes the same forwards either way (exactness unchanged).
 // Thread-safety: one thread at a time (the request's, or the re-prefill thread it waits for),
 // as CoreAttention requires.
 #pragma once

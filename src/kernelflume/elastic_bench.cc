@@ -203,6 +203,17 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   ASSIGN_OR_RETURN(ElasticDecodeReport run, RunBenchDecode(model, o, actions, rep.check));
   for (const ElasticEvent& e : run.events) rep.refills += e.kind == "refill";
   std::vector<double> stalls, spanning, all_gaps, detects;
+  std::vector<std::vector<double>> clocks;
+  for (const ElasticRequestResult& r : run.requests) clocks.push_back(r.token_times_s);
+  std::vector<KillInstant> instants;
+  for (const AppliedAction& a : run.actions) {
+    if (a.action.kind != ElasticAction::Kind::kKill) continue;
+    KillInstant k{a.start_s, {}};
+    for (uint64_t id : a.affected_requests) k.affected.push_back(static_cast<size_t>(id - 1));
+    instants.push_back(std::move(k));
+  }
+  const std::vector<UnaffectedGaps> unaffected = UnaffectedSpanningGaps(clocks, instants);
+  size_t kill = 0;
   for (const AppliedAction& a : run.actions) {
     if (a.action.kind != ElasticAction::Kind::kKill) continue;
     DeathSample s;
@@ -211,20 +222,17 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
       if (e.kind == "lost" && e.node_id == a.node) s.detect_ms = 1e3 * (e.t_s - a.start_s);
     }
     if (s.detect_ms >= 0) detects.push_back(s.detect_ms);
-    for (size_t r = 0; r < run.requests.size(); ++r) {
-      const bool affected = std::find(a.affected_requests.begin(), a.affected_requests.end(),
-                                      r + 1) != a.affected_requests.end();
-      const std::vector<double>& t = run.requests[r].token_times_s;
+    for (uint64_t id : a.affected_requests) {
+      const std::vector<double>& t = clocks[static_cast<size_t>(id - 1)];
       auto next = std::upper_bound(t.begin(), t.end(), a.start_s);
       if (next == t.end()) continue;  // finished before the kill
-      if (affected) {
-        ++s.affected;
-        s.stall_ms.push_back(1e3 * (*next - a.start_s));
-      } else if (next != t.begin()) {
-        ++s.unaffected;
-        s.spanning_gap_ms.push_back(1e3 * (*next - *(next - 1)));
-      }
+      ++s.affected;
+      s.stall_ms.push_back(1e3 * (*next - a.start_s));
     }
+    for (double g : unaffected[kill].gaps_s) s.spanning_gap_ms.push_back(1e3 * g);
+    s.unaffected = static_cast<int>(s.spanning_gap_ms.size());
+    s.overlapped = unaffected[kill].overlapped;
+    ++kill;
     stalls.insert(stalls.end(), s.stall_ms.begin(), s.stall_ms.end());
     spanning.insert(spanning.end(), s.spanning_gap_ms.begin(), s.spanning_gap_ms.end());
     rep.kills.push_back(std::move(s));

@@ -16,12 +16,14 @@
 // Death: `events` times, a node holding ranges is SIGKILLed and a fresh node joins right after
 // (so the pool keeps its size). Per kill, for the requests with a range on the killed node
 // (affected), the stall = time from the SIGKILL to each one's next token; for the others, the
-// token gap that spans the kill. That gap is length-biased (kernelflume/spanning_gap.h), so its
+// token gap that spans the kill (a request still stalled by an earlier kill, or stalled by a
+// later one before its next token, is counted as overlapped instead: UnaffectedSpanningGaps).
+// That gap is length-biased (kernelflume/spanning_gap.h), so its
 // control is the same statistic in a control run: the same options, workload and prompts, no
 // kill and no join, at `placebo_instants` placebo instants drawn the way kills fire (just after
 // the k-th generated token); the noise band is the spread of the median of n placebo gaps (n =
 // the unaffected samples). The run's re-prefills run `refill_nice` nice levels below the
-// request threads (WeightNodeOptions::refill_nice; 0: on the request's thread, as before).
+// request threads (WeightNodeOptions::refill_nice; 0, the default: on the request's thread).
 // Errors: bad options are InvalidArgument naming the flag; a failed run is returned as it is.
 #pragma once
 
@@ -48,7 +50,7 @@ struct ElasticBenchOptions {
   int32_t page_tokens = 64;
   uint64_t seed = 1;
   double min_partial_deadline_s = 1.0;        // WeightNodeOptions::min_partial_deadline_s
-  int refill_nice = 10;                       // WeightNodeOptions::refill_nice
+  int refill_nice = 0;                        // WeightNodeOptions::refill_nice
   int placebo_instants = 200;                 // death: 0 = no control run
   std::vector<std::string> node_command;      // argv prefix of `attn-node`
   std::vector<std::string> instance_command;  // argv prefix; the weights directory is appended
@@ -83,6 +85,7 @@ struct JoinBenchReport {
 struct DeathSample {
   int node = -1;
   int affected = 0, unaffected = 0;
+  int overlapped = 0;                   // left alone by this kill, stalled by another
   double detect_ms = -1;                // SIGKILL -> the weight node marks it lost (-1: never)
   std::vector<double> stall_ms;         // affected: SIGKILL -> next token
   std::vector<double> spanning_gap_ms;  // unaffected: the token gap around the kill

@@ -13,6 +13,36 @@ std::optional<double> SpanningGapS(std::span<const double> token_times_s, double
   return *next - *(next - 1);
 }
 
+std::vector<UnaffectedGaps> UnaffectedSpanningGaps(
+    std::span<const std::vector<double>> token_times_s, std::span<const KillInstant> kills) {
+  auto hits = [&](size_t kill, size_t request) {
+    const std::vector<size_t>& a = kills[kill].affected;
+    return std::find(a.begin(), a.end(), request) != a.end();
+  };
+  std::vector<UnaffectedGaps> out(kills.size());
+  for (size_t k = 0; k < kills.size(); ++k) {
+    for (size_t r = 0; r < token_times_s.size(); ++r) {
+      if (hits(k, r)) continue;
+      const std::vector<double>& t = token_times_s[r];
+      const auto next = std::upper_bound(t.begin(), t.end(), kills[k].t_s);
+      if (next == t.begin() || next == t.end()) continue;
+      const double prev_s = *(next - 1), next_s = *next;
+      bool overlapped = false;
+      for (size_t j = 0; j < kills.size() && !overlapped; ++j) {
+        if (j == k || !hits(j, r)) continue;
+        // An earlier kill it has not produced a token since, or a later one before its next.
+        overlapped = j < k ? kills[j].t_s >= prev_s : kills[j].t_s < next_s;
+      }
+      if (overlapped) {
+        ++out[k].overlapped;
+      } else {
+        out[k].gaps_s.push_back(next_s - prev_s);
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<double> PlaceboInstants(std::span<const std::vector<double>> token_times_s,
                                     std::span<const TimeWindow> exclude, int count, uint64_t seed) {
   std::vector<double> all;

@@ -10,6 +10,12 @@
 // seeded draws without replacement: an unaffected median inside [p5, p95] of those medians is
 // unchanged within noise.
 //
+// A request the kill left unaffected counts only when it is clear of the other kills too: not
+// still stalled by an earlier kill that affected it (no token of its own since that kill), and
+// not stalled by a later kill that affects it before its next token. Such a request is counted
+// as overlapped, not as unaffected: with kills a few steps apart, its gap is another kill's
+// stall, not this kill's effect on a bystander.
+//
 // Times are seconds on one clock (the weight node's); token_times_s of a request are ascending.
 // Pure functions: no state, thread-safe.
 #pragma once
@@ -24,6 +30,20 @@ namespace tessera::kernelflume {
 // Seconds: the gap between a request's last token at or before t_s and its first token after
 // t_s; nullopt when the request has no token on one side (not started, or finished).
 std::optional<double> SpanningGapS(std::span<const double> token_times_s, double t_s);
+
+// One kill: when, and which requests (indices into the token clocks) had a range on the node.
+struct KillInstant {
+  double t_s = 0;
+  std::vector<size_t> affected;
+};
+struct UnaffectedGaps {
+  std::vector<double> gaps_s;  // spanning gaps of the requests left unaffected
+  int overlapped = 0;          // unaffected by this kill, but stalled by another (see above)
+};
+// Per kill (in `kills`' order, which must be by time), the gaps of the requests it left
+// unaffected. A request without a token on both sides of the kill is in neither list.
+std::vector<UnaffectedGaps> UnaffectedSpanningGaps(
+    std::span<const std::vector<double>> token_times_s, std::span<const KillInstant> kills);
 
 // [begin_s, end_s]: instants inside are not placebo instants.
 struct TimeWindow {

@@ -32,6 +32,43 @@ TEST(SpanningGap, LengthBiasOfUniformInstants) {
   EXPECT_EQ(long_gaps, 294);  // 3/4 of 392
 }
 
+TEST(SpanningGap, UnaffectedRequestsClearOfOtherKills) {
+  // Request 0 steps every 1 s; request 1 is hit by the kill at 2.5 and stalls until 6;
+  // request 2 is hit by the kill at 4.5 and stalls until 7.
+  const std::vector<std::vector<double>> reqs = {
+      {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 6, 7}, {0, 1, 2, 3, 4, 7, 8}};
+  const std::vector<KillInstant> kills = {{2.5, {1}}, {4.5, {2}}, {6.5, {}}};
+  const std::vector<UnaffectedGaps> u = UnaffectedSpanningGaps(reqs, kills);
+  ASSERT_EQ(u.size(), 3u);
+  // Kill at 2.5: request 0 (gap 1) and request 2 (gap 1; its own kill comes after its next token).
+  EXPECT_EQ(u[0].gaps_s, (std::vector<double>{1, 1}));
+  EXPECT_EQ(u[0].overlapped, 0);
+  // Kill at 4.5: request 0 (gap 1); request 1 is still stalled by the kill at 2.5 (no token
+  // since): overlapped, not a 4 s bystander gap.
+  EXPECT_EQ(u[1].gaps_s, (std::vector<double>{1}));
+  EXPECT_EQ(u[1].overlapped, 1);
+  // Kill at 6.5: everyone unaffected; request 1 recovered at 6 (gap 1), request 2 is still
+  // stalled by the kill at 4.5 (its last token 4): overlapped.
+  EXPECT_EQ(u[2].gaps_s, (std::vector<double>{1, 1}));
+  EXPECT_EQ(u[2].overlapped, 1);
+}
+
+TEST(SpanningGap, UnaffectedRequestStalledByALaterKillIsOverlapped) {
+  // Request 1 is left alone by the kill at 1.5 but hit by the one at 1.8, before its next
+  // token (at 3): its gap [1, 3] is the later kill's stall.
+  const std::vector<std::vector<double>> reqs = {{0, 1, 2, 3}, {0, 1, 3, 4}};
+  const std::vector<KillInstant> kills = {{1.5, {}}, {1.8, {1}}};
+  const std::vector<UnaffectedGaps> u = UnaffectedSpanningGaps(reqs, kills);
+  EXPECT_EQ(u[0].gaps_s, (std::vector<double>{1}));
+  EXPECT_EQ(u[0].overlapped, 1);
+  EXPECT_EQ(u[1].gaps_s, (std::vector<double>{1}));  // request 0 at the second kill
+  EXPECT_EQ(u[1].overlapped, 0);
+  // A request without a token on one side is in neither list.
+  const std::vector<KillInstant> late = {{3.5, {}}};
+  EXPECT_EQ(UnaffectedSpanningGaps(reqs, late)[0].gaps_s, (std::vector<double>{1}));
+  EXPECT_EQ(UnaffectedSpanningGaps(reqs, late)[0].overlapped, 0);
+}
+
 TEST(SpanningGap, PlaceboInstantsAreTokensOutsideTheWindows) {
   const std::vector<std::vector<double>> reqs = {{0, 2, 4, 6, 8, 10}, {1, 3, 5, 7, 9, 11}};
   const std::vector<TimeWindow> none;

@@ -156,15 +156,15 @@ size_t UnaffectedSamples(const kernelflume::DeathBenchReport& r) {
 core::Status RunDeath(ElasticBenchArgs& a) {
   ASSIGN_OR_RETURN(models::LlamaModel model, OpenBenchModel(a));
   ASSIGN_OR_RETURN(kernelflume::DeathBenchReport r, kernelflume::RunDeathBench(model, a.bench));
-  core::Table t({"kill", "node", "detected (ms)", "affected / unaffected", "stall p50 / max (ms)",
-                 "unaffected gap p50 (ms)"});
+  core::Table t({"kill", "node", "detected (ms)", "affected / unaffected / overlapped",
+                 "stall p50 / max (ms)", "unaffected gap p50 (ms)"});
   for (size_t i = 0; i < r.kills.size(); ++i) {
     const kernelflume::DeathSample& k = r.kills[i];
     const double mx =
         k.stall_ms.empty() ? 0 : *std::max_element(k.stall_ms.begin(), k.stall_ms.end());
     t.AddRow({std::to_string(i + 1), std::to_string(k.node),
               k.detect_ms < 0 ? "never" : Ms(k.detect_ms),
-              fmt::format("{} / {}", k.affected, k.unaffected),
+              fmt::format("{} / {} / {}", k.affected, k.unaffected, k.overlapped),
               k.stall_ms.empty() ? "-" : Ms(core::Median(k.stall_ms)) + " / " + Ms(mx),
               k.spanning_gap_ms.empty() ? "-" : Ms(core::Median(k.spanning_gap_ms))});
   }
@@ -210,6 +210,7 @@ core::Status RunDeath(ElasticBenchArgs& a) {
                        {"detect_ms", k.detect_ms},
                        {"affected", k.affected},
                        {"unaffected", k.unaffected},
+                       {"overlapped", k.overlapped},
                        {"stall_ms", k.stall_ms},
                        {"unaffected_spanning_gap_ms", k.spanning_gap_ms}});
     }
