@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/thread_priority.h"
 #include "kernels/decode_attention.h"
 #include "kernels/lse_merge.h"
 #include "models/generate.h"
@@ -212,6 +213,18 @@ Status DisaggregatedAttention::Recover(const models::LlamaModel& model,
   ASSIGN_OR_RETURN(std::vector<RouteRange> todo,
                    wn_.BeginRecovery(request_id_, stored, prepared_pos0_ >= 0));
   prepared_pos0_ = -1;
+  // With refill_nice > 0, below the request threads' priority, on a thread of its own while
+  // this one waits.
+  RETURN_IF_ERROR(core::RunAtLowerPriority(wn_.options_.refill_nice,
+                                           [&] { return Refill(model, tokens, todo); }));
+  ++recoveries_;
+  return Status::Ok();
+}
+
+Status DisaggregatedAttention::Refill(const models::LlamaModel& model,
+                                      std::span<const int32_t> tokens,
+                                      const std::vector<RouteRange>& todo) {
+  const int64_t stored = static_cast<int64_t>(tokens.size());
   std::vector<float> logits(model.config().vocab);
   for (size_t i = 0; i < todo.size(); ++i) {
     const RouteRange& g = todo[i];
@@ -233,7 +246,6 @@ Status DisaggregatedAttention::Recover(const models::LlamaModel& model,
     wn_.NoteRefilled(request_id_, g,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  ++recoveries_;
   return Status::Ok();
 }
 

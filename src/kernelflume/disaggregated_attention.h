@@ -21,8 +21,11 @@
 // re-prefills every lost range [t0, t1) on its new node as chunks of at most 512 tokens, each
 // a forward of tokens[t0, t1) over the history before it (the same query-first path, appending
 // to the re-homed range instead of the tail); the caller then retries the step
-// (ForwardWithRecovery does all of it).
-// Thread-safety: one thread (the request's), as CoreAttention requires.
+// (ForwardWithRecovery does all of it). With WeightNodeOptions::refill_nice > 0 the re-prefill
+// runs on a thread of its own at that lower CPU priority while the request's thread waits for
+// it; it computes the same forwards either way (exactness unchanged).
+// Thread-safety: one thread at a time (the request's, or the re-prefill thread it waits for),
+// as CoreAttention requires.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +74,10 @@ class DisaggregatedAttention final : public models::CoreAttention {
   uint64_t version() const { return snapshot_ ? snapshot_->version() : 0; }
 
  private:
+  // Recover's re-prefill of the ranges `todo` (in position order).
+  [[nodiscard]] core::Status Refill(const models::LlamaModel& model,
+                                    std::span<const int32_t> tokens,
+                                    const std::vector<RouteRange>& todo);
   // At layer 0: reads the step's snapshot and plans its queries; later layers: checks that
   // they belong to the same step.
   [[nodiscard]] core::Status StartStep(int64_t layer, int64_t pos0, int64_t num_tokens);

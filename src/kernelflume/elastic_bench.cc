@@ -56,6 +56,14 @@ Status CheckBenchOptions(const models::LlamaConfig& c, const ElasticBenchOptions
         "(--requests x --max-tokens), so every event happens mid-run",
         o.events, o.every_tokens, o.events * o.every_tokens, total));
   }
+  if (o.refill_nice < 0 || o.refill_nice > 19) {
+    return core::InvalidArgument(
+        fmt::format("--refill-nice: got {}, must be from 0 to 19", o.refill_nice));
+  }
+  if (o.placebo_instants < 0) {
+    return core::InvalidArgument(
+        fmt::format("--placebo-instants: got {}, must be >= 0", o.placebo_instants));
+  }
   if (o.node_command.empty()) return core::InvalidArgument("node_command: empty");
   return Status::Ok();
 }
@@ -71,6 +79,7 @@ core::StatusOr<std::unique_ptr<AttentionCluster>> StartBenchCluster(const models
   co.page_tokens = o.page_tokens;
   co.weight_node.router.reroute_every = o.reroute_every;
   co.weight_node.min_partial_deadline_s = o.min_partial_deadline_s;
+  co.weight_node.refill_nice = o.refill_nice;
   return AttentionCluster::Start(AttentionShapeOf(model.config()), model.Fingerprint(), co);
 }
 
@@ -100,6 +109,36 @@ std::vector<double> TokenGapsMs(const ElasticRequestResult& r) {
     gaps.push_back(1e3 * (r.token_times_s[i] - r.token_times_s[i - 1]));
   }
   return gaps;
+}
+
+// The control run of `bench death` (see the header): no kill, no join.
+Status AddPlaceboControl(const models::LlamaModel& model, const ElasticBenchOptions& o,
+                         const std::vector<double>& unaffected_ms, DeathBenchReport& rep) {
+  ASSIGN_OR_RETURN(ElasticDecodeReport control, RunBenchDecode(model, o, {}, rep.control_check));
+  std::vector<std::vector<double>> clocks;
+  std::vector<double> gaps;
+  for (const ElasticRequestResult& r : control.requests) {
+    clocks.push_back(r.token_times_s);
+    const std::vector<double> g = TokenGapsMs(r);
+    gaps.insert(gaps.end(), g.begin(), g.end());
+  }
+  const std::vector<double> instants =
+      PlaceboInstants(clocks, {}, o.placebo_instants, o.seed ^ 0x91ACEB0ULL);
+  rep.placebo_instants = static_cast<int>(instants.size());
+  for (double t : instants) {
+    for (const std::vector<double>& c : clocks) {
+      if (const std::optional<double> g = SpanningGapS(c, t))
+        rep.placebo_gap_ms.push_back(1e3 * *g);
+    }
+  }
+  rep.control_token_gap_ms_p50 = core::Median(gaps);
+  rep.placebo_gap_ms_p50 = core::Median(rep.placebo_gap_ms);
+  rep.placebo_band_ms = MedianNoiseBand(rep.placebo_gap_ms, static_cast<int>(unaffected_ms.size()),
+                                        1000, o.seed ^ 0xBA4DULL);
+  rep.unaffected_excess_ms = rep.unaffected_gap_ms_p50 - rep.placebo_gap_ms_p50;
+  rep.unaffected_within_noise =
+      !unaffected_ms.empty() && rep.unaffected_gap_ms_p50 <= rep.placebo_band_ms.p95;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -164,6 +203,17 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   ASSIGN_OR_RETURN(ElasticDecodeReport run, RunBenchDecode(model, o, actions, rep.check));
   for (const ElasticEvent& e : run.events) rep.refills += e.kind == "refill";
   std::vector<double> stalls, spanning, all_gaps, detects;
+  std::vector<std::vector<double>> clocks;
+  for (const ElasticRequestResult& r : run.requests) clocks.push_back(r.token_times_s);
+  std::vector<KillInstant> instants;
+  for (const AppliedAction& a : run.actions) {
+    if (a.action.kind != ElasticAction::Kind::kKill) continue;
+    KillInstant k{a.start_s, {}};
+    for (uint64_t id : a.affected_requests) k.affected.push_back(static_cast<size_t>(id - 1));
+    instants.push_back(std::move(k));
+  }
+  const std::vector<UnaffectedGaps> unaffected = UnaffectedSpanningGaps(clocks, instants);
+  size_t kill = 0;
   for (const AppliedAction& a : run.actions) {
     if (a.action.kind != ElasticAction::Kind::kKill) continue;
     DeathSample s;
@@ -172,20 +222,17 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
       if (e.kind == "lost" && e.node_id == a.node) s.detect_ms = 1e3 * (e.t_s - a.start_s);
     }
     if (s.detect_ms >= 0) detects.push_back(s.detect_ms);
-    for (size_t r = 0; r < run.requests.size(); ++r) {
-      const bool affected = std::find(a.affected_requests.begin(), a.affected_requests.end(),
-                                      r + 1) != a.affected_requests.end();
-      const std::vector<double>& t = run.requests[r].token_times_s;
+    for (uint64_t id : a.affected_requests) {
+      const std::vector<double>& t = clocks[static_cast<size_t>(id - 1)];
       auto next = std::upper_bound(t.begin(), t.end(), a.start_s);
       if (next == t.end()) continue;  // finished before the kill
-      if (affected) {
-        ++s.affected;
-        s.stall_ms.push_back(1e3 * (*next - a.start_s));
-      } else if (next != t.begin()) {
-        ++s.unaffected;
-        s.spanning_gap_ms.push_back(1e3 * (*next - *(next - 1)));
-      }
+      ++s.affected;
+      s.stall_ms.push_back(1e3 * (*next - a.start_s));
     }
+    for (double g : unaffected[kill].gaps_s) s.spanning_gap_ms.push_back(1e3 * g);
+    s.unaffected = static_cast<int>(s.spanning_gap_ms.size());
+    s.overlapped = unaffected[kill].overlapped;
+    ++kill;
     stalls.insert(stalls.end(), s.stall_ms.begin(), s.stall_ms.end());
     spanning.insert(spanning.end(), s.spanning_gap_ms.begin(), s.spanning_gap_ms.end());
     rep.kills.push_back(std::move(s));
@@ -200,6 +247,7 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   rep.detect_ms_p50 = core::Median(detects);
   rep.detect_ms_max = detects.empty() ? 0 : *std::max_element(detects.begin(), detects.end());
   rep.token_gap_ms_p50 = core::Median(all_gaps);
+  if (o.placebo_instants > 0) RETURN_IF_ERROR(AddPlaceboControl(model, o, spanning, rep));
   return rep;
 }
 

@@ -16,7 +16,14 @@
 // Death: `events` times, a node holding ranges is SIGKILLed and a fresh node joins right after
 // (so the pool keeps its size). Per kill, for the requests with a range on the killed node
 // (affected), the stall = time from the SIGKILL to each one's next token; for the others, the
-// token gap that spans the kill against their median gap over the run.
+// token gap that spans the kill (a request still stalled by an earlier kill, or stalled by a
+// later one before its next token, is counted as overlapped instead: UnaffectedSpanningGaps).
+// That gap is length-biased (kernelflume/spanning_gap.h), so its
+// control is the same statistic in a control run: the same options, workload and prompts, no
+// kill and no join, at `placebo_instants` placebo instants drawn the way kills fire (just after
+// the k-th generated token); the noise band is the spread of the median of n placebo gaps (n =
+// the unaffected samples). The run's re-prefills run `refill_nice` nice levels below the
+// request threads (WeightNodeOptions::refill_nice; 0, the default: on the request's thread).
 // Errors: bad options are InvalidArgument naming the flag; a failed run is returned as it is.
 #pragma once
 
@@ -26,6 +33,7 @@
 
 #include "core/status.h"
 #include "kernelflume/elastic_decode.h"
+#include "kernelflume/spanning_gap.h"
 #include "models/llama.h"
 
 namespace tessera::kernelflume {
@@ -42,6 +50,8 @@ struct ElasticBenchOptions {
   int32_t page_tokens = 64;
   uint64_t seed = 1;
   double min_partial_deadline_s = 1.0;        // WeightNodeOptions::min_partial_deadline_s
+  int refill_nice = 0;                        // WeightNodeOptions::refill_nice
+  int placebo_instants = 200;                 // death: 0 = no control run
   std::vector<std::string> node_command;      // argv prefix of `attn-node`
   std::vector<std::string> instance_command;  // argv prefix; the weights directory is appended
   std::string weights_dir;                    // where the instance loads from (join only)
@@ -75,6 +85,7 @@ struct JoinBenchReport {
 struct DeathSample {
   int node = -1;
   int affected = 0, unaffected = 0;
+  int overlapped = 0;                   // left alone by this kill, stalled by another
   double detect_ms = -1;                // SIGKILL -> the weight node marks it lost (-1: never)
   std::vector<double> stall_ms;         // affected: SIGKILL -> next token
   std::vector<double> spanning_gap_ms;  // unaffected: the token gap around the kill
@@ -88,6 +99,15 @@ struct DeathBenchReport {
   double token_gap_ms_p50 = 0;  // every request's token gaps over the run, for comparison
   int64_t refills = 0;
   BenchCheck check;
+  // The control run (placebo_instants > 0): every request's gap spanning each placebo instant.
+  std::vector<double> placebo_gap_ms;
+  int placebo_instants = 0;
+  double placebo_gap_ms_p50 = 0;
+  double control_token_gap_ms_p50 = 0;   // every token gap of the control run
+  MedianBand placebo_band_ms;            // medians of n placebo gaps, n = unaffected samples
+  double unaffected_excess_ms = 0;       // unaffected_gap_ms_p50 - placebo_gap_ms_p50
+  bool unaffected_within_noise = false;  // unaffected_gap_ms_p50 <= placebo_band_ms.p95
+  BenchCheck control_check;
 };
 
 core::StatusOr<JoinBenchReport> RunJoinBench(const models::LlamaModel& model,

@@ -34,13 +34,15 @@ std::vector<std::vector<int32_t>> Prompts(uint64_t seed, int count) {
 
 std::unique_ptr<AttentionCluster> StartCluster(const models::LlamaModel& model, int nodes,
                                                int64_t reroute_every,
-                                               const std::string& transport = "fake") {
+                                               const std::string& transport = "fake",
+                                               int refill_nice = 0) {
   AttentionClusterOptions o;
   o.transport = transport;
   o.num_nodes = nodes;
   o.page_tokens = 8;
   o.capacity_tokens = 8192;
   o.weight_node.router.reroute_every = reroute_every;
+  o.weight_node.refill_nice = refill_nice;
   auto cluster = AttentionCluster::Start(AttentionShapeOf(model.config()), model.Fingerprint(), o);
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   return cluster.ok() ? std::move(*cluster) : nullptr;
@@ -112,29 +114,36 @@ TEST_P(ElasticDecodeOnTransport, JoinMigrateDrainAndKillKeepEveryRequestExact) {
 INSTANTIATE_TEST_SUITE_P(Transports, ElasticDecodeOnTransport,
                          ::testing::Values(std::string("fake"), std::string("ucx")));
 
+// The re-prefill on the request's thread, and on a thread of its own at a lower priority
+// (WeightNodeOptions::refill_nice): the same forwards, so the same exactness.
 TEST(ElasticDecodeTest, DeathWithoutAChangeElseStillExactAndUnaffectedRequestsNeverRecover) {
   auto model = models::LlamaModel::FromSeed(ElasticConfig(), 12, 0.1f);
   ASSERT_TRUE(model.ok());
-  // No periodic re-routes: each request's single tail sits on one node; killing node 1 affects
-  // only the requests whose tail is there.
-  auto cluster = StartCluster(*model, 3, 0);
-  ASSERT_NE(cluster, nullptr);
-  ElasticDecodeOptions o;
-  o.max_tokens = 24;
-  o.actions.push_back(*ParseElasticAction("kill:1@30"));
-  auto report = RunElasticDecode(*model, *cluster, Prompts(9, 6), o);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_TRUE(ElasticVerdict(*report).ok()) << ElasticVerdict(*report).ToString();
-  int64_t recovered = 0, clean = 0;
-  for (const ElasticRequestResult& r : report->requests) (r.recoveries > 0 ? recovered : clean)++;
-  EXPECT_GE(recovered, 1);
-  EXPECT_GE(clean, 1);
-  ASSERT_EQ(report->actions.size(), 1u);
-  // Exactly the requests that had a range on node 1 recovered.
-  for (size_t i = 0; i < report->requests.size(); ++i) {
-    const std::vector<uint64_t>& hit = report->actions[0].affected_requests;
-    const bool affected = std::find(hit.begin(), hit.end(), i + 1) != hit.end();
-    EXPECT_EQ(report->requests[i].recoveries > 0, affected) << "request " << i + 1;
+  for (int refill_nice : {0, 10}) {
+    SCOPED_TRACE(testing::Message() << "refill_nice " << refill_nice);
+    // No periodic re-routes: each request's single tail sits on one node; killing node 1
+    // affects only the requests whose tail is there.
+    auto cluster = StartCluster(*model, 3, 0, "fake", refill_nice);
+    ASSERT_NE(cluster, nullptr);
+    ElasticDecodeOptions o;
+    o.max_tokens = 24;
+    o.actions.push_back(*ParseElasticAction("kill:1@30"));
+    auto report = RunElasticDecode(*model, *cluster, Prompts(9, 6), o);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_TRUE(ElasticVerdict(*report).ok()) << ElasticVerdict(*report).ToString();
+    int64_t recovered = 0, clean = 0;
+    for (const ElasticRequestResult& r : report->requests) {
+      (r.recoveries > 0 ? recovered : clean)++;
+    }
+    EXPECT_GE(recovered, 1);
+    EXPECT_GE(clean, 1);
+    ASSERT_EQ(report->actions.size(), 1u);
+    // Exactly the requests that had a range on node 1 recovered.
+    for (size_t i = 0; i < report->requests.size(); ++i) {
+      const std::vector<uint64_t>& hit = report->actions[0].affected_requests;
+      const bool affected = std::find(hit.begin(), hit.end(), i + 1) != hit.end();
+      EXPECT_EQ(report->requests[i].recoveries > 0, affected) << "request " << i + 1;
+    }
   }
 }
 

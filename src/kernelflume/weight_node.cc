@@ -33,6 +33,10 @@ core::StatusOr<std::unique_ptr<WeightNode>> WeightNode::Start(
     return core::InvalidArgument(
         fmt::format("reroute_every: got {}, must be >= 0", options.router.reroute_every));
   }
+  if (options.refill_nice < 0 || options.refill_nice > 19) {
+    return core::InvalidArgument(
+        fmt::format("refill_nice: got {}, must be from 0 to 19", options.refill_nice));
+  }
   std::unique_ptr<WeightNode> wn(new WeightNode(shape, fingerprint, options));
   WeightNode* self = wn.get();
   comm::AmTransport& t = *transport;

@@ -52,6 +52,12 @@ struct WeightNodeOptions {
   // is 1 s: on a 2-core machine a node starved of CPU during another request's re-prefill
   // answered later than 20 x p99 and was fenced while alive (measured with bench death).
   double min_partial_deadline_s = 1.0;
+  // DisaggregatedAttention::Recover re-prefills on a thread this many nice levels below the
+  // request's (0: on the request's own thread; from 0 to 19), meant to let the other requests'
+  // steps, which share the weight node's cores, go first. Off by default: on the 2-core machine
+  // nice 10 did not lower the unaffected requests' token gap beyond the noise and made the
+  // affected requests' stall 1.3-3.5x longer (bench death --refill-nice, docs/kernelflume.md).
+  int refill_nice = 0;
   bool spread_tails_on_join = true;
   double migrate_timeout_s = 30;
   std::string listen_host = "127.0.0.1";

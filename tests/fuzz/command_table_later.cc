@@ -143,7 +143,10 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                        out + "join.json"}};
   bench_join.keep = elastic_keep;
   t.push_back(bench_join);
-  SubcommandSpec bench_death = Spec("death", MpiUse::kNone, 1, elastic_bench);
+  std::vector<OptionSpec> death_bench = elastic_bench;
+  death_bench.push_back({"--refill-nice", K::kInt, {}});
+  death_bench.push_back({"--placebo-instants", K::kInt, {}});
+  SubcommandSpec bench_death = Spec("death", MpiUse::kNone, 1, death_bench);
   bench_death.group = "kernelflume bench";
   bench_death.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",
                         "1", "--every-tokens", "4", "--nodes", "2", "--reroute-every", "4"}};

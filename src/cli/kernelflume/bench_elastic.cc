@@ -1,7 +1,8 @@
 // `tessera kernelflume bench join` and `bench death`: KernelFlume's elasticity benchmarks
 // (kernelflume/elastic_bench.h) on attention-node processes over UCX, every request checked
-// against the monolithic model; and the hidden `load-model DIR` that the join benchmark starts
-// as "a full model instance" (a process that loads the weights and exits).
+// against the monolithic model (bench death: with its control run and placebo noise band); and the
+// hidden `load-model DIR` that the join benchmark starts as "a full model instance" (a process that
+// loads the weights and exits).
 #include <stdlib.h>
 
 #include <cstdio>
@@ -146,18 +147,24 @@ core::Status RunJoin(ElasticBenchArgs& a) {
   return r.check.verdict;
 }
 
+size_t UnaffectedSamples(const kernelflume::DeathBenchReport& r) {
+  size_t n = 0;
+  for (const kernelflume::DeathSample& k : r.kills) n += k.spanning_gap_ms.size();
+  return n;
+}
+
 core::Status RunDeath(ElasticBenchArgs& a) {
   ASSIGN_OR_RETURN(models::LlamaModel model, OpenBenchModel(a));
   ASSIGN_OR_RETURN(kernelflume::DeathBenchReport r, kernelflume::RunDeathBench(model, a.bench));
-  core::Table t({"kill", "node", "detected (ms)", "affected / unaffected", "stall p50 / max (ms)",
-                 "unaffected gap p50 (ms)"});
+  core::Table t({"kill", "node", "detected (ms)", "affected / unaffected / overlapped",
+                 "stall p50 / max (ms)", "unaffected gap p50 (ms)"});
   for (size_t i = 0; i < r.kills.size(); ++i) {
     const kernelflume::DeathSample& k = r.kills[i];
     const double mx =
         k.stall_ms.empty() ? 0 : *std::max_element(k.stall_ms.begin(), k.stall_ms.end());
     t.AddRow({std::to_string(i + 1), std::to_string(k.node),
               k.detect_ms < 0 ? "never" : Ms(k.detect_ms),
-              fmt::format("{} / {}", k.affected, k.unaffected),
+              fmt::format("{} / {} / {}", k.affected, k.unaffected, k.overlapped),
               k.stall_ms.empty() ? "-" : Ms(core::Median(k.stall_ms)) + " / " + Ms(mx),
               k.spanning_gap_ms.empty() ? "-" : Ms(core::Median(k.spanning_gap_ms))});
   }
@@ -168,11 +175,33 @@ core::Status RunDeath(ElasticBenchArgs& a) {
             Ms(r.detect_ms_p50) + " / " + Ms(r.detect_ms_max)});
   s.AddRow({"affected requests: SIGKILL -> next token p50 / max (ms)",
             Ms(r.stall_ms_p50) + " / " + Ms(r.stall_ms_max)});
-  s.AddRow(
-      {"unaffected requests: token gap spanning a kill, p50 (ms)", Ms(r.unaffected_gap_ms_p50)});
+  s.AddRow({"unaffected requests: token gap spanning a kill, p50 (ms)",
+            fmt::format("{} (of {})", Ms(r.unaffected_gap_ms_p50), UnaffectedSamples(r))});
   s.AddRow({"all requests: token gap over the run, p50 (ms)", Ms(r.token_gap_ms_p50)});
+  if (r.placebo_instants > 0) {
+    s.AddRow({"control run (no kill, no join): token gap spanning a placebo instant, p50 (ms)",
+              fmt::format("{} (of {}, at {} instants)", Ms(r.placebo_gap_ms_p50),
+                          r.placebo_gap_ms.size(), r.placebo_instants)});
+    s.AddRow({fmt::format("noise band: p5 .. p95 of the median of {} placebo gaps (ms)",
+                          r.placebo_band_ms.n),
+              Ms(r.placebo_band_ms.p5) + " .. " + Ms(r.placebo_band_ms.p95)});
+    s.AddRow(
+        {"unaffected minus placebo p50 (ms)",
+         fmt::format(
+             "{:+.2f} ({:+.1f}%): {}", r.unaffected_excess_ms,
+             r.placebo_gap_ms_p50 > 0 ? 100 * r.unaffected_excess_ms / r.placebo_gap_ms_p50 : 0.0,
+             r.unaffected_within_noise ? "within the noise band" : "above the noise band")});
+    s.AddRow({"control run: token gap over the run, p50 (ms)", Ms(r.control_token_gap_ms_p50)});
+  }
   s.AddRow({"ranges re-prefilled", std::to_string(r.refills)});
+  s.AddRow({"re-prefill priority (nice levels below the requests)",
+            std::to_string(a.bench.refill_nice)});
   AddCheckRows(s, r.check);
+  if (r.placebo_instants > 0) {
+    s.AddRow({"control check: max logits rel. error / mismatched requests",
+              fmt::format("{:.2e} / {}", r.control_check.max_rel_err,
+                          r.control_check.mismatched_requests)});
+  }
   std::printf("%s(measured on this machine; processes over UCX on loopback)\n", s.Render().c_str());
   if (!a.json_path.empty()) {
     nlohmann::json kills = nlohmann::json::array();
@@ -181,6 +210,7 @@ core::Status RunDeath(ElasticBenchArgs& a) {
                        {"detect_ms", k.detect_ms},
                        {"affected", k.affected},
                        {"unaffected", k.unaffected},
+                       {"overlapped", k.overlapped},
                        {"stall_ms", k.stall_ms},
                        {"unaffected_spanning_gap_ms", k.spanning_gap_ms}});
     }
@@ -192,11 +222,27 @@ core::Status RunDeath(ElasticBenchArgs& a) {
                      {"detect_ms_max", r.detect_ms_max},
                      {"unaffected_gap_ms_p50", r.unaffected_gap_ms_p50},
                      {"token_gap_ms_p50", r.token_gap_ms_p50},
-                     {"refills", r.refills}};
+                     {"refills", r.refills},
+                     {"refill_nice", a.bench.refill_nice},
+                     {"placebo_instants", r.placebo_instants},
+                     {"placebo_gap_ms", r.placebo_gap_ms},
+                     {"placebo_gap_ms_p50", r.placebo_gap_ms_p50},
+                     {"placebo_band_ms",
+                      {{"n", r.placebo_band_ms.n},
+                       {"draws", r.placebo_band_ms.draws},
+                       {"p5", r.placebo_band_ms.p5},
+                       {"p50", r.placebo_band_ms.p50},
+                       {"p95", r.placebo_band_ms.p95}}},
+                     {"unaffected_excess_ms", r.unaffected_excess_ms},
+                     {"unaffected_within_noise", r.unaffected_within_noise},
+                     {"control_token_gap_ms_p50", r.control_token_gap_ms_p50},
+                     {"control_max_rel_err", r.control_check.max_rel_err},
+                     {"control_mismatched_requests", r.control_check.mismatched_requests}};
     AddCheckJson(j, r.check);
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
   }
-  return r.check.verdict;
+  if (!r.check.verdict.ok()) return r.check.verdict;
+  return r.control_check.verdict;
 }
 
 }  // namespace
@@ -224,6 +270,16 @@ void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action) {
       "SIGKILL attention nodes under a live decode: the affected requests' stall and "
       "the others' token gaps");
   AddCommonFlags(d, *death, *death_paths);
+  d->add_option("--refill-nice", death->bench.refill_nice,
+                "re-prefill a lost node's ranges this many nice levels below the request threads "
+                "(0: on the request's thread)")
+      ->transform(Integer(0, 19))
+      ->capture_default_str();
+  d->add_option("--placebo-instants", death->bench.placebo_instants,
+                "placebo instants of the control run (no kill, no join) that the unaffected "
+                "requests' gap spanning a kill is compared with (0: no control run)")
+      ->transform(Integer(0, 100000))
+      ->capture_default_str();
   d->callback([action, death, death_paths] {
     *action = Checked(death_paths, [death] { return RunDeath(*death); });
   });
