@@ -76,12 +76,31 @@ std::atomic<GemmBackend>& BackendState() {
   return backend;
 }
 
+// SetBlasNumThreads's count (0: never set, the libraries' defaults), applied to each thread's
+// OpenMP team size before its first GEMM after a change.
+std::atomic<int>& WantedThreads() {
+  static std::atomic<int> wanted{0};
+  return wanted;
+}
+
+void ApplyThreadCount() {
+#ifdef TESSERA_HAVE_OPENMP
+  thread_local int applied = 0;
+  const int wanted = WantedThreads().load(std::memory_order_relaxed);
+  if (wanted > 0 && applied != wanted) {
+    omp_set_num_threads(wanted);
+    applied = wanted;
+  }
+#endif
+}
+
 // Runs the GEMM on the current backend; m, n, k > 0. Returns false if the backend failed.
 bool RunBackend(Transpose trans_a, Transpose trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                 int64_t ldc) {
 #ifdef TESSERA_HAVE_ONEDNN
   if (BackendState().load(std::memory_order_relaxed) == GemmBackend::kOneDnn) {
+    ApplyThreadCount();
     return dnnl_sgemm(trans_a == Transpose::kNo ? 'N' : 'T', trans_b == Transpose::kNo ? 'N' : 'T',
                       m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
   }
@@ -153,6 +172,7 @@ Status SetBlasNumThreads(int n) {
     return InvalidArgument("blas threads: got " + std::to_string(n) + ", must be >= 1");
   }
   openblas_set_num_threads(n);
+  WantedThreads().store(n, std::memory_order_relaxed);
 #if defined(TESSERA_HAVE_ONEDNN) && defined(TESSERA_HAVE_OPENMP)
   omp_set_num_threads(n);
 #endif
@@ -160,6 +180,14 @@ Status SetBlasNumThreads(int n) {
 }
 
 int BlasNumThreads() { return openblas_get_num_threads(); }
+
+int GemmThreadsOnThisThread() {
+#ifdef TESSERA_HAVE_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 bool GemmBackendAvailable(GemmBackend backend) {
 #ifdef TESSERA_HAVE_ONEDNN

@@ -18,8 +18,11 @@
 //
 // Ownership: callers own all buffers; nothing is retained. Thread-safety: Gemm is reentrant.
 // SetGemmBackend and SetBlasNumThreads change process-wide state; call them once at start-up
-// from the thread that runs the kernels (each MPI rank owns one core, so ranks call
-// SetBlasNumThreads(1)).
+// (each MPI rank owns one core, so ranks call SetBlasNumThreads(1)). The thread count holds on
+// every thread: OpenMP's team size is a per-thread setting, so a GEMM on a thread other than
+// the caller's (a transport's delivery thread, a serving engine's) first applies it there --
+// without that, such a thread would run oneDNN with an OpenMP team of every core, whose
+// spinning workers take the cores the other processes of a run need.
 #pragma once
 
 #include <cstdint>
@@ -62,10 +65,12 @@ GemmBackend CurrentGemmBackend();
 const char* GemmBackendName(GemmBackend backend);  // "openblas" or "onednn"
 
 // Sets the number of threads both backends may use: OpenBLAS's pool, and the OpenMP team size
-// of the calling thread (oneDNN's threading runtime). n >= 1.
+// (oneDNN's threading runtime) of every thread that runs a GEMM from now on. n >= 1.
 [[nodiscard]] core::Status SetBlasNumThreads(int n);
 // The number of threads OpenBLAS currently uses.
 int BlasNumThreads();
+// The OpenMP team size a oneDNN GEMM on the calling thread uses (1 without OpenMP).
+int GemmThreadsOnThisThread();
 // A one-line description of the backends, e.g. "openblas: OpenBLAS 0.3.21 ... (core Haswell);
 // onednn: oneDNN 2.6.3".
 std::string BlasDescription();

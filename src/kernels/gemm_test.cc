@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "core/rng.h"
@@ -124,6 +125,27 @@ TEST(KernelsGemmTest, BlasThreadsCanBeSetToOne) {
   EXPECT_EQ(BlasNumThreads(), 1);
   EXPECT_EQ(SetBlasNumThreads(0).code(), core::StatusCode::kInvalidArgument);
   EXPECT_FALSE(BlasDescription().empty());
+}
+
+// The thread count holds on threads other than the caller's: a GEMM on a fresh thread runs
+// with a team of one (OpenMP's team size is per thread).
+TEST(KernelsGemmTest, BlasThreadsHoldOnEveryThread) {
+  ASSERT_TRUE(SetBlasNumThreads(1).ok());
+  int before = -1, after = -1;
+  std::thread t([&] {
+    std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 0.0f);
+    before = GemmThreadsOnThisThread();  // the library default on a new thread
+    ASSERT_TRUE(Gemm(Transpose::kNo, Transpose::kNo, 2, 2, 2, 1.0f, a.data(), 2, b.data(), 2, 0.0f,
+                     c.data(), 2)
+                    .ok());
+    EXPECT_EQ(c[0], 2.0f);
+    after = GemmThreadsOnThisThread();
+  });
+  t.join();
+  EXPECT_GE(before, 1);
+  if (CurrentGemmBackend() == GemmBackend::kOneDnn) {
+    EXPECT_EQ(after, 1);
+  }
 }
 
 TEST(KernelsGemmTest, BackendSelection) {
