@@ -25,11 +25,11 @@ namespace tessera::kernelflume {
 struct BurstTraceOptions {
   double duration_s = 60;
   double base_rate_per_s = 0.2;
-  double burst_rate_per_s = 0.8;
+  double burst_rate_per_s = 0.7;
   double burst_start_s = 15;
   double burst_end_s = 30;
-  int64_t prompt_tokens_min = 64, prompt_tokens_max = 256;
-  int64_t output_tokens_min = 150, output_tokens_max = 300;
+  int64_t prompt_tokens_min = 256, prompt_tokens_max = 1024;
+  int64_t output_tokens_min = 400, output_tokens_max = 800;
   uint64_t seed = 1;
 };
 

@@ -177,6 +177,7 @@ void CompletionEngine::Finish(Running& r, CompletionStream::Event e) {
   } else {
     ++completed_;
   }
+  e.iteration = iteration_;
   r.stream->Push(std::move(e));
 }
 
@@ -201,6 +202,7 @@ void CompletionEngine::Admit() {
       r->stream = std::move(queue_.front().first);
       r->params = std::move(queue_.front().second);
       queue_.pop_front();
+      r->stream->admitted_iteration_ = iteration_;
       queued_tokens_ -= need;
       reserved_tokens_ += need;
     }
@@ -278,7 +280,7 @@ void CompletionEngine::DecodeStep() {
     }
     r->last_token = now;
     ++r->generated;
-    r->stream->Push({CompletionStream::Event::Kind::kToken, tok, "", Status::Ok()});
+    r->stream->Push({CompletionStream::Event::Kind::kToken, tok, "", Status::Ok(), iteration_});
     r->tokens.push_back(tok);
     if (r->params.stop_at_eos && tok == eos) {
       Finish(*r, {CompletionStream::Event::Kind::kDone, 0, "stop", Status::Ok()});
@@ -338,6 +340,7 @@ void CompletionEngine::Run() {
                    [&] { return stop_ || !queue_.empty() || !running_.empty(); });
       if (stop_) break;
     }
+    ++iteration_;
     Admit();
     PrefillSome();
     DecodeStep();
@@ -347,7 +350,7 @@ void CompletionEngine::Run() {
   running_.clear();
   std::lock_guard lock(mu_);
   for (auto& [stream, params] : queue_) {
-    stream->Push({CompletionStream::Event::Kind::kError, 0, "", gone});
+    stream->Push({CompletionStream::Event::Kind::kError, 0, "", gone, iteration_});
   }
   queue_.clear();
   queued_tokens_ = 0;

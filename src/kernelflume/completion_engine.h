@@ -67,6 +67,7 @@ class CompletionStream {
     int32_t token = 0;
     std::string finish_reason;  // kDone: "length" | "stop"
     core::Status error;         // kError
+    int64_t iteration = 0;      // the scheduler iteration that sent it (counts from 1)
   };
   explicit CompletionStream(uint64_t id) : id_(id) {}
   // The next event, waiting up to timeout_s; nullopt on timeout.
@@ -75,12 +76,15 @@ class CompletionStream {
   void Cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
   uint64_t id() const { return id_; }
+  // The scheduler iteration that admitted the request (it left the queue); 0 while queued.
+  int64_t admitted_iteration() const { return admitted_iteration_; }
 
  private:
   friend class CompletionEngine;
   void Push(Event e);
   uint64_t id_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> admitted_iteration_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;
@@ -131,6 +135,7 @@ class CompletionEngine {
   std::condition_variable cv_;
   std::deque<std::pair<std::shared_ptr<CompletionStream>, CompletionParams>> queue_;
   std::vector<std::unique_ptr<Running>> running_;  // scheduler thread only
+  int64_t iteration_ = 0;                          // scheduler thread only
   int64_t reserved_tokens_ = 0;                    // guarded by mu_
   int64_t queued_tokens_ = 0;  // the waiting requests' reservations; guarded by mu_
   uint64_t next_id_ = 1;

@@ -39,6 +39,7 @@ std::unique_ptr<AttentionCluster> StartEngineCluster(const models::LlamaModel& m
 // All of a stream's tokens until it ends (or 60 s pass: a hang fails, not blocks, the test).
 struct Drained {
   std::vector<int32_t> tokens;
+  std::vector<int64_t> iterations;  // the scheduler iteration of each token
   std::string finish;
   core::Status error;
 };
@@ -49,6 +50,7 @@ Drained Drain(CompletionStream& s) {
     if (!e) continue;
     if (e->kind == CompletionStream::Event::Kind::kToken) {
       d.tokens.push_back(e->token);
+      d.iterations.push_back(e->iteration);
       i = 0;
     } else if (e->kind == CompletionStream::Event::Kind::kDone) {
       d.finish = e->finish_reason;
@@ -106,9 +108,10 @@ TEST(CompletionEngineTest, ConcurrentRequestsGiveTheMonolithicGreedyTokens) {
   EXPECT_EQ(m.tokens, asked);  // every token counted in the metrics
 }
 
-// Chunked prefill: with 7 prompt tokens per step, a 200-token prompt is prefilled over 29
-// scheduler iterations, and the request already decoding gets a token in each of them (not
-// one gap of the whole prefill); both stay equal to the monolithic model.
+// Chunked prefill: with 7 prompt tokens per step, a 200-token prompt B is prefilled over 29
+// scheduler iterations, and request A, submitted just before it, gets a token in each of them
+// once its own short prompt is in (not one gap of B's whole prefill); both stay equal to the
+// monolithic model. Judged on the iterations stamped on the events, not on timing.
 TEST(CompletionEngineTest, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps) {
   auto model = models::LlamaModel::FromSeed(EngineConfig(), 33, 0.1f);
   ASSERT_TRUE(model.ok());
@@ -120,45 +123,36 @@ TEST(CompletionEngineTest, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps)
   const auto prompts = EnginePrompts(6, 2);
   CompletionParams a;
   a.prompt = prompts[0];
-  a.max_tokens = 48;
+  a.max_tokens = 150;
   a.stop_at_eos = false;
-  auto sa = engine.Submit(a);
-  ASSERT_TRUE(sa.ok()) << sa.status().ToString();
-  std::vector<int32_t> a_tokens;
-  for (int i = 0; i < 600 && a_tokens.size() < 3; ++i) {
-    auto e = (*sa)->Next(0.1);
-    if (e && e->kind == CompletionStream::Event::Kind::kToken) a_tokens.push_back(e->token);
-  }
-  while (auto e = (*sa)->Next(0)) a_tokens.push_back(e->token);  // every token sent so far
-  const size_t before = a_tokens.size();
   core::Rng rng(9);
   CompletionParams b;
   for (int i = 0; i < 200; ++i) b.prompt.push_back(static_cast<int32_t>(rng.Below(256)));
   b.max_tokens = 4;
   b.stop_at_eos = false;
+  auto sa = engine.Submit(a);
+  ASSERT_TRUE(sa.ok()) << sa.status().ToString();
   auto sb = engine.Submit(b);
   ASSERT_TRUE(sb.ok()) << sb.status().ToString();
-  std::optional<CompletionStream::Event> first;
-  for (int i = 0; i < 600 && !first; ++i) first = (*sb)->Next(0.1);
-  ASSERT_TRUE(first && first->kind == CompletionStream::Event::Kind::kToken);
-  // Every token of A pushed before B's first token is in A's stream now.
-  std::vector<int32_t> during;
-  while (auto e = (*sa)->Next(0)) {
-    if (e->kind == CompletionStream::Event::Kind::kToken) during.push_back(e->token);
-  }
-  ASSERT_GT(a_tokens.size() + during.size(), before);
-  EXPECT_GE(during.size(), 200u / 7 - 1)
-      << "A decoded " << during.size() << " tokens while B's 200-token prompt was prefilled";
-  a_tokens.insert(a_tokens.end(), during.begin(), during.end());
-  const Drained rest_a = Drain(**sa);
-  ASSERT_TRUE(rest_a.error.ok()) << rest_a.error.ToString();
-  a_tokens.insert(a_tokens.end(), rest_a.tokens.begin(), rest_a.tokens.end());
-  EXPECT_EQ(a_tokens, testing::MonolithicGreedy(*model, a.prompt, 48));
-  const Drained rest_b = Drain(**sb);
-  ASSERT_TRUE(rest_b.error.ok()) << rest_b.error.ToString();
-  std::vector<int32_t> b_tokens{first->token};
-  b_tokens.insert(b_tokens.end(), rest_b.tokens.begin(), rest_b.tokens.end());
-  EXPECT_EQ(b_tokens, testing::MonolithicGreedy(*model, b.prompt, 4));
+  const Drained da = Drain(**sa);
+  const Drained db = Drain(**sb);
+  ASSERT_TRUE(da.error.ok()) << da.error.ToString();
+  ASSERT_TRUE(db.error.ok()) << db.error.ToString();
+  EXPECT_EQ(da.tokens, testing::MonolithicGreedy(*model, a.prompt, 150));
+  EXPECT_EQ(db.tokens, testing::MonolithicGreedy(*model, b.prompt, 4));
+  ASSERT_EQ(db.iterations.size(), 4u);
+  const int64_t admitted_b = (*sb)->admitted_iteration();
+  const int64_t first_b = db.iterations[0];
+  ASSERT_GT(admitted_b, 0);
+  // B's prefill spans at least ceil(200 / 7) iterations from its admission (A's prompt, ahead
+  // of it, takes part of the first budgets).
+  EXPECT_GE(first_b - admitted_b + 1, (200 + 6) / 7);
+  int64_t a_during = 0;
+  for (int64_t it : da.iterations) a_during += it >= admitted_b && it < first_b;
+  const int64_t a_prefill = (static_cast<int64_t>(a.prompt.size()) + 6) / 7;
+  EXPECT_GE(a_during, first_b - admitted_b - a_prefill)
+      << "A got " << a_during << " tokens in the " << first_b - admitted_b
+      << " iterations before B's first token";
   EXPECT_EQ(engine.DemandTokens(), 0);  // every reservation returned
 }
 

@@ -30,6 +30,12 @@ Status Router::AddNode(const AttentionNodeInfo& node) {
   return Status::Ok();
 }
 
+Status Router::CheckNewNode(const AttentionNodeInfo& node) const {
+  RouteDelta delta(store_.Current());
+  if (Status st = delta.AddNode(node); !st.ok()) return st;
+  return delta.Build().status();
+}
+
 StatusOr<int32_t> Router::PickNode(const RoutingTable& table, int32_t after_node,
                                    int64_t need_tokens, int32_t exclude) const {
   const auto nodes = table.nodes();

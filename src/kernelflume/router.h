@@ -55,6 +55,9 @@ class Router {
   Router(RouteStore& store, RouterOptions options);
 
   [[nodiscard]] core::Status AddNode(const AttentionNodeInfo& node);
+  // What AddNode(node) would return now, without adding it (a join is answered first and the
+  // node made routable after, so no message to it can overtake the answer).
+  [[nodiscard]] core::Status CheckNewNode(const AttentionNodeInfo& node) const;
   // Routes a new request (length 0); its tail goes to the emptiest active node.
   [[nodiscard]] core::Status AddRequest(uint64_t request_id);
   // Before appending `num_new` tokens at positions [length, length + num_new): re-routes if

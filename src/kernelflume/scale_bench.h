@@ -35,7 +35,7 @@ namespace tessera::kernelflume {
 struct ScaleBenchOptions {
   BurstTraceOptions trace;
   int min_nodes = 1, max_nodes = 3;
-  int64_t capacity_tokens = 1536;  // per attention node, or per instance
+  int64_t capacity_tokens = 2048;  // per attention node, or per instance
   int32_t page_tokens = 64;
   double keep_alive_s = 8, cooldown_s = 2;
   double window_s = 10;

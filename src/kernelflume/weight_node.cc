@@ -68,6 +68,7 @@ void WeightNode::OnJoin(comm::PeerId from, std::span<const std::byte> header) {
   JoinReplyMsg reply;
   reply.shape = shape_;
   reply.fingerprint = fingerprint_;
+  AttentionNodeInfo info;
   {
     std::lock_guard lock(mu_);
     if (!join.ok()) {
@@ -81,32 +82,45 @@ void WeightNode::OnJoin(comm::PeerId from, std::span<const std::byte> header) {
       reply.reason =
           fmt::format("attention node id {} is already taken (ids are unique)", join->node_id);
     } else {
-      const std::string endpoint = fmt::format("peer {}", from);
-      Status st = router_.AddNode({join->node_id, endpoint, join->capacity_tokens,
-                                   NodeState::kActive, std::max(join->page_tokens, 1)});
-      if (st.ok()) {
-        NodeEntry e;
-        e.peer = from;
-        e.endpoint = endpoint;
-        e.times.joined_s = Now();
-        nodes_[join->node_id] = e;
-        reply.accepted = true;
-        LogLocked("join", join->node_id, fmt::format("capacity {} tokens", join->capacity_tokens));
-        if (options_.spread_tails_on_join) {
-          auto moved = router_.SpreadTails(join->node_id);
-          if (moved.ok() && !moved->empty()) {
-            LogLocked("spread", join->node_id, fmt::format("{} tails moved here", moved->size()));
-          }
-        }
-      } else {
-        reply.reason = st.message();
-      }
+      info = {join->node_id, fmt::format("peer {}", from), join->capacity_tokens,
+              NodeState::kActive, std::max(join->page_tokens, 1)};
+      Status st = router_.CheckNewNode(info);
+      reply.accepted = st.ok();
+      if (!st.ok()) reply.reason = st.message();
     }
-    if (!reply.accepted) refusals_.push_back(reply.reason);
-    cv_.notify_all();
+    if (!reply.accepted) {
+      refusals_.push_back(reply.reason);
+      cv_.notify_all();
+    }
   }
+  // The answer goes out before the node is routable: a decode step on another thread that
+  // picks it sends its first append after this, and one sender's messages keep their order.
+  // Joins run one at a time on this (the progress) thread, so the checks above still hold.
   const std::vector<std::byte> bytes = Encode(reply);
   (void)transport_->Send(from, kJoinReply, bytes, {});
+  if (!reply.accepted) return;
+  std::unique_lock lock(mu_);
+  if (Status st = router_.AddNode(info); !st.ok()) {  // the table moved on; tell the node
+    refusals_.push_back(st.message());
+    LogLocked("join-failed", info.id, st.message());
+    cv_.notify_all();
+    lock.unlock();
+    (void)transport_->Close(from);
+    return;
+  }
+  NodeEntry e;
+  e.peer = from;
+  e.endpoint = info.endpoint;
+  e.times.joined_s = Now();
+  nodes_[info.id] = e;
+  LogLocked("join", info.id, fmt::format("capacity {} tokens", info.capacity_tokens));
+  if (options_.spread_tails_on_join) {
+    auto moved = router_.SpreadTails(info.id);
+    if (moved.ok() && !moved->empty()) {
+      LogLocked("spread", info.id, fmt::format("{} tails moved here", moved->size()));
+    }
+  }
+  cv_.notify_all();
 }
 
 void WeightNode::OnPartials(std::span<const BatchEntry> partials) {

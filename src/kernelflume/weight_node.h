@@ -6,8 +6,9 @@
 //
 // Joins are answered on the transport's progress thread: refused (with the reason sent to the
 // node and kept in refusals()) when the fingerprint differs from this model's or the id is
-// taken; an accepted node is active at once and (spread_tails_on_join) takes its share of the
-// open tails at their next token boundary (no KV copy).
+// taken; an accepted node is answered first and made active right after (so no append to it
+// can overtake the answer) and (spread_tails_on_join) takes its share of the open tails at
+// their next token boundary (no KV copy).
 //
 // Elasticity (weight_node_elastic.cc):
 //   death     a node whose endpoint fails, or whose partial is later than the partial deadline
