@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "compass/collective_model.h"
-#include "compass/gemm_model.h"
+#include "hw/gemm_model.h"
 #include "hw/ring_order.h"
 
 namespace tessera::compass {
@@ -96,7 +96,7 @@ core::StatusOr<CompassPlan> PlanLayer(const hw::Topology& topology, const Transf
       }
       ++modeled;
       // The tile model's output is the (m, n) of C; trans_a only changes A's layout.
-      return ModeledGemmSeconds(device, m, n, k);
+      return hw::ModeledGemmSeconds(device, m, n, k);
     };
     const CollectiveTimer collective =
         OperatorCollectiveTimer(topology, ring1.order, ring2.order, op.shape.kind);

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include "compass/gemm_model.h"
 #include "compass/paper_grid.h"
 
 namespace tessera::compass {
@@ -65,28 +64,6 @@ TEST(ModelShapes, BadInputNamesFieldAndValue) {
   EXPECT_TRUE(TransformerShapeFromJson(j, "m.json").ok());
   j["gated_mlp"] = "yes";
   EXPECT_FALSE(TransformerShapeFromJson(j, "m.json").ok());
-}
-
-TEST(GemmModel, WavesQuantiseAndBandwidthFloors) {
-  hw::Device d = PlanTopology("a6000x8").device();
-  ASSERT_GT(d.sm_count, 0);
-  const int64_t sms = d.sm_count;
-  // sms tiles of 128 x 128: one wave; one more tile: two.
-  const double one = ModeledGemmSeconds(d, 128 * sms, 128, 8192);
-  const double two = ModeledGemmSeconds(d, 128 * sms + 1, 128, 8192);
-  EXPECT_NEAR(two, 2 * one, 1e-12);
-  EXPECT_NEAR(one,
-              2.0 * 128 * 128 * 8192 / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency / sms),
-              1e-12);
-  // One row still occupies whole 128-row tiles: as slow as 128 rows.
-  EXPECT_DOUBLE_EQ(ModeledGemmSeconds(d, 1, 8192, 8192), ModeledGemmSeconds(d, 128, 8192, 8192));
-  EXPECT_EQ(ModeledGemmSeconds(d, 0, 1, 1), 0);
-  d.sm_count = 0;  // no SM count: FLOPs over the achieved peak, at least the bytes
-  EXPECT_NEAR(ModeledGemmSeconds(d, 1, 8192, 8192),
-              2.0 * (8192.0 + 8192.0 * 8192 + 8192) / d.mem_bw_bytes_per_s, 1e-12);
-  EXPECT_NEAR(ModeledGemmSeconds(d, 4096, 4096, 4096),
-              2.0 * 4096 * 4096 * 4096 / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency),
-              1e-12);
 }
 
 TEST(Plan, Llama7bOnA6000PicksNoWorseThanNone) {

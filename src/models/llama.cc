@@ -220,9 +220,7 @@ core::StatusOr<LlamaModel> LlamaModel::Open(const std::string& preset_or_dir, ui
   auto preset = LlamaPreset(preset_or_dir);
   if (preset.ok()) return FromSeed(*preset, seed);
   if (core::PathExists(preset_or_dir)) return Load(preset_or_dir);
-  return core::NotFound(fmt::format("model: got '{}', must be a preset ({}) or a model directory",
-                                    core::Utf8Prefix(preset_or_dir, 200),
-                                    fmt::join(LlamaPresetNames(), ", ")));
+  return LoadLlamaConfig(preset_or_dir).status();  // NotFound naming the presets
 }
 
 TensorMap LlamaModel::ToTensors() const {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/input_file.h"
 #include "core/json_util.h"
 
 namespace tessera::models {
@@ -363,6 +364,17 @@ core::StatusOr<LlamaConfig> LlamaPreset(const std::string& name) {
 
 std::vector<std::string> LlamaPresetNames() {
   return {"tiny-mha", "tiny-gqa", "llama-3.1-8b", "llama-3.1-70b"};
+}
+
+core::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& preset_or_dir) {
+  auto preset = LlamaPreset(preset_or_dir);
+  if (preset.ok()) return preset;
+  if (core::PathExists(preset_or_dir)) {
+    return LlamaConfig::FromHfConfigFile(preset_or_dir + "/config.json");
+  }
+  return core::NotFound(fmt::format("model: got '{}', must be a preset ({}) or a model directory",
+                                    core::Utf8Prefix(preset_or_dir, 200),
+                                    fmt::join(LlamaPresetNames(), ", ")));
 }
 
 }  // namespace tessera::models

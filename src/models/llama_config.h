@@ -87,5 +87,8 @@ struct LlamaConfig {
 core::StatusOr<LlamaConfig> LlamaPreset(const std::string& name);
 // "tiny-mha", "tiny-gqa", "llama-3.1-8b", "llama-3.1-70b".
 std::vector<std::string> LlamaPresetNames();
+// A preset name, or else a Hugging Face-style directory holding config.json (its errors name
+// the file and field); NotFound naming the presets when it is neither.
+core::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& preset_or_dir);
 
 }  // namespace tessera::models

@@ -102,6 +102,20 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
        "--server-pid", "1", "--rss-bound", "8MiB", "--json", out + "kf_abuse.json"}};
   kf_abuse.keep = {"--url"};
   t.push_back(kf_abuse);
+  // cost is arithmetic over presets: quick whatever the flags.
+  SubcommandSpec kf_cost = Spec("cost", MpiUse::kNone, 1,
+                                {{"--model", K::kInputFile, {}},
+                                 {"--cluster", K::kInputFile, {}},
+                                 {"--batch", K::kInt, {}},
+                                 {"--context", K::kInt, {}},
+                                 {"--attn-nodes", K::kInt, {}},
+                                 {"--weight-gpus", K::kInt, {}},
+                                 {"--json", K::kOutputFile, {}}});
+  kf_cost.group = "kernelflume";
+  kf_cost.bases = {{"--model", "llama-3.1-8b", "--cluster", "h100x64"},
+                   {"--model", "llama-3.1-70b", "--cluster", "a6000x32", "--weight-gpus", "4",
+                    "--batch", "8", "--context", "4096", "--json", out + "kf_cost.json"}};
+  t.push_back(kf_cost);
   // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
   // drops --transport) and times a few decode steps: the options that size the run are kept.
   SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,

@@ -1,12 +1,12 @@
-#include "compass/gemm_model.h"
+#include "hw/gemm_model.h"
 
 #include <algorithm>
 
-namespace tessera::compass {
+namespace tessera::hw {
 
-double ModeledGemmSeconds(const hw::Device& d, int64_t m, int64_t n, int64_t k) {
+double ModeledGemmSeconds(const Device& d, int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const double achieved = d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency;
+  const double achieved = d.PeakFlops(Dtype::kBF16) * d.compute_efficiency;
   if (!(achieved > 0)) return 0;
   double compute_s = 2.0 * static_cast<double>(m) * n * k / achieved;
   if (d.sm_count > 0) {
@@ -21,4 +21,4 @@ double ModeledGemmSeconds(const hw::Device& d, int64_t m, int64_t n, int64_t k) 
   return std::max(compute_s, bytes / d.mem_bw_bytes_per_s);
 }
 
-}  // namespace tessera::compass
+}  // namespace tessera::hw

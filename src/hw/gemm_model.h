@@ -11,12 +11,12 @@
 
 #include "hw/device.h"
 
-namespace tessera::compass {
+namespace tessera::hw {
 
 inline constexpr int64_t kGemmTile = 128;
 
 // Seconds for C (m, n) = A (m, k) B (k, n) in bf16 with fp32 accumulation; 0 for an empty
 // GEMM.
-double ModeledGemmSeconds(const hw::Device& d, int64_t m, int64_t n, int64_t k);
+double ModeledGemmSeconds(const Device& d, int64_t m, int64_t n, int64_t k);
 
-}  // namespace tessera::compass
+}  // namespace tessera::hw

@@ -1,0 +1,136 @@
+#include "kernelflume/decode_cost_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hw/gemm_model.h"
+
+namespace tessera::kernelflume {
+
+namespace {
+
+constexpr double kBf16Bytes = 2;
+constexpr double kLseBytes = 4;
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One layer's seven linears for `rows` tokens, split over w tensor-parallel GPUs.
+double LinearsSeconds(const models::LlamaConfig& m, const hw::Device& d, int64_t rows, int w) {
+  if (rows <= 0) return 0;
+  const int64_t q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
+  // Column-parallel: outputs split w ways.
+  double s = hw::ModeledGemmSeconds(d, rows, CeilDiv(q, w), m.hidden);
+  s += 2 * hw::ModeledGemmSeconds(d, rows, CeilDiv(kv, w), m.hidden);
+  s += 2 * hw::ModeledGemmSeconds(d, rows, CeilDiv(m.ffn_hidden, w), m.hidden);
+  // Row-parallel: inputs split w ways.
+  s += hw::ModeledGemmSeconds(d, rows, m.hidden, CeilDiv(q, w));
+  s += hw::ModeledGemmSeconds(d, rows, m.hidden, CeilDiv(m.ffn_hidden, w));
+  return s;
+}
+
+// A ring all-reduce of `bytes` over w GPUs on `link`.
+double AllReduceSeconds(double bytes, int w, const hw::Link& link) {
+  if (w <= 1) return 0;
+  const double steps = 2.0 * (w - 1);
+  return steps * link.latency_s + steps / w * bytes / link.bw_bytes_per_s;
+}
+
+double WeightSeconds(const models::LlamaConfig& m, const hw::Cluster& c, int64_t rows, int w,
+                     double* allreduce_s) {
+  if (rows <= 0) return 0;
+  const double ar =
+      2 * AllReduceSeconds(static_cast<double>(rows) * m.hidden * kBf16Bytes, w, c.intra);
+  if (allreduce_s != nullptr) *allreduce_s = ar;
+  return LinearsSeconds(m, c.device, rows, w) + ar;
+}
+
+// Attention (read every KV byte once) plus the queries' round trip, on the busiest node.
+double AttentionAndCommSeconds(const models::LlamaConfig& m, const hw::Cluster& c, int64_t batch,
+                               int64_t context, int nodes, double* attention_s, double* comm_s) {
+  if (batch <= 0) return 0;
+  const double kv_per_token = static_cast<double>(m.KvBytesPerToken(2)) / m.num_layers;
+  const double tokens = static_cast<double>(batch) * context / nodes;
+  const double a = tokens * kv_per_token / c.device.mem_bw_bytes_per_s;
+  // Every request queries every node (a long request's ranges span the pool): one message per
+  // node and layer carrying the batch's queries, answered with outputs and LSEs.
+  const double per_request = m.num_heads * m.head_dim * kBf16Bytes * 2 + m.num_heads * kLseBytes;
+  const double comm = c.inter.latency_s + batch * per_request / c.inter.bw_bytes_per_s;
+  if (attention_s != nullptr) *attention_s = a;
+  if (comm_s != nullptr) *comm_s = comm;
+  return a + comm;
+}
+
+}  // namespace
+
+core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
+                                               const hw::Cluster& cluster,
+                                               const DecodeShape& shape) {
+  if (shape.batch < 1) {
+    return core::InvalidArgument(fmt::format("batch: got {}, must be >= 1", shape.batch));
+  }
+  if (shape.context_tokens < 0) {
+    return core::InvalidArgument(
+        fmt::format("context_tokens: got {}, must be >= 0", shape.context_tokens));
+  }
+  if (shape.attn_nodes < 1) {
+    return core::InvalidArgument(fmt::format("attn_nodes: got {}, must be >= 1", shape.attn_nodes));
+  }
+  if (shape.weight_gpus < 1 || shape.weight_gpus > cluster.ranks_per_node) {
+    return core::InvalidArgument(
+        fmt::format("weight_gpus: got {}, must be in [1, {}] (the GPUs of one {} node)",
+                    shape.weight_gpus, cluster.ranks_per_node, cluster.name));
+  }
+  RETURN_IF_ERROR(model.Validate());
+  const int w = shape.weight_gpus;
+  const double usable = cluster.usable_memory_bytes();
+  DecodeStepCost r;
+  r.weight_bytes_per_gpu = static_cast<double>(model.ParamCount()) * kBf16Bytes / w;
+  r.kv_bytes_per_token = static_cast<double>(model.KvBytesPerToken(2));
+  r.kv_tokens_needed = static_cast<double>(shape.batch) * shape.context_tokens;
+  r.kv_tokens_per_attn_node = std::floor(usable / r.kv_bytes_per_token);
+  r.kv_tokens_per_instance =
+      std::max(0.0, std::floor((usable * w - r.weight_bytes_per_gpu * w) / r.kv_bytes_per_token));
+  r.instance_fits = r.kv_tokens_needed <= r.kv_tokens_per_instance;
+  if (r.weight_bytes_per_gpu > usable) {
+    return core::FailedPrecondition(fmt::format(
+        "{}: {:.1f} GiB of bf16 weights per GPU over {} weight GPU(s), but a {} holds {:.1f} GiB "
+        "usable (raise weight_gpus)",
+        model.name, r.weight_bytes_per_gpu / kGiB, w, cluster.device.name, usable / kGiB));
+  }
+  if (r.kv_tokens_needed / shape.attn_nodes > r.kv_tokens_per_attn_node) {
+    return core::FailedPrecondition(fmt::format(
+        "{} x {} KV tokens over {} attention node(s) is {:.0f} per node, but a {} holds {:.0f} "
+        "(raise attn_nodes)",
+        shape.batch, shape.context_tokens, shape.attn_nodes, r.kv_tokens_needed / shape.attn_nodes,
+        cluster.device.name, r.kv_tokens_per_attn_node));
+  }
+  const int64_t layers = model.num_layers;
+  r.weight_s = WeightSeconds(model, cluster, shape.batch, w, &r.allreduce_s);
+  const double ac = AttentionAndCommSeconds(model, cluster, shape.batch, shape.context_tokens,
+                                            shape.attn_nodes, &r.attention_s, &r.comm_s);
+  r.lm_head_s =
+      hw::ModeledGemmSeconds(cluster.device, shape.batch, CeilDiv(model.vocab, w), model.hidden);
+  r.kernelflume_s = layers * (r.weight_s + ac) + r.lm_head_s;
+  const int64_t b1 = (shape.batch + 1) / 2, b2 = shape.batch / 2;
+  if (b2 == 0) {
+    r.kernelflume_pipelined_s = r.kernelflume_s;
+  } else {
+    const double w1 = WeightSeconds(model, cluster, b1, w, nullptr);
+    const double w2 = WeightSeconds(model, cluster, b2, w, nullptr);
+    const double a1 = AttentionAndCommSeconds(model, cluster, b1, shape.context_tokens,
+                                              shape.attn_nodes, nullptr, nullptr);
+    const double a2 = AttentionAndCommSeconds(model, cluster, b2, shape.context_tokens,
+                                              shape.attn_nodes, nullptr, nullptr);
+    r.kernelflume_pipelined_s =
+        layers * std::max(w1 + w2, a1 + a2) + std::min(w1, a1) + r.lm_head_s;
+  }
+  r.instance_attention_s =
+      r.kv_tokens_needed * r.kv_bytes_per_token / layers / w / cluster.device.mem_bw_bytes_per_s;
+  r.instance_s = layers * (r.weight_s + r.instance_attention_s) + r.lm_head_s;
+  return r;
+}
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,75 @@
+// DecodeCostModel: the modeled time of one decode step of a Llama model on a GPU cluster preset,
+// three ways -- KernelFlume (weights on weight GPUs, the batch's KV spread evenly over attention
+// GPUs that hold no weights), KernelFlume with two micro-batches ping-ponged, and a whole model
+// instance (weights and KV on the same GPUs) -- with the memory each needs. The roofline of the
+// spec, for paper-scale questions no run on this machine can answer. Modeled, never measured:
+// every output that uses it says so.
+//
+// Per layer, with B requests of T KV tokens each, W tensor-parallel weight GPUs, N attention
+// nodes, bf16 weights, KV and activations (2 bytes):
+//   t_w(B)  = sum over Wq, Wk, Wv, Wo, W_gate, W_up, W_down of
+//             hw::ModeledGemmSeconds(device, B, out / W, in)   (tiles in waves, bytes floor)
+//             + (W > 1) 2 all-reduces of B x hidden x 2 bytes over the intra link (ring:
+//               2 (W - 1) steps of latency + 2 (W - 1) / W x bytes / bandwidth each)
+//   t_a(n)  = (KV bytes of the tokens on the node) / mem_bw
+//             KV bytes = tokens x 2 (K and V) x kv_heads x head_dim x 2 bytes
+//   c(n)    = inter.latency + (requests on the node) x (q + o + lse bytes) / inter.bw
+//             q = o = heads x head_dim x 2 bytes, lse = heads x 4 bytes
+// and once per step the LM head GEMM (B, vocab / W, hidden).
+//   kernelflume           = sum_l (t_w(B) + max_n (t_a(n) + c(n)))   + LM head
+//   kernelflume_pipelined = sum_l max(2 t_w(B/2), 2 (t_a + c)(B/2))
+//                           + min(t_w(B/2), (t_a + c)(B/2))            + LM head
+//     (two halves of B ping-pong: per layer the busier side sets the pace; the pipeline fills
+//      once per step)
+//   instance              = sum_l (t_w(B) + t_a of all B x T tokens over W GPUs) + LM head
+// The KV spreads evenly: each attention node holds B x T / N tokens of ceil(B / N) requests.
+// Memory: a weight GPU holds ParamCount x 2 / W bytes; an attention node's KV capacity is its
+// usable memory / KV bytes per token; an instance's is its W GPUs' usable memory minus the
+// weights, over the KV bytes per token.
+// Errors: InvalidArgument naming the field (batch < 1, context < 0, attn_nodes < 1,
+// weight_gpus < 1 or more than a node's GPUs); FailedPrecondition when the weights do not fit
+// the weight GPUs (naming both sizes) or the KV does not fit the attention nodes.
+// Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "hw/cluster.h"
+#include "models/llama_config.h"
+
+namespace tessera::kernelflume {
+
+struct DecodeShape {
+  int64_t batch = 1;           // requests decoding together
+  int64_t context_tokens = 0;  // KV tokens per request
+  int attn_nodes = 1;          // attention GPUs the KV spreads over
+  int weight_gpus = 1;         // tensor-parallel GPUs of the weight node (and of an instance)
+};
+
+struct DecodeStepCost {
+  // Per layer.
+  double weight_s = 0;     // t_w(B), all-reduces included
+  double allreduce_s = 0;  // of which the tensor-parallel all-reduces
+  double attention_s = 0;  // t_a on the busiest attention node
+  double comm_s = 0;       // c on the busiest attention node
+  double instance_attention_s = 0;
+  // Per step.
+  double lm_head_s = 0;
+  double kernelflume_s = 0;
+  double kernelflume_pipelined_s = 0;
+  double instance_s = 0;
+  // Memory.
+  double weight_bytes_per_gpu = 0;
+  double kv_bytes_per_token = 0;
+  double kv_tokens_per_attn_node = 0;  // capacity of one attention node
+  double kv_tokens_per_instance = 0;   // capacity left beside the weights on W GPUs (>= 0)
+  double kv_tokens_needed = 0;         // B x T
+  bool instance_fits = false;          // B x T <= kv_tokens_per_instance
+};
+
+core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
+                                               const hw::Cluster& cluster,
+                                               const DecodeShape& shape);
+
+}  // namespace tessera::kernelflume

@@ -1,0 +1,202 @@
+#include "kernelflume/decode_cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "hw/cluster.h"
+
+namespace tessera::kernelflume {
+namespace {
+
+// A hand-made cluster without an SM count, so every GEMM is max(FLOPs / achieved, bytes / bw)
+// and the reference below can be written from the formula alone.
+hw::Cluster HandCluster() {
+  hw::Cluster c;
+  c.name = "hand";
+  c.device.name = "hand-gpu";
+  c.device.peak_flops.bf16 = 400e12;
+  c.device.compute_efficiency = 0.5;  // 200 TFLOP/s achieved
+  c.device.mem_bw_bytes_per_s = 2e12;
+  c.device.memory_bytes = 80e9;
+  c.device.memory_usable_fraction = 0.9;
+  c.nodes = 4;
+  c.ranks_per_node = 8;
+  c.intra = {"nvl", 400e9, 5e-6};
+  c.inter = {"ib", 50e9, 10e-6};
+  return c;
+}
+
+double RefGemm(double m, double n, double k) {
+  return std::max(2 * m * n * k / 200e12, 2 * (m * k + k * n + m * n) / 2e12);
+}
+
+// t_w of one layer at W = 1, from the seven linears' shapes.
+double RefWeightLayer(const models::LlamaConfig& m, double b) {
+  const double q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
+  return RefGemm(b, q, m.hidden) + 2 * RefGemm(b, kv, m.hidden) +
+         2 * RefGemm(b, m.ffn_hidden, m.hidden) + RefGemm(b, m.hidden, q) +
+         RefGemm(b, m.hidden, m.ffn_hidden);
+}
+
+models::LlamaConfig Llama8b() {
+  auto m = models::LlamaPreset("llama-3.1-8b");
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+TEST(DecodeCostModelTest, OneNodeStepIsTheSumOfItsTerms) {
+  const models::LlamaConfig m = Llama8b();
+  const hw::Cluster c = HandCluster();
+  DecodeShape s;
+  s.batch = 4;
+  s.context_tokens = 10000;
+  auto r = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->weight_s, RefWeightLayer(m, 4), 1e-15);
+  EXPECT_EQ(r->allreduce_s, 0);
+  // KV read: 4 x 10,000 tokens x (K and V) x 8 KV heads x 128 x 2 bytes, over 2 TB/s.
+  EXPECT_NEAR(r->attention_s, 4.0 * 10000 * 2 * 8 * 128 * 2 / 2e12, 1e-15);
+  // One message of 4 queries: 32 heads x 128 x 2 bytes for q and o each, plus 32 LSEs.
+  EXPECT_NEAR(r->comm_s, 10e-6 + 4.0 * (32 * 128 * 2 * 2 + 32 * 4) / 50e9, 1e-15);
+  EXPECT_NEAR(r->lm_head_s, RefGemm(4, m.vocab, m.hidden), 1e-15);
+  EXPECT_NEAR(r->kernelflume_s, 32 * (r->weight_s + r->attention_s + r->comm_s) + r->lm_head_s,
+              1e-12);
+  // The instance reads the same KV on its own GPU and sends nothing.
+  EXPECT_NEAR(r->instance_attention_s, r->attention_s, 1e-15);
+  EXPECT_NEAR(r->instance_s, 32 * (r->weight_s + r->attention_s) + r->lm_head_s, 1e-12);
+  EXPECT_NEAR(r->kv_bytes_per_token, 2.0 * 32 * 8 * 128 * 2, 0);
+  EXPECT_NEAR(r->weight_bytes_per_gpu, 2.0 * m.ParamCount(), 0);
+}
+
+TEST(DecodeCostModelTest, MoreNodesSplitTheAttentionNotTheMessages) {
+  const models::LlamaConfig m = Llama8b();
+  const hw::Cluster c = HandCluster();
+  DecodeShape s;
+  s.batch = 16;
+  s.context_tokens = 32768;
+  auto one = ModelDecodeStep(m, c, s);
+  s.attn_nodes = 4;
+  auto four = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(one.ok() && four.ok());
+  EXPECT_NEAR(four->attention_s, one->attention_s / 4, 1e-15);
+  EXPECT_EQ(four->comm_s, one->comm_s);
+  EXPECT_LT(four->kernelflume_s, one->kernelflume_s);
+  EXPECT_EQ(four->weight_s, one->weight_s);
+}
+
+// Ping-pong pays where the weight GEMMs are compute-bound (a large batch): each half then costs
+// about half. At a small batch they are bandwidth-bound, each half re-reads every weight, and
+// two micro-batches are slower than one.
+TEST(DecodeCostModelTest, PingPongPaysOnlyWhenTheGemmsAreComputeBound) {
+  const models::LlamaConfig m = Llama8b();
+  const hw::Cluster c = HandCluster();
+  DecodeShape s;
+  s.batch = 512;
+  s.context_tokens = 1024;
+  auto r = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const double serial = r->kernelflume_s - r->lm_head_s;
+  const double piped = r->kernelflume_pipelined_s - r->lm_head_s;
+  EXPECT_LT(piped, serial);
+  // Never better than the busier side alone over every layer.
+  EXPECT_GE(piped, 32 * std::max(r->weight_s, r->attention_s + r->comm_s) * 0.99);
+  s.batch = 32;
+  auto small = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(small.ok());
+  EXPECT_GT(small->kernelflume_pipelined_s, small->kernelflume_s);
+  s.batch = 1;  // nothing to split
+  auto one = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->kernelflume_pipelined_s, one->kernelflume_s);
+}
+
+TEST(DecodeCostModelTest, TensorParallelWeightsPayTwoAllReducesPerLayer) {
+  const models::LlamaConfig m = Llama8b();
+  const hw::Cluster c = HandCluster();
+  DecodeShape s;
+  s.batch = 8;
+  s.context_tokens = 1000;
+  s.weight_gpus = 4;
+  auto r = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(r.ok());
+  const double bytes = 8.0 * 4096 * 2;
+  EXPECT_NEAR(r->allreduce_s, 2 * (6 * 5e-6 + 6.0 / 4 * bytes / 400e9), 1e-15);
+  EXPECT_NEAR(r->weight_bytes_per_gpu, 2.0 * m.ParamCount() / 4, 1e-3);
+}
+
+TEST(DecodeCostModelTest, MemoryDecidesWhatFits) {
+  const hw::Cluster c = HandCluster();
+  DecodeShape s;
+  s.batch = 32;
+  s.context_tokens = 32768;
+  s.attn_nodes = 4;
+  auto r = ModelDecodeStep(Llama8b(), c, s);
+  ASSERT_TRUE(r.ok());
+  // 72 GB usable over 128 KiB per token; the instance keeps what the 16 GB of weights leave.
+  EXPECT_EQ(r->kv_tokens_per_attn_node, std::floor(72e9 / 131072));
+  EXPECT_EQ(r->kv_tokens_per_instance, std::floor((72e9 - 2.0 * Llama8b().ParamCount()) / 131072));
+  EXPECT_EQ(r->kv_tokens_needed, 32.0 * 32768);
+  EXPECT_FALSE(r->instance_fits);
+  s.batch = 2;
+  auto small = ModelDecodeStep(Llama8b(), c, s);
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(small->instance_fits);
+
+  s.attn_nodes = 1;
+  s.batch = 64;  // 2.1M tokens on one 72 GB node
+  auto full = ModelDecodeStep(Llama8b(), c, s);
+  EXPECT_EQ(full.status().code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(full.status().message().find("raise attn_nodes"), std::string::npos);
+
+  auto big = models::LlamaPreset("llama-3.1-70b");
+  ASSERT_TRUE(big.ok());
+  s.batch = 1;
+  auto no = ModelDecodeStep(*big, c, s);
+  EXPECT_EQ(no.status().code(), core::StatusCode::kFailedPrecondition);
+  EXPECT_NE(no.status().message().find("raise weight_gpus"), std::string::npos);
+  s.weight_gpus = 2;
+  EXPECT_TRUE(ModelDecodeStep(*big, c, s).ok());
+}
+
+TEST(DecodeCostModelTest, RefusesEachBadShapeByName) {
+  const hw::Cluster c = HandCluster();
+  const models::LlamaConfig m = Llama8b();
+  auto refused = [&](DecodeShape s, const std::string& field) {
+    auto r = ModelDecodeStep(m, c, s);
+    EXPECT_EQ(r.status().code(), core::StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().ToString();
+  };
+  DecodeShape s;
+  s.batch = 0;
+  refused(s, "batch");
+  s = {};
+  s.context_tokens = -1;
+  refused(s, "context_tokens");
+  s = {};
+  s.attn_nodes = 0;
+  refused(s, "attn_nodes");
+  s = {};
+  s.weight_gpus = 9;
+  refused(s, "weight_gpus");
+}
+
+TEST(DecodeCostModelTest, PresetClustersGiveFiniteSteps) {
+  for (const std::string& name : {std::string("h100x64"), std::string("a6000x32")}) {
+    auto c = hw::ClusterPreset(name);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    DecodeShape s;
+    s.batch = 16;
+    s.context_tokens = 16384;
+    s.attn_nodes = 2;
+    auto r = ModelDecodeStep(Llama8b(), *c, s);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
+    EXPECT_GT(r->kernelflume_s, 0) << name;
+    EXPECT_TRUE(std::isfinite(r->instance_s)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernelflume
