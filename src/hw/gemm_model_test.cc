@@ -30,5 +30,19 @@ TEST(GemmModel, WavesQuantiseAndBandwidthFloors) {
               2.0 * 4096 * 4096 * 4096 / (d.PeakFlops(Dtype::kBF16) * d.compute_efficiency), 1e-12);
 }
 
+// The plain roofline ignores the SM count: a 1-row GEMM costs its bytes, not a 128-row tile.
+TEST(GemmModel, RooflineIsFlopsOrBytesWhicheverIsSlower) {
+  auto preset = DevicePreset("h100-sxm5-80gb");
+  ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+  const Device d = *preset;
+  ASSERT_GT(d.sm_count, 0);
+  const double bytes_s = 2.0 * (4096.0 + 4096.0 * 14336 + 14336) / d.mem_bw_bytes_per_s;
+  EXPECT_NEAR(RooflineGemmSeconds(d, 1, 14336, 4096), bytes_s, 1e-15);
+  EXPECT_LT(RooflineGemmSeconds(d, 1, 14336, 4096), ModeledGemmSeconds(d, 1, 14336, 4096));
+  const double achieved = d.PeakFlops(Dtype::kBF16) * d.compute_efficiency;
+  EXPECT_NEAR(RooflineGemmSeconds(d, 8192, 8192, 8192), 2.0 * 8192 * 8192 * 8192 / achieved, 1e-12);
+  EXPECT_EQ(RooflineGemmSeconds(d, 0, 5, 5), 0);
+}
+
 }  // namespace
 }  // namespace tessera::hw

@@ -22,12 +22,12 @@ double LinearsSeconds(const models::LlamaConfig& m, const hw::Device& d, int64_t
   if (rows <= 0) return 0;
   const int64_t q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
   // Column-parallel: outputs split w ways.
-  double s = hw::ModeledGemmSeconds(d, rows, CeilDiv(q, w), m.hidden);
-  s += 2 * hw::ModeledGemmSeconds(d, rows, CeilDiv(kv, w), m.hidden);
-  s += 2 * hw::ModeledGemmSeconds(d, rows, CeilDiv(m.ffn_hidden, w), m.hidden);
+  double s = hw::RooflineGemmSeconds(d, rows, CeilDiv(q, w), m.hidden);
+  s += 2 * hw::RooflineGemmSeconds(d, rows, CeilDiv(kv, w), m.hidden);
+  s += 2 * hw::RooflineGemmSeconds(d, rows, CeilDiv(m.ffn_hidden, w), m.hidden);
   // Row-parallel: inputs split w ways.
-  s += hw::ModeledGemmSeconds(d, rows, m.hidden, CeilDiv(q, w));
-  s += hw::ModeledGemmSeconds(d, rows, m.hidden, CeilDiv(m.ffn_hidden, w));
+  s += hw::RooflineGemmSeconds(d, rows, m.hidden, CeilDiv(q, w));
+  s += hw::RooflineGemmSeconds(d, rows, m.hidden, CeilDiv(m.ffn_hidden, w));
   return s;
 }
 
@@ -112,7 +112,7 @@ core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
   const double ac = AttentionAndCommSeconds(model, cluster, shape.batch, shape.context_tokens,
                                             shape.attn_nodes, &r.attention_s, &r.comm_s);
   r.lm_head_s =
-      hw::ModeledGemmSeconds(cluster.device, shape.batch, CeilDiv(model.vocab, w), model.hidden);
+      hw::RooflineGemmSeconds(cluster.device, shape.batch, CeilDiv(model.vocab, w), model.hidden);
   r.kernelflume_s = layers * (r.weight_s + ac) + r.lm_head_s;
   const int64_t b1 = (shape.batch + 1) / 2, b2 = shape.batch / 2;
   if (b2 == 0) {

@@ -7,8 +7,10 @@
 //
 // Per layer, with B requests of T KV tokens each, W tensor-parallel weight GPUs, N attention
 // nodes, bf16 weights, KV and activations (2 bytes):
-//   t_w(B)  = sum over Wq, Wk, Wv, Wo, W_gate, W_up, W_down of
-//             hw::ModeledGemmSeconds(device, B, out / W, in)   (tiles in waves, bytes floor)
+//   t_w(B)  = sum over Wq, Wk, Wv, Wo, W_gate, W_up, W_down of the roofline
+//             max(2 B n k / (bf16 peak x compute_efficiency), (B k + k n + B n) x 2 bytes / mem_bw)
+//             (hw::RooflineGemmSeconds), split over W GPUs: Wq, Wk, Wv, W_gate, W_up by their
+//             outputs (n / W), Wo and W_down by their inputs (k / W)
 //             + (W > 1) 2 all-reduces of B x hidden x 2 bytes over the intra link (ring:
 //               2 (W - 1) steps of latency + 2 (W - 1) / W x bytes / bandwidth each)
 //   t_a(n)  = (KV bytes of the tokens on the node) / mem_bw
