@@ -228,7 +228,8 @@ Status DisaggregatedAttention::Refill(const models::LlamaModel& model,
   std::vector<float> logits(model.config().vocab);
   for (size_t i = 0; i < todo.size(); ++i) {
     const RouteRange& g = todo[i];
-    const int64_t end = g.open() ? stored : g.end;
+    // A range sealed after the failed step (a re-route raced it) ends past what is kept.
+    const int64_t end = g.open() ? stored : std::min(g.end, stored);
     const auto t0 = std::chrono::steady_clock::now();
     refill_ = &g;
     Status st = Status::Ok();

@@ -64,6 +64,10 @@ Status CheckBenchOptions(const models::LlamaConfig& c, const ElasticBenchOptions
     return core::InvalidArgument(
         fmt::format("--placebo-instants: got {}, must be >= 0", o.placebo_instants));
   }
+  if (!(o.join_delay_s >= 0 && o.join_delay_s <= 60)) {
+    return core::InvalidArgument(
+        fmt::format("--join-delay-s: got {}, must be from 0 to 60", o.join_delay_s));
+  }
   if (o.node_command.empty()) return core::InvalidArgument("node_command: empty");
   return Status::Ok();
 }
@@ -197,7 +201,9 @@ core::StatusOr<DeathBenchReport> RunDeathBench(const models::LlamaModel& model,
   for (int i = 0; i < o.events; ++i) {
     const int64_t at = (i + 1) * o.every_tokens;
     actions.push_back(ElasticAction{ElasticAction::Kind::kKill, at, i});
-    actions.push_back(ElasticAction{ElasticAction::Kind::kJoin, at});
+    ElasticAction join{ElasticAction::Kind::kJoin, at};
+    join.delay_s = o.join_delay_s;
+    actions.push_back(join);
   }
   DeathBenchReport rep;
   ASSIGN_OR_RETURN(ElasticDecodeReport run, RunBenchDecode(model, o, actions, rep.check));

@@ -52,6 +52,7 @@ struct ElasticBenchOptions {
   double min_partial_deadline_s = 1.0;        // WeightNodeOptions::min_partial_deadline_s
   int refill_nice = 0;                        // WeightNodeOptions::refill_nice
   int placebo_instants = 200;                 // death: 0 = no control run
+  double join_delay_s = 0;                    // death: the replacement joins this long after
   std::vector<std::string> node_command;      // argv prefix of `attn-node`
   std::vector<std::string> instance_command;  // argv prefix; the weights directory is appended
   std::string weights_dir;                    // where the instance loads from (join only)

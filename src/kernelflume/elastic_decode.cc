@@ -226,6 +226,7 @@ core::StatusOr<ElasticDecodeReport> RunElasticDecode(
     while (!shared.stop && running.load() > 0 && shared.generated.load() < a.after_tokens) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
+    if (a.delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(a.delay_s));
     if (shared.stop || running.load() == 0) break;
     AppliedAction applied;
     applied.action = a;

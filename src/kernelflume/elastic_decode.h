@@ -39,7 +39,8 @@ struct ElasticAction {
   Kind kind = Kind::kJoin;
   int64_t after_tokens = 0;
   int node = -1;
-  int count = 1;  // migrate: ranges to move
+  int count = 1;       // migrate: ranges to move
+  double delay_s = 0;  // wait this long after after_tokens is reached (a diagnostic)
 };
 const char* ElasticActionName(ElasticAction::Kind kind);
 // "join@20", "migrate:1x3@40" (node 1, three ranges; "migrate:x3@40": the fullest node),

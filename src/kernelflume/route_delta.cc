@@ -110,6 +110,20 @@ Status RouteDelta::Reroute(uint64_t request_id, int32_t node_id) {
   return Status::Ok();
 }
 
+Status RouteDelta::ReopenPreviousRange(uint64_t request_id) {
+  RequestRoute* r = Mutable(request_id);
+  if (r == nullptr) return core::NotFound(fmt::format("request {} is not routed", request_id));
+  const size_t n = r->ranges.size();
+  if (n < 2 || r->ranges[n - 1].start != r->length || r->ranges[n - 2].end != r->length) {
+    return core::FailedPrecondition(fmt::format(
+        "request {}: its tail is not an empty tail opened at the end of the range before it",
+        request_id));
+  }
+  r->ranges.pop_back();
+  r->ranges.back().end = kOpenTail;
+  return Status::Ok();
+}
+
 Status RouteDelta::RemoveRequest(uint64_t request_id) {
   if (Find(request_id) == nullptr) {
     return core::NotFound(fmt::format("request {} is not routed", request_id));

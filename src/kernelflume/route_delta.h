@@ -32,6 +32,10 @@ class RouteDelta {
   // Seals the tail at the request's recorded length and opens a new tail there on `node_id`;
   // an empty tail (start == length) moves to `node_id` instead.
   [[nodiscard]] core::Status Reroute(uint64_t request_id, int32_t node_id);
+  // Undoes a Reroute that opened an empty tail: drops that tail and reopens the range before it
+  // (which ended where the tail starts). FailedPrecondition when the tail holds tokens or has no
+  // predecessor ending at its start.
+  [[nodiscard]] core::Status ReopenPreviousRange(uint64_t request_id);
   [[nodiscard]] core::Status RemoveRequest(uint64_t request_id);
   // Puts range `range_id` of the request on `node_id`, keeping its positions: under the same
   // id (a migration: the target holds a copy of the sealed range) or, with fresh_id, under a

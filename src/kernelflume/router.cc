@@ -349,6 +349,23 @@ Status Router::Retire(int32_t node_id) {
   return Status::Ok();
 }
 
+Status Router::UndoEmptyReroute(uint64_t request_id) {
+  std::shared_ptr<const RoutingTable> cur = store_.Current();
+  const RequestRoute* r = cur->Find(request_id);
+  if (r == nullptr || r->ranges.size() < 2) return Status::Ok();
+  const RouteRange& prev = r->ranges[r->ranges.size() - 2];
+  const AttentionNodeInfo* node = cur->FindNode(prev.node);
+  if (node == nullptr || node->state != NodeState::kActive || down_.count(prev.node) != 0) {
+    return Status::Ok();  // the range before cannot take the tail back: the caller refuses
+  }
+  const int32_t from = r->tail().node, to = prev.node;
+  RouteDelta delta(cur);
+  if (!delta.ReopenPreviousRange(request_id).ok()) return Status::Ok();
+  RETURN_IF_ERROR(Publish(delta));
+  MoveTail(from, to);
+  return Status::Ok();
+}
+
 Status Router::RollbackStep(uint64_t request_id, int64_t length) {
   auto it = lengths_.find(request_id);
   if (it == lengths_.end())
@@ -358,6 +375,12 @@ Status Router::RollbackStep(uint64_t request_id, int64_t length) {
         fmt::format("request {}: roll back to {} of {} tokens", request_id, length, it->second));
   }
   const RequestRoute* r = store_.Current()->Find(request_id);
+  if (r->tail().start > length && r->tail().start == it->second) {
+    // A re-route (a joining node taking its share of the tails) sealed the tail after the failed
+    // step and opened an empty one: undo it, so the retry appends where the step started.
+    RETURN_IF_ERROR(UndoEmptyReroute(request_id));
+    r = store_.Current()->Find(request_id);
+  }
   if (r->tail().start > length) {
     return core::FailedPrecondition(fmt::format(
         "request {}: its tail was sealed after the failed step at position {} (a re-route raced "

@@ -25,7 +25,10 @@
 //   Fence        a lost node: every range it held is given a fresh id on a surviving node (to be
 //                re-prefilled there; returned) and the node is marked lost;
 //   Retire       removes a node that holds nothing;
-//   RollbackStep forgets a prepared step that failed, so it can be prepared again.
+//   RollbackStep forgets a prepared step that failed, so it can be prepared again; when a
+//                re-route (a join's SpreadTails) sealed the tail after that step and the new
+//                tail is still empty, the re-route is undone (the tail goes back to the range
+//                before it, if that node is active), since the step's tokens belong there.
 // Errors: a step larger than range_tokens_max is InvalidArgument; no active node with room is
 // Infeasible naming the tokens needed and the nodes' free tokens.
 // Thread-safety: one thread at a time (the weight node's scheduler).
@@ -90,6 +93,8 @@ class Router {
                                    int64_t need_tokens, int32_t exclude = -1) const;
   [[nodiscard]] core::Status Publish(RouteDelta& delta);
   void MoveTail(int32_t from, int32_t to);
+  // RollbackStep's repair of a tail re-routed after a failed step (see there).
+  [[nodiscard]] core::Status UndoEmptyReroute(uint64_t request_id);
   std::chrono::steady_clock::time_point LastStep(uint64_t request_id) const;
   // Tokens a range of `tokens` takes on the node: whole pages of its page_tokens.
   int64_t Rounded(int32_t node_id, int64_t tokens) const;

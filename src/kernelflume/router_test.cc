@@ -40,6 +40,38 @@ TEST(RouterTest, ReroutesEveryKTokensAcrossNodesAndStaysValid) {
   EXPECT_EQ(store.Current()->num_requests(), 0u);
 }
 
+// A step fails (its node died) and, before the request recovers, a joining node takes its
+// tail: the spread sealed the tail at the end of the failed step. The rollback undoes that
+// empty re-route, so the retry appends where the step started.
+TEST(RouterTest, ARollbackUndoesAReRouteThatSealedTheFailedStep) {
+  RouteStore store(1000);
+  Router router(store, {.range_tokens_max = 1000});
+  ASSERT_TRUE(router.AddNode({0, "", 10000}).ok());
+  ASSERT_TRUE(router.AddRequest(1).ok());
+  ASSERT_TRUE(router.PrepareStep(1, 0, 10).ok());  // prefill
+  ASSERT_TRUE(router.PrepareStep(1, 10, 1).ok());  // the step that fails
+  ASSERT_TRUE(router.AddNode({1, "", 10000}).ok());
+  auto moved = router.SpreadTails(1);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_EQ(moved->size(), 1u);
+  ASSERT_EQ(store.Current()->Find(1)->tail().node, 1);
+  ASSERT_EQ(store.Current()->Find(1)->tail().start, 11);
+  ASSERT_TRUE(router.RollbackStep(1, 10).ok());
+  const RequestRoute* r = store.Current()->Find(1);
+  ASSERT_EQ(r->ranges.size(), 1u);
+  EXPECT_TRUE(r->tail().open());
+  EXPECT_EQ(r->tail().node, 0);
+  EXPECT_EQ(router.Tails(0), 1);
+  EXPECT_EQ(router.Tails(1), 0);
+  EXPECT_EQ(router.LiveTokens(0), 10);
+  EXPECT_EQ(router.LiveTokens(1), 0);
+  auto retry = router.PrepareStep(1, 10, 1);
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  ASSERT_TRUE(Validate(**retry).ok()) << Validate(**retry).ToString();
+  EXPECT_EQ((*retry)->Find(1)->tail().node, 0);
+  EXPECT_EQ(router.LiveTokens(0), 11);
+}
+
 TEST(RouterTest, CutsRangesAtRangeTokensMaxAndFillsNodesToCapacity) {
   RouteStore store(8);
   Router router(store, {.range_tokens_max = 8});

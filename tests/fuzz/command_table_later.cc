@@ -160,6 +160,7 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
   std::vector<OptionSpec> death_bench = elastic_bench;
   death_bench.push_back({"--refill-nice", K::kInt, {}});
   death_bench.push_back({"--placebo-instants", K::kInt, {}});
+  death_bench.push_back({"--join-delay-s", K::kFloat, {}});
   SubcommandSpec bench_death = Spec("death", MpiUse::kNone, 1, death_bench);
   bench_death.group = "kernelflume bench";
   bench_death.bases = {{"--requests", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--events",

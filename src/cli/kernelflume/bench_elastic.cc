@@ -280,6 +280,11 @@ void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action) {
                 "requests' gap spanning a kill is compared with (0: no control run)")
       ->transform(Integer(0, 100000))
       ->capture_default_str();
+  d->add_option("--join-delay-s", death->bench.join_delay_s,
+                "start each replacement node this long after its kill (a diagnostic: the "
+                "others' gap without a join right at the kill)")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
   d->callback([action, death, death_paths] {
     *action = Checked(death_paths, [death] { return RunDeath(*death); });
   });
