@@ -137,6 +137,11 @@ Status Validate(const Device& d, const std::string& path) {
       Plausible(d.memory_bytes, kMinMemoryBytes, kMaxMemoryBytes, f("memory_bytes"), "bytes"));
   RETURN_IF_ERROR(Fraction(d.memory_usable_fraction, f("memory_usable_fraction")));
   RETURN_IF_ERROR(Fraction(d.compute_efficiency, f("compute_efficiency")));
+  if (!(d.price_usd_per_hour >= 0 && d.price_usd_per_hour <= kMaxPriceUsdPerHour)) {
+    return core::InvalidArgument(f("price.usd_per_hour") + ": got " +
+                                 core::ShowNumber(d.price_usd_per_hour) + ", must be in [0, " +
+                                 core::ShowNumber(kMaxPriceUsdPerHour) + "] (0 = unknown)");
+  }
   return Status::Ok();
 }
 
@@ -150,6 +155,9 @@ Json ToJson(const Device& d) {
             {"memory_usable_fraction", d.memory_usable_fraction},
             {"compute_efficiency", d.compute_efficiency}};
   if (d.sm_count > 0) j["sm_count"] = d.sm_count;
+  if (d.price_usd_per_hour > 0 || !d.price_source.empty()) {
+    j["price"] = {{"usd_per_hour", d.price_usd_per_hour}, {"source", d.price_source}};
+  }
   return j;
 }
 
@@ -157,7 +165,7 @@ StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
   RETURN_IF_ERROR(core::CheckKnownKeys(
       j, path,
       {"kind", "version", "provenance", "sources", "name", "peak_flops", "mem_bw_bytes_per_s",
-       "memory_bytes", "memory_usable_fraction", "sm_count", "compute_efficiency"}));
+       "memory_bytes", "memory_usable_fraction", "sm_count", "compute_efficiency", "price"}));
   Device d;
   ASSIGN_OR_RETURN(d.name, core::GetString(j, path, "name"));
   ASSIGN_OR_RETURN(d.peak_flops, PeaksFromJson(j, path));
@@ -168,6 +176,16 @@ StatusOr<Device> DeviceFromJson(const Json& j, const std::string& path) {
   if (j.contains("sm_count")) {
     ASSIGN_OR_RETURN(int64_t sms, core::GetIntInRange(j, path, "sm_count", 1, 4096));
     d.sm_count = static_cast<int>(sms);
+  }
+  if (j.contains("price")) {
+    const std::string pp = core::JoinPath(path, "price");
+    const Json& p = j["price"];
+    if (!p.is_object())
+      return core::InvalidArgument(pp + ": must be an object {usd_per_hour, source}");
+    RETURN_IF_ERROR(core::CheckKnownKeys(p, pp, {"usd_per_hour", "source"}));
+    ASSIGN_OR_RETURN(d.price_usd_per_hour,
+                     core::GetDoubleInRange(p, pp, "usd_per_hour", 0, kMaxPriceUsdPerHour));
+    ASSIGN_OR_RETURN(d.price_source, core::GetString(p, pp, "source"));
   }
   RETURN_IF_ERROR(Validate(d, path));
   return d;

@@ -43,6 +43,8 @@ struct Device {
   double memory_usable_fraction = 0;  // share of memory_bytes a job may allocate, (0, 1]
   double compute_efficiency = 0;      // achieved / peak FLOP/s for training kernels, (0, 1]
   int sm_count = 0;                   // streaming multiprocessors (GEMM tile waves); 0: unknown
+  double price_usd_per_hour = 0;      // renting one, on demand; 0: unknown
+  std::string price_source;           // where and when that price was read
 
   // Dense peak FLOP/s of `d`; 0 when unsupported.
   double PeakFlops(Dtype d) const { return peak_flops.Get(d); }
@@ -56,17 +58,19 @@ inline constexpr int kDeviceFileVersion = 1;
 // FLOP/s once printed `inf` as a feasible makespan).
 inline constexpr double kMinPeakFlops = 1e6;   // 1 MFLOP/s per supported dtype (0 = unsupported)
 inline constexpr double kMaxPeakFlops = 1e19;  // 10 EFLOP/s
-inline constexpr double kMinMemBwBytesPerS = 1e6;   // 1 MB/s
-inline constexpr double kMaxMemBwBytesPerS = 1e16;  // 10 PB/s
-inline constexpr double kMinMemoryBytes = 1e6;      // 1 MB
-inline constexpr double kMaxMemoryBytes = 1e15;     // 1 PB
-inline constexpr double kMinDeviceFraction = 1e-3;  // memory_usable_fraction, compute_efficiency
+inline constexpr double kMinMemBwBytesPerS = 1e6;    // 1 MB/s
+inline constexpr double kMaxMemBwBytesPerS = 1e16;   // 10 PB/s
+inline constexpr double kMinMemoryBytes = 1e6;       // 1 MB
+inline constexpr double kMaxMemoryBytes = 1e15;      // 1 PB
+inline constexpr double kMinDeviceFraction = 1e-3;   // memory_usable_fraction, compute_efficiency
+inline constexpr double kMaxPriceUsdPerHour = 1000;  // one device, on demand
 
 // Validates every field (signs, fractions in (0, 1], then the plausible ranges above); `path`
 // prefixes field names ("device" -> "device.peak_flops.bf16").
 core::Status Validate(const Device& d, const std::string& path = "device");
 
-// The inline JSON form: {name, peak_flops: {fp32, tf32, bf16, fp8}, mem_bw_bytes_per_s, ...}.
+// The inline JSON form: {name, peak_flops: {fp32, tf32, bf16, fp8}, mem_bw_bytes_per_s, ...,
+// optional price: {usd_per_hour, source}}.
 core::Json ToJson(const Device& d);
 // Parses the device object `j` located at `path` ("device" inside a cluster, "" for a device
 // file) and validates it. "peak_flops" is either an object with all four dtypes or, as in

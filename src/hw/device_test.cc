@@ -140,6 +140,15 @@ TEST(DeviceTest, BadDeviceFilesNameFileAndField) {
   j = good;
   j.erase("mem_bw_bytes_per_s");
   EXPECT_EQ(message("nobw", j), prefix + "nobw.json: mem_bw_bytes_per_s: missing required field");
+  j = good;
+  j["price"]["usd_per_hour"] = -1;
+  EXPECT_NE(message("negprice", j).find("negprice.json: price.usd_per_hour: got -1"),
+            std::string::npos)
+      << message("negprice", j);
+  j = good;
+  j["price"] = {{"usd_per_hour", 2}, {"currency", "EUR"}};
+  EXPECT_NE(message("priceq", j).find("price: unknown key 'currency'"), std::string::npos)
+      << message("priceq", j);
 
   // A cluster that references a bad device names the device file.
   core::Json cluster = {{"kind", "cluster"},
@@ -174,6 +183,16 @@ TEST(DeviceTest, SavedDevicesReload) {
     EXPECT_EQ(ToJson(*back), ToJson(d));
     EXPECT_EQ(back->peak_flops, d.peak_flops);
   }
+}
+
+// Every preset carries an on-demand price with where it was read.
+TEST(DeviceTest, PresetsCarryASourcedPrice) {
+  for (const auto& name : DevicePresetNames()) {
+    const Device d = *DevicePreset(name);
+    EXPECT_GT(d.price_usd_per_hour, 0) << name;
+    EXPECT_NE(d.price_source.find("read 2026-"), std::string::npos) << name;
+  }
+  EXPECT_NEAR(DevicePreset("h100-sxm5-80gb")->price_usd_per_hour, 0.00116 * 3600, 1e-9);
 }
 
 TEST(DeviceTest, ValidateHoldsPlausibleRanges) {

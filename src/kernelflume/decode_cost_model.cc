@@ -130,6 +130,23 @@ core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
   r.instance_attention_s =
       r.kv_tokens_needed * r.kv_bytes_per_token / layers / w / cluster.device.mem_bw_bytes_per_s;
   r.instance_s = layers * (r.weight_s + r.instance_attention_s) + r.lm_head_s;
+  const double usd_per_gpu_s = cluster.device.price_usd_per_hour / 3600;
+  const double b = static_cast<double>(shape.batch);
+  r.kernelflume_usd_per_mtok = (w + shape.attn_nodes) * usd_per_gpu_s * r.kernelflume_s / b * 1e6;
+  r.instances_feasible =
+      r.kv_tokens_per_instance > 0 && shape.context_tokens <= r.kv_tokens_per_instance;
+  if (!r.instances_feasible) return r;
+  r.instances = std::max<int64_t>(
+      1, static_cast<int64_t>(std::ceil(r.kv_tokens_needed / r.kv_tokens_per_instance)));
+  r.instance_batch = CeilDiv(shape.batch, r.instances);
+  const double b_i = static_cast<double>(r.instance_batch);
+  r.instance_fleet_s = layers * (WeightSeconds(model, cluster, r.instance_batch, w, nullptr) +
+                                 b_i * shape.context_tokens * r.kv_bytes_per_token / layers / w /
+                                     cluster.device.mem_bw_bytes_per_s) +
+                       hw::RooflineGemmSeconds(cluster.device, r.instance_batch,
+                                               CeilDiv(model.vocab, w), model.hidden);
+  r.instances_usd_per_mtok =
+      static_cast<double>(r.instances) * w * usd_per_gpu_s * r.instance_fleet_s / b * 1e6;
   return r;
 }
 

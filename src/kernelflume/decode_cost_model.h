@@ -24,6 +24,15 @@
 //     (two halves of B ping-pong: per layer the busier side sets the pace; the pipeline fills
 //      once per step)
 //   instance              = sum_l (t_w(B) + t_a of all B x T tokens over W GPUs) + LM head
+// A fleet of instances serving the same batch: k = ceil(B T / an instance's KV capacity)
+// instances (at least 1) of W GPUs, each with ceil(B / k) of the requests; its step is the
+// instance formula at that batch. Steady-state price per million output tokens, with the
+// device's price per GPU-hour p (0 when the preset has none):
+//   kernelflume: (W + N) p / 3600 x kernelflume / B x 1e6
+//   instances:   k W p / 3600 x instance step at ceil(B / k) / B x 1e6
+// (one batch shape held forever: no autoscaling, no queueing, no prefill -- the fleet
+// simulator answers those). A request longer than an instance's KV capacity makes the fleet
+// infeasible (instances 0, its price 0), which is reported, not refused.
 // The KV spreads evenly: each attention node holds B x T / N tokens of ceil(B / N) requests.
 // Memory: a weight GPU holds ParamCount x 2 / W bytes; an attention node's KV capacity is its
 // usable memory / KV bytes per token; an instance's is its W GPUs' usable memory minus the
@@ -68,6 +77,13 @@ struct DecodeStepCost {
   double kv_tokens_per_instance = 0;   // capacity left beside the weights on W GPUs (>= 0)
   double kv_tokens_needed = 0;         // B x T
   bool instance_fits = false;          // B x T <= kv_tokens_per_instance
+  // The same batch on a fleet of whole instances, and the price of both.
+  bool instances_feasible = false;  // an instance holds one request's KV (0 < T <= capacity)
+  int64_t instances = 0;            // k (0 when not feasible)
+  int64_t instance_batch = 0;       // requests per instance
+  double instance_fleet_s = 0;      // one instance's step with instance_batch requests
+  double kernelflume_usd_per_mtok = 0;
+  double instances_usd_per_mtok = 0;
 };
 
 core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,

@@ -161,6 +161,41 @@ TEST(DecodeCostModelTest, MemoryDecidesWhatFits) {
   EXPECT_TRUE(ModelDecodeStep(*big, c, s).ok());
 }
 
+// The same batch on whole instances: as many as its KV needs, the requests split among them;
+// the steady-state price of both from the device's price per GPU-hour.
+TEST(DecodeCostModelTest, AFleetOfInstancesHoldsTheKvAndBothArePriced) {
+  hw::Cluster c = HandCluster();
+  c.device.price_usd_per_hour = 3.6;  // 0.001 $ per GPU-second
+  const models::LlamaConfig m = Llama8b();
+  DecodeShape s;
+  s.batch = 32;
+  s.context_tokens = 32768;
+  s.attn_nodes = 2;
+  auto r = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->instances_feasible);
+  const double per_instance = std::floor((72e9 - 2.0 * m.ParamCount()) / 131072);
+  EXPECT_EQ(r->instances, static_cast<int64_t>(std::ceil(32.0 * 32768 / per_instance)));
+  EXPECT_EQ(r->instance_batch, (32 + r->instances - 1) / r->instances);
+  // One instance's step at its share of the batch: weights + its requests' KV read + LM head.
+  const double bi = static_cast<double>(r->instance_batch);
+  EXPECT_NEAR(r->instance_fleet_s,
+              32 * (RefWeightLayer(m, bi) + bi * 32768 * 2 * 8 * 128 * 2 / 2e12) +
+                  RefGemm(bi, m.vocab, m.hidden),
+              1e-12);
+  EXPECT_NEAR(r->kernelflume_usd_per_mtok, 3 * 0.001 * r->kernelflume_s / 32 * 1e6, 1e-9);
+  EXPECT_NEAR(r->instances_usd_per_mtok,
+              static_cast<double>(r->instances) * 0.001 * r->instance_fleet_s / 32 * 1e6, 1e-9);
+  // A request longer than an instance can hold: no fleet of instances serves it.
+  s.batch = 1;
+  s.context_tokens = 500000;
+  auto longer = ModelDecodeStep(m, c, s);
+  ASSERT_TRUE(longer.ok()) << longer.status().ToString();
+  EXPECT_FALSE(longer->instances_feasible);
+  EXPECT_EQ(longer->instances, 0);
+  EXPECT_GT(longer->kernelflume_usd_per_mtok, 0);
+}
+
 TEST(DecodeCostModelTest, RefusesEachBadShapeByName) {
   const hw::Cluster c = HandCluster();
   const models::LlamaConfig m = Llama8b();

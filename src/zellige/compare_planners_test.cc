@@ -15,7 +15,7 @@ AnalyticCostModel TinyCost() {
   hw::Cluster c;
   c.name = "tiny";
   c.provenance = "test";
-  c.device = hw::Device{"dev", {.bf16 = 100e12}, 1e12, 80e9, 0.9, 0.5};
+  c.device = hw::Device{"dev", {.bf16 = 100e12}, 1e12, 80e9, 0.9, 0.5, 0, 0, {}};
   c.nodes = 1;
   c.ranks_per_node = 4;
   c.intra = hw::Link{"nvlink", 100e9, 5e-6};

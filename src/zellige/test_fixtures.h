@@ -17,7 +17,7 @@ inline hw::Cluster TinyCluster(int nodes, int per_node) {
   hw::Cluster c;
   c.name = "tiny";
   c.provenance = "test";
-  c.device = {"toy", {.bf16 = 1e9}, 1e9, 4 * core::kGiB, 1.0, 1.0};
+  c.device = {"toy", {.bf16 = 1e9}, 1e9, 4 * core::kGiB, 1.0, 1.0, 0, 0, {}};
   c.nodes = nodes;
   c.ranks_per_node = per_node;
   c.intra = {"intra", 1 * core::kGB, 0};

@@ -59,34 +59,65 @@ core::Status RunCost(const CostArgs& a) {
   t.AddRow({"KV tokens: needed / per attention node / per instance",
             fmt::format("{:.0f} / {:.0f} / {:.0f}", r->kv_tokens_needed, r->kv_tokens_per_attn_node,
                         r->kv_tokens_per_instance)});
-  std::printf("%s(modeled: roofline on the %s preset, bf16; not measured)\n", t.Render().c_str(),
-              cluster->device.name.c_str());
+  if (r->instances_feasible) {
+    t.AddRow({"the batch on whole instances: instances x requests",
+              fmt::format("{} x {}", r->instances, r->instance_batch)});
+    t.AddRow({"TPOT, instance fleet (ms)", fmt::format("{:.2f}", r->instance_fleet_s * ms)});
+  } else {
+    t.AddRow({"the batch on whole instances", "infeasible: one request's KV exceeds an instance"});
+  }
+  const double price = cluster->device.price_usd_per_hour;
+  if (price > 0) {
+    t.AddRow({"price per GPU-hour (USD)", fmt::format("{:.3f}", price)});
+    t.AddRow({"USD per million output tokens, KernelFlume",
+              fmt::format("{:.3f} ({} GPUs)", r->kernelflume_usd_per_mtok,
+                          a.shape.weight_gpus + a.shape.attn_nodes)});
+    if (r->instances_feasible) {
+      t.AddRow({"USD per million output tokens, instances",
+                fmt::format("{:.3f} ({} GPUs)", r->instances_usd_per_mtok,
+                            r->instances * a.shape.weight_gpus)});
+    }
+  }
+  std::printf(
+      "%s(modeled: roofline on the %s preset, bf16, one batch shape held steady; not "
+      "measured%s)\n",
+      t.Render().c_str(), cluster->device.name.c_str(),
+      price > 0 ? fmt::format("; price: {}", cluster->device.price_source).c_str() : "");
   if (!a.json_path.empty()) {
-    core::Json j = {{"model", model.name},
-                    {"cluster", cluster->name},
-                    {"device", cluster->device.name},
-                    {"batch", a.shape.batch},
-                    {"context_tokens", a.shape.context_tokens},
-                    {"attn_nodes", a.shape.attn_nodes},
-                    {"weight_gpus", a.shape.weight_gpus},
-                    {"per_layer_s",
-                     {{"weight", r->weight_s},
-                      {"allreduce", r->allreduce_s},
-                      {"attention", r->attention_s},
-                      {"comm", r->comm_s},
-                      {"instance_attention", r->instance_attention_s}}},
-                    {"lm_head_s", r->lm_head_s},
-                    {"tpot_s",
-                     {{"kernelflume", r->kernelflume_s},
-                      {"kernelflume_pipelined", r->kernelflume_pipelined_s},
-                      {"instance", r->instance_s}}},
-                    {"weight_bytes_per_gpu", r->weight_bytes_per_gpu},
-                    {"kv_bytes_per_token", r->kv_bytes_per_token},
-                    {"kv_tokens_needed", r->kv_tokens_needed},
-                    {"kv_tokens_per_attn_node", r->kv_tokens_per_attn_node},
-                    {"kv_tokens_per_instance", r->kv_tokens_per_instance},
-                    {"instance_fits", r->instance_fits},
-                    {"kind", "modeled"}};
+    core::Json j = {
+        {"model", model.name},
+        {"cluster", cluster->name},
+        {"device", cluster->device.name},
+        {"batch", a.shape.batch},
+        {"context_tokens", a.shape.context_tokens},
+        {"attn_nodes", a.shape.attn_nodes},
+        {"weight_gpus", a.shape.weight_gpus},
+        {"per_layer_s",
+         {{"weight", r->weight_s},
+          {"allreduce", r->allreduce_s},
+          {"attention", r->attention_s},
+          {"comm", r->comm_s},
+          {"instance_attention", r->instance_attention_s}}},
+        {"lm_head_s", r->lm_head_s},
+        {"tpot_s",
+         {{"kernelflume", r->kernelflume_s},
+          {"kernelflume_pipelined", r->kernelflume_pipelined_s},
+          {"instance", r->instance_s}}},
+        {"weight_bytes_per_gpu", r->weight_bytes_per_gpu},
+        {"kv_bytes_per_token", r->kv_bytes_per_token},
+        {"kv_tokens_needed", r->kv_tokens_needed},
+        {"kv_tokens_per_attn_node", r->kv_tokens_per_attn_node},
+        {"kv_tokens_per_instance", r->kv_tokens_per_instance},
+        {"instance_fits", r->instance_fits},
+        {"instances_feasible", r->instances_feasible},
+        {"instances", r->instances},
+        {"instance_batch", r->instance_batch},
+        {"instance_fleet_tpot_s", r->instance_fleet_s},
+        {"price_usd_per_gpu_hour", cluster->device.price_usd_per_hour},
+        {"price_source", cluster->device.price_source},
+        {"usd_per_million_output_tokens",
+         {{"kernelflume", r->kernelflume_usd_per_mtok}, {"instances", r->instances_usd_per_mtok}}},
+        {"kind", "modeled"}};
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, j));
   }
   return core::Status::Ok();

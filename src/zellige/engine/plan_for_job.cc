@@ -20,7 +20,7 @@ hw::Cluster ThisMachine(int num_ranks) {
   hw::Cluster c;
   c.name = "this-machine";
   c.provenance = "modeled (CPU-like guesses for the local ranks, not measured)";
-  c.device = hw::Device{"cpu-rank", {.bf16 = 50e9}, 10e9, 8.0 * core::kGiB, 0.9, 0.5};
+  c.device = hw::Device{"cpu-rank", {.bf16 = 50e9}, 10e9, 8.0 * core::kGiB, 0.9, 0.5, 0, 0, {}};
   c.nodes = 1;
   c.ranks_per_node = num_ranks;
   c.intra = hw::Link{"shared-memory", 4e9, 5e-6};
