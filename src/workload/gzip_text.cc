@@ -75,7 +75,7 @@ core::StatusOr<std::string> Gunzip(std::string_view bytes, const std::string& so
 core::StatusOr<std::string> Gzip(std::string_view text) {
   z_stream z{};
   // No deflateSetHeader: zlib writes a gzip header with no name and modification time 0.
-  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) !=
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) !=
       Z_OK) {
     return core::Internal("deflateInit2 failed");
   }

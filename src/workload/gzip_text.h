@@ -7,8 +7,9 @@
 //   `source`: corrupt or truncated data ("SOURCE: not a valid gzip file (...)"), and output
 //   larger than `max_bytes` (with the limit), checked while inflating so a small file that
 //   expands hugely is refused before it takes the memory.
-// Gzip(text): a gzip stream of `text` at the best compression, with no file name and a zero
-//   modification time in its header, so the same text gives the same bytes on every run.
+// Gzip(text): a gzip stream of `text` at zlib's default level (6: on trace text, the size of
+//   level 9 in a quarter of the time), with no file name and a zero modification time in its
+//   header, so the same text gives the same bytes on every run.
 // Stateless free functions over zlib; thread-safe.
 #pragma once
 
