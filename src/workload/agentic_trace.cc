@@ -41,7 +41,14 @@ double LogNormal(core::Rng& rng, double median, double sigma) {
   return std::exp(std::log(median) + sigma * rng.Normal());
 }
 
-int64_t Tokens(double v) { return std::max<int64_t>(1, std::llround(v)); }
+// A draw as whole tokens in [1, kMaxTraceTokens] (a wide log-normal can pass any bound).
+int64_t Tokens(double v) {
+  return std::llround(std::clamp(v, 1.0, static_cast<double>(kMaxTraceTokens)));
+}
+
+// The longest tool gap a draw may give (a wide log-normal's tail would otherwise overflow the
+// millisecond clock).
+constexpr double kMaxToolGapS = 1e9;
 
 // One request before its hash ids are known.
 struct Draft {
@@ -99,7 +106,8 @@ void DraftSession(const AgenticTraceOptions& o, int64_t s, double start_ms,
     } else {
       const int64_t append =
           Tokens(LogNormal(rng, static_cast<double>(o.append_median_tokens), o.append_sigma));
-      const double gap_s = LogNormal(rng, o.tool_gap_median_s, o.tool_gap_sigma);
+      const double gap_s =
+          std::min(LogNormal(rng, o.tool_gap_median_s, o.tool_gap_sigma), kMaxToolGapS);
       d.step.prefix_tokens = prev_input + prev_output;
       d.step.append_tokens = append;
       d.input = d.step.prefix_tokens + append;

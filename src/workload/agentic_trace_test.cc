@@ -129,6 +129,18 @@ TEST(AgenticTrace, RefusesBadOptionsNamingTheField) {
   }
 }
 
+TEST(AgenticTrace, ExtremeOptionsStillGiveAReadableTrace) {
+  AgenticTraceOptions o = Small(6);
+  o.output_median_tokens = kMaxTraceTokens;
+  o.append_median_tokens = kMaxTraceTokens;
+  o.output_sigma = o.append_sigma = o.tool_gap_sigma = 4;
+  o.tool_gap_median_s = 86400;
+  o.decode_ms_per_token = 10000;
+  auto t = MakeAgenticTrace(o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(ValidateTrace(t->requests).ok()) << ValidateTrace(t->requests).ToString();
+}
+
 TEST(AgenticTrace, SessionsStopBeforeTheContextLimit) {
   AgenticTraceOptions o = Small(5);
   o.max_context_tokens = 100000;
