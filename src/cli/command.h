@@ -70,6 +70,8 @@ void AddKernelFlumeLoadModel(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeServe(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeAbuse(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeCost(CLI::App* kernelflume, Action* action);
+// Adds the `tessera kernelflume trace` group: `trace gen` and `trace stats`.
+void AddKernelFlumeTrace(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
 // Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
 void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);

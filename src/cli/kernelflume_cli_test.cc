@@ -3,6 +3,7 @@
 // input the issue lists refused with exit 1 and one line naming the field.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -219,6 +220,11 @@ TEST(KernelFlumeCli, BrokenModelDirectoriesNameTheTensor) {
 TEST(KernelFlumeCli, AnAttentionNodeWithNoWeightNodeFailsWithOneLine) {
   ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --join-timeout 2", "127.0.0.1:1");
   ExpectUserError("kernelflume attn-node --connect nowhere --join-timeout 2", "nowhere");
+  // An invalid TESSERA_LOG is reported with the first line the log writes; the transport's
+  // disabled debug statements write none, so the failure is still one line.
+  setenv("TESSERA_LOG", "-1", 1);
+  ExpectUserError("kernelflume attn-node --connect 127.0.0.1:1 --join-timeout 1", "127.0.0.1:1");
+  unsetenv("TESSERA_LOG");
 }
 
 }  // namespace

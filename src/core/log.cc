@@ -16,6 +16,15 @@ std::mutex& OutputMutex() {
   return m;
 }
 
+// The complaint about an invalid TESSERA_LOG, written just before the first line the log
+// writes (under OutputMutex); empty once written or when there is none.
+std::string& PendingWarning() {
+  static std::string w;
+  return w;
+}
+
+std::string FormatLine(LogLevel level, const char* file, int line, std::string_view message);
+
 const char* Basename(const char* path) {
   const char* base = path;
   for (const char* p = path; *p != '\0'; ++p)
@@ -44,16 +53,21 @@ int InitLogThreshold() {
     const LogLevel level = ThresholdFromEnv(std::getenv("TESSERA_LOG"), &warning);
     int expected = -1;  // SetLogLevel may have run first; it wins
     g_log_threshold.compare_exchange_strong(expected, static_cast<int>(level));
-    if (!warning.empty()) LogLine(LogLevel::kWarn, __FILE__, __LINE__, warning);
+    if (!warning.empty()) {
+      std::lock_guard<std::mutex> lock(OutputMutex());
+      PendingWarning() = FormatLine(LogLevel::kWarn, __FILE__, __LINE__, warning);
+    }
   });
   return g_log_threshold.load(std::memory_order_relaxed);
 }
 
 void LogLine(LogLevel level, const char* file, int line, std::string_view message) {
-  static constexpr char kTag[] = {'E', 'W', 'I', 'D'};
-  std::string out = fmt::format("tessera {} {}:{}: {}\n", kTag[static_cast<int>(level)],
-                                Basename(file), line, message);
+  std::string out = FormatLine(level, file, line, message);
   std::lock_guard<std::mutex> lock(OutputMutex());
+  if (!PendingWarning().empty()) {
+    out.insert(0, PendingWarning());
+    PendingWarning().clear();
+  }
   std::fwrite(out.data(), 1, out.size(), stderr);
   std::fflush(stderr);
 }
@@ -84,6 +98,16 @@ StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
   return InvalidArgument("TESSERA_LOG: got '" + std::string(text) +
                          "', must be one of error, warn, info, debug or 0-3");
 }
+
+namespace {
+
+std::string FormatLine(LogLevel level, const char* file, int line, std::string_view message) {
+  static constexpr char kTag[] = {'E', 'W', 'I', 'D'};
+  return fmt::format("tessera {} {}:{}: {}\n", kTag[static_cast<int>(level)], Basename(file), line,
+                     message);
+}
+
+}  // namespace
 
 LogLevel GetLogLevel() { return static_cast<LogLevel>(internal::InitLogThreshold()); }
 

@@ -5,8 +5,10 @@
 // level is at or above the threshold's severity. The threshold comes from the environment
 // variable TESSERA_LOG, read once at the first log statement: a name (error, warn, warning,
 // info, debug; any case) or a number 0-3 (0 = error ... 3 = debug). Unset or empty means
-// kWarn; an invalid value is reported once on stderr and kWarn is kept. SetLogLevel
-// overrides it (tests, a --verbose flag).
+// kWarn; an invalid value is reported once on stderr, just before the first line the log
+// writes, and kWarn is kept (a run whose log stays silent, say one whose only statements are
+// disabled debug ones, says nothing about it: a command that fails still prints one line).
+// SetLogLevel overrides it (tests, a --verbose flag).
 //
 //   TLOG(kDebug, "ecf: {} vars, lb {:.4f}", vars, lb);   // fmt-style (fmt::format)
 //   TLOG_STREAM(kInfo) << "groups: " << n;                // ostream-style

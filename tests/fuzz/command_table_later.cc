@@ -211,6 +211,60 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
   bench_scale.keep = scale_keep;
   t.push_back(bench_scale);
 
+  // trace gen writes a seeded agentic trace (a few sessions in the bases; the options that size
+  // it are kept, since a fuzzed --sessions 100000 would write gigabytes); trace stats reads one.
+  SubcommandSpec trace_gen = Spec("gen", MpiUse::kNone, 2,
+                                  {{"--kind", K::kText, {}},
+                                   {"--seed", K::kUint, {}},
+                                   {"--sessions", K::kInt, {}},
+                                   {"--duration-s", K::kFloat, {}},
+                                   {"--mean-turns", K::kFloat, {}},
+                                   {"--burst-probability", K::kFloat, {}},
+                                   {"--burst-sessions", K::kInt, {}},
+                                   {"--burst-window-s", K::kFloat, {}},
+                                   {"--initial-context-median", K::kInt, {}},
+                                   {"--shared-prefix-tokens", K::kInt, {}},
+                                   {"--append-median", K::kInt, {}},
+                                   {"--output-median", K::kInt, {}},
+                                   {"--tool-gap-median-s", K::kFloat, {}},
+                                   {"--decode-ms-per-token", K::kFloat, {}},
+                                   {"--max-context-tokens", K::kInt, {}},
+                                   {"--out", K::kOutputFile, {}}});
+  trace_gen.group = "kernelflume trace";
+  trace_gen.bases = {
+      {"--seed", "1", "--sessions", "4", "--mean-turns", "4", "--out", out + "gen_trace.jsonl"},
+      {"--kind",
+       "tracelab-like",
+       "--seed",
+       "7",
+       "--sessions",
+       "6",
+       "--duration-s",
+       "30",
+       "--mean-turns",
+       "3",
+       "--burst-probability",
+       "0.5",
+       "--burst-sessions",
+       "3",
+       "--initial-context-median",
+       "20000",
+       "--max-context-tokens",
+       "65536",
+       "--out",
+       out + "gen_trace.jsonl.gz"}};
+  trace_gen.keep = {"--sessions", "--mean-turns", "--max-context-tokens",
+                    "--initial-context-median"};
+  t.push_back(trace_gen);
+  SubcommandSpec trace_stats = Spec("stats", MpiUse::kNone, 2,
+                                    {{"--trace", K::kInputFile, {}},
+                                     {"--lenient", K::kFlag, {}},
+                                     {"--json", K::kOutputFile, {}}});
+  trace_stats.group = "kernelflume trace";
+  trace_stats.bases = {{"--trace", s.kf_trace},
+                       {"--trace", s.kf_trace, "--lenient", "--json", out + "trace_stats.json"}};
+  t.push_back(trace_stats);
+
   // ---- elaswave ----
   // run starts a coordinator and worker processes: every option that sizes the job is kept
   // (a fuzzed --steps 1000000 would run for hours), the rest is fuzzed.

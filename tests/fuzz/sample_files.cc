@@ -161,6 +161,12 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
   s.tarot_scene = in + "tarot_scene.json";
   RETURN_IF_ERROR(Copy(scenes + "/scene_0000.json", s.tarot_scene));
 
+  s.kf_trace = in + "kf_trace.jsonl";
+  RETURN_IF_ERROR(Tessera(bin, root,
+                          {"trace", "gen", "--seed", "1", "--sessions", "3", "--mean-turns", "3",
+                           "--initial-context-median", "2000", "--out", s.kf_trace},
+                          "kernelflume"));
+
   // Awkward paths.
   s.dir = in + "a_folder";
   fs::create_directory(s.dir, ec);

@@ -2,7 +2,8 @@
 // Copies of the repository's data (a cluster preset, a device preset inlined into a cluster,
 // the hand-made 2-rank profile, the plan files `tessera zellige run` tests use) and files
 // tessera itself writes (`zellige plan --save-plan/--save-batch/--json`: a plan, a batch and
-// the model; `tarot scenes`: a scene's image and program), plus awkward paths: a folder, an empty
+// the model; `tarot scenes`: a scene's image and program; `kernelflume trace gen`: a small
+// request trace), plus awkward paths: a folder, an empty
 // file, a symlink loop, a dangling symlink, a symlink to an input, a missing file, a 300-character
 // file name.
 //
@@ -38,6 +39,7 @@ struct SampleFiles {
   std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
   std::string mix;                          // src/xema/serve/testdata/tiny_mix.json (xema loadgen)
   std::string tarot_image, tarot_scene;     // a refscenes scene (`tarot scenes`): PNG and JSON
+  std::string kf_trace;  // a small Mooncake-format trace (`kernelflume trace gen`), JSONL
 
   // Awkward paths (all inside root except the devices).
   std::string dir;               // an existing folder
