@@ -114,7 +114,8 @@ class WeightNode {
 
   // Copies sealed range `range_id` of a request to node `target` and repoints it there (see the
   // file comment); blocks until the new version is installed. FailedPrecondition for an open
-  // tail or an inactive target; the node's error (naming it) when the copy fails.
+  // tail, an inactive target, or a range whose appends are still on their way to the source
+  // (some or all of its tokens: try again); the node's error (naming it) when the copy fails.
   [[nodiscard]] core::Status MigrateRange(uint64_t request_id, uint64_t range_id, int32_t target);
   // Drains node `node_id` (see the file comment); blocks until it is retired or timeout_s.
   [[nodiscard]] core::Status DrainNode(int32_t node_id, double timeout_s);

@@ -272,6 +272,14 @@ Status WeightNode::MigrateRange(uint64_t request_id, uint64_t range_id, int32_t 
   const std::vector<std::byte> ask = Encode(ExportMsg{id, request_id, range_id});
   if (Status st = SendTo(source, kExport, ask, {}); !st.ok()) return finish(st);
   if (Status st = wait_for([](const Migration& m) { return m.exported; }, source); !st.ok()) {
+    if (st.code() == core::StatusCode::kNotFound) {
+      // A range sealed right after a step opened it: that step's first append is still on its
+      // way to the source (a drain seals tails while steps run). The caller retries.
+      st = core::FailedPrecondition(fmt::format(
+          "the source holds none of the range's {} tokens yet (its first appends are in flight: "
+          "{})",
+          tokens, st.message()));
+    }
     return finish(st);
   }
   RangeExportMsg where;

@@ -283,7 +283,7 @@ void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action) {
   d->add_option("--join-delay-s", death->bench.join_delay_s,
                 "start each replacement node this long after its kill (a diagnostic: the "
                 "others' gap without a join right at the kill)")
-      ->check(CLI::Range(0.0, 60.0))
+      ->transform(Number(0, 60))
       ->capture_default_str();
   d->callback([action, death, death_paths] {
     *action = Checked(death_paths, [death] { return RunDeath(*death); });
