@@ -47,12 +47,19 @@ models::LlamaConfig Llama8b() {
   return *m;
 }
 
+DecodeShape Shape(int64_t batch, int64_t context, int attn_nodes = 1, int weight_gpus = 1) {
+  DecodeShape s;
+  s.batch = batch;
+  s.context_tokens = context;
+  s.attn_nodes = attn_nodes;
+  s.weight_gpus = weight_gpus;
+  return s;
+}
+
 TEST(DecodeCostModelTest, OneNodeStepIsTheSumOfItsTerms) {
   const models::LlamaConfig m = Llama8b();
   const hw::Cluster c = HandCluster();
-  DecodeShape s;
-  s.batch = 4;
-  s.context_tokens = 10000;
+  DecodeShape s = Shape(4, 10000);
   auto r = ModelDecodeStep(m, c, s);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NEAR(r->weight_s, RefWeightLayer(m, 4), 1e-15);
@@ -74,9 +81,7 @@ TEST(DecodeCostModelTest, OneNodeStepIsTheSumOfItsTerms) {
 TEST(DecodeCostModelTest, MoreNodesSplitTheAttentionNotTheMessages) {
   const models::LlamaConfig m = Llama8b();
   const hw::Cluster c = HandCluster();
-  DecodeShape s;
-  s.batch = 16;
-  s.context_tokens = 32768;
+  DecodeShape s = Shape(16, 32768);
   auto one = ModelDecodeStep(m, c, s);
   s.attn_nodes = 4;
   auto four = ModelDecodeStep(m, c, s);
@@ -93,9 +98,7 @@ TEST(DecodeCostModelTest, MoreNodesSplitTheAttentionNotTheMessages) {
 TEST(DecodeCostModelTest, PingPongPaysOnlyWhenTheGemmsAreComputeBound) {
   const models::LlamaConfig m = Llama8b();
   const hw::Cluster c = HandCluster();
-  DecodeShape s;
-  s.batch = 512;
-  s.context_tokens = 1024;
+  DecodeShape s = Shape(512, 1024);
   auto r = ModelDecodeStep(m, c, s);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const double serial = r->kernelflume_s - r->lm_head_s;
@@ -116,10 +119,7 @@ TEST(DecodeCostModelTest, PingPongPaysOnlyWhenTheGemmsAreComputeBound) {
 TEST(DecodeCostModelTest, TensorParallelWeightsPayTwoAllReducesPerLayer) {
   const models::LlamaConfig m = Llama8b();
   const hw::Cluster c = HandCluster();
-  DecodeShape s;
-  s.batch = 8;
-  s.context_tokens = 1000;
-  s.weight_gpus = 4;
+  DecodeShape s = Shape(8, 1000, 1, 4);
   auto r = ModelDecodeStep(m, c, s);
   ASSERT_TRUE(r.ok());
   const double bytes = 8.0 * 4096 * 2;
@@ -129,10 +129,7 @@ TEST(DecodeCostModelTest, TensorParallelWeightsPayTwoAllReducesPerLayer) {
 
 TEST(DecodeCostModelTest, MemoryDecidesWhatFits) {
   const hw::Cluster c = HandCluster();
-  DecodeShape s;
-  s.batch = 32;
-  s.context_tokens = 32768;
-  s.attn_nodes = 4;
+  DecodeShape s = Shape(32, 32768, 4);
   auto r = ModelDecodeStep(Llama8b(), c, s);
   ASSERT_TRUE(r.ok());
   // 72 GB usable over 128 KiB per token; the instance keeps what the 16 GB of weights leave.
@@ -167,10 +164,7 @@ TEST(DecodeCostModelTest, AFleetOfInstancesHoldsTheKvAndBothArePriced) {
   hw::Cluster c = HandCluster();
   c.device.price_usd_per_hour = 3.6;  // 0.001 $ per GPU-second
   const models::LlamaConfig m = Llama8b();
-  DecodeShape s;
-  s.batch = 32;
-  s.context_tokens = 32768;
-  s.attn_nodes = 2;
+  DecodeShape s = Shape(32, 32768, 2);
   auto r = ModelDecodeStep(m, c, s);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->instances_feasible);
@@ -222,11 +216,7 @@ TEST(DecodeCostModelTest, PresetClustersGiveFiniteSteps) {
   for (const std::string& name : {std::string("h100x64"), std::string("a6000x32")}) {
     auto c = hw::ClusterPreset(name);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    DecodeShape s;
-    s.batch = 16;
-    s.context_tokens = 16384;
-    s.attn_nodes = 2;
-    auto r = ModelDecodeStep(Llama8b(), *c, s);
+    auto r = ModelDecodeStep(Llama8b(), *c, Shape(16, 16384, 2));
     ASSERT_TRUE(r.ok()) << name << ": " << r.status().ToString();
     EXPECT_GT(r->kernelflume_s, 0) << name;
     EXPECT_TRUE(std::isfinite(r->instance_s)) << name;
