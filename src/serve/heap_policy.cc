@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <malloc.h>
 
+#include "core/log.h"
+
 namespace tessera::serve {
 
 namespace {
@@ -30,9 +32,14 @@ core::Status ValidateHeapOptions(const HeapOptions& o) {
 
 core::Status ApplyHeapOptions(const HeapOptions& o) {
   RETURN_IF_ERROR(ValidateHeapOptions(o));
+  // A malloc that is not glibc's (a sanitizer's, jemalloc) refuses mallopt: the policy only
+  // shapes idle memory, so the server runs without it (said at info level).
   auto set = [](int param, int64_t value, const char* name) -> core::Status {
-    if (mallopt(param, static_cast<int>(value)) == 1) return core::Status::Ok();
-    return core::Internal(fmt::format("heap: glibc refused {} = {} (mallopt)", name, value));
+    if (mallopt(param, static_cast<int>(value)) != 1) {
+      TLOG(kInfo, "heap: malloc refused {} = {} (mallopt; not glibc's allocator?): not applied",
+           name, value);
+    }
+    return core::Status::Ok();
   };
   if (o.malloc_arenas > 0) RETURN_IF_ERROR(set(M_ARENA_MAX, o.malloc_arenas, "malloc_arenas"));
   if (o.trim_threshold_bytes > 0) {

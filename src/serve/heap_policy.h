@@ -22,7 +22,8 @@
 //
 // Units: bytes. Affects the whole process (a later call overrides an earlier one).
 // Errors: ValidateHeapOptions and ApplyHeapOptions return InvalidArgument naming the first bad
-// field; ApplyHeapOptions returns Internal when glibc refuses a setting.
+// field. A setting the allocator refuses (a sanitizer's or another malloc than glibc's) is
+// skipped and logged at info level, not an error: the policy shapes idle memory only.
 // Thread-safety: ApplyHeapOptions and ReleaseFreeHeap may be called from any thread.
 #pragma once
 
