@@ -127,9 +127,16 @@ core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
     r.kernelflume_pipelined_s =
         layers * std::max(w1 + w2, a1 + a2) + std::min(w1, a1) + r.lm_head_s;
   }
-  r.instance_attention_s =
-      r.kv_tokens_needed * r.kv_bytes_per_token / layers / w / cluster.device.mem_bw_bytes_per_s;
-  r.instance_s = layers * (r.weight_s + r.instance_attention_s) + r.lm_head_s;
+  // A whole instance's step with `rows` requests: the weights, then those requests' KV read on
+  // its own W GPUs (no message), then the LM head.
+  auto instance_step = [&](int64_t rows, double* attention_s) {
+    const double a = static_cast<double>(rows) * shape.context_tokens * r.kv_bytes_per_token /
+                     layers / w / cluster.device.mem_bw_bytes_per_s;
+    if (attention_s != nullptr) *attention_s = a;
+    return layers * (WeightSeconds(model, cluster, rows, w, nullptr) + a) +
+           hw::RooflineGemmSeconds(cluster.device, rows, CeilDiv(model.vocab, w), model.hidden);
+  };
+  r.instance_s = instance_step(shape.batch, &r.instance_attention_s);
   const double usd_per_gpu_s = cluster.device.price_usd_per_hour / 3600;
   const double b = static_cast<double>(shape.batch);
   r.kernelflume_usd_per_mtok = (w + shape.attn_nodes) * usd_per_gpu_s * r.kernelflume_s / b * 1e6;
@@ -139,12 +146,7 @@ core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
   r.instances = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(r.kv_tokens_needed / r.kv_tokens_per_instance)));
   r.instance_batch = CeilDiv(shape.batch, r.instances);
-  const double b_i = static_cast<double>(r.instance_batch);
-  r.instance_fleet_s = layers * (WeightSeconds(model, cluster, r.instance_batch, w, nullptr) +
-                                 b_i * shape.context_tokens * r.kv_bytes_per_token / layers / w /
-                                     cluster.device.mem_bw_bytes_per_s) +
-                       hw::RooflineGemmSeconds(cluster.device, r.instance_batch,
-                                               CeilDiv(model.vocab, w), model.hidden);
+  r.instance_fleet_s = instance_step(r.instance_batch, nullptr);
   r.instances_usd_per_mtok =
       static_cast<double>(r.instances) * w * usd_per_gpu_s * r.instance_fleet_s / b * 1e6;
   return r;
