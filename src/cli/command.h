@@ -72,6 +72,8 @@ void AddKernelFlumeAbuse(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeCost(CLI::App* kernelflume, Action* action);
 // Adds the `tessera kernelflume trace` group: `trace gen` and `trace stats`.
 void AddKernelFlumeTrace(CLI::App* kernelflume, Action* action);
+// `tessera kernelflume simulate`: the fleet simulator (kernelflume/fleet_sim.h).
+void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
 // Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
 void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);

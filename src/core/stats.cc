@@ -47,6 +47,31 @@ double Percentile(std::span<const double> values, double p) {
   return (1 - f) * v[lo] + f * v[lo + 1];
 }
 
+double WeightedPercentile(std::span<const double> values, std::span<const double> weights,
+                          double p) {
+  CHECK(p >= 0 && p <= 100) << "WeightedPercentile: p = " << p << ", must be in [0, 100]";
+  CHECK(values.size() == weights.size())
+      << "WeightedPercentile: " << values.size() << " values but " << weights.size() << " weights";
+  std::vector<size_t> order;
+  double total = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    CHECK(weights[i] >= 0) << "WeightedPercentile: weight " << weights[i];
+    if (weights[i] > 0) order.push_back(i);
+    total += weights[i];
+  }
+  if (total <= 0) return 0;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return values[a] != values[b] ? values[a] < values[b] : a < b;
+  });
+  const double target = p / 100 * total;
+  double sum = 0;
+  for (size_t i : order) {
+    sum += weights[i];
+    if (sum >= target) return values[i];
+  }
+  return values[order.back()];
+}
+
 double Median(std::span<const double> values) { return Percentile(values, 50); }
 
 StatusOr<PredictionError> ComparePredictions(const std::vector<double>& predicted,

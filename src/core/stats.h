@@ -35,6 +35,11 @@ struct MinMedianMax {
 MinMedianMax SummarizeMinMedianMax(std::span<const double> values);
 // p in [0, 100] (CHECKed).
 double Percentile(std::span<const double> values, double p);
+// The weighted nearest-rank percentile: the smallest value v such that the samples <= v carry
+// at least p / 100 of the total weight (p = 0: the smallest value with weight > 0). Weights are
+// >= 0 and parallel to the values (CHECKed); 0 when the total weight is 0.
+double WeightedPercentile(std::span<const double> values, std::span<const double> weights,
+                          double p);
 
 struct PredictionError {
   int count = 0;

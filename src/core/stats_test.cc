@@ -120,5 +120,40 @@ TEST(StatsTest, PredictionErrorRejectsBadInput) {
   EXPECT_EQ(MeanAbsoluteError({1}, {}).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(StatsTest, WeightedPercentileHandWorked) {
+  const std::vector<double> v = {3, 1, 2, 10};
+  const std::vector<double> w = {1, 1, 1, 0};  // 10 carries no weight
+  EXPECT_EQ(WeightedPercentile(v, w, 0), 1);
+  EXPECT_EQ(WeightedPercentile(v, w, 33), 1);
+  EXPECT_EQ(WeightedPercentile(v, w, 34), 2);
+  EXPECT_EQ(WeightedPercentile(v, w, 100), 3);
+  // Weight 98 on 5 and 1 each on 1 and 100: p99 is 5, p99.5 is 100.
+  const std::vector<double> v2 = {5, 1, 100}, w2 = {98, 1, 1};
+  EXPECT_EQ(WeightedPercentile(v2, w2, 50), 5);
+  EXPECT_EQ(WeightedPercentile(v2, w2, 99), 5);
+  EXPECT_EQ(WeightedPercentile(v2, w2, 99.5), 100);
+  EXPECT_EQ(WeightedPercentile(std::vector<double>{}, std::vector<double>{}, 50), 0);
+}
+
+TEST(StatsTest, WeightedPercentileMatchesRepeatedSamples) {
+  // Integer weights are the same as repeating each value: nearest rank on the expanded sample.
+  Rng rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<double> v, w, expanded;
+    for (int i = 0; i < 15; ++i) {
+      v.push_back(static_cast<double>(rng.Below(41)));
+      w.push_back(static_cast<double>(rng.Below(6)));
+      for (int k = 0; k < static_cast<int>(w.back()); ++k) expanded.push_back(v.back());
+    }
+    std::sort(expanded.begin(), expanded.end());
+    for (double p : {1.0, 25.0, 50.0, 90.0, 99.0, 100.0}) {
+      if (expanded.empty()) continue;
+      const size_t rank = static_cast<size_t>(std::ceil(p / 100 * expanded.size()));
+      EXPECT_EQ(WeightedPercentile(v, w, p), expanded[std::max<size_t>(rank, 1) - 1])
+          << "round " << round << " p " << p;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::core

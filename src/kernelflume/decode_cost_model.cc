@@ -47,13 +47,14 @@ double WeightSeconds(const models::LlamaConfig& m, const hw::Cluster& c, int64_t
   return LinearsSeconds(m, c.device, rows, w) + ar;
 }
 
-// Attention (read every KV byte once) plus the queries' round trip, on the busiest node.
-double AttentionAndCommSeconds(const models::LlamaConfig& m, const hw::Cluster& c, int64_t batch,
-                               int64_t context, int nodes, double* attention_s, double* comm_s) {
+// Attention (read every KV byte once) plus the queries' round trip, on the busiest node, for
+// `batch` requests holding `kv_tokens` tokens in all, spread over `nodes` `attn`s.
+double AttentionAndCommSeconds(const models::LlamaConfig& m, const hw::Cluster& c,
+                               const hw::Device& attn, int64_t batch, double kv_tokens, int nodes,
+                               double* attention_s, double* comm_s) {
   if (batch <= 0) return 0;
   const double kv_per_token = static_cast<double>(m.KvBytesPerToken(2)) / m.num_layers;
-  const double tokens = static_cast<double>(batch) * context / nodes;
-  const double a = tokens * kv_per_token / c.device.mem_bw_bytes_per_s;
+  const double a = kv_tokens / nodes * kv_per_token / attn.mem_bw_bytes_per_s;
   // Every request queries every node (a long request's ranges span the pool): one message per
   // node and layer carrying the batch's queries, answered with outputs and LSEs.
   const double per_request = m.num_heads * m.head_dim * kBf16Bytes * 2 + m.num_heads * kLseBytes;
@@ -63,7 +64,98 @@ double AttentionAndCommSeconds(const models::LlamaConfig& m, const hw::Cluster& 
   return a + comm;
 }
 
+double LmHeadSeconds(const models::LlamaConfig& m, const hw::Device& d, int64_t rows, int w) {
+  return hw::RooflineGemmSeconds(d, rows, CeilDiv(m.vocab, w), m.hidden);
+}
+
 }  // namespace
+
+double KernelFlumeStepSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                              const hw::Device& attn_device, const FleetStep& step,
+                              bool pipelined) {
+  if (step.batch <= 0) return 0;
+  const int w = step.weight_gpus, n = std::max(1, step.attn_nodes);
+  const double lm = LmHeadSeconds(model, cluster.device, step.batch, w);
+  const int64_t b1 = (step.batch + 1) / 2, b2 = step.batch / 2;
+  if (!pipelined || b2 == 0) {
+    return model.num_layers * (WeightSeconds(model, cluster, step.batch, w, nullptr) +
+                               AttentionAndCommSeconds(model, cluster, attn_device, step.batch,
+                                                       step.kv_tokens, n, nullptr, nullptr)) +
+           lm;
+  }
+  // The halves split the KV by their request counts (balanced by attention tokens).
+  const double kv1 = step.kv_tokens * static_cast<double>(b1) / step.batch;
+  const double w1 = WeightSeconds(model, cluster, b1, w, nullptr);
+  const double w2 = WeightSeconds(model, cluster, b2, w, nullptr);
+  const double a1 =
+      AttentionAndCommSeconds(model, cluster, attn_device, b1, kv1, n, nullptr, nullptr);
+  const double a2 = AttentionAndCommSeconds(model, cluster, attn_device, b2, step.kv_tokens - kv1,
+                                            n, nullptr, nullptr);
+  return model.num_layers * std::max(w1 + w2, a1 + a2) + std::min(w1, a1) + lm;
+}
+
+double InstanceStepSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                           const FleetStep& step, double* attention_s) {
+  if (step.batch <= 0) return 0;
+  const int w = step.weight_gpus;
+  const double a = step.kv_tokens * static_cast<double>(model.KvBytesPerToken(2)) /
+                   model.num_layers / w / cluster.device.mem_bw_bytes_per_s;
+  if (attention_s != nullptr) *attention_s = a;
+  return model.num_layers * (WeightSeconds(model, cluster, step.batch, w, nullptr) + a) +
+         LmHeadSeconds(model, cluster.device, step.batch, w);
+}
+
+double KernelFlumePrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                                 const hw::Device& attn_device, int64_t new_tokens,
+                                 int64_t cached_tokens, int attn_nodes, int weight_gpus) {
+  if (new_tokens <= 0) return 0;
+  const int w = weight_gpus, n = std::max(1, attn_nodes);
+  const hw::Device& d = cluster.device;
+  const double hd = static_cast<double>(model.num_heads * model.head_dim);
+  const double nt = static_cast<double>(new_tokens);
+  // Chunks: q full ones of C tokens and a last one of r (closed forms of the sums).
+  const double c = static_cast<double>(kPrefillChunkTokens);
+  const double q = std::floor(nt / c), r = nt - q * c;
+  const double chunks = q + (r > 0 ? 1 : 0);
+  const double self_pairs = q * c * (c + 1) / 2 + r * (r + 1) / 2;
+  // Chunk k (0-based) of size s_k attends cached + k C earlier tokens.
+  const double cached = static_cast<double>(cached_tokens);
+  const double hist_pairs = nt * cached + c * c * q * (q - 1) / 2 + r * q * c;
+  const double hist_tokens_read = chunks * cached + c * q * (q - 1) / 2 + (r > 0 ? q * c : 0);
+  const double self_s =
+      4.0 * hd * self_pairs / w / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency);
+  const double hist_bytes = hist_tokens_read * model.KvBytesPerToken(2) / model.num_layers / n;
+  const double hist_s =
+      hist_pairs <= 0
+          ? 0
+          : std::max(4.0 * hd * hist_pairs / n /
+                         (attn_device.PeakFlops(hw::Dtype::kBF16) * attn_device.compute_efficiency),
+                     hist_bytes / attn_device.mem_bw_bytes_per_s) +
+                chunks * cluster.inter.latency_s +
+                nt * (hd * kBf16Bytes * 2 + model.num_heads * kLseBytes) /
+                    cluster.inter.bw_bytes_per_s;
+  return model.num_layers *
+             (WeightSeconds(model, cluster, new_tokens, w, nullptr) + self_s + hist_s) +
+         LmHeadSeconds(model, d, 1, w);
+}
+
+double PrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                      int64_t new_tokens, int64_t cached_tokens, int weight_gpus) {
+  if (new_tokens <= 0) return 0;
+  const int w = weight_gpus;
+  const hw::Device& d = cluster.device;
+  // Scores and weighted values: 2 GEMMs of 2 FLOPs per multiply-add, each new token against the
+  // cached tokens and (causally) the new ones before it.
+  const double pairs = static_cast<double>(new_tokens) *
+                       (static_cast<double>(cached_tokens) + (new_tokens + 1) / 2.0);
+  const double flops = 4.0 * model.num_heads * model.head_dim * pairs / w;
+  const double kv_read =
+      static_cast<double>(cached_tokens) * model.KvBytesPerToken(2) / model.num_layers / w;
+  const double attention = std::max(flops / (d.PeakFlops(hw::Dtype::kBF16) * d.compute_efficiency),
+                                    kv_read / d.mem_bw_bytes_per_s);
+  return model.num_layers * (WeightSeconds(model, cluster, new_tokens, w, nullptr) + attention) +
+         LmHeadSeconds(model, d, 1, w);
+}
 
 core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
                                                const hw::Cluster& cluster,
@@ -107,34 +199,19 @@ core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
         shape.batch, shape.context_tokens, shape.attn_nodes, r.kv_tokens_needed / shape.attn_nodes,
         cluster.device.name, r.kv_tokens_per_attn_node));
   }
-  const int64_t layers = model.num_layers;
   r.weight_s = WeightSeconds(model, cluster, shape.batch, w, &r.allreduce_s);
-  const double ac = AttentionAndCommSeconds(model, cluster, shape.batch, shape.context_tokens,
-                                            shape.attn_nodes, &r.attention_s, &r.comm_s);
-  r.lm_head_s =
-      hw::RooflineGemmSeconds(cluster.device, shape.batch, CeilDiv(model.vocab, w), model.hidden);
-  r.kernelflume_s = layers * (r.weight_s + ac) + r.lm_head_s;
-  const int64_t b1 = (shape.batch + 1) / 2, b2 = shape.batch / 2;
-  if (b2 == 0) {
-    r.kernelflume_pipelined_s = r.kernelflume_s;
-  } else {
-    const double w1 = WeightSeconds(model, cluster, b1, w, nullptr);
-    const double w2 = WeightSeconds(model, cluster, b2, w, nullptr);
-    const double a1 = AttentionAndCommSeconds(model, cluster, b1, shape.context_tokens,
-                                              shape.attn_nodes, nullptr, nullptr);
-    const double a2 = AttentionAndCommSeconds(model, cluster, b2, shape.context_tokens,
-                                              shape.attn_nodes, nullptr, nullptr);
-    r.kernelflume_pipelined_s =
-        layers * std::max(w1 + w2, a1 + a2) + std::min(w1, a1) + r.lm_head_s;
-  }
+  AttentionAndCommSeconds(model, cluster, cluster.device, shape.batch, r.kv_tokens_needed,
+                          shape.attn_nodes, &r.attention_s, &r.comm_s);
+  r.lm_head_s = LmHeadSeconds(model, cluster.device, shape.batch, w);
+  const FleetStep step{shape.batch, r.kv_tokens_needed, shape.attn_nodes, w};
+  r.kernelflume_s = KernelFlumeStepSeconds(model, cluster, cluster.device, step, false);
+  r.kernelflume_pipelined_s = KernelFlumeStepSeconds(model, cluster, cluster.device, step, true);
   // A whole instance's step with `rows` requests: the weights, then those requests' KV read on
   // its own W GPUs (no message), then the LM head.
   auto instance_step = [&](int64_t rows, double* attention_s) {
-    const double a = static_cast<double>(rows) * shape.context_tokens * r.kv_bytes_per_token /
-                     layers / w / cluster.device.mem_bw_bytes_per_s;
-    if (attention_s != nullptr) *attention_s = a;
-    return layers * (WeightSeconds(model, cluster, rows, w, nullptr) + a) +
-           hw::RooflineGemmSeconds(cluster.device, rows, CeilDiv(model.vocab, w), model.hidden);
+    return InstanceStepSeconds(
+        model, cluster, FleetStep{rows, static_cast<double>(rows) * shape.context_tokens, 1, w},
+        attention_s);
   };
   r.instance_s = instance_step(shape.batch, &r.instance_attention_s);
   const double usd_per_gpu_s = cluster.device.price_usd_per_hour / 3600;

@@ -86,6 +86,44 @@ struct DecodeStepCost {
   double instances_usd_per_mtok = 0;
 };
 
+// The step formulas above without the shape and memory checks, for a caller that places the KV
+// itself (the fleet simulator): `batch` requests holding `kv_tokens` tokens in all (a request
+// need not hold the same share), attention nodes of `attn_device` (a cheaper SKU than the
+// cluster's; the cluster's device otherwise). 0 for an empty batch. The caller keeps
+// 1 <= weight_gpus and attn_nodes >= 1.
+struct FleetStep {
+  int64_t batch = 0;
+  double kv_tokens = 0;
+  int attn_nodes = 1;
+  int weight_gpus = 1;
+};
+double KernelFlumeStepSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                              const hw::Device& attn_device, const FleetStep& step, bool pipelined);
+// attention_s (optional): the per-layer KV read.
+double InstanceStepSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                           const FleetStep& step, double* attention_s = nullptr);
+// Prefill of `new_tokens` after `cached_tokens` already in KV, on W GPUs (the same for an
+// instance and a weight node: its history attention is priced on the weight GPUs):
+//   sum_l (t_w(new_tokens) + max(4 heads head_dim new (cached + (new + 1) / 2) / W / achieved
+//          bf16 FLOP/s, cached KV bytes of the layer / W / mem_bw)) + LM head of one row.
+double PrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                      int64_t new_tokens, int64_t cached_tokens, int weight_gpus);
+// KernelFlume's prefill (the query-first path of the spec): the prompt goes in chunks of C =
+// kPrefillChunkTokens; the weight node runs the linears and each chunk's causal self-attention;
+// each chunk's history (the cached tokens and the earlier chunks, already appended) is attended
+// on the attention nodes, spread over `attn_nodes` `attn_device`s, its queries and outputs
+// crossing the inter link:
+//   sum_l (t_w(new) + self / W + max(hist FLOPs / (N x achieved), history KV bytes read of the
+//          layer / (N x mem_bw)) + chunks x inter.latency + new x (q + o + lse bytes) / inter.bw)
+//   + LM head of one row,
+// self = 4 heads head_dim x sum over chunks of c (c + 1) / 2 FLOPs / achieved;
+// hist = 4 heads head_dim x sum over chunks of c x (cached + tokens of earlier chunks); the
+// history KV is read once per chunk.
+inline constexpr int64_t kPrefillChunkTokens = 512;
+double KernelFlumePrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
+                                 const hw::Device& attn_device, int64_t new_tokens,
+                                 int64_t cached_tokens, int attn_nodes, int weight_gpus);
+
 core::StatusOr<DecodeStepCost> ModelDecodeStep(const models::LlamaConfig& model,
                                                const hw::Cluster& cluster,
                                                const DecodeShape& shape);

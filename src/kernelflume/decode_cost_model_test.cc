@@ -212,6 +212,50 @@ TEST(DecodeCostModelTest, RefusesEachBadShapeByName) {
   refused(s, "weight_gpus");
 }
 
+// KernelFlume's chunked prefill against a plain loop over the chunks, and the whole-instance
+// prefill against its formula, on seeded token counts.
+TEST(DecodeCostModelTest, ChunkedPrefillMatchesALoopOverItsChunks) {
+  const models::LlamaConfig m = Llama8b();
+  const hw::Cluster c = HandCluster();
+  const double hd = static_cast<double>(m.num_heads * m.head_dim);
+  const double kv_layer_token = static_cast<double>(m.KvBytesPerToken(2)) / m.num_layers;
+  const double qol = hd * 2 * 2 + m.num_heads * 4.0;  // q + o (bf16) + lse (fp32) per token
+  uint64_t x = 12345;
+  for (int round = 0; round < 30; ++round) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int64_t fresh = 1 + static_cast<int64_t>((x >> 33) % 5000);
+    const int64_t cached = round % 3 == 0 ? 0 : static_cast<int64_t>((x >> 13) % 200000);
+    const int nodes = 1 + round % 4;
+    double self = 0, hist = 0, read = 0, chunks = 0;
+    for (int64_t start = 0; start < fresh; start += kPrefillChunkTokens) {
+      const double len = static_cast<double>(std::min(kPrefillChunkTokens, fresh - start));
+      const double before = static_cast<double>(cached + start);
+      self += 4 * hd * len * (len + 1) / 2;
+      hist += 4 * hd * len * before;
+      read += before;
+      chunks += 1;
+    }
+    const double hist_s =
+        hist == 0 ? 0
+                  : std::max(hist / nodes / 200e12, read * kv_layer_token / nodes / 2e12) +
+                        chunks * 10e-6 + fresh * qol / 50e9;
+    const double want =
+        m.num_layers * (RefWeightLayer(m, static_cast<double>(fresh)) + self / 200e12 + hist_s) +
+        RefGemm(1, m.vocab, m.hidden);
+    const double got = KernelFlumePrefillSeconds(m, c, c.device, fresh, cached, nodes, 1);
+    EXPECT_NEAR(got, want, 1e-9 * want) << "new " << fresh << " cached " << cached;
+    // A whole instance attends the history itself (FLOPs or the KV read, whichever is slower).
+    const double pairs = fresh * (cached + (fresh + 1) / 2.0);
+    const double inst =
+        m.num_layers * (RefWeightLayer(m, static_cast<double>(fresh)) +
+                        std::max(4 * hd * pairs / 200e12, cached * kv_layer_token / 2e12)) +
+        RefGemm(1, m.vocab, m.hidden);
+    EXPECT_NEAR(PrefillSeconds(m, c, fresh, cached, 1), inst, 1e-9 * inst);
+  }
+  EXPECT_EQ(KernelFlumePrefillSeconds(m, c, c.device, 0, 1000, 1, 1), 0);
+  EXPECT_EQ(PrefillSeconds(m, c, 0, 1000, 1), 0);
+}
+
 TEST(DecodeCostModelTest, PresetClustersGiveFiniteSteps) {
   for (const std::string& name : {std::string("h100x64"), std::string("a6000x32")}) {
     auto c = hw::ClusterPreset(name);
