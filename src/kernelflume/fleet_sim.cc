@@ -47,6 +47,7 @@ Status ValidateFleetSimOptions(const FleetSimOptions& o) {
   RETURN_IF_ERROR(positive("window_s", o.window_s));
   RETURN_IF_ERROR(positive("chunk_s", o.chunk_s));
   RETURN_IF_ERROR(positive("cache_ttl_s", o.cache_ttl_s));
+  RETURN_IF_ERROR(positive("attn_price_factor", o.attn_price_factor));
   RETURN_IF_ERROR(positive("dram_bytes_per_s", o.dram_bytes_per_s));
   RETURN_IF_ERROR(positive("ssd_bytes_per_s", o.ssd_bytes_per_s));
   for (auto [name, v] :
@@ -76,6 +77,7 @@ struct Request {
   int64_t cached = 0;        // prompt tokens the admission found cached
   bool reuse_prefix = true;  // false after a preemption (recompute)
   double first_token_s = -1;
+  double entered_s = 0;  // when it joined the queue (after any hold)
   int group = -1;
   std::vector<int> dependents;  // later turns of the session, held until this one finishes
 };
@@ -328,7 +330,8 @@ int FleetSim::AddNode(Tier tier, double now, bool warm_at_zero) {
   node.start_s = now;
   const bool weights = tier != Tier::kAttention;
   node.gpus = weights ? o_.weight_gpus : 1;
-  node.usd_per_gpu_s = (weights ? cluster_.device : AttnDevice()).price_usd_per_hour / 3600;
+  node.usd_per_gpu_s = weights ? cluster_.device.price_usd_per_hour / 3600
+                               : AttnDevice().price_usd_per_hour * o_.attn_price_factor / 3600;
   node.capacity = tier == Tier::kWeight ? o_.max_batch : node_capacity_;
   // The machine with room, preferring one that loaded the model (warm), then the emptiest.
   int best = 0;
@@ -664,7 +667,7 @@ void FleetSim::GroupDone(int gi, int64_t steps, double step_s) {
       Request& rq = reqs_[i];
       if (rq.first_token_s < 0) {
         rq.first_token_s = now;
-        ttft_s_.push_back(now - rq.t->timestamp_ms / 1e3);
+        ttft_s_.push_back(now - rq.entered_s);
       }
       rq.left--;
       rq.kv++;
@@ -727,7 +730,8 @@ void FleetSim::Arrive(int i) {
 }
 
 void FleetSim::Enter(int i) {
-  const Request& rq = reqs_[i];
+  Request& rq = reqs_[i];
+  rq.entered_s = q_.now_s();
   if (rq.t->input_length + rq.t->output_length > largest_request_) {
     r_.rejected++;
     Complete(i);
@@ -832,6 +836,19 @@ core::StatusOr<FleetRunResult> SimulateFleet(const std::vector<workload::TraceRe
                                              core::TraceWriter* perfetto) {
   RETURN_IF_ERROR(ValidateFleetSimOptions(options));
   if (trace.empty()) return core::InvalidArgument("trace: no request");
+  // Bound the bookkeeping: windows and ticks over the trace's span (its runs end later, but a
+  // run that outlasts its trace 100-fold is already a saturated fleet).
+  const double span_s = trace.back().timestamp_ms / 1e3 + 3600;
+  if (span_s / options.window_s > 1e6) {
+    return core::InvalidArgument(fmt::format(
+        "window_s: got {}, must give at most 1e6 windows over the trace's {:.0f} s (+1 h)",
+        options.window_s, span_s));
+  }
+  if (span_s / options.tick_s > 1e7) {
+    return core::InvalidArgument(
+        fmt::format("tick_s: got {}, must give at most 1e7 ticks over the trace's {:.0f} s (+1 h)",
+                    options.tick_s, span_s));
+  }
   if (!options.attn_device.name.empty()) RETURN_IF_ERROR(hw::Validate(options.attn_device));
   FleetSim sim(trace, model, cluster, system, options, perfetto);
   return sim.Run();

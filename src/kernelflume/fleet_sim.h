@@ -54,7 +54,8 @@
 // skipped.
 // min_nodes start warm at time 0.
 // Output: cost = sum over nodes of GPU seconds (from the start request to release or the end of
-// the run) x price per GPU-hour / 3600 (attention nodes: attn_device's price); USD per million
+// the run) x price per GPU-hour / 3600 (attention nodes: attn_device's price x
+// attn_price_factor); USD per million
 // output tokens = cost / (output tokens of completed requests / 1e6). TPOT samples are
 // token-weighted inter-token gaps, each step's tokens in the window of the step's end; p50/p99
 // are weighted nearest-rank percentiles (core::WeightedPercentile).
@@ -82,13 +83,14 @@ enum class FleetSystem { kKernelFlume, kServerlessLlm };
 const char* FleetSystemName(FleetSystem s);  // "kernelflume", "serverlessllm"
 
 struct FleetSimOptions {
-  int max_gpus = 0;          // the fleet: the cluster's first max_gpus GPUs (0: all)
-  int weight_gpus = 1;       // tensor-parallel GPUs of a weight node and of an instance
-  int weight_nodes = 1;      // kernelflume's weight nodes always on (started warm)
-  int max_weight_nodes = 0;  // kernelflume's weight nodes at most (0: what the cluster holds)
-  int64_t max_batch = 256;   // requests decoding together per weight node or instance
-  bool pipelined = true;     // kernelflume: two ping-ponged micro-batches
-  hw::Device attn_device;    // kernelflume attention-node SKU; empty name: the cluster's
+  int max_gpus = 0;              // the fleet: the cluster's first max_gpus GPUs (0: all)
+  int weight_gpus = 1;           // tensor-parallel GPUs of a weight node and of an instance
+  int weight_nodes = 1;          // kernelflume's weight nodes always on (started warm)
+  int max_weight_nodes = 0;      // kernelflume's weight nodes at most (0: what the cluster holds)
+  int64_t max_batch = 256;       // requests decoding together per weight node or instance
+  bool pipelined = true;         // kernelflume: two ping-ponged micro-batches
+  hw::Device attn_device;        // kernelflume attention-node SKU; empty name: the cluster's
+  double attn_price_factor = 1;  // an attention GPU is billed at this x its price (spot, ...)
   AutoscalerOptions autoscaler{.kv_high = 0.85,
                                .kv_low = 0.4,
                                .util_high = 1,
@@ -129,7 +131,8 @@ struct FleetRunResult {
   int gpus_max = 0;
   double end_s = 0;  // the last completion
   double gpu_hours = 0, cost_usd = 0, usd_per_mtok = 0;
-  double tpot_p50_ms = 0, tpot_p99_ms = 0, ttft_p50_s = 0, ttft_p99_s = 0;
+  double tpot_p50_ms = 0, tpot_p99_ms = 0;
+  double ttft_p50_s = 0, ttft_p99_s = 0;  // from joining the queue (a held turn: its release)
   // max / min of the window p99 over windows with at least 1% of the mean window's tokens.
   double p99_flatness = 0;
   std::vector<FleetWindow> windows;

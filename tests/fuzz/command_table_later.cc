@@ -116,6 +116,47 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                    {"--model", "llama-3.1-70b", "--cluster", "a6000x32", "--weight-gpus", "4",
                     "--batch", "8", "--context", "4096", "--json", out + "kf_cost.json"}};
   t.push_back(kf_cost);
+  // simulate runs the fleet simulator over a trace: the bases simulate a few generated sessions
+  // or the sample trace; the options that size the trace are kept.
+  SubcommandSpec kf_sim = Spec("simulate", MpiUse::kNone, 2,
+                               {{"--trace", K::kInputFile, {}},
+                                {"--sessions", K::kInt, {}},
+                                {"--duration-s", K::kFloat, {}},
+                                {"--seed", K::kUint, {}},
+                                {"--model", K::kInputFile, {}},
+                                {"--cluster", K::kInputFile, {}},
+                                {"--system", K::kText, {}},
+                                {"--attn-device", K::kText, {}},
+                                {"--max-gpus", K::kInt, {}},
+                                {"--attn-price-factor", K::kFloat, {}},
+                                {"--weight-gpus", K::kInt, {}},
+                                {"--weight-nodes", K::kInt, {}},
+                                {"--max-weight-nodes", K::kInt, {}},
+                                {"--max-batch", K::kInt, {}},
+                                {"--no-pipeline", K::kFlag, {}},
+                                {"--kv-high", K::kFloat, {}},
+                                {"--kv-low", K::kFloat, {}},
+                                {"--keep-alive-s", K::kFloat, {}},
+                                {"--min-nodes", K::kInt, {}},
+                                {"--max-nodes", K::kInt, {}},
+                                {"--attn-start-s", K::kFloat, {}},
+                                {"--instance-init-s", K::kFloat, {}},
+                                {"--dram-bytes-per-s", K::kFloat, {}},
+                                {"--ssd-bytes-per-s", K::kFloat, {}},
+                                {"--cache-ttl-s", K::kFloat, {}},
+                                {"--tick-s", K::kFloat, {}},
+                                {"--max-context", K::kInt, {}},
+                                {"--window-s", K::kFloat, {}},
+                                {"--json", K::kOutputFile, {}},
+                                {"--trace-out", K::kOutputFile, {}},
+                                {"--plot", K::kOutputFile, {}}});
+  kf_sim.group = "kernelflume";
+  kf_sim.bases = {{"--sessions", "3", "--duration-s", "60", "--max-context", "200000"},
+                  {"--trace", s.kf_trace, "--cluster", "a6000x32", "--max-gpus", "8", "--system",
+                   "kernelflume", "--attn-device", "rtx-4090-24gb", "--json", out + "kf_sim.json",
+                   "--trace-out", out + "kf_sim_trace.json"}};
+  kf_sim.keep = {"--sessions", "--duration-s", "--max-context", "--trace"};
+  t.push_back(kf_sim);
   // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
   // drops --transport) and times a few decode steps: the options that size the run are kept.
   SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,

@@ -211,11 +211,19 @@ void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action) {
                 "8-GPU node)")
       ->transform(Integer(0, 1 << 20))
       ->capture_default_str();
+  c->add_option("--attn-price-factor", o.attn_price_factor,
+                "bill an attention GPU at this times its price (spot or a cheaper tier)")
+      ->check(Number(1e-3, 1e3))
+      ->capture_default_str();
   c->add_option("--weight-gpus", o.weight_gpus, "tensor-parallel GPUs of a weight node or instance")
       ->transform(Integer(1, 64))
       ->capture_default_str();
   c->add_option("--weight-nodes", o.weight_nodes, "KernelFlume's weight nodes (always on)")
       ->transform(Integer(1, 64))
+      ->capture_default_str();
+  c->add_option("--max-weight-nodes", o.max_weight_nodes,
+                "KernelFlume's weight nodes at most (0: what the cluster holds)")
+      ->transform(Integer(0, 64))
       ->capture_default_str();
   c->add_option("--max-batch", o.max_batch, "requests decoding together per weight node/instance")
       ->transform(Integer(1, 1 << 20))
@@ -246,11 +254,12 @@ void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action) {
                 "an instance's start beyond loading its weights")
       ->check(Number(0, 3600))
       ->capture_default_str();
-  c->add_option("--dram-gbps", o.dram_bytes_per_s,
+  c->add_option("--dram-bytes-per-s", o.dram_bytes_per_s,
                 "weight loading from host DRAM (warm start), bytes/s")
       ->check(Number(1e6, 1e13))
       ->capture_default_str();
-  c->add_option("--ssd-gbps", o.ssd_bytes_per_s, "weight loading from SSD (cold start), bytes/s")
+  c->add_option("--ssd-bytes-per-s", o.ssd_bytes_per_s,
+                "weight loading from SSD (cold start), bytes/s")
       ->check(Number(1e6, 1e13))
       ->capture_default_str();
   c->add_option("--cache-ttl-s", o.cache_ttl_s,
