@@ -716,7 +716,11 @@ void FleetSim::Arrive(int i) {
   int before = -1;
   for (int64_t b = static_cast<int64_t>(t.hash_ids.size()) - 1; b >= 0 && before < 0; --b) {
     auto it = in_flight_.find(t.hash_ids[b]);
-    if (it != in_flight_.end() && FullBlocks(*reqs_[it->second].t) == b + 1) before = it->second;
+    if (it == in_flight_.end() || FullBlocks(*reqs_[it->second].t) != b + 1) continue;
+    // A later turn holds the earlier turn's prompt and its answer; a request that only shares
+    // the blocks (a common system prompt) is not waiting for anything.
+    const workload::TraceRequest& p = *reqs_[it->second].t;
+    if (t.input_length >= p.input_length + p.output_length) before = it->second;
   }
   // In flight from now, held or not: a later turn waits for this one, not an earlier one.
   const int64_t blocks = FullBlocks(t);

@@ -14,7 +14,9 @@
 //
 // Requests, in both systems alike:
 //  - a request whose prompt starts with a request still in flight (its whole full-block list:
-//    the previous turn of an agentic session, whose answer the prompt contains) is held until
+//    the previous turn of an agentic session) and is at least that request's prompt + output
+//    long (it contains the answer; a request that merely shares a system prompt is not held)
+//    is held until
 //    that one finishes and arrives then (the trace's time is kept when later); the trace's
 //    times assume some decode speed, a slower system must not receive turns it has not
 //    answered yet;
