@@ -48,6 +48,10 @@ Status ValidateFleetSimOptions(const FleetSimOptions& o) {
   RETURN_IF_ERROR(positive("chunk_s", o.chunk_s));
   RETURN_IF_ERROR(positive("cache_ttl_s", o.cache_ttl_s));
   RETURN_IF_ERROR(positive("attn_price_factor", o.attn_price_factor));
+  if (!(o.tpot_target_ms >= 0 && std::isfinite(o.tpot_target_ms))) {
+    return core::InvalidArgument(
+        fmt::format("tpot_target_ms: got {}, must be >= 0", o.tpot_target_ms));
+  }
   RETURN_IF_ERROR(positive("dram_bytes_per_s", o.dram_bytes_per_s));
   RETURN_IF_ERROR(positive("ssd_bytes_per_s", o.ssd_bytes_per_s));
   for (auto [name, v] :
@@ -108,6 +112,7 @@ struct Group {
   double prefill_s = 0;         // finished prefills' time (the autoscaler's busy time)
   double prefill_start_s = -1;  // the running prefill's start; -1: none
   double busy_at_tick_s = 0;    // PrefillBusy at the last autoscaler tick
+  double slowest_step_s = 0;    // the slowest decode step since the last tick
   double PrefillBusy(double now) const {
     return prefill_s + (prefill_start_s >= 0 ? now - prefill_start_s : 0);
   }
@@ -419,6 +424,7 @@ void FleetSim::ScaleTier(Tier tier, Autoscaler& policy, double now) {
   // Each node's load as a share of what it can hold, in parts per million: the autoscaler's
   // "KV use" is then the tier's mean share (see the header).
   constexpr double kParts = 1e6;
+  const double tpot_target_s = o_.tpot_target_ms / 1e3;
   std::vector<WeightNode::NodeLoad> loads;
   double demand = 0;
   const Domain* pool = kf() ? &domains_[0] : nullptr;
@@ -433,6 +439,9 @@ void FleetSim::ScaleTier(Tier tier, Autoscaler& policy, double now) {
       share = pool->capacity > 0
                   ? static_cast<double>(pool->active + pool->cache.tokens()) / pool->capacity
                   : 0;
+      if (tpot_target_s > 0) {
+        for (const Group& g : groups_) share = std::max(share, g.slowest_step_s / tpot_target_s);
+      }
     } else if (node.ready) {
       Group& g = groups_[node.group];
       const double busy = g.PrefillBusy(now);
@@ -444,6 +453,9 @@ void FleetSim::ScaleTier(Tier tier, Autoscaler& policy, double now) {
               ? static_cast<double>(g.load()) / static_cast<double>(o_.max_batch)
               : static_cast<double>(domains_[g.domain].active + domains_[g.domain].cache.tokens()) /
                     node.capacity);
+      if (tier == Tier::kInstance && tpot_target_s > 0) {
+        share = std::max(share, g.slowest_step_s / tpot_target_s);
+      }
     }
     l.live_tokens = static_cast<int64_t>(share * kParts);
     demand += static_cast<double>(l.live_tokens);
@@ -505,6 +517,7 @@ void FleetSim::Tick() {
   } else {
     ScaleTier(Tier::kInstance, kv_policy_, now);
   }
+  for (Group& g : groups_) g.slowest_step_s = 0;
   q_.Schedule(now + o_.tick_s, kFleetTick, [this] { Tick(); });
 }
 
@@ -624,6 +637,7 @@ void FleetSim::StartGroup(int gi) {
   for (int i : g.running) reqs_[i].kv += k;
   d.active += b * k;
   g.busy = true;
+  g.slowest_step_s = std::max(g.slowest_step_s, step);
   q_.Schedule(now + k * step, kFleetStepDone, [this, gi, k, step] { GroupDone(gi, k, step); });
 }
 

@@ -44,27 +44,27 @@
 // load is a share of what it holds: attention node: the pool's KV use; weight node: max(its
 // requests / max_batch, the share of the last tick it spent prefilling); instance: max(its KV
 // use, its prefill share); KV use counts the cache (a session's KV between turns is worth
-// keeping). The policy's "KV use" is the tier's mean share with the queue's
-// demand added (a queued request: its prompt's KV over a node's capacity for attention nodes;
-// for weight nodes and instances the larger of that share (instances) or 1 / max_batch (weight
-// nodes) and its prefill time (uncached tokens; an instance's cache is not consulted) over a
-// tick), so kv_high, kv_low, keep_alive_s and cooldown_s act on every tier alike; utilisation is
-// not reported (util_high unused). Scale-in drains the emptiest node: a weight node or an
-// instance only when it runs nothing (an instance's cache is dropped); an attention node when
-// the rest holds the live KV (cache evicted to fit; its sealed ranges move for free: migration
-// is not priced). A node still starting is cancelled. A scale-out past the cluster's GPUs is
-// skipped.
-// min_nodes start warm at time 0.
-// Output: cost = sum over nodes of GPU seconds (from the start request to release or the end of
-// the run) x price per GPU-hour / 3600 (attention nodes: attn_device's price x
-// attn_price_factor); USD per million
-// output tokens = cost / (output tokens of completed requests / 1e6). TPOT samples are
-// token-weighted inter-token gaps, each step's tokens in the window of the step's end; p50/p99
-// are weighted nearest-rank percentiles (core::WeightedPercentile).
-// Errors: InvalidArgument naming the option; FailedPrecondition when the model's weights do not
-// fit `weight_gpus` GPUs, an instance has no room for KV, or the cluster cannot hold the weight
-// nodes and one attention node. Deterministic: the same inputs give the same result.
-// Not thread-safe per call; separate calls are independent.
+// keeping). With tpot_target_ms > 0, the slowest decode step since the last tick over the
+// target is a load too: of every attention node (the slowest weight node's step: more
+// attention nodes shorten it) and of an instance (its own step). That is the spec's "attention
+// time over its share of the TPOT target" trigger, applied to both systems. The policy's "KV use"
+// is the tier's mean share with the queue's demand added (a queued request: its prompt's KV over a
+// node's capacity for attention nodes; for weight nodes and instances the larger of that share
+// (instances) or 1 / max_batch (weight nodes) and its prefill time (uncached tokens; an instance's
+// cache is not consulted) over a tick), so kv_high, kv_low, keep_alive_s and cooldown_s act on
+// every tier alike; utilisation is not reported (util_high unused). Scale-in drains the emptiest
+// node: a weight node or an instance only when it runs nothing (an instance's cache is dropped); an
+// attention node when the rest holds the live KV (cache evicted to fit; its sealed ranges move for
+// free: migration is not priced). A node still starting is cancelled. A scale-out past the
+// cluster's GPUs is skipped. min_nodes start warm at time 0. Output: cost = sum over nodes of GPU
+// seconds (from the start request to release or the end of the run) x price per GPU-hour / 3600
+// (attention nodes: attn_device's price x attn_price_factor); USD per million output tokens = cost
+// / (output tokens of completed requests / 1e6). TPOT samples are token-weighted inter-token gaps,
+// each step's tokens in the window of the step's end; p50/p99 are weighted nearest-rank percentiles
+// (core::WeightedPercentile). Errors: InvalidArgument naming the option; FailedPrecondition when
+// the model's weights do not fit `weight_gpus` GPUs, an instance has no room for KV, or the cluster
+// cannot hold the weight nodes and one attention node. Deterministic: the same inputs give the same
+// result. Not thread-safe per call; separate calls are independent.
 #pragma once
 
 #include <cstdint>
@@ -108,7 +108,8 @@ struct FleetSimOptions {
   double ssd_bytes_per_s = 1.56e9;               // 16.06 GB / (10.8 - 0.5) s [X fit to P]
   double window_s = 60;
   double chunk_s = 0.1;
-  double cache_ttl_s = 60;  // a finished request's KV is kept this long for its next turn [X]
+  double cache_ttl_s = 60;    // a finished request's KV is kept this long for its next turn [X]
+  double tpot_target_ms = 0;  // > 0: a decode step's share of it is a load too (see above)
 };
 core::Status ValidateFleetSimOptions(const FleetSimOptions& o);
 

@@ -157,6 +157,23 @@ TEST(FleetSimTest, CachedKvExpiresAfterItsTimeToLive) {
   }
 }
 
+// With a TPOT target, a step slower than kv_high x the target adds attention nodes even when the
+// KV fits, and the steps get faster.
+TEST(FleetSimTest, ATpotTargetAddsAttentionNodesWhenStepsAreSlow) {
+  std::vector<workload::TraceRequest> trace;
+  for (int i = 0; i < 4; ++i) trace.push_back(Req(0, 100000, 3000, 1000 * i));
+  FleetSimOptions o;
+  o.max_weight_nodes = 1;
+  auto plain = SimulateFleet(trace, Llama8b(), H100(), FleetSystem::kKernelFlume, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->scale_outs, 0);        // 400K tokens: 68% of one node
+  o.tpot_target_ms = plain->tpot_p50_ms;  // the step is above 0.85 x the target
+  auto targeted = SimulateFleet(trace, Llama8b(), H100(), FleetSystem::kKernelFlume, o);
+  ASSERT_TRUE(targeted.ok()) << targeted.status().ToString();
+  EXPECT_GE(targeted->scale_outs, 1);
+  EXPECT_LT(targeted->tpot_p50_ms, plain->tpot_p50_ms);
+}
+
 TEST(FleetSimTest, RejectsRequestsNoPlaceCanHoldAndCountsThem) {
   std::vector<workload::TraceRequest> trace = {Req(0, 2000, 10, 0), Req(10, 500000, 10, 100)};
   auto r = SimulateFleet(trace, Llama8b(), H100(), FleetSystem::kServerlessLlm, Fixed(1));

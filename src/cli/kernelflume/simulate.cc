@@ -262,6 +262,11 @@ void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action) {
                 "weight loading from SSD (cold start), bytes/s")
       ->check(Number(1e6, 1e13))
       ->capture_default_str();
+  c->add_option("--tpot-target-ms", o.tpot_target_ms,
+                "also scale out when a decode step passes kv-high x this (0: KV and prefill "
+                "only)")
+      ->check(Number(0, 1e6))
+      ->capture_default_str();
   c->add_option("--cache-ttl-s", o.cache_ttl_s,
                 "a finished request's KV stays cached this long for the session's next turn")
       ->check(Number(1e-3, 1e7))
