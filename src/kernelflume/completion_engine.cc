@@ -77,11 +77,14 @@ int64_t CompletionEngine::FreeTokens() const {
 
 int64_t CompletionEngine::ReservedTokens(const CompletionParams& p) const {
   const AttentionClusterOptions& o = cluster_.options();
-  const int64_t need = static_cast<int64_t>(p.prompt.size()) + p.max_tokens;
   const int64_t range_max = o.weight_node.router.range_tokens_max;
   const int64_t every = o.weight_node.router.reroute_every;
-  const int64_t step = every > 0 ? std::min(every, range_max) : range_max;
-  return need + ((need + step - 1) / step + 1) * o.page_tokens;
+  return ReserveTokens(static_cast<int64_t>(p.prompt.size()) + p.max_tokens, o.page_tokens,
+                       every > 0 ? std::min(every, range_max) : range_max);
+}
+
+int64_t ReserveTokens(int64_t need, int64_t page_tokens, int64_t range_tokens) {
+  return need + ((need + range_tokens - 1) / range_tokens + 1) * page_tokens;
 }
 
 core::StatusOr<std::shared_ptr<CompletionStream>> CompletionEngine::Submit(CompletionParams p) {
@@ -240,6 +243,9 @@ void CompletionEngine::PrefillSome() {
         Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", st});
         break;
       }
+      current_.prefill_tokens += len;
+      current_.prefill_pairs +=
+          static_cast<double>(len) * (static_cast<double>(r->prefilled) + (len + 1) / 2.0);
       r->prefilled += len;
       budget -= len;
     }
@@ -312,6 +318,9 @@ void CompletionEngine::DecodeStep() {
       attns.push_back(r->attn.get());
     }
     std::vector<float> logits(dec.size() * model_.config().vocab);
+    current_.decode_batch = static_cast<int64_t>(dec.size());
+    current_.decode_kv_tokens = 0;
+    for (int64_t p : pos) current_.decode_kv_tokens += p + 1;
     Status st = batch.Step(toks, pos, attns, logits.data());
     if (st.ok()) {
       const size_t v = static_cast<size_t>(model_.config().vocab);
@@ -332,6 +341,11 @@ void CompletionEngine::DecodeStep() {
   }
 }
 
+std::vector<EngineIteration> CompletionEngine::Iterations() const {
+  std::lock_guard lock(mu_);
+  return iterations_;
+}
+
 void CompletionEngine::Run() {
   while (true) {
     {
@@ -341,9 +355,16 @@ void CompletionEngine::Run() {
       if (stop_) break;
     }
     ++iteration_;
+    const Clock::time_point start = Clock::now();
+    current_ = EngineIteration{};
     Admit();
     PrefillSome();
     DecodeStep();
+    if (options_.record_iterations && (current_.decode_batch > 0 || current_.prefill_tokens > 0)) {
+      current_.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+      std::lock_guard lock(mu_);
+      iterations_.push_back(current_);
+    }
   }
   const Status gone = core::Unavailable("the server stopped");
   for (auto& r : running_) Finish(*r, {CompletionStream::Event::Kind::kError, 0, "", gone});

@@ -95,6 +95,18 @@ struct EngineOptions {
   int max_queued = 64;
   int max_nodes = 8;                      // the pool's most nodes (for the "can never fit" refusal)
   int64_t prefill_tokens_per_step = 512;  // >= 1; prompt tokens prefilled between two steps
+  bool record_iterations = false;         // keep an EngineIteration per busy iteration
+};
+
+// One scheduler iteration that did work (Iterations(), with record_iterations): what it ran and
+// how long it took, from admission to the end of the batched forward -- what a cost profile of
+// the engine is fitted to (engine_profile.h).
+struct EngineIteration {
+  double duration_s = 0;
+  int64_t decode_batch = 0;      // requests in the batched forward
+  int64_t decode_kv_tokens = 0;  // their KV tokens (positions attended)
+  int64_t prefill_tokens = 0;    // prompt tokens prefilled in this iteration
+  double prefill_pairs = 0;      // sum over its chunks of len x (start + (len + 1) / 2)
 };
 
 struct EngineMetrics {
@@ -104,6 +116,11 @@ struct EngineMetrics {
   double kv_use = 0;  // live tokens / capacity over active nodes
   int64_t active = 0, queued = 0, completed = 0, cancelled = 0, failed = 0, tokens = 0;
 };
+
+// What a request of `need` tokens (prompt + max_tokens) reserves when its KV is cut into ranges
+// of at most `range_tokens` on nodes that allocate `page_tokens`-token pages: need plus a page of
+// slack per range and one more (CompletionEngine::ReservedTokens; the engine simulator's too).
+int64_t ReserveTokens(int64_t need, int64_t page_tokens, int64_t range_tokens);
 
 class CompletionEngine {
  public:
@@ -118,6 +135,8 @@ class CompletionEngine {
   int64_t ReservedTokens(const CompletionParams& p) const;
   // Stops the loop; requests still queued or running end with Unavailable.
   void Stop();
+  // The recorded iterations so far (empty unless record_iterations).
+  std::vector<EngineIteration> Iterations() const;
 
  private:
   struct Running;
@@ -140,7 +159,9 @@ class CompletionEngine {
   int64_t queued_tokens_ = 0;  // the waiting requests' reservations; guarded by mu_
   uint64_t next_id_ = 1;
   bool stop_ = false;
-  std::vector<double> tpot_ms_;  // ring of 4096
+  std::vector<double> tpot_ms_;              // ring of 4096
+  EngineIteration current_;                  // scheduler thread only
+  std::vector<EngineIteration> iterations_;  // guarded by mu_
   size_t tpot_next_ = 0;
   int64_t completed_ = 0, cancelled_ = 0, failed_ = 0, tokens_ = 0, active_ = 0;
   std::thread thread_;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hw/gemm_model.h"
+#include "models/generate.h"
 
 namespace tessera::kernelflume {
 
@@ -114,7 +115,7 @@ double KernelFlumePrefillSeconds(const models::LlamaConfig& model, const hw::Clu
   const double hd = static_cast<double>(model.num_heads * model.head_dim);
   const double nt = static_cast<double>(new_tokens);
   // Chunks: q full ones of C tokens and a last one of r (closed forms of the sums).
-  const double c = static_cast<double>(kPrefillChunkTokens);
+  const double c = static_cast<double>(models::kPrefillChunkTokens);
   const double q = std::floor(nt / c), r = nt - q * c;
   const double chunks = q + (r > 0 ? 1 : 0);
   const double self_pairs = q * c * (c + 1) / 2 + r * (r + 1) / 2;

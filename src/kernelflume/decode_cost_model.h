@@ -109,17 +109,16 @@ double InstanceStepSeconds(const models::LlamaConfig& model, const hw::Cluster& 
 double PrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
                       int64_t new_tokens, int64_t cached_tokens, int weight_gpus);
 // KernelFlume's prefill (the query-first path of the spec): the prompt goes in chunks of C =
-// kPrefillChunkTokens; the weight node runs the linears and each chunk's causal self-attention;
-// each chunk's history (the cached tokens and the earlier chunks, already appended) is attended
-// on the attention nodes, spread over `attn_nodes` `attn_device`s, its queries and outputs
-// crossing the inter link:
+// models::kPrefillChunkTokens (512, the engine's); the weight node runs the linears and each
+// chunk's causal self-attention; each chunk's history (the cached tokens and the earlier chunks,
+// already appended) is attended on the attention nodes, spread over `attn_nodes` `attn_device`s,
+// its queries and outputs crossing the inter link:
 //   sum_l (t_w(new) + self / W + max(hist FLOPs / (N x achieved), history KV bytes read of the
 //          layer / (N x mem_bw)) + chunks x inter.latency + new x (q + o + lse bytes) / inter.bw)
 //   + LM head of one row,
 // self = 4 heads head_dim x sum over chunks of c (c + 1) / 2 FLOPs / achieved;
 // hist = 4 heads head_dim x sum over chunks of c x (cached + tokens of earlier chunks); the
 // history KV is read once per chunk.
-inline constexpr int64_t kPrefillChunkTokens = 512;
 double KernelFlumePrefillSeconds(const models::LlamaConfig& model, const hw::Cluster& cluster,
                                  const hw::Device& attn_device, int64_t new_tokens,
                                  int64_t cached_tokens, int attn_nodes, int weight_gpus);

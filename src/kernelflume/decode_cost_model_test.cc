@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hw/cluster.h"
+#include "models/generate.h"
 
 namespace tessera::kernelflume {
 namespace {
@@ -227,8 +228,8 @@ TEST(DecodeCostModelTest, ChunkedPrefillMatchesALoopOverItsChunks) {
     const int64_t cached = round % 3 == 0 ? 0 : static_cast<int64_t>((x >> 13) % 200000);
     const int nodes = 1 + round % 4;
     double self = 0, hist = 0, read = 0, chunks = 0;
-    for (int64_t start = 0; start < fresh; start += kPrefillChunkTokens) {
-      const double len = static_cast<double>(std::min(kPrefillChunkTokens, fresh - start));
+    for (int64_t start = 0; start < fresh; start += models::kPrefillChunkTokens) {
+      const double len = static_cast<double>(std::min(models::kPrefillChunkTokens, fresh - start));
       const double before = static_cast<double>(cached + start);
       self += 4 * hd * len * (len + 1) / 2;
       hist += 4 * hd * len * before;
