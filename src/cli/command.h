@@ -74,6 +74,8 @@ void AddKernelFlumeCost(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeTrace(CLI::App* kernelflume, Action* action);
 // `tessera kernelflume simulate`: the fleet simulator (kernelflume/fleet_sim.h).
 void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action);
+// `tessera kernelflume replay`: a scaled trace on real processes against the engine simulator.
+void AddKernelFlumeReplay(CLI::App* kernelflume, Action* action);
 void AddKernelFlumeBenchElastic(CLI::App* bench, Action* action);
 // Add benchmarks under the `tessera kernelflume bench` group (commands.cc makes the group).
 void AddKernelFlumeBenchPipeline(CLI::App* bench, Action* action);

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
 #include "core/fit.h"
+#include "core/stats.h"
 
 namespace tessera::kernelflume {
 
@@ -79,7 +81,23 @@ core::StatusOr<EngineProfile> FitEngineProfile(const std::vector<EngineIteration
     ape += std::abs(p.IterationSeconds(*it) - it->duration_s) / it->duration_s;
   }
   p.fit_mape_percent = 100 * ape / static_cast<double>(used.size());
+  std::vector<double> ratios;
+  for (const EngineIteration* it : used) {
+    const double predicted = p.IterationSeconds(*it);
+    if (predicted > 0) ratios.push_back(it->duration_s / predicted);
+  }
+  if (!ratios.empty()) {
+    for (int q = 0; q <= 100; ++q) p.residual_quantiles.push_back(core::Percentile(ratios, q));
+  }
   return p;
+}
+
+double EngineProfile::ResidualFactor(double u) const {
+  if (residual_quantiles.size() != 101) return 1;
+  const double x = std::clamp(u, 0.0, 1.0) * 100;
+  const size_t i = std::min<size_t>(static_cast<size_t>(x), 99);
+  const double f = x - static_cast<double>(i);
+  return residual_quantiles[i] * (1 - f) + residual_quantiles[i + 1] * f;
 }
 
 core::Json ToJson(const EngineProfile& p) {
@@ -92,6 +110,7 @@ core::Json ToJson(const EngineProfile& p) {
           {"per_prefill_pair_s", p.per_prefill_pair_s},
           {"iterations", p.iterations},
           {"fit_mape_percent", p.fit_mape_percent},
+          {"residual_quantiles", p.residual_quantiles},
           {"source", p.source}};
 }
 
@@ -131,6 +150,21 @@ core::StatusOr<EngineProfile> EngineProfileFromJson(const core::Json& j,
     p.fit_mape_percent = j["fit_mape_percent"].get<double>();
   }
   if (j.contains("source") && j["source"].is_string()) p.source = j["source"].get<std::string>();
+  if (j.contains("residual_quantiles")) {
+    const core::Json& q = j["residual_quantiles"];
+    bool good = q.is_array() && (q.empty() || q.size() == 101);
+    double last = 0;
+    for (size_t i = 0; good && i < q.size(); ++i) {
+      good = q[i].is_number() && std::isfinite(q[i].get<double>()) && q[i].get<double>() > 0 &&
+             q[i].get<double>() >= last;
+      if (good) last = q[i].get<double>();
+      if (good) p.residual_quantiles.push_back(last);
+    }
+    if (!good) {
+      return core::InvalidArgument(
+          source + ": residual_quantiles: must be 101 positive, non-decreasing numbers (or [])");
+    }
+  }
   return p;
 }
 

@@ -13,6 +13,10 @@
 // long prefill ones); a term whose coefficient comes out negative is dropped and the rest
 // refitted, so every prediction is >= 0. fit_mape_percent is the fit's error on its own
 // iterations (in-sample; a prediction's error is measured on other runs).
+// The machine's noise: residual_quantiles holds the 0th, 1st, ..., 100th percentile of
+// measured / predicted over the fitted iterations (a scheduler hiccup, a cache miss, another
+// process on the core); the engine simulator draws each iteration's factor from it
+// (ResidualFactor), so its tail reflects this machine's, not a noiseless engine's.
 // Errors: InvalidArgument when fewer than 10 iterations, or the fit is singular (no iteration
 // with a prefill, say: then the prefill terms are dropped). JSON: kind "kernelflume-engine-
 // profile", version 1, the five coefficients, iterations, fit_mape_percent, machine, source.
@@ -34,7 +38,8 @@ struct EngineProfile {
   double per_prefill_token_s = 0, per_prefill_pair_s = 0;
   int64_t iterations = 0;
   double fit_mape_percent = 0;
-  std::string source;  // where it was measured (a command, a date)
+  std::vector<double> residual_quantiles;  // 101 values, or empty (a noiseless profile)
+  std::string source;                      // where it was measured (a command, a date)
 
   double PrefillSeconds(int64_t tokens, double pairs) const {
     return tokens <= 0
@@ -49,12 +54,16 @@ struct EngineProfile {
     return PrefillSeconds(it.prefill_tokens, it.prefill_pairs) +
            DecodeSeconds(it.decode_batch, it.decode_kv_tokens);
   }
+  // The residual factor at uniform draw u in [0, 1] (linear between percentiles); 1 without
+  // residuals.
+  double ResidualFactor(double u) const;
 };
 
 core::StatusOr<EngineProfile> FitEngineProfile(const std::vector<EngineIteration>& iterations);
 
 core::Json ToJson(const EngineProfile& p);
-// Checks kind, version and that every coefficient is finite and >= 0 (naming the field).
+// Checks kind, version, that every coefficient is finite and >= 0 and that residual_quantiles
+// (optional) has 101 finite, positive, non-decreasing values (naming the field).
 core::StatusOr<EngineProfile> EngineProfileFromJson(const core::Json& j, const std::string& source);
 core::StatusOr<EngineProfile> ReadEngineProfile(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/rng.h"
 #include "models/generate.h"
 #include "sim/event_queue.h"
 
@@ -21,7 +22,7 @@ class EngineSim {
  public:
   EngineSim(const std::vector<EngineSimRequest>& requests, const EngineSimOptions& o,
             const EngineProfile& profile)
-      : reqs_(requests), o_(o), profile_(profile) {
+      : reqs_(requests), o_(o), profile_(profile), rng_(o.seed) {
     result_.token_s.resize(requests.size());
   }
 
@@ -64,7 +65,8 @@ class EngineSim {
       }
       if (budget <= 0) break;
     }
-    const double token_time = q_.now_s() + profile_.PrefillSeconds(tokens, pairs);
+    const double noise = profile_.ResidualFactor(rng_.Uniform());
+    const double token_time = q_.now_s() + noise * profile_.PrefillSeconds(tokens, pairs);
     // (3) a token for every prefilled request; (4) the forward of those still running
     int64_t batch = 0, kv = 0;
     std::vector<SimRunning> still;
@@ -82,7 +84,7 @@ class EngineSim {
       still.push_back(r);
     }
     running_ = std::move(still);
-    const double end = token_time + profile_.DecodeSeconds(batch, kv);
+    const double end = token_time + noise * profile_.DecodeSeconds(batch, kv);
     q_.Schedule(end, 0, [this] {
       if (!running_.empty() || !queue_.empty()) {
         Iterate();
@@ -95,6 +97,7 @@ class EngineSim {
   const std::vector<EngineSimRequest>& reqs_;
   EngineSimOptions o_;
   const EngineProfile& profile_;
+  core::Rng rng_;
   sim::EventQueue q_;
   std::deque<int> queue_;
   std::vector<SimRunning> running_;

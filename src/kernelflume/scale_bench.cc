@@ -28,7 +28,21 @@ const char* ScaleSystemName(ScaleSystem s) {
 }
 
 Status ValidateScaleBench(const ScaleBenchOptions& o, const models::LlamaConfig& config) {
-  RETURN_IF_ERROR(ValidateBurstTrace(o.trace, config));
+  if (o.requests.empty()) {
+    RETURN_IF_ERROR(ValidateBurstTrace(o.trace, config));
+  } else {
+    for (size_t i = 0; i < o.requests.size(); ++i) {
+      const TraceRequest& r = o.requests[i];
+      if (r.prompt.empty() || r.max_tokens < 1 ||
+          static_cast<int64_t>(r.prompt.size()) + r.max_tokens > config.max_context ||
+          !(r.arrival_s >= 0) || (i > 0 && r.arrival_s < o.requests[i - 1].arrival_s)) {
+        return core::InvalidArgument(fmt::format(
+            "request {}: needs a prompt, max_tokens >= 1, prompt + max_tokens <= {} (the model's "
+            "context) and arrivals in order (got {} + {} tokens at {} s)",
+            i, config.max_context, r.prompt.size(), r.max_tokens, r.arrival_s));
+      }
+    }
+  }
   if (o.min_nodes < 1 || o.min_nodes > o.max_nodes || o.max_nodes > 64) {
     return core::InvalidArgument(fmt::format(
         "min_nodes {} and max_nodes {}: need 1 <= min <= max <= 64", o.min_nodes, o.max_nodes));
@@ -128,7 +142,10 @@ int64_t CountMismatches(const models::LlamaModel& model, const std::vector<Trace
 core::StatusOr<ScaleRunReport> RunScaleBench(const models::LlamaModel& model,
                                              const ScaleBenchOptions& o, ScaleSystem system) {
   RETURN_IF_ERROR(ValidateScaleBench(o, model.config()));
-  ASSIGN_OR_RETURN(std::vector<TraceRequest> trace, MakeBurstTrace(o.trace, model.config()));
+  std::vector<TraceRequest> trace = o.requests;
+  if (trace.empty()) {
+    ASSIGN_OR_RETURN(trace, MakeBurstTrace(o.trace, model.config()));
+  }
   AutoscalerOptions ao;
   ao.min_nodes = o.min_nodes;
   ao.max_nodes = o.max_nodes;
@@ -139,6 +156,7 @@ core::StatusOr<ScaleRunReport> RunScaleBench(const models::LlamaModel& model,
   eo.max_queued = std::max<int>(64, static_cast<int>(trace.size()));
   eo.max_nodes = o.max_nodes;
   eo.prefill_tokens_per_step = o.prefill_tokens_per_step;
+  eo.record_iterations = o.record_iterations;
 
   std::unique_ptr<AttentionCluster> cluster;
   std::unique_ptr<CompletionEngine> engine;
@@ -235,7 +253,10 @@ core::StatusOr<ScaleRunReport> RunScaleBench(const models::LlamaModel& model,
     if (!err.empty() && rep.first_error.empty()) rep.first_error = err;
     pool->Stop();
   }
-  if (engine) engine->Stop();
+  if (engine) {
+    engine->Stop();
+    rep.iterations = engine->Iterations();
+  }
   engine.reset();
   cluster.reset();
 
@@ -254,6 +275,10 @@ core::StatusOr<ScaleRunReport> RunScaleBench(const models::LlamaModel& model,
     times.push_back(l.token_s);
   }
   ASSIGN_OR_RETURN(rep.tpot, TpotByWindow(times, o.window_s, o.min_window_samples));
+  const std::vector<double> gaps = TpotGapsMs(times);
+  rep.tpot_ms_p50 = core::Percentile(gaps, 50);
+  rep.tpot_ms_p99 = core::Percentile(gaps, 99);
+  rep.token_s = times;
   rep.ttft_ms_p50 = core::Percentile(ttft, 50);
   rep.ttft_ms_p99 = core::Percentile(ttft, 99);
   for (const PoolSample& s : rep.pool) {

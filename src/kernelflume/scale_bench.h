@@ -26,6 +26,7 @@
 
 #include "core/status.h"
 #include "kernelflume/burst_trace.h"
+#include "kernelflume/completion_engine.h"
 #include "kernelflume/tpot_windows.h"
 #include "kernelflume/weight_node.h"
 #include "models/llama.h"
@@ -34,6 +35,8 @@ namespace tessera::kernelflume {
 
 struct ScaleBenchOptions {
   BurstTraceOptions trace;
+  std::vector<TraceRequest> requests;  // when not empty, served instead of `trace` (a replay)
+  bool record_iterations = false;      // kernelflume: keep the engine's iterations
   int min_nodes = 1, max_nodes = 3;
   int64_t capacity_tokens = 2048;  // per attention node, or per instance
   int32_t page_tokens = 64;
@@ -71,6 +74,9 @@ struct ScaleRunReport {
   std::vector<double> unit_start_ms;  // scale-out decision -> node joined / instance loaded
   std::vector<ElasticEvent> events;   // kernelflume: the pool's changes, t_s on the run's clock
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
+  double tpot_ms_p50 = 0, tpot_ms_p99 = 0;   // over every token gap of the run
+  std::vector<EngineIteration> iterations;   // with record_iterations
+  std::vector<std::vector<double>> token_s;  // per request, each token's time (s)
   double window_s = 0;
   double wall_s = 0;
 };

@@ -9,6 +9,14 @@
 
 namespace tessera::kernelflume {
 
+std::vector<double> TpotGapsMs(const std::vector<std::vector<double>>& token_times_s) {
+  std::vector<double> gaps;
+  for (const std::vector<double>& times : token_times_s) {
+    for (size_t i = 1; i < times.size(); ++i) gaps.push_back(1e3 * (times[i] - times[i - 1]));
+  }
+  return gaps;
+}
+
 core::StatusOr<TpotWindowReport> TpotByWindow(const std::vector<std::vector<double>>& token_times_s,
                                               double window_s, int64_t min_samples) {
   if (!(window_s > 0) || !std::isfinite(window_s)) {

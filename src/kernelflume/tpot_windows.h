@@ -31,6 +31,9 @@ struct TpotWindowReport {
   int lowest = -1, highest = -1;    // their indices (-1: none)
 };
 
+// Every TPOT sample of the run (ms), request by request.
+std::vector<double> TpotGapsMs(const std::vector<std::vector<double>>& token_times_s);
+
 core::StatusOr<TpotWindowReport> TpotByWindow(const std::vector<std::vector<double>>& token_times_s,
                                               double window_s, int64_t min_samples);
 

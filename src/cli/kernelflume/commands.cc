@@ -16,6 +16,7 @@ void AddKernelFlumeCommands(CLI::App& root, Action* action) {
   AddKernelFlumeCost(k, action);
   AddKernelFlumeTrace(k, action);
   AddKernelFlumeSimulate(k, action);
+  AddKernelFlumeReplay(k, action);
   // `tessera kernelflume bench <name>`: one line per benchmark.
   CLI::App* bench = k->add_subcommand("bench", "KernelFlume benchmarks, measured on this machine");
   bench->require_subcommand(1);
