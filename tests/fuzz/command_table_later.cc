@@ -158,6 +158,42 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                    "--trace-out", out + "kf_sim_trace.json"}};
   kf_sim.keep = {"--sessions", "--duration-s", "--max-context", "--trace"};
   t.push_back(kf_sim);
+  // replay serves a scaled trace on attention nodes (in process in the bases) and simulates it:
+  // the options that size the replay are kept (a fuzzed --max-requests 0 would replay every
+  // request). --calibrate runs a 40 s trace: not in a base, it is never added.
+  SubcommandSpec kf_replay = Spec("replay", MpiUse::kNone, 1,
+                                  {{"--trace", K::kInputFile, {}},
+                                   {"--calibrate", K::kFlag, {}},
+                                   {"--no-noise", K::kFlag, {}},
+                                   {"--token-scale", K::kFloat, {}},
+                                   {"--output-scale", K::kFloat, {}},
+                                   {"--time-scale", K::kFloat, {}},
+                                   {"--start-s", K::kFloat, {}},
+                                   {"--max-requests", K::kInt, {}},
+                                   {"--seed", K::kUint, {}},
+                                   {"--model", K::kInputFile, {}},
+                                   {"--nodes", K::kInt, {}},
+                                   {"--transport", K::kText, {}},
+                                   {"--capacity-tokens", K::kInt, {}},
+                                   {"--max-active", K::kInt, {}},
+                                   {"--prefill-tokens-per-step", K::kInt, {}},
+                                   {"--profile", K::kInputFile, {}},
+                                   {"--fit-profile-out", K::kOutputFile, {}},
+                                   {"--json", K::kOutputFile, {}}});
+  kf_replay.group = "kernelflume";
+  const std::vector<std::string> replay_size = {
+      "--trace",        s.kf_trace, "--max-requests", "3",    "--token-scale", "0.01",
+      "--output-scale", "0.01",     "--time-scale",   "0.01", "--transport",   "fake",
+      "--nodes",        "1"};
+  kf_replay.bases = {replay_size, replay_size};
+  kf_replay.bases[0].insert(kf_replay.bases[0].end(),
+                            {"--profile", s.kf_profile, "--json", out + "kf_replay.json"});
+  kf_replay.bases[1][7] = "0.1";  // --output-scale: enough iterations to fit a profile
+  kf_replay.bases[1].insert(kf_replay.bases[1].end(),
+                            {"--no-noise", "--fit-profile-out", out + "kf_profile_out.json"});
+  kf_replay.keep = {"--trace",      "--max-requests", "--token-scale", "--output-scale",
+                    "--time-scale", "--transport",    "--nodes"};
+  t.push_back(kf_replay);
   // bench pipeline starts an attention node (in process in the bases, a ucx process when a case
   // drops --transport) and times a few decode steps: the options that size the run are kept.
   SubcommandSpec bench_pipeline = Spec("pipeline", MpiUse::kNone, 1,

@@ -167,6 +167,13 @@ StatusOr<SampleFiles> SetUpSamples(const std::string& bin, const std::string& so
                            "--initial-context-median", "2000", "--out", s.kf_trace},
                           "kernelflume"));
 
+  s.kf_profile = in + "kf_profile.json";
+  RETURN_IF_ERROR(WriteText(
+      s.kf_profile,
+      R"({"kind": "kernelflume-engine-profile", "version": 1, "base_s": 0.004, "per_request_s": )"
+      R"(0.0015, "per_kv_token_s": 0, "per_prefill_token_s": 0.0004, "per_prefill_pair_s": 1e-7})"
+      "\n"));
+
   // Awkward paths.
   s.dir = in + "a_folder";
   fs::create_directory(s.dir, ec);

@@ -39,7 +39,8 @@ struct SampleFiles {
   std::string trace;                        // src/xema/testdata/tiny_t2i.json (xema)
   std::string mix;                          // src/xema/serve/testdata/tiny_mix.json (xema loadgen)
   std::string tarot_image, tarot_scene;     // a refscenes scene (`tarot scenes`): PNG and JSON
-  std::string kf_trace;  // a small Mooncake-format trace (`kernelflume trace gen`), JSONL
+  std::string kf_trace;    // a small Mooncake-format trace (`kernelflume trace gen`), JSONL
+  std::string kf_profile;  // a hand-made engine profile (`kernelflume replay --profile`)
 
   // Awkward paths (all inside root except the devices).
   std::string dir;               // an existing folder

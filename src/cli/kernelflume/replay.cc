@@ -33,7 +33,7 @@ struct ReplayArgs {
   kernelflume::ScaleBenchOptions bench;
   std::string profile_path, fit_out, json_path;
   bool calibrate = false;
-  bool noise = true;
+  bool no_noise = false;
 };
 
 // The calibration workload: a seeded bursty trace whose batch (1 to max_active) and contexts
@@ -145,7 +145,7 @@ core::Status RunReplay(ReplayArgs& a) {
   so.prefill_tokens_per_step = o.prefill_tokens_per_step;
   so.capacity_tokens = o.capacity_tokens * a.nodes;
   so.seed = a.scaling.seed;
-  if (!a.noise) profile.residual_quantiles.clear();
+  if (a.no_noise) profile.residual_quantiles.clear();
   ASSIGN_OR_RETURN(
       kernelflume::EngineSimResult predicted,
       kernelflume::SimulateEngine(
@@ -211,8 +211,9 @@ void AddKernelFlumeReplay(CLI::App* kernelflume, Action* action) {
   c->add_flag("--calibrate", a->calibrate,
               "run the built-in calibration trace instead and write its profile to "
               "--fit-profile-out");
-  c->add_flag("--noise,!--no-noise", a->noise,
-              "draw each simulated iteration's factor from the profile's residuals (default)");
+  c->add_flag("--no-noise", a->no_noise,
+              "simulate a noiseless engine (default: each iteration's factor is drawn from the "
+              "profile's residuals)");
   c->add_option("--token-scale", s.token_scale, "prompt (and output) lengths times this")
       ->check(Number(1e-6, 1e3))
       ->capture_default_str();
