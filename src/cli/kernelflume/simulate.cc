@@ -144,9 +144,10 @@ core::Status RunSimulate(const SimulateArgs& a) {
   std::printf("%s", t.Render().c_str());
   if (runs.size() == 2) {
     const double cut = kernelflume::FleetCostReduction(runs[0], runs[1]);
-    std::printf("KernelFlume costs %.1f%% %s per million output tokens than ServerlessLLM "
-                "(modeled)\n",
-                100 * std::abs(cut), cut >= 0 ? "less" : "more");
+    std::printf(
+        "KernelFlume costs %.1f%% %s per million output tokens than ServerlessLLM "
+        "(modeled)\n",
+        100 * std::abs(cut), cut >= 0 ? "less" : "more");
   }
   if (!a.json_path.empty()) {
     core::Json j = {{"trace", source},      {"requests", trace.size()},
