@@ -8,28 +8,14 @@ one time axis: mean GPUs per window (top) and the window's p99 TPOT (bottom, log
 
     python3 scripts/plot_kernelflume_fleet.py fleet.json fleet.png
 """
-import json
 import sys
+
+from plot_common import load_figure_data
 
 
 def main(argv):
-    if len(argv) != 3:
-        sys.exit("usage: plot_kernelflume_fleet.py FLEET.json OUT.png")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        sys.exit(f"matplotlib is missing ({e}); on Debian: apt install python3-matplotlib")
-    try:
-        with open(argv[1]) as f:
-            data = json.load(f)
-        runs = data["runs"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"{argv[1]}: {e}")
-    if not runs:
-        sys.exit(f"{argv[1]}: runs: empty, nothing to draw")
+    plt, data, runs = load_figure_data(argv, "usage: plot_kernelflume_fleet.py FLEET.json OUT.png",
+                                       "runs")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.2), sharex=True)
     colors = {"kernelflume": "#3b75af", "serverlessllm": "#ef8636"}
     longest = max((r["start_s"][-1] if r["start_s"] else 0) for r in runs)

@@ -8,28 +8,14 @@ panel per planner, side by side on one time axis: a stacked bar per rank.
 
     python3 scripts/plot_zellige_plan.py breakdown.json plan.png
 """
-import json
 import sys
+
+from plot_common import load_figure_data
 
 
 def main(argv):
-    if len(argv) != 3:
-        sys.exit("usage: plot_zellige_plan.py BREAKDOWN.json OUT.png")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        sys.exit(f"matplotlib is missing ({e}); on Debian: apt install python3-matplotlib")
-    try:
-        with open(argv[1]) as f:
-            data = json.load(f)
-        planners = data["planners"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"{argv[1]}: {e}")
-    if not planners:
-        sys.exit(f"{argv[1]}: planners: empty, nothing to draw")
+    plt, data, planners = load_figure_data(
+        argv, "usage: plot_zellige_plan.py BREAKDOWN.json OUT.png", "planners")
     n = len(planners)
     cols = min(n, 3)
     rows = (n + cols - 1) // cols

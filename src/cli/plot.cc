@@ -54,7 +54,10 @@ core::Status RenderPlot(const std::string& script, const core::Json& data,
   const std::string script_path = dir.path() + "/" + script;
   const std::string data_path = dir.path() + "/data.json";
   const std::string figure_path = dir.path() + "/figure.png";
-  RETURN_IF_ERROR(core::WriteFileAtomically(script_path, text));
+  // Every script goes beside it: they share scripts/plot_common.py.
+  for (const EmbeddedFile& f : EmbeddedPlotScripts()) {
+    RETURN_IF_ERROR(core::WriteFileAtomically(dir.path() + "/" + f.path, f.text));
+  }
   RETURN_IF_ERROR(core::WriteFileAtomically(data_path, data.dump()));
   const std::string python = PlotPython();
   auto run = core::RunProcess({python, script_path, data_path, figure_path});
