@@ -51,7 +51,7 @@ Status FleetSim::Setup() {
   if (weight_bytes_ / w > usable) {
     return core::FailedPrecondition(fmt::format(
         "{}: {:.1f} GiB of bf16 weights per GPU over {} GPU(s), but a {} holds {:.1f} GiB usable "
-        "(raise the weight GPUs)",
+        "(raise weight_gpus)",
         model_.name, weight_bytes_ / w / (1 << 30), w, cluster_.device.name, usable / (1 << 30)));
   }
   total_gpus_ = cluster_.nodes * cluster_.ranks_per_node;
@@ -73,8 +73,8 @@ Status FleetSim::Setup() {
     most = std::min(64, total_gpus_ / w);
     if (node_capacity_ < 1) {
       return core::FailedPrecondition(
-          fmt::format("{} on {} {}(s) leaves no memory for KV (raise the weight GPUs)", model_.name,
-                      w, cluster_.device.name));
+          fmt::format("{} on {} {}(s) leaves no memory for KV (raise weight_gpus)", model_.name, w,
+                      cluster_.device.name));
     }
   }
   if (ao.max_nodes == 0 || ao.max_nodes > most) ao.max_nodes = most;

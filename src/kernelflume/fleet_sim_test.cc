@@ -206,7 +206,7 @@ TEST(FleetSimTest, BadInputIsRefusedWithTheField) {
   ASSERT_TRUE(big.ok());
   auto r = SimulateFleet(trace, *big, H100(), FleetSystem::kServerlessLlm, FleetSimOptions{});
   EXPECT_EQ(r.status().code(), core::StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.status().message().find("raise the weight GPUs"), std::string::npos);
+  EXPECT_NE(r.status().message().find("raise weight_gpus"), std::string::npos);
   FleetSimOptions o;
   o.weight_gpus = 4;  // fits on 4 GPUs
   EXPECT_TRUE(SimulateFleet(trace, *big, H100(), FleetSystem::kServerlessLlm, o).ok());

@@ -95,6 +95,13 @@ core::Status RunSimulate(const SimulateArgs& a) {
     auto r =
         kernelflume::SimulateFleet(trace, *model, *cluster, s, o,
                                    a.trace_out.empty() || runs.size() > 0 ? nullptr : &perfetto);
+    if (!r.ok() && r.status().code() == core::StatusCode::kFailedPrecondition) {
+      std::string m = r.status().message();  // "... (raise weight_gpus)": name the flag
+      if (const size_t at = m.find("raise weight_gpus"); at != std::string::npos) {
+        m.replace(at, 17, "raise --weight-gpus");
+      }
+      return core::FailedPrecondition(m);
+    }
     if (!r.ok()) {
       return NameFlags(r.status(), {{"weight_gpus", "--weight-gpus"},
                                     {"weight_nodes", "--weight-nodes"},
@@ -104,7 +111,13 @@ core::Status RunSimulate(const SimulateArgs& a) {
                                     {"kv_low", "--kv-low"},
                                     {"kv_high", "--kv-high"},
                                     {"keep_alive_s", "--keep-alive-s"},
-                                    {"max_gpus", "--max-gpus"}});
+                                    {"max_gpus", "--max-gpus"},
+                                    {"max_weight_nodes", "--max-weight-nodes"},
+                                    {"attn_price_factor", "--attn-price-factor"},
+                                    {"cache_ttl_s", "--cache-ttl-s"},
+                                    {"tpot_target_ms", "--tpot-target-ms"},
+                                    {"tick_s", "--tick-s"},
+                                    {"window_s", "--window-s"}});
     }
     wall_s.push_back(core::SecondsSince(t0));
     runs.push_back(*std::move(r));
