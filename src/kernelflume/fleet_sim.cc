@@ -47,6 +47,10 @@ Status ValidateFleetSimOptions(const FleetSimOptions& o) {
   RETURN_IF_ERROR(positive("chunk_s", o.chunk_s));
   RETURN_IF_ERROR(positive("cache_ttl_s", o.cache_ttl_s));
   RETURN_IF_ERROR(positive("attn_price_factor", o.attn_price_factor));
+  if (o.prefill_chunk_tokens < 0) {
+    return core::InvalidArgument(
+        fmt::format("prefill_chunk_tokens: got {}, must be >= 0", o.prefill_chunk_tokens));
+  }
   if (!(o.tpot_target_ms >= 0 && std::isfinite(o.tpot_target_ms))) {
     return core::InvalidArgument(
         fmt::format("tpot_target_ms: got {}, must be >= 0", o.tpot_target_ms));

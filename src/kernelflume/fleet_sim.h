@@ -26,8 +26,10 @@
 //    serverlessllm: the instance holding the longest cached prefix of the prompt (sessions are
 //    pinned to their KV) when it fits, else the one with the most free KV;
 //  - prefill the prompt minus the cached prefix (kv_prefix_cache.h) before the place's next
-//    decode step; decode stalls meanwhile (no chunked prefill), so the stall is part of the
-//    next token's TPOT;
+//    decode step; decode stalls meanwhile, so the stall is part of the next token's TPOT. With
+//    prefill_chunk_tokens = C > 0 (chunked prefill, as the completion engine runs it) each step
+//    instead prefills up to C prompt tokens of the admitted requests (oldest first) beside one
+//    decode step of the running batch, and takes the sum of both;
 //  - decode in steps of the whole batch; a step's time is the cost model's at the batch's KV
 //    (kernelflume: the pool's KV over its active attention nodes, two micro-batches when
 //    `pipelined`); steps run in chunks of up to chunk_s of simulated time (the step time at
@@ -110,6 +112,7 @@ struct FleetSimOptions {
   double chunk_s = 0.1;
   double cache_ttl_s = 60;    // a finished request's KV is kept this long for its next turn [X]
   double tpot_target_ms = 0;  // > 0: a decode step's share of it is a load too (see above)
+  int64_t prefill_chunk_tokens = 0;  // > 0: chunked prefill (see above); 0: one stall
 };
 core::Status ValidateFleetSimOptions(const FleetSimOptions& o);
 

@@ -81,6 +81,10 @@ double FleetSim::StepSeconds(const Group& g, double extra) const {
 void FleetSim::StartGroup(int gi) {
   Group& g = groups_[gi];
   const double now = q_.now_s();
+  if (o_.prefill_chunk_tokens > 0 && (!g.admitted.empty() || !g.chunking.empty())) {
+    StartChunkedStep(gi);
+    return;
+  }
   if (!g.admitted.empty()) {
     double s = 0;
     for (int i : g.admitted) {
@@ -147,18 +151,44 @@ void FleetSim::Preempt(int gi) {
   queue_.push_front(i);
 }
 
+void FleetSim::Leave(int i, Domain& d, double now, std::vector<int>* done) {
+  Request& rq = reqs_[i];
+  d.active -= rq.kv;
+  d.cache.Insert(rq.t->hash_ids, rq.t->input_length, rq.kv, now);
+  rq.kv = 0;
+  done->push_back(i);
+}
+
+void FleetSim::FirstToken(int i, Group& g, Domain& d, double now, std::vector<int>* done) {
+  Request& rq = reqs_[i];
+  if (rq.first_token_s < 0) {
+    rq.first_token_s = now;
+    ttft_s_.push_back(now - rq.entered_s);
+  }
+  rq.left--;
+  rq.kv++;
+  d.active++;
+  if (rq.left == 0) {
+    Leave(i, d, now, done);
+  } else {
+    g.running.push_back(i);
+  }
+}
+
+void FleetSim::Sample(double tpot_s, double weight) {
+  if (weight <= 0) return;
+  WindowAcc& w = Window(q_.now_s());
+  w.tpot_s.push_back(tpot_s);
+  w.weight.push_back(weight);
+  all_tpot_s_.push_back(tpot_s);
+  all_weight_.push_back(weight);
+}
+
 void FleetSim::GroupDone(int gi, int64_t steps, double step_s) {
   Group& g = groups_[gi];
   const double now = q_.now_s();
   Domain& d = domains_[g.domain];
   std::vector<int> done;
-  auto finish = [&](int i) {
-    Request& rq = reqs_[i];
-    d.active -= rq.kv;
-    d.cache.Insert(rq.t->hash_ids, rq.t->input_length, rq.kv, now);
-    rq.kv = 0;
-    done.push_back(i);
-  };
   if (steps == 0) {  // a prefill ended: the running batch waited for it
     g.prefill_s += now - g.prefill_start_s;
     g.prefill_start_s = -1;
@@ -166,48 +196,105 @@ void FleetSim::GroupDone(int gi, int64_t steps, double step_s) {
       if (g.stall_s == 0) g.stalled = g.running.size();
       g.stall_s += step_s;
     }
-    for (int i : g.prefilling) {
-      Request& rq = reqs_[i];
-      if (rq.first_token_s < 0) {
-        rq.first_token_s = now;
-        ttft_s_.push_back(now - rq.entered_s);
-      }
-      rq.left--;
-      rq.kv++;
-      d.active++;
-      if (rq.left == 0) {
-        finish(i);
-      } else {
-        g.running.push_back(i);
-      }
-    }
+    for (int i : g.prefilling) FirstToken(i, g, d, now, &done);
     g.prefilling.clear();
   } else {
     const double b = static_cast<double>(g.running.size());
     const double stalled = static_cast<double>(std::min(g.stalled, g.running.size()));
-    WindowAcc& w = Window(now);
-    auto sample = [&](double tpot_s, double weight) {
-      if (weight <= 0) return;
-      w.tpot_s.push_back(tpot_s);
-      w.weight.push_back(weight);
-      all_tpot_s_.push_back(tpot_s);
-      all_weight_.push_back(weight);
-    };
-    sample(step_s + g.stall_s, g.stall_s > 0 ? stalled : 0);
-    sample(step_s, b * static_cast<double>(steps) - (g.stall_s > 0 ? stalled : 0));
+    Sample(step_s + g.stall_s, g.stall_s > 0 ? stalled : 0);
+    Sample(step_s, b * static_cast<double>(steps) - (g.stall_s > 0 ? stalled : 0));
     g.stall_s = 0;
     g.stalled = 0;
     std::vector<int> still;
     for (int i : g.running) {
       reqs_[i].left -= steps;
       if (reqs_[i].left == 0) {
-        finish(i);
+        Leave(i, d, now, &done);
       } else {
         still.push_back(i);
       }
     }
     g.running = std::move(still);
   }
+  g.busy = false;
+  for (int i : done) Complete(i);
+  TryAdmit();
+  if (!g.busy) StartGroup(gi);
+}
+
+void FleetSim::StartChunkedStep(int gi) {
+  Group& g = groups_[gi];
+  Domain& d = domains_[g.domain];
+  const double now = q_.now_s();
+  for (int i : g.admitted) {
+    Request& rq = reqs_[i];
+    rq.prefilled = rq.cached;
+    r_.cached_tokens += rq.cached;
+    g.chunking.push_back(i);
+  }
+  g.admitted.clear();
+  // The running batch grows by a token each.
+  const int64_t b = static_cast<int64_t>(g.running.size());
+  if (b > 0 && d.capacity - d.active < b) {
+    d.cache.Evict(d.active + d.cache.tokens() + b - d.capacity);
+    if (d.capacity - d.active < b) {
+      Preempt(gi);
+      StartGroup(gi);
+      return;
+    }
+  }
+  // Prompt tokens, oldest admitted first, up to the step's budget.
+  int64_t budget = o_.prefill_chunk_tokens;
+  double prefill_s = 0;
+  for (int i : g.chunking) {
+    Request& rq = reqs_[i];
+    while (budget > 0 && rq.prefilled < rq.prompt) {
+      const int64_t len = std::min(budget, rq.prompt - rq.prefilled);
+      prefill_s += Prefill(len, rq.prefilled);
+      r_.prefill_tokens += len;
+      rq.prefilled += len;
+      budget -= len;
+    }
+    if (budget <= 0) break;
+  }
+  const double decode_s = b > 0 ? StepSeconds(g, 0) : 0;
+  for (int i : g.running) reqs_[i].kv++;
+  d.active += b;
+  g.busy = true;
+  const double step = prefill_s + decode_s;
+  g.slowest_step_s = std::max(g.slowest_step_s, step);
+  const size_t batch = g.running.size();
+  q_.Schedule(now + step, kFleetStepDone,
+              [this, gi, step, prefill_s, batch] { ChunkedStepDone(gi, step, prefill_s, batch); });
+}
+
+void FleetSim::ChunkedStepDone(int gi, double step_s, double prefill_s, size_t batch) {
+  Group& g = groups_[gi];
+  const double now = q_.now_s();
+  Domain& d = domains_[g.domain];
+  std::vector<int> done;
+  g.prefill_s += prefill_s;
+  // The batch that stepped: the first `batch` running requests (new ones join at the back).
+  Sample(step_s, static_cast<double>(batch));
+  std::vector<int> still;
+  for (size_t k = 0; k < g.running.size(); ++k) {
+    const int i = g.running[k];
+    if (k < batch && --reqs_[i].left == 0) {
+      Leave(i, d, now, &done);
+    } else {
+      still.push_back(i);
+    }
+  }
+  g.running = std::move(still);
+  std::vector<int> chunking;
+  for (int i : g.chunking) {
+    if (reqs_[i].prefilled >= reqs_[i].prompt) {
+      FirstToken(i, g, d, now, &done);
+    } else {
+      chunking.push_back(i);
+    }
+  }
+  g.chunking = std::move(chunking);
   g.busy = false;
   for (int i : done) Complete(i);
   TryAdmit();

@@ -12,19 +12,28 @@ namespace tessera::kernelflume::fleet_detail {
 using core::Status;
 
 WindowAcc& FleetSim::Window(double t) {
-  const size_t w = static_cast<size_t>(std::max(0.0, t) / o_.window_s);
-  if (windows_.size() <= w) windows_.resize(w + 1);
-  return windows_[w];
+  return WindowAt(static_cast<size_t>(std::max(0.0, t) / o_.window_s));
+}
+
+WindowAcc& FleetSim::WindowAt(size_t k) {
+  if (windows_.size() <= k) windows_.resize(k + 1);
+  return windows_[k];
 }
 
 // Integrates the GPU count over time into the windows, up to `now`.
 void FleetSim::IntegrateGpus(double now) {
-  for (double t = gpus_since_; t < now;) {
-    WindowAcc& w = Window(t);
-    const double end = std::min(now, (std::floor(t / o_.window_s) + 1) * o_.window_s);
-    w.gpu_s += gpus_now_ * (end - t);
-    w.gpus_max = std::max(w.gpus_max, gpus_now_);
-    t = end;
+  if (now > gpus_since_) {
+    // Window by window, by index: window k is [k w, (k + 1) w).
+    const int64_t first = static_cast<int64_t>(gpus_since_ / o_.window_s);
+    const int64_t last = static_cast<int64_t>(now / o_.window_s);
+    for (int64_t k = first; k <= last; ++k) {
+      const double lo = std::max(gpus_since_, static_cast<double>(k) * o_.window_s);
+      const double hi = std::min(now, static_cast<double>(k + 1) * o_.window_s);
+      if (hi <= lo) continue;
+      WindowAcc& w = WindowAt(static_cast<size_t>(k));
+      w.gpu_s += gpus_now_ * (hi - lo);
+      w.gpus_max = std::max(w.gpus_max, gpus_now_);
+    }
   }
   gpus_since_ = std::max(gpus_since_, now);
 }

@@ -31,6 +31,7 @@ struct Request {
   int64_t left = 0;          // output tokens still to generate
   int64_t kv = 0;            // KV tokens held while admitted
   int64_t cached = 0;        // prompt tokens the admission found cached
+  int64_t prefilled = 0;     // chunked prefill: prompt tokens in KV so far (cached included)
   bool reuse_prefix = true;  // false after a preemption (recompute)
   double first_token_s = -1;
   double entered_s = 0;  // when it joined the queue (after any hold)
@@ -68,7 +69,10 @@ struct Group {
   double PrefillBusy(double now) const {
     return prefill_s + (prefill_start_s >= 0 ? now - prefill_start_s : 0);
   }
-  size_t load() const { return running.size() + prefilling.size() + admitted.size(); }
+  std::vector<int> chunking;  // chunked prefill: admitted, prompt not yet all in KV
+  size_t load() const {
+    return running.size() + prefilling.size() + admitted.size() + chunking.size();
+  }
 };
 
 // What a node is: kernelflume's weight nodes and attention nodes, serverlessllm's instances.
@@ -126,6 +130,16 @@ class FleetSim {
   void StartGroup(int g);
   void GroupDone(int g, int64_t steps, double step_s);
   void Preempt(int g);
+  // Chunked prefill (prefill_chunk_tokens > 0): one step of up to that many prompt tokens
+  // beside one decode step of the running batch.
+  void StartChunkedStep(int g);
+  void ChunkedStepDone(int g, double step_s, double prefill_s, size_t batch);
+  // A request's KV goes to the cache and it joins `done`.
+  void Leave(int i, Domain& d, double now, std::vector<int>* done);
+  // Its prompt is in KV: its first token now; it runs, or leaves (one output token).
+  void FirstToken(int i, Group& g, Domain& d, double now, std::vector<int>* done);
+  // One TPOT sample of `weight` tokens at the current time.
+  void Sample(double tpot_s, double weight);
   // An arrival: held when an earlier turn of its session is still in flight, else Enter.
   void Arrive(int i);
   // Queues a request (or rejects it) and admits what fits.
@@ -149,6 +163,7 @@ class FleetSim {
   void SetGpus(int delta);
   void IntegrateGpus(double until_s);
   WindowAcc& Window(double t);
+  WindowAcc& WindowAt(size_t k);
 
   const std::vector<workload::TraceRequest>& trace_;
   const models::LlamaConfig& model_;

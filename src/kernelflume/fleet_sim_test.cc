@@ -174,6 +174,31 @@ TEST(FleetSimTest, ATpotTargetAddsAttentionNodesWhenStepsAreSlow) {
   EXPECT_LT(targeted->tpot_p50_ms, plain->tpot_p50_ms);
 }
 
+// Chunked prefill spreads a long prompt over many steps beside the running batch: the same
+// tokens are computed, and the running request never waits for the whole prompt at once.
+TEST(FleetSimTest, ChunkedPrefillSpreadsALongPromptOverSteps) {
+  const std::vector<workload::TraceRequest> trace = {Req(0, 1000, 3000, 0),
+                                                     Req(1000, 60000, 10, 500)};
+  double worst[2] = {0, 0};
+  int64_t prefilled[2] = {0, 0};
+  for (int chunked = 0; chunked < 2; ++chunked) {
+    FleetSimOptions o = Fixed(1);
+    o.window_s = 0.2;
+    o.prefill_chunk_tokens = chunked ? 512 : 0;
+    auto r = SimulateFleet(trace, Llama8b(), H100(), FleetSystem::kServerlessLlm, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->completed, 2);
+    EXPECT_EQ(r->output_tokens, 3010);
+    prefilled[chunked] = r->prefill_tokens;
+    for (const FleetWindow& w : r->windows)
+      worst[chunked] = std::max(worst[chunked], w.tpot_p99_ms);
+  }
+  EXPECT_EQ(prefilled[0], 61000);
+  EXPECT_EQ(prefilled[1], 61000);
+  // One stall of the whole 60K-token prefill against a step plus one 512-token chunk.
+  EXPECT_GT(worst[0], 5 * worst[1]);
+}
+
 TEST(FleetSimTest, RejectsRequestsNoPlaceCanHoldAndCountsThem) {
   std::vector<workload::TraceRequest> trace = {Req(0, 2000, 10, 0), Req(10, 500000, 10, 100)};
   auto r = SimulateFleet(trace, Llama8b(), H100(), FleetSystem::kServerlessLlm, Fixed(1));

@@ -282,6 +282,11 @@ void AddKernelFlumeSimulate(CLI::App* kernelflume, Action* action) {
                 "only)")
       ->check(Number(0, 1e6))
       ->capture_default_str();
+  c->add_option("--prefill-chunk-tokens", o.prefill_chunk_tokens,
+                "prefill at most this many prompt tokens beside each decode step (0: a "
+                "request's prefill stalls its batch)")
+      ->transform(Integer(0, int64_t{1} << 30))
+      ->capture_default_str();
   c->add_option("--cache-ttl-s", o.cache_ttl_s,
                 "a finished request's KV stays cached this long for the session's next turn")
       ->check(Number(1e-3, 1e7))
