@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/rng.h"
+#include "kernelflume/disaggregated_attention.h"
 #include "kernelflume/generate_service.h"
 #include "kernelflume/kernelflume_test_util.h"
 #include "models/kv_cache.h"
@@ -154,6 +155,39 @@ TEST(CompletionEngineTest, ALongPromptIsPrefilledBetweenTheRunningRequestsSteps)
       << "A got " << a_during << " tokens in the " << first_b - admitted_b
       << " iterations before B's first token";
   EXPECT_EQ(engine.DemandTokens(), 0);  // every reservation returned
+}
+
+// A batched step fails as a whole: a request whose own step had finished before another's
+// failed is recovered to the position before it and its step retried. (Found under load: the
+// retry was refused with "step starts at position 27, but 28 tokens are stored".)
+TEST(CompletionEngineTest, AFinishedStepOfAFailedBatchIsForgottenOnRecover) {
+  auto model = models::LlamaModel::FromSeed(EngineConfig(), 35, 0.1f);
+  ASSERT_TRUE(model.ok());
+  auto cluster = StartEngineCluster(*model, 2);
+  ASSERT_NE(cluster, nullptr);
+  auto attn = cluster->weight_node().OpenRequest(1);
+  ASSERT_TRUE(attn.ok()) << attn.status().ToString();
+  std::vector<int32_t> tokens = EnginePrompts(9, 1)[0];
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  tokens.push_back(7);
+  std::vector<float> logits(model->config().vocab), first(model->config().vocab);
+  ASSERT_TRUE(ForwardWithRecovery(*model, **attn, tokens, 0, n, logits.data(), true).ok());
+  ASSERT_TRUE(
+      model->Forward(std::span<const int32_t>(tokens).subspan(n, 1), n, **attn, first.data(), true)
+          .ok());
+  // The batch it ran in failed: forget the finished step and run it again.
+  ASSERT_TRUE((*attn)->Recover(*model, std::span<const int32_t>(tokens).first(n)).ok());
+  const core::Status again = model->Forward(std::span<const int32_t>(tokens).subspan(n, 1), n,
+                                            **attn, logits.data(), true);
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(logits, first);
+  // Recovering to where the finished step left off keeps it: the next step follows it.
+  ASSERT_TRUE((*attn)->Recover(*model, tokens).ok());
+  tokens.push_back(9);
+  EXPECT_TRUE(model
+                  ->Forward(std::span<const int32_t>(tokens).subspan(n + 1, 1), n + 1, **attn,
+                            logits.data(), true)
+                  .ok());
 }
 
 TEST(CompletionEngineTest, ANodeDyingUnderTheBatchLosesNoRequest) {

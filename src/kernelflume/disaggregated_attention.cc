@@ -33,6 +33,7 @@ void DisaggregatedAttention::EndStep() {
 void DisaggregatedAttention::LayerDone(int64_t layer) {
   if (layer + 1 < wn_.shape().num_layers) return;
   EndStep();
+  if (refill_ == nullptr && prepared_pos0_ >= 0) finished_pos0_ = prepared_pos0_;
   prepared_pos0_ = -1;
 }
 
@@ -51,6 +52,7 @@ Status DisaggregatedAttention::StartStep(int64_t layer, int64_t pos0, int64_t nu
       if (!snap.ok()) return snap.status();
       snapshot_ = *snap;
       prepared_pos0_ = pos0;
+      finished_pos0_ = -1;
     }
     wn_.EnterStep(snapshot_->version());
     in_step_ = true;
@@ -210,9 +212,13 @@ Status DisaggregatedAttention::Recover(const models::LlamaModel& model,
         "request {}: recover with {} tokens, but the failed step started at position {}",
         request_id_, stored, prepared_pos0_));
   }
+  // A step that finished but is to be forgotten (the batch it ran in failed) is rolled back
+  // like a prepared one.
+  const bool forget_finished = prepared_pos0_ < 0 && finished_pos0_ == stored;
   ASSIGN_OR_RETURN(std::vector<RouteRange> todo,
-                   wn_.BeginRecovery(request_id_, stored, prepared_pos0_ >= 0));
+                   wn_.BeginRecovery(request_id_, stored, prepared_pos0_ >= 0 || forget_finished));
   prepared_pos0_ = -1;
+  finished_pos0_ = -1;
   // With refill_nice > 0, below the request threads' priority, on a thread of its own while
   // this one waits.
   RETURN_IF_ERROR(core::RunAtLowerPriority(wn_.options_.refill_nice,

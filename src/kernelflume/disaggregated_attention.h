@@ -60,8 +60,11 @@ class DisaggregatedAttention final : public models::CoreAttention {
 
   // Re-prefills the ranges this request lost with an attention node (see the file comment).
   // `tokens` are the request's token ids at positions [0, n) where n is the number of positions
-  // stored before the failed step. OK with nothing to do; the failure that makes recovery
-  // impossible (no surviving node with room) is returned as it is.
+  // stored before the failed step. A batched step fails as a whole: a request whose own step
+  // had finished (every layer) before another's failed is recovered to the position before
+  // that step too, and its finished step is forgotten like a failed one (its appends are
+  // re-sent by the retry), so the retry can prepare it again. OK with nothing to do; the failure
+  // that makes recovery impossible (no surviving node with room) is returned as it is.
   [[nodiscard]] core::Status Recover(const models::LlamaModel& model,
                                      std::span<const int32_t> tokens);
   int64_t recoveries() const { return recoveries_; }
@@ -113,6 +116,7 @@ class DisaggregatedAttention final : public models::CoreAttention {
   uint64_t step_id_ = 0;
   bool in_step_ = false;                // registered with the weight node
   int64_t prepared_pos0_ = -1;          // a prepared step not yet finished (rolled back on Recover)
+  int64_t finished_pos0_ = -1;          // the last step that finished, until the next starts
   const RouteRange* refill_ = nullptr;  // set while Recover re-prefills this range
   int64_t recoveries_ = 0;
 };
