@@ -36,6 +36,17 @@ struct ReplayArgs {
   bool no_noise = false;
 };
 
+// A fixed pool of `nodes` attention nodes (processes over UCX, or in this process), its
+// engine's iterations recorded.
+kernelflume::ScaleBenchOptions FixedPoolOptions(const ReplayArgs& a) {
+  kernelflume::ScaleBenchOptions o = a.bench;
+  o.min_nodes = o.max_nodes = a.nodes;
+  o.record_iterations = true;
+  o.settle_s = 0;
+  if (a.transport == "ucx") o.node_command = {"/proc/self/exe", "kernelflume", "attn-node"};
+  return o;
+}
+
 // The calibration workload: a seeded bursty trace whose batch (1 to max_active) and contexts
 // (16 to ~1,150 tokens) span what the replays here meet, so that every term of the profile is
 // measured, not extrapolated.
@@ -58,12 +69,8 @@ core::Status RunCalibration(ReplayArgs& a, const models::LlamaModel& model) {
   if (a.fit_out.empty()) {
     return core::InvalidArgument("--calibrate: needs --fit-profile-out (where the profile goes)");
   }
-  kernelflume::ScaleBenchOptions o = a.bench;
+  kernelflume::ScaleBenchOptions o = FixedPoolOptions(a);
   o.trace = CalibrationTrace(a.scaling.seed);
-  o.min_nodes = o.max_nodes = a.nodes;
-  o.record_iterations = true;
-  o.settle_s = 0;
-  if (a.transport == "ucx") o.node_command = {"/proc/self/exe", "kernelflume", "attn-node"};
   std::fprintf(stderr, "calibrating: a %.0f s bursty trace on %d attention node(s) (%s) ...\n",
                o.trace.duration_s, a.nodes, a.transport.c_str());
   ASSIGN_OR_RETURN(kernelflume::ScaleRunReport run,
@@ -107,12 +114,8 @@ core::Status RunReplay(ReplayArgs& a) {
     if (!p.ok()) return p.status().WithPrefix("--profile");
     given = *p;
   }
-  kernelflume::ScaleBenchOptions o = a.bench;
+  kernelflume::ScaleBenchOptions o = FixedPoolOptions(a);
   o.requests = scaled->requests;
-  o.min_nodes = o.max_nodes = a.nodes;
-  o.record_iterations = true;
-  o.settle_s = 0;
-  if (a.transport == "ucx") o.node_command = {"/proc/self/exe", "kernelflume", "attn-node"};
   std::fprintf(stderr, "replaying %zu requests on %d attention node(s) (%s) ...\n",
                o.requests.size(), a.nodes, a.transport.c_str());
   ASSIGN_OR_RETURN(kernelflume::ScaleRunReport real,
