@@ -77,10 +77,13 @@ int64_t CompletionEngine::FreeTokens() const {
 
 int64_t CompletionEngine::ReservedTokens(const CompletionParams& p) const {
   const AttentionClusterOptions& o = cluster_.options();
-  const int64_t range_max = o.weight_node.router.range_tokens_max;
-  const int64_t every = o.weight_node.router.reroute_every;
   return ReserveTokens(static_cast<int64_t>(p.prompt.size()) + p.max_tokens, o.page_tokens,
-                       every > 0 ? std::min(every, range_max) : range_max);
+                       ReserveRangeTokens(o.weight_node.router));
+}
+
+int64_t ReserveRangeTokens(const RouterOptions& router) {
+  return router.reroute_every > 0 ? std::min(router.reroute_every, router.range_tokens_max)
+                                  : router.range_tokens_max;
 }
 
 int64_t ReserveTokens(int64_t need, int64_t page_tokens, int64_t range_tokens) {

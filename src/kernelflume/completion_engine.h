@@ -46,6 +46,7 @@
 
 #include "core/status.h"
 #include "kernelflume/attention_cluster.h"
+#include "kernelflume/router.h"
 #include "models/llama.h"
 
 namespace tessera::kernelflume {
@@ -121,6 +122,9 @@ struct EngineMetrics {
 // of at most `range_tokens` on nodes that allocate `page_tokens`-token pages: need plus a page of
 // slack per range and one more (CompletionEngine::ReservedTokens; the engine simulator's too).
 int64_t ReserveTokens(int64_t need, int64_t page_tokens, int64_t range_tokens);
+// The longest range a request's KV is cut into under `router`: its re-route period when set
+// (at most range_tokens_max), else range_tokens_max.
+int64_t ReserveRangeTokens(const RouterOptions& router);
 
 class CompletionEngine {
  public:

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/options.h"
@@ -121,28 +122,23 @@ core::Status RunReplay(ReplayArgs& a) {
   ASSIGN_OR_RETURN(kernelflume::ScaleRunReport real,
                    kernelflume::RunScaleBench(model, o, kernelflume::ScaleSystem::kKernelFlume));
   RETURN_IF_ERROR(kernelflume::ScaleVerdict(real));
-  kernelflume::EngineProfile profile;
-  if (given) {
-    profile = *given;
-  } else {
+  // One fit serves both: the prediction (without --profile) and --fit-profile-out.
+  std::optional<kernelflume::EngineProfile> fitted;
+  if (!given || !a.fit_out.empty()) {
     auto fit = kernelflume::FitEngineProfile(real.iterations);
-    if (!fit.ok()) return fit.status().WithPrefix("fitting a profile to this run");
-    profile = *fit;
-    profile.source = fmt::format("tessera kernelflume replay --trace {} ({} requests)",
-                                 a.trace_path, o.requests.size());
-  }
-  if (!a.fit_out.empty()) {
-    auto fit = kernelflume::FitEngineProfile(real.iterations);
-    if (!fit.ok()) return fit.status().WithPrefix("--fit-profile-out");
+    if (!fit.ok()) {
+      return fit.status().WithPrefix(given ? "--fit-profile-out" : "fitting a profile to this run");
+    }
     fit->source = fmt::format("tessera kernelflume replay --trace {} ({} requests)", a.trace_path,
                               o.requests.size());
-    RETURN_IF_ERROR(core::WriteJsonFile(a.fit_out, kernelflume::ToJson(*fit)));
+    fitted = *fit;
   }
-  const kernelflume::AttentionClusterOptions cluster_defaults;
-  const auto& router = cluster_defaults.weight_node.router;
-  const int64_t range = router.reroute_every > 0
-                            ? std::min(router.reroute_every, router.range_tokens_max)
-                            : router.range_tokens_max;
+  if (!a.fit_out.empty()) {
+    RETURN_IF_ERROR(core::WriteJsonFile(a.fit_out, kernelflume::ToJson(*fitted)));
+  }
+  kernelflume::EngineProfile profile = given ? *given : *fitted;
+  const int64_t range =
+      kernelflume::ReserveRangeTokens(kernelflume::AttentionClusterOptions{}.weight_node.router);
   kernelflume::EngineSimOptions so;
   so.max_active = o.max_active;
   so.prefill_tokens_per_step = o.prefill_tokens_per_step;
