@@ -26,7 +26,7 @@ TEST(TarotBackends, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(MakeReasoner("noisy", {{{"noisy.rat", "0.1"}}, scene}).status().message(),
             "tarot.reasoner 'noisy': got option 'noisy.rat', must be one of noisy.seed, "
             "noisy.rate, noisy.attribute, noisy.relation, noisy.ordinal, noisy.knowledge, "
-            "noisy.hallucination, noisy.box, noisy.judge, noisy.box_jitter");
+            "noisy.hallucination, noisy.box, noisy.judge, noisy.box_jitter, noisy.box_swap");
   EXPECT_EQ(MakeReasoner("noisy", {{{"noisy.rate", "2"}}, scene}).status().message(),
             "tarot.reasoner 'noisy': noisy.rate: got '2', must be a finite number from 0 to 1");
   EXPECT_EQ(

@@ -262,7 +262,11 @@ core::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   }
   const bool boundary = o.boundary_split && o.backends.segmenter == "synthetic";
   long total = static_cast<long>(o.systems.size());
-  if (boundary) total += 3;
+  std::vector<System> msr_ablations;
+  for (System s : o.systems) {
+    if (UsesMsr(s) && s != System::kFull) msr_ablations.push_back(s);
+  }
+  if (boundary) total += 3 + static_cast<long>(msr_ablations.size());
   if (o.sweep_reasoner_error) total += 2 * static_cast<long>(o.sweep_rates.size());
   total *= report.samples;
   std::unique_ptr<core::ProgressBar> bar;
@@ -287,11 +291,18 @@ core::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     clean.segmenter_options = errors.segmenter_options;
     clean.segmenter_options["synthetic.over_seg"] = "0";
     clean.segmenter_options["synthetic.under_seg"] = "0";
+    std::vector<System> error_systems = {System::kEri, System::kFull};
+    error_systems.insert(error_systems.end(), msr_ablations.begin(), msr_ablations.end());
     ASSIGN_OR_RETURN(std::vector<SystemRun> err,
-                     RunSystems(scenes, {System::kEri, System::kFull}, errors, o.pipeline, tick));
+                     RunSystems(scenes, error_systems, errors, o.pipeline, tick));
     ASSIGN_OR_RETURN(std::vector<SystemRun> cln,
                      RunSystems(scenes, {System::kEri}, clean, o.pipeline, tick));
     ASSIGN_OR_RETURN(BoundarySplit split, SplitBoundaryErrors(err[0], err[1], cln[0], o.metrics));
+    for (size_t k = 2; k < err.size(); ++k) {
+      split.ablations.emplace_back(
+          error_systems[k],
+          SplitGroup(err[0], err[k], cln[0], o.metrics, [](const BenchSample&) { return true; }));
+    }
     split.segmenter_options = errors.segmenter_options;
     report.boundary = std::move(split);
   }
@@ -300,8 +311,15 @@ core::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
     std::vector<SweepPoint> points;
     for (double rate : o.sweep_rates) {
       BackendChoice noisy = o.backends;
+      // The chosen reasoner's own noisy.* options (box_jitter, box_swap, seed) are kept when it
+      // is `noisy`; the rates are the sweep's.
+      if (o.backends.reasoner != "noisy") noisy.reasoner_options.clear();
+      for (const char* skill : {"rate", "attribute", "relation", "ordinal", "knowledge",
+                                "hallucination", "box", "judge"}) {
+        noisy.reasoner_options.erase(std::string("noisy.") + skill);
+      }
       noisy.reasoner = "noisy";
-      noisy.reasoner_options = {{"noisy.seed", fmt::format("{}", o.seed)}};
+      noisy.reasoner_options.try_emplace("noisy.seed", fmt::format("{}", o.seed));
       if (o.sweep_skill == "all") {
         noisy.reasoner_options["noisy.rate"] = RateText(rate);
       } else {

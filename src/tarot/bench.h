@@ -14,7 +14,7 @@
 //              the injected errors changed what ERI returns; the others are "clean". Reported:
 //              MSR's gIoU gain (full - eri) on the former, and the share of clean samples where
 //              MSR lowers IoU by more than 0.05; over all samples, single-object targets and
-//              group targets.
+//              group targets; and the same for each MSR ablation among the chosen systems.
 //   sweep      the reasoner `noisy` at each error rate (default 0, 0.1, 0.2, 0.3, 0.4), every
 //              skill at that rate (noisy.rate) or one skill alone: gIoU of `full` and
 //              `naive-coupling`; the loss at a rate is gIoU(0) - gIoU(rate).
@@ -31,6 +31,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/registry.h"
@@ -124,6 +125,9 @@ struct BoundarySplit {
   // The same over single-object targets and over group (plural) targets: MSR refines one
   // object, so the two behave differently.
   BoundaryGroup single, group;
+  // The MSR ablations among the chosen systems (msr-flat-features, msr-yes-judge), each in
+  // full's place over all samples: their gain over eri and their harm on clean samples.
+  std::vector<std::pair<System, BoundaryGroup>> ablations;
 };
 // From aligned runs (same scenes and samples): eri and full with errors, eri clean.
 core::StatusOr<BoundarySplit> SplitBoundaryErrors(const SystemRun& eri_errors,

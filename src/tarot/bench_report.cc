@@ -176,6 +176,7 @@ core::Json BenchReportToJson(const BenchReport& r) {
                      {"all", GroupJson(b.all)},
                      {"single", GroupJson(b.single)},
                      {"group", GroupJson(b.group)}};
+    for (const auto& [system, g] : b.ablations) j["boundary"][SystemName(system)] = GroupJson(g);
   }
   if (r.sweep.has_value()) {
     core::Json points = core::Json::array();

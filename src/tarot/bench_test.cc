@@ -180,6 +180,24 @@ TEST(TarotBench, ASmallRunCountsEverySampleAndRepeatsBitForBit) {
   EXPECT_EQ(j["sweep"]["points"].size(), 2u);
 }
 
+// An MSR ablation among the systems gets its own row in the boundary split, over the same
+// samples with errors as full's.
+TEST(TarotBench, MsrAblationsJoinTheBoundarySplit) {
+  BenchOptions o = Small();
+  o.systems = {System::kEri, System::kFull, System::kMsrYesJudge};
+  o.sweep_reasoner_error = false;
+  auto r = RunBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->boundary.has_value());
+  ASSERT_EQ(r->boundary->ablations.size(), 1u);
+  const auto& [system, g] = r->boundary->ablations[0];
+  EXPECT_EQ(system, System::kMsrYesJudge);
+  EXPECT_EQ(g.with_errors, r->boundary->all.with_errors);
+  EXPECT_EQ(g.clean, r->boundary->all.clean);
+  EXPECT_EQ(g.eri_giou, r->boundary->all.eri_giou);
+  EXPECT_TRUE(BenchReportToJson(*r)["boundary"].contains("msr-yes-judge"));
+}
+
 TEST(TarotBench, NoBoundarySplitWithoutTheSyntheticSegmenter) {
   BenchOptions o = Small();
   o.n = 1;

@@ -31,6 +31,14 @@ core::Status ValidateMsrOptions(const MsrOptions& o) {
   return core::Status::Ok();
 }
 
+const char* AreaOfName(AreaOf a) { return a == AreaOf::kImage ? "image" : "mask"; }
+
+core::StatusOr<AreaOf> ParseAreaOf(const std::string& name) {
+  if (name == "image") return AreaOf::kImage;
+  if (name == "mask") return AreaOf::kMask;
+  return core::InvalidArgument(fmt::format("msr.area_of: got '{}', must be image or mask", name));
+}
+
 const char* MsrBranchName(MsrBranch b) {
   switch (b) {
     case MsrBranch::kEmpty:
@@ -153,7 +161,10 @@ core::StatusOr<MsrStep> RefineStep(const Mask& m, const Mask& q, const PatchGrid
   step.dq_area = dq.count();
   step.dm_largest = LargestComponent(dm).count();
   step.dq_largest = LargestComponent(dq).count();
-  const double area_px = o.area_fraction * static_cast<double>(w) * static_cast<double>(h);
+  const double reference_px = o.area_of == AreaOf::kImage
+                                  ? static_cast<double>(w) * static_cast<double>(h)
+                                  : static_cast<double>(m.count());
+  const double area_px = o.area_fraction * reference_px;
   if (static_cast<double>(step.dm_largest) <= area_px &&
       static_cast<double>(step.dq_largest) <= area_px) {
     step.why = "small regions";
@@ -232,6 +243,13 @@ core::StatusOr<MsrResult> RunMsr(const Mask& m, const Box& box, const std::strin
     r.points.push_back(*point);
     ASSIGN_OR_RETURN(std::vector<Instance> found, segmenter.SegmentPoints(r.points, std::nullopt));
     r.mask = BestInstanceMask(found, m.width(), m.height());
+  }
+  if (o.accept_by_compare && r.mask != m) {
+    ASSIGN_OR_RETURN(const int pick, reasoner.Compare(query, m, r.mask));
+    r.reverted = pick == 0;
+    TraceDecision(trace, "msr", "accept", FormatMask(r.mask),
+                  r.reverted ? "kept the ERI mask (compared)" : "refined mask (compared)");
+    if (r.reverted) r.mask = m;
   }
   return r;
 }

@@ -157,7 +157,9 @@ TEST(TarotMsr, RunRefinesThenStops) {
   CallTrace trace;
   TracedSegmenter ts(s, kW, kH, &trace);
   TracedReasoner tr(r, &trace);
-  auto res = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, {}, &trace);
+  MsrOptions spec_steps;  // steps 1-5 only (step 6 is tested below)
+  spec_steps.accept_by_compare = false;
+  auto res = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, spec_steps, &trace);
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->mask, q);
   ASSERT_EQ(res->steps.size(), 2u);
@@ -190,7 +192,9 @@ TEST(TarotMsr, EmptyInputsAndDisjointQ) {
   s.points = [&](const std::vector<Point>&) {
     return std::vector<Instance>{Inst(Rect(kW, kH, 15, 15, 19, 19), 0.9)};
   };
-  auto disjoint = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, {}, nullptr);
+  MsrOptions spec_steps;
+  spec_steps.accept_by_compare = false;
+  auto disjoint = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, spec_steps, nullptr);
   EXPECT_TRUE(disjoint->mask.none());
   EXPECT_EQ(disjoint->steps.at(0).branch, MsrBranch::kEmpty);
   // Bad options are named.
@@ -199,6 +203,63 @@ TEST(TarotMsr, EmptyInputsAndDisjointQ) {
   auto st = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, bad, nullptr);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("msr.rounds"), std::string::npos);
+}
+
+TEST(TarotMsr, TheComparatorDecidesBetweenTheRefinedAndTheEriMask) {
+  // The RunRefinesThenStops setting (under-segmented M refined to Q), with step 6 on: the
+  // reasoner's Compare(query, M, refined) is asked once; answer 1 keeps the refined mask,
+  // answer 0 returns M and marks the result reverted.
+  const Mask m = Rect(kW, kH, 2, 2, 10, 10), q = Rect(kW, kH, 2, 2, 14, 10);
+  ScriptSegmenter s;
+  s.points = [&](const std::vector<Point>&) { return std::vector<Instance>{Inst(q, 0.9)}; };
+  for (const int answer : {1, 0}) {
+    ScriptReasoner r;
+    r.compare_answer = answer;
+    CallTrace trace;
+    TracedSegmenter ts(s, kW, kH, &trace);
+    TracedReasoner tr(r, &trace);
+    auto res = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, {}, &trace);
+    ASSERT_TRUE(res.ok());
+    EXPECT_EQ(res->mask, answer == 1 ? q : m);
+    EXPECT_EQ(res->reverted, answer == 0);
+    EXPECT_EQ(trace.Calls("reasoner"), 2);  // JudgeRegion, then Compare
+  }
+  // The disjoint case: the empty result is compared too; answer 0 keeps M.
+  s.points = [&](const std::vector<Point>&) {
+    return std::vector<Instance>{Inst(Rect(kW, kH, 15, 15, 19, 19), 0.9)};
+  };
+  ScriptReasoner r;
+  TracedSegmenter ts(s, kW, kH, nullptr);
+  TracedReasoner tr(r, nullptr);
+  auto kept = RunMsr(m, BoxOf(m), "q", Scene(), ts, tr, {}, nullptr);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->mask, m);
+  EXPECT_TRUE(kept->reverted);
+  EXPECT_EQ(kept->steps.at(0).branch, MsrBranch::kEmpty);
+}
+
+TEST(TarotMsr, TheAreaThresholdIsAFractionOfTheImageOrOfTheMask) {
+  // M = [2,10)x[2,10) (64 px) and Q = M plus a 2x8 strip (16 px) in a 20x20 image (400 px):
+  // 16 px is 4% of the image and 25% of M. Image-relative at 5%: keep; mask-relative at 10%:
+  // the under-segmentation branch.
+  const Mask m = Rect(kW, kH, 2, 2, 10, 10), q = Rect(kW, kH, 2, 2, 12, 10);
+  ScriptReasoner r;
+  TracedReasoner tr(r, nullptr);
+  MsrOptions image;
+  image.area_of = AreaOf::kImage;
+  image.area_fraction = 0.05;
+  auto kept = RefineStep(m, q, Scene(), "q", tr, image, nullptr);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->branch, MsrBranch::kKeep);
+  EXPECT_EQ(kept->why, "small regions");
+  MsrOptions mask;
+  mask.area_of = AreaOf::kMask;
+  mask.area_fraction = 0.1;
+  auto under = RefineStep(m, q, Scene(), "q", tr, mask, nullptr);
+  ASSERT_TRUE(under.ok());
+  EXPECT_EQ(under->branch, MsrBranch::kUnder);
+  EXPECT_EQ(ParseAreaOf("mask").value(), AreaOf::kMask);
+  EXPECT_NE(ParseAreaOf("box").status().message().find("msr.area_of"), std::string::npos);
 }
 
 }  // namespace

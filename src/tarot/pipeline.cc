@@ -7,6 +7,7 @@
 
 #include "core/elapsed.h"
 #include "tarot/baselines.h"
+#include "tarot/msr_ablations.h"
 #include "tarot/traced.h"
 
 namespace tessera::tarot {
@@ -29,14 +30,19 @@ const char* SystemName(System s) {
       return "eri";
     case System::kFull:
       return "full";
+    case System::kMsrFlatFeatures:
+      return "msr-flat-features";
+    case System::kMsrYesJudge:
+      return "msr-yes-judge";
   }
   return "?";
 }
 
 const std::vector<System>& AllSystems() {
   static const std::vector<System> kAll = {
-      System::kNaive,      System::kNaiveCoupling, System::kTextOnly, System::kBoxOnly,
-      System::kNoRephrase, System::kNoVote,        System::kEri,      System::kFull};
+      System::kNaive,           System::kNaiveCoupling, System::kTextOnly, System::kBoxOnly,
+      System::kNoRephrase,      System::kNoVote,        System::kEri,      System::kFull,
+      System::kMsrFlatFeatures, System::kMsrYesJudge};
   return kAll;
 }
 
@@ -60,7 +66,9 @@ EriOptions EriOptionsFor(System s, const EriOptions& base) {
 }
 
 bool UsesEri(System s) { return s != System::kNaive && s != System::kNaiveCoupling; }
-bool UsesMsr(System s) { return s == System::kFull; }
+bool UsesMsr(System s) {
+  return s == System::kFull || s == System::kMsrFlatFeatures || s == System::kMsrYesJudge;
+}
 
 TarotPipeline::TarotPipeline(Segmenter& segmenter, Reasoner& reasoner,
                              const FeatureExtractor* features, PipelineOptions options)
@@ -96,7 +104,7 @@ core::Status TarotPipeline::SetImage(const Image& image, CallTrace* trace) {
                  core::MillisecondsSince(t0));
     }
     if (!grid.ok()) return grid.status();
-    grid_ = std::move(grid).value();
+    grid_ = options_.system == System::kMsrFlatFeatures ? FlatGrid(*grid) : std::move(grid).value();
   }
   width_ = image.width;
   height_ = image.height;
@@ -142,6 +150,12 @@ core::StatusOr<QueryResult> TarotPipeline::Run(const std::string& query, CallTra
     const Scope scope = out.eri->parsed.scope;
     if (UsesMsr(options_.system) && (scope == Scope::kGroup || scope == Scope::kCollection)) {
       local.Add("msr", "skip", ScopeName(scope), "kept the ERI mask (MSR refines one target)");
+    } else if (options_.system == System::kMsrYesJudge) {
+      YesJudgeReasoner yes(reasoner_);
+      TracedReasoner yes_rsn(yes, &local);
+      ASSIGN_OR_RETURN(out.msr, RunMsr(out.eri->mask, out.eri->chosen_box, out.eri->description,
+                                       *grid_, seg, yes_rsn, options_.msr, &local));
+      out.mask = out.msr->mask;
     } else if (UsesMsr(options_.system)) {
       ASSIGN_OR_RETURN(out.msr, RunMsr(out.eri->mask, out.eri->chosen_box, out.eri->description,
                                        *grid_, seg, rsn, options_.msr, &local));

@@ -11,6 +11,9 @@
 //   full            ERI then MSR over ERI's mask, its chosen box and its full description; a
 //                   group or collection target keeps ERI's mask (our choice: MSR's point
 //                   prompt yields one instance)
+//   msr-flat-features  full with every patch feature equal (MSR without DINO's evidence)
+//   msr-yes-judge      full with JudgeRegion always "part of it" (MSR without the MLLM judge)
+//                      (tarot/msr_ablations.h)
 // SetImage sets the image on the segmenter and the reasoner and, for `full`, extracts the patch
 // features once; Run answers one query about it. RunQuery does both.
 // Errors: an empty query, a system that needs features without a FeatureExtractor, and invalid
@@ -43,9 +46,12 @@ enum class System {
   kNoRephrase,
   kNoVote,
   kEri,
-  kFull
+  kFull,
+  kMsrFlatFeatures,
+  kMsrYesJudge
 };
-// "naive", "naive-coupling", "text-only", "box-only", "no-rephrase", "no-vote", "eri", "full".
+// "naive", "naive-coupling", "text-only", "box-only", "no-rephrase", "no-vote", "eri", "full",
+// "msr-flat-features", "msr-yes-judge".
 const char* SystemName(System s);
 // InvalidArgument listing the names for an unknown one.
 core::StatusOr<System> ParseSystem(const std::string& name);

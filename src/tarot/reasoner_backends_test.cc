@@ -172,6 +172,38 @@ TEST(NoisyReasoner, JudgeAndBoxErrors) {
   }
 }
 
+// A swapped box is the box of another object, the nearest of the target's category when there is
+// one; a jittered box (box_swap = 0) still overlaps the target's.
+TEST(NoisyReasoner, BoxErrorsSwapToTheNearestLookAlikeOrJitter) {
+  int swapped = 0, same_category = 0;
+  for (const Scene& s : TestScenes()) {
+    auto swap =
+        MakeFor("noisy", s, {{"noisy.rate", "0"}, {"noisy.box", "1"}, {"noisy.box_swap", "1"}});
+    auto jitter =
+        MakeFor("noisy", s, {{"noisy.rate", "0"}, {"noisy.box", "1"}, {"noisy.box_swap", "0"}});
+    for (const Expression& e : s.expressions) {
+      if (e.target.objects.size() != 1 || !e.target.part.empty()) continue;
+      const SceneObject& t = s.objects[e.target.objects[0]];
+      auto got = swap->Ground(e.text);
+      ASSERT_TRUE(got.ok() && got->has_value()) << e.text;
+      const SceneObject* other = nullptr;
+      for (const SceneObject& o : s.objects)
+        if (o.id != t.id && BoxOf(o.mask) == **got) other = &o;
+      ASSERT_NE(other, nullptr) << e.text;
+      ++swapped;
+      bool look_alike = false;
+      for (const SceneObject& o : s.objects) look_alike |= o.id != t.id && o.category == t.category;
+      EXPECT_EQ(other->category == t.category, look_alike) << e.text;
+      same_category += other->category == t.category;
+      auto j = jitter->Ground(e.text);
+      ASSERT_TRUE(j.ok() && j->has_value());
+      EXPECT_GT(BoxIou(**j, BoxOf(t.mask)), 0) << e.text;
+    }
+  }
+  EXPECT_GT(swapped, 20);
+  EXPECT_GT(same_category, 5);
+}
+
 // The rule reasoner reads every tier's grammar: its target contract equals the program's.
 TEST(RuleReasoner, ParsesEveryTier) {
   std::map<Tier, int> n;

@@ -1,6 +1,7 @@
 #include "tarot/scene_reasoner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "tarot/backends.h"
@@ -38,6 +39,27 @@ int OtherObject(const Scene& s, const Target& t, const std::function<bool(const 
   return c[std::min(c.size() - 1, static_cast<size_t>(draw * c.size()))];
 }
 
+// The object nearest (centroid distance, ties by id) to the target's first object, not in the
+// target: of the same category when there is one, else of any; -1 when the scene has no other.
+int NearestOther(const Scene& s, const Target& t) {
+  if (t.objects.empty()) return -1;
+  const SceneObject& first = s.objects[t.objects[0]];
+  int best = -1;
+  double best_d = 0;
+  bool best_same = false;
+  for (const SceneObject& o : s.objects) {
+    if (std::find(t.objects.begin(), t.objects.end(), o.id) != t.objects.end()) continue;
+    const bool same = o.category == first.category;
+    const double d = std::hypot(o.centroid.x - first.centroid.x, o.centroid.y - first.centroid.y);
+    if (best < 0 || (same && !best_same) || (same == best_same && d < best_d)) {
+      best = o.id;
+      best_d = d;
+      best_same = same;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 core::StatusOr<ReasonerErrorRates> ParseNoisyReasonerOptions(const core::RegistryOptions& options) {
@@ -53,6 +75,7 @@ core::StatusOr<ReasonerErrorRates> ParseNoisyReasonerOptions(const core::Registr
   ASSIGN_OR_RETURN(e.box, OptionNumber(options, who, "noisy.box", rate, 0, 1));
   ASSIGN_OR_RETURN(e.judge, OptionNumber(options, who, "noisy.judge", rate, 0, 1));
   ASSIGN_OR_RETURN(e.box_jitter, OptionNumber(options, who, "noisy.box_jitter", 0.25, 0, 1));
+  ASSIGN_OR_RETURN(e.box_swap, OptionNumber(options, who, "noisy.box_swap", 0.5, 0, 1));
   return e;
 }
 
@@ -297,6 +320,12 @@ core::StatusOr<std::optional<Box>> SceneReasoner::Ground(const std::string& expr
   auto draw = [&](uint64_t salt) {
     return HashUniform(KeyHash(errors_.seed, expression, kBox * 1000 + salt));
   };
+  if (errors_.box > 0 && draw(0) < errors_.box && draw(5) < errors_.box_swap) {
+    // The box of a look-alike: the nearest other object of the target's category, else the
+    // nearest other object (the grounding mistake an MLLM makes among similar instances).
+    const int other = NearestOther(*scene_, b.target);
+    if (other >= 0) return std::optional<Box>(BoxOf(scene_->objects[other].mask));
+  }
   if (errors_.box > 0 && draw(0) < errors_.box) {
     const double j = errors_.box_jitter, w = box.x1 - box.x0, h = box.y1 - box.y0;
     const double cx = 0.5 * (box.x0 + box.x1) + (2 * draw(1) - 1) * j * w;
@@ -371,7 +400,10 @@ ReasonerRegistry::Entry NoisyReasonerEntry() {
            {"noisy.hallucination", "rate of a hallucinated target (0..1)"},
            {"noisy.box", "rate of a jittered Ground box (0..1)"},
            {"noisy.judge", "rate of a flipped JudgeRegion/Check/Compare answer (0..1)"},
-           {"noisy.box_jitter", "box jitter as a fraction of its size (0..1, default 0.25)"}}};
+           {"noisy.box_jitter", "box jitter as a fraction of its size (0..1, default 0.25)"},
+           {"noisy.box_swap",
+            "share of box errors that box the nearest look-alike object instead (0..1, "
+            "default 0.5)"}}};
 }
 
 }  // namespace tessera::tarot

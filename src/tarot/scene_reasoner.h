@@ -25,8 +25,11 @@
 //   knowledge (a fact of the fact table)         -> another part of the object, or an object of
 //                                                   another category;
 //   hallucination (any text)                     -> some other object;
-//   box (Ground)                                 -> the box moved and scaled by up to box_jitter
-//                                                   of its size per side;
+//   box (Ground)                                 -> with probability box_swap, the box of the
+//                                                   nearest other object of the target's
+//                                                   category (else the nearest other object);
+//                                                   otherwise the box moved and scaled by up to
+//                                                   box_jitter of its size per side;
 //   judge (JudgeRegion, Check, Compare)          -> the answer flipped.
 // The first applicable skill whose draw falls under its rate corrupts the belief (in the order
 // above). `rate` sets every skill's rate at once; a skill's own key overrides it.
@@ -52,6 +55,7 @@ struct ReasonerErrorRates {
   double attribute = 0, relation = 0, ordinal = 0, knowledge = 0, hallucination = 0;
   double box = 0, judge = 0;
   double box_jitter = 0.25;  // fraction of the box's width/height
+  double box_swap = 0.5;     // share of box errors that box the nearest look-alike instead
   uint64_t seed = 0;
   bool any() const {
     return attribute > 0 || relation > 0 || ordinal > 0 || knowledge > 0 || hallucination > 0 ||
@@ -61,7 +65,8 @@ struct ReasonerErrorRates {
 
 // From registry options noisy.seed, noisy.rate (default 0.1), noisy.attribute, noisy.relation,
 // noisy.ordinal, noisy.knowledge, noisy.hallucination, noisy.box, noisy.judge (each 0..1,
-// default: noisy.rate), noisy.box_jitter (0..1, default 0.25).
+// default: noisy.rate), noisy.box_jitter (0..1, default 0.25), noisy.box_swap (0..1, default
+// 0.5).
 core::StatusOr<ReasonerErrorRates> ParseNoisyReasonerOptions(const core::RegistryOptions& options);
 
 class SceneReasoner : public Reasoner {

@@ -285,11 +285,17 @@ core::StatusOr<std::vector<Instance>> SyntheticSegmenter::SegmentPoints(
     visible += VisibleFraction(u);
     ++units;
   }
-  for (const Point& p : points) {
-    const Unit u = under(p);
-    if (p.positive || u.object < 0) continue;
-    const SceneObject& o = scene_->objects[u.object];
-    result = result.Minus(o.parts.empty() ? o.mask : o.parts[u.part].mask);
+  // Clicks are honoured, as SAM's interactive head is trained to: the part (or shape) under a
+  // positive point is kept whatever the error draws removed, and the one under a negative point
+  // is taken out (negatives last: they win over a positive on the same part).
+  for (const bool positive : {true, false}) {
+    for (const Point& p : points) {
+      const Unit u = under(p);
+      if (p.positive != positive || u.object < 0) continue;
+      const SceneObject& o = scene_->objects[u.object];
+      const Mask& unit = o.parts.empty() ? o.mask : o.parts[u.part].mask;
+      result = positive ? result | unit : result.Minus(unit);
+    }
   }
   if (within) result = result & BoxMask(scene_->width, scene_->height, *within);
   std::vector<Instance> out;

@@ -12,8 +12,11 @@
 //       box fit first (score 0.5 + 0.49 x IoU of its mask's box with the prompt); when none lies
 //       half inside, the best-fitting one that meets the box.
 //   SegmentPoints(points, within)  per object under a positive point: the part under them when
-//       all of them hit one part of a thing, else the whole object; minus the parts (or objects)
-//       under the negative points; clipped to `within`. One instance (or none).
+//       all of them hit one part of a thing, else the whole object, with the error knobs drawn;
+//       then clicks are honoured (SAM's interactive head is trained to): the part (or shape)
+//       under each positive point is added back if an error removed it, and the part (or
+//       object) under each negative point is taken out; clipped to `within`. One instance (or
+//       none).
 // Scores: 0.7 + 0.25 x the unit's visible fraction (text and points), plus noise.
 // Error knobs, each drawn per (prompt, instance) from `seed` (a hash: the answer to a prompt does
 // not depend on earlier prompts):

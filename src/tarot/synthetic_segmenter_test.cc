@@ -179,6 +179,49 @@ TEST(SyntheticSegmenter, PointsSelectPartsOrObjects) {
   EXPECT_FALSE(seg->SegmentPoints({Point{-1, 3}}, std::nullopt).ok());
 }
 
+// Clicks are honoured: with every prompt under-segmented (under_seg = 1), a positive point still
+// gets the whole part or shape under it back, and a negative point's part stays out even when
+// every prompt is over-segmented.
+TEST(SyntheticSegmenter, ClicksAreHonouredWhateverTheErrorDraws) {
+  auto pixel_of = [](const Mask& m) {
+    for (int y = 0; y < m.height(); ++y)
+      for (int x = 0; x < m.width(); ++x)
+        if (m.get(x, y) && (x == 0 || m.get(x - 1, y)) && (x + 1 == m.width() || m.get(x + 1, y)))
+          return Point{x + 0.5, y + 0.5};
+    return Point{};
+  };
+  int shapes = 0, parts = 0, negatives = 0;
+  for (const Scene& s : TestScenes()) {
+    auto under = Make(s, {{"synthetic.under_seg", "1"}, {"synthetic.seed", "3"}});
+    auto over = Make(s, {{"synthetic.over_seg", "1"}, {"synthetic.seed", "3"}});
+    for (const SceneObject& o : s.objects) {
+      if (o.parts.empty()) {
+        auto got = under->SegmentPoints({pixel_of(o.mask)}, std::nullopt);
+        ASSERT_EQ(got->size(), 1u);
+        EXPECT_EQ(got->front().mask & o.mask, o.mask) << o.category;
+        ++shapes;
+        continue;
+      }
+      const Point roof = pixel_of(o.parts[1].mask);
+      auto got = under->SegmentPoints({roof}, std::nullopt);
+      ASSERT_EQ(got->size(), 1u);
+      EXPECT_EQ(got->front().mask, o.parts[1].mask) << o.category;
+      ++parts;
+      Point neg = pixel_of(o.parts[1].mask);
+      neg.positive = false;
+      auto cut = over->SegmentPoints({pixel_of(o.parts[0].mask), neg}, std::nullopt);
+      ASSERT_TRUE(cut.ok());
+      if (!cut->empty()) {
+        EXPECT_EQ(cut->front().mask.IntersectionCount(o.parts[1].mask), 0) << o.category;
+        ++negatives;
+      }
+    }
+  }
+  EXPECT_GT(shapes, 10);
+  EXPECT_GT(parts, 10);
+  EXPECT_GT(negatives, 5);
+}
+
 TEST(SyntheticSegmenter, NeedsItsScenesImage) {
   auto seg = MakeSegmenter("synthetic", {{}, std::make_shared<Scene>(TestScenes()[0])});
   ASSERT_TRUE(seg.ok());

@@ -474,6 +474,10 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                                      {"--sweep-reasoner-error", K::kFlag, {}},
                                      {"--sweep-skill", K::kText, {}},
                                      {"--no-boundary", K::kFlag, {}},
+                                     {"--msr-rounds", K::kInt, {}},
+                                     {"--msr-area-fraction", K::kFloat, {}},
+                                     {"--msr-area-of", K::kText, {}},
+                                     {"--msr-no-compare", K::kFlag, {}},
                                      {"--quiet", K::kFlag, {}},
                                      {"--json", K::kOutputFile, {}}});
   Append(&tarot_bench.options, backends);
@@ -482,8 +486,11 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                        {"--n", "1", "--seed", "2", "--segmenter", "classical", "--systems",
                         "naive,box-only", "--resamples", "0", "--json", out + "bench.json"},
                        {"--n", "1", "--systems", "naive-coupling,full", "--sweep-reasoner-error",
-                        "--sweep-skill", "box", "--no-boundary", "--resamples", "10"}};
-  tarot_bench.keep = {"--n"};
+                        "--sweep-skill", "box", "--no-boundary", "--resamples", "10"},
+                       {"--n", "1", "--systems", "eri,full,msr-flat-features,msr-yes-judge",
+                        "--msr-rounds", "3", "--msr-area-of", "image", "--msr-area-fraction",
+                        "0.01", "--msr-no-compare", "--resamples", "10", "--quiet"}};
+  tarot_bench.keep = {"--n", "--msr-rounds"};
   t.push_back(tarot_bench);
 }
 

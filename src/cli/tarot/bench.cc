@@ -32,6 +32,10 @@ struct BenchArgs {
   bool no_boundary = false;
   bool quiet = false;
   std::string json_path;
+  int msr_rounds = tarot::MsrOptions{}.rounds;
+  double msr_area_fraction = tarot::MsrOptions{}.area_fraction;
+  std::string msr_area_of = tarot::AreaOfName(tarot::MsrOptions{}.area_of);
+  bool msr_no_compare = false;
 };
 
 std::string Pts(double fraction) { return core::Fixed(100 * fraction, 1); }
@@ -96,7 +100,7 @@ void PrintOverall(const tarot::BenchReport& r) {
 void PrintBoundary(const tarot::BoundarySplit& b) {
   std::string knobs;
   for (const auto& [k, v] : b.segmenter_options) knobs += " " + k + "=" + v;
-  core::Table table({"targets", "with errors", "eri gIoU", "full gIoU", "MSR gain [95% CI]",
+  core::Table table({"targets", "with errors", "eri gIoU", "with MSR gIoU", "MSR gain [95% CI]",
                      "clean", "harmful (IoU -0.05)"});
   auto row = [&](const char* name, const tarot::BoundaryGroup& g) {
     table.AddRow(
@@ -107,6 +111,9 @@ void PrintBoundary(const tarot::BoundarySplit& b) {
   row("all", b.all);
   row("single object", b.single);
   row("group", b.group);
+  for (const auto& [system, g] : b.ablations) {
+    row((std::string(tarot::SystemName(system)) + " (all)").c_str(), g);
+  }
   std::printf(
       "MSR on boundary errors (segmenter%s; a sample has errors when they changed ERI's "
       "mask):\n%s",
@@ -156,6 +163,10 @@ core::Status RunBenchCommand(const BenchArgs& a) {
   o.sweep_skill = a.sweep_skill;
   o.boundary_split = !a.no_boundary;
   o.progress = !a.quiet;
+  o.pipeline.msr.rounds = a.msr_rounds;
+  o.pipeline.msr.area_fraction = a.msr_area_fraction;
+  ASSIGN_OR_RETURN(o.pipeline.msr.area_of, TarotFlags(tarot::ParseAreaOf(a.msr_area_of)));
+  o.pipeline.msr.accept_by_compare = !a.msr_no_compare;
   ASSIGN_OR_RETURN(tarot::BenchReport r, TarotFlags(tarot::RunBench(o)));
   std::printf(
       "tarot bench: %s, %d scenes (seed %llu), %d expressions; segmenter %s, reasoner "
@@ -190,7 +201,7 @@ void AddTarotBench(CLI::App* tarot, Action* action) {
       ->transform(Seed());
   c->add_option("--systems", a->systems,
                 "all, or a comma list of naive, naive-coupling, text-only, box-only, "
-                "no-rephrase, no-vote, eri, full")
+                "no-rephrase, no-vote, eri, full, msr-flat-features, msr-yes-judge")
       ->capture_default_str();
   AddTarotBackendOptions(c, &a->backends);
   c->add_option("--resamples", a->resamples, "bootstrap resamples for the 95% intervals")
@@ -203,6 +214,19 @@ void AddTarotBench(CLI::App* tarot, Action* action) {
       ->capture_default_str();
   c->add_flag("--no-boundary", a->no_boundary,
               "skip the MSR boundary-error split (synthetic segmenter only)");
+  c->add_option("--msr-rounds", a->msr_rounds, "MSR refine rounds")
+      ->transform(Integer(0, 100))
+      ->capture_default_str();
+  c->add_option("--msr-area-fraction", a->msr_area_fraction,
+                "MSR keeps the mask when both disagreement regions are at most this fraction "
+                "of --msr-area-of")
+      ->transform(Number(0, 1))
+      ->capture_default_str();
+  c->add_option("--msr-area-of", a->msr_area_of,
+                "what --msr-area-fraction is a fraction of: image or mask")
+      ->capture_default_str();
+  c->add_flag("--msr-no-compare", a->msr_no_compare,
+              "return MSR's refined mask without asking the reasoner to compare it with ERI's");
   c->add_flag("--quiet", a->quiet, "no progress bar on stderr");
   paths->Output(c, "--json", &a->json_path, "write the full report as JSON");
   c->callback(

@@ -117,7 +117,8 @@ void AddTarotRun(CLI::App* tarot, Action* action) {
   paths->Input(c, "--scene", &a->scene,
                "the scene program JSON (tarot scenes) for synthetic/oracle/noisy and the IoU");
   c->add_option("--system", a->system,
-                "naive, naive-coupling, text-only, box-only, no-rephrase, no-vote, eri or full")
+                "naive, naive-coupling, text-only, box-only, no-rephrase, no-vote, eri, full, "
+                "msr-flat-features or msr-yes-judge")
       ->capture_default_str();
   AddTarotBackendOptions(c, &a->backends);
   paths->Output(c, "--out", &a->out, "the mask as a PNG (white on black)")->required();

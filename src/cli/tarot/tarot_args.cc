@@ -55,7 +55,10 @@ core::Status TarotFlags(const core::Status& s) {
                        {"tarot.features", "--features"},
                        {"tarot.bench.set", "--set"},
                        {"tarot.bench.n", "--n"},
-                       {"tarot.bench.sweep_skill", "--sweep-skill"}});
+                       {"tarot.bench.sweep_skill", "--sweep-skill"},
+                       {"msr.rounds", "--msr-rounds"},
+                       {"msr.area_fraction", "--msr-area-fraction"},
+                       {"msr.area_of", "--msr-area-of"}});
 }
 
 }  // namespace tessera::cli
