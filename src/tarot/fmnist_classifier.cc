@@ -17,7 +17,7 @@ namespace {
 
 constexpr float kInputFloor = 0.2f;  // the darkest region pixel's value
 constexpr int kInputs = kFmnistPixels + 1;
-constexpr double kTrainMinHalf = 14, kTrainMaxHalf = 36;
+constexpr double kTrainMinHalf = 14, kTrainMaxHalf = 28;
 constexpr double kTestHalf = 24;
 
 double Luminance(Rgb c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b; }
@@ -97,16 +97,28 @@ core::StatusOr<FmnistClassifier> FmnistClassifier::Train(const FmnistData& train
   core::Rng order_rng = root.Fork(0);
   Shuffle(order_rng, order);
   if (o.max_items > 0 && o.max_items < train.count()) order.resize(o.max_items);
+  // Each item drawn once (a seeded half-size and tint), its input kept as bytes (value x 255).
+  std::vector<uint8_t> inputs(order.size() * kFmnistPixels);
+  core::Rng draw_rng = root.Fork(1);
+  for (size_t n = 0; n < order.size(); ++n) {
+    const double half = draw_rng.Uniform(kTrainMinHalf, kTrainMaxHalf);
+    const Rgb tint = Pick(draw_rng, Palette()).rgb;
+    const ItemInput x = RenderedInput(train.item(order[n]), half, tint);
+    for (int i = 0; i < kFmnistPixels; ++i)
+      inputs[n * kFmnistPixels + i] = static_cast<uint8_t>(std::lround(x[i] * 255));
+  }
+  std::vector<size_t> slots(order.size());
+  std::iota(slots.begin(), slots.end(), size_t{0});
   const long total = static_cast<long>(o.epochs) * static_cast<long>(order.size());
   long step = 0;
   std::array<double, kFmnistClasses> z{};
+  ItemInput x{};
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    core::Rng rng = root.Fork(static_cast<uint64_t>(epoch) + 1);
-    Shuffle(rng, order);
-    for (int index : order) {
-      const double half = rng.Uniform(kTrainMinHalf, kTrainMaxHalf);
-      const Rgb tint = Pick(rng, Palette()).rgb;
-      const ItemInput x = RenderedInput(train.item(index), half, tint);
+    core::Rng rng = root.Fork(static_cast<uint64_t>(epoch) + 2);
+    Shuffle(rng, slots);
+    for (size_t slot : slots) {
+      const int index = order[slot];
+      for (int i = 0; i < kFmnistPixels; ++i) x[i] = inputs[slot * kFmnistPixels + i] / 255.0f;
       const double lr = o.learning_rate * (1.0 - static_cast<double>(step++) / total);
       // Forward: softmax over z_k = w_k . [x, 1].
       double zmax = -1e30;
