@@ -13,10 +13,10 @@
 namespace tessera::tarot {
 namespace {
 
-// Measured: 0.8405 on the whole test split (RenderedInput at half-size 24) and 0.852 on the
+// Measured: 0.8405 on the whole test split (RenderedInput at half-size 24) and 0.8185 on the
 // visible regions of the 270 objects of 40 fmnist scenes (docs/tarot.md); floors with margin.
 constexpr double kTestAccuracyFloor = 0.80;
-constexpr double kSceneAccuracyFloor = 0.78;
+constexpr double kSceneAccuracyFloor = 0.75;
 
 std::shared_ptr<const FmnistClassifier> Shared() {
   auto c = SharedFmnistClassifier();

@@ -1,11 +1,15 @@
 #include "tarot/scene_generator.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/check.h"
 #include "core/rng.h"
 #include "tarot/fashion_mnist.h"
+#include "tarot/fmnist_items.h"
 #include "tarot/seeded.h"
 #include "tarot/vocabulary.h"
 
@@ -22,6 +26,35 @@ const std::vector<Rgb>& PaleColours() {
   return c;
 }
 
+// The test items an fmnist scene draws from, per label: those with at least half their class's
+// median count of pixels above kItemThreshold (the darkest items would show as a few specks).
+// Computed once per loaded split.
+using ItemPools = std::vector<std::vector<int>>;
+std::shared_ptr<const ItemPools> EligibleItems(const std::shared_ptr<const FmnistData>& items) {
+  static std::mutex mu;
+  static std::map<const FmnistData*, std::shared_ptr<const ItemPools>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(items.get());
+  if (it != cache.end()) return it->second;
+  auto pools = std::make_shared<ItemPools>(kFmnistClasses);
+  for (int label = 0; label < kFmnistClasses; ++label) {
+    const std::vector<int>& all = items->by_label[label];
+    std::vector<int> ink;
+    for (int i : all) {
+      const uint8_t* px = items->item(i);
+      ink.push_back(static_cast<int>(
+          std::count_if(px, px + kFmnistPixels, [](uint8_t v) { return v > kItemThreshold; })));
+    }
+    std::vector<int> sorted = ink;
+    std::sort(sorted.begin(), sorted.end());
+    const int median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    for (size_t k = 0; k < all.size(); ++k)
+      if (2 * ink[k] >= median) (*pools)[label].push_back(all[k]);
+  }
+  cache.emplace(items.get(), pools);
+  return pools;
+}
+
 // The label map of the objects placed so far, with visible pixel counts.
 struct Occupancy {
   int width, height;
@@ -34,9 +67,10 @@ struct Occupancy {
 // The object's own colours (part colours distinct from the main colour and each other where the
 // category allows).
 // `items`: the Fashion-MNIST test split for an fmnist scene (the object takes an item of its
-// category, with no mirroring or texture), null for refscenes.
+// category from `pools`, with no mirroring or texture), null for refscenes.
 SceneObject DrawObject(core::Rng& rng, const Scene& s, const std::vector<std::string>& categories,
-                       const std::vector<std::string>& colours, const FmnistData* items) {
+                       const std::vector<std::string>& colours, const FmnistData* items,
+                       const ItemPools* pools) {
   SceneObject o;
   // Weights 3, 2, 1, 1 by position: a scene has common and rare categories, so some are unique.
   static constexpr int kWeights[] = {3, 2, 1, 1};
@@ -55,7 +89,7 @@ SceneObject DrawObject(core::Rng& rng, const Scene& s, const std::vector<std::st
   o.size = SizeNames()[size];
   o.half_size_px = SizeFraction(size) * std::min(s.width, s.height) * rng.Uniform(0.92, 1.08);
   if (items) {
-    const std::vector<int>& pool = items->by_label[FashionLabel(o.category)];
+    const std::vector<int>& pool = (*pools)[FashionLabel(o.category)];
     CHECK(!pool.empty()) << "no Fashion-MNIST test item of class " << o.category;
     o.item = Pick(rng, pool);
     const uint8_t* px = items->item(o.item);
@@ -143,7 +177,7 @@ bool Place(core::Rng& rng, SceneObject& o, Occupancy& occ, const SceneGeneratorO
 
 // One layout (objects placed and rendered), or nullopt when fewer than min_objects fit.
 std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGeneratorOptions& opt,
-                                const FmnistData* items) {
+                                const FmnistData* items, const ItemPools* pools) {
   Scene s;
   s.set = opt.set;
   s.seed = seed;
@@ -183,7 +217,7 @@ std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGenera
   occ.owner.assign(static_cast<size_t>(s.width) * s.height, -1);
   occ.part.assign(occ.owner.size(), -1);
   for (int i = 0; i < n_objects; ++i) {
-    SceneObject o = DrawObject(rng, s, categories, colours, items);
+    SceneObject o = DrawObject(rng, s, categories, colours, items, pools);
     if (Place(rng, o, occ, opt)) s.objects.push_back(std::move(o));
   }
   if (static_cast<int>(s.objects.size()) < opt.min_objects) return std::nullopt;
@@ -218,17 +252,19 @@ core::Status ValidateSceneGeneratorOptions(const SceneGeneratorOptions& o) {
 core::StatusOr<Scene> GenerateScene(uint64_t seed, const SceneGeneratorOptions& options) {
   RETURN_IF_ERROR(ValidateSceneGeneratorOptions(options));
   std::shared_ptr<const FmnistData> items;
+  std::shared_ptr<const ItemPools> pools;
   if (options.set == kSetFmnist) {
     auto loaded = SharedFmnist(FmnistSplit::kTest);
     if (!loaded.ok()) {
       return loaded.status().WithPrefix("fmnist scenes draw their items from the test split");
     }
     items = *loaded;
+    pools = EligibleItems(items);
   }
   const core::Rng root(seed);
   for (int attempt = 0; attempt < kLayoutAttempts; ++attempt) {
     core::Rng rng = root.Fork(static_cast<uint64_t>(attempt));
-    std::optional<Scene> s = DrawLayout(rng, seed, options, items.get());
+    std::optional<Scene> s = DrawLayout(rng, seed, options, items.get(), pools.get());
     if (!s) continue;
     bool complete = true;
     for (Tier t : AllTiers()) {

@@ -4,7 +4,9 @@
 //   refscenes  (Tarot-SAM3 part 1's benchmark) simple shapes and things with parts, drawn from
 //              their silhouettes, textured;
 //   fmnist     Fashion-MNIST test items (tarot/fashion_mnist.h), each of a fashion category
-//              drawn uniformly among that class's items, scaled so that its 28 px frame spans
+//              drawn uniformly among that class's items with at least half the class's median
+//              count of pixels above the mask threshold (the darkest ~5% would show as specks),
+//              scaled so that its 28 px frame spans
 //              twice the half-size, tinted with its palette colour (tarot/fmnist_items.h); no
 //              parts, no mirroring, no texture. Needs the dataset: NotFound / InvalidArgument
 //              naming the files otherwise.
