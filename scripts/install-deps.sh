@@ -17,7 +17,7 @@ BUILD_PACKAGES=(
   libucx-dev
 )
 REST_PACKAGES=(
-  clang-format libbenchmark-dev python3-matplotlib libopencv-dev libgloo-dev
+  clang-format libbenchmark-dev python3-matplotlib libopencv-dev libgloo-dev dataset-fashion-mnist
   python3-dev python3-pybind11 python3-pytest python3-torch python3-venv python3-pip curl
 )
 case "${1:-}" in

@@ -111,6 +111,37 @@ TEST(TarotCli, BenchPrintsTheTablesAndWritesJson) {
   EXPECT_EQ((*j)["samples"], 14);
 }
 
+// The fmnist set (needs dataset-fashion-mnist): scenes written, an expression segmented through
+// the scene-reading and the pixels-only backends, a small benchmark, and a set that does not fit.
+TEST(TarotCli, FmnistScenesRunAndBench) {
+  const std::string dir = TempPath("fmnist");
+  std::filesystem::remove_all(dir);
+  Result s = RunTessera("tarot scenes --set fmnist --seed 5 --n 1 --out " + dir);
+  ASSERT_EQ(s.code, 0) << s.out;
+  auto scene = core::ReadJsonFile(dir + "/scene_0000.json");
+  ASSERT_TRUE(scene.ok()) << scene.status().ToString();
+  EXPECT_EQ((*scene)["set"], "fmnist");
+  const std::string png = dir + "/scene_0000.png", json = dir + "/scene_0000.json";
+  const std::string query = Expression(dir, "E1");
+  Result oracle =
+      RunTessera("tarot run --image " + png + " --scene " + json + " --query '" + query +
+                 "' --segmenter synthetic --reasoner oracle --out " + TempPath("f.png"));
+  ASSERT_EQ(oracle.code, 0) << oracle.out;
+  EXPECT_NE(oracle.out.find("1.000 (E1)"), std::string::npos) << oracle.out;
+  Result pixels = RunTessera("tarot run --image " + png + " --set fmnist --query '" + query +
+                             "' --segmenter classical --reasoner rule --out " + TempPath("g.png"));
+  ASSERT_EQ(pixels.code, 0) << pixels.out;
+  Result bench = RunTessera(
+      "tarot bench --set fmnist --n 1 --systems naive,eri --resamples 10 "
+      "--segmenter classical --quiet");
+  ASSERT_EQ(bench.code, 0) << bench.out;
+  EXPECT_NE(bench.out.find("tarot bench: fmnist"), std::string::npos) << bench.out;
+  ExpectUserError("tarot scenes --set coco --n 1 --out " + TempPath("coco"), "--set: got 'coco'");
+  ExpectUserError("tarot run --image " + png + " --scene " + json + " --set refscenes --query '" +
+                      query + "' --segmenter synthetic --out " + TempPath("h.png"),
+                  "--set: got 'refscenes', but the scene");
+}
+
 TEST(TarotCli, BadInputIsOneLineNamingIt) {
   const std::string dir = Scenes();
   const std::string png = dir + "/scene_0000.png", json = dir + "/scene_0000.json";

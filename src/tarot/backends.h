@@ -36,6 +36,10 @@ namespace tessera::tarot {
 struct BackendContext {
   core::RegistryOptions options;
   std::shared_ptr<const Scene> scene;  // read by synthetic, oracle and noisy; may be null
+  // The benchmark set the images come from (refscenes or fmnist): the vocabulary the
+  // pixels-only backends (classical, rule) read pixels with -- silhouettes or the fashion-item
+  // classifier. Not ground truth: it names the label space, as a prompt's nouns do.
+  std::string set = kSetRefscenes;
 };
 
 template <typename Interface>

@@ -42,9 +42,9 @@ std::string RateText(double rate) { return fmt::format("{}", rate); }
 }  // namespace
 
 core::Status ValidateBenchOptions(const BenchOptions& o) {
-  if (o.set != "refscenes") {
-    return core::InvalidArgument(fmt::format(
-        "tarot.bench.set: got '{}', must be refscenes (fmnist is not built yet)", o.set));
+  if (o.set != kSetRefscenes && o.set != kSetFmnist) {
+    return core::InvalidArgument(
+        fmt::format("tarot.bench.set: got '{}', must be refscenes or fmnist", o.set));
   }
   if (o.n < 1 || o.n > kMaxScenes) {
     return core::InvalidArgument(
@@ -96,14 +96,16 @@ core::StatusOr<std::vector<SystemRun>> RunSystems(const std::vector<Scene>& scen
     const Scene& scene = scenes[i];
     // The backends read the scene through a shared pointer that does not own it.
     std::shared_ptr<const Scene> shared(&scene, [](const Scene*) {});
-    ASSIGN_OR_RETURN(std::unique_ptr<Segmenter> seg,
-                     MakeSegmenter(backends.segmenter, {backends.segmenter_options, shared}));
-    ASSIGN_OR_RETURN(std::unique_ptr<Reasoner> rsn,
-                     MakeReasoner(backends.reasoner, {backends.reasoner_options, shared}));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Segmenter> seg,
+        MakeSegmenter(backends.segmenter, {backends.segmenter_options, shared, scene.set}));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Reasoner> rsn,
+        MakeReasoner(backends.reasoner, {backends.reasoner_options, shared, scene.set}));
     std::unique_ptr<FeatureExtractor> features;
     if (needs_features) {
-      ASSIGN_OR_RETURN(
-          features, MakeFeatureExtractor(backends.features, {backends.features_options, shared}));
+      ASSIGN_OR_RETURN(features, MakeFeatureExtractor(backends.features, {backends.features_options,
+                                                                          shared, scene.set}));
     }
     std::vector<Mask> targets;
     for (const Expression& e : scene.expressions) targets.push_back(TargetMask(scene, e.target));
@@ -254,7 +256,9 @@ core::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   BenchReport report;
   report.options = o;
-  ASSIGN_OR_RETURN(std::vector<Scene> scenes, GenerateScenes(o.seed, o.n, o.scenes));
+  SceneGeneratorOptions scene_options = o.scenes;
+  scene_options.set = o.set;
+  ASSIGN_OR_RETURN(std::vector<Scene> scenes, GenerateScenes(o.seed, o.n, scene_options));
   report.scenes = static_cast<int>(scenes.size());
   for (const Scene& s : scenes) {
     for (const Expression& e : s.expressions) ++report.samples_per_tier[TierName(e.tier)];

@@ -1,7 +1,9 @@
 // The Tarot-SAM3 benchmark: systems (tarot/pipeline.h) over a generated set of referring
 // expressions with exact masks, scored per tier (tarot/metrics.h), with calls and time per query.
-//   set        "refscenes": scenes GenerateScenes(seed, n) (tarot/scene_generator.h), every
-//              expression of every scene one sample, its target mask the ground truth.
+//   set        "refscenes" or "fmnist": scenes GenerateScenes(seed, n) of that set
+//              (tarot/scene_generator.h; `scenes.set` is taken from `set`), every expression of
+//              every scene one sample, its target mask the ground truth. The backends get the
+//              set in their context (the pixels-only ones read fmnist with the item classifier).
 //   main table every chosen system over the chosen backends (segmenter, reasoner, features by
 //              registry name, with their key=value options); per system and tier: gIoU, cIoU,
 //              P@0.5/0.7/0.9 with bootstrap 95% intervals, mean backend calls per query
@@ -49,8 +51,8 @@ struct BackendChoice {
 };
 
 struct BenchOptions {
-  std::string set = "refscenes";
-  int n = 20;  // scenes
+  std::string set = "refscenes";  // refscenes or fmnist
+  int n = 20;                     // scenes
   uint64_t seed = 1;
   SceneGeneratorOptions scenes;
   std::vector<System> systems = AllSystems();

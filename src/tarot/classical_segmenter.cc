@@ -7,6 +7,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "tarot/fmnist_detect.h"
 #include "tarot/query_parser.h"
 #include "tarot/vocabulary.h"
 
@@ -163,7 +164,12 @@ core::Status ClassicalSegmenter::SetImage(const Image& image) {
     return core::Status::Ok();  // the same image: keep the analysis and the cache
   }
   image_ = image;
-  analysis_ = AnalyseImage(image_, options_.min_area);
+  image_set_ = false;
+  if (options_.set == kSetFmnist) {
+    ASSIGN_OR_RETURN(analysis_, AnalyseFmnistImage(image_, options_.min_area));
+  } else {
+    analysis_ = AnalyseImage(image_, options_.min_area);
+  }
   cache_.clear();
   image_set_ = true;
   return core::Status::Ok();
@@ -354,6 +360,7 @@ std::vector<Instance> ClassicalSegmenter::PointsUncached(const std::vector<Point
 SegmenterRegistry::Entry ClassicalSegmenterEntry() {
   auto create = [](const BackendContext& c) -> core::StatusOr<std::unique_ptr<Segmenter>> {
     ASSIGN_OR_RETURN(ClassicalSegmenterOptions o, ParseClassicalSegmenterOptions(c.options));
+    o.set = c.set;
     return std::unique_ptr<Segmenter>(new ClassicalSegmenter(o));
   };
   return {{.reads_scene = false, .create = create},

@@ -1,6 +1,9 @@
 // ClassicalSegmenter (registry name `classical`): a SAM3 stand-in that sees pixels only -- no
 // scene program -- through the colour and shape lexicon of tarot/classical_lexicon.h and the
-// objects tarot/classical_regions.h finds in the image.
+// objects tarot/classical_regions.h finds in the image; on the fmnist set (the backend context's
+// `set`, the vocabulary its images are drawn from) the objects are instead the fashion items of
+// tarot/fmnist_detect.h, classified by the item classifier trained from the dataset's training
+// split (a category's distance is 1 - its probability, its confidence the probability).
 //   SegmentText(phrase)  the phrase (cut to 100 characters, as the authors' code does) is read
 //       with the refscenes grammar parser without facts (tarot/query_parser.h); its target's
 //       category (or generic noun), colour, size and part select objects, PCS style: every
@@ -25,7 +28,8 @@
 // image (the benchmark asks the same prompts from several systems); setting an equal image
 // keeps the analysis and the cache.
 // Errors: FailedPrecondition before SetImage or for an empty image; InvalidArgument for a box
-// that misses the image, no points, or a point outside the image.
+// that misses the image, no points, or a point outside the image; on fmnist, SetImage passes on
+// the item classifier's error (the dataset missing).
 // Thread-safety: one query at a time.
 #pragma once
 
@@ -47,6 +51,7 @@ struct ClassicalSegmenterOptions {
   double margin = 0.25;            // crop growth, x the box size per side
   int min_area = 12;               // pixels of the smallest colour region kept
   double runner_up_margin = 0.05;  // descriptor distance
+  std::string set = "refscenes";   // refscenes or fmnist: how objects are found (not an option)
 };
 
 // From registry options classical.iterations (1..10), classical.margin (0..2),

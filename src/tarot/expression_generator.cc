@@ -298,7 +298,8 @@ std::optional<Expression> Grammar::Implicit(Tier tier, const Unit& u, int form) 
   const Fact* colour_fact = FindFact(FactKind::kColour, "", "", o.colour);
   const bool colour_needed = !unique_cat && Matching(SpecOf(u.id, true, false), "").size() == 1;
   if (tier == Tier::kI1) {
-    if (form == 0 && u.part.empty() && unique_cat && !info.is_shape) {
+    // Object facts name refscenes things and fashion items (shapes have shape facts instead).
+    if (form == 0 && u.part.empty() && unique_cat) {
       if (const Fact* f = FindFact(FactKind::kObject, o.category, "", ""))
         return Finish(f->phrase, tier, 1, p, want);
     } else if (form == 1 && !u.part.empty() && unique_cat) {
@@ -319,7 +320,11 @@ std::optional<Expression> Grammar::Implicit(Tier tier, const Unit& u, int form) 
     const Fact* of = FindFact(FactKind::kObject, o.category, "", "");
     if (pf && of) return Finish(pf->phrase + " of " + of->phrase, tier, 2, p, want);
   } else if (form == 1 && u.part.empty() && info.is_shape && colour_needed && colour_fact) {
-    if (const Fact* sf = FindFact(FactKind::kShape, o.category, "", "")) {
+    // A shape fact, or (a fashion item) its object fact: "what you carry your shopping in that
+    // is the colour of grass".
+    const Fact* sf = FindFact(FactKind::kShape, o.category, "", "");
+    if (!sf) sf = FindFact(FactKind::kObject, o.category, "", "");
+    if (sf) {
       p.target.colour = o.colour;
       return Finish(sf->phrase + " that is " + colour_fact->phrase, tier, 2, p, want);
     }

@@ -74,7 +74,7 @@ std::vector<std::string> RephrasingsOf(const std::string& phrase) {
     }
   }
   for (const std::string& noun : nouns) AddUnique(out, "the " + noun, kMaxRephraseWords);
-  if (ci >= 0 && Categories()[ci].is_shape && part.empty())
+  if (HasSilhouette(ci) && Categories()[ci].is_shape && part.empty())
     AddUnique(out, Join({s.colour, nouns[0], "shape"}), kMaxRephraseWords);
   return out;
 }

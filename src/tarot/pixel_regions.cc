@@ -111,6 +111,7 @@ SilhouetteMatch MatchSilhouette(const Mask& mask, bool shapes_only) {
   if (mask.none()) return best;
   const Box box = BoxOf(mask);
   for (size_t c = 0; c < Categories().size(); ++c) {
+    if (!HasSilhouette(static_cast<int>(c))) continue;
     const bool shape = Categories()[c].is_shape;
     if (shapes_only && !shape) continue;
     for (bool mirrored : {false, true}) {

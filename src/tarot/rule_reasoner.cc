@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tarot/backends.h"
+#include "tarot/fmnist_detect.h"
 #include "tarot/phrasing.h"
 #include "tarot/silhouettes.h"
 #include "tarot/vocabulary.h"
@@ -13,8 +14,16 @@ namespace {
 constexpr double kRuleRegionInside = 0.5;
 constexpr double kRuleCheckIou = 0.5;
 constexpr double kKeptColourShare = 0.1;
+constexpr int kMinItemPixels = 30;
 
 }  // namespace
+
+ClassProbabilities RuleReasoner::ItemProbabilities(const Mask& mask) const {
+  ClassProbabilities p{};
+  auto classifier = SharedFmnistClassifier();
+  if (!classifier.ok() || image_.empty()) return p;  // SetImage trained it already on fmnist
+  return (*classifier)->Probabilities(RegionInput(image_, mask));
+}
 
 core::Status RuleReasoner::SetImage(const Image& image) {
   image_set_ = false;
@@ -23,7 +32,25 @@ core::Status RuleReasoner::SetImage(const Image& image) {
   width_ = image.width;
   height_ = image.height;
   labels_ = ColourLabels(image);
-  detections_ = DetectObjects(image);
+  if (set_ == kSetFmnist) {
+    image_ = image;
+    ASSIGN_OR_RETURN(std::vector<ItemRegion> items, FindItems(image, labels_, kMinItemPixels));
+    detections_.clear();
+    for (ItemRegion& r : items) {
+      Detection d;
+      d.category = Categories()[FashionCategory(r.label)].name;
+      d.colour = Palette()[r.colour].name;
+      d.size = SizeNames()[r.size];
+      d.fit = r.probability;
+      d.centroid = CentroidOf(r.mask);
+      d.mask = std::move(r.mask);
+      detections_.push_back(std::move(d));
+    }
+    std::stable_sort(detections_.begin(), detections_.end(),
+                     [](const Detection& a, const Detection& b) { return a.fit > b.fit; });
+  } else {
+    detections_ = DetectObjects(image);
+  }
   image_set_ = true;
   return core::Status::Ok();
 }
@@ -58,6 +85,8 @@ double RuleReasoner::SpecScore(const Program& p, const Mask& mask) const {
   const int colour = ColourIndex(p.target.colour);
   double score = colour >= 0 ? st.fraction[colour] : 1.0 - st.background;
   const int ci = CategoryIndex(p.target.category);
+  if (ci >= 0 && !HasSilhouette(ci))
+    return score + ItemProbabilities(mask)[FashionLabel(p.target.category)];
   if (ci >= 0 && p.part.empty()) {
     double fit = 0;
     for (bool mirrored : {false, true})
@@ -149,6 +178,11 @@ core::StatusOr<bool> RuleReasoner::Check(const std::string& query, const Mask& m
     return false;
   const int ci = CategoryIndex(p.target.category);
   if (ci < 0 || !p.part.empty()) return st.background < 0.5;
+  if (!HasSilhouette(ci)) {
+    const ClassProbabilities prob = ItemProbabilities(mask);
+    return std::max_element(prob.begin(), prob.end()) - prob.begin() ==
+           FashionLabel(p.target.category);
+  }
   return MatchSilhouette(mask, false).category == ci;
 }
 
@@ -161,8 +195,8 @@ core::StatusOr<int> RuleReasoner::Compare(const std::string& query, const Mask& 
 }
 
 ReasonerRegistry::Entry RuleReasonerEntry() {
-  auto create = [](const BackendContext&) -> core::StatusOr<std::unique_ptr<Reasoner>> {
-    return std::unique_ptr<Reasoner>(new RuleReasoner());
+  auto create = [](const BackendContext& c) -> core::StatusOr<std::unique_ptr<Reasoner>> {
+    return std::unique_ptr<Reasoner>(new RuleReasoner(c.set));
   };
   return {{.reads_scene = false, .create = create},
           "rule",

@@ -14,15 +14,22 @@
 //                     mostly foreground and its dominant colour covers >= 10% of `kept`.
 //   Check / Compare   with a detected target: IoU >= 0.5 / the larger IoU; else colour and
 //                     silhouette statistics of the masks against the parsed spec.
-// Errors: FailedPrecondition before SetImage. A query that does not parse gives
-// ParsedQuery{ok = false} and falls back to the query text elsewhere.
+// On the fmnist set (the backend context's `set`) the detections are the fashion items of
+// tarot/fmnist_detect.h instead (colour regions of at least 30 pixels, each classified by the
+// item classifier; fit = the class probability), and the silhouette statistics above become the
+// classifier's probability of the named class (Compare) or its top class (Check).
+// Errors: FailedPrecondition before SetImage; on fmnist, SetImage passes on the classifier's
+// error (the dataset missing). A query that does not parse gives ParsedQuery{ok = false} and
+// falls back to the query text elsewhere.
 // Thread-safety: one query at a time.
 #pragma once
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tarot/fmnist_classifier.h"
 #include "tarot/pixel_regions.h"
 #include "tarot/query_parser.h"
 #include "tarot/reasoner.h"
@@ -31,6 +38,7 @@ namespace tessera::tarot {
 
 class RuleReasoner : public Reasoner {
  public:
+  explicit RuleReasoner(std::string set = "refscenes") : set_(std::move(set)) {}
   std::string name() const override { return "rule"; }
   core::Status SetImage(const Image& image) override;
   core::StatusOr<ParsedQuery> Parse(const std::string& query) override;
@@ -58,11 +66,16 @@ class RuleReasoner : public Reasoner {
 
  private:
   core::Status Ready() const;
-  // How well `mask` fits the parsed spec by pixels alone (colour fraction + silhouette IoU).
+  // How well `mask` fits the parsed spec by pixels alone (colour fraction + silhouette IoU, or
+  // on fmnist the classifier's probability of the named class).
   double SpecScore(const Program& p, const Mask& mask) const;
+  // fmnist: the item classifier's probabilities for the region `mask` (all 0 before SetImage).
+  ClassProbabilities ItemProbabilities(const Mask& mask) const;
 
+  std::string set_;
   bool image_set_ = false;
   int width_ = 0, height_ = 0;
+  Image image_;  // fmnist: the classifier reads regions of it
   std::vector<int> labels_;
   std::vector<Detection> detections_;
   std::map<std::string, Reading> readings_;

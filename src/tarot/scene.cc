@@ -6,6 +6,8 @@
 #include "core/input_file.h"
 #include "core/output_file.h"
 #include "serve/png.h"
+#include "tarot/fashion_mnist.h"
+#include "tarot/fmnist_items.h"
 #include "tarot/seeded.h"
 #include "tarot/silhouettes.h"
 #include "tarot/vocabulary.h"
@@ -88,6 +90,12 @@ const ScenePart* SceneObject::FindPart(const std::string& name) const {
 
 void ForEachObjectPixel(const SceneObject& o, int width, int height,
                         const std::function<void(int x, int y, int part)>& fn) {
+  if (o.item >= 0) {
+    CHECK_EQ(o.item_pixels.size(), static_cast<size_t>(kFmnistPixels));
+    ForEachItemPixel(o.item_pixels.data(), o.cx, o.cy, o.half_size_px, width, height,
+                     [&](int x, int y, double) { fn(x, y, 0); });
+    return;
+  }
   const int ci = CategoryIndex(o.category);
   CHECK(ci >= 0) << "unknown category " << o.category;
   const double r = o.half_size_px;
@@ -147,15 +155,23 @@ void RenderScene(Scene& s) {
     for (size_t p = 1; p < o.parts.size(); ++p) colours.push_back(ColourOf(o.parts[p].colour));
     o.full_area = 0;
     for (ScenePart& p : o.parts) p.full_area = 0;
-    ForEachObjectPixel(o, s.width, s.height, [&](int x, int y, int p) {
+    auto paint = [&](int x, int y, int p, double f) {
       const size_t idx = static_cast<size_t>(y) * s.width + x;
       owner[idx] = static_cast<int16_t>(k);
       part_of[idx] = static_cast<int8_t>(p);
       ++o.full_area;
       if (!o.parts.empty()) ++o.parts[p].full_area;
-      const double f = 1.0 + o.texture.amplitude * TextureValue(o.texture, x, y);
       s.image.at(x, y) = Shade(colours[p], f);
-    });
+    };
+    if (o.item >= 0) {
+      CHECK_EQ(o.item_pixels.size(), static_cast<size_t>(kFmnistPixels));
+      ForEachItemPixel(o.item_pixels.data(), o.cx, o.cy, o.half_size_px, s.width, s.height,
+                       [&](int x, int y, double v) { paint(x, y, 0, ItemShade(v)); });
+    } else {
+      ForEachObjectPixel(o, s.width, s.height, [&](int x, int y, int p) {
+        paint(x, y, p, 1.0 + o.texture.amplitude * TextureValue(o.texture, x, y));
+      });
+    }
   }
   std::vector<double> sx(s.objects.size(), 0), sy(s.objects.size(), 0);
   for (SceneObject& o : s.objects) {

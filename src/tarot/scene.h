@@ -1,15 +1,21 @@
-// Scene: one refscenes image with its ground truth. The scene program (size, background, and per
-// object: category, colour, size class, centre, half-size, mirroring, texture, part colours, in
-// drawing order) determines everything else: RenderScene draws the image and derives the exact
-// visible masks (a later object covers an earlier one; each object's part masks partition its
-// visible pixels; a simple shape has no parts). The program also carries the scene's referring
-// expressions (tarot/program.h), each with its stored denotation.
+// Scene: one image of a benchmark set (refscenes or fmnist) with its ground truth. The scene
+// program (size, background, and per object: category, colour, size class, centre, half-size,
+// mirroring, texture, part colours, and for fmnist the Fashion-MNIST test item, in drawing
+// order) determines everything else: RenderScene draws the image and derives the exact visible
+// masks (a later object covers an earlier one; each object's part masks partition its visible
+// pixels; a simple shape or a fashion item has no parts). The program also carries the scene's
+// referring expressions (tarot/program.h), each with its stored denotation.
 //
-// Pixels: (x, y) covers [x, x+1) x [y, y+1); an object covers a pixel when the pixel's centre
-// lies inside its silhouette (tarot/silhouettes.h) placed at (cx, cy) with half-size
-// `half_size_px`. Textures and the background are integer hashes of (x, y, seed): bit-exact.
-// JSON: SceneToJson writes the program only ({"kind": "tarot-scene", "version": 1, ...});
+// Pixels: (x, y) covers [x, x+1) x [y, y+1); a refscenes object covers a pixel when the pixel's
+// centre lies inside its silhouette (tarot/silhouettes.h) placed at (cx, cy) with half-size
+// `half_size_px`; an fmnist object when its item's intensity there exceeds the threshold of
+// tarot/fmnist_items.h (its tint shaded by that intensity, no texture). Textures and the
+// background are integer hashes of (x, y, seed): bit-exact.
+// JSON: SceneToJson writes the program only ({"kind": "tarot-scene", "version": 1, ...}; an
+// fmnist scene adds "set": "fmnist" and per object "item", never the item's pixels);
 // SceneFromJson validates every field (messages name the field, the value and what is allowed),
+// takes an fmnist scene's items from the Fashion-MNIST test split (an error naming the files
+// and the package when it is absent; the item's label must be the object's category),
 // re-renders, and checks that each expression still denotes its stored target. The image goes
 // to PNG with ScenePng (serve/png.h).
 // Thread-safety: values; RenderScene mutates its argument only.
@@ -52,6 +58,10 @@ struct SceneObject {
   bool mirrored = false;
   Texture texture;
   std::vector<ScenePart> parts;  // things: one per category part; simple shapes: empty
+  // fmnist: the index of the object's item in the Fashion-MNIST test split, and its 784 grey
+  // values (copied from the dataset by the generator and SceneFromJson); refscenes: -1, empty.
+  int item = -1;
+  std::vector<uint8_t> item_pixels;
   // Rendered:
   Mask mask;  // visible pixels
   int64_t full_area = 0;
@@ -68,7 +78,11 @@ struct Background {
   uint64_t seed = 0;
 };
 
+inline constexpr const char* kSetRefscenes = "refscenes";
+inline constexpr const char* kSetFmnist = "fmnist";
+
 struct Scene {
+  std::string set = kSetRefscenes;  // "refscenes" or "fmnist"
   uint64_t seed = 0;
   int width = 0, height = 0;
   Background background;
@@ -80,8 +94,8 @@ struct Scene {
   std::vector<Entity> Entities() const;
 };
 
-// Calls fn(x, y, part) for every pixel of the image the object's silhouette covers (before
-// occlusion), row by row.
+// Calls fn(x, y, part) for every pixel of the image the object's silhouette (an fmnist object:
+// its item, part 0) covers (before occlusion), row by row.
 void ForEachObjectPixel(const SceneObject& o, int width, int height,
                         const std::function<void(int x, int y, int part)>& fn);
 

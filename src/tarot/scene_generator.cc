@@ -1,9 +1,15 @@
 #include "tarot/scene_generator.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "core/check.h"
 #include "core/rng.h"
+#include "tarot/fashion_mnist.h"
+#include "tarot/fmnist_items.h"
 #include "tarot/seeded.h"
 #include "tarot/vocabulary.h"
 
@@ -20,6 +26,35 @@ const std::vector<Rgb>& PaleColours() {
   return c;
 }
 
+// The test items an fmnist scene draws from, per label: those with at least half their class's
+// median count of pixels above kItemThreshold (the darkest items would show as a few specks).
+// Computed once per loaded split.
+using ItemPools = std::vector<std::vector<int>>;
+std::shared_ptr<const ItemPools> EligibleItems(const std::shared_ptr<const FmnistData>& items) {
+  static std::mutex mu;
+  static std::map<const FmnistData*, std::shared_ptr<const ItemPools>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(items.get());
+  if (it != cache.end()) return it->second;
+  auto pools = std::make_shared<ItemPools>(kFmnistClasses);
+  for (int label = 0; label < kFmnistClasses; ++label) {
+    const std::vector<int>& all = items->by_label[label];
+    std::vector<int> ink;
+    for (int i : all) {
+      const uint8_t* px = items->item(i);
+      ink.push_back(static_cast<int>(
+          std::count_if(px, px + kFmnistPixels, [](uint8_t v) { return v > kItemThreshold; })));
+    }
+    std::vector<int> sorted = ink;
+    std::sort(sorted.begin(), sorted.end());
+    const int median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    for (size_t k = 0; k < all.size(); ++k)
+      if (2 * ink[k] >= median) (*pools)[label].push_back(all[k]);
+  }
+  cache.emplace(items.get(), pools);
+  return pools;
+}
+
 // The label map of the objects placed so far, with visible pixel counts.
 struct Occupancy {
   int width, height;
@@ -31,8 +66,11 @@ struct Occupancy {
 
 // The object's own colours (part colours distinct from the main colour and each other where the
 // category allows).
+// `items`: the Fashion-MNIST test split for an fmnist scene (the object takes an item of its
+// category from `pools`, with no mirroring or texture), null for refscenes.
 SceneObject DrawObject(core::Rng& rng, const Scene& s, const std::vector<std::string>& categories,
-                       const std::vector<std::string>& colours) {
+                       const std::vector<std::string>& colours, const FmnistData* items,
+                       const ItemPools* pools) {
   SceneObject o;
   // Weights 3, 2, 1, 1 by position: a scene has common and rare categories, so some are unique.
   static constexpr int kWeights[] = {3, 2, 1, 1};
@@ -50,6 +88,14 @@ SceneObject DrawObject(core::Rng& rng, const Scene& s, const std::vector<std::st
   const int size = static_cast<int>(rng.Below(kSizeCount));
   o.size = SizeNames()[size];
   o.half_size_px = SizeFraction(size) * std::min(s.width, s.height) * rng.Uniform(0.92, 1.08);
+  if (items) {
+    const std::vector<int>& pool = (*pools)[FashionLabel(o.category)];
+    CHECK(!pool.empty()) << "no Fashion-MNIST test item of class " << o.category;
+    o.item = Pick(rng, pool);
+    const uint8_t* px = items->item(o.item);
+    o.item_pixels.assign(px, px + kFmnistPixels);
+    return o;
+  }
   o.mirrored = !info.is_shape && rng.Below(2) == 1;
   o.texture.kind = static_cast<TextureKind>(rng.Below(4));
   o.texture.period_px = UniformInt(rng, 4, 12);
@@ -130,8 +176,10 @@ bool Place(core::Rng& rng, SceneObject& o, Occupancy& occ, const SceneGeneratorO
 }
 
 // One layout (objects placed and rendered), or nullopt when fewer than min_objects fit.
-std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGeneratorOptions& opt) {
+std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGeneratorOptions& opt,
+                                const FmnistData* items, const ItemPools* pools) {
   Scene s;
+  s.set = opt.set;
   s.seed = seed;
   s.width = UniformInt(rng, opt.min_side, opt.max_side);
   s.height = UniformInt(rng, opt.min_side, opt.max_side);
@@ -140,15 +188,25 @@ std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGenera
   s.background.noise = 3;
   s.background.seed = rng.NextU64();
 
-  std::vector<std::string> shapes, things;
-  for (const CategoryInfo& c : Categories()) (c.is_shape ? shapes : things).push_back(c.name);
-  Shuffle(rng, shapes);
-  Shuffle(rng, things);
-  const int n_categories = UniformInt(rng, 2, 4);
-  const int n_things = rng.Uniform() < 0.75 ? UniformInt(rng, 1, std::min(2, n_categories)) : 0;
-  std::vector<std::string> categories(things.begin(), things.begin() + n_things);
-  categories.insert(categories.end(), shapes.begin(), shapes.begin() + (n_categories - n_things));
-  Shuffle(rng, categories);
+  std::vector<std::string> categories;
+  if (items) {
+    for (const CategoryInfo& c : Categories())
+      if (c.family == CategoryFamily::kFashion) categories.push_back(c.name);
+    Shuffle(rng, categories);
+    categories.resize(UniformInt(rng, 2, 4));
+  } else {
+    std::vector<std::string> shapes, things;
+    for (const CategoryInfo& c : Categories()) {
+      if (c.family == CategoryFamily::kRefscenes) (c.is_shape ? shapes : things).push_back(c.name);
+    }
+    Shuffle(rng, shapes);
+    Shuffle(rng, things);
+    const int n_categories = UniformInt(rng, 2, 4);
+    const int n_things = rng.Uniform() < 0.75 ? UniformInt(rng, 1, std::min(2, n_categories)) : 0;
+    categories.assign(things.begin(), things.begin() + n_things);
+    categories.insert(categories.end(), shapes.begin(), shapes.begin() + (n_categories - n_things));
+    Shuffle(rng, categories);
+  }
   std::vector<std::string> colours;
   for (const PaletteColour& c : Palette()) colours.push_back(c.name);
   Shuffle(rng, colours);
@@ -159,7 +217,7 @@ std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGenera
   occ.owner.assign(static_cast<size_t>(s.width) * s.height, -1);
   occ.part.assign(occ.owner.size(), -1);
   for (int i = 0; i < n_objects; ++i) {
-    SceneObject o = DrawObject(rng, s, categories, colours);
+    SceneObject o = DrawObject(rng, s, categories, colours, items, pools);
     if (Place(rng, o, occ, opt)) s.objects.push_back(std::move(o));
   }
   if (static_cast<int>(s.objects.size()) < opt.min_objects) return std::nullopt;
@@ -170,6 +228,9 @@ std::optional<Scene> DrawLayout(core::Rng& rng, uint64_t seed, const SceneGenera
 }  // namespace
 
 core::Status ValidateSceneGeneratorOptions(const SceneGeneratorOptions& o) {
+  if (o.set != kSetRefscenes && o.set != kSetFmnist) {
+    return core::InvalidArgument("scenes.set: got '" + o.set + "', must be refscenes or fmnist");
+  }
   auto range = [](const char* field, double v, double lo, double hi) -> core::Status {
     if (v >= lo && v <= hi) return core::Status::Ok();
     return core::InvalidArgument(std::string("refscenes.") + field + ": got " + std::to_string(v) +
@@ -190,10 +251,20 @@ core::Status ValidateSceneGeneratorOptions(const SceneGeneratorOptions& o) {
 
 core::StatusOr<Scene> GenerateScene(uint64_t seed, const SceneGeneratorOptions& options) {
   RETURN_IF_ERROR(ValidateSceneGeneratorOptions(options));
+  std::shared_ptr<const FmnistData> items;
+  std::shared_ptr<const ItemPools> pools;
+  if (options.set == kSetFmnist) {
+    auto loaded = SharedFmnist(FmnistSplit::kTest);
+    if (!loaded.ok()) {
+      return loaded.status().WithPrefix("fmnist scenes draw their items from the test split");
+    }
+    items = *loaded;
+    pools = EligibleItems(items);
+  }
   const core::Rng root(seed);
   for (int attempt = 0; attempt < kLayoutAttempts; ++attempt) {
     core::Rng rng = root.Fork(static_cast<uint64_t>(attempt));
-    std::optional<Scene> s = DrawLayout(rng, seed, options);
+    std::optional<Scene> s = DrawLayout(rng, seed, options, items.get(), pools.get());
     if (!s) continue;
     bool complete = true;
     for (Tier t : AllTiers()) {
@@ -204,7 +275,7 @@ core::StatusOr<Scene> GenerateScene(uint64_t seed, const SceneGeneratorOptions& 
     }
     if (complete || !options.require_all_tiers) return std::move(*s);
   }
-  return core::Infeasible("refscenes: seed " + std::to_string(seed) + ": no layout in " +
+  return core::Infeasible(options.set + ": seed " + std::to_string(seed) + ": no layout in " +
                           std::to_string(kLayoutAttempts) +
                           " carries every tier; lower expressions.per_tier or set "
                           "require_all_tiers = false");

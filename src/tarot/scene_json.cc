@@ -1,6 +1,7 @@
 // SceneToJson / SceneFromJson (declared in tarot/scene.h): the scene program as JSON.
 #include <cmath>
 
+#include "tarot/fashion_mnist.h"
 #include "tarot/scene.h"
 #include "tarot/vocabulary.h"
 
@@ -95,17 +96,39 @@ core::StatusOr<std::string> NamedFromJson(const core::Json& j, const std::string
   return v;
 }
 
+// `items`: the Fashion-MNIST test split for an fmnist scene, null for refscenes.
 core::StatusOr<SceneObject> ObjectFromJson(const core::Json& j, const std::string& path, int w,
-                                           int h) {
+                                           int h, const FmnistData* items) {
   RETURN_IF_ERROR(core::CheckKnownKeys(j, path,
                                        {"category", "colour", "size", "cx", "cy", "half_size_px",
-                                        "mirrored", "texture", "part_colours"}));
+                                        "mirrored", "texture", "part_colours", "item"}));
   SceneObject o;
   ASSIGN_OR_RETURN(o.category, core::GetString(j, path, "category"));
   const int ci = CategoryIndex(o.category);
-  if (ci < 0) {
-    return core::InvalidArgument(core::JoinPath(path, "category") + ": got '" + o.category +
-                                 "', must be a refscenes category (circle, ..., mushroom)");
+  const CategoryFamily family = items ? CategoryFamily::kFashion : CategoryFamily::kRefscenes;
+  if (ci < 0 || Categories()[ci].family != family) {
+    return core::InvalidArgument(
+        core::JoinPath(path, "category") + ": got '" + o.category + "', must be " +
+        (items ? "a fashion category of an fmnist scene (t-shirt, trouser, ..., boot)"
+               : "a refscenes category (circle, ..., mushroom)"));
+  }
+  if (items) {
+    ASSIGN_OR_RETURN(const int64_t item,
+                     core::GetIntInRange(j, path, "item", 0, items->count() - 1));
+    const int label = items->labels[static_cast<size_t>(item)];
+    if (FashionCategory(label) != ci) {
+      return core::InvalidArgument(core::JoinPath(path, "item") + ": got " + std::to_string(item) +
+                                   ", a " + Categories()[FashionCategory(label)].name + " in " +
+                                   items->dir + "'s test split, but the object is a " + o.category +
+                                   " (a different Fashion-MNIST release?)");
+    }
+    o.item = static_cast<int>(item);
+    const uint8_t* px = items->item(o.item);
+    o.item_pixels.assign(px, px + kFmnistPixels);
+  } else if (j.contains("item")) {
+    return core::InvalidArgument(
+        core::JoinPath(path, "item") +
+        ": only objects of an fmnist scene (\"set\": \"fmnist\") have one");
   }
   ASSIGN_OR_RETURN(o.colour, NamedFromJson(j, path, "colour", true));
   ASSIGN_OR_RETURN(o.size, NamedFromJson(j, path, "size", false));
@@ -151,29 +174,49 @@ core::Json SceneToJson(const Scene& s) {
                        {"mirrored", o.mirrored},
                        {"texture", TextureToJson(o.texture)},
                        {"part_colours", pc}});
+    if (o.item >= 0) objects.back()["item"] = o.item;
   }
   core::Json expressions = core::Json::array();
   for (const Expression& e : s.expressions) expressions.push_back(ExpressionToJson(e));
-  return {{"kind", "tarot-scene"},
-          {"version", kSceneVersion},
-          {"seed", s.seed},
-          {"width", s.width},
-          {"height", s.height},
-          {"background",
-           {{"top", RgbToJson(s.background.top)},
-            {"bottom", RgbToJson(s.background.bottom)},
-            {"noise", s.background.noise},
-            {"seed", s.background.seed}}},
-          {"objects", objects},
-          {"expressions", expressions}};
+  core::Json out = {{"kind", "tarot-scene"},
+                    {"version", kSceneVersion},
+                    {"seed", s.seed},
+                    {"width", s.width},
+                    {"height", s.height},
+                    {"background",
+                     {{"top", RgbToJson(s.background.top)},
+                      {"bottom", RgbToJson(s.background.bottom)},
+                      {"noise", s.background.noise},
+                      {"seed", s.background.seed}}},
+                    {"objects", objects},
+                    {"expressions", expressions}};
+  if (s.set != kSetRefscenes) out["set"] = s.set;
+  return out;
 }
 
 core::StatusOr<Scene> SceneFromJson(const core::Json& j, const std::string& source) {
-  RETURN_IF_ERROR(core::CheckKnownKeys(
-      j, source,
-      {"kind", "version", "seed", "width", "height", "background", "objects", "expressions"}));
+  RETURN_IF_ERROR(core::CheckKnownKeys(j, source,
+                                       {"kind", "version", "set", "seed", "width", "height",
+                                        "background", "objects", "expressions"}));
   RETURN_IF_ERROR(core::CheckKindAndVersion(j, source, "tarot-scene", kSceneVersion));
   Scene s;
+  std::shared_ptr<const FmnistData> items;
+  if (j.contains("set")) {
+    ASSIGN_OR_RETURN(s.set, core::GetString(j, source, "set"));
+    if (s.set != kSetRefscenes && s.set != kSetFmnist) {
+      return core::InvalidArgument(core::JoinPath(source, "set") + ": got '" + s.set +
+                                   "', must be refscenes or fmnist");
+    }
+    if (s.set == kSetFmnist) {
+      auto loaded = SharedFmnist(FmnistSplit::kTest);
+      if (!loaded.ok()) {
+        return loaded.status().WithPrefix(source +
+                                          ": an fmnist scene draws its items from the "
+                                          "Fashion-MNIST test split");
+      }
+      items = *loaded;
+    }
+  }
   ASSIGN_OR_RETURN(s.seed, SeedFromJson(j, source, "seed"));
   ASSIGN_OR_RETURN(const int64_t w, core::GetIntInRange(j, source, "width", 16, kMaxSide));
   ASSIGN_OR_RETURN(const int64_t h, core::GetIntInRange(j, source, "height", 16, kMaxSide));
@@ -195,7 +238,7 @@ core::StatusOr<Scene> SceneFromJson(const core::Json& j, const std::string& sour
   }
   for (size_t i = 0; i < objs->size(); ++i) {
     const std::string op = core::JoinPath(source, "objects[" + std::to_string(i) + "]");
-    ASSIGN_OR_RETURN(SceneObject o, ObjectFromJson((*objs)[i], op, s.width, s.height));
+    ASSIGN_OR_RETURN(SceneObject o, ObjectFromJson((*objs)[i], op, s.width, s.height, items.get()));
     s.objects.push_back(std::move(o));
   }
   RenderScene(s);

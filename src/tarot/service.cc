@@ -162,6 +162,15 @@ core::StatusOr<RunResponse> RunImageQuery(const RunRequest& r) {
     }
     scene = std::make_shared<const Scene>(std::move(loaded).value());
   }
+  const std::string set = !r.set.empty() ? r.set : scene != nullptr ? scene->set : kSetRefscenes;
+  if (set != kSetRefscenes && set != kSetFmnist) {
+    return core::InvalidArgument(
+        fmt::format("tarot.set: got '{}', must be refscenes or fmnist", set));
+  }
+  if (scene != nullptr && set != scene->set) {
+    return core::InvalidArgument(fmt::format(
+        "tarot.set: got '{}', but the scene '{}' is of the {} set", set, r.scene_path, scene->set));
+  }
   auto named = [&](core::Status s) {
     if (s.code() == core::StatusCode::kFailedPrecondition && scene == nullptr) {
       return core::InvalidArgument("tarot.scene: none given, and " + s.message() +
@@ -171,7 +180,7 @@ core::StatusOr<RunResponse> RunImageQuery(const RunRequest& r) {
     return s;
   };
   core::StatusOr<std::unique_ptr<Segmenter>> seg =
-      MakeSegmenter(r.backends.segmenter, {r.backends.segmenter_options, scene});
+      MakeSegmenter(r.backends.segmenter, {r.backends.segmenter_options, scene, set});
   if (!seg.ok()) return named(seg.status());
   const auto t0 = std::chrono::steady_clock::now();
   if (box_mode) {
@@ -183,12 +192,12 @@ core::StatusOr<RunResponse> RunImageQuery(const RunRequest& r) {
     return out;
   }
   core::StatusOr<std::unique_ptr<Reasoner>> rsn =
-      MakeReasoner(r.backends.reasoner, {r.backends.reasoner_options, scene});
+      MakeReasoner(r.backends.reasoner, {r.backends.reasoner_options, scene, set});
   if (!rsn.ok()) return named(rsn.status());
   std::unique_ptr<FeatureExtractor> features;
   if (UsesMsr(r.system)) {
     core::StatusOr<std::unique_ptr<FeatureExtractor>> f =
-        MakeFeatureExtractor(r.backends.features, {r.backends.features_options, scene});
+        MakeFeatureExtractor(r.backends.features, {r.backends.features_options, scene, set});
     if (!f.ok()) return named(f.status());
     features = std::move(f).value();
   }

@@ -1,17 +1,20 @@
 // The Tarot-SAM3 services the `tessera tarot` commands call (the CLI parses and renders only):
-//   WriteSceneSet   n seeded refscenes scenes into a folder: scene_NNNN.png (the image),
-//                   scene_NNNN.json (the scene program with its expressions and their targets,
-//                   tarot/scene.h) and expressions.tsv (scene, tier, text; one line each). The
-//                   folder is created when missing (its parent must exist).
+//   WriteSceneSet   n seeded scenes of a set (options.set: refscenes or fmnist) into a folder:
+//                   scene_NNNN.png (the image), scene_NNNN.json (the scene program with its
+//                   expressions and their targets, tarot/scene.h) and expressions.tsv (scene,
+//                   tier, text; one line each). The folder is created when missing (its parent
+//                   must exist).
 //   RunImageQuery   one image (PNG) through one system with backends chosen by name: a query
 //                   (TarotPipeline) or a box prompt (the segmenter's best instance for --box);
 //                   with the scene program (--scene) for the backends that read it, and the
-//                   IoU against its target when the query is one of the scene's expressions.
+//                   IoU against its target when the query is one of the scene's expressions;
+//                   the set (given, or the scene's) tells the pixels-only backends the
+//                   vocabulary of the image (tarot/backends.h).
 //   MaskPng / OverlayPng  the mask as a black-and-white PNG; the image with the mask tinted
 //                   magenta at half strength and its boundary drawn black, for a person to look at.
 // Messages name the field: "tarot.image: ...", "tarot.query: ...", "tarot.box: ...",
-// "tarot.scene: ...", "tarot.out: ..." (the CLI turns them into its flags); backend names and
-// options are checked by the registries (tarot/backends.h).
+// "tarot.scene: ...", "tarot.set: ...", "tarot.out: ..." (the CLI turns them into its flags);
+// backend names and options are checked by the registries (tarot/backends.h).
 // Thread-safety: reentrant; each call builds its own backends.
 #pragma once
 
@@ -44,6 +47,9 @@ struct RunRequest {
   std::string query;       // the expression (empty with a box)
   std::optional<Box> box;  // a box prompt instead of a query
   std::string scene_path;  // optional: the scene program JSON
+  // The set the image comes from (refscenes or fmnist), for the pixels-only backends; empty:
+  // the scene's when one is given, else refscenes.
+  std::string set;
   System system = System::kFull;
   BackendChoice backends;
   PipelineOptions pipeline;  // the system is taken from `system`

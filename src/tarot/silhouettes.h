@@ -2,6 +2,8 @@
 // the object's unit frame (u to the right, v down, the object's half-size = 1, so the object lies
 // within [-1, 1] x [-1, 1]; a mirrored object flips u first). The scene renderer draws with it
 // and the rule reasoner matches measured regions against it (a template, not ground truth).
+// Only the refscenes family has silhouettes (HasSilhouette, tarot/vocabulary.h); the functions
+// below CHECK that they are given one.
 // Thread-safety: pure functions and immutable tables; thread-safe.
 #pragma once
 

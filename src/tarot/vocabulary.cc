@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/check.h"
+
 namespace tessera::tarot {
 namespace {
 
@@ -55,6 +57,27 @@ std::vector<CategoryInfo> BuildCategories() {
                {"cap", "stem"},
                {"red", "brown", "orange", "purple"},
                {{"gray", "yellow", "orange"}}});
+  // The fashion family, in Fashion-MNIST label order; every palette colour.
+  auto item = [&](std::string name, std::string plural, std::vector<std::string> syn) {
+    c.push_back({std::move(name),
+                 std::move(plural),
+                 std::move(syn),
+                 true,
+                 {},
+                 all,
+                 {},
+                 CategoryFamily::kFashion});
+  };
+  item("t-shirt", "t-shirts", {"tee"});
+  item("trouser", "trousers", {"pant"});
+  item("pullover", "pullovers", {"sweater", "jumper"});
+  item("dress", "dresses", {"gown"});
+  item("coat", "coats", {"jacket"});
+  item("sandal", "sandals", {});
+  item("shirt", "shirts", {"blouse"});
+  item("sneaker", "sneakers", {"trainer"});
+  item("bag", "bags", {"handbag"});
+  item("boot", "boots", {});
   return c;
 }
 
@@ -103,14 +126,51 @@ std::vector<Fact> BuildFacts() {
       {K::kPartFunction, "the part it stands on", "tree", "trunk", ""},
       {K::kPartFunction, "the part it stands on", "mushroom", "stem", ""},
       {K::kPartFunction, "the part you walk through", "house", "door", ""},
+      // The fashion items: one object fact per class, naming that class alone.
+      {K::kObject, "what has short sleeves and no collar", "t-shirt", "", ""},
+      {K::kObject, "what has two legs and a waistband", "trouser", "", ""},
+      {K::kObject, "what grandma knits from wool for winter", "pullover", "", ""},
+      {K::kObject, "what a bride walks down the aisle in", "dress", "", ""},
+      {K::kObject, "what you button up against the cold", "coat", "", ""},
+      {K::kObject, "what you wear on your feet at the beach", "sandal", "", ""},
+      {K::kObject, "what you wear with a tie", "shirt", "", ""},
+      {K::kObject, "what you lace up to go running", "sneaker", "", ""},
+      {K::kObject, "what you carry your shopping in", "bag", "", ""},
+      {K::kObject, "what keeps your feet dry in the snow", "boot", "", ""},
   };
 }
 
 }  // namespace
 
+const char* CategoryFamilyName(CategoryFamily f) {
+  return f == CategoryFamily::kRefscenes ? "refscenes" : "fashion";
+}
+
 const std::vector<CategoryInfo>& Categories() {
   static const std::vector<CategoryInfo> c = BuildCategories();
   return c;
+}
+
+bool HasSilhouette(int c) {
+  return c >= 0 && c < static_cast<int>(Categories().size()) &&
+         Categories()[c].family == CategoryFamily::kRefscenes;
+}
+
+int FashionCategory(int label) {
+  static const int first = [] {
+    const auto& c = Categories();
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i].family == CategoryFamily::kFashion) return static_cast<int>(i);
+    return -1;
+  }();
+  CHECK(label >= 0 && label < 10 && first >= 0) << "fashion label " << label;
+  return first + label;
+}
+
+int FashionLabel(std::string_view name) {
+  const int ci = CategoryIndex(name);
+  if (ci < 0 || Categories()[ci].family != CategoryFamily::kFashion) return -1;
+  return ci - FashionCategory(0);
 }
 
 int CategoryIndex(std::string_view name) {
@@ -147,7 +207,7 @@ bool CategoryCovers(std::string_view category, std::string_view concrete) {
   if (category == kGenericObject) return true;
   if (category == kGenericShape) {
     const int i = CategoryIndex(concrete);
-    return i >= 0 && Categories()[i].is_shape;
+    return i >= 0 && Categories()[i].is_shape && HasSilhouette(i);
   }
   return category == concrete;
 }

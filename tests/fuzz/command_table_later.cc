@@ -428,12 +428,15 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
 
   // ---- tarot ----
   // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).
-  SubcommandSpec scenes =
-      Spec("scenes", MpiUse::kNone, 3,
-           {{"--seed", K::kUint, {}}, {"--n", K::kInt, {}}, {"--out", K::kOutputDir, {}}});
+  SubcommandSpec scenes = Spec("scenes", MpiUse::kNone, 3,
+                               {{"--set", K::kText, {}},
+                                {"--seed", K::kUint, {}},
+                                {"--n", K::kInt, {}},
+                                {"--out", K::kOutputDir, {}}});
   scenes.group = "tarot";
   scenes.bases = {{"--seed", "3", "--n", "1", "--out", out + "scenes"},
-                  {"--n", "2", "--out", out + "scenes2"}};
+                  {"--n", "2", "--out", out + "scenes2"},
+                  {"--set", "fmnist", "--n", "1", "--out", out + "scenes3"}};
   scenes.keep = {"--n"};
   t.push_back(scenes);
   // run segments the harness's scene image: a query through the scene-reading backends, a box
@@ -449,6 +452,7 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                                    {"--query", K::kText, {}},
                                    {"--box", K::kText, {}},
                                    {"--scene", K::kInputFile, {}},
+                                   {"--set", K::kText, {}},
                                    {"--system", K::kText, {}},
                                    {"--out", K::kOutputFile, {}},
                                    {"--overlay", K::kOutputFile, {}},

@@ -1,6 +1,6 @@
-// `tessera tarot bench`: the ablation benchmark (tarot/bench.h) over a seeded refscenes set --
-// gIoU per tier for every system, the overall metrics with 95% intervals, calls and time per
-// query, the MSR boundary-error split, the reasoner error sweep, and the bars
+// `tessera tarot bench`: the ablation benchmark (tarot/bench.h) over a seeded set (refscenes or
+// fmnist) -- gIoU per tier for every system, the overall metrics with 95% intervals, calls and
+// time per query, the MSR boundary-error split, the reasoner error sweep, and the bars
 // (tarot/bench_report.h). Parses, calls tarot::RunBench, renders.
 #include "tarot/bench.h"
 
@@ -195,7 +195,10 @@ void AddTarotBench(CLI::App* tarot, Action* action) {
   auto paths = std::make_shared<CommandPaths>();
   CLI::App* c = tarot->add_subcommand(
       "bench", "Benchmark the systems per tier on generated scenes (gIoU, cIoU, P@t, calls, time)");
-  c->add_option("--set", a->set, "the benchmark set: refscenes")->capture_default_str();
+  c->add_option("--set", a->set,
+                "the benchmark set: refscenes, or fmnist (Fashion-MNIST items; needs the Debian "
+                "package dataset-fashion-mnist)")
+      ->capture_default_str();
   c->add_option("--n", a->n, "number of scenes (default 20)")->transform(Integer(1, 100000));
   c->add_option("--seed", a->seed, "seed of the scene set (and the error draws)")
       ->transform(Seed());

@@ -20,7 +20,7 @@ namespace tessera::cli {
 namespace {
 
 struct TarotRunArgs {
-  std::string image, query, box, scene, system = "full";
+  std::string image, query, box, scene, set, system = "full";
   TarotBackendArgs backends;
   std::string out, overlay, trace;
 };
@@ -36,6 +36,7 @@ core::Status RunRun(const TarotRunArgs& a) {
   r.image_path = a.image;
   r.query = a.query;
   r.scene_path = a.scene;
+  r.set = a.set;
   if (!a.box.empty()) {
     ASSIGN_OR_RETURN(r.box, TarotFlags(tarot::ParseBox(a.box)));
   }
@@ -116,6 +117,9 @@ void AddTarotRun(CLI::App* tarot, Action* action) {
   c->add_option("--box", a->box, "a box prompt X0,Y0,X1,Y1 in pixels instead of a query");
   paths->Input(c, "--scene", &a->scene,
                "the scene program JSON (tarot scenes) for synthetic/oracle/noisy and the IoU");
+  c->add_option("--set", a->set,
+                "the set the image comes from, refscenes or fmnist: the vocabulary the pixels-only "
+                "backends read it with (default: the scene's, else refscenes)");
   c->add_option("--system", a->system,
                 "naive, naive-coupling, text-only, box-only, no-rephrase, no-vote, eri, full, "
                 "msr-flat-features or msr-yes-judge")

@@ -1,6 +1,6 @@
-// `tessera tarot scenes`: writes n seeded refscenes scenes (PNG, the scene program JSON with its
-// expressions, and expressions.tsv) into a folder and lists them. Parses, calls
-// tarot::WriteSceneSet, renders.
+// `tessera tarot scenes`: writes n seeded scenes of a set (refscenes, or fmnist: Fashion-MNIST
+// items) -- PNG, the scene program JSON with its expressions, and expressions.tsv -- into a
+// folder and lists them. Parses, calls tarot::WriteSceneSet, renders.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,15 +14,19 @@ namespace tessera::cli {
 namespace {
 
 struct ScenesArgs {
+  std::string set = "refscenes";
   uint64_t seed = 1;
   int n = 4;
   std::string out;
 };
 
 core::Status RunScenes(const ScenesArgs& a) {
-  ASSIGN_OR_RETURN(tarot::SceneSetSummary s,
-                   NameFlags(tarot::WriteSceneSet(a.seed, a.n, a.out),
-                             {{"tarot.out", "--out"}, {"tarot.n", "--n"}}));
+  tarot::SceneGeneratorOptions options;
+  options.set = a.set;
+  ASSIGN_OR_RETURN(
+      tarot::SceneSetSummary s,
+      NameFlags(tarot::WriteSceneSet(a.seed, a.n, a.out, options),
+                {{"tarot.out", "--out"}, {"tarot.n", "--n"}, {"scenes.set", "--set"}}));
   core::Table table({"scene", "seed", "size", "objects", "expressions", "first expression"});
   for (size_t i = 0; i < s.scenes.size(); ++i) {
     const tarot::Scene& sc = s.scenes[i];
@@ -45,7 +49,12 @@ core::Status RunScenes(const ScenesArgs& a) {
 void AddTarotScenes(CLI::App* tarot, Action* action) {
   auto a = std::make_shared<ScenesArgs>();
   CLI::App* c = tarot->add_subcommand(
-      "scenes", "Write seeded refscenes scenes: PNG images, scene programs and expressions");
+      "scenes",
+      "Write seeded scenes (refscenes or fmnist): PNG images, scene programs, expressions");
+  c->add_option("--set", a->set,
+                "refscenes (shapes and things) or fmnist (Fashion-MNIST items; needs the Debian "
+                "package dataset-fashion-mnist)")
+      ->capture_default_str();
   c->add_option("--seed", a->seed, "seed of the scene set")->transform(Seed());
   c->add_option("--n", a->n, "number of scenes (default 4)")->transform(Integer(1, 100000));
   CommandPaths paths;

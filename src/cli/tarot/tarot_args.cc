@@ -54,6 +54,8 @@ core::Status TarotFlags(const core::Status& s) {
                        {"tarot.reasoner", "--reasoner"},
                        {"tarot.features", "--features"},
                        {"tarot.bench.set", "--set"},
+                       {"tarot.set", "--set"},
+                       {"scenes.set", "--set"},
                        {"tarot.bench.n", "--n"},
                        {"tarot.bench.sweep_skill", "--sweep-skill"},
                        {"msr.rounds", "--msr-rounds"},
