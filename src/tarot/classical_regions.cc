@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "tarot/classical_lexicon.h"
+#include "tarot/cv_components.h"
 #include "tarot/silhouettes.h"
 #include "tarot/vocabulary.h"
 
@@ -15,23 +16,6 @@ constexpr double kConfidenceScale = 0.2;
 constexpr double kWholeRegionShare = 0.6;
 constexpr double kSplitAbove = 0.15;  // a single region's distance above which splits are tried
 constexpr double kSplitLevels[] = {0.7, 0.5, 0.35};
-
-// 4-connected components of the pixels where `on` is set, at least `min_area` pixels each, in
-// row-major order of their first pixel (OpenCV numbers its labels in scan order).
-std::vector<Mask> Components(const cv::Mat& on, int min_area) {
-  cv::Mat labels, stats, centroids;
-  const int n = cv::connectedComponentsWithStats(on, labels, stats, centroids, 4, CV_32S);
-  std::vector<Mask> out(n > 1 ? n - 1 : 0, Mask(on.cols, on.rows));
-  for (int y = 0; y < on.rows; ++y) {
-    const int* row = labels.ptr<int>(y);
-    for (int x = 0; x < on.cols; ++x)
-      if (row[x] > 0) out[row[x] - 1].set(x, y);
-  }
-  std::vector<Mask> kept;
-  for (int i = 1; i < n; ++i)
-    if (stats.at<int>(i, cv::CC_STAT_AREA) >= min_area) kept.push_back(std::move(out[i - 1]));
-  return kept;
-}
 
 int SizeOf(int category, bool mirrored, const Box& box, int width, int height) {
   UnitExtent e = SilhouetteExtent(category);
@@ -276,12 +260,12 @@ ClassicalAnalysis AnalyseImage(const Image& image, int min_area) {
     }
   }
   for (int c = 0; c < n_colours; ++c) {
-    for (Mask& m : Components(per_colour[c], min_area)) {
+    for (Mask& m : ComponentMasks(per_colour[c], 4, min_area)) {
       a.regions.push_back(std::move(m));
       a.region_colour.push_back(c);
     }
   }
-  a.blobs = Components(fg, min_area);
+  a.blobs = ComponentMasks(fg, 4, min_area);
   for (int b = 0; b < static_cast<int>(a.blobs.size()); ++b) {
     std::vector<int> regions;
     for (int r = 0; r < static_cast<int>(a.regions.size()); ++r)

@@ -4,25 +4,10 @@
 #include <opencv2/imgproc.hpp>
 
 #include "tarot/classical_lexicon.h"
+#include "tarot/cv_components.h"
 #include "tarot/vocabulary.h"
 
 namespace tessera::tarot {
-namespace {
-
-// Components (connectivity 4 or 8) of `on`, as masks, in scan order of their first pixel.
-std::vector<Mask> Components(const cv::Mat& on, int connectivity) {
-  cv::Mat labels;
-  const int n = cv::connectedComponents(on, labels, connectivity, CV_32S);
-  std::vector<Mask> out(n > 1 ? n - 1 : 0, Mask(on.cols, on.rows));
-  for (int y = 0; y < on.rows; ++y) {
-    const int* row = labels.ptr<int>(y);
-    for (int x = 0; x < on.cols; ++x)
-      if (row[x] > 0) out[row[x] - 1].set(x, y);
-  }
-  return out;
-}
-
-}  // namespace
 
 core::StatusOr<std::vector<ItemRegion>> FindItems(const Image& image,
                                                   const std::vector<int>& labels, int min_area) {
@@ -46,7 +31,7 @@ core::StatusOr<std::vector<ItemRegion>> FindItems(const Image& image,
     if (!any) continue;
     cv::Mat closed;
     cv::morphologyEx(on, closed, cv::MORPH_CLOSE, square);
-    for (const Mask& component : Components(closed, 8)) {
+    for (const Mask& component : ComponentMasks(closed, 8)) {
       ItemRegion r;
       r.mask = component & colour;
       if (r.mask.count() < min_area) continue;
