@@ -95,19 +95,26 @@ TEST(TarotCli, RunWithPixelsOnlyBackendsAndABoxPrompt) {
 }
 
 TEST(TarotCli, BenchPrintsTheTablesAndWritesJson) {
-  const std::string json = TempPath("bench.json");
+  const std::string json = TempPath("bench.json"), png = TempPath("bench.png");
+  std::filesystem::remove(png);
   Result r = RunTessera(
-      "tarot bench --n 2 --seed 4 --systems naive,eri,full --resamples 20 "
+      "tarot bench --n 2 --seed 4 --systems naive,eri,full,msr-yes-judge --resamples 20 "
       "--sweep-reasoner-error --quiet --json " +
-      json);
+      json + " --plot " + png);
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* needle : {"gIoU per tier", "naive-coupling gIoU", "MSR on boundary errors",
-                             "eri-gain-E3", "reasoner-error", "not the paper's RefCOCO"}) {
+  for (const char* needle :
+       {"gIoU per tier", "naive-coupling gIoU", "MSR on boundary errors", "msr-yes-judge (all)",
+        "eri-gain-E3", "reasoner-error", "not the paper's RefCOCO"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
   auto j = core::ReadJsonFile(json);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
-  EXPECT_EQ((*j)["systems"].size(), 3u);
+  EXPECT_EQ((*j)["systems"].size(), 4u);
+  // The plot is a PNG (the embedded script, Debian's matplotlib).
+  std::ifstream in(png, std::ios::binary);
+  std::string magic(8, '\0');
+  in.read(magic.data(), 8);
+  EXPECT_EQ(magic, std::string("\x89PNG\r\n\x1a\n", 8)) << r.out;
   EXPECT_EQ((*j)["samples"], 14);
 }
 

@@ -206,4 +206,39 @@ core::Json BenchReportToJson(const BenchReport& r) {
   return j;
 }
 
+core::Json BenchPlotJson(const BenchReport& r) {
+  std::vector<std::string> tiers;
+  for (const auto t : AllTiers()) tiers.push_back(TierName(t));
+  tiers.push_back("all");
+  core::Json systems = core::Json::array();
+  for (const SystemSummary& s : r.systems) {
+    core::Json giou = core::Json::array();
+    for (const std::string& t : tiers) {
+      const auto it = s.by_tier.find(t);
+      giou.push_back(it == s.by_tier.end() || it->second.samples == 0
+                         ? core::Json(nullptr)
+                         : core::Json(100 * it->second.giou));
+    }
+    systems.push_back({{"system", SystemName(s.system)}, {"giou", giou}});
+  }
+  core::Json sweep = nullptr;
+  if (r.sweep.has_value()) {
+    core::Json rates = core::Json::array(), full = core::Json::array(),
+               coupling = core::Json::array();
+    for (const SweepPoint& p : r.sweep->points) {
+      rates.push_back(100 * p.rate);
+      full.push_back(100 * p.full_giou);
+      coupling.push_back(100 * p.coupling_giou);
+    }
+    sweep = {
+        {"skill", r.options.sweep_skill}, {"rates", rates}, {"full", full}, {"coupling", coupling}};
+  }
+  return {{"title", fmt::format("tarot bench: {}, {} scenes (seed {}), segmenter {}, reasoner {}",
+                                r.options.set, r.scenes, r.options.seed,
+                                r.options.backends.segmenter, r.options.backends.reasoner)},
+          {"tiers", tiers},
+          {"systems", systems},
+          {"sweep", sweep}};
+}
+
 }  // namespace tessera::tarot

@@ -46,4 +46,9 @@ const SystemSummary* FindSystem(const BenchReport& report, System s);
 // "boundary", "sweep", "targets", "wall_s"}.
 core::Json BenchReportToJson(const BenchReport& report);
 
+// The data `tarot bench --plot` draws (scripts/plot_tarot_bench.py): {"title", "tiers": [...,
+// "all"], "systems": [{"system", "giou": [points per tier, null where no sample]}], "sweep":
+// {"skill", "rates": [%], "full": [points], "coupling": [points]} or null}.
+core::Json BenchPlotJson(const BenchReport& report);
+
 }  // namespace tessera::tarot

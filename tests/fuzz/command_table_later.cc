@@ -483,7 +483,8 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
                                      {"--msr-area-of", K::kText, {}},
                                      {"--msr-no-compare", K::kFlag, {}},
                                      {"--quiet", K::kFlag, {}},
-                                     {"--json", K::kOutputFile, {}}});
+                                     {"--json", K::kOutputFile, {}},
+                                     {"--plot", K::kOutputFile, {}}});
   Append(&tarot_bench.options, backends);
   tarot_bench.group = "tarot";
   tarot_bench.bases = {{"--n", "1", "--systems", "naive,eri,full", "--resamples", "20", "--quiet"},

@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/plot.h"
 #include "cli/tarot/tarot_args.h"
 #include "core/json_util.h"
 #include "core/table.h"
@@ -36,6 +37,7 @@ struct BenchArgs {
   double msr_area_fraction = tarot::MsrOptions{}.area_fraction;
   std::string msr_area_of = tarot::AreaOfName(tarot::MsrOptions{}.area_of);
   bool msr_no_compare = false;
+  std::string plot_path;
 };
 
 std::string Pts(double fraction) { return core::Fixed(100 * fraction, 1); }
@@ -185,6 +187,10 @@ core::Status RunBenchCommand(const BenchArgs& a) {
   if (!a.json_path.empty()) {
     RETURN_IF_ERROR(core::WriteJsonFile(a.json_path, tarot::BenchReportToJson(r)));
   }
+  if (!a.plot_path.empty()) {
+    RETURN_IF_ERROR(RenderPlot("plot_tarot_bench.py", tarot::BenchPlotJson(r), a.plot_path));
+    std::printf("wrote %s\n", a.plot_path.c_str());
+  }
   return core::Status::Ok();
 }
 
@@ -232,6 +238,8 @@ void AddTarotBench(CLI::App* tarot, Action* action) {
               "return MSR's refined mask without asking the reasoner to compare it with ERI's");
   c->add_flag("--quiet", a->quiet, "no progress bar on stderr");
   paths->Output(c, "--json", &a->json_path, "write the full report as JSON");
+  paths->Output(c, "--plot", &a->plot_path,
+                "draw gIoU per system and tier (and the sweep) as a PNG (python3-matplotlib)");
   c->callback(
       [action, a, paths] { *action = Checked(paths, [a] { return RunBenchCommand(*a); }); });
 }
