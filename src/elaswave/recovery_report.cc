@@ -47,7 +47,7 @@ std::vector<DvfsStage> DvfsStages(const std::vector<ReportStage>& stages, int tp
   return out;
 }
 
-double MaxWork(const std::vector<DvfsStage>& stages) {
+double LongestWorkS(const std::vector<DvfsStage>& stages) {
   double w = 0;
   for (const DvfsStage& s : stages) w = std::max(w, s.work_s);
   return w;
@@ -92,10 +92,10 @@ core::Json DvfsJson(const RecoveryReport& r) {
                   {"peak_w_per_device", r.power.peak_w},
                   {"power_cap_w", r.power_cap_w},
                   {"fault_free_period_s", r.fault_free_period_s},
-                  {"fault_free_energy_per_step_j", r.power_cap_w * r.fault_free_period_s},
+                  {"fault_free_energy_per_step_j", r.fault_free_energy_j},
                   {"period_f1_s", r.period_f1_s},
                   {"power_f1_w", r.power_f1_w},
-                  {"energy_per_step_f1_j", r.power_f1_w * r.period_f1_s},
+                  {"energy_per_step_f1_j", r.energy_f1_j},
                   {"feasible", r.dvfs_feasible}};
   if (r.dvfs_feasible) {
     j["period_s"] = r.dvfs.step_s;
@@ -170,13 +170,15 @@ core::StatusOr<RecoveryReport> BuildRecoveryReport(const JobShape& shape,
   r.fault_free_step_s = OneFOneBStepS(r.initial, fault_free);
   const std::vector<DvfsStage> ff_dvfs = DvfsStages(fault_free, shape.tp);
   r.power_cap_w = NominalPowerW(ff_dvfs, options.power);
-  r.fault_free_period_s = MaxWork(ff_dvfs);
+  r.fault_free_period_s = LongestWorkS(ff_dvfs);
+  r.fault_free_energy_j = r.power_cap_w * r.fault_free_period_s;
 
   r.stages = StagesOf(r.plan, costs);
   r.step_s = OneFOneBStepS(r.plan, r.stages);
   const std::vector<DvfsStage> live = DvfsStages(r.stages, shape.tp);
   r.power_f1_w = NominalPowerW(live, options.power);
-  r.period_f1_s = MaxWork(live);
+  r.period_f1_s = LongestWorkS(live);
+  r.energy_f1_j = r.power_f1_w * r.period_f1_s;
   DvfsOptions o;
   o.range = options.range;
   o.power = options.power;

@@ -65,8 +65,10 @@ struct RecoveryReport {
   double step_dvfs_s = -1;         // 1F1B with the DVFS speeds; -1 when DVFS is infeasible
   double power_cap_w = 0;          // the fault-free job's power at f = 1
   double fault_free_period_s = 0;  // its period at f = 1: max_s W_s (= fault_free_step_s)
+  double fault_free_energy_j = 0;  // per step: power_cap_w x fault_free_period_s
   double power_f1_w = 0;           // after the change, f = 1 (NominalPowerW of the live stages)
   double period_f1_s = 0;          // after the change, f = 1: max_s W_s
+  double energy_f1_j = 0;          // per step: power_f1_w x period_f1_s
   bool dvfs_feasible = false;
   std::string dvfs_reason;  // why not, when infeasible
   DvfsChoice dvfs;          // when feasible

@@ -52,6 +52,8 @@ TEST(RecoveryReport, HandComputedLossOfOneStage) {
   EXPECT_NEAR(r->step_s, 12, 1e-12);
   EXPECT_NEAR(r->period_f1_s, 12, 1e-12);
   EXPECT_NEAR(r->power_f1_w, 300 + 300 * (8.0 / 3), 1e-9);  // 1100 W
+  EXPECT_NEAR(r->energy_f1_j, 1100 * 12, 1e-9);
+  EXPECT_NEAR(r->fault_free_energy_j, 1360 * 10, 1e-9);
   ASSERT_TRUE(r->dvfs_feasible) << r->dvfs_reason;
   const double tau = std::cbrt(300 * (8.0 / 3) * 1728 / 1060);
   EXPECT_NEAR(tau, 10.925, 1e-3);
