@@ -11,9 +11,9 @@
 //
 //     P_s = P_idle + (P_peak - P_idle) * u_s * f_s^3,   u_s = busy / tau = a_s (work_s / f_s) / tau
 //
-// (a_s = busy_share; defaults P_idle 100 W, P_peak 400 W: a modeled accelerator whose dynamic
-// power goes with the cube of its clock); and a power cap in watts (the plan command uses the
-// fault-free job's power at f = 1, NominalPowerW).
+// (a_s = busy_share, d_s = devices; defaults P_idle 100 W, P_peak 400 W: a modeled accelerator
+// whose dynamic power goes with the cube of its clock); and a power cap in watts (the plan command
+// uses the fault-free job's power at f = 1, NominalPowerW).
 //
 // The choice: the smallest step period tau such that f_s = work_s / tau lies in [f_min, f_max]
 // for every stage (no stage idles beyond its bubble: the slack of a light stage becomes a lower
