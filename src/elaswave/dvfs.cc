@@ -38,6 +38,10 @@ core::Status ValidateInputs(const std::vector<DvfsStage>& stages, const DvfsOpti
   return core::Status::Ok();
 }
 
+std::string StageLabel(const std::vector<DvfsStage>& stages, size_t i) {
+  return stages[i].name.empty() ? fmt::format("stage {}", i) : stages[i].name;
+}
+
 double MaxWork(const std::vector<DvfsStage>& stages) {
   double w = 0;
   for (const DvfsStage& s : stages) w = std::max(w, s.work_s);
@@ -134,16 +138,17 @@ core::StatusOr<DvfsChoice> ChooseFrequencies(const std::vector<DvfsStage>& stage
   constexpr double kSlack = 1e-12;
   if (tau_speed > tau_idle * (1 + kSlack)) {
     return core::Infeasible(fmt::format(
-        "dvfs: stage {} has {:.3f}x the work of stage {}, more than f_max / f_min = {:.3f}: no "
+        "dvfs: {} has {:.3f}x the work of {}, more than f_max / f_min = {:.3f}: no "
         "step period keeps every stage busy inside [{}, {}]",
-        heaviest, stages[heaviest].work_s / stages[lightest].work_s, lightest,
-        o.range.f_max / o.range.f_min, o.range.f_min, o.range.f_max));
+        StageLabel(stages, heaviest), stages[heaviest].work_s / stages[lightest].work_s,
+        StageLabel(stages, lightest), o.range.f_max / o.range.f_min, o.range.f_min, o.range.f_max));
   }
   if (tau_power > tau_idle * (1 + kSlack)) {
     return core::Infeasible(fmt::format(
-        "dvfs: the power cap {:.1f} W needs a step period of at least {:.6g} s, where stage {} "
+        "dvfs: the power cap {:.1f} W needs a step period of at least {:.6g} s, where {} "
         "(work {:.6g} s) would run below f_min {}",
-        o.power_cap_w, tau_power, lightest, stages[lightest].work_s, o.range.f_min));
+        o.power_cap_w, tau_power, StageLabel(stages, lightest), stages[lightest].work_s,
+        o.range.f_min));
   }
   DvfsChoice c;
   c.limited_by = tau_power >= tau_speed ? "power cap" : "f_max";

@@ -49,6 +49,7 @@ struct DvfsStage {
   double work_s = 0;        // seconds per step at f = 1 (sets the period)
   double busy_share = 1.0;  // the share of work_s it computes, in (0, 1]
   int devices = 1;          // processes (devices) the stage runs on
+  std::string name = {};    // how messages name it ("stage i" when empty)
 };
 
 struct DvfsRange {

@@ -1,6 +1,7 @@
 #include "elaswave/recovery_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -42,7 +43,11 @@ std::vector<ReportStage> StagesOf(const ElasticPlan& plan, const std::vector<Slo
 std::vector<DvfsStage> DvfsStages(const std::vector<ReportStage>& stages, int tp) {
   std::vector<DvfsStage> out;
   for (const ReportStage& s : stages) {
-    if (s.work_s > 0) out.push_back({s.work_s, s.busy_share, tp});
+    if (s.work_s > 0) {
+      out.push_back({s.work_s, s.busy_share, tp,
+                     fmt::format("pipeline {} stage {} (ranks {})", s.pipeline, s.stage,
+                                 fmt::join(s.ranks, ","))});
+    }
   }
   return out;
 }

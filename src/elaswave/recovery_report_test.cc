@@ -76,7 +76,10 @@ TEST(RecoveryReport, InfeasibleDvfsKeepsTheNominalFigures) {
   auto r = BuildRecoveryReport(HandShape(), HandCosts(), {3}, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->dvfs_feasible);
-  EXPECT_NE(r->dvfs_reason.find("would run below f_min 1.5"), std::string::npos) << r->dvfs_reason;
+  EXPECT_NE(r->dvfs_reason.find("where pipeline 0 stage 0 (ranks 0) (work 12 s) would run below "
+                                "f_min 1.5"),
+            std::string::npos)
+      << r->dvfs_reason;
   EXPECT_EQ(r->step_dvfs_s, -1);
   EXPECT_NEAR(r->step_s, 12, 1e-12);
   for (const ReportStage& s : r->stages) EXPECT_EQ(s.frequency, 1);

@@ -29,6 +29,10 @@ struct ElasWavePlanArgs {
 };
 
 std::string SlotsCell(const elaswave::ReportStage& s, int num_blocks) {
+  if (s.slot_end - s.slot_begin == 1) {
+    return fmt::format("[{}, {}) {}", s.slot_begin, s.slot_end,
+                       elaswave::SlotName(s.slot_begin, num_blocks));
+  }
   return fmt::format("[{}, {}) {}..{}", s.slot_begin, s.slot_end,
                      elaswave::SlotName(s.slot_begin, num_blocks),
                      elaswave::SlotName(s.slot_end - 1, num_blocks));
