@@ -86,6 +86,7 @@ void AddElasWaveCommands(CLI::App& root, Action* action);
 void AddElasWaveRun(CLI::App* elaswave, Action* action);
 void AddElasWaveBench(CLI::App* elaswave, Action* action);
 void AddElasWaveCommBench(CLI::App* elaswave, Action* action);
+void AddElasWavePlan(CLI::App* elaswave, Action* action);
 // `elaswave worker` and `elaswave coordinator`: the processes `run` starts; `elaswave
 // comm-bench-peer`: those `comm-bench` starts.
 void AddElasWaveProcesses(CLI::App* elaswave, Action* action);

@@ -426,6 +426,24 @@ void AppendLaterSystems(const SampleFiles& s, const std::string& out,
   ew_comm.keep = {"--ranks", "--repeats"};
   t.push_back(ew_comm);
 
+  // plan starts nothing and only prints: every option is fuzzed.
+  SubcommandSpec ew_plan = Spec("plan", MpiUse::kNone, 1,
+                                {{"--model", K::kInputFile, {}},
+                                 {"--dp", K::kInt, {}},
+                                 {"--pp", K::kInt, {}},
+                                 {"--tp", K::kInt, {}},
+                                 {"--global-batch", K::kInt, {}},
+                                 {"--micro-batch", K::kInt, {}},
+                                 {"--seq", K::kInt, {}},
+                                 {"--dead", K::kIntList, {}},
+                                 {"--dvfs-range", K::kText, {}},
+                                 {"--json", K::kOutputFile, {}}});
+  ew_plan.group = "elaswave";
+  ew_plan.bases = {{"--dp", "2", "--pp", "2", "--tp", "2", "--dead", "5"},
+                   {"--dp", "2", "--pp", "2", "--tp", "1", "--dead", "3", "--dvfs-range", "0.5,1.3",
+                    "--json", out + "ew_plan.json"}};
+  t.push_back(ew_plan);
+
   // ---- tarot ----
   // scenes writes a folder of seeded scenes; --n is kept (a large valid count runs for long).
   SubcommandSpec scenes = Spec("scenes", MpiUse::kNone, 3,

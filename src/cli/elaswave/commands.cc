@@ -12,6 +12,7 @@ void AddElasWaveCommands(CLI::App& root, Action* action) {
   AddElasWaveRun(e, action);
   AddElasWaveBench(e, action);
   AddElasWaveCommBench(e, action);
+  AddElasWavePlan(e, action);
   AddElasWaveProcesses(e, action);
 }
 

@@ -87,7 +87,7 @@ core::Status PrepareRunDirectory(const ElasWaveJobArgs& a, elaswave::LaunchOptio
   return core::Status::Ok();
 }
 
-void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths) {
+void AddElasWaveShapeOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths) {
   c->add_option("--model", a->model,
                 "a SmallGpt preset (gpt-mini, gpt-tiny, gpt-small) or a JSON file")
       ->capture_default_str();
@@ -101,19 +101,23 @@ void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths)
   c->add_option("--tp", a->tp, "tensor-parallel degree")
       ->transform(Integer(1, 64))
       ->capture_default_str();
-  c->add_option("--processes", a->processes, "expected processes (checked against dp x pp x tp)")
-      ->transform(Integer(1, 4096));
   c->add_option("--global-batch", a->global_batch, "sequences per step")
       ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
   c->add_option("--micro-batch", a->micro_batch, "sequences per micro-batch")
       ->transform(Integer(1, 1 << 20))
       ->capture_default_str();
+  c->add_option("--seq", a->seq, "tokens per sequence (default: the model's positions)")
+      ->transform(Integer(1, 1 << 16));
+}
+
+void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths) {
+  AddElasWaveShapeOptions(c, a, paths);
+  c->add_option("--processes", a->processes, "expected processes (checked against dp x pp x tp)")
+      ->transform(Integer(1, 4096));
   c->add_option("--steps", a->steps, "training steps")
       ->transform(Integer(1, 1000000))
       ->capture_default_str();
-  c->add_option("--seq", a->seq, "tokens per sequence (default: the model's positions)")
-      ->transform(Integer(1, 1 << 16));
   c->add_option("--dropout", a->dropout, "residual dropout probability")
       ->check(Number(0, 0.9))
       ->capture_default_str();

@@ -1,6 +1,7 @@
 // The options every `tessera elaswave` command that starts a job shares (run, bench): the model,
 // the dp x pp x tp shape, the batch, the steps, the timeouts and the run directory, and how they
-// become a LaunchOptions (checked before any process starts, each error naming its flag).
+// become a LaunchOptions (checked before any process starts, each error naming its flag). `plan`
+// takes the shape options alone and the same checks.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -32,6 +33,10 @@ core::StatusOr<std::string> TesseraBinaryPath();
 // A table cell of seconds: 3 decimals, "-" for an unknown (negative) figure.
 std::string SecondsCell(double s);
 
+// The job's shape alone (what `plan` takes): --model, --dp, --pp, --tp, --global-batch,
+// --micro-batch, --seq.
+void AddElasWaveShapeOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
+// The shape and everything a job that starts processes needs (run, bench).
 void AddElasWaveJobOptions(CLI::App* c, ElasWaveJobArgs* a, CommandPaths* paths);
 // The launch options of the job (no faults, no run directory yet), progress to stderr unless
 // --quiet; every check of the options is made here.
