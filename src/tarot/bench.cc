@@ -18,6 +18,10 @@
 namespace tessera::tarot {
 namespace {
 
+// --sweep-skill values: "all" (noisy.rate) or one skill of the noisy reasoner (noisy.<skill>).
+constexpr const char* kSkills[] = {"all",       "attribute",     "relation", "ordinal",
+                                   "knowledge", "hallucination", "box",      "judge"};
+
 constexpr int kMaxScenes = 100000;
 
 uint64_t HashMask(const Mask& m) {
@@ -65,8 +69,6 @@ core::Status ValidateBenchOptions(const BenchOptions& o) {
           fmt::format("tarot.bench.sweep_rates: got {}, must be in [0, 1]", r));
     }
   }
-  static const char* kSkills[] = {"all",       "attribute",     "relation", "ordinal",
-                                  "knowledge", "hallucination", "box",      "judge"};
   if (std::find(std::begin(kSkills), std::end(kSkills), o.sweep_skill) == std::end(kSkills)) {
     return core::InvalidArgument(fmt::format(
         "tarot.bench.sweep_skill: got '{}', must be one of all, attribute, relation, ordinal, "
@@ -318,10 +320,8 @@ core::StatusOr<BenchReport> RunBench(const BenchOptions& o) {
       // The chosen reasoner's own noisy.* options (box_jitter, box_swap, seed) are kept when it
       // is `noisy`; the rates are the sweep's.
       if (o.backends.reasoner != "noisy") noisy.reasoner_options.clear();
-      for (const char* skill : {"rate", "attribute", "relation", "ordinal", "knowledge",
-                                "hallucination", "box", "judge"}) {
-        noisy.reasoner_options.erase(std::string("noisy.") + skill);
-      }
+      noisy.reasoner_options.erase("noisy.rate");
+      for (const char* skill : kSkills) noisy.reasoner_options.erase(std::string("noisy.") + skill);
       noisy.reasoner = "noisy";
       noisy.reasoner_options.try_emplace("noisy.seed", fmt::format("{}", o.seed));
       if (o.sweep_skill == "all") {

@@ -1,15 +1,17 @@
 #include "tarot/fashion_mnist.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "core/check.h"
+#include "workload/gzip_text.h"
 
 namespace tessera::tarot {
 namespace {
@@ -24,40 +26,21 @@ std::string InstallHint() {
          kFmnistDirEnv + " to a folder holding the Fashion-MNIST IDX files";
 }
 
-// The whole file, gunzipped (zlib reads a plain file as it is).
+// The whole file, gunzipped when it is gzip (workload/gzip_text.h), as it is otherwise.
 core::StatusOr<std::string> ReadGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
     const int err = errno;
     return core::NotFound("fmnist: cannot open " + path + ": " +
-                          (err != 0 ? std::strerror(err) : "out of memory") + InstallHint());
+                          (err != 0 ? std::strerror(err) : "unreadable") + InstallHint());
   }
-  std::string out;
-  char buf[1 << 16];
-  while (true) {
-    const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int code = 0;
-      const std::string msg = gzerror(f, &code);
-      gzclose(f);
-      return core::InvalidArgument("fmnist: " + path + ": corrupt gzip data (" + msg + ")" +
-                                   InstallHint());
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > kMaxIdxBytes) {
-      gzclose(f);
-      return core::InvalidArgument("fmnist: " + path + ": more than 256 MiB once decompressed" +
-                                   InstallHint());
-    }
-  }
-  int code = 0;
-  const std::string msg = gzerror(f, &code);
-  gzclose(f);
-  if (code != Z_OK && code != Z_STREAM_END) {
-    return core::InvalidArgument("fmnist: " + path + ": corrupt gzip data (" + msg + ")" +
-                                 InstallHint());
-  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!workload::IsGzip(bytes.view())) return std::move(bytes).str();
+  core::StatusOr<std::string> out =
+      workload::Gunzip(bytes.view(), "fmnist: " + path, static_cast<int64_t>(kMaxIdxBytes));
+  if (!out.ok()) return core::InvalidArgument(out.status().message() + InstallHint());
   return out;
 }
 
