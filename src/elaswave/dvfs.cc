@@ -42,12 +42,6 @@ std::string StageLabel(const std::vector<DvfsStage>& stages, size_t i) {
   return stages[i].name.empty() ? fmt::format("stage {}", i) : stages[i].name;
 }
 
-double MaxWork(const std::vector<DvfsStage>& stages) {
-  double w = 0;
-  for (const DvfsStage& s : stages) w = std::max(w, s.work_s);
-  return w;
-}
-
 double MinWork(const std::vector<DvfsStage>& stages) {
   double w = std::numeric_limits<double>::infinity();
   for (const DvfsStage& s : stages) w = std::min(w, s.work_s);
@@ -63,7 +57,7 @@ std::vector<double> SpeedsFor(const std::vector<DvfsStage>& stages, double tau,
 }
 
 void FillBefore(const std::vector<DvfsStage>& stages, const PowerModel& power, DvfsChoice& c) {
-  c.step_before_s = MaxWork(stages);
+  c.step_before_s = LongestWorkS(stages);
   c.power_before_w = NominalPowerW(stages, power);
   c.energy_before_j = c.power_before_w * c.step_before_s;
 }
@@ -109,9 +103,16 @@ double ModeledPowerW(const std::vector<DvfsStage>& stages, const std::vector<dou
   return total;
 }
 
+double LongestWorkS(const std::vector<DvfsStage>& stages) {
+  double w = 0;
+  for (const DvfsStage& s : stages) w = std::max(w, s.work_s);
+  return w;
+}
+
 double NominalPowerW(const std::vector<DvfsStage>& stages, const PowerModel& power) {
   if (stages.empty()) return 0;
-  return ModeledPowerW(stages, std::vector<double>(stages.size(), 1.0), MaxWork(stages), power);
+  return ModeledPowerW(stages, std::vector<double>(stages.size(), 1.0), LongestWorkS(stages),
+                       power);
 }
 
 core::StatusOr<DvfsChoice> ChooseFrequencies(const std::vector<DvfsStage>& stages,
@@ -126,8 +127,8 @@ core::StatusOr<DvfsChoice> ChooseFrequencies(const std::vector<DvfsStage>& stage
     if (stages[i].work_s > stages[heaviest].work_s) heaviest = i;
     if (stages[i].work_s < stages[lightest].work_s) lightest = i;
   }
-  const double tau_speed = MaxWork(stages) / o.range.f_max;  // the busiest stage at f_max
-  const double tau_idle = MinWork(stages) / o.range.f_min;   // the lightest stage at f_min
+  const double tau_speed = LongestWorkS(stages) / o.range.f_max;  // the busiest stage at f_max
+  const double tau_idle = MinWork(stages) / o.range.f_min;        // the lightest stage at f_min
   if (o.power_cap_w <= idle) {
     return core::Infeasible(fmt::format(
         "dvfs: the power cap {:.1f} W is not above the idle power {:.1f} W of the {} stages",
@@ -176,7 +177,7 @@ core::StatusOr<DvfsChoice> ChooseFrequenciesByGrid(const std::vector<DvfsStage>&
   RETURN_IF_ERROR(ValidateInputs(stages, o));
   if (points < 2) return core::InvalidArgument(fmt::format("points: got {}, need >= 2", points));
   const double lo = MinWork(stages) / o.range.f_max / 2;
-  const double hi = 2 * MaxWork(stages) / o.range.f_min;
+  const double hi = 2 * LongestWorkS(stages) / o.range.f_min;
   for (int k = 0; k < points; ++k) {
     const double tau = lo + (hi - lo) * k / (points - 1);
     std::vector<double> f;

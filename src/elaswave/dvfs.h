@@ -84,6 +84,9 @@ struct DvfsChoice {
 core::Status ValidateDvfsRange(const DvfsRange& range);
 core::Status ValidatePowerModel(const PowerModel& power);
 
+// max_s work_s: the period at f = 1 (0 for no stages).
+double LongestWorkS(const std::vector<DvfsStage>& stages);
+
 // The stages' power at f = 1 with tau = max_s work_s (u_s = a_s work_s / tau).
 double NominalPowerW(const std::vector<DvfsStage>& stages, const PowerModel& power);
 

@@ -8,13 +8,9 @@
 #include "core/rng.h"
 
 namespace tessera::elaswave {
-namespace {
-
-double Makespan(const PipelineTiming& p, int64_t m) {
+double PipelineMakespanS(const PipelineTiming& p, int64_t m) {
   return m == 0 ? 0.0 : static_cast<double>(m + p.stages - 1) * p.tau_s;
 }
-
-}  // namespace
 
 core::StatusOr<MicroBatchAssignment> AssignMicroBatches(int64_t num_micro_batches,
                                                         const std::vector<PipelineTiming>& pipes) {
@@ -35,9 +31,9 @@ core::StatusOr<MicroBatchAssignment> AssignMicroBatches(int64_t num_micro_batche
   a.count.assign(pipes.size(), 0);
   for (int64_t k = 0; k < num_micro_batches; ++k) {
     size_t best = 0;
-    double best_t = Makespan(pipes[0], a.count[0] + 1);
+    double best_t = PipelineMakespanS(pipes[0], a.count[0] + 1);
     for (size_t p = 1; p < pipes.size(); ++p) {
-      const double t = Makespan(pipes[p], a.count[p] + 1);
+      const double t = PipelineMakespanS(pipes[p], a.count[p] + 1);
       if (t < best_t) {
         best_t = t;
         best = p;
@@ -48,7 +44,7 @@ core::StatusOr<MicroBatchAssignment> AssignMicroBatches(int64_t num_micro_batche
   a.first.assign(pipes.size(), 0);
   for (size_t p = 1; p < pipes.size(); ++p) a.first[p] = a.first[p - 1] + a.count[p - 1];
   for (size_t p = 0; p < pipes.size(); ++p) {
-    a.makespan_s = std::max(a.makespan_s, Makespan(pipes[p], a.count[p]));
+    a.makespan_s = std::max(a.makespan_s, PipelineMakespanS(pipes[p], a.count[p]));
   }
   return a;
 }

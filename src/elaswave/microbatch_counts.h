@@ -34,6 +34,9 @@ struct MicroBatchAssignment {
   double makespan_s = 0;       // max_p T_p(m_p) (pipelines with m_p = 0 count 0)
 };
 
+// T_p(m) = (m + S_p - 1) tau_p, 0 for m = 0: the 1F1B time of m micro-batches on pipeline p.
+double PipelineMakespanS(const PipelineTiming& p, int64_t m);
+
 core::StatusOr<MicroBatchAssignment> AssignMicroBatches(int64_t num_micro_batches,
                                                         const std::vector<PipelineTiming>& pipes);
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "elaswave/microbatch_counts.h"
+
 namespace tessera::elaswave {
 namespace {
 
@@ -52,12 +54,6 @@ std::vector<DvfsStage> DvfsStages(const std::vector<ReportStage>& stages, int tp
   return out;
 }
 
-double LongestWorkS(const std::vector<DvfsStage>& stages) {
-  double w = 0;
-  for (const DvfsStage& s : stages) w = std::max(w, s.work_s);
-  return w;
-}
-
 // The slowest pipeline's 1F1B step, (m_p + S_p - 1) max_j c_j / f_j, over pipelines with work.
 double OneFOneBStepS(const ElasticPlan& plan, const std::vector<ReportStage>& stages) {
   std::vector<double> period(plan.pipelines.size(), 0.0);
@@ -68,9 +64,8 @@ double OneFOneBStepS(const ElasticPlan& plan, const std::vector<ReportStage>& st
   for (size_t p = 0; p < plan.pipelines.size(); ++p) {
     const PlanPipeline& pipe = plan.pipelines[p];
     if (pipe.micro_batches == 0) continue;
-    step = std::max(step, static_cast<double>(pipe.micro_batches +
-                                              static_cast<int64_t>(pipe.stages.size()) - 1) *
-                              period[p]);
+    const PipelineTiming timing{static_cast<int>(pipe.stages.size()), period[p]};
+    step = std::max(step, PipelineMakespanS(timing, pipe.micro_batches));
   }
   return step;
 }
