@@ -34,7 +34,10 @@ core::Status EnsureFolder(const std::string& dir) {
     }
     return core::Status::Ok();
   }
-  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  // "scenes/" names the folder "scenes": its parent is the current folder, not "scenes".
+  fs::path named = p;
+  while (!named.has_filename() && named.has_relative_path()) named = named.parent_path();
+  const fs::path parent = named.has_parent_path() ? named.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
     return core::InvalidArgument(
         fmt::format("tarot.out: the parent folder of '{}' does not exist; create it first", dir));

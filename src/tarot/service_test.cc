@@ -44,6 +44,11 @@ TEST(TarotService, WritesASceneSetThatLoadsBack) {
   EXPECT_NE(WriteSceneSet(9, 1, dir + "/no/such/parent").status().message().find("parent folder"),
             std::string::npos);
   EXPECT_EQ(WriteSceneSet(9, 0, dir).status().code(), core::StatusCode::kInvalidArgument);
+  // A new folder named with a trailing slash, as the README writes it ("--out scenes/").
+  const std::string slash = TempDir("slash") + "/";
+  auto made = WriteSceneSet(9, 1, slash);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(slash + "scene_0000.png"));
 }
 
 TEST(TarotService, ParsesBoxes) {
