@@ -209,6 +209,7 @@ int64_t CopyEngine::DeliverDue(LoopState& s, int64_t lead) {
         }
       }
       if (p.message->put.signal != nullptr) Bump(p.message->put.signal);
+      if (p.message->put.wake != nullptr) Bump(p.message->put.wake);
       ++finished_now;
     }
   }

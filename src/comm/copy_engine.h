@@ -70,6 +70,9 @@ class CopyEngine {
     int64_t bytes = 0;                        // real bytes copied (>= 0)
     int64_t wire_bytes = 0;                   // bytes paced on the wire (>= 0)
     std::atomic<uint32_t>* signal = nullptr;  // bumped by 1 when done (may be null)
+    // Bumped by 1 right after `signal` (may be null): a receiver that expects messages on
+    // several signals waits on this one for whichever comes first.
+    std::atomic<uint32_t>* wake = nullptr;
     // The first packet starts on the wire no earlier than this (NowNs clock): a transfer
     // scheduled ahead is reserved on the timeline at once, so the engine's wake-up jitter
     // does not delay its start. 0: as soon as submitted.

@@ -14,10 +14,6 @@ namespace tessera::comm {
 // from rank+s at step s (PyTorch async TP).
 enum class LinkAlgo { kRing1, kRing2, kDirect };
 
-// Chunk messages per direction and step of every algorithm (a chunk is forwarded, added or
-// copied out as soon as it arrived, while the next ones are on the wire).
-inline constexpr int kLinkChunks = 4;
-
 inline const char* LinkAlgoName(LinkAlgo a) {
   switch (a) {
     case LinkAlgo::kRing1:

@@ -15,20 +15,26 @@ namespace {
 
 constexpr int kMaxSteps = PacedLinks::kMaxEndpoints;
 // Window header: signal counters. Slot 0: "a peer finished the previous collective";
-// then one data slot per step for each of three directions.
+// then one data slot per step for each of three directions; then the wake counter that every
+// message of a two-direction ring also bumps (Put::wake).
 constexpr int kReadySlot = 0;
-constexpr int kSlots = 1 + 3 * kMaxSteps;
+constexpr int kWakeSlot = 1 + 3 * kMaxSteps;
+constexpr int kSlots = 2 + 3 * kMaxSteps;
 // Then, from kStampOffset, the arrival time of each chunk message per data slot
-// (copy_engine.h's Put::arrival_stamp): every data slot receives kLinkChunks messages per
-// collective, chunk 0 first, so the receiver's count on the slot names the chunk.
+// (copy_engine.h's Put::arrival_stamp): every data slot receives the collective's chunk
+// count of messages, chunk 0 first, so the receiver's count on the slot since the collective
+// began names the chunk.
 constexpr int64_t kStampOffset = 4096;
-constexpr int64_t kHeaderBytes = kStampOffset + 32768;
+constexpr int64_t kHeaderBytes = kStampOffset + 102400;
 static_assert(kSlots * sizeof(std::atomic<uint32_t>) <= kStampOffset);
-static_assert(kSlots * kLinkChunks * sizeof(std::atomic<int64_t>) <= kHeaderBytes - kStampOffset);
+static_assert(kSlots * kMaxLinkChunks * sizeof(std::atomic<int64_t>) <=
+              kHeaderBytes - kStampOffset);
 
 int CwSlot(int step) { return 1 + step; }
 int CcwSlot(int step) { return 1 + kMaxSteps + step; }
 int DirectSlot(int step) { return 1 + 2 * kMaxSteps + step; }
+// Data slot of direction d (0: clockwise, 1: counter-clockwise) at `step`.
+int RingSlot(int d, int step) { return d == 0 ? CwSlot(step) : CcwSlot(step); }
 
 // memcpy that accepts empty ranges with null pointers (empty collectives pass them).
 void CopyBytes(void* dst, const void* src, int64_t bytes) {
@@ -71,7 +77,8 @@ LinkCollectives::LinkCollectives(Communicator& comm, CopyEngine* engine,
       options_(std::move(options)),
       memory_(std::move(memory)),
       position_of_rank_(comm.size()),
-      expected_(kSlots, 0) {
+      expected_(kSlots, 0),
+      base_(kSlots, 0) {
   for (int p = 0; p < comm.size(); ++p) position_of_rank_[options_.order[p]] = p;
 }
 
@@ -141,7 +148,7 @@ std::atomic<uint32_t>* LinkCollectives::Signal(int rank, int slot) const {
 
 std::atomic<int64_t>* LinkCollectives::Stamp(int rank, int slot, int chunk) const {
   return reinterpret_cast<std::atomic<int64_t>*>(memory_->segment(rank) + kStampOffset) +
-         slot * kLinkChunks + chunk;
+         slot * kMaxLinkChunks + chunk;
 }
 
 std::byte* LinkCollectives::Data(int rank) const { return memory_->segment(rank) + kHeaderBytes; }
@@ -152,22 +159,62 @@ int64_t LinkCollectives::Deadline() const {
   return NowNs() + static_cast<int64_t>(t * 1e9);
 }
 
-Status LinkCollectives::Wait(int slot) {
+bool LinkCollectives::Arrived(int slot) const {
+  return CounterReached(Signal(comm_.rank(), slot)->load(std::memory_order_acquire),
+                        expected_[slot] + 1);
+}
+
+Status LinkCollectives::Wait(int slot, int dir) {
   const uint32_t target = ++expected_[slot];
   if (!WaitAtLeast(Signal(comm_.rank(), slot), target, Deadline())) {
     return core::DeadlineExceeded("emulated collective: no data from a peer within " +
                                   std::to_string(comm_.op_timeout_s()) + " s");
   }
-  const int chunk = static_cast<int>((target - 1) % kLinkChunks);
-  timeline_ns_ = std::max(timeline_ns_, Stamp(comm_.rank(), slot, chunk)->load());
+  const int chunk = static_cast<int>(target - 1 - base_[slot]);
+  CHECK(chunk >= 0 && chunk < kMaxLinkChunks) << "chunk " << chunk << " on slot " << slot;
+  timeline_ns_[dir] = std::max(timeline_ns_[dir], Stamp(comm_.rank(), slot, chunk)->load());
   return Status::Ok();
 }
 
-void LinkCollectives::LocalInputsReady() { timeline_ns_ = std::max(timeline_ns_, NowNs()); }
+Status LinkCollectives::Progress(int dirs, const std::function<int(int)>& next_slot,
+                                 const std::function<Status(int)>& handle) {
+  if (dirs == 1) {
+    for (int slot = next_slot(0); slot >= 0; slot = next_slot(0)) {
+      RETURN_IF_ERROR(Wait(slot, 0));
+      RETURN_IF_ERROR(handle(0));
+    }
+    return Status::Ok();
+  }
+  std::atomic<uint32_t>* wake = Signal(comm_.rank(), kWakeSlot);
+  for (;;) {
+    // Read the wake counter before looking at the slots: a message landing after the look
+    // bumps it past `seen`, so the wait below cannot miss it.
+    const uint32_t seen = wake->load(std::memory_order_acquire);
+    bool pending = false, served = false;
+    for (int d = 0; d < dirs; ++d) {
+      const int slot = next_slot(d);
+      if (slot < 0) continue;
+      pending = true;
+      if (!Arrived(slot)) continue;
+      RETURN_IF_ERROR(Wait(slot, d));
+      RETURN_IF_ERROR(handle(d));
+      served = true;
+    }
+    if (!pending) return Status::Ok();
+    if (!served && !WaitAtLeast(wake, seen + 1, Deadline())) {
+      return core::DeadlineExceeded("emulated collective: no data from a peer within " +
+                                    std::to_string(comm_.op_timeout_s()) + " s");
+    }
+  }
+}
+
+void LinkCollectives::LocalInputsReady(int dir) {
+  timeline_ns_[dir] = std::max(timeline_ns_[dir], NowNs());
+}
 
 void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes,
-                           int64_t elements, int slot_at_receiver, int chunk) {
-  CHECK(chunk >= 0 && chunk < kLinkChunks) << "chunk " << chunk;
+                           int64_t elements, int slot_at_receiver, int chunk, int dir, bool wake) {
+  CHECK(chunk >= 0 && chunk < chunks_) << "chunk " << chunk;
   CopyEngine::Put put;
   put.dst_endpoint = options_.endpoint_of_rank[to_rank];
   put.dst = Data(to_rank) + dst_offset;
@@ -175,9 +222,19 @@ void LinkCollectives::Send(int to_rank, int64_t dst_offset, const void* src, int
   put.bytes = bytes;
   put.wire_bytes = elements * options_.wire_element_bytes;
   put.signal = Signal(to_rank, slot_at_receiver);
+  if (wake) put.wake = Signal(to_rank, kWakeSlot);
   put.arrival_stamp = Stamp(to_rank, slot_at_receiver, chunk);
-  put.ready_ns = timeline_ns_;
+  put.ready_ns = timeline_ns_[dir];
   engine_->Submit(put);
+}
+
+int LinkCollectives::ChunkCount(LinkAlgo algo, int64_t count) const {
+  std::vector<int> endpoint_at(options_.order.size());
+  for (size_t p = 0; p < endpoint_at.size(); ++p) {
+    endpoint_at[p] = options_.endpoint_of_rank[options_.order[p]];
+  }
+  return PacedChunkCount(engine_->fabric().links(), endpoint_at, algo,
+                         static_cast<double>(count * options_.wire_element_bytes));
 }
 
 Status LinkCollectives::BeginCollective() {
@@ -187,7 +244,8 @@ Status LinkCollectives::BeginCollective() {
         "emulated collective: a peer did not finish the previous collective within " +
         std::to_string(comm_.op_timeout_s()) + " s");
   }
-  timeline_ns_ = 0;  // sends start when submitted until data arrive
+  timeline_ns_[0] = timeline_ns_[1] = 0;  // sends start when submitted until data arrive
+  base_ = expected_;
   return Status::Ok();
 }
 
@@ -203,10 +261,10 @@ Status LinkCollectives::EndCollective() {
   return Status::Ok();
 }
 
-// Chunk j of [lo, hi): [lo + len*j/k, lo + len*(j+1)/k).
-std::pair<int64_t, int64_t> LinkCollectives::Chunk(int64_t lo, int64_t hi, int j) {
+// Chunk j of [lo, hi): [lo + len*j/k, lo + len*(j+1)/k), k = this collective's count.
+std::pair<int64_t, int64_t> LinkCollectives::Chunk(int64_t lo, int64_t hi, int j) const {
   const int64_t len = hi - lo;
-  return {lo + len * j / kLinkChunks, lo + len * (j + 1) / kLinkChunks};
+  return {lo + len * j / chunks_, lo + len * (j + 1) / chunks_};
 }
 
 // The first part's length: ring2 splits a block at a granule boundary (hooks) or in the middle.
@@ -227,30 +285,20 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
   const int64_t bb = c * kT;
   std::byte* win = Data(me);
   RETURN_IF_ERROR(BeginCollective());
+  chunks_ = ChunkCount(algo, c);
   // Blocks land in every window at their rank's offset. A rank's own block is sent straight
   // from `send`; a received chunk is forwarded from the window as soon as it arrives, then
   // copied out to `recv` while the rest is on the wire.
   const std::byte* own = reinterpret_cast<const std::byte*>(send);
-  auto send_chunks = [&](int to, int block, const std::byte* src, int64_t lo, int64_t hi,
-                         int slot) {
-    for (int j = 0; j < kLinkChunks; ++j) {
-      const auto [a, b] = Chunk(lo, hi, j);
-      Send(to, block * bb + a * kT, src + a * kT, (b - a) * kT, b - a, slot, j);
+  auto send_chunks = [&](int to, int block, const std::byte* src, int64_t lo, int64_t hi, int slot,
+                         int dir, bool wake) {
+    for (int j = 0; j < chunks_; ++j) {
+      const auto [x, y] = Chunk(lo, hi, j);
+      Send(to, block * bb + x * kT, src + x * kT, (y - x) * kT, y - x, slot, j, dir, wake);
     }
   };
-  auto copy_out = [&](int block, int64_t a, int64_t b) {
-    CopyBytes(recv + block * c + a, win + block * bb + a * kT, (b - a) * kT);
-  };
-  // Receives [lo, hi) of `block` on `slot` chunk by chunk; forward(j, a, b) runs for each
-  // chunk before it is copied out.
-  auto receive = [&](int block, int64_t lo, int64_t hi, int slot, auto&& forward) -> Status {
-    for (int j = 0; j < kLinkChunks; ++j) {
-      const auto [a, b] = Chunk(lo, hi, j);
-      RETURN_IF_ERROR(Wait(slot));
-      forward(j, a, b);
-      copy_out(block, a, b);
-    }
-    return Status::Ok();
+  auto copy_out = [&](int block, int64_t x, int64_t y) {
+    CopyBytes(recv + block * c + x, win + block * bb + x * kT, (y - x) * kT);
   };
   auto ready = [&](int block, int64_t lo, int64_t hi) -> Status {
     if (hooks == nullptr || !hooks->ready || lo >= hi) return Status::Ok();
@@ -258,46 +306,55 @@ Status LinkCollectives::AllGatherT(const T* send, T* recv, int64_t c, LinkAlgo a
   };
   if (algo == LinkAlgo::kRing1 || algo == LinkAlgo::kRing2) {
     const bool two = algo == LinkAlgo::kRing2;
+    const int dirs = two ? 2 : 1;
     const int64_t h0 = FirstHalf(c, two, hooks);  // [0, h0) clockwise, [h0, c) counter
     if (n > 1) {
-      send_chunks(next, me, own, 0, h0, CwSlot(0));
-      if (two) send_chunks(prev, me, own, h0, c, CcwSlot(0));
+      send_chunks(next, me, own, 0, h0, CwSlot(0), 0, two);
+      if (two) send_chunks(prev, me, own, h0, c, CcwSlot(0), 1, true);
     }
     CopyBytes(recv + me * c, send, bb);
     RETURN_IF_ERROR(ready(me, 0, c));
-    for (int s = 0; s < n - 1; ++s) {
-      const bool more = s + 1 < n - 1;
-      const int a = order[RingIndex(p - s - 1, n)];
-      RETURN_IF_ERROR(receive(a, 0, h0, CwSlot(s), [&](int j, int64_t x, int64_t y) {
-        if (more)
-          Send(next, a * bb + x * kT, win + a * bb + x * kT, (y - x) * kT, y - x, CwSlot(s + 1), j);
-      }));
-      if (two) {
-        const int b = order[RingIndex(p + s + 1, n)];
-        RETURN_IF_ERROR(receive(b, h0, c, CcwSlot(s), [&](int j, int64_t x, int64_t y) {
-          if (more)
-            Send(prev, b * bb + x * kT, win + b * bb + x * kT, (y - x) * kT, y - x, CcwSlot(s + 1),
-                 j);
-        }));
+    // Direction d receives at step s the block of position p-s-1 (clockwise) or p+s+1
+    // (counter-clockwise), its part [0, h0) or [h0, c), and forwards it while more remain.
+    int step[2] = {0, 0}, chunk[2] = {0, 0};
+    auto next_slot = [&](int d) { return step[d] < n - 1 ? RingSlot(d, step[d]) : -1; };
+    auto handle = [&](int d) -> Status {
+      const int s = step[d], j = chunk[d];
+      const int blk = order[RingIndex(d == 0 ? p - s - 1 : p + s + 1, n)];
+      const int64_t lo = d == 0 ? 0 : h0, hi = d == 0 ? h0 : c;
+      const auto [x, y] = Chunk(lo, hi, j);
+      if (s + 1 < n - 1) {
+        Send(d == 0 ? next : prev, blk * bb + x * kT, win + blk * bb + x * kT, (y - x) * kT, y - x,
+             RingSlot(d, s + 1), j, d, two);
       }
-      RETURN_IF_ERROR(ready(a, 0, h0));
-      if (two) RETURN_IF_ERROR(ready(order[RingIndex(p + s + 1, n)], h0, c));
-    }
+      copy_out(blk, x, y);
+      if (++chunk[d] < chunks_) return Status::Ok();
+      chunk[d] = 0;
+      ++step[d];
+      return ready(blk, lo, hi);
+    };
+    RETURN_IF_ERROR(Progress(dirs, next_slot, handle));
   } else {
     // Step s pushes the own block to position p-s; the next step's push is issued once the
     // data of this step has arrived.
-    if (n > 1) send_chunks(order[RingIndex(p - 1, n)], me, own, 0, c, DirectSlot(1));
+    if (n > 1) send_chunks(order[RingIndex(p - 1, n)], me, own, 0, c, DirectSlot(1), 0, false);
     CopyBytes(recv + me * c, send, bb);
     RETURN_IF_ERROR(ready(me, 0, c));
-    for (int s = 1; s < n; ++s) {
+    int s = 1, j = 0;
+    auto next_slot = [&](int) { return s < n ? DirectSlot(s) : -1; };
+    auto handle = [&](int) -> Status {
       const int from = order[RingIndex(p + s, n)];
-      RETURN_IF_ERROR(receive(from, 0, c, DirectSlot(s), [&](int j, int64_t, int64_t) {
-        if (j == kLinkChunks - 1 && s + 1 < n) {
-          send_chunks(order[RingIndex(p - s - 1, n)], me, own, 0, c, DirectSlot(s + 1));
-        }
-      }));
-      RETURN_IF_ERROR(ready(from, 0, c));
-    }
+      const auto [x, y] = Chunk(0, c, j);
+      if (j == chunks_ - 1 && s + 1 < n) {
+        send_chunks(order[RingIndex(p - s - 1, n)], me, own, 0, c, DirectSlot(s + 1), 0, false);
+      }
+      copy_out(from, x, y);
+      if (++j < chunks_) return Status::Ok();
+      j = 0;
+      ++s;
+      return ready(from, 0, c);
+    };
+    RETURN_IF_ERROR(Progress(1, next_slot, handle));
   }
   return EndCollective();
 }
@@ -311,14 +368,16 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
   constexpr int64_t kAcc = sizeof(Acc);
   std::byte* win = Data(me);
   RETURN_IF_ERROR(BeginCollective());
-  auto produce = [&](int block, int64_t lo, int64_t hi) -> Status {
+  chunks_ = ChunkCount(algo, c);
+  // dir: the direction whose next sends wait for this computation (-1: none).
+  auto produce = [&](int block, int64_t lo, int64_t hi, int dir) -> Status {
     if (hooks == nullptr || !hooks->produce || lo >= hi) return Status::Ok();
     RETURN_IF_ERROR(hooks->produce(block, lo, hi));
-    LocalInputsReady();  // what is sent from here on waited for this computation
+    if (dir >= 0) LocalInputsReady(dir);
     return Status::Ok();
   };
   if (n == 1) {
-    RETURN_IF_ERROR(produce(me, 0, c));
+    RETURN_IF_ERROR(produce(me, 0, c, -1));
     std::copy(send, send + c, recv);
     return EndCollective();
   }
@@ -330,30 +389,35 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
     const int64_t tb = c * static_cast<int64_t>(sizeof(T));
     auto to_of = [&](int s) { return order[RingIndex(p - s, n)]; };
     auto push = [&](int s) {
-      for (int j = 0; j < kLinkChunks; ++j) {
-        const auto [a, b] = Chunk(0, c, j);
-        Send(to_of(s), (s - 1) * tb + a * static_cast<int64_t>(sizeof(T)), send + to_of(s) * c + a,
-             (b - a) * static_cast<int64_t>(sizeof(T)), b - a, DirectSlot(s), j);
+      for (int j = 0; j < chunks_; ++j) {
+        const auto [x, y] = Chunk(0, c, j);
+        Send(to_of(s), (s - 1) * tb + x * static_cast<int64_t>(sizeof(T)), send + to_of(s) * c + x,
+             (y - x) * static_cast<int64_t>(sizeof(T)), y - x, DirectSlot(s), j, 0);
       }
     };
-    RETURN_IF_ERROR(produce(to_of(1), 0, c));
+    RETURN_IF_ERROR(produce(to_of(1), 0, c, 0));
     push(1);
-    RETURN_IF_ERROR(produce(me, 0, c));
+    RETURN_IF_ERROR(produce(me, 0, c, 0));
     std::vector<Acc> sum(c);
     for (int64_t i = 0; i < c; ++i) sum[i] = ToAcc<Acc>(send[me * c + i]);
-    for (int s = 1; s < n; ++s) {
-      if (s + 1 < n) RETURN_IF_ERROR(produce(to_of(s + 1), 0, c));
+    int s = 1, j = 0;
+    auto next_slot = [&](int) { return s < n ? DirectSlot(s) : -1; };
+    auto handle = [&](int) -> Status {
+      const auto [x, y] = Chunk(0, c, j);
+      if (j == chunks_ - 1 && s + 1 < n) push(s + 1);
       const T* in = reinterpret_cast<const T*>(win + (s - 1) * tb);
-      for (int j = 0; j < kLinkChunks; ++j) {
-        const auto [a, b] = Chunk(0, c, j);
-        RETURN_IF_ERROR(Wait(DirectSlot(s)));
-        if (j == kLinkChunks - 1 && s + 1 < n) push(s + 1);
-        for (int64_t i = a; i < b; ++i) sum[i] += ToAcc<Acc>(in[i]);
-        if (s == n - 1) {
-          for (int64_t i = a; i < b; ++i) recv[i] = FromAcc<T>(sum[i]);
-        }
+      for (int64_t i = x; i < y; ++i) sum[i] += ToAcc<Acc>(in[i]);
+      if (s == n - 1) {
+        for (int64_t i = x; i < y; ++i) recv[i] = FromAcc<T>(sum[i]);
       }
-    }
+      if (++j < chunks_) return Status::Ok();
+      j = 0;
+      // The next receiver's block is produced while this step's data arrive.
+      if (++s + 1 < n) return produce(to_of(s + 1), 0, c, 0);
+      return Status::Ok();
+    };
+    if (n > 2) RETURN_IF_ERROR(produce(to_of(2), 0, c, 0));
+    RETURN_IF_ERROR(Progress(1, next_slot, handle));
     return EndCollective();
   }
   // Rings: partial sums (Acc) staged in private memory, one buffer per step (the engine
@@ -363,43 +427,54 @@ Status LinkCollectives::ReduceScatterT(const T* send, T* recv, int64_t c, LinkAl
   stage_.resize(static_cast<size_t>((n - 1) * c * kAcc));
   Acc* stage = reinterpret_cast<Acc*>(stage_.data());
   const bool two = algo == LinkAlgo::kRing2;
+  const int dirs = two ? 2 : 1;
   const int64_t h0 = FirstHalf(c, two, hooks);  // [0, h0) go clockwise, [h0, c) counter
-  // One direction of step s: [lo, hi) of block `blk` to `to`, input from slot `in_slot`.
-  auto step_part = [&](int s, int64_t lo, int64_t hi, int blk, int to, int in_slot,
-                       int out_slot) -> Status {
+  // Direction d at step s < n-1 sends [lo, hi) of block blk(d, s) to its neighbour: the own
+  // contribution plus (s > 0) the partial received at step s-1; at step n-1 the last
+  // partial arrives and the own contribution is added to it.
+  auto lo_of = [&](int d) { return d == 0 ? int64_t{0} : h0; };
+  auto hi_of = [&](int d) { return d == 0 ? h0 : c; };
+  auto blk = [&](int d, int s) { return order[RingIndex(d == 0 ? p - s - 1 : p + s + 1, n)]; };
+  auto add_and_send = [&](int d, int s, int j) {
+    const auto [x, y] = Chunk(lo_of(d), hi_of(d), j);
     Acc* out = stage + s * c;
-    RETURN_IF_ERROR(produce(blk, lo, hi));
-    for (int j = 0; j < kLinkChunks; ++j) {
-      const auto [a, b] = Chunk(lo, hi, j);
-      if (s > 0) RETURN_IF_ERROR(Wait(in_slot));
-      for (int64_t i = a; i < b; ++i) {
-        out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[blk * c + i]);
-      }
-      Send(to, (s * c + a) * kAcc, out + a, (b - a) * kAcc, b - a, out_slot, j);
+    const int b = blk(d, s);
+    for (int64_t i = x; i < y; ++i) {
+      out[i] = (s > 0 ? slot_in(s - 1)[i] : Acc{}) + ToAcc<Acc>(send[b * c + i]);
     }
-    return Status::Ok();
+    Send(d == 0 ? next : prev, (s * c + x) * kAcc, out + x, (y - x) * kAcc, y - x, RingSlot(d, s),
+         j, d, two);
   };
-  for (int s = 0; s < n - 1; ++s) {
-    const int in_cw = s > 0 ? CwSlot(s - 1) : 0, in_ccw = s > 0 ? CcwSlot(s - 1) : 0;
-    RETURN_IF_ERROR(step_part(s, 0, h0, order[RingIndex(p - s - 1, n)], next, in_cw, CwSlot(s)));
-    if (two) {
-      RETURN_IF_ERROR(
-          step_part(s, h0, c, order[RingIndex(p + s + 1, n)], prev, in_ccw, CcwSlot(s)));
-    }
+  bool own_produced = false;
+  // Before direction d starts step s: its part of block blk(d, s), or the own block.
+  auto prepare = [&](int d, int s) -> Status {
+    if (s < n - 1) return produce(blk(d, s), lo_of(d), hi_of(d), d);
+    if (own_produced) return Status::Ok();
+    own_produced = true;
+    return produce(me, 0, c, -1);
+  };
+  for (int d = 0; d < dirs; ++d) {
+    RETURN_IF_ERROR(prepare(d, 0));
+    for (int j = 0; j < chunks_; ++j) add_and_send(d, 0, j);
   }
-  // The last partials: add the own contribution chunk by chunk as they arrive.
-  const Acc* in = slot_in(n - 2);
-  RETURN_IF_ERROR(produce(me, 0, c));
-  auto finish = [&](int64_t lo, int64_t hi, int slot) -> Status {
-    for (int j = 0; j < kLinkChunks; ++j) {
-      const auto [a, b] = Chunk(lo, hi, j);
-      RETURN_IF_ERROR(Wait(slot));
-      for (int64_t i = a; i < b; ++i) recv[i] = FromAcc<T>(in[i] + ToAcc<Acc>(send[me * c + i]));
+  for (int d = 0; d < dirs; ++d) RETURN_IF_ERROR(prepare(d, 1));
+  int step[2] = {1, 1}, chunk[2] = {0, 0};  // step n-1: the last partials
+  const Acc* last = slot_in(n - 2);
+  auto next_slot = [&](int d) { return step[d] <= n - 1 ? RingSlot(d, step[d] - 1) : -1; };
+  auto handle = [&](int d) -> Status {
+    const int s = step[d], j = chunk[d];
+    if (s < n - 1) {
+      add_and_send(d, s, j);
+    } else {
+      const auto [x, y] = Chunk(lo_of(d), hi_of(d), j);
+      for (int64_t i = x; i < y; ++i) recv[i] = FromAcc<T>(last[i] + ToAcc<Acc>(send[me * c + i]));
     }
-    return Status::Ok();
+    if (++chunk[d] < chunks_) return Status::Ok();
+    chunk[d] = 0;
+    ++step[d];
+    return step[d] <= n - 1 ? prepare(d, step[d]) : Status::Ok();
   };
-  RETURN_IF_ERROR(finish(0, h0, CwSlot(n - 2)));
-  if (two) RETURN_IF_ERROR(finish(h0, c, CcwSlot(n - 2)));
+  RETURN_IF_ERROR(Progress(dirs, next_slot, handle));
   return EndCollective();
 }
 

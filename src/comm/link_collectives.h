@@ -18,12 +18,16 @@
 //    position p+s (the sender pushes its own block, or for ReduceScatter its raw contribution
 //    to the receiver's block); ReduceScatter sums own + steps 1..n-1 at the end.
 // Chunks and send order (what compass/collective_model.h models): every message of a step
-// (per direction) goes as kLinkChunks (4) back-to-back chunk messages. A rank sends its own
-// block (or first partial) at once, from the caller's buffer; a ring forwards (or adds to
-// and sends) chunk j as soon as chunk j of the previous step has arrived, before copying it
-// out; direct issues step s+1's push once all of step s has arrived; ring2 handles the
-// clockwise part of a step, then the counter-clockwise one. So copies and additions overlap
-// the transfers and only the last chunk's is exposed.
+// (per direction) goes as k back-to-back chunk messages, k chosen per collective from the
+// ring's links and the block size (link_chunks.h: CollectiveChunkCount on the fabric's
+// routes; the model applies the same rule to the topology). A rank sends its own block (or
+// first partial) at once, from the caller's buffer; a ring forwards (or adds to and sends)
+// chunk j as soon as chunk j of the previous step has arrived, before copying it out; direct
+// issues step s+1's push once all of step s has arrived. Ring2's two directions progress on
+// their own: the rank's thread serves whichever direction's next chunk arrives first, and
+// each direction keeps its own timeline (below), so a counter-clockwise forward never waits
+// for a clockwise arrival or the reverse. So copies and additions overlap the transfers and
+// only the last chunk's is exposed.
 // Sums accumulate in fp32 for float and bf16 (bf16 rounds once at the end), in double for
 // double, exactly for int64.
 //
@@ -34,13 +38,15 @@
 // the calling thread, while the copy engine moves the next step's data:
 //  - AllGather `ready(block, lo, hi)`: elements [lo, hi) of rank `block`'s block are in recv.
 //    Called once per block part: the own block right after its first sends are issued, then
-//    after each step (ring: every part of the step received and forwarded first; ring2 calls
-//    the clockwise half then the counter-clockwise one; direct: the block from p+s).
+//    after each step (ring: every chunk of the step's part received and forwarded first;
+//    ring2 calls each half when its direction has it, in arrival order; direct: the block
+//    from p+s).
 //  - ReduceScatter `produce(block, lo, hi)`: write this rank's contribution to elements
 //    [lo, hi) of block `block` into the send buffer (which the caller owns and the hook
 //    writes); called before those elements are read, as early as the order allows (ring:
-//    each step's part just before it is added and sent; direct: the next receiver's block
-//    before waiting on the current step; the own block second).
+//    a direction's next step's part as soon as its previous step is sent, the own block once
+//    a direction has sent its last step; direct: the next receiver's block before waiting on
+//    the current step; the own block second).
 //  - Ring2's halves split at a multiple of `granule` elements (a GEMM row), h0 =
 //    floor(c / granule / 2) x granule; without hooks h0 = floor(c / 2).
 // A hook's error stops the collective (after the engine drained) and is returned.
@@ -49,7 +55,9 @@
 // wire at that data's arrival time on the fabric's timeline (later if the rank's own inputs,
 // a produce hook's result, were complete later), not when this rank's thread got round to
 // it; so the scheduler delays of a machine with fewer cores than threads do not add up along
-// the ring. The dependencies are the ones above (what compass/collective_model.h models).
+// the ring. Each direction has its own timeline (the latest arrival it waited for, and the
+// end of the produce hooks of its parts). The dependencies are the ones above (what
+// compass/collective_model.h models).
 //
 // Synchronisation: a collective starts only after every rank finished the previous one (each
 // rank signals all peers when it is done with its window), so windows are reused safely.
@@ -70,6 +78,7 @@
 #include "comm/communicator.h"
 #include "comm/copy_engine.h"
 #include "comm/link_algo.h"
+#include "comm/link_chunks.h"
 #include "comm/symmetric_memory.h"
 
 namespace tessera::comm {
@@ -123,15 +132,27 @@ class LinkCollectives {
   std::atomic<uint32_t>* Signal(int rank, int slot) const;
   // The arrival time of chunk message `chunk` on `slot` of `rank`'s window.
   std::atomic<int64_t>* Stamp(int rank, int slot, int chunk) const;
-  // Waits for the slot's next message and moves timeline_ns_ to its arrival time.
-  Status Wait(int slot);
-  // This rank's own inputs for what it sends next are complete now (after a produce hook).
-  void LocalInputsReady();
-  // Chunk `chunk` (0..kLinkChunks-1) of a step's message to `slot_at_receiver`.
+  // Whether the slot's next message has arrived (non-blocking).
+  bool Arrived(int slot) const;
+  // Waits for the slot's next message and moves direction `dir`'s timeline to its arrival.
+  Status Wait(int slot, int dir);
+  // Runs `dirs` (1 or 2) directions' chunk handlers in arrival order: next_slot(d) is the
+  // slot of direction d's next chunk (-1: d is done), handle(d) consumes it after its Wait.
+  // With two directions the thread sleeps on the window's wake counter until either has
+  // data, serving one chunk of each ready direction per pass.
+  Status Progress(int dirs, const std::function<int(int)>& next_slot,
+                  const std::function<Status(int)>& handle);
+  // This rank's own inputs for what direction `dir` sends next are complete now (after a
+  // produce hook).
+  void LocalInputsReady(int dir);
+  // Chunk `chunk` (0..chunks_-1) of a step's message to `slot_at_receiver`, on direction
+  // `dir`'s timeline; `wake` also bumps the receiver's wake counter (two-direction rings).
   void Send(int to_rank, int64_t dst_offset, const void* src, int64_t bytes, int64_t elements,
-            int slot_at_receiver, int chunk);
+            int slot_at_receiver, int chunk, int dir, bool wake = false);
   std::byte* Data(int rank) const;
-  static std::pair<int64_t, int64_t> Chunk(int64_t lo, int64_t hi, int j);
+  // This collective's chunk count (link_chunks.h) for `algo` and blocks of `count` elements.
+  int ChunkCount(LinkAlgo algo, int64_t count) const;
+  std::pair<int64_t, int64_t> Chunk(int64_t lo, int64_t hi, int j) const;
   Status Drained(Status st);
   int64_t Deadline() const;
 
@@ -141,11 +162,14 @@ class LinkCollectives {
   std::unique_ptr<SymmetricMemory> memory_;
   std::vector<int> position_of_rank_;
   std::vector<uint32_t> expected_;  // per slot of this rank's window
+  std::vector<uint32_t> base_;      // expected_ when this collective began
   uint32_t collectives_done_ = 0;
-  // When the data of this rank's next send are ready on the fabric's timeline: the latest
-  // arrival it waited for and the end of its latest produce hook in this collective (0 at
-  // the start: sends start when submitted). See CopyEngine::Put::ready_ns.
-  int64_t timeline_ns_ = 0;
+  int chunks_ = 1;  // this collective's chunk messages per step and direction
+  // Per direction (clockwise / direct, counter-clockwise): when the data of its next send
+  // are ready on the fabric's timeline: the latest arrival it waited for and the end of its
+  // latest produce hook in this collective (0 at the start: sends start when submitted).
+  // See CopyEngine::Put::ready_ns.
+  int64_t timeline_ns_[2] = {0, 0};
   std::vector<std::byte> stage_;  // ReduceScatter partial sums, read by the engine
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "comm/link_chunks.h"
+#include "comm/paced_links.h"
 #include "hw/ring_order.h"
 #include "sim/flow_sim.h"
 
@@ -37,6 +39,16 @@ void CheckArguments(std::span<const int> order, double block_wire_bytes) {
 
 }  // namespace
 
+int ModelChunkCount(const hw::Topology& t, std::span<const int> order, CollectiveAlgo algo,
+                    double block_wire_bytes) {
+  auto hop = [&](int from, int to) {
+    const hw::Route& r = t.route(order[from], order[to]);
+    return std::pair<double, double>(r.bw_bytes_per_s, r.latency_s);
+  };
+  return comm::CollectiveChunkCount(algo, static_cast<int>(order.size()), block_wire_bytes, hop,
+                                    comm::PacedLinks::kDefaultPacketBytes);
+}
+
 CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> order,
                                 CollectiveKind kind, CollectiveAlgo algo, double block_wire_bytes) {
   (void)kind;  // AllGather and ReduceScatter send the same messages in the same order
@@ -66,7 +78,7 @@ CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> orde
     return last;
   };
   const int steps = n - 1;
-  const int k = comm::kLinkChunks;  // chunk messages per step and direction
+  const int k = ModelChunkCount(t, order, algo, block_wire_bytes);
   if (algo == CollectiveAlgo::kDirect) {
     // id[s][p][j]: chunk j of the message position p sends at step s (to p - s); step s+1
     // waits for the last chunk received at step s.
@@ -83,9 +95,9 @@ CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> orde
       }
     }
   } else {
-    // Rings: chunk j is sent once its input chunk arrived; for n = 2 the double ring's halves
-    // share the one directed edge and take ring1's time.
-    const bool two = algo == CollectiveAlgo::kRing2 && n > 2;
+    // Rings: chunk j is sent once its input chunk arrived; each direction on its own. For
+    // n = 2 the double ring's halves share the one directed edge, one after the other.
+    const bool two = algo == CollectiveAlgo::kRing2;
     const double bytes = (two ? block_wire_bytes / 2 : block_wire_bytes) / k;
     // id[dir][s][p][j]
     auto index = [&](int dir, int s, int p, int j) {
@@ -103,15 +115,8 @@ CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> orde
     for (int s = 1; s < steps; ++s) {
       for (int p = 0; p < n; ++p) {
         for (int j = 0; j < k; ++j) {
-          // Clockwise chunk j waits for its input chunk and for what this rank's thread
-          // waited for before: the previous step's counter-clockwise part.
-          std::vector<int>& cw = flows[id[index(0, s, p, j)]].deps;
-          cw = {id[index(0, s - 1, mod(p - 1), j)]};
-          if (two && s >= 2) cw.push_back(id[index(1, s - 2, mod(p + 1), k - 1)]);
-          if (two) {
-            flows[id[index(1, s, p, j)]].deps = {id[index(1, s - 1, mod(p + 1), j)],
-                                                 id[index(0, s - 1, mod(p - 1), k - 1)]};
-          }
+          flows[id[index(0, s, p, j)]].deps = {id[index(0, s - 1, mod(p - 1), j)]};
+          if (two) flows[id[index(1, s, p, j)]].deps = {id[index(1, s - 1, mod(p + 1), j)]};
         }
       }
     }

@@ -10,12 +10,13 @@
 // every message crosses its route's resources sharing them max-min fairly with the messages in
 // flight at the same time (sim::SimulateFlows), and arrives its route latency after its last
 // byte. Dependencies (p = ring position, (p, s) = the message p sends at step s):
-// Every (p, s) goes as comm::kLinkChunks back-to-back chunk messages (a stream), and a chunk
-// that depends on a message waits for the same chunk of it (rings) or its last chunk (direct).
+// Every (p, s) goes as k back-to-back chunk messages (a stream), k = ModelChunkCount (the
+// runtime's rule, comm/link_chunks.h, on the topology's routes), and a chunk that depends on a
+// message waits for the same chunk of it (rings) or its last chunk (direct).
 //   ring1:  (p, s) goes to p+1 and waits for (p-1, s-1);
-//   ring2:  two messages per step, block/2 each, cw to p+1 and ccw to p-1: cw (p, s) waits
-//           for cw (p-1, s-1) and ccw (p+1, s-2); ccw (p, s) for cw (p-1, s-1) and
-//           ccw (p+1, s-1) (the order in which one thread waits and sends);
+//   ring2:  two messages per step, block/2 each, cw to p+1 and ccw to p-1, each direction on
+//           its own: cw (p, s) waits for cw (p-1, s-1), ccw (p, s) for ccw (p+1, s-1); for
+//           n = 2 both go to the one neighbour, cw first, on one stream;
 //   direct: (p, s), s = 1..n-1, goes to p-s and waits for the message p received at step s-1,
 //           i.e. (p+s-1, s-1).
 // The same messages serve AllGather and ReduceScatter.
@@ -73,6 +74,11 @@ struct CollectiveModel {
 // InvalidArgument "tp: got 9, must be in [2, 8] for a6000x8" (a command line names its flag
 // instead: cli::NameFlags).
 core::Status CheckTpOnTopology(const hw::Topology& t, int tp);
+
+// The chunk messages per step and direction of one collective (comm::CollectiveChunkCount on
+// the routes of `order` in `t`, at the fabric's default packet size).
+int ModelChunkCount(const hw::Topology& t, std::span<const int> order, CollectiveAlgo algo,
+                    double block_wire_bytes);
 
 CollectiveModel ModelCollective(const hw::Topology& t, std::span<const int> order,
                                 CollectiveKind kind, CollectiveAlgo algo, double block_wire_bytes);

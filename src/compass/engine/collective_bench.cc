@@ -7,6 +7,7 @@
 #include "compass/engine/link_runtime.h"
 #include "compass/engine/run_timing.h"
 #include "core/stats.h"
+#include "core/table.h"
 #include "hw/ring_order.h"
 
 namespace tessera::compass {
@@ -114,6 +115,8 @@ std::vector<CollectiveRow> RowsOf(const hw::Topology& topology, const Collective
     row.modeled_s = ModelCollective(topology, order, runs[ri].kind, runs[ri].algo,
                                     static_cast<double>(runs[ri].bytes))
                         .total_s;
+    row.bound =
+        BoundCollective(topology, order, runs[ri].algo, static_cast<double>(runs[ri].bytes));
     rows.push_back(row);
   }
   return rows;
@@ -192,6 +195,22 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
   return out;
 }
 
+Status CheckAgainstBound(const CollectiveBench& b, double tolerance) {
+  std::string below;
+  for (const CollectiveRow& r : b.rows) {
+    if (r.bound.bound_s <= 0 || r.median_s >= r.bound.bound_s * (1 - tolerance)) continue;
+    below += std::string(below.empty() ? "" : "; ") + CollectiveKindName(r.kind) + " " +
+             comm::LinkAlgoName(r.algo) + " " + std::to_string(r.block_wire_bytes / 1024) +
+             " KiB: " + core::Fixed(r.over_bound(), 3) + "x its bound (median " +
+             core::Fixed(r.median_s * 1e3, 4) + " ms, bound " +
+             core::Fixed(r.bound.bound_s * 1e3, 4) + " ms)";
+  }
+  if (below.empty()) return Status::Ok();
+  return core::FailedPrecondition("measured below the topology's lower bound by more than " +
+                                  core::Fixed(100 * tolerance, 0) +
+                                  "% (the emulator delivered early): " + below);
+}
+
 double Ring2Speedup(const CollectiveBench& b, CollectiveKind kind, int64_t block_wire_bytes) {
   double t1 = 0, t2 = 0;
   for (const CollectiveRow& r : b.rows) {
@@ -213,6 +232,12 @@ core::Json ToJson(const CollectiveBench& b) {
                     {"measured_max_s", r.max_s},
                     {"modeled_s", r.modeled_s},
                     {"error", r.error()},
+                    {"bound_s", r.bound.bound_s},
+                    {"bound_t_bw_s", r.bound.t_bw_s},
+                    {"bound_t_chain_s", r.bound.t_chain_s},
+                    {"bound_t_port_s", r.bound.t_port_s},
+                    {"bound_binding", r.bound.binding},
+                    {"measured_over_bound", r.over_bound()},
                     {"measured_bandwidth_bytes_per_s", r.bandwidth_bytes_per_s(b.ranks)}});
   }
   return {{"topology", b.topology},

@@ -3,6 +3,9 @@
 // block sizes, on real MPI ranks placed on devices 0..n-1 of a topology, measured next to
 // the closed-form model (compass/collective_model.h).
 //
+// Each row carries the lower bound from the topology alone (collective_bound.h) beside the
+// model; CheckAgainstBound flags a measurement below it.
+//
 // Method: the fabric is the topology scaled by the time scale (emulated_links.h). Each
 // repetition runs every (kind, size, algorithm) once, in that interleaved order, so a
 // drifting machine affects all algorithms alike; each run starts on every rank at one
@@ -28,6 +31,7 @@
 
 #include "comm/communicator.h"
 #include "comm/link_collectives.h"
+#include "compass/collective_bound.h"
 #include "compass/collective_model.h"
 #include "core/json_util.h"
 #include "hw/topology.h"
@@ -54,7 +58,11 @@ struct CollectiveRow {
   int64_t block_wire_bytes = 0;
   double median_s = 0, min_s = 0, max_s = 0;  // measured, device seconds
   double modeled_s = 0;                       // device seconds
+  // The lower bound from the topology alone (collective_bound.h), device seconds.
+  CollectiveBound bound;
   double error() const { return modeled_s > 0 ? median_s / modeled_s - 1 : 0; }
+  // Measured median over the bound (>= 1 on a faithful emulator).
+  double over_bound() const { return bound.bound_s > 0 ? median_s / bound.bound_s : 0; }
   // Bytes each rank receives per second: (n - 1) x block / median time.
   double bandwidth_bytes_per_s(int ranks) const {
     return median_s > 0 ? (ranks - 1) * static_cast<double>(block_wire_bytes) / median_s : 0;
@@ -75,6 +83,11 @@ core::StatusOr<CollectiveBench> RunCollectiveBench(comm::Communicator& world,
                                                    const hw::Topology& topology,
                                                    const runtime::TimeScale& scale,
                                                    const CollectiveBenchConfig& config);
+
+// Rows whose measured median lies more than `tolerance` below their bound (an emulator that
+// delivers early): FailedPrecondition naming each, "allgather ring2 256 KiB: 0.95x its bound
+// (median 0.0371 ms, bound 0.0390 ms)"; OK when none does.
+core::Status CheckAgainstBound(const CollectiveBench& b, double tolerance = 0.03);
 
 // The double ring's speed-up over the single ring (median time ratio) for one kind and
 // size; 0 when either row is missing.

@@ -90,7 +90,11 @@ core::Json ToJson(const LinksReport& r) {
           {"time_scale_source", r.scale.source},
           {"calibrated_wake_lead_ns", r.calibrated_lead_ns},
           {"probes", probes},
-          {"collectives", ToJson(r.bench)}};
+          {"collectives", ToJson(r.bench)},
+          {"bound_check", [&] {
+             const core::Status st = CheckAgainstBound(r.bench);
+             return st.ok() ? std::string("ok") : st.message();
+           }()}};
 }
 
 }  // namespace tessera::compass
