@@ -63,8 +63,8 @@ StatusOr<int> RankIn(const char* what, const AmWorld& world, const std::vector<i
   }
   const Status alive = world.CheckMembers(members);
   if (!alive.ok()) {
-    return core::InvalidArgument(
-        fmt::format("{} members: {}; leave it out", what, alive.message()));
+    // A death, not a caller's mistake: a recovery waits for the next member list.
+    return core::Unavailable(fmt::format("{} members: {}; leave it out", what, alive.message()));
   }
   return rank;
 }

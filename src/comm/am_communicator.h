@@ -23,12 +23,12 @@
 //
 // Reconfigure(members, epoch) is local (no messages): the caller must be a member, the epoch
 // must be newer than the current one (FailedPrecondition naming both otherwise), no member may
-// be known dead (InvalidArgument). It renumbers, clears broken(), destroys the cached
-// sub-communicators (pointers from Sub() dangle; call Sub() again), drops queued frames of older
-// epochs and resets the collective sequence. Every surviving member calls it with the same
-// list and epoch (the coordinator decides them); a joiner calls AmWorld::Join, then creates its
-// communicator with that list and epoch. A member that reconfigures first may send at once;
-// its frames wait for the others.
+// be known dead (Unavailable naming it: a death during a recovery, waited out like any other). It
+// renumbers, clears broken(), destroys the cached sub-communicators (pointers from Sub() dangle;
+// call Sub() again), drops queued frames of older epochs and resets the collective sequence. Every
+// surviving member calls it with the same list and epoch (the coordinator decides them); a joiner
+// calls AmWorld::Join, then creates its communicator with that list and epoch. A member that
+// reconfigures first may send at once; its frames wait for the others.
 //
 // Baselines (for the comm-bench, which times in place vs. partial vs. full):
 //  - RebuildPartial: AmWorld::Reconnect to every member kept from the old group (close and
@@ -82,7 +82,8 @@ class AmCommunicator final : public Communicator {
  public:
   // The communicator of `members` (world ids, distinct, including world->world_id()) at
   // `epoch`. No messages: peers need not have created theirs yet. InvalidArgument for a bad
-  // member list or a known-dead member, FailedPrecondition for an epoch this world moved past.
+  // member list, Unavailable for a known-dead member, FailedPrecondition for an epoch this world
+  // moved past.
   static StatusOr<std::unique_ptr<AmCommunicator>> Create(std::shared_ptr<AmWorld> world,
                                                           std::vector<int> members, uint64_t epoch,
                                                           uint64_t group_id = 0);

@@ -382,7 +382,7 @@ Status CheckReconfigureRefusals(const AmTransportFactory& factory) {
     c.ExpectCode(comm->Reconfigure({}, 6), StatusCode::kInvalidArgument, "empty");
     c.ExpectCode(comm->Reconfigure({4, -1, 9}, 6), StatusCode::kInvalidArgument, "negative");
     worlds[i]->MarkDead(77, "injected by the check");
-    c.ExpectSays(comm->Reconfigure({4, 9, 77}, 6), StatusCode::kInvalidArgument, "world rank 77",
+    c.ExpectSays(comm->Reconfigure({4, 9, 77}, 6), StatusCode::kUnavailable, "world rank 77",
                  "a dead member");
     c.Expect(comm->epoch() == 5 && comm->broken().ok() && comm->world_ranks() == ids,
              "a refused Reconfigure changed the communicator");
