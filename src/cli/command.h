@@ -61,6 +61,7 @@ void AddXemaServe(CLI::App* xema, Action* action);
 void AddXemaLoadgen(CLI::App* xema, Action* action);
 void AddXemaAbuse(CLI::App* xema, Action* action);
 void AddXemaPlan(CLI::App* xema, Action* action);
+void AddXemaDeployed(CLI::App* xema, Action* action);
 
 // Adds `tessera kernelflume ...` (disaggregated core attention for LLM decoding).
 void AddKernelFlumeCommands(CLI::App& root, Action* action);

@@ -9,8 +9,7 @@
 namespace tessera::xema {
 namespace {
 
-constexpr double kBytesPerElement = 2.0;  // bf16
-constexpr double kModeledFlopsPerS = 4e14;
+constexpr double kBytesPerElement = 2.0;            // bf16
 constexpr double kLaunchS = 5e-6;                   // one kernel launch (ffn chunks)
 constexpr double kSms = 132;                        // H100 / H200 streaming multiprocessors
 constexpr double kTileRows = 128, kTileCols = 256;  // one CTA's output tile
@@ -60,8 +59,9 @@ class Builder {
   std::string error_;
 };
 
-TraceOp Op(std::string name, Phase phase, double flops, double bytes) {
-  return {std::move(name), phase, flops, bytes, flops / kModeledFlopsPerS};
+// An op timed at the request's achieved rate (its wave efficiency is applied by the caller).
+TraceOp Op(const AnalyticRequest& r, std::string name, Phase phase, double flops, double bytes) {
+  return {std::move(name), phase, flops, bytes, flops / r.flops_per_s};
 }
 
 }  // namespace
@@ -129,9 +129,11 @@ core::Status CheckRequest(const AnalyticRequest& r, const AnalyticModel& m,
                                  ", must be in [1, 64]");
   }
   if (!(r.link_bytes_per_s > 0) || !std::isfinite(r.link_bytes_per_s) ||
-      !(r.host_bytes_per_s > 0) || !std::isfinite(r.host_bytes_per_s)) {
+      !(r.host_bytes_per_s > 0) || !std::isfinite(r.host_bytes_per_s) || !(r.flops_per_s > 0) ||
+      !std::isfinite(r.flops_per_s)) {
     return core::InvalidArgument(who + "link_bytes_per_s " + core::ShowNumber(r.link_bytes_per_s) +
                                  ", host_bytes_per_s " + core::ShowNumber(r.host_bytes_per_s) +
+                                 ", flops_per_s " + core::ShowNumber(r.flops_per_s) +
                                  ": must be finite and > 0");
   }
   return core::Status::Ok();
@@ -182,14 +184,14 @@ void AddPrologueOps(const AnalyticRequest& r, const AnalyticModel& m, const Requ
   const double e = z.e;
   const double stream_s = z.enc_layer_params * e / r.host_bytes_per_s;
   for (int i = 0; i < m.enc_layers; ++i) {
-    t->prologue.push_back(Op("text.l" + std::to_string(i), Phase::kText,
+    t->prologue.push_back(Op(r, "text.l" + std::to_string(i), Phase::kText,
                              2 * z.enc_layer_params * z.te * z.b_enc, z.enc_layer_params * e));
     TraceOp& op = t->prologue.back();
     if (r.encoder_on_host)
       op.time_s = i == 0 ? op.time_s + stream_s : std::max(op.time_s, stream_s);
   }
-  t->prologue.push_back(Op("text.pool", Phase::kText, 0, z.te * m.enc_hidden * e * z.b_enc));
-  t->prologue.push_back(Op("latent.init", Phase::kDenoise, 0, z.latent_bytes));
+  t->prologue.push_back(Op(r, "text.pool", Phase::kText, 0, z.te * m.enc_hidden * e * z.b_enc));
+  t->prologue.push_back(Op(r, "latent.init", Phase::kDenoise, 0, z.latent_bytes));
 }
 
 // Body: dit.embed, one op per block (timed by its wave efficiency, all-to-alls and chunk
@@ -208,7 +210,8 @@ void AddBodyOps(const AnalyticRequest& r, const AnalyticModel& m, const RequestS
       std::ceil(rows * b / static_cast<double>(r.ffn_chunks)), static_cast<double>(m.ffn)));
   const double eff_attention =
       WaveEfficiency(b * static_cast<double>(m.heads) / sp * std::ceil(tokens / kTileRows));
-  t->body.push_back(Op("dit.embed", Phase::kDenoise, 2 * 0.03 * m.dit_params * rows * b, x_bytes));
+  t->body.push_back(
+      Op(r, "dit.embed", Phase::kDenoise, 2 * 0.03 * m.dit_params * rows * b, x_bytes));
   for (int i = 0; i < z.blocks; ++i) {
     const std::string name = i < m.double_blocks
                                  ? "dit.double" + std::to_string(i)
@@ -216,15 +219,15 @@ void AddBodyOps(const AnalyticRequest& r, const AnalyticModel& m, const RequestS
     const double linear = 2 * block_params * tokens * b / sp;
     const double attention = 4 * tokens * tokens * d * b / sp;
     t->body.push_back(
-        Op(name, Phase::kDenoise, linear + attention, block_params * z.e + 4 * x_bytes));
-    t->body.back().time_s = linear * (1 - mlp_share) / (kModeledFlopsPerS * eff_linear) +
-                            linear * mlp_share / (kModeledFlopsPerS * eff_mlp) +
-                            attention / (kModeledFlopsPerS * eff_attention) + a2a_s + chunk_s;
+        Op(r, name, Phase::kDenoise, linear + attention, block_params * z.e + 4 * x_bytes));
+    t->body.back().time_s = linear * (1 - mlp_share) / (r.flops_per_s * eff_linear) +
+                            linear * mlp_share / (r.flops_per_s * eff_mlp) +
+                            attention / (r.flops_per_s * eff_attention) + a2a_s + chunk_s;
   }
   t->body.push_back(
-      Op("dit.final", Phase::kDenoise, 2 * rows * d * m.latent_channels * b, x_bytes));
+      Op(r, "dit.final", Phase::kDenoise, 2 * rows * d * m.latent_channels * b, x_bytes));
   t->body.push_back(
-      Op("sched.step", Phase::kDenoise, 3 * z.latent_bytes / z.e, 3 * z.latent_bytes));
+      Op(r, "sched.step", Phase::kDenoise, 3 * z.latent_bytes / z.e, 3 * z.latent_bytes));
 }
 
 // Epilogue: the VAE's up blocks, request after request.
@@ -234,7 +237,7 @@ void AddEpilogueOps(const AnalyticRequest& r, const AnalyticModel& m, const Requ
   for (int64_t j = 0; j < r.batch; ++j) {
     for (size_t i = 0; i < m.vae.size(); ++i) {
       t->epilogue.push_back(
-          Op(VaeOpName(j, i), Phase::kVae,
+          Op(r, VaeOpName(j, i), Phase::kVae,
              2 * 2 * 9 * static_cast<double>(m.vae[i].channels) * z.vae_elems[i] * recompute,
              3 * z.vae_elems[i] * z.e * recompute));
     }

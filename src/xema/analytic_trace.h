@@ -30,9 +30,10 @@
 //     cfg doubles the batch of every activation;
 //   epilogue: one op per VAE up block (its output carried to the next block, two transient
 //     full-size intermediates).
-// Flops and time_s are modeled: 400 TFLOP/s achieved when the GPU is full; a DiT block's GEMMs
-// and attention run at that rate times their wave efficiency on 132 SMs (tiles / (waves x
-// 132); GEMM output tiles 128 x 256, attention tiles 128 queries of one head), so a small
+// Flops and time_s are modeled: flops_per_s achieved when the GPU is full (400 TFLOP/s unless
+// the device says otherwise; the wave quantization stays the H100's 132 SMs on every device); a DiT
+// block's GEMMs and attention run at that rate times their wave efficiency on 132 SMs (tiles /
+// (waves x 132); GEMM output tiles 128 x 256, attention tiles 128 queries of one head), so a small
 // per-device slice (a small image, a high SP degree, fine FFN chunks) runs below it.
 // Thread-safe (no state).
 //
@@ -84,6 +85,7 @@ struct AnalyticRequest {
   bool encoder_on_host = false;
   double host_bytes_per_s = 55e9;  // host -> device (PCIe 5 x16, achieved)
   int64_t batch = 1;               // requests in one pass, [1, 64]
+  double flops_per_s = 4e14;       // achieved bf16 rate of a full GPU (the wave efficiency's base)
 };
 
 struct AnalyticModelInfo {

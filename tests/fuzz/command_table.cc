@@ -516,6 +516,25 @@ std::vector<SubcommandSpec> CommandTable(const SampleFiles& s) {
                       "--timing-runs", "1", "--duration", "1", "--out", out + "plan.json"}};
   xema_plan.keep = {"--max-concurrency", "--timing-runs"};  // a case stays a few seconds
   t.push_back(xema_plan);
+  // deployed is modeled: one device, GPU count, model and load keep a case under a second.
+  SubcommandSpec xema_deployed = Spec("deployed", MpiUse::kNone, 2,
+                                      {{"--devices", K::kText, {}},
+                                       {"--gpus", K::kText, {}},
+                                       {"--models", K::kText, {}},
+                                       {"--loads", K::kText, {}},
+                                       {"--policies", K::kText, {}},
+                                       {"--slo-scale", K::kFloat, {}},
+                                       {"--requests", K::kFloat, {}},
+                                       {"--seed", K::kUint, {}},
+                                       {"--max-batch", K::kInt, {}},
+                                       {"--max-concurrency", K::kInt, {}},
+                                       {"--offload-host-gbps", K::kFloat, {}},
+                                       {"--json", K::kOutputFile, {}}});
+  xema_deployed.group = "xema";
+  xema_deployed.bases = {{"--devices", "h100-80g", "--gpus", "1", "--models", "cogvideox-5b",
+                          "--loads", "0.5", "--requests", "50", "--json", out + "deployed.json"}};
+  xema_deployed.keep = {"--devices", "--gpus", "--models", "--loads", "--requests"};
+  t.push_back(xema_deployed);
   // abuse needs a server too (needs_server): the closed port answers "cannot reach" at once.
   SubcommandSpec abuse = Spec("abuse", MpiUse::kNone, 2,
                               {{"--url", K::kText, {}},

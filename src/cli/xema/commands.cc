@@ -19,6 +19,7 @@ void AddXemaCommands(CLI::App& root, Action* action) {
   AddXemaBench(x, action);
   AddXemaAbuse(x, action);
   AddXemaPlan(x, action);
+  AddXemaDeployed(x, action);
 }
 
 }  // namespace tessera::cli

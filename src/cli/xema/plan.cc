@@ -4,7 +4,7 @@
 // the plan table `xema serve --plan` uses. `--grid sim` also simulates every configuration of
 // the grid; `--grid real` serves every feasible one for real (xema/planner/grid_search.h) and
 // reports the planner against it: time ratio, regret, the simulation's latency MAPE.
-// `--device h100-80g|h200-141g` plans the public models at paper scale instead, modeled
+// `--device NAME` (a modeled GPU) plans the public models at paper scale instead, modeled
 // (xema/planner/modeled_profile.h): SP degree, memory control, concurrency, encoder placement.
 #include <fmt/format.h>
 
@@ -242,7 +242,8 @@ void AddXemaPlan(CLI::App* xema, Action* action) {
   c->add_option("--mix", a->mix, "templates: a JSON file or inline (as xema loadgen)")->required();
   paths->RecordInput("--mix", &a->mix);
   c->add_option("--device", a->device,
-                "cpu (this host's cores, measured) or a modeled GPU: h100-80g, h200-141g")
+                "cpu (this host's cores, measured) or a modeled GPU: rtx4090-24g, l40s-48g, "
+                "h100-80g, h200-141g")
       ->capture_default_str();
   c->add_option("--budget", a->budget_bytes,
                 "device memory budget per device, e.g. 256MiB (required on cpu; default: the "

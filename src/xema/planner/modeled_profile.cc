@@ -160,7 +160,7 @@ core::StatusOr<ServingPlannerResult> PlanModeledServing(const ServingPlannerOpti
                                    {"memory_bytes", device.memory_bytes},
                                    {"link_bytes_per_s", device.link_bytes_per_s},
                                    {"host_bytes_per_s", device.host_bytes_per_s},
-                                   {"flops_per_s", 4e14}};
+                                   {"flops_per_s", device.flops_per_s}};
   result.search_s = core::SecondsSince(t0);
   result.plan.planner["planner_s"] = result.search_s;
   return result;

@@ -1,4 +1,4 @@
-// Xema's planner at paper scale, modeled (`tessera xema plan --device h100-80g|h200-141g`): the
+// Xema's planner at paper scale, modeled (`tessera xema plan --device NAME`): the
 // serving profile of a mix of the public models' templates (xema/analytic_trace.h) on a modeled
 // GPU (xema/serve/modeled_device.h), searched by the same planner as the measured one
 // (serving_planner.h), with sequence parallelism as a real choice.

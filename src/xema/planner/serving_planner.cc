@@ -56,6 +56,8 @@ Candidates CollectCandidates(const ServingProfile& p, const ServingPlannerOption
     if (cands[t].empty()) {
       result->unplanned.push_back(p.templates[t].label);
       cands[t].push_back({-1, 1});
+    } else if (o.may_shed) {
+      cands[t].push_back({-1, 1});  // last: the first of equal scores keeps the template
     }
   }
   return cands;
@@ -179,6 +181,7 @@ class ConfigurationSearch {
 bool BetterScore(const ConfigurationScore& a, const ConfigurationScore& b) {
   if (a.feasible != b.feasible) return a.feasible;
   if (a.attainment != b.attainment) return a.attainment > b.attainment;
+  if (a.left_out != b.left_out) return a.left_out < b.left_out;
   return a.mean_latency_s < b.mean_latency_s;
 }
 
@@ -278,7 +281,10 @@ core::StatusOr<ConfigurationScore> ScoreConfiguration(const ServingProfile& p,
   std::vector<int> sim_template;
   for (const PlannedArrival& a : arrivals) {
     const auto t = static_cast<size_t>(a.template_index);
-    if (entry_of[t] < 0) continue;  // unplanned: counted as a miss below
+    if (entry_of[t] < 0) {  // unplanned: counted as a miss below
+      ++score.left_out;
+      continue;
+    }
     SimArrival s;
     s.at_s = a.at_s;
     s.route = Route{RouteKind::kExact, entry_of[t]};
@@ -344,6 +350,13 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
   const ConfigurationScore& best_score = search.best_score();
   result.chosen = best;
   result.score = best_score;
+  for (size_t t = 0; t < p.templates.size(); ++t) {
+    const std::string& label = p.templates[t].label;
+    if (best.variant[t] < 0 && std::find(result.unplanned.begin(), result.unplanned.end(), label) ==
+                                   result.unplanned.end()) {
+      result.shed.push_back(label);
+    }
+  }
   result.plan = MakeServingPlan(p, o, best, best_score);
   result.search_s = core::SecondsSince(t0);
   core::Json speedup = p.pair_speedup;
@@ -363,6 +376,7 @@ core::StatusOr<ServingPlannerResult> PlanServing(const ServingProfile& p,
                          {"duration_s", o.duration_s},
                          {"seed", o.seed},
                          {"unplanned", unplanned},
+                         {"shed", result.shed},
                          {"configuration", ConfigurationLabel(p, best)}};
   return result;
 }

@@ -54,9 +54,11 @@ struct ConfigurationScore {
   double p50_s = 0, p99_s = 0;  // of served requests
   std::vector<double> template_p50_s, template_p99_s, template_attainment;
   int64_t rejected = 0, unserved = 0;
+  int64_t left_out = 0;  // arrivals of templates the configuration does not plan
 };
 
-// a better than b: feasible first, then higher attainment, then lower mean latency.
+// a better than b: feasible first, then higher attainment, then fewer arrivals left out, then
+// lower mean latency.
 bool BetterScore(const ConfigurationScore& a, const ConfigurationScore& b);
 
 // Every (variant, concurrency) per template, their product (feasible or not), in a fixed order.
@@ -81,6 +83,7 @@ struct ServingPlannerResult {
   int64_t dominated = 0;
   int64_t simulated = 0;               // configurations scored
   std::vector<std::string> unplanned;  // templates with no feasible candidate
+  std::vector<std::string> shed;       // templates left out by choice (options.may_shed)
   double search_s = 0;
 };
 

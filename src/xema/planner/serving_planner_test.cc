@@ -220,3 +220,53 @@ TEST(ServingPlannerTest, BadOptionsAreNamed) {
 
 }  // namespace
 }  // namespace tessera::xema
+
+namespace tessera::xema {
+namespace {
+
+// A profile by hand: a short template (1 s) and a long one (50 s), one variant each, one device.
+ServingProfile ShortAndLong(const ServingPlannerOptions& o) {
+  ServingProfile p;
+  p.region_bytes = 1 << 20;
+  const double solo[2] = {1, 50};
+  for (size_t t = 0; t < 2; ++t) {
+    TemplateProfile tp;
+    tp.label = o.mix[t].label;
+    tp.request = o.mix[t].request;
+    TemplateVariant v;
+    v.request = tp.request;
+    v.arena_bytes = 1024;
+    v.solo_s = solo[t];
+    v.batch_s = {solo[t]};
+    tp.variants.push_back(v);
+    tp.isolated_s = solo[t];
+    p.templates.push_back(tp);
+  }
+  return p;
+}
+
+TEST(ServingPlannerTest, ShedsALongTemplateOnlyWhenAllowedAndOnlyForMoreWithinTheirSlos) {
+  ServingPlannerOptions o = SmallOptions(48 * core::kMiBInt64);
+  o.rate_rps = 0.05;  // 2:1 short:long, about 87% busy: the long runs hold the shorts back
+  o.duration_s = 4000;
+  o.slo_scale = 2;
+  o.max_concurrency = 1;
+  const ServingProfile p = ShortAndLong(o);
+  const ServingPlannerResult all = PlanServing(p, o).value();
+  EXPECT_TRUE(all.shed.empty());
+  EXPECT_EQ(all.score.left_out, 0);
+  o.may_shed = true;
+  const ServingPlannerResult shed = PlanServing(p, o).value();
+  ASSERT_EQ(shed.shed.size(), 1u);
+  EXPECT_EQ(shed.shed[0], o.mix[1].label);
+  EXPECT_GT(shed.score.attainment, all.score.attainment);
+  EXPECT_GT(shed.score.left_out, 0);
+  EXPECT_EQ(shed.plan.entries.size(), 1u);
+  // At a light load nothing waits: shedding would only lose requests, and is not chosen.
+  o.rate_rps = 0.002;
+  o.duration_s = 40000;
+  EXPECT_TRUE(PlanServing(p, o).value().shed.empty());
+}
+
+}  // namespace
+}  // namespace tessera::xema

@@ -63,6 +63,11 @@ struct ServingPlannerOptions {
   int max_batch = kMaxRequestBatch;  // the largest batch tried ([1, kMaxRequestBatch])
   int timing_runs = 3;
   int64_t max_configurations = 20000;
+  // Modeled comparisons only: the search may also leave a template out (its requests refused at
+  // once, each a miss) when that serves more requests within their SLOs: admission control, as
+  // an out-of-memory refusal does by accident. A left-out template is listed in `shed`; a server
+  // given such a table would route its requests to the fallback.
+  bool may_shed = false;
   // Seconds per request the server adds to a run (HTTP, parsing, routing), added to simulated
   // latencies; < 0: measured by ProfileServing (an in-process server answering requests of
   // the mix's first template one at a time: their median latency less the solo time).

@@ -7,8 +7,10 @@ namespace {
 
 const std::vector<ModeledDevice>& Devices() {
   static const std::vector<ModeledDevice> devices = {
-      {"h100-80g", 80'000'000'000, 450e9, 55e9},
-      {"h200-141g", 141'000'000'000, 450e9, 55e9},
+      {"rtx4090-24g", 24'000'000'000, 20e9, 25e9, 67e12},
+      {"l40s-48g", 48'000'000'000, 25e9, 25e9, 146e12},
+      {"h100-80g", 80'000'000'000, 450e9, 55e9, 4e14},
+      {"h200-141g", 141'000'000'000, 450e9, 55e9, 4e14},
   };
   return devices;
 }
@@ -45,6 +47,7 @@ AnalyticRequest ToAnalyticRequest(const DiffusionRequest& r, int sp_degree,
   a.encoder_on_host = r.offload.idle_weights;
   a.host_bytes_per_s = device.host_bytes_per_s;
   a.batch = RequestBatch(r);
+  a.flops_per_s = device.flops_per_s;
   return a;
 }
 
@@ -55,7 +58,7 @@ core::Status ValidateModeledTemplate(const DiffusionRequest& r, int sp_degree) {
         "mitigations: a modeled template takes ffn_chunks, vae_tiles and offload [\"weights\"] "
         "only (fused attention, no frame slices, no other offload)");
   }
-  const ModeledDevice any = Devices().front();
+  const ModeledDevice& any = Devices().front();
   return AnalyticTrace(ToAnalyticRequest(r, sp_degree, any)).status();
 }
 

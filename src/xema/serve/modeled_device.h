@@ -2,11 +2,17 @@
 // GPU presets whose figures come from datasheets, labelled "modeled", and the analytic
 // request (xema/analytic_trace.h) a template of the public models runs as on one of them.
 //
-//   h100-80g   H100 SXM: 80 GB, NVLink 4 at 450 GB/s per direction, PCIe 5 host link at
-//              55 GB/s achieved;
-//   h200-141g  H200 SXM: 141 GB, the same links.
-// Compute is the analytic traces' own (400 TFLOP/s achieved bf16 on both: the H200 has the
-// H100's tensor cores; its faster memory is not modeled).
+//   rtx4090-24g  RTX 4090: 24 GB, 165 TFLOP/s dense bf16 (fp32 accumulate); PCIe 4 x16 host link
+//                at 25 GB/s achieved; no NVLink and no peer-to-peer: SP members exchange
+//                through the host at 20 GB/s;
+//   l40s-48g     L40S: 48 GB, 362 TFLOP/s dense bf16; PCIe 4 at 25 GB/s to the host and
+//                between GPUs;
+//   h100-80g     H100 SXM: 80 GB, 989 TFLOP/s dense bf16, NVLink 4 at 450 GB/s per direction,
+//                PCIe 5 host link at 55 GB/s achieved;
+//   h200-141g    H200 SXM: 141 GB, the H100's tensor cores and links.
+// Achieved compute is the H100's 400 TFLOP/s share of its datasheet rate (40.4%) applied to
+// each: rtx4090 67, l40s 146, h100 and h200 400 TFLOP/s (the H200's faster memory, each
+// card's SM count and memory bandwidth are not modeled). Memory sizes are decimal GB.
 //
 // A modeled template is a DiffusionRequest of an analytic model (flux2-dev, cogvideox-5b,
 // ltx-2) whose mitigations are those the analytic traces model: ffn_chunks, vae_tiles and
@@ -29,9 +35,11 @@ struct ModeledDevice {
   int64_t memory_bytes = 0;
   double link_bytes_per_s = 0;  // between SP members, per direction
   double host_bytes_per_s = 0;  // host -> device
+  double flops_per_s = 0;       // achieved bf16 when the GPU is full
 };
 
-std::vector<std::string> ModeledDeviceNames();  // {"h100-80g", "h200-141g"}
+// {"rtx4090-24g", "l40s-48g", "h100-80g", "h200-141g"}
+std::vector<std::string> ModeledDeviceNames();
 // InvalidArgument "device: got 'x', must be cpu, h100-80g or h200-141g".
 core::StatusOr<ModeledDevice> FindModeledDevice(const std::string& name);
 
