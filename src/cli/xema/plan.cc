@@ -101,7 +101,8 @@ void PrintXemaPlan(const xema::ServingPlan& plan, const xema::ServingPlannerResu
       static_cast<long long>(r.candidates), static_cast<long long>(r.infeasible),
       static_cast<long long>(r.dominated), static_cast<long long>(r.simulated),
       PlanPercent(r.score.attainment).c_str(), r.score.p50_s, r.score.p99_s, r.search_s,
-      modeled ? "modeled: analytic traces at 400 TFLOP/s, all-to-alls at the link's speed"
+      modeled ? "modeled: analytic traces at the device's achieved rate, all-to-alls at its peer "
+                "link's speed"
               : "measured arena bytes and solo times, modeled latencies");
 }
 
@@ -162,11 +163,13 @@ core::Status RunModeledPlan(const XemaPlanArgs& a, xema::ServingPlannerOptions o
   ASSIGN_OR_RETURN(const xema::ServingPlannerResult r, xema::PlanModeledServing(o, device));
   const core::Json& on_host = r.plan.planner["encoders_on_host"];
   std::printf(
-      "modeled device %s (datasheet figures): %.0f GB (%s) per device, %d devices, NVLink %.0f "
-      "GB/s, host link %.0f GB/s; text encoders kept in host memory: %s\n",
+      "modeled device %s (datasheet figures): %.0f GB (%s) per device, %d devices, %.0f TFLOP/s "
+      "bf16 achieved, peer link %.0f GB/s, host link %.0f GB/s; text encoders kept in host "
+      "memory: %s\n",
       device.name.c_str(), static_cast<double>(o.budget_bytes) / 1e9,
-      core::FormatBytes(o.budget_bytes).c_str(), o.devices, device.link_bytes_per_s / 1e9,
-      device.host_bytes_per_s / 1e9, on_host.empty() ? "none" : on_host.dump().c_str());
+      core::FormatBytes(o.budget_bytes).c_str(), o.devices, device.flops_per_s / 1e12,
+      device.link_bytes_per_s / 1e9, device.host_bytes_per_s / 1e9,
+      on_host.empty() ? "none" : on_host.dump().c_str());
   PrintXemaPlan(r.plan, r, /*modeled=*/true);
   RETURN_IF_ERROR(core::WriteJsonFile(a.out_path, xema::ToJson(r.plan)));
   std::printf("wrote %s (modeled; planner %.1f s)\n", a.out_path.c_str(), r.search_s);
