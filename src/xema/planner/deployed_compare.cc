@@ -21,15 +21,6 @@ namespace {
 constexpr double kWithinPoints = 0.02;
 constexpr size_t kFirstDeployed = 2;  // rows: xema, xema+shed, then the deployed ones
 
-core::StatusOr<double> IsolatedSeconds(const DiffusionRequest& r, const ModeledDevice& device) {
-  DiffusionRequest plain = r;
-  plain.offload = OffloadSet{};
-  plain.ffn_chunks = 1;
-  plain.vae_tiles = 1;
-  ASSIGN_OR_RETURN(const MemoryTrace t, AnalyticTrace(ToAnalyticRequest(plain, 1, device)));
-  return RequestSeconds(t);
-}
-
 int64_t ArrivalsOf(const std::vector<PlannedArrival>& arrivals, int t) {
   return std::count_if(arrivals.begin(), arrivals.end(),
                        [t](const PlannedArrival& a) { return a.template_index == t; });
@@ -118,7 +109,7 @@ core::StatusOr<DeployedProfile> DeployedServingProfile(const DeployedConfig& c,
     TemplateProfile tp;
     tp.label = o.mix[t].label;
     tp.request = r;
-    ASSIGN_OR_RETURN(tp.isolated_s, IsolatedSeconds(r, device));
+    ASSIGN_OR_RETURN(tp.isolated_s, ModeledIsolatedSeconds(r, device));
     TemplateVariant v;
     v.request = r;
     // One pipeline per GPU (or SP group) runs one request at a time: a run takes the device.
@@ -177,7 +168,7 @@ core::StatusOr<double> MeanIsolatedSeconds(const std::vector<LoadTemplate>& mix,
                                            const ModeledDevice& device) {
   double sum = 0, weights = 0;
   for (const LoadTemplate& t : mix) {
-    ASSIGN_OR_RETURN(const double s, IsolatedSeconds(t.request, device));
+    ASSIGN_OR_RETURN(const double s, ModeledIsolatedSeconds(t.request, device));
     sum += t.weight * s;
     weights += t.weight;
   }

@@ -239,17 +239,18 @@ core::StatusOr<DeployedTemplate> ModelDeployedTemplate(const DeployedConfig& c,
   ASSIGN_OR_RETURN(const MemoryTrace t, DeployedTrace(c, request, device));
   DeployedTemplate d;
   d.sp_degree = UsesSp(c) ? c.degree : 1;
-  // The same request with every weight resident and no mitigation: what the moves add.
-  ASSIGN_OR_RETURN(const MemoryTrace base,
-                   DeployedTrace({DeployedKind::kXditFixedSp, d.sp_degree}, request, device));
   ASSIGN_OR_RETURN(const ExpandedTrace x, Expand(t));
   const ReplayReport replay = ReplayTrace(x, AllocatorPolicy{});
   d.device_bytes = replay.stats.peak_reserved_bytes;
   d.live_peak_bytes = LowerBoundBytes(x);
   d.fits = d.device_bytes <= device.memory_bytes;
   d.solo_s = RequestSeconds(t);
-  if (c.kind != DeployedKind::kVaeSlicingTiling && c.kind != DeployedKind::kXditFixedSp)
+  if (c.kind != DeployedKind::kVaeSlicingTiling && c.kind != DeployedKind::kXditFixedSp) {
+    // The same request with every weight resident and no mitigation: what the moves add.
+    ASSIGN_OR_RETURN(const MemoryTrace base,
+                     DeployedTrace({DeployedKind::kXditFixedSp, d.sp_degree}, request, device));
     d.weight_transfer_s = std::max(0.0, d.solo_s - RequestSeconds(base));
+  }
   return d;
 }
 

@@ -7,6 +7,8 @@
 #include "xema/analytic_trace.h"
 #include "xema/planner/deployed_compare.h"
 
+// Every seconds figure here (solo_s, weight_transfer_s) is modeled arithmetic on an analytic
+// trace, not a wall-clock time: the comparisons are exact and do not depend on the machine.
 namespace tessera::xema {
 namespace {
 

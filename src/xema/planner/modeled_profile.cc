@@ -38,6 +38,14 @@ void Report(const ServingPlannerOptions& o, const std::string& stage, int done, 
 
 }  // namespace
 
+core::StatusOr<double> ModeledIsolatedSeconds(const DiffusionRequest& request,
+                                              const ModeledDevice& device) {
+  DiffusionRequest plain = request;
+  plain.offload = OffloadSet{};
+  ASSIGN_OR_RETURN(const MemoryTrace t, AnalyticTrace(ToAnalyticRequest(plain, 1, device)));
+  return RequestSeconds(t);
+}
+
 core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& o,
                                                    const ModeledDevice& device,
                                                    const std::set<std::string>& on_host) {
@@ -53,9 +61,7 @@ core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& 
     tp.request = lt.request;
     DiffusionRequest plain = lt.request;
     plain.offload = OffloadSet{};
-    ASSIGN_OR_RETURN(const MemoryTrace isolated,
-                     AnalyticTrace(ToAnalyticRequest(plain, 1, device)));
-    tp.isolated_s = RequestSeconds(isolated);
+    ASSIGN_OR_RETURN(tp.isolated_s, ModeledIsolatedSeconds(lt.request, device));
     const bool host = on_host.contains(lt.request.model);
     for (int sp = 1; sp <= std::min(o.devices, o.max_sp_degree); sp *= 2) {
       if (o.devices % sp != 0 || info.heads % sp != 0) continue;

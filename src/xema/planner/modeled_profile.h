@@ -37,6 +37,11 @@
 
 namespace tessera::xema {
 
+// The isolated latency of a modeled template (the SLO's base): the request without offload on
+// one device with every weight resident, whether or not it fits; AnalyticTrace's errors.
+core::StatusOr<double> ModeledIsolatedSeconds(const DiffusionRequest& request,
+                                              const ModeledDevice& device);
+
 core::StatusOr<ServingProfile> ModelServingProfile(const ServingPlannerOptions& options,
                                                    const ModeledDevice& device,
                                                    const std::set<std::string>& encoders_on_host);

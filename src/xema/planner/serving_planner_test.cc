@@ -224,7 +224,8 @@ TEST(ServingPlannerTest, BadOptionsAreNamed) {
 namespace tessera::xema {
 namespace {
 
-// A profile by hand: a short template (1 s) and a long one (50 s), one variant each, one device.
+// A profile by hand: a short template (1 s) and a long one (50 s), one variant each, one device
+// (simulated seconds: the planner's simulation, no clock).
 ServingProfile ShortAndLong(const ServingPlannerOptions& o) {
   ServingProfile p;
   p.region_bytes = 1 << 20;
